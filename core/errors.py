@@ -1,0 +1,66 @@
+"""The errors T25 raises on purpose, and what a caller can do about each.
+
+    T25Error                      anything T25 refuses or cannot do; `hint` says what to do next
+    ├── ConfigError               t25.yaml is missing, malformed, or holds a credential
+    ├── NotFound                  an unknown task, run, project or artifact id
+    ├── IllegalTransition         the state machine forbids the change that was asked for
+    ├── StaleState                compare-and-set lost: the task moved since it was read
+    ├── LeaseLost                 a lease expired or its fencing token is stale
+    ├── ArtifactCorrupted         stored content no longer matches its SHA-256
+    ├── StoreError                the store cannot be opened or is not a T25 database
+    ├── AuditError                the audit log cannot be written
+    └── PolicyRefused             an operator action that policy does not allow now
+
+Every message is one line meant for a person at a terminal; the command line prints
+it (and the hint) without a traceback unless asked for one.
+"""
+
+from __future__ import annotations
+
+
+class T25Error(Exception):
+    """Base of every deliberate T25 error. `hint` is the next step, when there is one."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(T25Error):
+    """The configuration file is missing, malformed, or holds something it must not."""
+
+
+class NotFound(T25Error):
+    """An id that names nothing in the store."""
+
+
+class IllegalTransition(T25Error):
+    """A state change the transition table does not allow."""
+
+
+class StaleState(T25Error):
+    """Compare-and-set failed: the task is no longer in the state the decision was made from."""
+
+
+class LeaseLost(T25Error):
+    """A lease that expired, was reclaimed, or is held under a newer fencing token."""
+
+
+class ArtifactCorrupted(T25Error):
+    """Stored artifact content whose SHA-256 no longer matches its address."""
+
+
+class StoreError(T25Error):
+    """The store cannot be opened, is not a T25 database, or is from a newer T25."""
+
+
+class AuditError(T25Error):
+    """The audit log could not be durably written."""
+
+
+class PolicyRefused(T25Error):
+    """An operator action that policy does not allow in the task's current situation."""

@@ -1,0 +1,246 @@
+"""Domain objects: projects, tasks, runs, leases and artifacts.
+
+These are what the store returns and what every face shows. They are immutable
+values; a change is a new value written through the store.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import NotFound
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TaskState(StrEnum):
+    """The pipeline states, exactly as the seeds name them."""
+
+    RECEIVED = "RECEIVED"
+    SPEC = "SPEC"
+    PLAN = "PLAN"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    IMPLEMENTING = "IMPLEMENTING"
+    QA = "QA"
+    REVIEW = "REVIEW"
+    PR_OPEN = "PR_OPEN"
+    DOCS = "DOCS"
+    DONE = "DONE"
+    NEEDS_INPUT = "NEEDS_INPUT"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class TaskType(StrEnum):
+    """What kind of change a task is; it names the task's branch (`feat/T-7`)."""
+
+    FEAT = "feat"
+    FIX = "fix"
+    CHORE = "chore"
+    DOCS = "docs"
+    REFACTOR = "refactor"
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ArtifactKind(StrEnum):
+    SPEC = "spec"
+    PLAN = "plan"
+    REVIEW = "review"
+    QA_REPORT = "qa_report"
+    DIFF = "diff"
+    LOG = "log"
+    DOCS = "docs"
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- ids ---------------------------------------------------------------------------------
+
+_ID = re.compile(r"^\s*(?:(?P<prefix>[A-Za-z])-?)?(?P<n>\d+)\s*$")
+
+
+def format_id(prefix: str, number: int) -> str:
+    return f"{prefix}-{number}"
+
+
+def parse_id(prefix: str, text: str) -> int:
+    """Accept `T-7`, `t7`, `T7` or plain `7` for a task id (prefix `T`); return 7."""
+    m = _ID.match(text)
+    if not m or (m["prefix"] and m["prefix"].upper() != prefix):
+        noun = {"T": "task", "R": "run", "A": "artifact"}.get(prefix, "id")
+        raise NotFound(
+            f"{text!r} is not a {noun} id",
+            hint=f"{noun} ids look like {prefix}-7 (or just 7)",
+        )
+    return int(m["n"])
+
+
+def task_id(text: str) -> str:
+    return format_id("T", parse_id("T", text))
+
+
+def run_id(text: str) -> str:
+    return format_id("R", parse_id("R", text))
+
+
+# -- projects and tasks ------------------------------------------------------------------
+
+
+class Project(_Value):
+    name: str
+    repo_path: str
+    default_branch: str
+
+
+class NewTask(_Value):
+    """What an operator files; the store gives it an id."""
+
+    project: str
+    title: str
+    type: TaskType = TaskType.FEAT
+    description: str = ""
+
+
+class Task(_Value):
+    id: str
+    project: str
+    title: str
+    type: TaskType
+    description: str = ""
+    state: TaskState = TaskState.RECEIVED
+    # The working stage a NEEDS_INPUT or FAILED task returns to (answer, retry).
+    resume_state: TaskState | None = None
+    archived: bool = False
+    merged: bool = False
+    qa_loops: int = 0
+    review_loops: int = 0
+    error: str | None = None
+    approved_plan_sha: str | None = None
+    created_at: datetime
+    state_since: datetime
+
+    @property
+    def branch(self) -> str:
+        return f"{self.type.value}/{self.id}"
+
+
+# The task fields a state change or an operator decision may set; nothing else mutates.
+MUTABLE_TASK_FIELDS = frozenset(
+    {"resume_state", "archived", "merged", "qa_loops", "review_loops", "error", "approved_plan_sha"}
+)
+
+
+# -- runs and leases -----------------------------------------------------------------------
+
+
+class Usage(_Value):
+    """Tokens one agent run reported; the basis of its cost estimate."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    model: str | None = None
+
+
+class NewRun(_Value):
+    """A unit of work to put on the lease queue: one role of one stage of one task."""
+
+    task_id: str
+    stage: TaskState
+    role: str
+    max_attempts: int = 3
+
+
+class Run(_Value):
+    id: str
+    task_id: str
+    stage: TaskState
+    role: str
+    status: RunStatus = RunStatus.QUEUED
+    attempts: int = 0
+    max_attempts: int = 3
+    worker: str | None = None
+    lease_token: int = 0
+    lease_expires_at: datetime | None = None
+    adapter: str | None = None
+    adapter_reason: str | None = None
+    cli_version: str | None = None
+    model: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    enqueued_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class Lease(_Value):
+    """A worker's claim on a run: valid until `expires_at` (database clock), under `token`."""
+
+    run_id: str
+    task_id: str
+    token: int
+    worker: str
+    expires_at: datetime
+
+
+class RunOutcome(_Value):
+    """What a worker reports when it completes a run under its lease."""
+
+    status: RunStatus
+    exit_code: int | None = None
+    error: str | None = None
+    adapter: str | None = None
+    adapter_reason: str | None = None
+    cli_version: str | None = None
+    model: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+# -- artifacts -------------------------------------------------------------------------------
+
+
+class ArtifactMeta(_Value):
+    """Provenance of an artifact: which task, run, role and agent produced it."""
+
+    kind: ArtifactKind
+    media_type: str = "text/plain"
+    task_id: str | None = None
+    run_id: str | None = None
+    role: str | None = None
+    adapter: str | None = None
+    cli_version: str | None = None
+    model: str | None = None
+
+
+class Artifact(_Value):
+    id: str
+    sha256: str
+    size: int
+    meta: ArtifactMeta
+    created_at: datetime
+
+
+class AuditAnchor(_Value):
+    """The newest audit line's sequence number and hash, kept in the store."""
+
+    seq: int
+    hash: str

@@ -1,0 +1,153 @@
+"""The Store contract: what T25 keeps, and the guarantees every backend gives.
+
+Backends live in the `store` package (embedded SQLite, Postgres); nothing above it
+knows which one it has. Methods return domain objects, never driver rows.
+
+Guarantees a backend must keep (the contract suite in tests/store checks each):
+
+- `apply_transition` is compare-and-set: it changes the task only if it is still in
+  `expected`, and writes the TaskTransitioned event in the same transaction. Of two
+  deciders racing from the same state exactly one wins; the other gets StaleState.
+- Event ids are strictly increasing and never reused; `events_after` returns them in
+  id order with no gap a reader could miss.
+- Leases: `claim_run` hands each queued run to exactly one claimer, with a fresh,
+  larger fencing token and a deadline from the database clock. `heartbeat`,
+  `complete_run` and `release_run` succeed only with the current token before the
+  deadline; otherwise LeaseLost, and nothing the late worker sent is kept.
+  `reap_expired` returns runs whose lease lapsed to the queue, or fails them once
+  they used all their attempts.
+- Artifact content is stored once per SHA-256 however often it is written; reading
+  re-hashes it and raises ArtifactCorrupted on a mismatch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from core.events import Event
+from core.models import (
+    Artifact,
+    ArtifactMeta,
+    AuditAnchor,
+    Lease,
+    NewRun,
+    NewTask,
+    Project,
+    Run,
+    RunOutcome,
+    RunStatus,
+    Task,
+    TaskState,
+)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistent state of one T25 installation. All methods are coroutines."""
+
+    url: str
+
+    async def close(self) -> None: ...
+
+    # -- projects -----------------------------------------------------------------------
+    async def upsert_project(self, project: Project) -> Project: ...
+    async def get_project(self, name: str) -> Project | None: ...
+    async def list_projects(self) -> list[Project]: ...
+
+    # -- tasks ----------------------------------------------------------------------------
+    async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
+        """Give the task the next id and write it with its TaskCreated event, atomically."""
+        ...
+
+    async def get_task(self, task_id: str) -> Task | None: ...
+
+    async def list_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+    ) -> list[Task]: ...
+
+    async def apply_transition(
+        self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
+    ) -> tuple[Task, Event]:
+        """CAS the task from `expected` to `event.to_state`, set `fields`, write `event`.
+
+        Raises NotFound for an unknown task, StaleState if it is no longer in `expected`.
+        """
+        ...
+
+    async def update_task(
+        self, task_id: str, expected: TaskState, fields: dict[str, Any], event: Event
+    ) -> tuple[Task, Event]:
+        """Set non-state `fields` (see MUTABLE_TASK_FIELDS) if the task is still in
+        `expected`, and write `event`, atomically. StaleState otherwise."""
+        ...
+
+    # -- events ---------------------------------------------------------------------------
+    async def append_event(self, event: Event) -> Event:
+        """Write an event; return it carrying its id."""
+        ...
+
+    async def events_after(
+        self, after_id: int, *, task_id: str | None = None, limit: int = 1000
+    ) -> list[Event]: ...
+
+    async def last_event_id(self) -> int: ...
+
+    # -- runs and leases ------------------------------------------------------------------
+    async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
+        """Queue a run and write its RunQueued event, atomically."""
+        ...
+
+    async def get_run(self, run_id: str) -> Run | None: ...
+    async def list_runs(
+        self, *, task_id: str | None = None, status: RunStatus | None = None
+    ) -> list[Run]: ...
+
+    async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
+        """Lease the oldest queued run to `worker`, or None when the queue is empty."""
+        ...
+
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
+        """Extend a live lease; LeaseLost if it expired or its token is stale."""
+        ...
+
+    async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
+        """Finish a run under its lease and write its RunFinished event, atomically.
+
+        LeaseLost if the lease expired or the token is stale; then nothing is written."""
+        ...
+
+    async def release_run(self, lease: Lease) -> Run:
+        """Hand a leased run back to the queue (a worker shutting down)."""
+        ...
+
+    async def cancel_runs(self, task_id: str) -> list[Run]:
+        """Cancel every queued or running run of a task; running leases become stale."""
+        ...
+
+    async def reap_expired(self, *, retry_delay_s: float = 0.0) -> list[Run]:
+        """Return runs whose lease lapsed to the queue, claimable again after
+        `retry_delay_s`, or fail them once they used `max_attempts`. One conditional
+        update per run: never read-then-write."""
+        ...
+
+    # -- artifacts ------------------------------------------------------------------------
+    async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
+        """Store content by SHA-256 (once, however often written) with its provenance."""
+        ...
+
+    async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        """Read an artifact, verifying its hash; ArtifactCorrupted on a mismatch."""
+        ...
+
+    async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]: ...
+
+    # -- audit anchor -----------------------------------------------------------------------
+    async def get_audit_anchor(self) -> AuditAnchor | None: ...
+
+    async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
+        """Move the anchor forward only from `previous` (compare-and-set); StaleState otherwise."""
+        ...

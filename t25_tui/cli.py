@@ -1,0 +1,118 @@
+"""The `t25` command line: argument parsing and error reporting.
+
+Only argparse is imported at start so `t25 --help` stays fast; each command imports
+what it needs. A deliberate T25 error prints as one line with a hint and exits 1;
+anything unexpected does the same unless `--debug` asks for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
+STATES = ("RECEIVED", "SPEC", "PLAN", "AWAITING_APPROVAL", "IMPLEMENTING", "QA", "REVIEW",
+          "PR_OPEN", "DOCS", "DONE", "NEEDS_INPUT", "FAILED", "CANCELLED")
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """A handler imported only when its command runs: `module:function` under t25_tui.commands."""
+    module, func = name.split(":")
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(f"t25_tui.commands.{module}"), func)(args)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="t25",
+        description="T25 runs coding-agent CLIs through a governed pipeline, each task in its "
+                    "own git worktree; humans approve risky plans and merge.",
+        epilog="Start with `t25 init` in a git repository, or `t25 demo` for a tour.",
+    )
+    parser.add_argument("--config", metavar="PATH", help="t25.yaml to use (default: the nearest "
+                        "t25.yaml from the current directory up to the repository root)")
+    parser.add_argument("--actor", help="who is deciding (default: your OS user and git identity)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def add(name: str, handler: str, help: str, **kw) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
+        p.set_defaults(handler=_command(handler))
+        return p
+
+    add("init", "setup:init", "create t25.yaml and .factory/ in this git repository")
+    add("demo", "setup:demo", "a guided tour of the t25 commands on a throwaway repository")
+
+    task = sub.add_parser("task", help="file, list and inspect tasks",
+                          description="File, list and inspect tasks.")
+    task_sub = task.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
+    new = task_sub.add_parser("new", help="file a new task", description="File a new task.")
+    new.add_argument("title", help="what should change, in a sentence")
+    new.add_argument("--type", choices=TASK_TYPES, default="feat",
+                     help="kind of change; names the branch (default: feat)")
+    new.add_argument("--description", default="", help="more detail for the agents")
+    new.add_argument("--project", help="project from t25.yaml (default: the first)")
+    new.set_defaults(handler=_command("tasks:new"))
+    lst = task_sub.add_parser("list", help="list tasks", description="List tasks.")
+    lst.add_argument("--state", choices=STATES, type=str.upper, action="append",
+                     help="only tasks in this state (repeatable)")
+    lst.add_argument("--project", help="only this project's tasks")
+    lst.add_argument("--all", action="store_true", help="include archived tasks")
+    lst.set_defaults(handler=_command("tasks:list_"))
+    show = task_sub.add_parser("show", help="a task's history, runs, artifacts and cost",
+                               description="Show a task's history, runs, artifacts and cost.")
+    show.add_argument("id", help="task id, e.g. T-7 or 7")
+    show.set_defaults(handler=_command("tasks:show"))
+
+    for name, verb in (("cancel", "stop a task and its runs"),
+                       ("retry", "send a FAILED task back to the stage that failed"),
+                       ("archive", "hide a finished, failed or cancelled task from the board")):
+        p = add(name, f"decisions:{name}", verb)
+        p.add_argument("id", help="task id, e.g. T-7 or 7")
+        p.add_argument("--reason", default="", help="why (kept in the audit log)")
+
+    audit = add("audit", "audit:show", "the audit log of operator decisions")
+    audit.add_argument("--task", help="only this task's decisions")
+    audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
+    verify = audit_sub.add_parser(
+        "verify", help="check the log's hash chain against the store's anchor",
+        description="Check the audit log's hash chain against the store's anchor; "
+                    "exit 1 and name the first bad line if anything was changed.")
+    verify.set_defaults(handler=_command("audit:verify"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("t25: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+        if args.debug:
+            raise
+        from core.errors import T25Error
+
+        if isinstance(exc, T25Error):
+            print(f"t25: error: {exc.message}", file=sys.stderr)
+            if exc.hint:
+                print(f"  hint: {exc.hint}", file=sys.stderr)
+            return 1
+        print(f"t25: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("  hint: run again with --debug for the traceback", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Shared fixtures: real git repositories in temp dirs, and the real `t25` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.git import git_sync
+
+
+def make_repo(path: Path, branch: str = "trunk") -> Path:
+    """A real repository with one commit on `branch` (deliberately not always `main`)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git_sync("init", "--quiet", "--initial-branch", branch, cwd=path)
+    git_sync("config", "user.name", "Test Operator", cwd=path)
+    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
+    (path / "app.py").write_text("def hello():\n    return 'hi'\n")
+    git_sync("add", "-A", cwd=path)
+    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def t25(repo: Path):
+    """Run the real `t25` command line as a child process in `repo`."""
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+        done = subprocess.run(
+            [sys.executable, "-m", "t25_tui", *args], cwd=cwd or repo,
+            env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=120,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    return run

@@ -1,0 +1,160 @@
+"""The real `t25` command line, run as a child process against real repos and stores."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from core.git import git_sync
+
+
+def test_help_lists_every_command_with_a_purpose(t25):
+    out = t25("--help").out
+    for command in ("init", "demo", "task", "cancel", "retry", "archive", "audit"):
+        line = next(line for line in out.splitlines() if line.strip().startswith(command + " "))
+        assert len(line.split()) > 1, line
+
+
+def test_init_writes_config_factory_dir_and_git_exclude(t25, repo):
+    done = t25("init")
+    assert done.code == 0, done.err
+    assert (repo / "t25.yaml").is_file()
+    assert (repo / ".factory").is_dir()
+    assert "/.factory/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert git_sync("status", "--porcelain", cwd=repo) == "?? t25.yaml"
+
+
+def test_a_second_init_is_refused_and_changes_nothing(t25, repo):
+    assert t25("init").code == 0
+    before = (repo / "t25.yaml").read_bytes()
+    again = t25("init")
+    assert again.code == 1
+    assert again.err.startswith("t25: error:") and "already" in again.err
+    assert "Traceback" not in again.err
+    assert (repo / "t25.yaml").read_bytes() == before
+    exclude = (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count("/.factory/") == 1
+
+
+def test_init_outside_a_repository_says_what_to_do(t25, tmp_path):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    done = t25("init", cwd=outside)
+    assert done.code == 1 and "git init" in done.err
+
+
+def test_task_lifecycle_through_the_command_line(t25, repo):
+    assert t25("init").code == 0
+    new = t25("task", "new", "Add rate limiting", "--type", "fix", "--description", "5/min")
+    assert new.code == 0, new.err
+    assert new.out.split()[:3] == ["T-1", "RECEIVED", "fix/T-1"]
+    assert t25("task", "new", "Second").code == 0
+
+    listed = t25("task", "list").out
+    assert "T-1" in listed and "Second" in listed
+    assert "T-1" not in t25("task", "list", "--state", "CANCELLED").out
+
+    cancel = t25("--actor", "ana", "cancel", "1", "--reason", "not now")
+    assert cancel.code == 0, cancel.err
+    assert "CANCELLED" in cancel.out
+    assert "T-1" in t25("task", "list", "--state", "cancelled").out
+
+    refused = t25("retry", "T-1")
+    assert refused.code == 1 and "only a FAILED task can be retried" in refused.err
+
+    assert t25("--actor", "ana", "archive", "T-1").code == 0
+    assert "T-1" not in t25("task", "list").out
+    assert "(archived)" in t25("task", "list", "--all").out
+
+    show = t25("task", "show", "T-1")
+    assert show.code == 0, show.err
+    assert "RECEIVED → CANCELLED  by ana  — not now" in show.out
+    assert "cost     $0.0000" in show.out
+
+    audit = t25("audit").out.splitlines()
+    assert [line.split()[3] for line in audit] == ["cancel", "archive"]
+    assert t25("audit", "--task", "T-2").out.startswith("no decisions recorded")
+    verify = t25("audit", "verify")
+    assert verify.code == 0 and verify.out.startswith("ok:")
+
+
+def test_the_default_actor_is_the_os_user_with_the_git_identity(t25, repo):
+    t25("init")
+    t25("task", "new", "x")
+    t25("cancel", "T-1")
+    entry = json.loads((repo / ".factory" / "audit.jsonl").read_text().splitlines()[0])
+    assert "Test Operator <operator@t25.invalid>" in entry["actor"]
+
+
+def test_audit_verify_names_the_tampered_line(t25, repo):
+    t25("init")
+    for n in (1, 2, 3):
+        t25("task", "new", f"task {n}")
+        t25("cancel", f"T-{n}")
+    path = repo / ".factory" / "audit.jsonl"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"cancel"', '"approve"')
+    path.write_text("\n".join(lines) + "\n")
+    done = t25("audit", "verify")
+    assert done.code == 1 and "line 2" in done.err
+
+
+def test_unknown_ids_and_bad_ids_get_one_line_errors(t25):
+    t25("init")
+    for args in (("task", "show", "T-99"), ("cancel", "nonsense"), ("task", "show", "R-1")):
+        done = t25(*args)
+        assert done.code == 1, args
+        assert done.err.startswith("t25: error:") and "Traceback" not in done.err
+        assert "hint:" in done.err
+
+
+def test_a_broken_config_names_file_line_and_key(t25, repo):
+    t25("init")
+    path = repo / "t25.yaml"
+    path.write_text(path.read_text() + "\nlimitz: {}\n")
+    done = t25("task", "list")
+    assert done.code == 1 and "Traceback" not in done.err
+    assert "t25.yaml:" in done.err and "limitz" in done.err
+
+
+def test_a_store_that_is_not_t25s_is_refused_untouched(t25, repo):
+    t25("init")
+    db = repo / ".factory" / "t25.db"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.unlink()
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE notes(body TEXT)")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    done = t25("task", "list")
+    assert done.code == 1 and "not a T25 database" in done.err
+    assert db.read_bytes() == before
+
+
+def test_debug_shows_the_traceback(t25):
+    done = t25("--debug", "task", "list")
+    assert done.code != 0 and "Traceback" in done.err
+
+
+def test_help_is_quick_because_it_imports_nothing_heavy(t25):
+    # Behaviour, not timing: `--help` must not import pydantic, the store or textual.
+    import subprocess
+    import sys
+
+    code = ("import sys; from t25_tui.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('pydantic', 'yaml', 'textual', 'aiosqlite') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.strip().endswith("[]")
+
+
+def test_demo_tours_the_commands(t25, tmp_path):
+    done = t25("demo", cwd=tmp_path)
+    assert done.code == 0, done.err
+    for expected in ("$ t25 init", "T-1", "CANCELLED", "only DONE, FAILED or CANCELLED",
+                     "ok:"):
+        assert expected in done.out + done.err, expected
+    assert done.out.rstrip().endswith("then t25 task new.")  # the tour ran to its end
