@@ -1,0 +1,1 @@
+"""Files shipped with the core package: the commented t25.yaml.example."""
