@@ -1,0 +1,61 @@
+"""Backends of the Store contract (`core.store.Store`), chosen by URL.
+
+    sqlite:///relative/path.db     the embedded store: one file, WAL mode (the default)
+    sqlite:////absolute/path.db    (three slashes, then the path: absolute paths show four)
+    postgresql://user@host/db      the production store (not available yet)
+
+Importing this package is cheap: a backend's driver is imported only when a store of
+that kind is opened.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from core.errors import StoreError
+
+if TYPE_CHECKING:
+    from core.store import Store
+
+__all__ = ["open_store"]
+
+_ACCEPTED = "sqlite:///path/to/t25.db (or postgresql://… once the Postgres store lands)"
+
+
+async def open_store(url: str) -> Store:
+    """Open the store at `url`, creating and migrating it as needed.
+
+    StoreError if the URL names no backend T25 has, or the database cannot be used.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "sqlite":
+        from store.sqlite import SqliteStore
+
+        return await SqliteStore.open(_sqlite_path(url), url=url)
+    if scheme in ("postgresql", "postgres"):
+        raise StoreError(
+            "the Postgres store is not available yet",
+            hint="use the embedded store for now: store.url: sqlite:///.factory/t25.db",
+        )
+    raise StoreError(
+        f"unknown store URL scheme {scheme + ':' if scheme else '(none)'} in {url!r}",
+        hint=f"T25 accepts {_ACCEPTED}",
+    )
+
+
+def _sqlite_path(url: str) -> str:
+    """`sqlite:///rel.db` → `rel.db`, `sqlite:////abs.db` → `/abs.db` (SQLAlchemy's convention)."""
+    prefix = "sqlite:///"
+    if not url.lower().startswith(prefix) or len(url) == len(prefix):
+        raise StoreError(
+            f"{url!r} is not a SQLite store URL with a file path",
+            hint="write sqlite:///relative/path.db or sqlite:////absolute/path.db",
+        )
+    path = url[len(prefix):]
+    if path == ":memory:" or path.startswith("file:"):
+        raise StoreError(
+            f"{url!r} names no file: the T25 store is a file shared by every T25 process",
+            hint="write sqlite:///.factory/t25.db",
+        )
+    return path

@@ -1,0 +1,124 @@
+"""What every backend checks before it writes, and how it words what went wrong.
+
+Backends differ in SQL, not in the contract: the argument checks and the messages a
+person reads when an id is unknown, a compare-and-set lost or a lease is gone live
+here once, so the SQLite and Postgres stores say the same thing.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from core.errors import LeaseLost, NotFound, StaleState
+from core.events import Event, TaskTransitioned
+from core.models import (
+    MUTABLE_TASK_FIELDS,
+    Lease,
+    RunOutcome,
+    RunStatus,
+    Task,
+    TaskState,
+    format_id,
+    parse_id,
+)
+
+_FIELD_TYPES = {name: TypeAdapter(Task.model_fields[name].annotation) for name in MUTABLE_TASK_FIELDS}
+
+FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+def task_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Validate the task fields a change sets; return them as plain column values.
+
+    ValueError (pydantic's ValidationError is one) for a field outside
+    MUTABLE_TASK_FIELDS or a value of the wrong type.
+    """
+    unknown = sorted(set(fields) - MUTABLE_TASK_FIELDS)
+    if unknown:
+        raise ValueError(
+            f"task fields {unknown} cannot be set; settable: {sorted(MUTABLE_TASK_FIELDS)}"
+        )
+    values: dict[str, Any] = {}
+    for name, raw in fields.items():
+        value = _FIELD_TYPES[name].validate_python(raw)
+        if isinstance(value, Enum):
+            value = value.value
+        elif isinstance(value, bool):
+            value = int(value)
+        values[name] = value
+    return values
+
+
+def event_for_task(task_id: str, event: Event) -> Event:
+    """The event written with a task change is about that task; it gets the task's id."""
+    if event.task_id is not None and format_id("T", parse_id("T", event.task_id)) != task_id:
+        raise ValueError(f"an event about {event.task_id} cannot record a change of {task_id}")
+    return event.model_copy(update={"task_id": task_id})
+
+
+def transition_event(task_id: str, expected: TaskState, event: Event) -> TaskTransitioned:
+    """The event of a state change must be a TaskTransitioned from `expected`."""
+    if not isinstance(event, TaskTransitioned):
+        raise TypeError(f"a state change is written as TaskTransitioned, not {type(event).__name__}")
+    if event.from_state != expected:
+        raise ValueError(
+            f"the event says {task_id} moves from {event.from_state}, but the change expects {expected}"
+        )
+    return event
+
+
+def finished_outcome(outcome: RunOutcome) -> RunOutcome:
+    if outcome.status not in FINISHED:
+        raise ValueError(f"a run completes as succeeded, failed or cancelled, not {outcome.status}")
+    return outcome
+
+
+def positive_ttl(ttl_s: float) -> float:
+    if not ttl_s > 0:
+        raise ValueError(f"a lease lasts a positive number of seconds, not {ttl_s!r}")
+    return float(ttl_s)
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def task_not_found(task_id: str) -> NotFound:
+    return NotFound(f"there is no task {task_id}", hint="`t25 task list` shows the tasks")
+
+
+def project_not_found(name: str) -> NotFound:
+    return NotFound(
+        f"there is no project {name!r}",
+        hint="projects come from t25.yaml; check the project name there",
+    )
+
+
+def run_not_found(run_id: str) -> NotFound:
+    return NotFound(f"there is no run {run_id}", hint="a task's detail view lists its runs")
+
+
+def artifact_not_found(artifact_id: str) -> NotFound:
+    return NotFound(f"there is no artifact {artifact_id}", hint="a task's detail view lists its artifacts")
+
+
+def stale_task(task_id: str, now: str, expected: TaskState) -> StaleState:
+    return StaleState(
+        f"task {task_id} is now in {now}, not {expected}",
+        hint="someone else moved it first; reload the task and decide again",
+    )
+
+
+def lease_lost(lease: Lease, *, status: str, token: int, expired_ago_s: float | None) -> LeaseLost:
+    """Say why `lease` no longer holds, from the run's current row."""
+    hint = "stop working on this run; T25 hands it out again or has finished it"
+    if token != lease.token:
+        why = f"the token is stale: the run is {status} under token {token}, yours is {lease.token}"
+    elif status != RunStatus.RUNNING:
+        why = f"the lease expired or was handed back, and the run is now {status}"
+    else:
+        ago = "" if expired_ago_s is None else f" {expired_ago_s:.2f} s ago"
+        why = f"the lease expired{ago}"
+    return LeaseLost(f"lease on {lease.run_id} lost: {why}", hint=hint)

@@ -1,0 +1,1 @@
+"""SQLite migrations: `NNNN_name.sql`, applied in order by `store.sqlite`."""

@@ -1,0 +1,149 @@
+"""The SQL of the SQLite store, one named statement per operation.
+
+Every time is REAL unix-epoch seconds. `NOW` is the database clock: lease deadlines
+and expiry checks use it, never Python's, so every process sharing the file agrees.
+(SQLite 3.40 has no unixepoch('subsec'); julianday('now') has millisecond precision
+and is fixed for the duration of one statement.)
+"""
+
+from __future__ import annotations
+
+NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+# -- opening ------------------------------------------------------------------------------
+
+APPLICATION_ID = "PRAGMA application_id"
+COUNT_SCHEMA_OBJECTS = "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+) STRICT"""
+HAS_SCHEMA_MIGRATIONS = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"
+APPLIED_MIGRATIONS = "SELECT id, name FROM schema_migrations ORDER BY id"
+RECORD_MIGRATION = f"INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, {NOW})"
+
+# -- projects -----------------------------------------------------------------------------
+
+UPSERT_PROJECT = """
+INSERT INTO projects (name, repo_path, default_branch) VALUES (:name, :repo_path, :default_branch)
+ON CONFLICT (name) DO UPDATE SET repo_path = excluded.repo_path, default_branch = excluded.default_branch
+RETURNING *"""
+GET_PROJECT = "SELECT * FROM projects WHERE name = ?"
+LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
+
+# -- tasks --------------------------------------------------------------------------------
+
+INSERT_TASK = f"""
+INSERT INTO tasks (project, title, type, description, state, created_at, state_since)
+SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW} FROM projects WHERE name = :project
+RETURNING *"""
+GET_TASK = "SELECT * FROM tasks WHERE id = ?"
+GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
+LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id"
+
+
+def update_task(set_columns: list[str], *, with_state: bool) -> str:
+    """The compare-and-set UPDATE of a task; column names come from MUTABLE_TASK_FIELDS."""
+    sets = [f"{name} = :{name}" for name in set_columns]
+    if with_state:
+        sets[:0] = ["state = :state", "state_since = :state_since"]
+    if not sets:  # nothing to set: still check the state, and still return the row
+        sets = ["state = state"]
+    return f"UPDATE tasks SET {', '.join(sets)} WHERE id = :id AND state = :expected RETURNING *"
+
+
+# -- events -------------------------------------------------------------------------------
+
+INSERT_EVENT = "INSERT INTO events (at, kind, task_id, run_id, payload) VALUES (?, ?, ?, ?, ?) RETURNING id"
+EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
+TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
+LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
+
+# -- runs and leases ----------------------------------------------------------------------
+
+INSERT_RUN = f"""
+INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
+SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks WHERE id = :task_id
+RETURNING *"""
+GET_RUN = "SELECT * FROM runs WHERE id = ?"
+GET_RUN_WITH_CLOCK = f"SELECT *, {NOW} AS now FROM runs WHERE id = ?"
+LIST_RUNS = "SELECT * FROM runs WHERE {where} ORDER BY id"
+
+# One statement picks the oldest claimable run and leases it under a fresh token.
+CLAIM_RUN = f"""
+UPDATE runs
+SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = :worker,
+    lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
+WHERE id = (
+    SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW} ORDER BY id LIMIT 1
+)
+RETURNING *"""
+
+# The condition that a lease still holds: current token, still running, deadline ahead.
+_LEASE_HOLDS = f"id = :id AND lease_token = :token AND status = 'running' AND lease_expires_at > {NOW}"
+
+HEARTBEAT = f"UPDATE runs SET lease_expires_at = {NOW} + :ttl WHERE {_LEASE_HOLDS} RETURNING *"
+
+COMPLETE_RUN = f"""
+UPDATE runs
+SET status = :status, exit_code = :exit_code, error = :error, adapter = :adapter,
+    adapter_reason = :adapter_reason, cli_version = :cli_version, model = :model,
+    input_tokens = :input_tokens, output_tokens = :output_tokens,
+    cache_read_tokens = :cache_read_tokens, cache_write_tokens = :cache_write_tokens,
+    usage_model = :usage_model, cost_usd = :cost_usd,
+    finished_at = {NOW}, lease_expires_at = NULL
+WHERE {_LEASE_HOLDS}
+RETURNING *"""
+
+# Handing a run back does not count as an attempt.
+RELEASE_RUN = f"""
+UPDATE runs
+SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_expires_at = NULL, started_at = NULL
+WHERE {_LEASE_HOLDS}
+RETURNING *"""
+
+# Bumping the token makes any live lease on the run stale.
+CANCEL_RUNS = f"""
+UPDATE runs
+SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL, finished_at = {NOW}
+WHERE task_id = ? AND status IN ('queued', 'running')
+RETURNING *"""
+
+# A lapsed lease goes back to the queue, or fails the run when it was the last attempt.
+REAP_EXPIRED = f"""
+UPDATE runs
+SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+    error = CASE
+        WHEN attempts >= max_attempts AND attempts = 1 THEN 'lease expired on its only attempt'
+        WHEN attempts >= max_attempts THEN 'lease expired on all ' || attempts || ' attempts'
+        ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
+    END,
+    not_before = CASE WHEN attempts >= max_attempts THEN not_before ELSE {NOW} + :delay END,
+    worker = CASE WHEN attempts >= max_attempts THEN worker END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END,
+    lease_expires_at = NULL
+WHERE status = 'running' AND lease_expires_at <= {NOW}
+RETURNING *"""
+
+# -- artifacts ----------------------------------------------------------------------------
+
+INSERT_BLOB = "INSERT OR IGNORE INTO blobs (sha256, content, size) VALUES (?, ?, ?)"
+TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+RUN_EXISTS = "SELECT 1 FROM runs WHERE id = ?"
+INSERT_ARTIFACT = f"""
+INSERT INTO artifacts (sha256, kind, media_type, task_id, run_id, role, adapter, cli_version, model, created_at)
+VALUES (:sha256, :kind, :media_type, :task_id, :run_id, :role, :adapter, :cli_version, :model, {NOW})
+RETURNING *"""
+_ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
+GET_ARTIFACT = f"""
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = ?"""
+LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256) WHERE {{where}} ORDER BY artifacts.id"
+
+# -- audit anchor -------------------------------------------------------------------------
+
+GET_AUDIT_ANCHOR = "SELECT seq, hash FROM audit_anchor WHERE id = 1"
+INSERT_AUDIT_ANCHOR = "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id"
+MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id"

@@ -1,0 +1,543 @@
+"""The Store contract, checked against every backend through the protocol only."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from datetime import timedelta, timezone
+
+import pytest
+
+from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
+from core.events import DecisionRecorded, RunFinished, RunQueued, TaskCreated, TaskTransitioned, TaskUpdated
+from core.models import (
+    ArtifactKind,
+    ArtifactMeta,
+    AuditAnchor,
+    Lease,
+    NewRun,
+    NewTask,
+    Project,
+    RunOutcome,
+    RunStatus,
+    Task,
+    TaskState,
+    TaskType,
+    Usage,
+)
+from core.store import Store
+
+S = TaskState
+
+
+def move(task: Task, to: TaskState, *, actor: str = "alice") -> TaskTransitioned:
+    return TaskTransitioned(task_id=task.id, from_state=task.state, to_state=to, actor=actor)
+
+
+async def new_task(store: Store, title: str = "add rate limiting", **kw: object) -> Task:
+    task, _ = await store.create_task(NewTask(project="demo", title=title, **kw), actor="alice")
+    return task
+
+
+async def leased_run(store: Store, *, ttl_s: float = 30.0, max_attempts: int = 3) -> Lease:
+    task = await new_task(store)
+    await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec", max_attempts=max_attempts))
+    lease = await store.claim_run("w1", ttl_s)
+    assert lease is not None
+    return lease
+
+
+async def expire(store: Store, *, max_attempts: int = 3) -> Lease:
+    lease = await leased_run(store, ttl_s=0.05, max_attempts=max_attempts)
+    await asyncio.sleep(0.2)
+    return lease
+
+
+def test_every_protocol_method_is_implemented(store: Store) -> None:
+    assert isinstance(store, Store)
+    for name, member in inspect.getmembers(Store, inspect.isfunction):
+        if not name.startswith("_"):
+            assert inspect.iscoroutinefunction(getattr(store, name)), name
+
+
+# -- projects ---------------------------------------------------------------------------------
+
+
+async def test_projects_upsert_get_and_list(store: Store) -> None:
+    await store.upsert_project(Project(name="web", repo_path="/srv/web", default_branch="main"))
+    await store.upsert_project(Project(name="api", repo_path="/srv/api", default_branch="main"))
+    moved = await store.upsert_project(Project(name="web", repo_path="/srv/web2", default_branch="trunk"))
+
+    assert moved == Project(name="web", repo_path="/srv/web2", default_branch="trunk")
+    assert await store.get_project("web") == moved
+    assert await store.get_project("nope") is None
+    assert [p.name for p in await store.list_projects()] == ["api", "web"]
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+async def test_create_task_assigns_ids_and_writes_task_created(store: Store, project: Project) -> None:
+    first, created = await store.create_task(
+        NewTask(project="demo", title="add rate limiting", type=TaskType.FIX, description="login"), actor="alice"
+    )
+    second = await new_task(store, "second")
+
+    assert (first.id, second.id) == ("T-1", "T-2")
+    assert first.state == S.RECEIVED and first.type == TaskType.FIX and first.description == "login"
+    assert first.created_at.tzinfo is not None and first.created_at.utcoffset() == timedelta(0)
+    assert isinstance(created, TaskCreated) and created.id > 0
+    assert (created.task_id, created.title, created.project, created.actor) == ("T-1", "add rate limiting", "demo", "alice")
+    assert await store.events_after(0, task_id="T-1") == [created]
+    assert await store.get_task("T-1") == first
+    assert await store.get_task("t1") == first  # ids are accepted the way people type them
+    assert await store.get_task("T-99") is None
+
+
+async def test_create_task_in_unknown_project_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound, match="nowhere"):
+        await store.create_task(NewTask(project="nowhere", title="x"), actor="alice")
+    assert await store.last_event_id() == 0
+
+
+async def test_list_tasks_filters(store: Store, project: Project) -> None:
+    await store.upsert_project(Project(name="other", repo_path="/srv/o", default_branch="main"))
+    a = await new_task(store, "a")
+    b = await new_task(store, "b")
+    c, _ = await store.create_task(NewTask(project="other", title="c"), actor="alice")
+    b, _ = await store.apply_transition(b.id, S.RECEIVED, move(b, S.SPEC), {})
+    await store.update_task(c.id, S.RECEIVED, {"archived": True}, TaskUpdated(fields={"archived": True}, actor="bob"))
+
+    assert [t.id for t in await store.list_tasks()] == [a.id, b.id]
+    assert [t.id for t in await store.list_tasks(include_archived=True)] == [a.id, b.id, c.id]
+    assert [t.id for t in await store.list_tasks(states=[S.SPEC])] == [b.id]
+    assert [t.id for t in await store.list_tasks(states=[S.SPEC, S.RECEIVED])] == [a.id, b.id]
+    assert await store.list_tasks(states=[]) == []
+    assert [t.id for t in await store.list_tasks(project="other", include_archived=True)] == [c.id]
+    assert await store.list_tasks(project="other") == []
+
+
+async def test_apply_transition_moves_the_task_and_writes_the_event(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    event = TaskTransitioned(from_state=S.RECEIVED, to_state=S.SPEC, actor="alice", reason="go")
+
+    moved, written = await store.apply_transition(task.id, S.RECEIVED, event, {"error": None, "qa_loops": 2})
+
+    assert moved.state == S.SPEC and moved.qa_loops == 2
+    assert moved.state_since >= task.state_since
+    assert written.id > 0 and written.task_id == task.id and written.reason == "go"
+    assert (await store.events_after(0, task_id=task.id))[-1] == written
+    assert await store.get_task(task.id) == moved
+
+
+async def test_apply_transition_from_a_stale_state_changes_nothing(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {})
+    before = await store.last_event_id()
+
+    with pytest.raises(StaleState, match=r"now in SPEC, not RECEIVED"):
+        await store.apply_transition(task.id, S.RECEIVED, move(task, S.CANCELLED), {"error": "x"})
+
+    after = await store.get_task(task.id)
+    assert after is not None and after.state == S.SPEC and after.error is None
+    assert await store.last_event_id() == before
+
+
+async def test_two_deciders_racing_from_the_same_state_one_wins(
+    store: Store, second_store: Store, project: Project
+) -> None:
+    task = await new_task(store)
+
+    results = await asyncio.gather(
+        store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC, actor="a"), {}),
+        second_store.apply_transition(task.id, S.RECEIVED, move(task, S.CANCELLED, actor="b"), {}),
+        return_exceptions=True,
+    )
+
+    wins = [r for r in results if isinstance(r, tuple)]
+    losses = [r for r in results if isinstance(r, StaleState)]
+    assert len(wins) == 1 and len(losses) == 1, results
+    (winner, event) = wins[0]
+    assert (await store.get_task(task.id)) == winner
+    transitions = [e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)]
+    assert transitions == [event]
+
+
+async def test_unknown_task_is_not_found(store: Store, project: Project) -> None:
+    with pytest.raises(NotFound, match="T-42") as e:
+        await store.apply_transition("T-42", S.RECEIVED, TaskTransitioned(
+            from_state=S.RECEIVED, to_state=S.SPEC, actor="a"), {})
+    assert e.value.hint
+    with pytest.raises(NotFound, match="T-42"):
+        await store.update_task("T-42", S.RECEIVED, {"archived": True}, TaskUpdated(fields={}, actor="a"))
+    with pytest.raises(NotFound, match="T-42"):
+        await store.enqueue_run(NewRun(task_id="T-42", stage=S.SPEC, role="spec"))
+    with pytest.raises(NotFound, match="T-42"):
+        await store.cancel_runs("T-42")
+    with pytest.raises(NotFound):
+        await store.get_task("not-an-id")
+    assert await store.last_event_id() == 0
+
+
+async def test_only_mutable_fields_can_be_set(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    with pytest.raises(ValueError, match="title"):
+        await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"title": "sneaky"})
+    with pytest.raises(ValueError, match="state"):
+        await store.update_task(task.id, S.RECEIVED, {"state": "DONE"}, TaskUpdated(fields={}, actor="a"))
+    with pytest.raises(ValueError):
+        await store.update_task(task.id, S.RECEIVED, {"qa_loops": "many"}, TaskUpdated(fields={}, actor="a"))
+    assert await store.get_task(task.id) == task
+    assert len(await store.events_after(0)) == 1
+
+
+async def test_update_task_is_compare_and_set_without_a_state_change(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    fields = {"archived": True, "resume_state": S.SPEC, "approved_plan_sha": "ab" * 32}
+
+    updated, event = await store.update_task(task.id, S.RECEIVED, fields, TaskUpdated(fields={"archived": True}, actor="bob"))
+
+    assert updated.state == S.RECEIVED and updated.state_since == task.state_since
+    assert updated.archived and updated.resume_state == S.SPEC and updated.approved_plan_sha == "ab" * 32
+    assert isinstance(event, TaskUpdated) and event.id > 0 and event.task_id == task.id
+    with pytest.raises(StaleState, match="RECEIVED, not PLAN"):
+        await store.update_task(task.id, S.PLAN, {"merged": True}, TaskUpdated(fields={}, actor="bob"))
+    assert await store.get_task(task.id) == updated
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+async def test_event_ids_are_monotonic_and_events_after_pages(
+    store: Store, second_store: Store, project: Project
+) -> None:
+    task = await new_task(store)
+    written = [await s.append_event(DecisionRecorded(task_id=task.id, decision="retry", actor=f"op{i}"))
+               for i, s in enumerate([store, second_store] * 5)]
+
+    ids = [e.id for e in written]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert await store.last_event_id() == ids[-1] == await second_store.last_event_id()
+
+    everything = await store.events_after(0)
+    assert len(everything) == 11 and isinstance(everything[0], TaskCreated)
+    assert everything[1:] == written
+
+    pages, cursor = [], 0
+    while page := await second_store.events_after(cursor, limit=3):
+        pages.append(page)
+        cursor = page[-1].id
+    assert [len(p) for p in pages] == [3, 3, 3, 2]
+    assert [e for p in pages for e in p] == everything
+    assert await store.events_after(ids[-1]) == []
+
+
+async def test_events_after_filters_by_task(store: Store, project: Project) -> None:
+    a = await new_task(store, "a")
+    b = await new_task(store, "b")
+    await store.append_event(DecisionRecorded(task_id=a.id, decision="approve", actor="x"))
+    await store.append_event(DecisionRecorded(decision="global", actor="x"))
+
+    assert [e.task_id for e in await store.events_after(0, task_id=a.id)] == [a.id, a.id]
+    assert [e.task_id for e in await store.events_after(0, task_id=b.id)] == [b.id]
+
+
+async def test_appended_event_round_trips(store: Store) -> None:
+    event = RunFinished(task_id="T-3", run_id="R-9", status=RunStatus.FAILED, exit_code=2,
+                        usage=Usage(input_tokens=5, model="m"), cost_usd=0.25)
+
+    written = await store.append_event(event)
+
+    assert written == event.model_copy(update={"id": written.id}) and written.id > 0
+    (read,) = await store.events_after(written.id - 1)
+    assert read == written and read.at.tzinfo == timezone.utc
+
+
+# -- runs and leases --------------------------------------------------------------------------
+
+
+async def test_enqueue_and_claim(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    run, queued = await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+
+    assert run.id == "R-1" and run.status == RunStatus.QUEUED and run.attempts == 0
+    assert isinstance(queued, RunQueued) and queued.run_id == run.id and queued.task_id == task.id
+
+    lease = await store.claim_run("w1", 30)
+    assert lease is not None and (lease.run_id, lease.task_id, lease.worker) == (run.id, task.id, "w1")
+    assert lease.token == 1
+    assert timedelta(seconds=20) < lease.expires_at - run.enqueued_at < timedelta(seconds=40)
+    running = await store.get_run(run.id)
+    assert running is not None and running.status == RunStatus.RUNNING and running.attempts == 1
+    assert running.lease_token == 1 and running.started_at is not None
+    assert await store.claim_run("w2", 30) is None
+    assert await store.get_run("R-99") is None
+
+
+async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    runs = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role=f"r{i}")))[0] for i in range(3)]
+    leases = [await store.claim_run("w", 30) for _ in runs]
+    assert [lease.run_id for lease in leases if lease] == [r.id for r in runs]
+
+
+async def test_each_run_is_claimed_exactly_once(store: Store, second_store: Store, project: Project) -> None:
+    task = await new_task(store)
+    for i in range(60):
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.IMPLEMENTING, role=f"dev{i}"))
+
+    async def claimer(s: Store, name: str) -> list[Lease]:
+        got = []
+        while (lease := await s.claim_run(name, 30)) is not None:
+            got.append(lease)
+        return got
+
+    per_worker = await asyncio.gather(*(claimer([store, second_store][i % 2], f"w{i}") for i in range(8)))
+
+    claimed = [lease.run_id for leases in per_worker for lease in leases]
+    assert len(claimed) == 60 and len(set(claimed)) == 60
+    runs = await store.list_runs(task_id=task.id)
+    assert all(r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs)
+
+
+async def test_heartbeat_extends_a_live_lease(store: Store, project: Project) -> None:
+    lease = await leased_run(store, ttl_s=5)
+    extended = await store.heartbeat(lease, 60)
+    assert extended.token == lease.token and extended.run_id == lease.run_id
+    assert extended.expires_at - lease.expires_at > timedelta(seconds=50)
+
+
+async def test_stale_token_loses_heartbeat_and_completion(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    stale = lease.model_copy(update={"token": lease.token - 1})
+    before_run, before_events = await store.get_run(lease.run_id), await store.last_event_id()
+
+    with pytest.raises(LeaseLost, match="stale"):
+        await store.heartbeat(stale, 60)
+    with pytest.raises(LeaseLost, match="stale"):
+        await store.complete_run(stale, RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0))
+    with pytest.raises(LeaseLost, match="stale"):
+        await store.release_run(stale)
+
+    assert await store.get_run(lease.run_id) == before_run
+    assert await store.last_event_id() == before_events
+
+
+async def test_completion_after_expiry_is_rejected(store: Store, project: Project) -> None:
+    lease = await expire(store)
+    before_run, before_events = await store.get_run(lease.run_id), await store.last_event_id()
+
+    with pytest.raises(LeaseLost, match="expired"):
+        await store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0))
+    with pytest.raises(LeaseLost, match="expired"):
+        await store.heartbeat(lease, 30)
+
+    assert await store.get_run(lease.run_id) == before_run
+    assert await store.last_event_id() == before_events
+
+
+async def test_complete_run_records_the_outcome_and_run_finished(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    outcome = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0, adapter="claude", adapter_reason="first choice",
+                         cli_version="1.2.3", model="sonnet", cost_usd=0.42,
+                         usage=Usage(input_tokens=10, output_tokens=20, cache_read_tokens=3, cache_write_tokens=4, model="sonnet"))
+
+    run, event = await store.complete_run(lease, outcome)
+
+    assert run.status == RunStatus.SUCCEEDED and run.exit_code == 0 and run.usage == outcome.usage
+    assert (run.adapter, run.adapter_reason, run.cli_version, run.model, run.cost_usd) == (
+        "claude", "first choice", "1.2.3", "sonnet", 0.42)
+    assert run.finished_at is not None and run.lease_expires_at is None
+    assert isinstance(event, RunFinished) and event.run_id == run.id and event.usage == outcome.usage
+    assert (await store.events_after(event.id - 1)) == [event]
+    assert await store.get_run(run.id) == run
+    with pytest.raises(LeaseLost):  # a lease ends with its run
+        await store.complete_run(lease, outcome)
+    with pytest.raises(ValueError):
+        await store.complete_run(lease, RunOutcome(status=RunStatus.RUNNING))
+
+
+async def test_reap_returns_lapsed_runs_to_the_queue(store: Store, project: Project) -> None:
+    first = await expire(store)
+
+    (reaped,) = await store.reap_expired()
+
+    assert reaped.id == first.run_id and reaped.status == RunStatus.QUEUED and reaped.attempts == 1
+    assert await store.reap_expired() == []
+    second = await store.claim_run("w2", 30)
+    assert second is not None and second.run_id == first.run_id and second.token > first.token
+    assert (await store.get_run(first.run_id)).attempts == 2  # type: ignore[union-attr]
+    with pytest.raises(LeaseLost):
+        await store.heartbeat(first, 30)
+
+
+async def test_reap_leaves_live_leases_alone(store: Store, project: Project) -> None:
+    lease = await leased_run(store, ttl_s=30)
+    assert await store.reap_expired() == []
+    assert (await store.get_run(lease.run_id)).status == RunStatus.RUNNING  # type: ignore[union-attr]
+
+
+async def test_reaped_run_waits_for_its_retry_delay(store: Store, project: Project) -> None:
+    await expire(store)
+    await store.reap_expired(retry_delay_s=60)
+    assert await store.claim_run("w2", 30) is None
+
+
+async def test_run_fails_once_it_used_its_attempts(store: Store, project: Project) -> None:
+    lease = await expire(store, max_attempts=2)
+    await store.reap_expired()
+    again = await store.claim_run("w2", 0.05)
+    assert again is not None and again.run_id == lease.run_id
+    await asyncio.sleep(0.2)
+
+    (failed,) = await store.reap_expired()
+
+    assert failed.status == RunStatus.FAILED and failed.attempts == 2
+    assert failed.error == "lease expired on all 2 attempts"
+    assert await store.claim_run("w3", 30) is None
+
+
+async def test_release_hands_the_run_back_without_counting_an_attempt(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+
+    released = await store.release_run(lease)
+
+    assert released.status == RunStatus.QUEUED and released.attempts == 0
+    with pytest.raises(LeaseLost):
+        await store.heartbeat(lease, 30)
+    again = await store.claim_run("w2", 30)
+    assert again is not None and again.run_id == lease.run_id and again.token > lease.token
+    assert (await store.get_run(lease.run_id)).attempts == 1  # type: ignore[union-attr]
+
+
+async def test_cancel_runs_makes_live_leases_stale(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=S.SPEC, role="second"))
+    other = await new_task(store, "other")
+    untouched, _ = await store.enqueue_run(NewRun(task_id=other.id, stage=S.SPEC, role="spec"))
+
+    cancelled = await store.cancel_runs(lease.task_id)
+
+    assert [r.status for r in cancelled] == [RunStatus.CANCELLED, RunStatus.CANCELLED]
+    with pytest.raises(LeaseLost, match="stale"):
+        await store.heartbeat(lease, 30)
+    with pytest.raises(LeaseLost, match="stale"):
+        await store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED))
+    assert await store.cancel_runs(lease.task_id) == []
+    assert (await store.get_run(untouched.id)).status == RunStatus.QUEUED  # type: ignore[union-attr]
+    claimed = await store.claim_run("w", 30)
+    assert claimed is not None and claimed.run_id == untouched.id
+
+
+async def test_list_runs_filters(store: Store, project: Project) -> None:
+    a, b = await new_task(store, "a"), await new_task(store, "b")
+    ra, _ = await store.enqueue_run(NewRun(task_id=a.id, stage=S.SPEC, role="spec"))
+    rb, _ = await store.enqueue_run(NewRun(task_id=b.id, stage=S.SPEC, role="spec"))
+    await store.claim_run("w", 30)
+
+    assert [r.id for r in await store.list_runs()] == [ra.id, rb.id]
+    assert [r.id for r in await store.list_runs(task_id=b.id)] == [rb.id]
+    assert [r.id for r in await store.list_runs(status=RunStatus.RUNNING)] == [ra.id]
+    assert await store.list_runs(task_id=b.id, status=RunStatus.RUNNING) == []
+
+
+# -- artifacts --------------------------------------------------------------------------------
+
+
+async def test_artifact_content_is_stored_once_with_each_provenance(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    content = b"# Plan\nrisk: low\n"
+    meta = ArtifactMeta(kind=ArtifactKind.PLAN, media_type="text/markdown", task_id=lease.task_id,
+                        run_id=lease.run_id, role="planner", adapter="claude", cli_version="1.0", model="m")
+
+    first = await store.put_artifact(content, meta)
+    second = await store.put_artifact(content, meta.model_copy(update={"adapter": "codex"}))
+
+    assert first.id != second.id
+    assert first.sha256 == second.sha256 == hashlib.sha256(content).hexdigest()
+    assert first.size == len(content) and first.meta == meta
+    for artifact in (first, second):
+        read, body = await store.get_artifact(artifact.id)
+        assert read == artifact and body == content
+    assert [a.id for a in await store.list_artifacts(task_id=lease.task_id)] == [first.id, second.id]
+    assert [a.id for a in await store.list_artifacts()] == [first.id, second.id]
+
+
+async def test_artifact_for_unknown_task_or_id_is_not_found(store: Store, project: Project) -> None:
+    with pytest.raises(NotFound, match="T-5"):
+        await store.put_artifact(b"x", ArtifactMeta(kind=ArtifactKind.LOG, task_id="T-5"))
+    with pytest.raises(NotFound, match="A-7"):
+        await store.get_artifact("A-7")
+
+
+async def test_corrupted_artifact_is_detected(store: Store, project: Project, corrupt_blob) -> None:  # noqa: ANN001
+    artifact = await store.put_artifact(b"the real plan", ArtifactMeta(kind=ArtifactKind.PLAN))
+
+    await corrupt_blob(artifact.sha256)
+
+    with pytest.raises(ArtifactCorrupted) as e:
+        await store.get_artifact(artifact.id)
+    message = str(e.value)
+    assert artifact.id in message and artifact.sha256 in message
+    tampered = hashlib.sha256(b"the real plan\x00").hexdigest()
+    assert tampered in message
+
+
+# -- audit anchor -----------------------------------------------------------------------------
+
+
+async def test_audit_anchor_is_compare_and_set(store: Store, second_store: Store) -> None:
+    assert await store.get_audit_anchor() is None
+    one, two, three = AuditAnchor(seq=1, hash="a"), AuditAnchor(seq=2, hash="b"), AuditAnchor(seq=3, hash="c")
+
+    await store.set_audit_anchor(one, previous=None)
+    with pytest.raises(StaleState):
+        await second_store.set_audit_anchor(two, previous=None)
+    await second_store.set_audit_anchor(two, previous=one)
+    with pytest.raises(StaleState):
+        await store.set_audit_anchor(three, previous=one)
+
+    assert await store.get_audit_anchor() == two
+
+
+async def test_racing_anchor_moves_one_wins(store: Store, second_store: Store) -> None:
+    base = AuditAnchor(seq=1, hash="a")
+    await store.set_audit_anchor(base, previous=None)
+
+    results = await asyncio.gather(
+        store.set_audit_anchor(AuditAnchor(seq=2, hash="x"), previous=base),
+        second_store.set_audit_anchor(AuditAnchor(seq=2, hash="y"), previous=base),
+        return_exceptions=True,
+    )
+
+    assert sorted(type(r).__name__ for r in results) == ["NoneType", "StaleState"]
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("steps", range(8))
+async def test_a_cancelled_call_is_all_or_nothing_and_leaves_the_store_usable(
+    store: Store, project: Project, steps: int
+) -> None:
+    task = await new_task(store)
+    call = asyncio.create_task(store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"qa_loops": 1}))
+    await asyncio.sleep(steps * 0.00005)  # cancel at a different point of the transaction each time
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
+
+    now = await store.get_task(task.id)
+    assert now is not None
+    moves = [e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)]
+    assert (now.state, now.qa_loops, len(moves)) in {(S.RECEIVED, 0, 0), (S.SPEC, 1, 1)}
+    await store.apply_transition(task.id, now.state, move(now, S.CANCELLED), {})
+
+
+async def test_the_event_of_a_change_is_about_that_task(store: Store, project: Project) -> None:
+    a, b = await new_task(store, "a"), await new_task(store, "b")
+    with pytest.raises(ValueError, match="T-2"):
+        await store.apply_transition(a.id, S.RECEIVED, move(b, S.SPEC), {})
+    with pytest.raises(ValueError):  # a state change is recorded as a TaskTransitioned from `expected`
+        await store.apply_transition(a.id, S.SPEC, move(a, S.PLAN), {})
+    assert await store.get_task(a.id) == a

@@ -1,0 +1,158 @@
+"""What only the embedded SQLite store does: the file, its identity, its migrations."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from core.errors import StoreError
+from core.models import NewTask, Project
+from store import migrations, open_store
+from store.sqlite_file import APPLICATION_ID
+
+
+def query(path: Path, statement: str) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(statement).fetchall()
+    finally:
+        db.close()
+
+
+def url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+async def opened(path: Path) -> None:
+    store = await open_store(url(path))
+    await store.close()
+
+
+async def test_a_new_store_is_a_wal_t25_database(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "t25.db"  # the folder is created
+
+    await opened(path)
+
+    assert query(path, "PRAGMA journal_mode") == [("wal",)]
+    assert query(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
+    tables = {name for (name,) in query(path, "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    assert {"projects", "tasks", "events", "runs", "blobs", "artifacts", "audit_anchor",
+            "schema_migrations"} <= tables
+
+
+async def test_migrations_are_applied_once_and_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "t25.db"
+    await opened(path)
+    first = query(path, "SELECT id, name, applied_at FROM schema_migrations ORDER BY id")
+
+    await opened(path)
+    await opened(path)
+
+    assert [(i, n) for i, n, _ in first] == [(m.id, m.name) for m in migrations.load("sqlite")]
+    assert query(path, "SELECT id, name, applied_at FROM schema_migrations ORDER BY id") == first
+
+
+async def test_two_processes_creating_the_store_at_once_migrate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "t25.db"
+    stores = await asyncio.gather(*(open_store(url(path)) for _ in range(4)))
+    try:
+        await stores[0].upsert_project(Project(name="p", repo_path="/p", default_branch="main"))
+        task, _ = await stores[1].create_task(NewTask(project="p", title="t"), actor="a")
+        assert await stores[3].get_task(task.id) == task
+    finally:
+        for store in stores:
+            await store.close()
+    assert query(path, "SELECT count(*) FROM schema_migrations") == [(len(migrations.load("sqlite")),)]
+
+
+def test_migration_files_are_numbered_consecutively() -> None:
+    names = sorted(entry.name for entry in resources.files("store.migrations").joinpath("sqlite").iterdir()
+                   if entry.name.endswith(".sql"))
+    assert names, "no migrations shipped"
+    for expected, name in enumerate(names, start=1):
+        assert re.fullmatch(r"\d{4}_[a-z0-9_]+\.sql", name), name
+        assert int(name[:4]) == expected, names
+
+
+@pytest.mark.parametrize("content", [b"hello, this is not a database at all\n", b"x"])
+async def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(content)
+
+    with pytest.raises(StoreError, match="is not a T25 database") as e:
+        await opened(path)
+
+    assert e.value.hint
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+@pytest.mark.parametrize("setup", [
+    "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')",
+    "PRAGMA application_id = 1234",  # someone else's, even with no tables yet
+    "PRAGMA journal_mode = WAL; CREATE TABLE notes (body TEXT)",
+])
+async def test_a_foreign_sqlite_database_is_refused_untouched(tmp_path: Path, setup: str) -> None:
+    path = tmp_path / "other.db"
+    db = sqlite3.connect(path)
+    db.executescript(setup)
+    db.close()
+    before = path.read_bytes()
+
+    with pytest.raises(StoreError, match=f"{re.escape(str(path))} is not a T25 database"):
+        await opened(path)
+
+    assert path.read_bytes() == before
+
+
+async def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "t25.db"
+    path.touch()
+    await opened(path)
+    assert query(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
+
+
+async def test_a_store_from_a_newer_t25_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t25.db"
+    await opened(path)
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("INSERT INTO schema_migrations (id, name, applied_at) VALUES (9999, 'future', 0)")
+    db.close()
+
+    with pytest.raises(StoreError, match="newer T25") as e:
+        await opened(path)
+    assert "upgrade" in (e.value.hint or "")
+
+
+async def test_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = await open_store("sqlite:///.factory/t25.db")  # relative to the working directory
+    try:
+        assert store.url == "sqlite:///.factory/t25.db"
+    finally:
+        await store.close()
+    assert (tmp_path / ".factory" / "t25.db").exists()
+
+    with pytest.raises(StoreError, match="Postgres store is not available yet") as e:
+        await open_store("postgresql://t25@localhost/t25")
+    assert e.value.hint
+    with pytest.raises(StoreError, match="mysql") as e:
+        await open_store("mysql://localhost/t25")
+    assert "sqlite:///" in (e.value.hint or "")
+    for bad in ("sqlite:///", "sqlite:///:memory:", "t25.db"):
+        with pytest.raises(StoreError):
+            await open_store(bad)
+
+
+def test_importing_the_store_package_loads_no_driver() -> None:
+    code = "import sys, store; print(sorted(m for m in ('aiosqlite', 'asyncpg', 'sqlite3') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
