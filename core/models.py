@@ -244,3 +244,29 @@ class AuditAnchor(_Value):
 
     seq: int
     hash: str
+
+
+# -- what a worker measures in a worktree ------------------------------------------------------
+
+
+class DiffStat(_Value):
+    """How much a task's branch changes against the default branch."""
+
+    files: tuple[str, ...] = ()
+    added: int = 0
+    deleted: int = 0
+
+    @property
+    def lines(self) -> int:
+        return self.added + self.deleted
+
+
+class CheckResult(_Value):
+    """One configured QA check, run by T25 itself in the task's worktree."""
+
+    name: str
+    required: bool = True
+    passed: bool
+    exit_code: int | None = None
+    excerpt: str = ""          # the tail of its output
+    duration_s: float = 0.0
