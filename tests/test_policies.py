@@ -1,0 +1,236 @@
+"""Each policy at its exact boundary: code decides, the model's word is only data."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import FrozenInstanceError
+from datetime import datetime, timezone
+
+import pytest
+
+from core.config import ApprovalPolicy, Limits
+from core.models import CheckResult, DiffStat, Task, TaskState
+from core.outputs import Finding, PlanOutput, ReviewOutput
+from core.policies import (
+    check_diff_limits,
+    evaluate_qa,
+    evaluate_review,
+    may_loop_again,
+    merge_refusal,
+    plan_sha256,
+    requires_plan_approval,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def task(**fields) -> Task:
+    base = dict(id="T-7", project="demo", title="Add rate limiting", type="feat",
+                state=TaskState.DONE, created_at=NOW, state_since=NOW)
+    return Task(**{**base, **fields})
+
+
+def stat(files: int, lines: int) -> DiffStat:
+    return DiffStat(files=tuple(f"f{i}.py" for i in range(files)), added=lines, deleted=0)
+
+
+def finding(severity: str, message: str = "something") -> Finding:
+    return Finding(severity=severity, message=message)
+
+
+def check(name: str, passed: bool, required: bool = True) -> CheckResult:
+    return CheckResult(name=name, passed=passed, required=required)
+
+
+# -- diff limits --------------------------------------------------------------------------------
+
+
+LIMITS = Limits(max_files_changed=25, max_diff_lines=1000)
+
+
+def test_diff_exactly_at_both_limits_is_within():
+    assert check_diff_limits(stat(25, 1000), LIMITS) is None
+
+
+def test_empty_diff_is_within():
+    assert check_diff_limits(DiffStat(), LIMITS) is None
+
+
+def test_one_file_over_the_limit_names_files_only():
+    reason = check_diff_limits(stat(26, 1000), LIMITS)
+    assert reason == "the change touches 26 files (limit 25)"
+
+
+def test_one_line_over_the_limit_counts_added_and_deleted():
+    over = DiffStat(files=("a.py",), added=600, deleted=401)
+    assert check_diff_limits(over, LIMITS) == "the change touches 1,001 lines (limit 1,000)"
+
+
+def test_both_limits_exceeded_in_one_line():
+    reason = check_diff_limits(stat(31, 1480), LIMITS)
+    assert reason == "the change touches 31 files (limit 25) and 1,480 lines (limit 1,000)"
+    assert "\n" not in reason
+
+
+def test_singular_nouns():
+    assert check_diff_limits(stat(1, 0), Limits(max_files_changed=1)) is None
+    assert check_diff_limits(stat(0, 2), Limits(max_diff_lines=1)) == (
+        "the change touches 2 lines (limit 1)")
+    assert check_diff_limits(DiffStat(added=1), Limits(max_diff_lines=1)) is None
+
+
+# -- plan approval --------------------------------------------------------------------------------
+
+
+def plan(risk: str) -> PlanOutput:
+    return PlanOutput(steps=["do it"], files=["a.py"], risk=risk, rationale="because")
+
+
+@pytest.mark.parametrize(("risk", "required"), [("low", False), ("medium", False), ("high", True)])
+def test_default_policy_approves_only_high_risk(risk, required):
+    assert requires_plan_approval(plan(risk), ApprovalPolicy()) is required
+
+
+def test_policy_can_require_approval_for_every_risk_or_none():
+    every = ApprovalPolicy(require_for_risk=["low", "medium", "high"])
+    assert all(requires_plan_approval(plan(r), every) for r in ("low", "medium", "high"))
+    never = ApprovalPolicy(require_for_risk=[])
+    assert not any(requires_plan_approval(plan(r), never) for r in ("low", "medium", "high"))
+
+
+def test_plan_sha256_is_the_sha256_of_the_artifact_bytes():
+    content = b'{"steps": ["do it"]}'
+    assert plan_sha256(content) == hashlib.sha256(content).hexdigest()
+    assert len(plan_sha256(b"")) == 64
+    assert plan_sha256(content) != plan_sha256(content + b" ")
+
+
+# -- review ------------------------------------------------------------------------------------------
+
+
+def test_no_findings_approves():
+    verdict = evaluate_review([])
+    assert verdict.approve and verdict.blocking == ()
+    assert verdict.summary == "approve: no findings"
+
+
+def test_minor_and_nit_findings_approve():
+    verdict = evaluate_review([finding("minor")] * 3 + [finding("nit")])
+    assert verdict.approve
+    assert verdict.summary == "approve: 3 minor, 1 nit"
+
+
+@pytest.mark.parametrize("severity", ["blocker", "major"])
+def test_one_blocking_finding_requests_changes(severity):
+    verdict = evaluate_review([finding("nit"), finding(severity, "the bug")])
+    assert not verdict.approve
+    assert verdict.blocking == (finding(severity, "the bug"),)
+
+
+def test_summary_counts_in_severity_order():
+    findings = [finding("major"), finding("minor"), finding("blocker"), finding("major")]
+    verdict = evaluate_review(findings)
+    assert verdict.summary == "changes requested: 1 blocker, 2 major, 1 minor"
+    assert [f.severity for f in verdict.blocking] == ["major", "blocker", "major"]
+
+
+def test_the_models_approve_is_ignored_when_a_major_finding_exists():
+    output = ReviewOutput(verdict="APPROVE", summary="LGTM, ship it",
+                          findings=[finding("major", "no test for the new branch")])
+    verdict = evaluate_review(output.findings)
+    assert not verdict.approve
+    assert verdict.summary.startswith("changes requested")
+
+
+def test_the_models_reject_is_ignored_without_blocking_findings():
+    output = ReviewOutput(verdict="REQUEST_CHANGES", findings=[finding("nit")])
+    assert evaluate_review(output.findings).approve
+
+
+def test_blocking_severities_are_configurable_and_checked():
+    strict = evaluate_review([finding("minor")], blocking=frozenset({"blocker", "major", "minor"}))
+    assert not strict.approve
+    with pytest.raises(ValueError, match="unknown severities"):
+        evaluate_review([], blocking=frozenset({"critical"}))
+
+
+def test_review_verdict_is_immutable():
+    with pytest.raises(FrozenInstanceError):
+        evaluate_review([]).approve = False  # type: ignore[misc]
+
+
+# -- QA ------------------------------------------------------------------------------------------------
+
+
+def test_no_checks_configured_is_a_pass():
+    verdict = evaluate_qa([])
+    assert verdict.passed and verdict.failures == ()
+    assert verdict.summary == "no QA checks configured"
+
+
+def test_all_required_checks_passing_passes():
+    verdict = evaluate_qa([check("lint", True), check("tests", True)])
+    assert verdict.passed
+    assert verdict.summary == "all 2 checks passed"
+
+
+def test_one_failed_required_check_fails_and_is_listed():
+    verdict = evaluate_qa([check("lint", True), check("tests", False), check("types", False)])
+    assert not verdict.passed
+    assert [c.name for c in verdict.failures] == ["tests", "types"]
+    assert verdict.summary == "required 2 checks failed: tests, types (1 of 3 passed)"
+
+
+def test_a_failed_optional_check_does_not_fail_qa():
+    verdict = evaluate_qa([check("tests", True), check("docs-lint", False, required=False)])
+    assert verdict.passed and verdict.failures == ()
+    assert [c.name for c in verdict.optional_failures] == ["docs-lint"]
+    assert "optional failed: docs-lint" in verdict.summary
+
+
+def test_only_optional_checks_all_failing_still_passes():
+    assert evaluate_qa([check("bench", False, required=False)]).passed
+
+
+# -- loops ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("loops", "bound", "again"), [
+    (0, 2, True), (1, 2, True), (2, 2, False), (3, 2, False), (0, 0, False),
+])
+def test_loops_are_bounded(loops, bound, again):
+    assert may_loop_again(loops, bound) is again
+
+
+# -- merge -----------------------------------------------------------------------------------------------
+
+
+def test_merge_allowed_when_done_checked_and_approved():
+    assert merge_refusal(task(), checks_passed=True, review_approved=True) is None
+
+
+def test_merge_needs_done():
+    reason = merge_refusal(task(state=TaskState.REVIEW), checks_passed=True, review_approved=True)
+    assert reason == "T-7 is in REVIEW; a merge needs DONE"
+
+
+@pytest.mark.parametrize("checks", [False, None])
+def test_merge_needs_passed_checks(checks):
+    reason = merge_refusal(task(), checks_passed=checks, review_approved=True)
+    assert reason == "its required checks have not passed"
+
+
+@pytest.mark.parametrize("approved", [False, None])
+def test_merge_needs_an_approving_verdict(approved):
+    reason = merge_refusal(task(), checks_passed=True, review_approved=approved)
+    assert reason == "its review verdict is not approve"
+
+
+def test_merge_refused_twice():
+    reason = merge_refusal(task(merged=True), checks_passed=True, review_approved=True)
+    assert reason == "T-7 is already merged"
+
+
+def test_merge_refused_when_archived():
+    reason = merge_refusal(task(archived=True), checks_passed=True, review_approved=True)
+    assert reason == "T-7 is archived"
