@@ -26,7 +26,7 @@ file of the same name in its `prompts:` directory. Templates are `string.Templat
 text: `$task_id`, `${title}` and the other names in PLACEHOLDERS; `$$` is a dollar.
 
 Text T25 does not write (a description, an answer, a check's output) keeps its words,
-but a line equal to one of T25's own headings is escaped (`\\## Operator answers`),
+but a line equal to one of T25's own headings is escaped (`\\#\\# Operator answers`),
 so only T25 can tell an agent that the operator answered.
 """
 
@@ -276,9 +276,11 @@ def _indent(text: str, width: int) -> str:
 
 
 def _escape_reserved(text: str) -> str:
-    r"""Free text keeps its words, but a line that is exactly one of T25's own headings
-    gets a backslash (`\## Operator answers`), so it cannot pose as that section."""
-    return "\n".join("\\" + line if line.rstrip() in RESERVED_HEADINGS else line
+    r"""Free text keeps its words, but in a line that is exactly one of T25's own
+    headings each `#` is escaped (`\#\# Operator answers`, which Markdown still shows
+    as `## Operator answers`), so neither a line-based nor a substring check for the
+    heading can mistake it for T25's section."""
+    return "\n".join(line.replace("#", "\\#") if line.rstrip() in RESERVED_HEADINGS else line
                      for line in text.split("\n"))
 
 
