@@ -1,0 +1,39 @@
+"""QA checks T25 runs itself in a task's worktree (`qa.checks` in t25.yaml).
+
+A check is a command, not an agent, but it is just as untrusted: a test suite can hang or
+flood its output. So it runs under the same supervision as an agent (`run_process`), with
+the same minimal environment, and its outcome is a `CheckResult` - never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from core.config import QACheck
+from core.models import CheckResult
+from adapters.process import minimal_env, run_process
+
+EXCERPT_BYTES = 4096
+
+
+def _excerpt(log: bytes) -> str:
+    tail = log[-EXCERPT_BYTES:]
+    while tail and 0x80 <= tail[0] < 0xC0:  # do not start inside a multi-byte character
+        tail = tail[1:]
+    return tail.decode("utf-8", "replace")
+
+
+async def run_check(check: QACheck, cwd: Path, abort: asyncio.Event | None = None) -> CheckResult:
+    """Run one check to its end or its timeout; it passes when it exits 0."""
+    done = await run_process(list(check.run), cwd=cwd, env=minimal_env(),
+                             timeout_s=check.timeout_s, abort=abort or asyncio.Event())
+    excerpt = _excerpt(done.log)
+    if done.spawn_error:
+        excerpt = done.spawn_error
+    elif done.timed_out:
+        excerpt += f"\n[t25: timed out after {check.timeout_s} s; process group killed]"
+    elif done.aborted:
+        excerpt += "\n[t25: stopped by T25; process group killed]"
+    return CheckResult(name=check.name, required=check.required, passed=done.exit_code == 0,
+                       exit_code=done.exit_code, excerpt=excerpt, duration_s=done.duration_s)

@@ -1,0 +1,233 @@
+"""Running one child process under supervision: the machinery every agent CLI and QA check shares.
+
+An agent CLI is untrusted, long-running and chatty. It may print a single line of megabytes,
+fill stdout and stderr at once, hang, ignore SIGTERM, or leave children behind. So a child is
+started with an argv list (never a shell) in a session of its own, both pipes are read
+concurrently in chunks, output is decoded incrementally and streamed to a sink, and when it
+must stop - timeout, abort, cancellation - its whole process group is signalled: SIGTERM,
+a grace period, then SIGKILL. Even after a normal exit the group is killed, so nothing an
+agent started outlives its run. Nothing here blocks the event loop.
+
+    run_process(argv, cwd=..., env=..., timeout_s=..., abort=..., on_output=...) -> ProcessResult
+    minimal_env(extra)  -> the allowlisted environment a child gets
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+CHUNK = 65536
+DEFAULT_LOG_LIMIT = 64 * 2**20
+
+# What a child may inherit from T25's environment; everything else (T25's own secrets such as
+# FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
+ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR")
+
+OutputCallback = Callable[[str, str], Awaitable[None]]
+
+
+def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allowlisted part of T25's environment, TERM=dumb, and `extra` on top."""
+    env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
+    env["TERM"] = "dumb"
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How a child process ended and what it printed (each stream capped, see `Capped`)."""
+
+    exit_code: int | None        # None when it did not exit by itself (killed, or never started)
+    stdout: bytes
+    stderr: bytes
+    log: bytes                   # both streams interleaved as they arrived
+    timed_out: bool = False
+    aborted: bool = False
+    duration_s: float = 0.0
+    signal: int | None = None    # the signal that ended it, if one did
+    spawn_error: str | None = None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last non-empty line of stderr: usually the most useful one-line error."""
+        lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
+        return lines[-1].strip() if lines else ""
+
+
+class Capped:
+    """A byte buffer that keeps the first and the last `limit / 2` bytes of what it is fed.
+
+    The head holds how a run started (the CLI's init event), the tail how it ended (its final
+    result); a marker line in between says how much was dropped.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.half:  # trim in batches, not on every chunk
+            excess = len(self.tail) - self.half
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def value(self) -> bytes:
+        fits = not self.dropped and len(self.head) + len(self.tail) <= 2 * self.half
+        tail = self.tail if fits else self.tail[-self.half:]
+        dropped = self.dropped + len(self.tail) - len(tail)
+        if not dropped:
+            return bytes(self.head + tail)
+        marker = f"\n[t25: {dropped} bytes of output dropped here]\n".encode()
+        return bytes(self.head) + marker + bytes(tail)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def _spawn_error(exc: BaseException, argv: list[str], cwd: Path) -> str:
+    if isinstance(exc, FileNotFoundError) and exc.filename is not None \
+            and os.fspath(exc.filename) == os.fspath(cwd):
+        return f"working directory not found: {cwd}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {argv[0]}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {argv[0]}"
+    return f"could not start {argv[0]}: {exc}"
+
+
+async def _pump(stream: asyncio.StreamReader, name: str, own: Capped, log: Capped,
+                on_output: OutputCallback | None) -> Exception | None:
+    """Read one pipe to its end in chunks (a line may be any length); return the sink's error.
+
+    A failing sink is T25's bug, not the agent's: the pipe is still read to its end, so the
+    child never blocks on a full pipe, and the error is raised once the child has ended.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    failure: Exception | None = None
+
+    async def emit(text: str) -> None:
+        nonlocal failure
+        if text and on_output is not None and failure is None:
+            try:
+                await on_output(name, text)
+            except Exception as exc:
+                failure = exc
+
+    while chunk := await stream.read(CHUNK):
+        own.add(chunk)
+        log.add(chunk)
+        await emit(decoder.decode(chunk))
+    await emit(decoder.decode(b"", final=True))
+    return failure
+
+
+async def _exit(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the leader itself to exit.
+
+    `Process.wait()` also waits for both pipes to close, which a child the agent left behind
+    can postpone forever; `returncode` is set as soon as the leader is reaped.
+    """
+    while proc.returncode is None:
+        await asyncio.sleep(0.05)
+
+
+async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+    """SIGTERM the group, give it `grace_s` to exit, then SIGKILL it."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(_exit(proc), timeout=grace_s)
+    except asyncio.TimeoutError:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    await _exit(proc)
+
+
+async def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    abort: asyncio.Event,
+    on_output: OutputCallback | None = None,
+    grace_s: float = 2.0,
+    log_limit: int = DEFAULT_LOG_LIMIT,
+) -> ProcessResult:
+    """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
+
+    If the calling task is cancelled, the group is killed before the cancellation propagates.
+    """
+    started = time.monotonic()
+    out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
+
+    def result(**fields) -> ProcessResult:
+        return ProcessResult(stdout=out.value(), stderr=err.value(), log=log.value(),
+                             duration_s=time.monotonic() - started, **fields)
+
+    if abort.is_set():
+        return result(exit_code=None, aborted=True)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+        return result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
+
+    pumps = [asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output)),
+             asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output))]
+    exited = asyncio.create_task(_exit(proc))
+    aborting = asyncio.create_task(abort.wait())
+    timed_out = aborted = False
+    try:
+        await asyncio.wait({exited, aborting}, timeout=timeout_s,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():
+            aborted = abort.is_set()
+            timed_out = not aborted
+            await _stop(proc, grace_s)
+        # The leader is gone; whatever it left running in its group goes too.
+        _signal_group(proc.pid, signal.SIGKILL)
+        # The pipes close once every holder is dead. A child that left the group (setsid)
+        # could hold them open forever, so draining them is bounded.
+        _, stuck = await asyncio.wait(pumps, timeout=max(grace_s, 1.0))
+        for pump in stuck:
+            pump.cancel()
+        if stuck:
+            proc._transport.close()  # type: ignore[attr-defined]  # no public way to let go
+        for pump in pumps:
+            if pump.done() and not pump.cancelled() and (failure := pump.result()):
+                raise failure
+    except BaseException:
+        _signal_group(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        helpers = (*pumps, exited, aborting)
+        for task in helpers:
+            task.cancel()
+        await asyncio.wait(helpers)  # let them finish cancelling: no task is left pending
+
+    code = proc.returncode
+    killed_by = -code if code is not None and code < 0 else None
+    return result(exit_code=None if killed_by or timed_out or aborted else code,
+                  timed_out=timed_out, aborted=aborted, signal=killed_by)

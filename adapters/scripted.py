@@ -1,0 +1,51 @@
+"""The adapter spec for `t25-scripted-agent`, T25's own model-free agent CLI.
+
+It is also the proof that a spec stays small: everything but these few lines is shared.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from core.agent import AgentRequest
+from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg, QuotaSignal
+from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time
+
+QUOTA_MARKERS = ("hit your session limit", "hit your usage limit")
+
+
+class ScriptedSpec(CliAdapterSpec):
+    """Its output imitates Claude Code's stream-json: events, then one `result` line."""
+
+    name = "scripted"
+    binary = "t25-scripted-agent"
+
+    def locate(self) -> str | None:
+        # A venv's bin directory holds the script but need not be on PATH.
+        beside = Path(sys.executable).with_name(self.binary)
+        return shutil.which(self.binary) or (str(beside) if beside.is_file() else None)
+
+    def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        argv = ["--prompt-file", str(prompt.path)] if prompt.path else ["-p", prompt.text or ""]
+        if request.model:
+            argv += ["--model", request.model]
+        return [*argv, *request.args]
+
+    def parse(self, stdout: str) -> ParsedOutput:
+        events = json_lines(stdout)
+        result = last_event(events, "result") or {}
+        text = result.get("result") if isinstance(result.get("result"), str) else ""
+        is_error = result.get("is_error") is True
+        files = [e["path"] for e in events if e.get("type") == "tool_use"
+                 and e.get("name") == "write" and isinstance(e.get("path"), str)]
+        return ParsedOutput(final_text=text, is_error=is_error, error=text if is_error else None,
+                            usage=anthropic_usage(result.get("usage"), result.get("model")),
+                            files_changed=tuple(dict.fromkeys(files)))
+
+    def detect_quota(self, stdout: str, stderr: str, exit_code: int | None) -> QuotaSignal | None:
+        for text in (self.parse(stdout).error or "", *stderr.splitlines()):
+            if any(marker in text.lower() for marker in QUOTA_MARKERS):
+                return QuotaSignal(text.strip(), reset_time(text))
+        return None

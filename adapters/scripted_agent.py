@@ -1,0 +1,240 @@
+"""t25-scripted-agent: an executable that behaves like an agent CLI, without a model.
+
+The pipeline tests and `t25 demo` need an agent that is a real child process - one that reads a
+prompt, edits files in its working directory, streams JSON events like Claude Code's
+stream-json and ends with a result carrying usage - but answers deterministically. It reads
+the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TASK:`,
+`T25-ROUND:`) and `scripted: key=value` directives from the task's description, and answers
+its stage's JSON in a ```json fence. `--misbehave` makes it fail the way real agents do, so
+the supervision code is tested against real processes.
+
+    t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--misbehave WHAT]... [--version]
+
+Standard library only, and nothing imported before it is needed: it starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+
+VERSION = "0.1.0"
+DEFAULT_MODEL = "scripted-1"
+CHANGES_FILE = "SCRIPTED_CHANGES.md"
+ESCAPE_FILE = "ESCAPED_BY_AGENT.txt"
+QUOTA_TEXT = "You've hit your session limit · resets 5am (UTC)"
+USAGE = ("usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
+         "[--misbehave WHAT]... [--version]")
+
+_HEADER = re.compile(r"^T25-(STAGE|ROLE|TASK|ROUND):[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"scripted:[ \t]*([\w-]+)=(.*?)[ \t]*(?=\s+scripted:|$)", re.MULTILINE)
+
+
+class UsageError(SystemExit):
+    """A command-line mistake: message on stderr, exit status 2."""
+
+    def __init__(self, message: str) -> None:
+        print(f"t25-scripted-agent: {message}\n{USAGE}", file=sys.stderr)
+        super().__init__(2)
+
+
+def emit(**event) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def parse_args(argv: list[str]) -> dict:
+    """A hand-written parser: a prompt such as `--force` after -p is a value, never an option."""
+    args = {"prompt": None, "prompt_file": None, "model": None, "misbehave": []}
+    takes_value = {"-p": "prompt", "--prompt": "prompt", "--prompt-file": "prompt_file",
+                   "--model": "model", "--misbehave": "misbehave"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--version":
+            print(f"t25-scripted-agent {VERSION}")
+            raise SystemExit(0)
+        if arg == "--":
+            args["prompt"] = " ".join(argv[i + 1:])
+            break
+        name, eq, value = arg.partition("=")
+        key = takes_value.get(name if eq else arg)
+        if key is None:
+            raise UsageError(f"unknown argument {arg!r}")
+        if not eq:
+            if i + 1 >= len(argv):
+                raise UsageError(f"{arg} needs a value")
+            i += 1
+            value = argv[i]
+        if key == "misbehave":
+            args[key].append(value)
+        else:
+            args[key] = value
+        i += 1
+    if args["prompt"] is None and args["prompt_file"] is None:
+        raise UsageError("give the prompt with -p PROMPT or --prompt-file PATH")
+    return args
+
+
+# -- the stage answers ---------------------------------------------------------------------
+
+
+def answer(stage: str, ctx: dict) -> dict:
+    """The stage's JSON answer, shaped like core.outputs expects."""
+    task, round_ = ctx["task"], ctx["round"]
+    if stage == "SPEC":
+        return {"summary": f"Scripted specification for {task}.",
+                "acceptance_criteria": [f"{CHANGES_FILE} records the change for {task}"],
+                "out_of_scope": ["anything a real model would have to think about"]}
+    if stage == "PLAN":
+        return {"steps": [f"append a line for {task} to {CHANGES_FILE}"],
+                "files": [CHANGES_FILE], "risk": ctx["directives"].get("risk", "low"),
+                "rationale": "The scripted agent always makes the same one-line change."}
+    if stage == "IMPLEMENTING":
+        with open(CHANGES_FILE, "a", encoding="utf-8") as file:
+            file.write(f"- {task} round {round_}: scripted change\n")
+        emit(type="tool_use", name="write", path=CHANGES_FILE)
+        return {"summary": f"Appended a line for {task} (round {round_}) to {CHANGES_FILE}.",
+                "files_changed": [CHANGES_FILE]}
+    if stage == "QA":
+        return {"summary": "The change is one line of text; nothing to worry about.",
+                "concerns": []}
+    if stage == "REVIEW":
+        changes_once = (ctx["directives"].get("review") == "changes-once"
+                        or "review-changes-once" in ctx["misbehave"])
+        if changes_once and round_ == "1":
+            return {"findings": [{"severity": "major", "file": CHANGES_FILE, "line": 1,
+                                  "message": "The change needs another round."}],
+                    "summary": "One major finding.", "verdict": "APPROVE"}
+        return {"findings": [], "summary": "Nothing to change.", "verdict": "APPROVE"}
+    if stage == "DOCS":
+        return {"summary": f"No documentation needed for {task}.", "files": []}
+    raise ValueError(f"no answer for stage {stage!r}")
+
+
+def final_text(stage: str, ctx: dict) -> str:
+    question = ctx["directives"].get("question")
+    if question and "## Operator answers" not in ctx["prompt"]:
+        lead, body = "I need an answer before I can go on.", {"question": question}
+    else:
+        lead, body = f"Done with {stage} for {ctx['task']}.", answer(stage, ctx)
+    return f"{lead}\n\n```json\n{json.dumps(body, indent=2)}\n```\n"
+
+
+# -- misbehaviour ----------------------------------------------------------------------------
+
+
+def hang() -> None:
+    """A child in the same process group that ignores SIGTERM, then sleep forever."""
+    import subprocess
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    emit(type="system", subtype="spawned", pid=child.pid)
+    while True:
+        time.sleep(3600)
+
+
+def flood(total: int) -> None:
+    """`total` bytes on stdout and stderr alternately, one stdout line over 100 KB."""
+    line = json.dumps({"type": "assistant", "text": "x" * max(total // 2, 100_001)})
+    sys.stdout.write(line + "\n")
+    sent = len(line) + 1
+    block = "y" * 65_000
+    while sent < total:
+        sys.stdout.write(json.dumps({"type": "assistant", "text": block}) + "\n")
+        sys.stderr.write(block + "\n")
+        sent += 2 * (len(block) + 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def escape() -> None:
+    """Write into the main checkout of the repository whose worktree is the cwd."""
+    import subprocess
+    found = subprocess.run(["git", "rev-parse", "--git-common-dir"], capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL)
+    if found.returncode != 0:
+        emit(type="assistant", text="not in a git repository; nothing to escape to")
+        return
+    main = os.path.dirname(os.path.abspath(found.stdout.strip()))
+    target = os.path.join(main, ESCAPE_FILE)
+    with open(target, "w", encoding="utf-8") as file:
+        file.write("written by t25-scripted-agent outside its working directory\n")
+    emit(type="tool_use", name="write", path=target)
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+def read_prompt(args: dict) -> tuple[str, dict]:
+    if args["prompt_file"] is None:
+        return args["prompt"], {}
+    path = args["prompt_file"]
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    return text, {"prompt_file": os.path.abspath(path),
+                  "prompt_file_mode": oct(os.stat(path).st_mode & 0o777)}
+
+
+def result(text: str, prompt: str, model: str, *, is_error: bool = False) -> None:
+    n_in, n_out = len(prompt.encode()) // 4 + 1, len(text.encode()) // 4 + 1
+    emit(type="result", subtype="success", is_error=is_error, result=text, model=model,
+         usage={"input_tokens": n_in, "output_tokens": n_out,
+                "cache_read_input_tokens": n_in // 2, "cache_creation_input_tokens": n_in // 8})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    prompt, source = read_prompt(args)
+    model = args["model"] or DEFAULT_MODEL
+    misbehave = args["misbehave"]
+    headers: dict[str, str] = {}
+    for key, value in _HEADER.findall(prompt):
+        headers.setdefault(key, value)  # the factory's header comes first
+    ctx = {"prompt": prompt, "misbehave": misbehave, "task": headers.get("TASK", "T-?"),
+           "round": headers.get("ROUND", "1"), "directives": dict(_DIRECTIVE.findall(prompt))}
+    stage = headers.get("STAGE")
+    emit(type="system", subtype="init", model=model, cwd=os.getcwd(),
+         prompt_bytes=len(prompt.encode()), **source)
+    emit(type="assistant", text=f"Working on {stage} for {ctx['task']} as {headers.get('ROLE')}.")
+
+    for what in misbehave:
+        kind, _, value = what.partition(":")
+        if kind in ("exit", "flood", "slow") and not re.fullmatch(r"\d+(\.\d+)?", value):
+            raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
+        if kind == "hang":
+            hang()
+        elif kind == "exit":
+            print(f"t25-scripted-agent: exiting with status {value} on purpose", file=sys.stderr)
+            return int(float(value))
+        elif kind == "quota":
+            emit(type="assistant", text=QUOTA_TEXT, error="rate_limit")
+            result(QUOTA_TEXT, prompt, model, is_error=True)
+            return 1
+        elif kind == "flood":
+            flood(int(float(value)))
+        elif kind == "slow":
+            time.sleep(float(value))
+        elif kind == "escape":
+            escape()
+        elif kind == "garbage":
+            result("I changed some things, but I will not say which.", prompt, model)
+            return 0
+        elif kind != "review-changes-once":
+            raise UsageError(f"unknown misbehaviour {what!r}")
+
+    if stage not in {"SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "DOCS"}:
+        text = f"no T25-STAGE header naming a working stage in the prompt (got {stage!r})"
+        print(f"t25-scripted-agent: {text}", file=sys.stderr)
+        result(text, prompt, model, is_error=True)
+        return 2
+    text = final_text(stage, ctx)
+    emit(type="assistant", text=text)
+    result(text, prompt, model)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Helpers for the adapter tests: real child processes only.
+
+`echo_cli.py` reports the argv, environment and prompt it received, which is how the tests see
+what the generic adapter really hands a CLI. Helpers that wait do so on conditions, never on
+the clock alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.agent import AgentRequest
+from core.models import Usage
+from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg
+
+ECHO_CLI = Path(__file__).with_name("echo_cli.py")
+
+
+class EchoSpec(CliAdapterSpec):
+    """A spec for echo_cli.py, run by this Python."""
+
+    name = "echo"
+    binary = "echo_cli.py"
+    extra = {"ECHO_CLI_HOME": "/nonexistent/echo-home"}
+
+    def locate(self) -> str | None:
+        return sys.executable
+
+    def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        if prompt.path:
+            return [str(ECHO_CLI), "--prompt-file", str(prompt.path)]
+        return [str(ECHO_CLI), "-p", prompt.text or ""]
+
+    def parse(self, stdout: str) -> ParsedOutput:
+        lines = stdout.strip().splitlines()
+        return ParsedOutput(final_text=lines[-1] if lines else "", usage=Usage(model="echo-1"))
+
+    def extra_env(self, request: AgentRequest) -> dict[str, str]:
+        return dict(self.extra)
+
+
+class Sink:
+    """An OutputSink that keeps everything it is sent, per stream."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[str, str]] = []
+
+    async def __call__(self, stream: str, text: str) -> None:
+        self.chunks.append((stream, text))
+
+    def text(self, stream: str = "stdout") -> str:
+        return "".join(text for name, text in self.chunks if name == stream)
+
+    def events(self) -> list[dict]:
+        return [json.loads(line) for line in self.text().splitlines() if line.startswith("{")]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a running process (a zombie awaiting its reaper is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Wait until `condition()` holds; fail the test if it never does."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"condition never held: {condition}")
+        await asyncio.sleep(0.02)
+
+
+def prompt_for(stage: str, body: str = "", *, task: str = "T-7", round_: int = 1,
+               role: str = "dev") -> str:
+    """A prompt with the header lines the factory puts atop every prompt."""
+    return (f"T25-STAGE: {stage}\nT25-ROLE: {role}\nT25-TASK: {task}\nT25-ROUND: {round_}\n\n"
+            f"{body}\n")

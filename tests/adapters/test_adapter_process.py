@@ -1,0 +1,217 @@
+"""run_process against real children: long lines, floods, split characters, process groups."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_kit import Sink, alive, eventually
+from adapters.process import minimal_env, run_process
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+async def run(argv: list[str], tmp_path: Path, *, sink: Sink | None = None,
+              abort: asyncio.Event | None = None, timeout_s: float = 60, **kw):
+    return await run_process(argv, cwd=tmp_path, env=minimal_env(), timeout_s=timeout_s,
+                             abort=abort or asyncio.Event(), on_output=sink, grace_s=0.5, **kw)
+
+
+# A leader that starts a child in its own group; the child ignores SIGTERM, so only the
+# SIGKILL that follows the grace period can end it. Both print their pids.
+SPAWN_STUBBORN_CHILD = """
+    import signal, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"])
+    print(f"child={child.pid}", flush=True)
+"""
+
+
+def child_pid(sink: Sink) -> int | None:
+    for line in sink.text().splitlines():
+        if line.startswith("child="):
+            return int(line.removeprefix("child="))
+    return None
+
+
+async def test_a_line_longer_than_64_kib_arrives_intact(tmp_path):
+    sink = Sink()
+    done = await run(py("import sys; sys.stdout.write('a' * 300_000 + '\\nend\\n')"), tmp_path,
+                     sink=sink)
+    assert done.exit_code == 0
+    assert done.stdout == b"a" * 300_000 + b"\nend\n"
+    assert sink.text() == "a" * 300_000 + "\nend\n"
+
+
+async def test_floods_on_stdout_and_stderr_at_once_do_not_deadlock(tmp_path):
+    # Blocking writes alternate between the pipes: a reader that drained one pipe at a time
+    # would leave the child stuck on the other one, full.
+    code = """
+        import sys
+        block = "x" * 65_536
+        for _ in range(32):
+            sys.stdout.write(block); sys.stdout.flush()
+            sys.stderr.write(block); sys.stderr.flush()
+    """
+    done = await run(py(code), tmp_path)
+    assert not done.timed_out and done.exit_code == 0
+    assert len(done.stdout) == len(done.stderr) == 32 * 65_536
+    assert len(done.log) == 64 * 65_536
+
+
+async def test_a_character_split_across_reads_survives(tmp_path):
+    code = """
+        import sys, time
+        out = sys.stdout.buffer
+        out.write(b"a" * 65_535 + "€".encode()); out.flush()   # the read boundary cuts "€"
+        time.sleep(0.2)
+        out.write(b"\\xe2\\x82"); out.flush()                    # half a "€" ...
+        time.sleep(0.2)
+        out.write(b"\\xac\\n"); out.flush()                      # ... and its other half
+    """
+    sink = Sink()
+    done = await run(py(code), tmp_path, sink=sink)
+    assert done.exit_code == 0
+    assert sink.text() == "a" * 65_535 + "€€\n"
+    assert "\ufffd" not in sink.text()
+
+
+async def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
+    sink = Sink()
+    done = await run(py("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe bytes\\n')"),
+                     tmp_path, sink=sink)
+    assert done.exit_code == 0
+    assert sink.text() == "ok \ufffd\ufffd bytes\n"
+
+
+async def test_stdin_is_empty(tmp_path):
+    done = await run(py("import sys; print(repr(sys.stdin.read()))"), tmp_path)
+    assert done.stdout == b"''\n"
+
+
+async def test_a_timeout_kills_the_whole_process_group(tmp_path):
+    sink = Sink()
+    code = SPAWN_STUBBORN_CHILD + "    time.sleep(300)\n"
+    done = await run(py(code), tmp_path, sink=sink, timeout_s=1)
+    assert done.timed_out and not done.aborted
+    assert done.exit_code is None
+    pid = child_pid(sink)
+    assert pid is not None
+    await eventually(lambda: not alive(pid))
+
+
+async def test_abort_kills_the_whole_process_group(tmp_path):
+    sink, abort = Sink(), asyncio.Event()
+    code = SPAWN_STUBBORN_CHILD + "    time.sleep(300)\n"
+    running = asyncio.create_task(run(py(code), tmp_path, sink=sink, abort=abort, timeout_s=600))
+    await eventually(lambda: child_pid(sink) is not None)
+    abort.set()
+    done = await running
+    assert done.aborted and not done.timed_out and done.exit_code is None
+    await eventually(lambda: not alive(child_pid(sink)))
+
+
+async def test_an_abort_set_before_the_start_starts_nothing(tmp_path):
+    abort = asyncio.Event()
+    abort.set()
+    done = await run(py("open('started', 'w')"), tmp_path, abort=abort)
+    assert done.aborted
+    assert not (tmp_path / "started").exists()
+
+
+async def test_children_left_behind_by_a_normal_exit_are_killed(tmp_path):
+    sink = Sink()
+    done = await run(py(SPAWN_STUBBORN_CHILD), tmp_path, sink=sink)
+    assert done.exit_code == 0 and not done.timed_out
+    await eventually(lambda: not alive(child_pid(sink)))
+
+
+async def test_cancelling_the_caller_kills_the_process_group(tmp_path):
+    sink = Sink()
+    code = SPAWN_STUBBORN_CHILD + "    time.sleep(300)\n"
+    running = asyncio.create_task(run(py(code), tmp_path, sink=sink, timeout_s=600))
+    await eventually(lambda: child_pid(sink) is not None)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await eventually(lambda: not alive(child_pid(sink)))
+
+
+async def test_a_daemon_that_left_the_group_does_not_hang_the_run(tmp_path):
+    # It holds the pipes open from its own session, out of reach of the group kill;
+    # run_process stops waiting for the pipes after the grace period.
+    code = """
+        import os, subprocess, sys
+        daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                                  start_new_session=True)
+        print(f"child={daemon.pid}", flush=True)
+    """
+    sink = Sink()
+    try:
+        done = await run(py(code), tmp_path, sink=sink, timeout_s=600)
+        assert done.exit_code == 0 and not done.timed_out
+    finally:
+        if (pid := child_pid(sink)) is not None:
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_killed_child_reports_the_signal(tmp_path):
+    done = await run(py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"), tmp_path)
+    assert done.exit_code is None and done.signal == signal.SIGKILL
+    assert not done.timed_out and not done.aborted
+
+
+async def test_output_past_the_limit_keeps_head_and_tail_with_a_marker(tmp_path):
+    code = "import sys; sys.stdout.write('START' + 'x' * 100_000 + 'END\\n')"
+    done = await run(py(code), tmp_path, log_limit=1000)
+    for captured in (done.stdout, done.log):
+        assert captured.startswith(b"START") and captured.endswith(b"END\n")
+        assert b"bytes of output dropped here]" in captured
+        assert len(captured) < 1000 + 100  # the limit, plus the marker line
+
+
+async def test_a_missing_binary_is_a_result_not_an_exception(tmp_path):
+    done = await run(["t25-no-such-program", "--flag"], tmp_path)
+    assert done.spawn_error == "command not found: t25-no-such-program"
+    assert done.exit_code is None
+
+
+async def test_a_file_that_is_not_executable_is_a_result(tmp_path):
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    done = await run([str(script)], tmp_path)
+    assert done.spawn_error == f"permission denied: {script}"
+
+
+async def test_a_missing_working_directory_is_a_result(tmp_path):
+    done = await run_process([sys.executable, "-c", "pass"], cwd=tmp_path / "gone",
+                             env=minimal_env(), timeout_s=10, abort=asyncio.Event())
+    assert done.spawn_error == f"working directory not found: {tmp_path / 'gone'}"
+
+
+async def test_a_failing_sink_is_raised_once_the_child_has_ended(tmp_path):
+    async def broken(stream: str, text: str) -> None:
+        raise RuntimeError("sink broke")
+
+    code = "import sys; sys.stdout.write('x' * 1_000_000)"
+    with pytest.raises(RuntimeError, match="sink broke"):
+        await run_process(py(code), cwd=tmp_path, env=minimal_env(), timeout_s=60,
+                          abort=asyncio.Event(), on_output=broken)
+
+
+def test_the_minimal_environment_holds_no_secrets(monkeypatch):
+    monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "worker-secret")
+    monkeypatch.setenv("T25_DATABASE_URL", "postgresql://u:pw@db/t25")
+    monkeypatch.setenv("HOME", "/home/operator")
+    env = minimal_env({"EXTRA": "1"})
+    assert "FACTORY_WORKER_CREDENTIAL" not in env and "T25_DATABASE_URL" not in env
+    assert env["HOME"] == "/home/operator" and env["TERM"] == "dumb" and env["EXTRA"] == "1"

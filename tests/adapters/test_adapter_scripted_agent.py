@@ -1,0 +1,122 @@
+"""The scripted agent: every stage's answer parses, it really edits its worktree, and its
+directives and misbehaviours do what the pipeline tests rely on."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_kit import Sink
+from core.git import git_sync
+from core.models import TaskState
+from core.outputs import (
+    DevOutput,
+    DocsOutput,
+    PlanOutput,
+    QAOutput,
+    ReviewOutput,
+    SpecOutput,
+    extract_json,
+    parse_output,
+)
+from adapters.registry import builtin_adapters
+from adapters.scripted_agent import CHANGES_FILE, ESCAPE_FILE
+
+STAGES = {"SPEC": SpecOutput, "PLAN": PlanOutput, "IMPLEMENTING": DevOutput, "QA": QAOutput,
+          "REVIEW": ReviewOutput, "DOCS": DocsOutput}
+
+
+async def answer(adapter, request):
+    result = await adapter.run(request, Sink(), asyncio.Event())
+    assert result.ok, result.error
+    return parse_output(request.stage, result.final_text)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+async def test_every_stage_answer_parses(scripted, make_request, stage):
+    assert isinstance(await answer(scripted, make_request(stage)), STAGES[stage])
+
+
+async def test_plan_risk_comes_from_the_directive(scripted, make_request):
+    assert (await answer(scripted, make_request("PLAN"))).risk == "low"
+    high = await answer(scripted, make_request("PLAN", "Rate-limit logins.\nscripted: risk=high"))
+    assert high.risk == "high" and high.files == [CHANGES_FILE]
+
+
+async def test_implementing_really_changes_the_worktree(scripted, make_request, repo):
+    dev = await answer(scripted, make_request("IMPLEMENTING", round_=2, cwd=repo))
+    assert dev.files_changed == [CHANGES_FILE]
+    assert (repo / CHANGES_FILE).read_text() == "- T-7 round 2: scripted change\n"
+    assert git_sync("status", "--porcelain", cwd=repo).strip() == f"?? {CHANGES_FILE}"
+
+
+@pytest.mark.parametrize("how", [{"body": "scripted: review=changes-once"},
+                                 {"args": ("--misbehave", "review-changes-once")}])
+async def test_review_asks_for_changes_once(scripted, make_request, how):
+    first = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=1,
+                                                args=how.get("args", ())))
+    assert [f.severity for f in first.findings] == ["major"]
+    assert first.verdict == "APPROVE"  # the model's word, which the factory ignores
+    second = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=2,
+                                                 args=how.get("args", ())))
+    assert second.findings == []
+
+
+async def test_a_question_directive_asks_until_answered(scripted, make_request):
+    body = "Add a limit.\nscripted: question=What is the limit?"
+    result = await scripted.run(make_request("SPEC", body), Sink(), asyncio.Event())
+    assert extract_json(result.final_text) == {"question": "What is the limit?"}
+    answered = await answer(scripted, make_request("SPEC", body + "\n\n## Operator answers\n10/min"))
+    assert isinstance(answered, SpecOutput) and answered.question is None
+
+
+async def test_escape_writes_into_the_main_checkout(scripted, make_request, repo, tmp_path):
+    worktree = tmp_path / "worktrees" / "T-7"
+    git_sync("worktree", "add", "--quiet", "-b", "feat/T-7", str(worktree), cwd=repo)
+    result = await scripted.run(make_request("QA", cwd=worktree, args=("--misbehave", "escape")),
+                                Sink(), asyncio.Event())
+    assert result.ok
+    assert (repo / ESCAPE_FILE).is_file()
+    assert not (worktree / ESCAPE_FILE).exists()
+    assert str(repo / ESCAPE_FILE) in result.files_changed
+    parse_output(TaskState.QA, result.final_text)  # and it still answered normally
+
+
+def agent(*args: str) -> subprocess.CompletedProcess:
+    binary = builtin_adapters()["scripted"].locate()
+    return subprocess.run([binary, *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def test_version_and_usage_errors():
+    assert agent("--version").stdout.strip() == "t25-scripted-agent 0.1.0"
+    missing = agent()
+    assert missing.returncode == 2 and "-p PROMPT" in missing.stderr
+    unknown = agent("-p", "T25-STAGE: QA", "--misbehave", "dance")
+    assert unknown.returncode == 2 and "unknown misbehaviour 'dance'" in unknown.stderr
+    bad = agent("-p", "T25-STAGE: QA", "--misbehave", "exit:soon")
+    assert bad.returncode == 2 and "needs a number" in bad.stderr
+
+
+def test_a_prompt_that_looks_like_options_is_a_value():
+    done = agent("-p", "--version\nT25-STAGE: DOCS")
+    assert done.returncode == 0 and '"is_error": false' in done.stdout
+
+
+def test_the_agent_imports_neither_pydantic_nor_t25():
+    code = ("import sys, adapters.scripted_agent; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pydantic', 'core', 'store', 't25_tui', 'textual')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_registry_offers_the_scripted_agent():
+    adapters = builtin_adapters()
+    assert list(adapters) == ["scripted"]
+    assert adapters["scripted"].name == "scripted" and adapters["scripted"].locate()
