@@ -1,15 +1,39 @@
 """T25's own calls to git: always an argv list, never a shell, never a planted program.
 
 A worktree shares `.git/config` and hooks with the main checkout, so an agent in any
-worktree could plant an fsmonitor, a hook or a pager there. Every git call T25 makes
-overrides those with harmless values and runs with a minimal, predictable environment.
+worktree could plant an fsmonitor, a hook, a pager, a filter or a merge driver there.
+Every git call T25 makes overrides those with harmless values and runs with a minimal,
+predictable environment.
+
+Two layers do that:
+
+* `SAFE_CONFIG`: fixed `-c` overrides for every program-running key with a fixed name
+  (fsmonitor, hooks, pager, editor, signing, askpass, …). `-c` is read after every config
+  file, so it wins over anything a repository declares.
+* `driver_overrides`: filters (`filter.<name>.clean/smudge/process`) and merge drivers
+  (`merge.<name>.driver`) are keyed by a name the repository chooses, so no fixed list can
+  switch them off. Before each async call the names are read with `git config
+  --get-regexp` (which runs nothing) and every one is neutralised. The overrides travel in
+  `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` rather than `-c`, because a
+  driver name may legally contain `=`, which `-c name=value` would split in the wrong
+  place. Those variables are inherited by the git processes git itself starts (the
+  status `git worktree remove` runs, for instance), so the children are covered too.
+
+What this cannot close: a driver added to `.git/config` in the instant between reading
+the names and the call that follows. That window is microseconds, T25 holds the task's
+lock while it works, and the fingerprint of the main checkout taken around every agent
+run reports any change to `.git/config` as a failure of that run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import T25Error
@@ -17,26 +41,50 @@ from core.errors import T25Error
 # Repository-configured programs T25's own git calls must never run.
 SAFE_CONFIG = (
     "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.hooksPath=/dev/null",      # no hook of any kind (pre-commit, post-checkout, …)
     "-c", "core.pager=cat",
     "-c", "core.editor=true",
+    "-c", "sequence.editor=true",
+    "-c", "core.askPass=",
     "-c", "core.sshCommand=false",
     "-c", "credential.helper=",
+    # Fails closed: a `git diff` that forgets --no-ext-diff errors instead of running one.
     "-c", "diff.external=",
     "-c", "protocol.ext.allow=never",
+    # Signing and signature checks run gpg.program / gpg.ssh.program, which a repo can set.
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
+    "-c", "merge.verifySignatures=false",
+    "-c", "log.showSignature=false",
+    # A submodule has its own config and hooks; T25 never descends into one.
+    "-c", "submodule.recurse=false",
+    # No background gc/maintenance started as a side effect of a commit.
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
 )
+
+# Config sections whose programs are chosen per driver name (see the module docstring).
+_DRIVER_SECTIONS = ("filter", "merge")
 
 
 class GitError(T25Error):
     """A git command that failed; the message carries its stderr."""
 
 
-def git_env() -> dict[str, str]:
+def git_env(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """A minimal environment: nothing inherited can point git at another repository
+    (GIT_DIR, GIT_INDEX_FILE), another program (GIT_EXTERNAL_DIFF, GIT_ASKPASS) or more
+    config (GIT_CONFIG_PARAMETERS). `overrides` become command-line-scope config."""
     keep = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
             "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat",
                GIT_CONFIG_NOSYSTEM="1")
+    if overrides:
+        env["GIT_CONFIG_COUNT"] = str(len(overrides))
+        for i, (key, value) in enumerate(overrides):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
 
 
@@ -50,7 +98,10 @@ def _fail(args: tuple[str, ...], cwd: Path, code: int, stderr: str) -> GitError:
 
 
 def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
-    """Run git synchronously (command-line start-up, before any event loop matters)."""
+    """Run git synchronously (command-line start-up, before any event loop matters).
+
+    Filters and merge drivers are not neutralised here (see `run_git`): use it only in a
+    repository no agent has touched, or for calls that stage and check out nothing."""
     try:
         done = subprocess.run(_argv(args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
@@ -61,16 +112,109 @@ def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
     return done.stdout.strip()
 
 
-async def git(*args: str, cwd: Path, check: bool = True) -> str:
-    """Run git without blocking the event loop; return its stripped stdout."""
+def driver_overrides(names: str) -> tuple[tuple[str, str], ...]:
+    """Overrides that switch off every filter and merge driver named in `names`, the
+    NUL-separated output of `git config --null --name-only --get-regexp`.
+
+    A filter whose `process` is the empty string is skipped entirely (its clean and smudge
+    commands too), and one that is not `required` then passes content through unchanged:
+    nothing runs, not even `cat`. Clean and smudge are emptied as well, for a git that
+    reads them first. A merge driver cannot be removed, only replaced: `false` makes every
+    file that would use it a conflict, so the merge is refused instead of silently taking
+    one side.
+    """
+    found: dict[str, set[str]] = {section: set() for section in _DRIVER_SECTIONS}
+    for key in filter(None, names.split("\0")):
+        section, _, rest = key.partition(".")
+        name, dot, _var = rest.rpartition(".")
+        if section.lower() in found and dot:  # two-level keys (merge.ff) name no driver
+            found[section.lower()].add(name)
+    out: list[tuple[str, str]] = []
+    for name in sorted(found["filter"]):
+        out += [(f"filter.{name}.clean", ""), (f"filter.{name}.smudge", ""),
+                (f"filter.{name}.process", ""), (f"filter.{name}.required", "false")]
+    out += [(f"merge.{name}.driver", "false") for name in sorted(found["merge"])]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A finished git call: exit status, raw stdout, decoded stderr."""
+
+    code: int
+    out: bytes
+    err: str
+
+
+async def _spawn(args: tuple[str, ...], cwd: Path,
+                 overrides: Sequence[tuple[str, str]]) -> Completed:
     proc = await asyncio.create_subprocess_exec(
-        *_argv(args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        *_argv(args), cwd=cwd, env=git_env(overrides), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
-    out, err = await proc.communicate()
-    if check and proc.returncode != 0:
-        raise _fail(args, cwd, proc.returncode or 0, err.decode(errors="replace"))
+    try:
+        out, err = await proc.communicate()
+    except asyncio.CancelledError:
+        # SIGTERM first: git removes its *.lock files on it; SIGKILL only if it lingers.
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, None)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
+                break
+        raise
+    return Completed(proc.returncode or 0, out, err.decode(errors="replace"))
+
+
+async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:
+    """The overrides for every filter and merge driver configured as seen from `dirs`
+    (a linked worktree may add its own in `config.worktree`). Reading config runs nothing."""
+    names: list[bytes] = []
+    for d in dirs:
+        done = await _spawn(("config", "--null", "--name-only", "--get-regexp",
+                             r"^(filter|merge)\."), d, ())
+        names.append(done.out)  # exit 1 just means "none configured"
+    return driver_overrides(os.fsdecode(b"\0".join(names)))
+
+
+async def run_git(*args: str, cwd: Path, drivers_from: Iterable[Path] | None = None) -> Completed:
+    """Run git with every program a repository could plant switched off; never raise on a
+    non-zero exit. `drivers_from` are the directories whose filter and merge drivers to
+    neutralise (default: `cwd`; pass `()` only for a call that cannot run one)."""
+    dirs = (cwd,) if drivers_from is None else tuple(drivers_from)
+    overrides = await neutral_drivers(*dirs) if dirs else ()
+    return await _spawn(args, cwd, overrides)
+
+
+async def git_bytes(*args: str, cwd: Path, check: bool = True,
+                    drivers_from: Iterable[Path] | None = None) -> bytes:
+    """Like `git`, but stdout unstripped and undecoded (for `-z` output and raw paths)."""
+    done = await run_git(*args, cwd=cwd, drivers_from=drivers_from)
+    if check and done.code != 0:
+        raise _fail(args, cwd, done.code, done.err)
+    return done.out
+
+
+async def git(*args: str, cwd: Path, check: bool = True,
+              drivers_from: Iterable[Path] | None = None) -> str:
+    """Run git without blocking the event loop; return its stripped stdout."""
+    out = await git_bytes(*args, cwd=cwd, check=check, drivers_from=drivers_from)
     return out.decode(errors="replace").strip()
+
+
+def status_entries(raw: bytes) -> list[tuple[str, str]]:
+    """(XY, path) pairs from `git status --porcelain=v1 -z`, paths undecoded-safe
+    (`os.fsdecode`); a rename's or copy's source path is skipped."""
+    fields = os.fsdecode(raw).split("\0")
+    out, i = [], 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) > 3:
+            out.append((entry[:2], entry[3:]))
+            if "R" in entry[:2] or "C" in entry[:2]:
+                i += 1  # the next field is the original path
+    return out
 
 
 def repo_root(path: Path) -> Path | None:

@@ -1,0 +1,164 @@
+"""The main checkout's fingerprint: every way an agent could write it is reported, and
+nothing an agent legitimately does in its own worktree is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.fingerprint import changed, fingerprint
+from core.git import git_sync
+from core.models import Task, TaskType, utcnow
+from core.worktrees import Worktrees
+
+
+def plain_git(*args: str, cwd: Path) -> str:
+    """git as an agent would run it: no T25 hardening."""
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=path)
+    git_sync("config", "user.name", "Test Operator", cwd=path)
+    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
+    (path / "app.py").write_text("x = 1\n")
+    (path / ".gitignore").write_text("*.log\n")
+    git_sync("add", "app.py", ".gitignore", cwd=path)
+    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
+    (path / ".git" / "info" / "exclude").write_text("/.factory/\n")
+    return path
+
+
+@pytest.fixture
+def wt(repo: Path) -> Worktrees:
+    return Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+
+
+@pytest.fixture
+def task() -> Task:
+    now = utcnow()
+    return Task(id="T-1", project="demo", title="t", type=TaskType.FEAT,
+                created_at=now, state_since=now)
+
+
+async def test_nothing_changed_means_no_changes(repo):
+    assert changed(await fingerprint(repo), await fingerprint(repo)) == []
+
+
+async def test_a_new_file_in_the_main_checkout(repo, wt, task):
+    path = await wt.ensure(task)
+    before = await wt.fingerprint()
+    (path / ".." / ".." / ".." / "ESCAPED.txt").write_text("an agent wrote outside its tree")
+    assert changed(before, await wt.fingerprint()) == ["new file ESCAPED.txt"]
+
+
+async def test_a_new_ignored_file_and_a_new_directory(repo):
+    before = await fingerprint(repo)
+    (repo / "debug.log").write_text("ignored, but still a write\n")
+    (repo / "empty").mkdir()
+    assert changed(before, await fingerprint(repo)) == ["new file debug.log", "new directory empty"]
+
+
+async def test_a_modified_and_a_deleted_file(repo):
+    before = await fingerprint(repo)
+    (repo / "app.py").write_text("x = 2  # longer\n")
+    (repo / ".gitignore").unlink()
+    assert changed(before, await fingerprint(repo)) == [
+        "deleted file .gitignore", "modified file app.py (size, mtime)"]
+
+
+async def test_a_chmod_is_a_change(repo):
+    before = await fingerprint(repo)
+    os.chmod(repo / "app.py", 0o755)
+    assert changed(before, await fingerprint(repo)) == ["modified file app.py (mode)"]
+
+
+async def test_staging_without_touching_a_file_is_a_change(repo):
+    (repo / "app.py").write_text("x = 2\n")
+    before = await fingerprint(repo)
+    plain_git("add", "app.py", cwd=repo)
+    assert changed(before, await fingerprint(repo)) == [
+        "git status of app.py changed from ' M' to 'M '"]
+
+
+async def test_head_moved(repo):
+    before = await fingerprint(repo)
+    old = plain_git("rev-parse", "HEAD", cwd=repo)
+    plain_git("commit", "--quiet", "--allow-empty", "-m", "sneaky", cwd=repo)
+    new = plain_git("rev-parse", "HEAD", cwd=repo)
+    assert changed(before, await fingerprint(repo)) == [
+        f"HEAD moved from trunk@{old[:12]} to trunk@{new[:12]}"]
+
+
+async def test_head_detached(repo):
+    before = await fingerprint(repo)
+    plain_git("switch", "--quiet", "--detach", cwd=repo)
+    sha = plain_git("rev-parse", "HEAD", cwd=repo)[:12]
+    assert changed(before, await fingerprint(repo)) == [
+        f"HEAD moved from trunk@{sha} to (detached)@{sha}"]
+
+
+async def test_shared_config_written_from_inside_a_worktree(repo, wt, task):
+    path = await wt.ensure(task)
+    before = await wt.fingerprint()
+    plain_git("config", "core.hooksPath", "x", cwd=path)  # lands in the shared .git/config
+    assert changed(before, await wt.fingerprint()) == [".git/config changed: +core.hookspath=x"]
+
+
+async def test_hooks_added_made_executable_and_attributes(repo):
+    hooks = repo / ".git" / "hooks"
+    (hooks / "post-merge").write_text("#!/bin/sh\n")
+    before = await fingerprint(repo)
+    (hooks / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/owned\n")
+    (hooks / "post-merge").chmod(0o755)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    assert changed(before, await fingerprint(repo)) == [
+        "hook changed: post-merge", "hook added: pre-commit", ".git/info/attributes created"]
+
+
+async def test_per_checkout_config_is_watched_too(repo):
+    before = await fingerprint(repo)
+    (repo / ".git" / "config.worktree").write_text("[core]\n\tfsmonitor = /tmp/evil\n")
+    assert changed(before, await fingerprint(repo)) == [".git/config.worktree created"]
+
+
+async def test_only_the_worktree_changing_reports_nothing(repo, wt, task):
+    path = await wt.ensure(task)
+    before = await wt.fingerprint()
+    # What an agent legitimately does in its own tree, committing with plain git…
+    (path / "feature.py").write_text("y = 1\n")
+    (path / "app.py").write_text("x = 3\n")
+    (path / "build.log").write_text("ignored output\n")
+    plain_git("add", "feature.py", cwd=path)
+    plain_git("commit", "--quiet", "-m", "agent commit", cwd=path)
+    plain_git("status", cwd=path)
+    # …and what T25 does around it, including writing its store under .factory/.
+    await wt.commit_all(task, "T25 commit")
+    await wt.diff_stat(task)
+    (repo / ".factory" / "t25.db").write_bytes(b"store")
+    assert changed(before, await wt.fingerprint()) == []
+
+
+async def test_a_root_elsewhere_in_the_repository_is_excluded_when_named(repo, task):
+    wt = Worktrees(repo, repo / "trees", "trunk", owner="install-a")
+    before = await wt.fingerprint()
+    path = await wt.ensure(task)
+    (path / "feature.py").write_text("y = 1\n")
+    assert changed(before, await wt.fingerprint()) == []
+    assert "new directory trees" in changed(before, await fingerprint(repo))
+
+
+async def test_taking_a_fingerprint_changes_nothing(repo):
+    (repo / "app.py").write_text("x = 2\n")  # a dirty tree: status must not rewrite the index
+    index = (repo / ".git" / "index").read_bytes()
+    first = await fingerprint(repo)
+    second = await fingerprint(repo)
+    assert changed(first, second) == []
+    assert (repo / ".git" / "index").read_bytes() == index

@@ -1,0 +1,510 @@
+"""Task worktrees against real git repositories: create, adopt, refuse, lock, commit,
+diff, clean up and merge, including the adversarial cases from testing.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.git import git_sync
+from core.models import DiffStat, Task, TaskType, utcnow
+from core.worktrees import (
+    META_DIR, MergeRefused, WorktreeBusy, WorktreeRefused, Worktrees,
+)
+
+PROJECT = Path(__file__).resolve().parents[1]
+NASTY_BRANCH = "tr$unk;touch${IFS}PWNED|`touch${IFS}PWNED`&'q'\"(x)!#>y<{z}"
+
+
+def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
+    now = utcnow()
+    return Task(id=task_id, project="demo", title="a change", type=kind,
+                created_at=now, state_since=now)
+
+
+def plain_git(*args: str, cwd: Path) -> str:
+    """git as an agent or a person would run it: no T25 hardening at all."""
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+
+
+def new_repo(path: Path, branch: str = "trunk") -> Path:
+    path.mkdir(parents=True)
+    git_sync("init", "--quiet", "--initial-branch", branch, cwd=path)
+    git_sync("config", "user.name", "Test Operator", cwd=path)
+    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
+    (path / "app.py").write_text("def hello():\n    return 'hi'\n")
+    (path / ".gitignore").write_text("*.log\n")
+    git_sync("add", "app.py", ".gitignore", cwd=path)
+    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
+    exclude = path / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("/.factory/\n")  # as `t25 init` does
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return new_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def wt(repo: Path) -> Worktrees:
+    return Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+
+
+def head(cwd: Path, ref: str = "HEAD") -> str:
+    return plain_git("rev-parse", ref, cwd=cwd)
+
+
+# -- create, adopt, refuse -------------------------------------------------------------------
+
+
+async def test_ensure_creates_the_task_worktree_from_the_default_branch(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    assert path == (repo / ".factory" / "worktrees" / "T-1").resolve()
+    assert plain_git("symbolic-ref", "HEAD", cwd=path) == "refs/heads/feat/T-1"
+    assert head(path) == head(repo, "trunk")
+    record = json.loads((path.parent / META_DIR / "T-1.json").read_text())
+    assert record["owner"] == "install-a" and record["branch"] == "feat/T-1"
+    assert record["path"] == str(path) and record["created_at"]
+    # The record lives outside the tree: the new worktree is spotless.
+    assert plain_git("status", "--porcelain", "--ignored", cwd=path) == ""
+
+
+async def test_ensure_names_the_branch_after_the_task_type(wt):
+    path = await wt.ensure(make_task("T-2", TaskType.FIX))
+    assert plain_git("symbolic-ref", "--short", "HEAD", cwd=path) == "fix/T-2"
+
+
+async def test_ensure_twice_adopts_the_same_worktree(wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "work.py").write_text("x = 1\n")
+    assert await wt.ensure(task) == path
+    assert (path / "work.py").read_text() == "x = 1\n"
+
+
+async def test_a_directory_git_does_not_list_is_refused(wt):
+    stray = wt.path_for("T-1")
+    stray.mkdir(parents=True)
+    (stray / "precious.txt").write_text("mine")
+    with pytest.raises(WorktreeRefused, match="no ownership record") as err:
+        await wt.ensure(make_task())
+    assert err.value.hint
+    assert (stray / "precious.txt").read_text() == "mine"
+
+
+async def test_a_forged_record_without_a_git_worktree_is_refused(wt):
+    stray = wt.path_for("T-1")
+    stray.mkdir(parents=True)
+    record = {"owner": "install-a", "task_id": "T-1", "branch": "feat/T-1", "path": str(stray)}
+    (stray.parent / META_DIR).mkdir()
+    (stray.parent / META_DIR / "T-1.json").write_text(json.dumps(record))
+    with pytest.raises(WorktreeRefused, match="does not list it"):
+        await wt.ensure(make_task())
+
+
+async def test_a_record_of_another_installation_is_refused(repo, wt):
+    await wt.ensure(make_task())
+    other = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-b")
+    with pytest.raises(WorktreeRefused, match="owner is 'install-a', expected 'install-b'"):
+        await other.ensure(make_task())
+    # Nor may it commit in, clean up or merge someone else's tree.
+    with pytest.raises(WorktreeRefused):
+        await other.commit_all(make_task(), "hijack")
+    kept = await other.cleanup(make_task())
+    assert not kept.removed and "does not match" in kept.reason
+    assert wt.path_for("T-1").is_dir()
+
+
+async def test_a_worktree_switched_to_another_branch_is_not_adopted(wt):
+    path = await wt.ensure(make_task())
+    plain_git("switch", "--quiet", "-c", "elsewhere", cwd=path)
+    with pytest.raises(WorktreeRefused, match="is on elsewhere, not on the task branch feat/T-1"):
+        await wt.ensure(make_task())
+    with pytest.raises(WorktreeRefused, match="elsewhere"):
+        await wt.commit_all(make_task(), "wrong branch")
+
+
+@pytest.mark.parametrize("bad", ["..", "../escape", "T-1/../../x", "a/b", ".hidden", "",
+                                 "T-1\n", "T 1", "x" * 65, "/abs", "T-1.lock"])
+async def test_unsafe_task_ids_are_refused_before_any_git_call(repo, wt, bad):
+    with pytest.raises(WorktreeRefused, match="cannot name a worktree"):
+        wt.path_for(bad)
+    with pytest.raises(WorktreeRefused):
+        await wt.ensure(make_task(bad))
+    assert plain_git("worktree", "list", "--porcelain", cwd=repo).count("worktree ") == 1
+
+
+async def test_a_symlinked_worktree_path_pointing_outside_is_refused(tmp_path, repo, wt):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = wt.path_for("T-9").parent / "T-1"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorktreeRefused, match="symbolic link"):
+        wt.path_for("T-1")
+    with pytest.raises(WorktreeRefused, match="symbolic link"):
+        await wt.ensure(make_task())
+    assert list(outside.iterdir()) == []
+
+
+async def test_a_symlinked_root_is_refused(tmp_path, repo):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".factory").mkdir()
+    (repo / ".factory" / "worktrees").symlink_to(elsewhere, target_is_directory=True)
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+    with pytest.raises(WorktreeRefused, match="through a symbolic link"):
+        wt.path_for("T-1")
+    with pytest.raises(WorktreeRefused, match="through a symbolic link"):
+        await wt.ensure(make_task())
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_a_symlinked_parent_inside_the_repository_is_refused(tmp_path, repo):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".factory").symlink_to(elsewhere, target_is_directory=True)
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+    with pytest.raises(WorktreeRefused, match="through a symbolic link"):
+        await wt.ensure(make_task())
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_a_root_outside_the_repository_works_but_not_through_a_link(tmp_path, repo):
+    real = Worktrees(repo, tmp_path / "trees", "trunk", owner="install-a")
+    path = await real.ensure(make_task())
+    assert path == (tmp_path / "trees" / "T-1").resolve()
+    (tmp_path / "linked").symlink_to(tmp_path / "trees", target_is_directory=True)
+    linked = Worktrees(repo, tmp_path / "linked", "trunk", owner="install-a")
+    with pytest.raises(WorktreeRefused, match="through a symbolic link"):
+        linked.path_for("T-1")
+
+
+async def test_a_missing_default_branch_is_refused(repo):
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", "main", owner="install-a")
+    with pytest.raises(WorktreeRefused, match="default branch 'main'"):
+        await wt.ensure(make_task())
+    assert not (repo / ".factory" / "worktrees" / META_DIR / "T-1.json").exists()
+
+
+async def test_a_listed_worktree_whose_directory_vanished_is_refused(wt):
+    path = await wt.ensure(make_task())
+    os.rename(path, path.with_name("moved-away"))
+    with pytest.raises(WorktreeRefused, match="directory is gone") as err:
+        await wt.ensure(make_task())
+    assert "git worktree prune" in err.value.hint
+
+
+async def test_a_branch_name_full_of_shell_metacharacters_is_just_a_name(tmp_path):
+    repo = new_repo(tmp_path / "repo", NASTY_BRANCH)
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", NASTY_BRANCH, owner="install-a")
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "feature.py").write_text("x = 1\n")
+    assert await wt.commit_all(task, "feature; rm -rf / $(touch PWNED)")
+    assert (await wt.diff_stat(task)).files == ("feature.py",)
+    sha = await wt.merge(task, message="merge `touch PWNED`")
+    assert head(repo, f"refs/heads/{NASTY_BRANCH}") == sha
+    assert (await wt.cleanup(task)).removed
+    assert not list(tmp_path.rglob("PWNED")) and not (PROJECT / "PWNED").exists()
+
+
+# -- one driver per worktree ------------------------------------------------------------------
+
+LOCK_HOLDER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from core.worktrees import Worktrees
+    wt = Worktrees(Path(sys.argv[1]), Path(sys.argv[2]), "trunk", owner="install-a")
+    with wt.lock("T-1"):
+        print("locked", flush=True)
+        sys.stdin.read()  # hold it until the test closes our stdin
+""")
+
+RACER = textwrap.dedent("""
+    import asyncio, sys, time
+    from datetime import datetime, timezone
+    from pathlib import Path
+    from core.models import Task, TaskType
+    from core.worktrees import Worktrees, WorktreeBusy
+    wt = Worktrees(Path(sys.argv[1]), Path(sys.argv[2]), "trunk", owner="install-a")
+    now = datetime.now(timezone.utc)
+    task = Task(id="T-1", project="demo", title="t", type=TaskType.FEAT,
+                created_at=now, state_since=now)
+    while not Path(sys.argv[3]).exists():
+        time.sleep(0.001)
+    try:
+        print("ok", asyncio.run(wt.ensure(task)))
+    except WorktreeBusy as exc:
+        print("busy", exc)
+""")
+
+
+def spawn(script: str, *args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=PROJECT, text=True,
+                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(PROJECT)},
+                            **kw)
+
+
+async def test_a_worktree_locked_by_another_process_is_busy_naming_its_pid(repo, wt):
+    holder = spawn(LOCK_HOLDER, str(repo), str(wt.root), stdin=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(WorktreeBusy, match=f"pid {holder.pid}"):
+            wt.lock("T-1").acquire()
+        with pytest.raises(WorktreeBusy, match=f"another T25 process \\(pid {holder.pid}\\)"):
+            await wt.ensure(make_task())
+        with pytest.raises(WorktreeBusy):
+            await wt.cleanup(make_task())
+    finally:
+        holder.communicate(input="", timeout=30)  # closes its stdin: it lets go and exits
+    # The lock ends with its holder.
+    assert (await wt.ensure(make_task())).is_dir()
+
+
+async def test_the_lock_is_exclusive_within_a_process_too(wt):
+    with wt.lock("T-1"):
+        with pytest.raises(WorktreeBusy, match="already locked by this process"):
+            wt.lock("T-1").acquire()
+        # Work done while holding it does not trip over its own lock.
+        assert (await wt.ensure(make_task())).is_dir()
+    with wt.lock("T-1"):
+        pass
+
+
+async def test_racing_processes_create_the_worktree_once(tmp_path, repo, wt):
+    go = tmp_path / "go"
+    racers = [spawn(RACER, str(repo), str(wt.root), str(go)) for _ in range(4)]
+    go.touch()
+    results = [r.communicate(timeout=60)[0].strip() for r in racers]
+    assert all(r.startswith(("ok ", "busy ")) for r in results), results
+    assert any(r.startswith("ok ") for r in results)
+    assert all("another T25 process (pid" in r for r in results if r.startswith("busy"))
+    listed = plain_git("worktree", "list", "--porcelain", cwd=repo)
+    assert listed.count(f"worktree {wt.path_for('T-1')}\n") == 1
+    assert await wt.ensure(make_task()) == wt.path_for("T-1")
+
+
+async def test_a_planted_symlink_in_place_of_the_lock_file_is_not_followed(tmp_path, wt):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("do not truncate")
+    meta = wt.path_for("T-1").parent / META_DIR
+    meta.mkdir(parents=True)
+    (meta / "T-1.lock").symlink_to(victim)
+    with pytest.raises(WorktreeRefused, match="cannot open the lock file"):
+        wt.lock("T-1").acquire()
+    assert victim.read_text() == "do not truncate"
+
+
+# -- commit and measure -----------------------------------------------------------------------
+
+
+async def test_commit_all_commits_what_the_agent_changed_and_diff_stat_counts_it(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    assert await wt.commit_all(task, "nothing yet") is None
+    (path / "app.py").write_text("def hello():\n    return 'hello'\n\n\ndef bye():\n    pass\n")
+    (path / "new.py").write_text("a = 1\nb = 2\nc = 3\n")
+    (path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (path / "debug.log").write_text("ignored by .gitignore\n")
+    sha = await wt.commit_all(task, "T-1: greet and leave")
+    assert sha == head(repo, "refs/heads/feat/T-1")
+    assert plain_git("log", "-1", "--format=%an|%s", sha, cwd=repo) == (
+        "Test Operator|T-1: greet and leave")
+    assert plain_git("ls-tree", "--name-only", sha, cwd=repo).split() == [
+        ".gitignore", "app.py", "logo.png", "new.py"]
+    stat = await wt.diff_stat(task)
+    assert stat == DiffStat(files=("app.py", "logo.png", "new.py"), added=8, deleted=1)
+    text = await wt.diff(task)
+    assert "+++ b/new.py" in text and "-    return 'hi'" in text and "Binary files" in text
+    assert await wt.commit_all(task, "again") is None
+
+
+async def test_diff_is_measured_from_the_merge_base_not_the_moving_default_branch(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "mine.py").write_text("x = 1\n")
+    await wt.commit_all(task, "mine")
+    (repo / "theirs.py").write_text("y = 2\ny = 3\n")
+    plain_git("add", "theirs.py", cwd=repo)
+    plain_git("commit", "--quiet", "-m", "trunk moves on", cwd=repo)
+    assert await wt.diff_stat(task) == DiffStat(files=("mine.py",), added=1, deleted=0)
+
+
+async def test_a_rename_counts_as_one_file(wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    os.rename(path / "app.py", path / "greeting.py")
+    await wt.commit_all(task, "rename")
+    assert await wt.diff_stat(task) == DiffStat(files=("greeting.py",), added=0, deleted=0)
+
+
+async def test_commit_all_uses_t25_identity_when_the_repository_has_none(
+        tmp_path, monkeypatch, repo, wt):
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    plain_git("config", "--unset", "user.name", cwd=repo)
+    plain_git("config", "--unset", "user.email", cwd=repo)
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "x.py").write_text("x = 1\n")
+    sha = await wt.commit_all(task, "by T25")
+    assert plain_git("log", "-1", "--format=%an <%ae>|%cn <%ce>", sha, cwd=repo) == (
+        "T25 <t25@localhost>|T25 <t25@localhost>")
+
+
+# -- cleanup ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("make_dirt", "expected"), [
+    (lambda p: (p / "app.py").write_text("changed\n"), "1 uncommitted file(s): app.py"),
+    (lambda p: (p / "notes.md").write_text("draft\n"), "1 untracked file(s): notes.md"),
+    (lambda p: (p / "build.log").write_text("output\n"), "1 ignored file(s): build.log"),
+])
+async def test_cleanup_keeps_a_tree_with_anything_that_could_be_lost(wt, make_dirt, expected):
+    task = make_task()
+    path = await wt.ensure(task)
+    make_dirt(path)
+    kept = await wt.cleanup(task)
+    assert not kept.removed
+    assert expected in kept.reason and str(path) in kept.reason
+    assert path.is_dir() and await wt.ensure(task) == path
+
+
+async def test_cleanup_names_every_kind_of_change_at_once(wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "app.py").write_text("changed\n")
+    (path / ".gitignore").write_text("*.log\n*.tmp\n")
+    (path / "a.md").write_text("a")
+    for i in range(6):
+        (path / f"out{i}.log").write_text("x")
+    kept = await wt.cleanup(task)
+    assert "2 uncommitted, 1 untracked, 6 ignored file(s): .gitignore, app.py, a.md" in kept.reason
+    assert "… and 4 more" in kept.reason
+
+
+async def test_cleanup_removes_a_clean_tree_and_keeps_the_branch(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "done.py").write_text("done = True\n")
+    sha = await wt.commit_all(task, "done")
+    result = await wt.cleanup(task)
+    assert result.removed and "branch feat/T-1 kept" in result.reason
+    assert not path.exists()
+    assert str(path) not in plain_git("worktree", "list", "--porcelain", cwd=repo)
+    assert head(repo, "refs/heads/feat/T-1") == sha
+    assert not (path.parent / META_DIR / "T-1.json").exists()
+    assert not (await wt.cleanup(task)).removed
+    # A retry checks the kept branch out again, work included.
+    again = await wt.ensure(task)
+    assert (again / "done.py").read_text() == "done = True\n"
+
+
+async def test_cleanup_never_forces_what_git_itself_refuses(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    plain_git("worktree", "lock", "--reason", "on a USB disk", str(path), cwd=repo)
+    kept = await wt.cleanup(task)
+    assert not kept.removed and "git refused to remove it" in kept.reason
+    assert path.is_dir()
+
+
+async def test_cleanup_leaves_a_tree_it_does_not_own(wt):
+    stray = wt.path_for("T-1")
+    stray.mkdir(parents=True)
+    kept = await wt.cleanup(make_task())
+    assert not kept.removed and "no ownership record" in kept.reason
+    assert stray.is_dir()
+
+
+# -- merge -----------------------------------------------------------------------------------
+
+
+async def _task_with_commit(wt: Worktrees, name: str = "feature.py") -> Task:
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / name).write_text("feature = True\n")
+    await wt.commit_all(task, "T-1: feature")
+    return task
+
+
+async def test_merge_makes_a_no_ff_merge_commit_with_both_parents(repo, wt):
+    task = await _task_with_commit(wt)
+    before, tip = head(repo), head(repo, "refs/heads/feat/T-1")
+    sha = await wt.merge(task, message="Merge T-1: feature")
+    assert head(repo) == sha == head(repo, "refs/heads/trunk")
+    parents = plain_git("rev-list", "--parents", "-n", "1", sha, cwd=repo).split()
+    assert parents == [sha, before, tip]
+    assert plain_git("log", "-1", "--format=%s", cwd=repo) == "Merge T-1: feature"
+    assert plain_git("symbolic-ref", "--short", "HEAD", cwd=repo) == "trunk"
+    assert (repo / "feature.py").read_text() == "feature = True\n"
+    assert plain_git("status", "--porcelain", cwd=repo) == ""
+    plain_git("merge-base", "--is-ancestor", before, sha, cwd=repo)  # history intact
+
+
+async def test_merge_is_refused_when_the_main_checkout_is_dirty(repo, wt):
+    task = await _task_with_commit(wt)
+    before = head(repo)
+    (repo / "app.py").write_text("half-done edit\n")
+    with pytest.raises(MergeRefused,
+                       match=r"uncommitted changes to 1 tracked file\(s\): app.py") as err:
+        await wt.merge(task, message="merge")
+    assert err.value.hint
+    assert head(repo) == before and (repo / "app.py").read_text() == "half-done edit\n"
+
+
+async def test_merge_is_refused_when_the_main_checkout_is_on_another_branch(repo, wt):
+    task = await _task_with_commit(wt)
+    plain_git("switch", "--quiet", "-c", "hotfix", cwd=repo)
+    with pytest.raises(MergeRefused, match="on hotfix, not on trunk"):
+        await wt.merge(task, message="merge")
+    assert head(repo, "refs/heads/trunk") == head(repo, "refs/heads/hotfix")
+
+
+async def test_merge_is_refused_when_the_branch_has_nothing_new(repo, wt):
+    task = make_task()
+    await wt.ensure(task)
+    with pytest.raises(MergeRefused, match="no commits beyond trunk"):
+        await wt.merge(task, message="merge")
+    with pytest.raises(MergeRefused, match="does not exist"):
+        await wt.merge(make_task("T-404"), message="merge")
+
+
+async def test_a_conflicting_merge_is_aborted_and_names_the_files(repo, wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "app.py").write_text("def hello():\n    return 'from the task'\n")
+    await wt.commit_all(task, "task edit")
+    (repo / "app.py").write_text("def hello():\n    return 'from trunk'\n")
+    plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
+    before = head(repo)
+    with pytest.raises(MergeRefused,
+                       match="conflicts in app.py; the merge was aborted and trunk is unchanged"):
+        await wt.merge(task, message="merge")
+    assert head(repo) == before
+    assert plain_git("status", "--porcelain", cwd=repo) == ""
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+    assert (repo / "app.py").read_text() == "def hello():\n    return 'from trunk'\n"
+
+
+async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt):
+    task = await _task_with_commit(wt, "feature.py")
+    (repo / "feature.py").write_text("an untracked file the merge would overwrite\n")
+    before = head(repo)
+    with pytest.raises(MergeRefused, match="git refused to merge feat/T-1 into trunk: "
+                                           ".*overwritten by merge: feature.py"):
+        await wt.merge(task, message="merge")
+    assert head(repo) == before
+    assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
