@@ -14,6 +14,10 @@ from core.config import QACheck
 from core.models import CheckResult
 from adapters.process import minimal_env, run_process
 
+# Checks must not litter the worktree: a tree with untracked or ignored files is never
+# cleaned up, so keep Python's bytecode caches out of it.
+CHECK_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+
 EXCERPT_BYTES = 4096
 
 
@@ -26,7 +30,7 @@ def _excerpt(log: bytes) -> str:
 
 async def run_check(check: QACheck, cwd: Path, abort: asyncio.Event | None = None) -> CheckResult:
     """Run one check to its end or its timeout; it passes when it exits 0."""
-    done = await run_process(list(check.run), cwd=cwd, env=minimal_env(),
+    done = await run_process(list(check.run), cwd=cwd, env=minimal_env(CHECK_ENV),
                              timeout_s=check.timeout_s, abort=abort or asyncio.Event())
     excerpt = _excerpt(done.log)
     if done.spawn_error:

@@ -121,6 +121,14 @@ class ApprovalRequested(Event):
     files: list[str] = []
 
 
+class InputRequested(Event):
+    """An agent asked a question only a human can answer; the task waits in NEEDS_INPUT."""
+
+    kind = "input_requested"
+    stage: TaskState
+    question: str
+
+
 class DecisionRecorded(Event):
     """An operator's decision (approve, reject, merge, cancel, retry, archive, answer)."""
 
@@ -128,6 +136,14 @@ class DecisionRecorded(Event):
     decision: str
     actor: str
     reason: str = ""
+
+
+class WorktreeCleaned(Event):
+    """After a merge or an archive: the worktree was removed, or kept and why."""
+
+    kind = "worktree_cleaned"
+    removed: bool
+    reason: str
 
 
 class ArtifactStored(Event):

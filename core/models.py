@@ -63,6 +63,7 @@ class ArtifactKind(StrEnum):
     DIFF = "diff"
     LOG = "log"
     DOCS = "docs"
+    PROMPT = "prompt"
 
 
 class _Value(BaseModel):
@@ -131,6 +132,9 @@ class Task(_Value):
     review_loops: int = 0
     error: str | None = None
     approved_plan_sha: str | None = None
+    # What code decided at the last QA and REVIEW (None: not decided yet); the merge gate.
+    checks_passed: bool | None = None
+    review_verdict: str | None = None
     created_at: datetime
     state_since: datetime
 
@@ -141,7 +145,8 @@ class Task(_Value):
 
 # The task fields a state change or an operator decision may set; nothing else mutates.
 MUTABLE_TASK_FIELDS = frozenset(
-    {"resume_state", "archived", "merged", "qa_loops", "review_loops", "error", "approved_plan_sha"}
+    {"resume_state", "archived", "merged", "qa_loops", "review_loops", "error", "approved_plan_sha",
+     "checks_passed", "review_verdict"}
 )
 
 

@@ -134,6 +134,9 @@ def parse_output(stage: TaskState, text: str) -> StageOutput:
     model = OUTPUTS[stage]
     try:
         data = extract_json(text)
+        question = data.get("question")
+        if isinstance(question, str) and question.strip():
+            return StageOutput(question=question.strip())  # asking needs nothing else
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]

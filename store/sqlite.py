@@ -401,6 +401,8 @@ def _task(r: Row) -> Task:
         description=r["description"], state=r["state"], resume_state=r["resume_state"],
         archived=bool(r["archived"]), merged=bool(r["merged"]), qa_loops=r["qa_loops"],
         review_loops=r["review_loops"], error=r["error"], approved_plan_sha=r["approved_plan_sha"],
+        checks_passed=None if r["checks_passed"] is None else bool(r["checks_passed"]),
+        review_verdict=r["review_verdict"],
         created_at=_dt(r["created_at"]), state_since=_dt(r["state_since"]),
     )
 

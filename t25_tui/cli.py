@@ -77,6 +77,28 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", help="task id, e.g. T-7 or 7")
         p.add_argument("--reason", default="", help="why (kept in the audit log)")
 
+    run = add("run", "pipeline:run_", "work the queue until nothing can move without a human")
+    run.add_argument("--follow", action="store_true",
+                     help="keep going, picking up new tasks and decisions, until interrupted")
+    run.add_argument("--workers", type=int, metavar="N",
+                     help="runs at once (default: limits.workers in t25.yaml)")
+    p = add("approve", "decisions:approve", "approve the plan a task is waiting on")
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument("--comment", help="a note kept in the audit log")
+    p = add("reject", "decisions:reject", "send a plan back to PLAN with the reason")
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument("--reason", required=True, help="what is wrong; the planner reads it")
+    p = add("answer", "decisions:answer", "answer the question of a NEEDS_INPUT task")
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument("text", help="the answer; the agent reads it")
+    p = add("merge", "decisions:merge",
+            "merge a DONE task's branch into the default branch (after checks and review)")
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument("--reason", default="", help="a note kept in the audit log")
+    p = add("logs", "pipeline:logs", "agent output of a task's runs, or of one run")
+    p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
+
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")

@@ -1,24 +1,47 @@
-"""Operator decisions from the command line: `t25 cancel|retry|archive`.
-
-Each calls the same Factory method as the cockpit and the REST API.
-"""
+"""Operator decisions from the command line: cancel, retry, archive, approve, reject,
+answer, merge. Each calls the same Factory method as the cockpit and the REST API."""
 
 from __future__ import annotations
 
 import argparse
 
+from core.events import WorktreeCleaned
 from core.service import Factory
+from core.states import WORKING
 from t25_tui.commands.context import actor_of, run
 
 
-def _decide(args: argparse.Namespace, verb: str) -> int:
+def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
     async def body(factory: Factory) -> None:
-        action = getattr(factory, verb)
-        task = await action(args.id, actor=actor_of(args), reason=args.reason)
-        print(f"{task.id}  {task.state}{'  (archived)' if task.archived else ''}  {task.title}")
+        sub = factory.bus.subscribe()
+        task = await getattr(factory, verb)(args.id, *extra, actor=actor_of(args),
+                                            **({"reason": args.reason} if "reason" in args else {}))
+        print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {task.title}")
+        while (event := sub.get_nowait()) is not None:
+            if isinstance(event, WorktreeCleaned):
+                print(f"  worktree: {event.reason}")
+        if task.state in WORKING:
+            print("  next: t25 run")
 
     run(args, body)
     return 0
+
+
+def approve(args: argparse.Namespace) -> int:
+    args.reason = args.comment or ""
+    return _decide(args, "approve")
+
+
+def reject(args: argparse.Namespace) -> int:
+    return _decide(args, "reject")
+
+
+def answer(args: argparse.Namespace) -> int:
+    return _decide(args, "answer", args.text)
+
+
+def merge(args: argparse.Namespace) -> int:
+    return _decide(args, "merge")
 
 
 def cancel(args: argparse.Namespace) -> int:

@@ -1,0 +1,231 @@
+"""The worker plane: claim a run's lease, execute it where the code lives, report back.
+
+A worker claims the oldest queued run with a deadline and a fencing token, heartbeats
+while it works, and completes under the same token; a completion whose lease expired
+or whose token went stale is rejected by the store and its results are dropped. The
+agent runs in the task's own worktree; the main checkout is fingerprinted before and
+after, and a run that changed it fails. Output streams to the event log as it comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+from core.agent import AgentAdapter, AgentRequest, AgentResult, Failure, NoAdapter, QuotaBook, select_adapter
+from core.config import QACheck
+from core.errors import LeaseLost, T25Error
+from core.events import RunOutput, RunStarted
+from core.fingerprint import changed
+from core.models import CheckResult, Lease, Run, Task, TaskState
+from core.pipeline import Pipeline, RunReport
+from core.service import Factory
+from core.worktrees import Worktrees
+
+log = logging.getLogger("t25.worker")
+
+CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
+OUTPUT_FLUSH_S = 0.05        # batch run output into events at most this often ...
+OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
+
+
+def host_name() -> str:
+    """This process, as a worker name: host and pid."""
+    return f"{os.uname().nodename}:{os.getpid()}"
+
+
+class Worker:
+    """Runs leased runs one at a time until stopped."""
+
+    def __init__(
+        self, factory: Factory, pipeline: Pipeline, adapters: Mapping[str, AgentAdapter],
+        run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
+        lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
+    ) -> None:
+        self.f = factory
+        self.pipeline = pipeline
+        self.adapters = adapters
+        self.run_check = run_check
+        self.name = name or host_name()
+        self.quota = quota or QuotaBook()
+        self.lease_ttl_s = lease_ttl_s
+        self.heartbeat_s = heartbeat_s
+        self.stopping = asyncio.Event()
+        self.busy = False
+
+    async def run_forever(self, poll_s: float = 0.5) -> None:
+        while not self.stopping.is_set():
+            if not await self.run_once():
+                self.f.work_queued.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake(), poll_s)
+
+    async def _wake(self) -> None:
+        waits = [asyncio.ensure_future(self.f.work_queued.wait()),
+                 asyncio.ensure_future(self.stopping.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
+    async def run_once(self) -> bool:
+        """Claim and work one run; False when the queue had nothing to claim."""
+        lease = await self.f.store.claim_run(self.name, self.lease_ttl_s)
+        if lease is None:
+            return False
+        self.busy = True
+        try:
+            await self._work(lease)
+        finally:
+            self.busy = False
+        return True
+
+    async def _work(self, lease: Lease) -> None:
+        run = await self.f.store.get_run(lease.run_id)
+        task = await self.f.store.get_task(lease.task_id)
+        abort = asyncio.Event()
+        self.f.live[lease.task_id] = abort
+        beat = asyncio.create_task(self._heartbeat(lease, abort))
+        handed_back = False
+        try:
+            try:
+                report = await self._execute(run, task, abort)
+            except T25Error as exc:  # the worktree was refused, no adapter could run, ...
+                report = RunReport(error=exc.message)
+            if abort.is_set() and beat.done():
+                return  # the lease was lost: whatever we have is not ours to report
+            beat.cancel()
+            try:
+                await self.pipeline.complete(lease, report)  # heartbeats move the deadline, not the token
+            except LeaseLost as exc:
+                log.info("dropping the result of %s: %s", run.id, exc)
+            handed_back = True
+        finally:
+            if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue
+                with contextlib.suppress(LeaseLost):
+                    await asyncio.shield(self.f.store.release_run(lease))
+            beat.cancel()
+            self.f.live.pop(lease.task_id, None)
+
+    async def _heartbeat(self, lease: Lease, abort: asyncio.Event) -> Lease:
+        """Extend the lease until cancelled; on LeaseLost, abort the agent."""
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                lease = await self.f.store.heartbeat(lease, self.lease_ttl_s)
+            except LeaseLost:
+                abort.set()
+                return lease
+
+    # -- executing one run -----------------------------------------------------------------
+
+    async def _execute(self, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
+        worktrees = self.f.worktrees(task.project)
+        with worktrees.lock(task.id):
+            path = await worktrees.ensure(task)
+            if run.stage is TaskState.PR_OPEN:
+                return RunReport(note=await self._open_pr(task, worktrees))
+            checks: list[CheckResult] = []
+            if run.stage is TaskState.QA:
+                checks = [await self.run_check(c, path, abort) for c in self.f.config.qa.checks]
+            prompt = await self.pipeline.prompt_for(run, task, checks=checks)
+            before = await worktrees.fingerprint()
+            result, reason = await self._run_agent(run, task, prompt, path, abort)
+            violation = changed(before, await worktrees.fingerprint())
+            report = dict(result=result, adapter_reason=reason, prompt=prompt,
+                          violation=tuple(violation), checks=tuple(checks))
+            if run.stage is TaskState.IMPLEMENTING and result.ok and not violation:
+                await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                report.update(diff_stat=await worktrees.diff_stat(task),
+                              diff=await worktrees.diff(task))
+            return RunReport(**report)
+
+    async def _run_agent(
+        self, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event
+    ) -> tuple[AgentResult, str]:
+        """Run the role's chain: the first usable adapter, falling back past exhausted quota."""
+        chain = self.f.config.roles.chain(run.role) or []
+        tried: frozenset[str] = frozenset()
+        notes: list[str] = []
+        while True:
+            try:
+                chosen = select_adapter(chain, self.adapters, self.quota, role=run.role, skip=tried)
+            except NoAdapter as exc:
+                if not notes:
+                    raise
+                raise NoAdapter(f"{exc.message}; before that: {'; '.join(notes)}") from None
+            profile = chosen.profile
+            reason = "; ".join([*notes, chosen.reason])
+            version = await chosen.adapter.version()
+            await self.f.record(RunStarted(
+                task_id=task.id, run_id=run.id, worker=self.name, adapter=profile.adapter,
+                adapter_reason=reason, cli_version=version, model=profile.model,
+                attempt=run.attempts))
+            request = AgentRequest(
+                task_id=task.id, run_id=run.id, role=run.role, stage=run.stage, prompt=prompt,
+                cwd=cwd, model=profile.model, args=tuple(profile.args),
+                timeout_s=float(self.f.config.timeout_for(profile)))
+            async with OutputStream(self.f, task.id, run.id) as stream:
+                result = await chosen.adapter.run(request, stream.write, abort)
+            if result.failure is not Failure.QUOTA:
+                return result, reason
+            self.quota.mark(profile.adapter, result.quota_resets_at)
+            tried |= {profile.adapter}
+            notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
+
+    async def _open_pr(self, task: Task, worktrees: Worktrees) -> str:
+        """PR_OPEN: the task branch is the unit of review. (Remotes and `gh` come with it.)"""
+        stat = await worktrees.diff_stat(task)
+        return (f"branch {task.branch} is ready for review: {len(stat.files)} files, "
+                f"+{stat.added} -{stat.deleted}")
+
+
+class OutputStream:
+    """Batches an agent's output into RunOutput events: a short timer, or a size bound."""
+
+    def __init__(self, factory: Factory, task_id: str, run_id: str) -> None:
+        self.f = factory
+        self.task_id, self.run_id = task_id, run_id
+        self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.size = 0
+        self.lock = asyncio.Lock()
+        self.timer: asyncio.Task | None = None
+
+    async def write(self, stream: str, text: str) -> None:
+        self.pending[stream].append(text)
+        self.size += len(text)
+        if self.size >= OUTPUT_FLUSH_BYTES:
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self.lock:
+            for stream, parts in self.pending.items():
+                if parts:
+                    text = "".join(parts)
+                    parts.clear()
+                    await self.f.record(RunOutput(task_id=self.task_id, run_id=self.run_id,
+                                                  stream=stream, text=text))
+            self.size = 0
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(OUTPUT_FLUSH_S)
+            if self.size:
+                await self.flush()
+
+    async def __aenter__(self) -> OutputStream:
+        self.timer = asyncio.create_task(self._tick())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.timer:
+            async with self.lock:  # never cancel the timer in the middle of a flush
+                self.timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.timer
+        await self.flush()

@@ -1,0 +1,358 @@
+"""The whole pipeline, end to end: real git repositories, real agent processes (the
+scripted agent), the real SQLite store, the in-process lease workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapters.base import CliAdapter
+from adapters.checks import run_check
+from adapters.scripted import ScriptedSpec
+from core.config import load_config
+from core.errors import PolicyRefused
+from core.events import ApprovalRequested, RunStarted, TaskTransitioned
+from core.floor import Floor
+from core.git import git_sync
+from core.models import ArtifactKind, RunStatus, TaskState, TaskType
+from core.service import Factory
+from store import open_store
+from tests.conftest import make_repo
+
+S = TaskState
+SCRIPTED = {"adapter": "scripted"}
+ROLES = ("spec", "planner", "dev", "qa", "reviewer", "docs")
+
+
+class SecondScripted(ScriptedSpec):
+    """The same scripted CLI under another adapter name, to test fallback chains."""
+
+    name = "scripted-b"
+
+
+def write_config(repo: Path, **overrides) -> None:
+    config = {
+        "projects": [{"name": "shop", "repo": "."}],
+        "roles": {role: [SCRIPTED] for role in ROLES},
+        "limits": {"max_files_changed": 5, "max_diff_lines": 50, "max_review_loops": 2,
+                   "max_qa_loops": 1, "run_timeout_s": 60, "workers": 2},
+        "qa": {"checks": [{"name": "unit", "run": [sys.executable, "-m", "unittest", "-q"]}]},
+        "cost": {"rates": {"scripted-1": {"input": 3.0, "output": 15.0}}},
+    }
+    for key, value in overrides.items():
+        if key in ("roles", "limits"):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    (repo / "t25.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "shop", branch="trunk")
+    (repo / "test_app.py").write_text(
+        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n")
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "-q", "-m", "tests", cwd=repo)
+    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    return repo
+
+
+class Env:
+    """A factory on a real repository, with the scripted agents as its adapters."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.factory: Factory | None = None
+
+    async def open(self, **overrides) -> Factory:
+        write_config(self.repo, **overrides)
+        config = load_config(self.repo / "t25.yaml")
+        store = await open_store(config.store_url)
+        self.factory = Factory(config, store)
+        await self.factory.sync_projects()
+        return self.factory
+
+    def floor(self, **kw) -> Floor:
+        adapters = {"scripted": CliAdapter(ScriptedSpec()),
+                    "scripted-b": CliAdapter(SecondScripted())}
+        kw.setdefault("heartbeat_s", 0.2)
+        return Floor(self.factory, adapters, run_check, **kw)
+
+    async def work(self, **kw) -> None:
+        await asyncio.wait_for(self.floor(**kw).work(), 120)
+
+    async def new(self, title: str = "Add a greeting", description: str = "", **kw):
+        return await self.factory.new_task(title, actor="ana", description=description,
+                                           type=kw.get("type", TaskType.FEAT))
+
+    async def task(self, ref: str):
+        return await self.factory.task(ref)
+
+    async def history(self, ref: str) -> list[TaskState]:
+        events = await self.factory.store.events_after(0, task_id=ref, limit=10_000)
+        return [e.to_state for e in events if isinstance(e, TaskTransitioned)]
+
+    async def close(self) -> None:
+        if self.factory:
+            await self.factory.store.close()
+
+
+@pytest.fixture
+async def env(shop: Path):
+    e = Env(shop)
+    yield e
+    await e.close()
+
+
+def trunk_log(repo: Path) -> list[str]:
+    return git_sync("log", "--format=%s", "trunk", cwd=repo).splitlines()
+
+
+async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
+    factory = await env.open()
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    assert await env.history(task.id) == [S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW,
+                                          S.PR_OPEN, S.DOCS, S.DONE]
+    assert task.checks_passed is True and task.review_verdict == "approve"
+
+    kinds = {a.meta.kind for a in await factory.store.list_artifacts(task_id=task.id)}
+    assert {ArtifactKind.SPEC, ArtifactKind.PLAN, ArtifactKind.DIFF, ArtifactKind.QA_REPORT,
+            ArtifactKind.REVIEW, ArtifactKind.DOCS, ArtifactKind.LOG,
+            ArtifactKind.PROMPT} <= kinds
+    runs = await factory.store.list_runs(task_id=task.id)
+    assert {r.role for r in runs} == {"spec", "planner", "dev", "qa", "reviewer", "pr", "docs"}
+    assert all(r.status is RunStatus.SUCCEEDED for r in runs)
+    agent_runs = [r for r in runs if r.role != "pr"]
+    assert all(r.adapter == "scripted" and r.cli_version and r.usage.input_tokens > 0
+               for r in agent_runs)
+    assert all(r.cost_usd > 0 for r in agent_runs)
+
+    # the agent worked in the task's own worktree, on its own branch
+    worktree = env.repo / ".factory" / "worktrees" / task.id
+    assert git_sync("branch", "--show-current", cwd=worktree) == "feat/T-1"
+    assert not (env.repo / "SCRIPTED_CHANGES.md").exists()
+
+    task = await factory.merge(task.id, actor="ana")
+    assert task.merged
+    assert (env.repo / "SCRIPTED_CHANGES.md").read_text().startswith("- T-1")
+    assert trunk_log(env.repo)[0].startswith("Merge feat/T-1")
+    assert not worktree.exists()  # clean after the merge: removed, never forced
+    assert [e.decision for e in factory.audit.entries()] == ["merge"]
+    assert (await factory.audit.verify()).ok
+
+
+async def test_a_high_risk_plan_waits_for_approval_and_the_approval_records_its_hash(env):
+    factory = await env.open()
+    task = await env.new(description="Touches auth.\nscripted: risk=high")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.AWAITING_APPROVAL
+    requested = [e for e in await factory.store.events_after(0, task_id=task.id)
+                 if isinstance(e, ApprovalRequested)]
+    assert len(requested) == 1 and requested[0].risk == "high"
+
+    with pytest.raises(PolicyRefused, match="a merge needs DONE"):
+        await factory.merge(task.id, actor="ana")
+
+    task = await factory.approve(task.id, actor="ana", reason="looks right")
+    assert task.state is S.IMPLEMENTING
+    assert task.approved_plan_sha == requested[0].plan_sha256
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    entry = factory.audit.entries()[0]
+    assert (entry.decision, entry.actor, entry.reason) == ("approve", "ana", "looks right")
+
+
+async def test_a_rejected_plan_goes_back_to_plan_with_the_reason_in_the_next_prompt(env):
+    factory = await env.open()
+    task = await env.new(description="scripted: risk=high")
+    await env.work()
+    with pytest.raises(PolicyRefused, match="needs a reason"):
+        await factory.reject(task.id, actor="ana", reason=" ")
+    task = await factory.reject(task.id, actor="ana", reason="Split the migration out")
+    assert task.state is S.PLAN
+    await env.work()
+    prompts = [a for a in await factory.store.list_artifacts(task_id=task.id)
+               if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "planner"]
+    _, latest = await factory.store.get_artifact(prompts[-1].id)
+    assert "Split the migration out" in latest.decode()
+
+
+async def test_review_sends_the_task_back_once_with_its_findings_then_passes(env):
+    factory = await env.open()
+    task = await env.new(description="scripted: review=changes-once")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    assert task.review_loops == 1
+    assert await env.history(task.id) == [
+        S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.IMPLEMENTING, S.QA, S.REVIEW,
+        S.PR_OPEN, S.DOCS, S.DONE]
+    dev_prompts = [a for a in await factory.store.list_artifacts(task_id=task.id)
+                   if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "dev"]
+    _, second = await factory.store.get_artifact(dev_prompts[1].id)
+    assert "The change needs another round." in second.decode()
+
+
+async def test_the_diff_limit_stops_the_task_with_the_numbers(env):
+    # Each implementation round adds one line; the second round crosses a one-line limit.
+    await env.open(limits={"max_diff_lines": 1})
+    task = await env.new(description="scripted: review=changes-once")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.FAILED
+    assert "diff limits exceeded" in task.error and "2 lines (limit 1)" in task.error
+    assert task.resume_state is S.IMPLEMENTING
+
+
+async def test_a_failing_check_loops_back_then_asks_a_human(env):
+    checks = {"checks": [{"name": "always-fails", "run": [sys.executable, "-c", "raise SystemExit(3)"]}]}
+    factory = await env.open(qa=checks)
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.NEEDS_INPUT and task.resume_state is S.QA
+    assert task.qa_loops == 1 and task.checks_passed is False
+    with pytest.raises(PolicyRefused, match="a merge needs DONE"):
+        await factory.merge(task.id, actor="ana")
+
+
+async def test_an_unparseable_answer_fails_the_task_and_keeps_the_raw_output(env):
+    factory = await env.open(roles={"planner": [{"adapter": "scripted", "args": ["--misbehave", "garbage"]}]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.FAILED
+    plan_run = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "planner")
+    assert task.error.startswith(f"PLAN run {plan_run.id}: the answer did not parse")
+    assert "no JSON object" in task.error
+    logs = [a for a in await factory.store.list_artifacts(task_id=task.id)
+            if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == plan_run.id]
+    _, raw = await factory.store.get_artifact(logs[0].id)
+    assert b"I will not say which" in raw
+    # not retried silently: exactly one planner run
+    assert sum(r.role == "planner" for r in await factory.store.list_runs(task_id=task.id)) == 1
+
+
+async def test_a_hung_agent_is_killed_at_its_timeout_with_its_whole_process_group(env):
+    hang = {"adapter": "scripted", "args": ["--misbehave", "hang"], "timeout_s": 2}
+    factory = await env.open(roles={"dev": [hang]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.FAILED and "timed out after 2" in task.error
+    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
+    log = await _log(factory, dev.id)
+    child = next(json.loads(line)["pid"] for line in log.splitlines() if '"spawned"' in line)
+    assert not _alive(child)
+
+
+async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
+    quota = [{"adapter": "scripted", "args": ["--misbehave", "quota"]}, {"adapter": "scripted-b"}]
+    chains = {role: [SCRIPTED, {"adapter": "scripted-b"}] for role in ROLES}
+    factory = await env.open(roles={**chains, "spec": quota})
+    task = await env.new()
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    runs = await factory.store.list_runs(task_id=task.id)
+    spec = next(r for r in runs if r.role == "spec")
+    assert spec.adapter == "scripted-b"
+    assert "scripted: quota exhausted" in spec.adapter_reason
+    # the exhausted adapter is skipped until its reset, by every role
+    plan = next(r for r in runs if r.role == "planner")
+    assert plan.adapter == "scripted-b" and "scripted: quota exhausted until" in plan.adapter_reason
+    started = [e for e in await factory.store.events_after(0, task_id=task.id)
+               if isinstance(e, RunStarted) and e.run_id == spec.id]
+    assert [e.adapter for e in started] == ["scripted", "scripted-b"]
+
+
+async def test_an_agent_writing_outside_its_worktree_is_caught_and_its_run_failed(env):
+    factory = await env.open(roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.FAILED
+    assert "changed the main checkout" in task.error and "ESCAPED_BY_AGENT.txt" in task.error
+    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
+    assert dev.status is RunStatus.FAILED
+
+
+async def test_cancel_while_a_run_is_going_stops_the_agent(env):
+    slow = {"adapter": "scripted", "args": ["--misbehave", "slow:60"]}
+    factory = await env.open(roles={"dev": [slow]})
+    task = await env.new()
+    sub = factory.bus.subscribe()
+    floor = env.floor()
+    working = asyncio.create_task(floor.work(follow=True))
+    try:
+        while True:
+            event = await asyncio.wait_for(sub.get(), 60)
+            if isinstance(event, RunStarted) and event.adapter and event.task_id == task.id:
+                run = await factory.store.get_run(event.run_id)
+                if run.role == "dev":
+                    break
+        await factory.cancel(task.id, actor="ana", reason="changed my mind")
+        for _ in range(200):
+            if not any(w.busy for w in floor.workers):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(w.busy for w in floor.workers)
+    finally:
+        working.cancel()
+        await asyncio.gather(working, return_exceptions=True)
+    task = await env.task(task.id)
+    assert task.state is S.CANCELLED
+    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
+    assert dev.status is RunStatus.CANCELLED
+
+
+async def test_a_question_waits_for_an_answer_and_the_answer_reaches_the_agent(env):
+    factory = await env.open()
+    task = await env.new(description="scripted: question=Which endpoint?")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.NEEDS_INPUT and task.resume_state is S.SPEC
+    task = await factory.answer(task.id, "The login endpoint", actor="ana")
+    assert task.state is S.SPEC
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    assert [e.decision for e in factory.audit.entries()] == ["answer"]
+
+
+async def test_two_tasks_run_at_once_on_separate_worktrees(env):
+    factory = await env.open()
+    first, second = await env.new("One"), await env.new("Two", type=TaskType.FIX)
+    await env.work(workers=2)
+    for ref in (first.id, second.id):
+        assert (await env.task(ref)).state is S.DONE
+    await factory.merge(first.id, actor="ana")
+    with pytest.raises(PolicyRefused, match="conflict"):
+        await factory.merge(second.id, actor="ana")  # both appended to the same file
+    assert (await env.task(second.id)).merged is False
+
+
+async def _log(factory: Factory, run_id: str) -> str:
+    found = [a for a in await factory.store.list_artifacts()
+             if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == run_id]
+    _, content = await factory.store.get_artifact(found[0].id)
+    return content.decode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" not in status.read_text()
