@@ -23,7 +23,11 @@ import time
 
 VERSION = "0.1.0"
 DEFAULT_MODEL = "scripted-1"
-CHANGES_FILE = "SCRIPTED_CHANGES.md"
+CHANGES_DIR = "changes"  # one file per task, so tasks run in parallel merge cleanly
+
+
+def changes_file(task: str) -> str:
+    return f"{CHANGES_DIR}/{task}.md"
 ESCAPE_FILE = "ESCAPED_BY_AGENT.txt"
 QUOTA_TEXT = "You've hit your session limit · resets 5am (UTC)"
 USAGE = ("usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
@@ -84,6 +88,7 @@ def parse_args(argv: list[str]) -> dict:
 def answer(stage: str, ctx: dict) -> dict:
     """The stage's JSON answer, shaped like core.outputs expects."""
     task, round_ = ctx["task"], ctx["round"]
+    CHANGES_FILE = changes_file(task)
     if stage == "SPEC":
         return {"summary": f"Scripted specification for {task}.",
                 "acceptance_criteria": [f"{CHANGES_FILE} records the change for {task}"],
@@ -93,6 +98,7 @@ def answer(stage: str, ctx: dict) -> dict:
                 "files": [CHANGES_FILE], "risk": ctx["directives"].get("risk", "low"),
                 "rationale": "The scripted agent always makes the same one-line change."}
     if stage == "IMPLEMENTING":
+        os.makedirs(CHANGES_DIR, exist_ok=True)
         with open(CHANGES_FILE, "a", encoding="utf-8") as file:
             file.write(f"- {task} round {round_}: scripted change\n")
         emit(type="tool_use", name="write", path=CHANGES_FILE)
@@ -105,7 +111,7 @@ def answer(stage: str, ctx: dict) -> dict:
         changes_once = (ctx["directives"].get("review") == "changes-once"
                         or "review-changes-once" in ctx["misbehave"])
         if changes_once and round_ == "1":
-            return {"findings": [{"severity": "major", "file": CHANGES_FILE, "line": 1,
+            return {"findings": [{"severity": "major", "file": changes_file(ctx["task"]), "line": 1,
                                   "message": "The change needs another round."}],
                     "summary": "One major finding.", "verdict": "APPROVE"}
         return {"findings": [], "summary": "Nothing to change.", "verdict": "APPROVE"}

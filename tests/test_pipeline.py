@@ -141,11 +141,11 @@ async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
     # the agent worked in the task's own worktree, on its own branch
     worktree = env.repo / ".factory" / "worktrees" / task.id
     assert git_sync("branch", "--show-current", cwd=worktree) == "feat/T-1"
-    assert not (env.repo / "SCRIPTED_CHANGES.md").exists()
+    assert not (env.repo / "changes").exists()
 
     task = await factory.merge(task.id, actor="ana")
     assert task.merged
-    assert (env.repo / "SCRIPTED_CHANGES.md").read_text().startswith("- T-1")
+    assert (env.repo / "changes" / "T-1.md").read_text().startswith("- T-1")
     assert trunk_log(env.repo)[0].startswith("Merge feat/T-1")
     assert not worktree.exists()  # clean after the merge: removed, never forced
     assert [e.decision for e in factory.audit.entries()] == ["merge"]
@@ -337,9 +337,9 @@ async def test_two_tasks_run_at_once_on_separate_worktrees(env):
     for ref in (first.id, second.id):
         assert (await env.task(ref)).state is S.DONE
     await factory.merge(first.id, actor="ana")
-    with pytest.raises(PolicyRefused, match="conflict"):
-        await factory.merge(second.id, actor="ana")  # both appended to the same file
-    assert (await env.task(second.id)).merged is False
+    await factory.merge(second.id, actor="ana")
+    assert sorted(p.name for p in (env.repo / "changes").iterdir()) == ["T-1.md", "T-2.md"]
+    assert [line.split()[1] for line in trunk_log(env.repo)[:2]] == ["fix/T-2:", "feat/T-1:"]
 
 
 async def _log(factory: Factory, run_id: str) -> str:

@@ -104,7 +104,7 @@ async def test_a_successful_run_fills_the_result(scripted, make_request):
     assert result.model == "scripted-1" and result.usage.model == "scripted-1"
     assert result.exit_code == 0
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
-    assert result.files_changed == ("SCRIPTED_CHANGES.md",)
+    assert result.files_changed == ("changes/T-7.md",)
     assert result.duration_s > 0
     assert result.log.decode() == sink.text()  # nothing on stderr: the log is stdout
     assert [e["type"] for e in sink.events()][0] == "system"

@@ -24,7 +24,7 @@ from core.outputs import (
     parse_output,
 )
 from adapters.registry import builtin_adapters
-from adapters.scripted_agent import CHANGES_FILE, ESCAPE_FILE
+from adapters.scripted_agent import ESCAPE_FILE, changes_file
 
 STAGES = {"SPEC": SpecOutput, "PLAN": PlanOutput, "IMPLEMENTING": DevOutput, "QA": QAOutput,
           "REVIEW": ReviewOutput, "DOCS": DocsOutput}
@@ -44,14 +44,14 @@ async def test_every_stage_answer_parses(scripted, make_request, stage):
 async def test_plan_risk_comes_from_the_directive(scripted, make_request):
     assert (await answer(scripted, make_request("PLAN"))).risk == "low"
     high = await answer(scripted, make_request("PLAN", "Rate-limit logins.\nscripted: risk=high"))
-    assert high.risk == "high" and high.files == [CHANGES_FILE]
+    assert high.risk == "high" and high.files == [changes_file("T-7")]
 
 
 async def test_implementing_really_changes_the_worktree(scripted, make_request, repo):
     dev = await answer(scripted, make_request("IMPLEMENTING", round_=2, cwd=repo))
-    assert dev.files_changed == [CHANGES_FILE]
-    assert (repo / CHANGES_FILE).read_text() == "- T-7 round 2: scripted change\n"
-    assert git_sync("status", "--porcelain", cwd=repo).strip() == f"?? {CHANGES_FILE}"
+    assert dev.files_changed == [changes_file("T-7")]
+    assert (repo / changes_file("T-7")).read_text() == "- T-7 round 2: scripted change\n"
+    assert git_sync("status", "--porcelain", "-uall", cwd=repo).strip() == f"?? {changes_file('T-7')}"
 
 
 @pytest.mark.parametrize("how", [{"body": "scripted: review=changes-once"},
