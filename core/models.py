@@ -265,6 +265,11 @@ class DiffStat(_Value):
     def lines(self) -> int:
         return self.added + self.deleted
 
+    def summary(self) -> str:
+        """e.g. '1 file, +12 -3'."""
+        files = f"{len(self.files)} file{'' if len(self.files) == 1 else 's'}"
+        return f"{files}, +{self.added} -{self.deleted}"
+
 
 class CheckResult(_Value):
     """One configured QA check, run by T25 itself in the task's worktree."""

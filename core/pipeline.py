@@ -203,7 +203,7 @@ class Pipeline:
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
         return await self.f.enter(task, S.QA, actor=T25,
-                                  reason=f"{len(stat.files)} files, +{stat.added} -{stat.deleted}")
+                                  reason=stat.summary())
 
     async def _qa(self, task: Task, run: Run, report: RunReport, output: StageOutput) -> Task:
         verdict = policies.evaluate_qa(report.checks)

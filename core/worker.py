@@ -23,8 +23,8 @@ from core.events import RunOutput, RunStarted
 from core.fingerprint import changed
 from core.models import CheckResult, Lease, Run, Task, TaskState
 from core.pipeline import Pipeline, RunReport
+from core.publish import publish
 from core.service import Factory
-from core.worktrees import Worktrees
 
 log = logging.getLogger("t25.worker")
 
@@ -129,7 +129,7 @@ class Worker:
         with worktrees.lock(task.id):
             path = await worktrees.ensure(task)
             if run.stage is TaskState.PR_OPEN:
-                return RunReport(note=await self._open_pr(task, worktrees))
+                return RunReport(note=await publish(worktrees, task))
             checks: list[CheckResult] = []
             if run.stage is TaskState.QA:
                 checks = [await self.run_check(c, path, abort) for c in self.f.config.qa.checks]
@@ -177,12 +177,6 @@ class Worker:
             self.quota.mark(profile.adapter, result.quota_resets_at)
             tried |= {profile.adapter}
             notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
-
-    async def _open_pr(self, task: Task, worktrees: Worktrees) -> str:
-        """PR_OPEN: the task branch is the unit of review. (Remotes and `gh` come with it.)"""
-        stat = await worktrees.diff_stat(task)
-        return (f"branch {task.branch} is ready for review: {len(stat.files)} files, "
-                f"+{stat.added} -{stat.deleted}")
 
 
 class OutputStream:

@@ -47,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("init", "setup:init", "create t25.yaml and .factory/ in this git repository")
-    add("demo", "setup:demo", "a guided tour of the t25 commands on a throwaway repository")
+    demo = add("demo", "setup:demo",
+               "a guided tour: tasks through the whole pipeline on a sample repository")
+    demo.add_argument("--dir", metavar="PATH",
+                      help="create the sample repository here and keep it (default: a "
+                           "throwaway temp directory)")
 
     task = sub.add_parser("task", help="file, list and inspect tasks",
                           description="File, list and inspect tasks.")

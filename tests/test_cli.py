@@ -151,10 +151,66 @@ def test_help_is_quick_because_it_imports_nothing_heavy(t25):
     assert out.strip().endswith("[]")
 
 
-def test_demo_tours_the_commands(t25, tmp_path):
-    done = t25("demo", cwd=tmp_path)
+def test_demo_runs_the_whole_pipeline_and_keeps_the_repository_when_asked(t25, tmp_path):
+    where = tmp_path / "demo"
+    done = t25("demo", "--dir", str(where), cwd=tmp_path)
     assert done.code == 0, done.err
-    for expected in ("$ t25 init", "T-1", "CANCELLED", "only DONE, FAILED or CANCELLED",
-                     "ok:"):
-        assert expected in done.out + done.err, expected
-    assert done.out.rstrip().endswith("then t25 task new.")  # the tour ran to its end
+    out = done.out
+    assert "T-2  PLAN → AWAITING_APPROVAL" in out
+    assert "T-3  REVIEW → IMPLEMENTING  (changes requested: 1 major)" in out
+    assert "T-2 cannot be merged: T-2 is in AWAITING_APPROVAL; a merge needs DONE" in done.err
+    for n in (1, 2, 3):
+        assert f"T-{n}  DONE  merged" in out
+    assert "ok: " in out and "4 entries, chain intact" in out
+    assert out.rstrip().endswith(f"The demo repository is kept at {where}.")
+    log = git_sync("log", "--format=%s", "trunk", cwd=where)
+    assert log.count("Merge ") == 3
+
+
+PIPELINE_CONFIG = """\
+projects: [{name: shop, repo: .}]
+roles:
+  spec: [{adapter: scripted}]
+  planner: [{adapter: scripted}]
+  dev: [{adapter: scripted}]
+  qa: [{adapter: scripted}]
+  reviewer: [{adapter: scripted}]
+  docs: [{adapter: scripted}]
+"""
+
+
+def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, repo):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    t25("task", "new", "Risky", "--description", "scripted: risk=high")
+    t25("task", "new", "Curious", "--description", "scripted: question=Which endpoint?")
+    ran = t25("run")
+    assert ran.code == 0, ran.err
+    assert "T-1  needs approval: high-risk plan" in ran.out
+    assert "T-2  asks: Which endpoint?" in ran.out
+    assert "waiting for a human:" in ran.out and "t25 approve T-1" in ran.out
+
+    assert t25("merge", "T-1").code == 1
+    assert "reason" in t25("reject", "T-1").err  # --reason is required
+    rejected = t25("reject", "T-1", "--reason", "smaller steps")
+    assert rejected.code == 0 and "T-1  PLAN" in rejected.out and "next: t25 run" in rejected.out
+    refused = t25("answer", "T-1", "x")
+    assert refused.code == 1 and "only a task in NEEDS_INPUT can be answered" in refused.err
+    assert t25("answer", "T-2", "The login endpoint").code == 0
+    t25("run")
+    assert t25("approve", "T-1", "--comment", "ok").code == 0
+    assert t25("run").code == 0
+    assert "DONE" in t25("task", "list", "--state", "DONE").out
+
+    merged = t25("merge", "T-1")
+    assert merged.code == 0, merged.err
+    assert "T-1  DONE  merged" in merged.out and "worktree: removed" in merged.out
+
+    logs = t25("logs", "T-2")
+    assert logs.code == 0 and '"type": "result"' in logs.out and "── R-" in logs.out
+    first_run = logs.out.split("── ")[1].split()[0]
+    one = t25("logs", first_run)
+    assert one.code == 0 and '"subtype": "init"' in one.out
+    assert t25("logs", "R-999").code == 1
+    decisions = [line.split()[3] for line in t25("audit").out.splitlines()]
+    assert decisions == ["reject", "answer", "approve", "merge"]

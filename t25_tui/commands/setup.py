@@ -64,48 +64,100 @@ def _exclude(root: Path, pattern: str) -> None:
                      + pattern + "\n")
 
 
+DEMO_CONFIG = """\
+# The demo's t25.yaml: T25's own scripted agent plays every role, so the whole pipeline
+# runs without a model. In your repository, name real CLIs here (claude, codex, ...).
+projects:
+  - name: shop
+    repo: .
+roles:
+  spec: [{adapter: scripted}]
+  planner: [{adapter: scripted}]
+  dev: [{adapter: scripted}]
+  qa: [{adapter: scripted}]
+  reviewer: [{adapter: scripted}]
+  docs: [{adapter: scripted}]
+limits:
+  workers: 2
+approval:
+  require_for_risk: [high]
+qa:
+  checks:
+    - name: unit tests
+      run: [PYTHON, -m, unittest, -q]
+cost:
+  rates:
+    scripted-1: {input: 3.0, output: 15.0}
+"""
+
 _TOUR = [
     ("Set T25 up in the repository: t25.yaml and .factory/", ["init"]),
-    ("File a few tasks; each gets a short id and a branch named after its type",
-     ["task", "new", "Add rate limiting to the login endpoint", "--type", "feat",
-      "--description", "At most 5 attempts per minute per IP"]),
-    (None, ["task", "new", "Fix the off-by-one in pagination", "--type", "fix"]),
-    (None, ["task", "new", "Explain the release process in the README", "--type", "docs"]),
-    ("See the board as a list", ["task", "list"]),
-    ("An operator decision: cancel a task, with a reason", ["cancel", "T-3",
-                                                             "--reason", "docs sprint moved"]),
-    ("Only finished, failed or cancelled tasks can be archived", ["archive", "T-1"]),
-    (None, ["archive", "T-3"]),
-    ("An illegal decision is refused with the reason", ["retry", "T-1"]),
+    ("File three tasks. The scripted agent reads directives from a description: the second "
+     "plans a high-risk change,\n# the third gets sent back once by review",
+     ["task", "new", "Add a greeting endpoint", "--type", "feat"]),
+    (None, ["task", "new", "Rotate the session signing key", "--type", "feat",
+            "--description", "Touches authentication.\nscripted: risk=high"]),
+    (None, ["task", "new", "Validate the page size", "--type", "fix",
+            "--description", "Reject sizes over 100.\nscripted: review=changes-once"]),
+    ("Work the queue until nothing can move without a human", ["run"]),
+    ("A merge before the checks and the review have passed is refused, with the reason",
+     ["merge", "T-2"]),
+    ("The high-risk plan waits for a human: approve it (the approval records the plan's hash)",
+     ["approve", "T-2", "--comment", "key rotation reviewed with security"]),
+    (None, ["run"]),
     ("A task's history, runs, artifacts and cost", ["task", "show", "T-3"]),
-    ("Every decision is in the hash-chained audit log", ["audit"]),
-    ("…and the chain verifies against the store's anchor", ["audit", "verify"]),
+    ("Merging is a human action", ["merge", "T-1"]),
+    (None, ["merge", "T-2"]),
+    (None, ["merge", "T-3"]),
+    ("Every decision is in the hash-chained audit log, and the chain verifies",
+     ["audit"]),
+    (None, ["audit", "verify"]),
 ]
 
 
 def demo(args: argparse.Namespace) -> int:
+    if args.dir:
+        where = Path(args.dir).resolve()
+        if where.exists() and any(where.iterdir()):
+            raise T25Error(f"{where} is not empty", hint="give a new or empty directory")
+        _tour(where)
+        print(f"The demo repository is kept at {where}.")
+        return 0
     with tempfile.TemporaryDirectory(prefix="t25-demo-") as tmp:
-        repo = Path(tmp) / "shop"
-        repo.mkdir()
-        _sample_repo(repo)
-        print(f"A throwaway sample repository at {repo} (default branch: trunk)\n")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for note, argv in _TOUR:
-            if note:
-                print(f"# {note}")
-            print(f"$ t25 {shlex.join(argv)}", flush=True)
-            cmd = [sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv]
-            subprocess.run(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, check=False)
-            print(flush=True)
-        print("That was the tour. In your own repository: t25 init, then t25 task new.")
+        _tour(Path(tmp) / "shop")
     return 0
+
+
+def _tour(repo: Path) -> None:
+    repo.mkdir(parents=True, exist_ok=True)
+    _sample_repo(repo)
+    print(f"A sample repository at {repo} (default branch: trunk)\n")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for note, argv in _TOUR:
+        if note:
+            print(f"# {note}")
+        print(f"$ t25 {shlex.join(argv)}", flush=True)
+        cmd = [sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv]
+        subprocess.run(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, check=False)
+        if argv == ["init"]:
+            (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
+            print("(the demo replaces t25.yaml with one where T25's scripted agent plays "
+                  "every role)")
+        print(flush=True)
+    print("$ git log --oneline --graph trunk")
+    print(git_sync("log", "--oneline", "--graph", "trunk", cwd=repo))
+    print("\nThat was the tour. In your own repository: t25 init, name your agent CLIs in "
+          "t25.yaml, then t25 task new.")
 
 
 def _sample_repo(repo: Path) -> None:
     git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=repo)
     for key, value in (("user.name", "T25 Demo"), ("user.email", "demo@t25.invalid")):
         git_sync("config", key, value, cwd=repo)
-    (repo / "app.py").write_text('def login(user, password):\n    return user == "admin"\n')
+    (repo / "app.py").write_text('def greet(name):\n    return f"hello, {name}"\n')
+    (repo / "test_app.py").write_text(
+        "import unittest\n\nimport app\n\n\nclass GreetTest(unittest.TestCase):\n"
+        "    def test_greet(self):\n        self.assertEqual(app.greet('ana'), 'hello, ana')\n")
     (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
     git_sync("add", "-A", cwd=repo)
     git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)

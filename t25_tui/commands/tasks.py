@@ -6,7 +6,7 @@ import argparse
 from collections import defaultdict
 
 from core.events import TaskTransitioned
-from core.models import TaskState, TaskType
+from core.models import ArtifactKind, TaskState, TaskType
 from core.service import Factory
 from t25_tui.commands.context import actor_of, age, run
 
@@ -50,7 +50,8 @@ def show(args: argparse.Namespace) -> int:
               f"  for {age(task.state_since)}")
         print(f"  type     {task.type}   branch {task.branch}   project {task.project}")
         if task.description:
-            print(f"  about    {task.description}")
+            about = task.description.strip().replace("\n", "\n           ")
+            print(f"  about    {about}")
         if task.error:
             print(f"  error    {task.error}")
         print("history")
@@ -62,15 +63,22 @@ def show(args: argparse.Namespace) -> int:
         runs = await store.list_runs(task_id=task.id)
         print("runs" if runs else "runs     none yet")
         per_role: dict[str, float] = defaultdict(float)
+        width = max((len(r.id) for r in runs), default=0)
         for r in runs:
             per_role[r.role] += r.cost_usd
             tokens = r.usage.input_tokens + r.usage.output_tokens
-            print(f"  {r.id}  {r.stage:<12} {r.role:<9} {r.status:<9} {r.adapter or '-':<10} "
-                  f"{r.model or '-':<18} {tokens:>8} tok  ${r.cost_usd:.4f}")
+            print(f"  {r.id:<{width}}  {r.stage:<12} {r.role:<9} {r.status:<9} "
+                  f"{r.adapter or '-':<10} {r.model or '-':<14} {tokens:>7} tok  ${r.cost_usd:.4f}"
+                  + (f"  {r.error}" if r.error else ""))
         artifacts = await store.list_artifacts(task_id=task.id)
+        shown = [a for a in artifacts if a.meta.kind not in (ArtifactKind.PROMPT, ArtifactKind.LOG)]
         print("artifacts" if artifacts else "artifacts none yet")
-        for a in artifacts:
-            print(f"  {a.id}  {a.meta.kind:<9} {a.size:>8} B  {a.sha256[:12]}  {a.meta.media_type}")
+        width = max((len(a.id) for a in shown), default=0)
+        for a in shown:
+            print(f"  {a.id:<{width}}  {a.meta.kind:<9} {a.size:>7} B  sha256:{a.sha256[:12]}  "
+                  f"from {a.meta.run_id or '-'} ({a.meta.role or '-'})")
+        if len(shown) < len(artifacts):
+            print(f"  + {len(artifacts) - len(shown)} prompts and logs (t25 logs {task.id})")
         total = sum(per_role.values())
         roles = ", ".join(f"{role} ${cost:.4f}" for role, cost in sorted(per_role.items()))
         print(f"cost     ${total:.4f}" + (f"  ({roles})" if roles else ""))
