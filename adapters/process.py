@@ -141,13 +141,28 @@ async def _pump(stream: asyncio.StreamReader, name: str, own: Capped, log: Cappe
 
 
 async def _exit(proc: asyncio.subprocess.Process) -> None:
-    """Wait for the leader itself to exit.
+    """Wait for the leader itself to exit, the moment it does.
 
     `Process.wait()` also waits for both pipes to close, which a child the agent left behind
-    can postpone forever; `returncode` is set as soon as the leader is reaped.
+    can postpone forever; `returncode` is set as soon as the leader is reaped. A pidfd turns
+    readable when the leader exits, so T25 learns of it at once instead of by polling.
     """
-    while proc.returncode is None:
-        await asyncio.sleep(0.05)
+    if proc.returncode is None:
+        try:
+            fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # no pidfd here, or already reaped
+            fd = None
+        if fd is not None:
+            loop = asyncio.get_running_loop()
+            exited = loop.create_future()
+            loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+            try:
+                await exited
+            finally:
+                loop.remove_reader(fd)
+                os.close(fd)
+    while proc.returncode is None:  # the child watcher reaps it a moment later
+        await asyncio.sleep(0.002)
 
 
 async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:

@@ -62,18 +62,22 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
     (pass the worktree root when it is configured somewhere else inside the repository)."""
     repo = repo.resolve()
     skip = _skipped(repo, exclude)
-    git_dir, common = (Path(p) for p in (await git(
-        "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", cwd=repo,
-    )).splitlines())
-    head_ref = await git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False) or None
-    head_sha = await git("rev-parse", "--quiet", "--verify", "HEAD^{commit}", cwd=repo,
-                         check=False) or None
-    # --ignore-submodules=all: a submodule's status would be computed by a child git
-    # reading the submodule's own config; its files are covered by the walk instead.
-    raw_status = await git_bytes("status", "--porcelain=v1", "-z", "--ignored=traditional",
-                                 "--untracked-files=normal", "--ignore-submodules=all",
-                                 cwd=repo)
-    raw_index = await git_bytes("ls-files", "--stage", "-z", cwd=repo)
+    # Only `status` can run a repository's filters (to compare content); the other reads
+    # run nothing, so they skip the driver lookup. All of them run at once.
+    dirs, head_ref, head_sha, raw_status, raw_index = await asyncio.gather(
+        git("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", cwd=repo,
+            drivers_from=()),
+        git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False, drivers_from=()),
+        git("rev-parse", "--quiet", "--verify", "HEAD^{commit}", cwd=repo, check=False,
+            drivers_from=()),
+        # --ignore-submodules=all: a submodule's status would be computed by a child git
+        # reading the submodule's own config; its files are covered by the walk instead.
+        git_bytes("status", "--porcelain=v1", "-z", "--ignored=traditional",
+                  "--untracked-files=normal", "--ignore-submodules=all", cwd=repo),
+        git_bytes("ls-files", "--stage", "-z", cwd=repo, drivers_from=()),
+    )
+    git_dir, common = (Path(p) for p in dirs.splitlines())
+    head_ref, head_sha = head_ref or None, head_sha or None
     files, git_files = await asyncio.to_thread(_scan, repo, skip, git_dir, common)
     config = {name: await _config_entries(path, repo)
               for name, path in (("config", common / "config"),

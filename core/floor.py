@@ -83,8 +83,10 @@ class Floor:
         if task.state is TaskState.RECEIVED:
             await self.f.enter(task, TaskState.SPEC, actor="t25", reason="picked up")
             return
-        runs = [r for r in await self.f.store.list_runs(task_id=task.id) if r.stage is task.state]
-        latest = runs[-1] if runs else None
+        runs = await self.f.store.list_runs(task_id=task.id)
+        if any(r.status in ACTIVE for r in runs):
+            return  # queued or running since the sweep looked
+        latest = next((r for r in reversed(runs) if r.stage is task.state), None)
         if latest and latest.finished_at and latest.finished_at >= task.state_since:
             if utcnow() - latest.finished_at < STALLED_AFTER:
                 return  # its decision is being made (perhaps by another process)

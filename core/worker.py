@@ -18,7 +18,7 @@ from pathlib import Path
 
 from core.agent import AgentAdapter, AgentRequest, AgentResult, Failure, NoAdapter, QuotaBook, select_adapter
 from core.config import QACheck
-from core.errors import LeaseLost, T25Error
+from core.errors import LeaseLost, StaleState, T25Error
 from core.events import RunOutput, RunStarted
 from core.fingerprint import changed
 from core.models import CheckResult, Lease, Run, Task, TaskState
@@ -104,6 +104,8 @@ class Worker:
                 await self.pipeline.complete(lease, report)  # heartbeats move the deadline, not the token
             except LeaseLost as exc:
                 log.info("dropping the result of %s: %s", run.id, exc)
+            except StaleState as exc:  # another decider moved the task first: it won
+                log.info("the decision after %s lost to another: %s", run.id, exc)
             handed_back = True
         finally:
             if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue

@@ -37,6 +37,7 @@ The fingerprint of the main checkout, which proves no agent wrote it, is `core.f
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -174,6 +175,7 @@ class Worktrees:
         self.default_branch = default_branch
         self.owner = owner
         self._common_dir: Path | None = None
+        self._admin = asyncio.Lock()  # see _create
 
     # -- paths and records
 
@@ -364,14 +366,22 @@ class Worktrees:
         # The record goes first: a crash after it leaves a record without a tree, which the
         # next ensure() rewrites; the other order would leave a tree nobody may adopt.
         self._write_record(task, path)
-        if await self._rev(f"refs/heads/{task.branch}") is not None:
-            # A retry after cleanup: the branch was kept, so check it out again.
-            args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
-        else:
-            # A full ref as start point: `trunk` could also be a tag or a file name.
-            args = ("worktree", "add", "--quiet", "--no-track", "-b", task.branch,
-                    "--", str(path), start)
-        done = await run_git(*args, cwd=self.repo)
+        for attempt in (1, 2):
+            if await self._rev(f"refs/heads/{task.branch}") is not None:
+                # A retry after cleanup: the branch was kept, so check it out again.
+                args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
+            else:
+                # A full ref as start point: `trunk` could also be a tag or a file name.
+                args = ("worktree", "add", "--quiet", "--no-track", "-b", task.branch,
+                        "--", str(path), start)
+            # `git worktree add` of several tasks at once race on the repository's shared
+            # admin directory (.git/worktrees): one at a time in this process, and once
+            # more when another process was adding one at the same moment.
+            async with self._admin:
+                done = await run_git(*args, cwd=self.repo)
+            if done.code == 0 or "failed to read" not in done.err or attempt == 2:
+                break
+            await asyncio.sleep(0.2)
         if done.code != 0:
             self._record_path(task.id).unlink(missing_ok=True)
             raise WorktreeRefused(f"git could not create the worktree of {task.id}: "
@@ -450,8 +460,9 @@ class Worktrees:
                 return Cleanup(False, f"kept {path}: {dirt}; commit, move or delete them, "
                                       "then clean up again")
             # Never --force: if git sees something we did not, git's refusal stands.
-            done = await run_git("worktree", "remove", "--", str(path), cwd=self.repo,
-                                 drivers_from=(self.repo, path))
+            async with self._admin:
+                done = await run_git("worktree", "remove", "--", str(path), cwd=self.repo,
+                                     drivers_from=(self.repo, path))
             if done.code != 0:
                 return Cleanup(False, f"kept {path}: git refused to remove it "
                                       f"({_git_reason(done.err)})")

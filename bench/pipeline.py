@@ -1,0 +1,137 @@
+"""Orchestration overhead of the pipeline, with the scripted agent answering at once.
+
+Prints, on the embedded SQLite store:
+  * the gap from one agent's exit to the next agent's spawn within a task (per stage),
+  * a task's wall time minus the time its agents ran, divided by its stages,
+  * the throughput of 100 tasks with 4 workers.
+
+Run: .venv/bin/python bench/pipeline.py [--tasks 100] [--workers 4]
+Figures, not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from adapters.base import CliAdapter  # noqa: E402
+from adapters.checks import run_check  # noqa: E402
+from adapters.scripted import ScriptedSpec  # noqa: E402
+from core.config import load_config  # noqa: E402
+from core.floor import Floor  # noqa: E402
+from core.git import git_sync  # noqa: E402
+from core.models import TaskState  # noqa: E402
+from core.service import Factory  # noqa: E402
+from store import open_store  # noqa: E402
+
+CONFIG = """\
+projects: [{name: bench, repo: .}]
+roles: {spec: [{adapter: timed}], planner: [{adapter: timed}], dev: [{adapter: timed}],
+        qa: [{adapter: timed}], reviewer: [{adapter: timed}], docs: [{adapter: timed}]}
+limits: {workers: %d}
+"""
+
+
+class TimedAdapter(CliAdapter):
+    """The scripted agent, with the moment each spawn starts and each exit is seen."""
+
+    def __init__(self) -> None:
+        super().__init__(ScriptedSpec())
+        self.name = "timed"
+        self.spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+
+    async def run(self, request, sink, abort):
+        start = time.perf_counter()
+        result = await super().run(request, sink, abort)
+        self.spans[request.task_id].append((start, time.perf_counter()))
+        return result
+
+
+def make_repo(path: Path, workers: int) -> Path:
+    path.mkdir()
+    git_sync("init", "-q", "-b", "trunk", cwd=path)
+    git_sync("config", "user.email", "bench@t25.invalid", cwd=path)
+    git_sync("config", "user.name", "bench", cwd=path)
+    (path / "README.md").write_text("bench\n")
+    git_sync("add", "-A", cwd=path)
+    git_sync("commit", "-q", "-m", "init", cwd=path)
+    (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    (path / "t25.yaml").write_text(CONFIG % workers)
+    return path
+
+
+async def measure(tasks: int, workers: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
+        repo = make_repo(Path(tmp) / "repo", workers)
+        config = load_config(repo / "t25.yaml")
+        store = await open_store(config.store_url)
+        factory = Factory(config, store)
+        await factory.sync_projects()
+        timed = TimedAdapter()
+        floor = Floor(factory, {"timed": timed}, run_check, workers=workers, sweep_s=0.05)
+        for n in range(tasks):
+            await factory.new_task(f"task {n}", actor="bench")
+        start = time.perf_counter()
+        await floor.work()
+        wall = time.perf_counter() - start
+        done = await store.list_tasks(states=[TaskState.DONE])
+        for t in await store.list_tasks():
+            if t.state is not TaskState.DONE:
+                print(f"  not done: {t.id} {t.state} {t.error}", file=sys.stderr)
+        events = await store.events_after(0, limit=10_000_000)
+        await store.close()
+    gaps, per_stage = [], []
+    for spans in timed.spans.values():
+        spans.sort()
+        gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    return {"wall": wall, "done": len(done), "gaps": gaps, "spans": timed.spans,
+            "events": len(events)}
+
+
+def ms(values: list[float], q: float) -> str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.1f} ms"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=4)
+    args = parser.parse_args()
+
+    one = await measure(1, 1)
+    spans = next(iter(one["spans"].values()))
+    agent = sum(end - start for start, end in spans)
+    stages = 7  # SPEC PLAN IMPLEMENTING QA REVIEW PR_OPEN DOCS
+    print("one task, one worker (SQLite):")
+    print(f"  wall time            {one['wall'] * 1000:8.1f} ms")
+    print(f"  agent time           {agent * 1000:8.1f} ms over {len(spans)} agent runs")
+    print(f"  orchestration        {(one['wall'] - agent) * 1000:8.1f} ms, "
+          f"{(one['wall'] - agent) / stages * 1000:.1f} ms per stage (target: median <= 50 ms)")
+    print(f"  exit -> next spawn   median {ms(one['gaps'], 0.5)}, max {ms(one['gaps'], 1.0)} "
+          "(includes the T25-run PR_OPEN stage between REVIEW and DOCS)")
+
+    many = await measure(args.tasks, args.workers)
+    agent_runs = sum(len(s) for s in many["spans"].values())
+    print(f"\n{args.tasks} tasks, {args.workers} workers (SQLite):")
+    print(f"  done                 {many['done']} of {args.tasks}")
+    print(f"  wall time            {many['wall']:8.2f} s")
+    print(f"  throughput           {many['done'] / many['wall']:8.2f} tasks/s, "
+          f"{agent_runs / many['wall']:.1f} agent runs/s, {many['events'] / many['wall']:.0f} events/s")
+    print(f"  exit -> next spawn   median {ms(many['gaps'], 0.5)}, p95 {ms(many['gaps'], 0.95)} "
+          "(under load: includes waiting for a free worker)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
