@@ -36,8 +36,31 @@ _FOREIGN_HINT = "point the store at a new file, or at a .factory/t25.db written 
 _OPEN_HINT = "check the file's permissions and the free disk space"
 
 
+OPEN_ATTEMPTS = 50  # switching a new file to WAL takes a lock SQLite's busy timeout skips
+
+
 async def connect(path: Path) -> aiosqlite.Connection:
-    """A connection to the T25 database at `path`, created and migrated as needed."""
+    """A connection to the T25 database at `path`, created and migrated as needed.
+
+    Several processes may open a new file at once; the one switching it to WAL holds a
+    lock that makes the others fail at once with "database is locked" (SQLite does not
+    wait on the busy timeout there), so such an open is retried after a short pause."""
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        try:
+            return await _connect(path)
+        except _Locked:
+            if attempt == OPEN_ATTEMPTS:
+                raise StoreError(f"cannot open the store {path}: it stayed locked",
+                                 hint="another process holds it; try again") from None
+            await asyncio.sleep(0.02 * attempt)
+    raise AssertionError("unreachable")
+
+
+class _Locked(Exception):
+    pass
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
     if sqlite3.sqlite_version_info < MIN_SQLITE:
         raise StoreError(
             f"SQLite {sqlite3.sqlite_version} is too old for the T25 store",
@@ -57,6 +80,8 @@ async def connect(path: Path) -> aiosqlite.Connection:
         await db.close()
         if getattr(e, "sqlite_errorcode", None) == _SQLITE_NOTADB:
             raise StoreError(f"{path} is not a T25 database ({e})", hint=_FOREIGN_HINT) from e
+        if "database is locked" in str(e):
+            raise _Locked() from e
         raise StoreError(f"cannot open the store {path}: {e}", hint=_OPEN_HINT) from e
     except BaseException:
         await db.close()
