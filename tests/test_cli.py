@@ -214,3 +214,22 @@ def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, rep
     assert t25("logs", "R-999").code == 1
     decisions = [line.split()[3] for line in t25("audit").out.splitlines()]
     assert decisions == ["reject", "answer", "approve", "merge"]
+
+
+def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
+    import subprocess
+    import sys
+
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG.replace(
+        "dev: [{adapter: scripted}]", "dev: [{adapter: scripted, args: [--misbehave, 'slow:1']}]"))
+    t25("task", "new", "Slow one")
+    runner = subprocess.Popen([sys.executable, "-m", "t25_tui", "run"], cwd=repo,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        followed = t25("logs", "T-1", "--follow")
+    finally:
+        runner.wait(timeout=60)
+    assert followed.code == 0, followed.err
+    assert followed.out.count('"type": "result"') == 6  # spec, plan, dev, qa, review, docs
+    assert "DONE" in t25("task", "list").out

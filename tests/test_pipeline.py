@@ -356,3 +356,19 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/status")
     return status.exists() and "zombie" not in status.read_text()
+
+
+async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_send_back(env):
+    security = {"adapter": "scripted", "args": ["--misbehave", "review-changes-once"]}
+    factory = await env.open(roles={"security": [security]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE and task.review_loops == 1
+    review_roles = [r.role for r in await factory.store.list_runs(task_id=task.id)
+                    if r.stage is S.REVIEW]
+    assert review_roles == ["reviewer", "security", "reviewer", "security"]
+    security_prompt = [a for a in await factory.store.list_artifacts(task_id=task.id)
+                       if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"][0]
+    _, text = await factory.store.get_artifact(security_prompt.id)
+    assert "T25-ROLE: security" in text.decode()
