@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -22,10 +23,14 @@ from pathlib import Path
 
 from core.agent import AgentRequest, AgentResult, Failure, OutputSink
 from core.models import Usage
-from adapters.process import ProcessResult, minimal_env, run_process
+from adapters.parsing import classify_error, reset_time
+from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
+from adapters.sandbox import SandboxUnavailable, sandbox_for
 
 # Above this many bytes a prompt goes through a file: one argv element is limited to 128 KiB
 # on Linux, and a long argv is visible to every user in `ps`.
+log = logging.getLogger("t25.adapters")
+
 PROMPT_FILE_THRESHOLD = 100_000
 VERSION_TIMEOUT_S = 10.0
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?)")
@@ -48,6 +53,8 @@ class ParsedOutput:
     error: str | None = None
     is_error: bool = False
     files_changed: tuple[str, ...] = ()
+    resets_at: datetime | None = None  # when the CLI named a quota reset in its events
+    cost_usd: float | None = None      # when the CLI reports its own cost
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,48 @@ class QuotaSignal:
     resets_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a CLI can do headless, as `t25 doctor` shows it."""
+
+    structured_output: str = "no"   # the output format T25 reads, or "no" (text)
+    usage: bool = False             # reports tokens
+    cost: bool = False              # reports its own cost in USD
+    resume: str = "no"              # how a session is resumed, or "no"
+    sandbox_flags: str = "none"     # the CLI's own sandbox / permission flags T25 uses
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("-")[0])[:3])
+
+
 class CliAdapterSpec:
     """What is particular to one agent CLI. Subclass it; override what differs."""
 
     name: str
     binary: str
     version_args: tuple[str, ...] = ("--version",)
+    # The supported range: [min_version, below_version). Newer warns; it never stops a run.
+    min_version: str | None = None
+    below_version: str | None = None
+    tested_version: str | None = None
+    # Variables the CLI reads for its own login and endpoints, passed through when set.
+    login_env: tuple[str, ...] = ()
+    capabilities: Capabilities = Capabilities()
+    # Files (relative to a private HOME) written before a run that asked for one.
+    home_files: dict[str, str] = {}
+
+    def check_version(self, version: str | None) -> tuple[bool, str]:
+        """(supported, a note): an unknown or newer version is a warning, never an error."""
+        if version is None:
+            return False, "version unknown (could not read `--version`)"
+        found = _version_tuple(version)
+        if self.min_version and found < _version_tuple(self.min_version):
+            return False, f"{version} is older than the supported {self.min_version}"
+        if self.below_version and found >= _version_tuple(self.below_version):
+            return True, (f"{version} is newer than tested ({self.tested_version}); "
+                          "T25 will try it, and reads its output tolerantly")
+        return True, f"{version} is supported"
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         """The arguments after the binary (the adapter puts the located binary first).
@@ -73,12 +116,42 @@ class CliAdapterSpec:
     def parse(self, stdout: str) -> ParsedOutput:
         raise NotImplementedError
 
+    def error_texts(self, stdout: str, stderr: str) -> list[str]:
+        """Where this CLI says what went wrong: its reported error, then stderr's lines."""
+        try:
+            reported = self.parse(stdout).error
+        except Exception:  # noqa: BLE001 - unreadable output is reported elsewhere
+            reported = None
+        return [t for t in (reported, *stderr.splitlines()[-40:]) if t]
+
     def detect_quota(self, stdout: str, stderr: str, exit_code: int | None) -> QuotaSignal | None:
+        """An exhausted quota or rate limit, from the CLI's real messages (`classify_error`)."""
+        for text in self.error_texts(stdout, stderr):
+            if classify_error(text) is Failure.QUOTA:
+                try:
+                    named = self.parse(stdout).resets_at
+                except Exception:  # noqa: BLE001
+                    named = None
+                return QuotaSignal(text.strip(), named or reset_time(text))
         return None
 
+    def detect_overload(self, stdout: str, stderr: str) -> str | None:
+        """A transient overload (529, "at capacity", 5xx) worth retrying after a pause."""
+        return next((t.strip() for t in self.error_texts(stdout, stderr)
+                     if classify_error(t) is Failure.OVERLOAD), None)
+
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
-        """Variables this CLI needs on top of the minimal environment (base URLs, config dirs)."""
+        """Variables this CLI needs on top of the minimal environment (retry limits, telemetry
+        off). `HOME` is already the private one when the request asked for it."""
         return {}
+
+    def home_env(self, home: Path) -> dict[str, str]:
+        """Variables that point the CLI's config dir into a private HOME (e.g. CODEX_HOME)."""
+        return {}
+
+    def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
+        """What looks wrong in a profile for this CLI (`t25 doctor`)."""
+        return []
 
     def locate(self) -> str | None:
         return shutil.which(self.binary)
@@ -104,6 +177,27 @@ def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
             os.unlink(name)
 
 
+@contextlib.contextmanager
+def private_home(request: AgentRequest, files: dict[str, str]) -> Iterator[Path | None]:
+    """A fresh 0700 HOME outside the worktree for one run, seeded with the CLI's headless
+    settings, removed afterwards; None when the profile did not ask for one."""
+    if not request.private_home:
+        yield None
+        return
+    where = Path(tempfile.gettempdir()).resolve()
+    if where.is_relative_to(request.cwd.resolve()):
+        where = Path("/tmp")
+    home = Path(tempfile.mkdtemp(prefix="t25-home-", dir=where))
+    try:
+        for relative, content in files.items():
+            target = home / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -113,6 +207,7 @@ class CliAdapter:
     """An `AgentAdapter` for any CLI described by a `CliAdapterSpec`."""
 
     def __init__(self, spec: CliAdapterSpec, *, grace_s: float = 2.0) -> None:
+        self.warning: str | None = None  # set once the version is read: newer than tested
         self.spec = spec
         self.name = spec.name
         self.grace_s = grace_s
@@ -134,7 +229,24 @@ class CliAdapter:
                                  abort=asyncio.Event(), grace_s=0.5, log_limit=65536)
         found = _VERSION.search(done.log.decode("utf-8", "replace"))
         self._version, self._version_read = (found.group(1) if found else None), True
+        supported, note = self.spec.check_version(self._version)
+        if not supported or "newer" in note:
+            self.warning = f"{self.name}: {note}"
+            log.warning("%s", self.warning)
         return self._version
+
+    def environment(self, request: AgentRequest, home: Path | None) -> dict[str, str]:
+        """The minimal environment, the CLI's own login variables when set, the spec's
+        settings, and a private HOME when there is one. Never T25's own secrets."""
+        extra = passthrough_env((*self.spec.login_env, *request.env_passthrough))
+        if home is not None:
+            extra.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                         XDG_DATA_HOME=str(home / ".local" / "share"),
+                         XDG_CACHE_HOME=str(home / ".cache"),
+                         XDG_STATE_HOME=str(home / ".local" / "state"))
+            extra.update(self.spec.home_env(home))
+        extra.update(self.spec.extra_env(request))
+        return minimal_env(extra)
 
     async def run(self, request: AgentRequest, sink: OutputSink,
                   abort: asyncio.Event) -> AgentResult:
@@ -143,10 +255,22 @@ class CliAdapter:
             return AgentResult(adapter=self.name, model=request.model, failure=Failure.SPAWN,
                                error=f"{self.spec.binary}: not found on PATH")
         version = await self.version()
-        with prompt_arg(request.prompt, request.cwd) as prompt:
-            argv = [path, *self.spec.build_argv(request, prompt)]
-            done = await run_process(argv, cwd=request.cwd,
-                                     env=minimal_env(self.spec.extra_env(request)),
+        try:
+            sandbox = sandbox_for(request.sandbox, image=request.sandbox_image)
+            await sandbox.check()
+        except SandboxUnavailable as exc:  # never run unsandboxed instead
+            return AgentResult(adapter=self.name, cli_version=version, model=request.model,
+                               failure=Failure.SPAWN,
+                               error=f"sandbox {request.sandbox} cannot be had: {exc}; "
+                                     "the run is refused rather than run unsandboxed")
+        with prompt_arg(request.prompt, request.cwd) as prompt, \
+                private_home(request, self.spec.home_files) as home:
+            env = self.environment(request, home)
+            argv = sandbox.wrap([path, *self.spec.build_argv(request, prompt)],
+                                cwd=request.cwd, env=env,
+                                writable=[p for p in (home,) if p is not None],
+                                readable=[p for p in (prompt.path,) if p is not None])
+            done = await run_process(argv, cwd=request.cwd, env=sandbox.env(env),
                                      timeout_s=request.timeout_s, abort=abort,
                                      on_output=sink, grace_s=self.grace_s)
         return self._result(request, version, done)
@@ -166,6 +290,7 @@ class CliAdapter:
                     model=parsed.usage.model or request.model, exit_code=done.exit_code,
                     final_text=parsed.final_text, usage=parsed.usage,
                     files_changed=parsed.files_changed, log=done.log,
+                    cost_usd=parsed.cost_usd,
                     duration_s=done.duration_s)
         if done.spawn_error:
             return AgentResult(**base, failure=Failure.SPAWN, error=done.spawn_error)
@@ -176,10 +301,13 @@ class CliAdapter:
             return AgentResult(**base, failure=Failure.TIMEOUT,
                                error=f"timed out after {request.timeout_s:g} s; "
                                      "process group killed")
-        if quota := self.spec.detect_quota(stdout, stderr, done.exit_code):
+        failed = done.exit_code != 0 or parsed.is_error
+        if failed and (quota := self.spec.detect_quota(stdout, stderr, done.exit_code)):
             return AgentResult(**base, failure=Failure.QUOTA, error=_one_line(quota.message),
                                quota_resets_at=quota.resets_at)
-        if done.exit_code != 0 or parsed.is_error:
+        if failed:
+            if overload := self.spec.detect_overload(stdout, stderr):
+                return AgentResult(**base, failure=Failure.OVERLOAD, error=_one_line(overload))
             detail = parsed.error or done.stderr_tail
             if done.exit_code == 0:
                 status = "reported an error"

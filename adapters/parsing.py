@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from core.agent import Failure
 from core.models import Usage
 
 
@@ -63,7 +64,7 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     """
     match = _RESET.search(text)
     if not match:
-        return None
+        return retry_after(text, now)
     hour, minute = int(match["hour"]), int(match["minute"] or 0)
     if match["half"]:
         if not 1 <= hour <= 12:
@@ -80,3 +81,75 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     if moment <= local_now:
         moment += timedelta(days=1)
     return moment.astimezone(timezone.utc)
+
+
+# The real messages, lower-cased, by what they mean (see testing.md and the captures).
+# Quota: the provider will not serve this login for a while; another adapter may.
+QUOTA_MARKERS = (
+    "hit your session limit", "hit your usage limit", "hit your weekly limit",
+    "credit balance is too low", "quota exceeded", "exceeded your current quota",
+    "exhausted your daily quota", "resource has been exhausted", "resource_exhausted",
+    "rate limit", "rate_limit", "ratelimiterror", "too many requests", "request rejected (429)",
+    "status: 429", "(429)", "insufficient_quota", "usage limit",
+)
+# Overload: transient trouble on the provider's side; the same adapter may work in a moment.
+OVERLOAD_MARKERS = (
+    "overloaded", "at capacity", "high demand", "529", "503 service unavailable",
+    "internal server error", "server_error", "\"code\":500", "status: 500", "status: 503",
+    "temporarily unavailable",
+)
+
+
+def classify_error(text: str) -> Failure | None:
+    """QUOTA, OVERLOAD or None for one error message; quota wins when both appear."""
+    low = text.lower()
+    if any(marker in low for marker in QUOTA_MARKERS):
+        return Failure.QUOTA
+    if any(marker in low for marker in OVERLOAD_MARKERS):
+        return Failure.OVERLOAD
+    return None
+
+
+_IN = re.compile(r"try again in\s+(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b",
+                 re.IGNORECASE)
+
+
+def retry_after(text: str, now: datetime | None = None) -> datetime | None:
+    """"try again in 1s" / "in 5 minutes" as a moment in UTC; None when not said."""
+    match = _IN.search(text)
+    if not match:
+        return None
+    unit = match["unit"].lower()
+    scale = 0.001 if unit == "ms" else 60 if unit.startswith("m") else \
+        3600 if unit.startswith("h") else 1
+    return (now or datetime.now(timezone.utc)) + timedelta(seconds=float(match["n"]) * scale)
+
+
+def epoch(value: object) -> datetime | None:
+    """A Unix timestamp (seconds) as an aware datetime; None for anything else."""
+    if type(value) in (int, float) and 0 < value < 32503680000:  # not bool; before year 3000
+        return datetime.fromtimestamp(value, timezone.utc)
+    return None
+
+
+def openai_usage(usage: dict | None, model: str | None) -> Usage:
+    """Usage from an OpenAI-shaped dictionary (Codex's `turn.completed`)."""
+    usage = usage if isinstance(usage, dict) else {}
+
+    def count(*keys: str) -> int:
+        for key in keys:
+            value = usage.get(key)
+            if type(value) is int and value >= 0:
+                return value
+        return 0
+
+    cached = count("cached_input_tokens")
+    return Usage(input_tokens=max(count("input_tokens", "prompt_tokens") - cached, 0),
+                 output_tokens=count("output_tokens", "completion_tokens"),
+                 cache_read_tokens=cached,
+                 cache_write_tokens=count("cache_write_input_tokens"), model=model)
+
+
+def text_of(value: object) -> str:
+    """A string field, or "" for anything else."""
+    return value if isinstance(value, str) else ""

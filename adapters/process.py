@@ -19,7 +19,7 @@ import codecs
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,19 @@ DEFAULT_LOG_LIMIT = 64 * 2**20
 # FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
 ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR")
 
+# Never handed to a child, even when a profile names them (the config refuses that too).
+NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL"})
+# How a host reaches the network: agent CLIs need these to talk to their provider.
+NETWORK_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+               "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")
+
 OutputCallback = Callable[[str, str], Awaitable[None]]
+
+
+def passthrough_env(names: Iterable[str]) -> dict[str, str]:
+    """The named variables that are set in T25's environment, minus T25's own secrets."""
+    return {name: os.environ[name] for name in names
+            if name in os.environ and name not in NEVER_PASSED}
 
 
 def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -38,6 +50,8 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
     env["TERM"] = "dumb"
     env.update(extra or {})
+    for name in NEVER_PASSED:
+        env.pop(name, None)
     return env
 
 

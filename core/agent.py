@@ -39,6 +39,10 @@ class AgentRequest(BaseModel):
     model: str | None = None
     args: tuple[str, ...] = ()
     timeout_s: float = 1800.0
+    env_passthrough: tuple[str, ...] = ()  # the CLI's own login variables, passed when set
+    private_home: bool = False              # a fresh HOME and config dir for this run
+    sandbox: str = "none"                   # none | bwrap | docker
+    sandbox_image: str | None = None        # the image a docker sandbox runs
 
 
 class Failure(StrEnum):
@@ -48,6 +52,7 @@ class Failure(StrEnum):
     TIMEOUT = "timeout"    # ran past its timeout; its process group was killed
     ABORTED = "aborted"    # stopped by T25 (task cancelled, lease lost, shutdown)
     QUOTA = "quota"        # quota or rate limit exhausted: try the next adapter
+    OVERLOAD = "overload"  # the provider is transiently overloaded: retry after a pause
     SPAWN = "spawn"        # could not be started at all
 
 
@@ -62,6 +67,7 @@ class AgentResult(BaseModel):
     exit_code: int | None = None
     final_text: str = ""
     usage: Usage = Usage()
+    cost_usd: float | None = None  # the CLI's own cost figure, when it reports one
     failure: Failure | None = None
     error: str | None = None
     quota_resets_at: datetime | None = None

@@ -33,6 +33,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from core.config_secrets import refuse_credentials
@@ -118,6 +119,10 @@ class ProjectConfig(_Section):
 # -- roles -------------------------------------------------------------------------------
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", DATABASE_URL_ENV})
+
+
 class AgentProfile(_Section):
     """One agent CLI to try for a role: which adapter, which model, how long it may run."""
 
@@ -125,6 +130,29 @@ class AgentProfile(_Section):
     model: str | None = None
     args: Argv = []
     timeout_s: PositiveInt | None = None  # None: limits.run_timeout_s
+    # Names (never values) of variables the CLI itself needs, e.g. its own login's
+    # ANTHROPIC_API_KEY; passed through only when set. T25's own secrets never are.
+    env_passthrough: list[str] = []
+    private_home: bool = False            # a fresh HOME and CLI config dir per run
+    sandbox: Literal["none", "bwrap", "docker"] = "none"
+    sandbox_image: str | None = None      # required with sandbox: docker
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _env_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"expected environment variable names such as "
+                                 f"ANTHROPIC_API_KEY, got {show(name)}")
+            if name in _NEVER_PASSED:
+                raise ValueError(f"{name} is T25's own secret and never reaches an agent")
+        return names
+
+    @model_validator(mode="after")
+    def _image(self) -> AgentProfile:
+        if self.sandbox == "docker" and not self.sandbox_image:
+            raise ValueError("sandbox: docker needs sandbox_image (the image to run the CLI in)")
+        return self
 
 
 def _chain(value: Any) -> Any:
