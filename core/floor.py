@@ -19,7 +19,7 @@ from core.models import RunStatus, Task, TaskState, utcnow
 from core.pipeline import Pipeline
 from core.service import Factory
 from core.states import WORKING
-from core.worker import CheckRunner, Worker, host_name
+from core.worker import CheckRunner, LocalPlane, Worker, host_name
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 STALLED_AFTER = timedelta(seconds=30)  # a finished run with no decision after this: redo the stage
@@ -36,10 +36,12 @@ class Floor:
         self.f = factory
         self.pipeline = Pipeline(factory)
         quota = QuotaBook()
-        count = workers or factory.config.limits.workers
+        count = factory.config.limits.workers if workers is None else workers
+        plane = LocalPlane(factory, self.pipeline)
         self.workers = [
-            Worker(factory, self.pipeline, adapters, run_check, quota=quota,
-                   name=f"{host_name()}-w{i}", lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s)
+            Worker(plane, factory, adapters, run_check, quota=quota, name=f"{host_name()}-w{i}",
+                   lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s, live=factory.live,
+                   wake=factory.work_queued)
             for i in range(1, count + 1)
         ]
         self.sweep_s = sweep_s
@@ -54,6 +56,12 @@ class Floor:
                     return
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(self._settle(running)), self.sweep_s)
+        except asyncio.CancelledError:
+            # Shutting down (the cockpit closing, a dropped terminal): stop the agents now.
+            # A cancelled worker ends its agent's process group and hands its lease back.
+            for t in running:
+                t.cancel()
+            raise
         finally:
             for w in self.workers:
                 w.stopping.set()

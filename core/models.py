@@ -99,6 +99,10 @@ def run_id(text: str) -> str:
     return format_id("R", parse_id("R", text))
 
 
+def artifact_id(text: str) -> str:
+    return format_id("A", parse_id("A", text))
+
+
 # -- projects and tasks ------------------------------------------------------------------
 
 

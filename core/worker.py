@@ -14,17 +14,20 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from core.agent import AgentAdapter, AgentRequest, AgentResult, Failure, NoAdapter, QuotaBook, select_adapter
-from core.config import QACheck
+from core.config import Config, QACheck
 from core.errors import LeaseLost, StaleState, T25Error
-from core.events import RunOutput, RunStarted
+from core.events import Event, RunOutput, RunStarted
 from core.fingerprint import changed
 from core.models import CheckResult, Lease, Run, Task, TaskState
 from core.pipeline import Pipeline, RunReport
 from core.publish import publish
 from core.service import Factory
+from core.worktrees import Worktrees
 
 log = logging.getLogger("t25.worker")
 
@@ -38,16 +41,79 @@ def host_name() -> str:
     return f"{os.uname().nodename}:{os.getpid()}"
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A claimed run: the lease, and the run and task it is for."""
+
+    lease: Lease
+    run: Run
+    task: Task
+
+
+class ControlPlane(Protocol):
+    """What a worker asks of the control plane: in-process (`LocalPlane`) or over HTTP."""
+
+    async def claim(self, worker: str, ttl_s: float) -> Claim | None: ...
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease: ...
+    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str: ...
+    async def record(self, lease: Lease, event: Event) -> None: ...
+    async def complete(self, lease: Lease, report: RunReport) -> None: ...
+    async def release(self, lease: Lease) -> None: ...
+
+
+class Site(Protocol):
+    """Where the code lives: the worker host's configuration and task worktrees."""
+
+    config: Config
+
+    def worktrees(self, project: str) -> Worktrees: ...
+
+
+class LocalPlane:
+    """The control plane in the worker's own process: the factory and its pipeline."""
+
+    def __init__(self, factory: Factory, pipeline: Pipeline) -> None:
+        self.f, self.pipeline = factory, pipeline
+
+    async def claim(self, worker: str, ttl_s: float) -> Claim | None:
+        lease = await self.f.store.claim_run(worker, ttl_s)
+        if lease is None:
+            return None
+        run, task = await self.f.store.get_run(lease.run_id), await self.f.store.get_task(lease.task_id)
+        return Claim(lease, run, task)
+
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
+        return await self.f.store.heartbeat(lease, ttl_s)
+
+    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
+        return await self.pipeline.prompt_for(run, task, checks=checks)
+
+    async def record(self, lease: Lease, event: Event) -> None:
+        await self.f.record(event)
+
+    async def complete(self, lease: Lease, report: RunReport) -> None:
+        await self.pipeline.complete(lease, report)
+
+    async def release(self, lease: Lease) -> None:
+        await self.f.store.release_run(lease)
+
+
 class Worker:
     """Runs leased runs one at a time until stopped."""
 
     def __init__(
-        self, factory: Factory, pipeline: Pipeline, adapters: Mapping[str, AgentAdapter],
+        self, plane: ControlPlane, site: Site, adapters: Mapping[str, AgentAdapter],
         run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
         lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
+        live: dict[str, asyncio.Event] | None = None, wake: asyncio.Event | None = None,
     ) -> None:
-        self.f = factory
-        self.pipeline = pipeline
+        self.plane = plane
+        self.site = site
+        self.config = site.config
+        # Runs going on, by task (the factory's, in-process: its cancel stops them at once).
+        self.live = live if live is not None else {}
+        # Set when work is queued in this process; without one, the worker polls.
+        self.wake = wake or asyncio.Event()
         self.adapters = adapters
         self.run_check = run_check
         self.name = name or host_name()
@@ -60,12 +126,12 @@ class Worker:
     async def run_forever(self, poll_s: float = 0.5) -> None:
         while not self.stopping.is_set():
             if not await self.run_once():
-                self.f.work_queued.clear()
+                self.wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake(), poll_s)
 
     async def _wake(self) -> None:
-        waits = [asyncio.ensure_future(self.f.work_queued.wait()),
+        waits = [asyncio.ensure_future(self.wake.wait()),
                  asyncio.ensure_future(self.stopping.wait())]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -75,33 +141,32 @@ class Worker:
 
     async def run_once(self) -> bool:
         """Claim and work one run; False when the queue had nothing to claim."""
-        lease = await self.f.store.claim_run(self.name, self.lease_ttl_s)
-        if lease is None:
+        claim = await self.plane.claim(self.name, self.lease_ttl_s)
+        if claim is None:
             return False
         self.busy = True
         try:
-            await self._work(lease)
+            await self._work(claim)
         finally:
             self.busy = False
         return True
 
-    async def _work(self, lease: Lease) -> None:
-        run = await self.f.store.get_run(lease.run_id)
-        task = await self.f.store.get_task(lease.task_id)
+    async def _work(self, claim: Claim) -> None:
+        lease, run, task = claim.lease, claim.run, claim.task
         abort = asyncio.Event()
-        self.f.live[lease.task_id] = abort
+        self.live[lease.task_id] = abort
         beat = asyncio.create_task(self._heartbeat(lease, abort))
         handed_back = False
         try:
             try:
-                report = await self._execute(run, task, abort)
+                report = await self._execute(lease, run, task, abort)
             except T25Error as exc:  # the worktree was refused, no adapter could run, ...
                 report = RunReport(error=exc.message)
             if abort.is_set() and beat.done():
                 return  # the lease was lost: whatever we have is not ours to report
             beat.cancel()
             try:
-                await self.pipeline.complete(lease, report)  # heartbeats move the deadline, not the token
+                await self.plane.complete(lease, report)  # heartbeats move the deadline, not the token
             except LeaseLost as exc:
                 log.info("dropping the result of %s: %s", run.id, exc)
             except StaleState as exc:  # another decider moved the task first: it won
@@ -110,34 +175,34 @@ class Worker:
         finally:
             if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue
                 with contextlib.suppress(LeaseLost):
-                    await asyncio.shield(self.f.store.release_run(lease))
+                    await asyncio.shield(self.plane.release(lease))
             beat.cancel()
-            self.f.live.pop(lease.task_id, None)
+            self.live.pop(lease.task_id, None)
 
     async def _heartbeat(self, lease: Lease, abort: asyncio.Event) -> Lease:
         """Extend the lease until cancelled; on LeaseLost, abort the agent."""
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
-                lease = await self.f.store.heartbeat(lease, self.lease_ttl_s)
+                lease = await self.plane.heartbeat(lease, self.lease_ttl_s)
             except LeaseLost:
                 abort.set()
                 return lease
 
     # -- executing one run -----------------------------------------------------------------
 
-    async def _execute(self, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
-        worktrees = self.f.worktrees(task.project)
+    async def _execute(self, lease: Lease, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
+        worktrees = self.site.worktrees(task.project)
         with worktrees.lock(task.id):
             path = await worktrees.ensure(task)
             if run.stage is TaskState.PR_OPEN:
                 return RunReport(note=await publish(worktrees, task))
             checks: list[CheckResult] = []
             if run.stage is TaskState.QA:
-                checks = [await self.run_check(c, path, abort) for c in self.f.config.qa.checks]
-            prompt = await self.pipeline.prompt_for(run, task, checks=checks)
+                checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
+            prompt = await self.plane.prompt(lease, run, task, checks)
             before = await worktrees.fingerprint()
-            result, reason = await self._run_agent(run, task, prompt, path, abort)
+            result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
             violation = changed(before, await worktrees.fingerprint())
             report = dict(result=result, adapter_reason=reason, prompt=prompt,
                           violation=tuple(violation), checks=tuple(checks))
@@ -148,10 +213,10 @@ class Worker:
             return RunReport(**report)
 
     async def _run_agent(
-        self, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event
+        self, lease: Lease, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event
     ) -> tuple[AgentResult, str]:
         """Run the role's chain: the first usable adapter, falling back past exhausted quota."""
-        chain = self.f.config.roles.chain(run.role) or []
+        chain = self.config.roles.chain(run.role) or []
         tried: frozenset[str] = frozenset()
         notes: list[str] = []
         while True:
@@ -164,15 +229,15 @@ class Worker:
             profile = chosen.profile
             reason = "; ".join([*notes, chosen.reason])
             version = await chosen.adapter.version()
-            await self.f.record(RunStarted(
+            await self.plane.record(lease, RunStarted(
                 task_id=task.id, run_id=run.id, worker=self.name, adapter=profile.adapter,
                 adapter_reason=reason, cli_version=version, model=profile.model,
                 attempt=run.attempts))
             request = AgentRequest(
                 task_id=task.id, run_id=run.id, role=run.role, stage=run.stage, prompt=prompt,
                 cwd=cwd, model=profile.model, args=tuple(profile.args),
-                timeout_s=float(self.f.config.timeout_for(profile)))
-            async with OutputStream(self.f, task.id, run.id) as stream:
+                timeout_s=float(self.config.timeout_for(profile)))
+            async with OutputStream(lambda e: self.plane.record(lease, e), task.id, run.id) as stream:
                 result = await chosen.adapter.run(request, stream.write, abort)
             if result.failure is not Failure.QUOTA:
                 return result, reason
@@ -184,8 +249,8 @@ class Worker:
 class OutputStream:
     """Batches an agent's output into RunOutput events: a short timer, or a size bound."""
 
-    def __init__(self, factory: Factory, task_id: str, run_id: str) -> None:
-        self.f = factory
+    def __init__(self, record: Callable[[Event], Awaitable[None]], task_id: str, run_id: str) -> None:
+        self.record = record
         self.task_id, self.run_id = task_id, run_id
         self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.size = 0
@@ -204,7 +269,7 @@ class OutputStream:
                 if parts:
                     text = "".join(parts)
                     parts.clear()
-                    await self.f.record(RunOutput(task_id=self.task_id, run_id=self.run_id,
+                    await self.record(RunOutput(task_id=self.task_id, run_id=self.run_id,
                                                   stream=stream, text=text))
             self.size = 0
 
