@@ -157,6 +157,15 @@ class CliAdapterSpec:
         return shutil.which(self.binary)
 
 
+def inline_prompt(prompt: PromptArg) -> str:
+    """The prompt as one argument, for CLIs that cannot read it from a file: a big prompt
+    becomes an instruction to read the 0600 file that holds it."""
+    if prompt.path is None:
+        return prompt.text or ""
+    return (f"Your complete instructions are in the file {prompt.path} (outside this "
+            "directory). Read that whole file first and follow it exactly.")
+
+
 @contextlib.contextmanager
 def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
     """Small prompts go inline; big ones through a 0600 temp file outside the worktree,

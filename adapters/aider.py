@@ -1,0 +1,73 @@
+"""aider (`aider --message`): plain text only, and exit 0 even when the provider refused.
+
+Everything is read from its text: the answer, "Tokens: N sent, M received. Cost: $X",
+"Applied edit to FILE", and `litellm.*Error` lines, which are its only error reports.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.agent import AgentRequest
+from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg
+from core.models import Usage
+from adapters.process import NETWORK_ENV
+
+_TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"
+                     r"(?:, (?P<cr>[\d.,]+k?) cache hit)?, (?P<recv>[\d.,]+k?) received\."
+                     r"(?: Cost: \$(?P<cost>[\d.]+) message)?", re.MULTILINE)
+_APPLIED = re.compile(r"^Applied edit to (?P<file>.+)$", re.MULTILINE)
+_MODEL = re.compile(r"^Model: (?P<model>\S+)", re.MULTILINE)
+_ERROR = re.compile(r"^litellm\.\w+(?:Error|Exception)\b.*$", re.MULTILINE)
+_NOISE = ("Aider v", "Model:", "Git repo:", "Repo-map:", "Added ", "Analytics", "Detected dumb",
+          "Update git", "Creating empty file", "Tokens:", "Applied edit", "Commit ",
+          "HTTPSConnectionPool", "Retrying in", "The API provider", "Warning", "Main model:",
+          "Weak model:", "https://aider.chat")
+
+
+def _count(text: str | None) -> int:
+    if not text:
+        return 0
+    scale = 1000 if text.endswith("k") else 1
+    return int(float(text.rstrip("k").replace(",", "")) * scale)
+
+
+class AiderSpec(CliAdapterSpec):
+    name = "aider"
+    binary = "aider"
+    min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
+    login_env = (*NETWORK_ENV, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
+                 "GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY")
+    capabilities = Capabilities(structured_output="no (text)", usage=True, cost=True,
+                                resume="--restore-chat-history",
+                                sandbox_flags="--yes-always")
+
+    def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        argv = ["--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-pretty",
+                "--no-stream", "--no-check-update", "--no-show-release-notes",
+                "--analytics-disable", "--no-gitignore"]
+        if request.model:
+            argv += ["--model", request.model]
+        message = ["--message-file", str(prompt.path)] if prompt.path else \
+            [f"--message={prompt.text or ''}"]  # `=`: a prompt with dashes stays a value
+        return [*argv, *request.args, *message]
+
+    def parse(self, stdout: str) -> ParsedOutput:
+        sent = received = 0
+        cost = 0.0
+        for match in _TOKENS.finditer(stdout):
+            sent += _count(match["sent"])
+            received += _count(match["recv"])
+            cost += float(match["cost"] or 0)
+        errors = [m.group(0).strip() for m in _ERROR.finditer(stdout)]
+        answer = [line for line in stdout.splitlines() if line.strip()
+                  and not line.startswith(_NOISE) and not _ERROR.match(line)]
+        model = _MODEL.search(stdout)
+        return ParsedOutput(
+            final_text="" if errors and not sent else "\n".join(answer).strip(),
+            is_error=bool(errors) and not sent, error=errors[-1] if errors else None,
+            files_changed=tuple(dict.fromkeys(m["file"].strip()
+                                              for m in _APPLIED.finditer(stdout))),
+            usage=Usage(input_tokens=sent, output_tokens=received,
+                        model=model["model"] if model else None),
+            cost_usd=cost or None)

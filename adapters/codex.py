@@ -1,0 +1,72 @@
+"""Codex CLI (`codex`): `codex exec --json -C DIR`, one JSON event a line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.agent import AgentRequest
+from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
+from adapters.parsing import json_lines, last_event, openai_usage, text_of
+from adapters.process import NETWORK_ENV
+
+# Headless and quiet: no update check, no analytics, no plugins (each reaches for a host).
+HEADLESS_CONFIG = """\
+approval_policy = "never"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+tool_suggest = false
+
+[otel]
+exporter = "none"
+metrics_exporter = "none"
+trace_exporter = "none"
+"""
+
+
+class CodexSpec(CliAdapterSpec):
+    name = "codex"
+    binary = "codex"
+    min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
+    login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
+    capabilities = Capabilities(structured_output="--json", usage=True, cost=False,
+                                resume="exec resume SESSION_ID",
+                                sandbox_flags="--sandbox workspace-write, approvals never")
+    home_files = {".codex/config.toml": HEADLESS_CONFIG}
+
+    def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        argv = ["exec", "--json", "-C", str(request.cwd), "--sandbox", "workspace-write",
+                "-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false"]
+        if request.model:
+            argv += ["-m", request.model]
+        return [*argv, *request.args, "--", inline_prompt(prompt)]
+
+    def home_env(self, home: Path) -> dict[str, str]:
+        return {"CODEX_HOME": str(home / ".codex")}
+
+    def parse(self, stdout: str) -> ParsedOutput:
+        events = json_lines(stdout)
+        items = [e["item"] for e in events
+                 if e.get("type") == "item.completed" and isinstance(e.get("item"), dict)]
+        messages = [text_of(i.get("text")) for i in items if i.get("type") == "agent_message"]
+        files = [c["path"] for i in items if i.get("type") == "file_change"
+                 for c in i.get("changes") or [] if isinstance(c, dict)
+                 and isinstance(c.get("path"), str)]
+        failed = last_event(events, "turn.failed")
+        error = None
+        if failed is not None:
+            detail = failed.get("error")
+            error = text_of(detail.get("message") if isinstance(detail, dict) else detail) \
+                or "the turn failed"
+        done = last_event(events, "turn.completed") or {}
+        return ParsedOutput(final_text=messages[-1] if messages else "",
+                            is_error=failed is not None, error=error,
+                            usage=openai_usage(done.get("usage"), None),
+                            files_changed=tuple(files))

@@ -1,0 +1,73 @@
+"""opencode (`opencode run --format json`): one JSON event a line, tokens and cost per step."""
+
+from __future__ import annotations
+
+from core.agent import AgentRequest
+from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
+from adapters.parsing import json_lines, text_of
+from core.models import Usage
+from adapters.process import NETWORK_ENV
+
+EDIT_TOOLS = {"write", "edit", "patch"}
+
+
+class OpencodeSpec(CliAdapterSpec):
+    name = "opencode"
+    binary = "opencode"
+    min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
+    login_env = (*NETWORK_ENV, "OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "ANTHROPIC_API_KEY",
+                 "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
+    capabilities = Capabilities(structured_output="--format json", usage=True, cost=True,
+                                resume="--session ID / --continue",
+                                sandbox_flags="none (permissions from its config)")
+
+    def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        argv = ["run", "--format", "json"]
+        if request.model:  # provider/model
+            argv += ["-m", request.model]
+        return [*argv, *request.args, "--", inline_prompt(prompt)]
+
+    def extra_env(self, request: AgentRequest) -> dict[str, str]:
+        return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1"}
+
+    def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
+        if profile_model and "/" not in profile_model:
+            return [f"model {profile_model!r}: opencode wants provider/model"]
+        return []
+
+    def parse(self, stdout: str) -> ParsedOutput:
+        events = json_lines(stdout)
+        parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
+        text: list[str] = []
+        files: list[str] = []
+        usage = {"input": 0, "output": 0, "read": 0, "write": 0}
+        cost = 0.0
+        for kind, part in parts:
+            if kind == "tool_use":
+                text = []
+                state = part.get("state") if isinstance(part.get("state"), dict) else {}
+                given = state.get("input") if isinstance(state.get("input"), dict) else {}
+                if part.get("tool") in EDIT_TOOLS and isinstance(given.get("filePath"), str):
+                    files.append(given["filePath"])
+            elif kind == "text":
+                text.append(text_of(part.get("text")))
+            elif kind == "step_finish":
+                tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+                cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+                for key, source in (("input", tokens), ("output", tokens), ("read", cache),
+                                    ("write", cache)):
+                    value = source.get(key)
+                    usage[key] += value if type(value) is int and value >= 0 else 0
+                if type(part.get("cost")) in (int, float):
+                    cost += part["cost"]
+        errors = [e["error"] for e in events if e.get("type") == "error"]
+        error = None
+        if errors:
+            last = errors[-1] if isinstance(errors[-1], dict) else {}
+            data = last.get("data") if isinstance(last.get("data"), dict) else {}
+            error = text_of(data.get("message")) or text_of(last.get("name")) or "opencode error"
+        return ParsedOutput(
+            final_text="\n".join(t for t in text if t).strip(), is_error=bool(errors),
+            error=error, files_changed=tuple(files), cost_usd=cost,
+            usage=Usage(input_tokens=usage["input"], output_tokens=usage["output"],
+                        cache_read_tokens=usage["read"], cache_write_tokens=usage["write"]))
