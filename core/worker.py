@@ -34,6 +34,7 @@ log = logging.getLogger("t25.worker")
 CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
 OUTPUT_FLUSH_S = 0.05        # batch run output into events at most this often ...
 OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
+OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
 
 
 def host_name() -> str:
@@ -106,7 +107,11 @@ class Worker:
         run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
         lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
         live: dict[str, asyncio.Event] | None = None, wake: asyncio.Event | None = None,
+        overload_backoff_s: tuple[float, ...] | None = None,
     ) -> None:
+        # Pauses before retrying an overloaded provider on the same adapter.
+        self.overload_backoff_s = OVERLOAD_BACKOFF_S if overload_backoff_s is None \
+            else overload_backoff_s
         self.plane = plane
         self.site = site
         self.config = site.config
@@ -236,9 +241,23 @@ class Worker:
             request = AgentRequest(
                 task_id=task.id, run_id=run.id, role=run.role, stage=run.stage, prompt=prompt,
                 cwd=cwd, model=profile.model, args=tuple(profile.args),
-                timeout_s=float(self.config.timeout_for(profile)))
-            async with OutputStream(lambda e: self.plane.record(lease, e), task.id, run.id) as stream:
-                result = await chosen.adapter.run(request, stream.write, abort)
+                timeout_s=float(self.config.timeout_for(profile)),
+                env_passthrough=tuple(profile.env_passthrough),
+                private_home=profile.private_home, sandbox=profile.sandbox,
+                sandbox_image=profile.sandbox_image)
+            # A transient overload is retried on the same adapter after a growing pause; the
+            # retries happen inside this run, so they cost the task no attempt.
+            for pause in (*self.overload_backoff_s, None):
+                async with OutputStream(lambda e: self.plane.record(lease, e), task.id,
+                                        run.id) as stream:
+                    result = await chosen.adapter.run(request, stream.write, abort)
+                if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
+                    break
+                notes.append(f"{profile.adapter}: overloaded, retried after {pause:g} s "
+                             f"({result.error or 'no detail'})")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(abort.wait(), pause)
+            reason = "; ".join([*notes, chosen.reason])
             if result.failure is not Failure.QUOTA:
                 return result, reason
             self.quota.mark(profile.adapter, result.quota_resets_at)
