@@ -59,7 +59,9 @@ class Failure(StrEnum):
 class AgentResult(BaseModel):
     """What an adapter reports when its process has ended."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # The log is raw bytes: base64 in JSON, so a remote worker can send any output back.
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64",
+                              val_json_bytes="base64")
 
     adapter: str
     cli_version: str | None = None

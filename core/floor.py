@@ -39,7 +39,7 @@ class Floor:
         count = factory.config.limits.workers if workers is None else workers
         plane = LocalPlane(factory, self.pipeline)
         self.workers = [
-            Worker(plane, factory, adapters, run_check, quota=quota, name=f"{host_name()}-w{i}",
+            Worker(plane, factory.site, adapters, run_check, quota=quota, name=f"{host_name()}-w{i}",
                    lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s, live=factory.live,
                    wake=factory.work_queued)
             for i in range(1, count + 1)
@@ -70,6 +70,8 @@ class Floor:
     @staticmethod
     async def _settle(running: list[asyncio.Task]) -> None:
         # A crashed worker surfaces here instead of being silently lost.
+        if not running:  # a control plane without workers of its own only sweeps
+            await asyncio.Event().wait()
         done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
         for t in done:
             t.result()

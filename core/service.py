@@ -8,7 +8,6 @@ re-implements a check, an audit line or an event. A state change goes through
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from core.models import ArtifactKind, NewRun, NewTask, Project, Run, Task, TaskS
 from core.policies import merge_refusal
 from core.states import TERMINAL, WORKING, assert_transition
 from core.store import Store
-from core.worktrees import Worktrees
+from core.worktrees import Workspace, Worktrees, owner_of
 
 if TYPE_CHECKING:
     from core.config import Config
@@ -56,7 +55,7 @@ class Factory:
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
-        self._worktrees: dict[str, Worktrees] = {}
+        self.site = Workspace(config, owner=owner_of(store.url))
 
     async def sync_projects(self) -> list[Project]:
         """Register the configured projects, detecting default branches git knows."""
@@ -69,14 +68,7 @@ class Factory:
 
     def worktrees(self, project: str) -> Worktrees:
         """The worktrees of one project's repository, owned by this installation."""
-        if project not in self._worktrees:
-            p = self.config.project(project)
-            repo = Path(p.repo)
-            owner = hashlib.sha256(self.store.url.encode()).hexdigest()[:16]
-            self._worktrees[project] = Worktrees(
-                repo, self.config.worktrees.root,
-                p.default_branch or default_branch(repo), owner=owner)
-        return self._worktrees[project]
+        return self.site.worktrees(project)
 
     # -- reading ---------------------------------------------------------------------------
 

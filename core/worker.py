@@ -193,6 +193,8 @@ class Worker:
             except LeaseLost:
                 abort.set()
                 return lease
+            except T25Error as exc:  # the control plane is unreachable: try again
+                log.warning("heartbeat of %s failed: %s", lease.run_id, exc)
 
     # -- executing one run -----------------------------------------------------------------
 

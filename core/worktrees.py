@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -48,11 +49,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import PolicyRefused, T25Error
 from core.fingerprint import Fingerprint, fingerprint
-from core.git import git, git_bytes, run_git, status_entries
+from core.git import default_branch, git, git_bytes, run_git, status_entries
 from core.models import DiffStat, Task
+
+if TYPE_CHECKING:
+    from core.config import Config
 
 META_DIR = ".meta"
 T25_IDENTITY = ("T25", "t25@localhost")
@@ -564,3 +569,29 @@ def _git_reason(stderr: str) -> str:
         first = first.split(":", 1)[1].strip()
     files = [line.strip() for line in lines if line.startswith("\t")]
     return f"{first.rstrip(':')}: {_names(files)}" if files else first
+
+
+class Workspace:
+    """The worktrees of every configured project, owned by one T25 installation.
+
+    `owner` names the installation (a hash of its store or control-plane URL); a worktree
+    another installation made is never adopted."""
+
+    def __init__(self, config: Config, *, owner: str) -> None:
+        self.config = config
+        self.owner = owner
+        self._by_project: dict[str, Worktrees] = {}
+
+    def worktrees(self, project: str) -> Worktrees:
+        if project not in self._by_project:
+            p = self.config.project(project)
+            repo = Path(p.repo)
+            self._by_project[project] = Worktrees(
+                repo, self.config.worktrees.root, p.default_branch or default_branch(repo),
+                owner=self.owner)
+        return self._by_project[project]
+
+
+def owner_of(url: str) -> str:
+    """The ownership name of the installation behind a store or control-plane URL."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]

@@ -103,6 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
 
+    p = add("serve", "serve:serve", "the control plane over REST and SSE, for remote workers")
+    p.add_argument("--bind", metavar="HOST:PORT",
+                   help="address to listen on (default: serve.bind in t25.yaml, loopback)")
+    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="also run N workers in this process (default: 0, remote workers only)")
+    p = add("worker", "serve:worker",
+            "work runs leased from a `t25 serve` control plane, in this host's repositories")
+    p.add_argument("--url", required=True, help="the control plane, e.g. http://10.0.0.5:8725")
+    p.add_argument("--workers", type=int, default=1, metavar="N", help="runs at once (default: 1)")
+
+    tui = add("tui", "tui:tui", "the cockpit: a full-screen board, logs, approvals, cost and audit")
+    tui.add_argument("--workers", type=int, metavar="N",
+                     help="in-process workers (default: limits.workers in t25.yaml)")
+    tui.add_argument("--no-workers", action="store_true",
+                     help="only watch and decide; another process works the queue")
+
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")

@@ -1,0 +1,59 @@
+"""`t25 serve` (the control plane over REST and SSE) and `t25 worker --url` (a remote worker)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from core.errors import ConfigError
+from t25_tui.commands.context import config_of, open_factory
+
+CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
+OPERATOR_ENV = "T25_OPERATOR_TOKEN"
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from t25_tui.commands.pipeline import floor_for
+    from t25_tui.serve import is_loopback, make_api
+
+    async def body() -> None:
+        async with open_factory(args) as factory:
+            bind = args.bind or factory.config.serve.bind
+            host, _, port = bind.rpartition(":")
+            api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
+                           operator_token=os.environ.get(OPERATOR_ENV),
+                           loopback=is_loopback(host))
+            server = uvicorn.Server(uvicorn.Config(api, host=host.strip("[]"), port=int(port),
+                                                   log_level="warning", lifespan="off"))
+            floor = floor_for(factory, workers=args.workers)
+            print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
+                  f"{args.workers} in-process worker(s)", flush=True)
+            if not os.environ.get(CREDENTIAL_ENV):
+                print(f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
+                      file=sys.stderr, flush=True)
+            sweeping = asyncio.create_task(floor.work(follow=True))
+            try:
+                await server.serve()
+            finally:
+                sweeping.cancel()
+                await asyncio.gather(sweeping, return_exceptions=True)
+
+    asyncio.run(body())
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from t25_tui.remote import work_remotely
+
+    credential = os.environ.get(CREDENTIAL_ENV)
+    if not credential:
+        raise ConfigError(f"{CREDENTIAL_ENV} is not set",
+                          hint="export the credential the control plane was started with")
+    config = config_of(args)
+    print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
+    asyncio.run(work_remotely(args.url, credential, config, workers=args.workers))
+    return 0

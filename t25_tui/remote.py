@@ -1,0 +1,129 @@
+"""`t25 worker --url`: a worker on the host where the code lives, leasing over HTTP.
+
+It loads the local t25.yaml (repositories, roles, QA checks), claims runs from a
+`t25 serve` control plane, works them in local worktrees with the local agent CLIs,
+streams output back and completes under its fencing token. When the control plane
+answers 409, the lease is gone: the agent is stopped and nothing more is sent. On
+SIGTERM or SIGINT it hands its leases back to the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Any
+
+import httpx
+
+from core.errors import LeaseLost, T25Error
+from core.events import Event
+from core.models import CheckResult, Lease, Run, Task
+from core.pipeline import RunReport
+from core.worker import Claim
+
+log = logging.getLogger("t25.remote")
+
+
+class ControlPlaneUnreachable(T25Error):
+    """The control plane did not answer, or answered something a worker cannot use."""
+
+
+class HttpPlane:
+    """The ControlPlane protocol over a `t25 serve` REST API."""
+
+    def __init__(self, url: str, credential: str, *, timeout_s: float = 30.0) -> None:
+        self.client = httpx.AsyncClient(
+            base_url=url.rstrip("/"), timeout=timeout_s,
+            headers={"Authorization": f"Bearer {credential}"})
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        try:
+            response = await self.client.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise ControlPlaneUnreachable(f"{self.client.base_url}{path}: {exc}") from exc
+        if response.status_code == 409:
+            raise LeaseLost(response.json().get("error", "the lease is gone"))
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("error") or response.json().get("detail")
+            except ValueError:
+                detail = response.text[:200]
+            raise ControlPlaneUnreachable(f"{path} answered {response.status_code}: {detail}")
+        return response
+
+    async def claim(self, worker: str, ttl_s: float) -> Claim | None:
+        response = await self._post("/worker/claim", {"worker": worker, "ttl_s": ttl_s})
+        if response.status_code == 204:
+            return None
+        data = response.json()
+        return Claim(Lease.model_validate(data["lease"]), Run.model_validate(data["run"]),
+                     Task.model_validate(data["task"]))
+
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
+        response = await self._post("/worker/heartbeat", _lease(lease) | {"ttl_s": ttl_s})
+        return Lease.model_validate(response.json())
+
+    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
+        body = _lease(lease) | {"checks": [c.model_dump(mode="json") for c in checks]}
+        return (await self._post("/worker/prompt", body)).json()["prompt"]
+
+    async def record(self, lease: Lease, event: Event) -> None:
+        raw = {"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})}
+        await self._post("/worker/events", _lease(lease) | {"events": [raw]})
+
+    async def complete(self, lease: Lease, report: RunReport) -> None:
+        await self._post("/worker/complete", _lease(lease) | {
+            "report": report.model_dump(mode="json")})
+
+    async def release(self, lease: Lease) -> None:
+        await self._post("/worker/release", _lease(lease))
+
+
+def _lease(lease: Lease) -> dict[str, Any]:
+    return {"lease": lease.model_dump(mode="json")}
+
+
+async def work_remotely(url: str, credential: str, config, *, workers: int,
+                        lease_ttl_s: float = 30.0, heartbeat_s: float = 5.0) -> None:
+    """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
+    from adapters.checks import run_check
+    from adapters.registry import builtin_adapters
+    from core.agent import QuotaBook
+    from core.worker import Worker, host_name
+    from core.worktrees import Workspace, owner_of
+
+    plane = HttpPlane(url, credential)
+    site = Workspace(config, owner=owner_of(url))
+    quota = QuotaBook()
+    crew = [Worker(plane, site, builtin_adapters(), run_check, quota=quota,
+                   name=f"{host_name()}-r{i}", lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s)
+            for i in range(1, workers + 1)]
+    running = [asyncio.create_task(_keep_working(w)) for w in crew]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for t in running:  # a cancelled worker stops its agent and hands its lease back
+            t.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        await plane.close()
+
+
+async def _keep_working(worker) -> None:
+    """A worker that outlives a control plane restart: retry with backoff."""
+    delay = 0.5
+    while True:
+        try:
+            await worker.run_forever(poll_s=0.5)
+            return
+        except ControlPlaneUnreachable as exc:
+            log.warning("%s; retrying in %.1f s", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)

@@ -1,0 +1,318 @@
+"""`t25 serve`: the control plane over REST and SSE, for remote workers and other faces.
+
+Operator actions call the same Factory methods as the command line and the cockpit.
+Workers claim leases, stream output and complete under their fencing token; a token
+that went stale or a lease that expired gets 409 and nothing it sent is kept. `/events`
+is Server-Sent Events with an `id:` per event, resumable from `Last-Event-ID` out of the
+events table with no gap and no duplicate.
+
+Security: serve binds to loopback unless told otherwise; beyond loopback every operator
+endpoint needs `T25_OPERATOR_TOKEN`. Worker endpoints always need the credential from
+`FACTORY_WORKER_CREDENTIAL` (never from t25.yaml), compared in constant time on bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, ConfigDict, Field
+
+from core import cost
+from core.errors import (
+    ArtifactCorrupted,
+    ConfigError,
+    IllegalTransition,
+    LeaseLost,
+    NotFound,
+    PolicyRefused,
+    StaleState,
+    T25Error,
+)
+from core.events import Event
+from core.models import CheckResult, Lease, TaskState, TaskType, artifact_id, run_id
+from core.pipeline import Pipeline, RunReport
+from core.service import Factory
+
+MAX_BODY = 64 * 2**20  # a completion carries the run's log
+STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
+          StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422}
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewTaskBody(_Body):
+    title: str = Field(min_length=1, max_length=500)
+    type: TaskType = TaskType.FEAT
+    description: str = Field("", max_length=100_000)
+    project: str | None = None
+    actor: str | None = None
+
+
+class DecisionBody(_Body):
+    actor: str | None = None
+    reason: str = Field("", max_length=10_000)
+
+
+class AnswerBody(_Body):
+    actor: str | None = None
+    text: str = Field(min_length=1, max_length=100_000)
+
+
+class ClaimBody(_Body):
+    worker: str = Field(min_length=1, max_length=200)
+    ttl_s: float = Field(30.0, gt=0, le=3600)
+
+
+class LeaseBody(_Body):
+    lease: Lease
+    ttl_s: float = Field(30.0, gt=0, le=3600)
+
+
+class PromptBody(_Body):
+    lease: Lease
+    checks: list[CheckResult] = []
+
+
+class EventsBody(_Body):
+    lease: Lease
+    events: list[dict[str, Any]] = Field(max_length=1000)
+
+
+class CompleteBody(_Body):
+    lease: Lease
+    report: RunReport
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {"id": event.id, "kind": event.kind, "at": event.at.isoformat(),
+            "task_id": event.task_id, "run_id": event.run_id, **event.payload()}
+
+
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes with 413, before they are read whole."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            response = JSONResponse({"error": f"request body over {self.limit} bytes"}, 413)
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise HTTPException(413, f"request body over {self.limit} bytes")
+            return message
+
+        return await self.app(scope, limited, send)
+
+
+def make_api(factory: Factory, *, worker_credential: str | None, operator_token: str | None,
+             loopback: bool = True, poll_s: float = 0.25) -> FastAPI:
+    """The REST/SSE app over one factory. Tests, `t25 serve` and `t25 tui --serve` share it."""
+    if not loopback and not operator_token:
+        raise ConfigError("serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
+                          hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1")
+    api = FastAPI(title="T25 control plane", version="1",
+                  description="Tasks, runs, artifacts, events, decisions and the worker lease "
+                              "protocol of one T25 installation.")
+    pipeline = Pipeline(factory)
+    store = factory.store
+
+    @api.exception_handler(T25Error)
+    async def refused(_: Request, exc: T25Error) -> JSONResponse:
+        status = next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400)
+        return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status)
+
+    def operator(authorization: Annotated[str | None, Header()] = None) -> None:
+        if operator_token and not _bearer_matches(authorization, operator_token):
+            raise HTTPException(401, "an operator token is required (Authorization: Bearer …)")
+
+    def worker(authorization: Annotated[str | None, Header()] = None) -> None:
+        if not worker_credential:
+            raise HTTPException(503, "this control plane was started without "
+                                     "FACTORY_WORKER_CREDENTIAL; it accepts no workers")
+        if not _bearer_matches(authorization, worker_credential):
+            raise HTTPException(401, "the worker credential is missing or wrong")
+
+    op = [Depends(operator)]
+    wk = [Depends(worker)]
+
+    @api.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"ok": True, "store": store.url.split(":", 1)[0],
+                "last_event_id": await store.last_event_id()}
+
+    # -- tasks and decisions ----------------------------------------------------------------
+
+    @api.get("/tasks", dependencies=op)
+    async def tasks(state: Annotated[list[TaskState] | None, Query()] = None,
+                    project: str | None = None, archived: bool = False) -> list[dict]:
+        found = await store.list_tasks(states=state, project=project, include_archived=archived)
+        return [t.model_dump(mode="json") for t in found]
+
+    @api.post("/tasks", dependencies=op, status_code=201)
+    async def new_task(body: NewTaskBody) -> dict:
+        task = await factory.new_task(body.title, actor=body.actor or "api", type=body.type,
+                                      description=body.description, project=body.project)
+        return task.model_dump(mode="json")
+
+    @api.get("/tasks/{ref}", dependencies=op)
+    async def task(ref: str) -> dict:
+        found = await factory.task(ref)
+        runs = await store.list_runs(task_id=found.id)
+        artifacts = await store.list_artifacts(task_id=found.id)
+        return {"task": found.model_dump(mode="json"),
+                "runs": [r.model_dump(mode="json") for r in runs],
+                "artifacts": [a.model_dump(mode="json") for a in artifacts],
+                "cost": cost.summarize(runs).model_dump(mode="json")}
+
+    for verb in ("approve", "reject", "cancel", "retry", "archive", "merge"):
+        _decision_route(api, factory, verb, op)
+
+    @api.post("/tasks/{ref}/answer", dependencies=op)
+    async def answer(ref: str, body: AnswerBody) -> dict:
+        return (await factory.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
+
+    @api.get("/runs/{ref}", dependencies=op)
+    async def run(ref: str) -> dict:
+        found = await store.get_run(run_id(ref))
+        if found is None:
+            raise NotFound(f"no run {run_id(ref)}")
+        return found.model_dump(mode="json")
+
+    @api.get("/artifacts/{ref}", dependencies=op)
+    async def artifact(ref: str) -> Response:
+        meta, content = await store.get_artifact(artifact_id(ref))
+        return Response(content, media_type=meta.meta.media_type,
+                        headers={"X-T25-SHA256": meta.sha256, "X-T25-Kind": meta.meta.kind})
+
+    @api.get("/audit", dependencies=op)
+    async def audit(task: str | None = None) -> dict:
+        verdict = await factory.audit.verify()
+        return {"entries": [e.model_dump(mode="json") for e in factory.audit.entries(task=task)],
+                "verified": verdict.ok, "verification": verdict.message}
+
+    @api.get("/cost", dependencies=op)
+    async def costs() -> dict:
+        return cost.summarize(await store.list_runs()).model_dump(mode="json")
+
+    # -- events -----------------------------------------------------------------------------
+
+    @api.get("/events", dependencies=op, response_class=EventSourceResponse)
+    async def events(
+        after: int | None = None,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    ) -> AsyncIterator[ServerSentEvent]:
+        cursor = int(last_event_id) if last_event_id and last_event_id.isdigit() else after or 0
+        newest = await store.last_event_id()
+        if cursor > newest:  # from another store, or one that was reset: start over
+            yield ServerSentEvent(event="reset", data={"last_id": newest})
+            cursor = 0
+        sub = factory.bus.subscribe(maxsize=1)
+        try:
+            while True:
+                batch = await store.events_after(cursor, limit=500)
+                for e in batch:
+                    yield ServerSentEvent(id=str(e.id), event=e.kind, data=event_json(e))
+                if batch:
+                    cursor = batch[-1].id
+                    continue
+                await _wake(sub, poll_s)
+        finally:
+            sub.close()
+
+    # -- workers ----------------------------------------------------------------------------
+
+    @api.post("/worker/claim", dependencies=wk)
+    async def claim(body: ClaimBody) -> Response:
+        lease = await store.claim_run(body.worker, body.ttl_s)
+        if lease is None:
+            return Response(status_code=204)
+        claimed = await store.get_run(lease.run_id)
+        task = await store.get_task(lease.task_id)
+        return JSONResponse({"lease": lease.model_dump(mode="json"),
+                             "run": claimed.model_dump(mode="json"),
+                             "task": task.model_dump(mode="json")})
+
+    @api.post("/worker/heartbeat", dependencies=wk)
+    async def heartbeat(body: LeaseBody) -> dict:
+        return (await store.heartbeat(body.lease, body.ttl_s)).model_dump(mode="json")
+
+    @api.post("/worker/prompt", dependencies=wk)
+    async def prompt(body: PromptBody) -> dict:
+        lease = await store.heartbeat(body.lease, 30.0)  # only the lease holder may ask
+        claimed, task = await store.get_run(lease.run_id), await store.get_task(lease.task_id)
+        return {"prompt": await pipeline.prompt_for(claimed, task, checks=body.checks)}
+
+    @api.post("/worker/events", dependencies=wk, status_code=204)
+    async def run_events(body: EventsBody) -> Response:
+        await store.heartbeat(body.lease, 30.0)  # a lost lease's output is not attached
+        for raw in body.events:
+            kind = raw.pop("kind", None)
+            if kind not in ("run_started", "run_output"):
+                raise HTTPException(422, f"workers send run_started and run_output, not {kind!r}")
+            raw.update(task_id=body.lease.task_id, run_id=body.lease.run_id)
+            await factory.record(Event.registry[kind].model_validate(raw))
+        return Response(status_code=204)
+
+    @api.post("/worker/complete", dependencies=wk)
+    async def complete(body: CompleteBody) -> dict:
+        task = await pipeline.complete(body.lease, body.report)
+        return {"task": task.model_dump(mode="json") if task else None}
+
+    @api.post("/worker/release", dependencies=wk)
+    async def release(body: LeaseBody) -> dict:
+        return (await store.release_run(body.lease)).model_dump(mode="json")
+
+    api.add_middleware(BodyLimit, limit=MAX_BODY)
+    return api
+
+
+def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> None:
+    async def decide(ref: str, body: DecisionBody) -> dict:
+        task = await getattr(factory, verb)(ref, actor=body.actor or "api", reason=body.reason)
+        return task.model_dump(mode="json")
+
+    decide.__name__ = verb
+    api.post(f"/tasks/{{ref}}/{verb}", dependencies=deps, name=verb,
+             summary=f"{verb.capitalize()} a task (the same decision as `t25 {verb}`)")(decide)
+
+
+def _bearer_matches(header: str | None, secret: str) -> bool:
+    given = (header or "").removeprefix("Bearer ").strip().encode()
+    return hmac.compare_digest(given, secret.encode())
+
+
+async def _wake(sub, poll_s: float) -> None:
+    """Until this process publishes an event, or `poll_s` passes (other processes write
+    the store too)."""
+    try:
+        await asyncio.wait_for(sub.get(), poll_s)
+    except asyncio.TimeoutError:
+        pass

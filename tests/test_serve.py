@@ -1,0 +1,223 @@
+"""`t25 serve` over a real HTTP server on loopback, with a real HTTP client; and the whole
+pipeline run by `t25 worker` processes leasing over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+import uvicorn
+
+from core.models import Lease, RunOutcome, RunStatus
+from t25_tui.serve import make_api
+from tests.test_pipeline import Env, shop, write_config  # noqa: F401 (shop: a fixture)
+
+CREDENTIAL = "worker-secret-42"
+
+
+@asynccontextmanager
+async def serving(api):
+    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def api(shop):
+    env = Env(shop)
+    factory = await env.open()
+    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            yield factory, client
+    await env.close()
+
+
+WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
+
+
+async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
+    factory, client = api
+    assert (await client.get("/health")).json()["ok"] is True
+    made = await client.post("/tasks", json={"title": "Add a greeting", "type": "fix",
+                                             "actor": "ana"})
+    assert made.status_code == 201 and made.json()["id"] == "T-1"
+    assert [t["id"] for t in (await client.get("/tasks")).json()] == ["T-1"]
+    refused = await client.post("/tasks/T-1/retry", json={"actor": "ana"})
+    assert refused.status_code == 409
+    assert refused.json()["error"] == "T-1 is RECEIVED; only a FAILED task can be retried"
+    cancelled = await client.post("/tasks/T-1/cancel", json={"actor": "ana", "reason": "no"})
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "CANCELLED"
+    audit = (await client.get("/audit")).json()
+    assert audit["verified"] and [e["decision"] for e in audit["entries"]] == ["cancel"]
+    detail = (await client.get("/tasks/T-1")).json()
+    assert detail["task"]["state"] == "CANCELLED" and detail["cost"]["total_usd"] == 0
+    assert "/tasks/{ref}/approve" in (await client.get("/openapi.json")).json()["paths"]
+
+
+async def test_bad_input_gets_a_4xx_with_a_json_error(api):
+    _, client = api
+    assert (await client.get("/tasks/T-99")).status_code == 404
+    assert (await client.get("/tasks/nonsense")).json()["error"] == "'nonsense' is not a task id"
+    bad = await client.post("/tasks", json={"title": "", "surprise": 1})
+    assert bad.status_code == 422 and "detail" in bad.json()
+    garbage = await client.post("/tasks", content=b"{not json",
+                                headers={"content-type": "application/json"})
+    assert garbage.status_code == 422
+    huge = await client.post("/tasks", content=b"x" * (65 * 2**20),
+                             headers={"content-type": "application/json"})
+    assert huge.status_code == 413
+
+
+async def test_worker_endpoints_need_the_credential(api):
+    _, client = api
+    assert (await client.post("/worker/claim", json={"worker": "w"})).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert (await client.post("/worker/claim", json={"worker": "w"}, headers=wrong)).status_code == 401
+    assert (await client.post("/worker/claim", json={"worker": "w"}, headers=WORKER)).status_code == 204
+
+
+async def test_beyond_loopback_operators_need_a_token(shop):
+    env = Env(shop)
+    factory = await env.open()
+    with pytest.raises(Exception, match="T25_OPERATOR_TOKEN"):
+        make_api(factory, worker_credential=CREDENTIAL, operator_token=None, loopback=False)
+    app = make_api(factory, worker_credential=CREDENTIAL, operator_token="op-token", loopback=False)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+        assert (await client.get("/tasks")).status_code == 401
+        ok = await client.get("/tasks", headers={"Authorization": "Bearer op-token"})
+        assert ok.status_code == 200
+    await env.close()
+
+
+async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
+    factory, client = api
+    await factory.new_task("Add a greeting", actor="ana")
+    task = await factory.task("T-1")
+    await factory.enter(task, task.state.__class__("SPEC"), actor="t25")
+    claim = (await client.post("/worker/claim", json={"worker": "w1", "ttl_s": 30},
+                               headers=WORKER)).json()
+    lease = claim["lease"]
+    await factory.cancel("T-1", actor="ana")  # the token goes stale
+    stale = {"lease": lease, "ttl_s": 30}
+    assert (await client.post("/worker/heartbeat", json=stale, headers=WORKER)).status_code == 409
+    out = {"lease": lease, "events": [{"kind": "run_output", "stream": "stdout", "text": "late"}]}
+    assert (await client.post("/worker/events", json=out, headers=WORKER)).status_code == 409
+    report = {"lease": lease, "report": {"note": "late"}}
+    assert (await client.post("/worker/complete", json=report, headers=WORKER)).status_code == 409
+    run = await factory.store.get_run(lease["run_id"])
+    assert run.status is RunStatus.CANCELLED
+    texts = [e for e in await factory.store.events_after(0, task_id="T-1") if e.kind == "run_output"]
+    assert texts == []
+
+
+async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
+    factory, client = api
+    for n in range(3):
+        await factory.new_task(f"task {n}", actor="ana")
+    first = await _read_sse(client, {}, until=3)
+    assert [e["id"] for e in first] == ["1", "2", "3"]
+    assert json.loads(first[0]["data"])["kind"] == "task_created"
+    for n in range(3, 5):
+        await factory.new_task(f"task {n}", actor="ana")
+    resumed = await _read_sse(client, {"Last-Event-ID": "3"}, until=2)
+    assert [e["id"] for e in resumed] == ["4", "5"]
+    reset = await _read_sse(client, {"Last-Event-ID": "999"}, until=1)
+    assert reset[0]["event"] == "reset"
+
+
+async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int) -> list[dict]:
+    events, current = [], {}
+    async with client.stream("GET", "/events", headers=headers) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if not line:
+                if current:
+                    events.append(current)
+                    current = {}
+                if len(events) >= until:
+                    return events
+                continue
+            if line.startswith(":"):
+                continue
+            key, _, value = line.partition(":")
+            current[key] = value.lstrip()
+    return events
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
+    write_config(shop)
+    port = _free_port()
+    env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
+    cmd = [sys.executable, "-m", "t25_tui"]
+    serve = subprocess.Popen([*cmd, "serve", "--bind", f"127.0.0.1:{port}"], cwd=shop, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_until(lambda: _healthy(url))
+        workers = [subprocess.Popen([*cmd, "worker", "--url", url], cwd=shop, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for _ in range(2)]
+        with httpx.Client(base_url=url, timeout=10) as client:
+            assert client.post("/tasks", json={"title": "Over the wire"}).status_code == 201
+            assert client.post("/tasks", json={"title": "And another"}).status_code == 201
+            _wait_until(lambda: all(t["state"] == "DONE" for t in client.get("/tasks").json()),
+                        timeout=90)
+            runs = client.get("/tasks/T-1").json()["runs"]
+        assert all("-r" in r["worker"] for r in runs if r["worker"])
+        assert {r["status"] for r in runs} == {"succeeded"}
+    finally:
+        for p in workers:
+            p.send_signal(signal.SIGTERM)
+        for p in workers:
+            assert p.wait(timeout=30) == 0
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=30)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _wait_until(check, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_lease_and_outcome_models_round_trip_as_json():
+    # What crosses the wire must come back identical.
+    lease = Lease(run_id="R-1", task_id="T-1", token=3, worker="w",
+                  expires_at="2026-01-01T00:00:00+00:00")
+    assert Lease.model_validate_json(lease.model_dump_json()) == lease
+    outcome = RunOutcome(status=RunStatus.SUCCEEDED)
+    assert RunOutcome.model_validate_json(outcome.model_dump_json()) == outcome
