@@ -9,13 +9,23 @@ Guarantees a backend must keep (the contract suite in tests/store checks each):
   `expected`, and writes the TaskTransitioned event in the same transaction. Of two
   deciders racing from the same state exactly one wins; the other gets StaleState.
 - Event ids are strictly increasing and never reused; `events_after` returns them in
-  id order with no gap a reader could miss.
+  id order with no gap a reader could miss: an event it has not returned yet never
+  gets an id at or below one it has (Postgres settles a horizon under concurrent
+  writers for this; see store/migrations/postgres/0001_initial.sql).
+- Every process sees every event. The events table is the truth; `wait_for_events`
+  only wakes a reader, which then reads `events_after` its cursor. Writes wake
+  readers in the same process at once and in other processes within moments
+  (Postgres: coalesced LISTEN/NOTIFY, sent outside the writing statements; SQLite:
+  polling the newest id).
 - Leases: `claim_run` hands each queued run to exactly one claimer, with a fresh,
   larger fencing token and a deadline from the database clock. `heartbeat`,
   `complete_run` and `release_run` succeed only with the current token before the
   deadline; otherwise LeaseLost, and nothing the late worker sent is kept.
-  `reap_expired` returns runs whose lease lapsed to the queue, or fails them once
-  they used all their attempts.
+  Claiming, extending, completing and reaping are each one conditional statement
+  (never a read, then a write), so a completion racing the reaper at the deadline has
+  exactly one winner. `reap_expired` returns runs whose lease lapsed to the queue
+  after a backoff that doubles with each attempt used, or fails them once they used
+  all their attempts; a run in backoff never holds up the runs behind it.
 - Artifact content is stored once per SHA-256 however often it is written; reading
   re-hashes it and raises ArtifactCorrupted on a mismatch.
 """
@@ -94,7 +104,16 @@ class Store(Protocol):
         self, after_id: int, *, task_id: str | None = None, limit: int = 1000
     ) -> list[Event]: ...
 
-    async def last_event_id(self) -> int: ...
+    async def last_event_id(self) -> int:
+        """The newest event id a reader can start from without missing anything after it."""
+        ...
+
+    async def wait_for_events(self, after_id: int, timeout_s: float) -> bool:
+        """Wait until an event newer than `after_id` exists (True), at most `timeout_s` (False).
+
+        Sees events written by any process on the same store, not only this one. A True
+        is a cue to read `events_after(after_id)`; it carries no events itself."""
+        ...
 
     # -- runs and leases ------------------------------------------------------------------
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
@@ -128,10 +147,12 @@ class Store(Protocol):
         """Cancel every queued or running run of a task; running leases become stale."""
         ...
 
-    async def reap_expired(self, *, retry_delay_s: float = 0.0) -> list[Run]:
-        """Return runs whose lease lapsed to the queue, claimable again after
-        `retry_delay_s`, or fail them once they used `max_attempts`. One conditional
-        update per run: never read-then-write."""
+    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+        """Return runs whose lease lapsed to the queue, or fail them once they used
+        `max_attempts`. A requeued run is claimable again after a backoff:
+        `retry_delay_s` after its first attempt, doubling with each attempt used, at
+        most `max_retry_delay_s`. One conditional update: never read-then-write; a
+        lease being completed at this instant is left to its completion."""
         ...
 
     # -- artifacts ------------------------------------------------------------------------

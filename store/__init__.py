@@ -2,7 +2,8 @@
 
     sqlite:///relative/path.db     the embedded store: one file, WAL mode (the default)
     sqlite:////absolute/path.db    (three slashes, then the path: absolute paths show four)
-    postgresql://user@host/db      the production store (not available yet)
+    postgresql://user@host/db      the production store: Postgres through an asyncpg pool
+    postgres://user@host/db        (the same)
 
 Importing this package is cheap: a backend's driver is imported only when a store of
 that kind is opened.
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["open_store"]
 
-_ACCEPTED = "sqlite:///path/to/t25.db (or postgresql://… once the Postgres store lands)"
+_ACCEPTED = "sqlite:///path/to/t25.db or postgresql://user@host/database"
 
 
 async def open_store(url: str) -> Store:
@@ -34,10 +35,9 @@ async def open_store(url: str) -> Store:
 
         return await SqliteStore.open(_sqlite_path(url), url=url)
     if scheme in ("postgresql", "postgres"):
-        raise StoreError(
-            "the Postgres store is not available yet",
-            hint="use the embedded store for now: store.url: sqlite:///.factory/t25.db",
-        )
+        from store.postgres import PostgresStore
+
+        return await PostgresStore.open(url)
     raise StoreError(
         f"unknown store URL scheme {scheme + ':' if scheme else '(none)'} in {url!r}",
         hint=f"T25 accepts {_ACCEPTED}",

@@ -82,6 +82,13 @@ def positive_ttl(ttl_s: float) -> float:
     return float(ttl_s)
 
 
+def backoff(retry_delay_s: float, max_retry_delay_s: float) -> tuple[float, float]:
+    """The reaper's delays: the first retry waits `retry_delay_s`, each later one twice the
+    one before, never more than `max_retry_delay_s`."""
+    first = max(0.0, float(retry_delay_s))
+    return first, max(first, float(max_retry_delay_s))
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ Opening the file (identity, migrations) is in `sqlite_file`; the SQL is in `sqli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -48,6 +49,7 @@ from store import sqlite_sql as sql
 from store.sqlite_file import BUSY_TIMEOUT_MS, transaction
 
 _HASH_INLINE_MAX = 1 << 20  # hash bigger contents off the event loop
+POLL_S = 0.05  # how often a reader waiting for events looks at the file
 
 Row = sqlite3.Row
 
@@ -58,6 +60,7 @@ class SqliteStore:
     def __init__(self, db: aiosqlite.Connection, path: Path, url: str) -> None:
         self._db = db
         self._lock = asyncio.Lock()
+        self._changed = asyncio.Event()  # set (and replaced) after each write of this store
         self.path = path
         self.url = url
 
@@ -85,6 +88,8 @@ class SqliteStore:
         """One BEGIN IMMEDIATE transaction; rolled back if the body raises."""
         async with self._lock, _locked_is_store_error(self.path), transaction(self._db) as db:
             yield db
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     async def _read(self, statement: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         async with self._lock, _locked_is_store_error(self.path):
@@ -193,6 +198,21 @@ class SqliteStore:
         (row,) = await self._read(sql.LAST_EVENT_ID)
         return int(row[0])
 
+    async def wait_for_events(self, after_id: int, timeout_s: float) -> bool:
+        """Writes of this store wake the wait at once; another process's are seen by
+        polling the newest id (an index lookup) every POLL_S."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_s)
+        while True:
+            changed = self._changed  # taken before the check: a write in between is not lost
+            if await self.last_event_id() > after_id:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, POLL_S))
+
     # -- runs and leases --------------------------------------------------------------
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
@@ -279,9 +299,10 @@ class SqliteStore:
             rows = await db.execute_fetchall(sql.CANCEL_RUNS, (tid,))
         return _runs(rows)
 
-    async def reap_expired(self, *, retry_delay_s: float = 0.0) -> list[Run]:
+    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+        first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
         async with self._write() as db:
-            rows = await db.execute_fetchall(sql.REAP_EXPIRED, {"delay": max(0.0, float(retry_delay_s))})
+            rows = await db.execute_fetchall(sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
         return _runs(rows)
 
     # -- artifacts --------------------------------------------------------------------

@@ -111,7 +111,9 @@ SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL
 WHERE task_id = ? AND status IN ('queued', 'running')
 RETURNING *"""
 
-# A lapsed lease goes back to the queue, or fails the run when it was the last attempt.
+# A lapsed lease goes back to the queue after a backoff that doubles with each attempt
+# used (:delay the first, :max_delay the longest), or fails the run when that was its
+# last attempt.
 REAP_EXPIRED = f"""
 UPDATE runs
 SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
@@ -120,7 +122,8 @@ SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
         WHEN attempts >= max_attempts THEN 'lease expired on all ' || attempts || ' attempts'
         ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
     END,
-    not_before = CASE WHEN attempts >= max_attempts THEN not_before ELSE {NOW} + :delay END,
+    not_before = CASE WHEN attempts >= max_attempts THEN not_before
+        ELSE {NOW} + min(:delay * (1 << min(attempts - 1, 30)), :max_delay) END,
     worker = CASE WHEN attempts >= max_attempts THEN worker END,
     finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END,
     lease_expires_at = NULL

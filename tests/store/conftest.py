@@ -2,23 +2,33 @@
 
 A backend is a small class that knows how to open a store on a fresh database (and
 another instance on the same one, to race two processes) and how to tamper with a
-stored blob. Adding Postgres means adding one class to BACKENDS; the tests stay as
-they are.
+stored blob. The tests stay the same for every backend.
+
+Postgres comes from T25_TEST_PG_DSN (default: the loopback server). A template
+database is migrated once per session; each test gets a clone of it, dropped
+afterwards. Without a reachable server the Postgres tests skip, with the reason;
+with T25_REQUIRE_PG=1 (as .ci/run sets) they fail instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from core.models import Project
 from core.store import Store
 from store import open_store
+
+PG_DSN = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+REQUIRE_PG = os.environ.get("T25_REQUIRE_PG") == "1"
 
 
 class Backend(Protocol):
@@ -52,12 +62,112 @@ class SqliteBackend:
         """Nothing to do: tmp_path goes away by itself."""
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"sqlite": SqliteBackend}
+def database_url(name: str) -> str:
+    """T25_TEST_PG_DSN, pointed at another database on the same server."""
+    return urlunsplit(urlsplit(PG_DSN)._replace(path=f"/{name}"))
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+async def _admin(*statements: str) -> None:
+    import asyncpg
+
+    con = await asyncpg.connect(PG_DSN, timeout=5)
+    try:
+        for statement in statements:
+            await con.execute(statement)
+    finally:
+        await con.close()
+
+
+def _in_thread(coro: Callable[[], Awaitable[None]]) -> None:
+    """Run a coroutine to completion on a loop of its own (a session fixture has none)."""
+    import threading
+
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(coro())  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A database migrated once per session, to be cloned by every Postgres test."""
+    name = f"t25_template_{uuid.uuid4().hex[:12]}"
+
+    async def create() -> None:
+        await _admin(f'CREATE DATABASE "{name}"')
+        store = await open_store(database_url(name))
+        await store.close()
+
+    try:
+        _in_thread(create)
+    except (OSError, asyncio.TimeoutError) as exc:
+        reason = f"no Postgres at {PG_DSN} ({exc}); set T25_TEST_PG_DSN"
+        if REQUIRE_PG:
+            pytest.fail(f"T25_REQUIRE_PG=1 but {reason}")
+        pytest.skip(reason)
+    yield name
+    _in_thread(lambda: _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+class PostgresBackend:
+    """A fresh clone of the session's template database on the test server."""
+
+    def __init__(self, template: str) -> None:
+        self.name = f"t25_{uuid.uuid4().hex}"
+        self.template = template
+        self.url = database_url(self.name)
+        self.created = False
+
+    async def create(self) -> None:
+        await _admin(f'CREATE DATABASE "{self.name}" TEMPLATE "{self.template}"')
+        self.created = True
+
+    async def open(self) -> Store:
+        return await open_store(self.url)
+
+    async def corrupt_blob(self, sha256: str) -> None:
+        import asyncpg
+
+        con = await asyncpg.connect(self.url)
+        try:
+            await con.execute("UPDATE blobs SET content = content || '\\x00'::bytea WHERE sha256 = $1", sha256)
+        finally:
+            await con.close()
+
+    async def drop(self) -> None:
+        if self.created:
+            await _admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+async def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return SqliteBackend(tmp_path)
+
+
+async def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    backend = PostgresBackend(request.getfixturevalue("pg_template"))
+    await backend.create()
+    return backend
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Awaitable[Backend]]] = {
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
+MARKS = {"postgres": [pytest.mark.postgres]}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=MARKS.get(name, [])) for name in sorted(BACKENDS)])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    backend = BACKENDS[request.param](tmp_path)
+    backend = await BACKENDS[request.param](request, tmp_path)
     yield backend
     await backend.drop()
 

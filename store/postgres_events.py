@@ -1,0 +1,143 @@
+"""How every process learns that events were written: LISTEN/NOTIFY, coalesced.
+
+The events table is the truth; a notification only says "look again". Sending one in
+every write would serialise all commits behind Postgres's global notify lock (measured
+here: the whole system capped near 1,800 transitions/s whatever the worker count), so
+writes never notify themselves. After a write commits, the store calls
+`EventSignal.written()`, which wakes this process's readers at once and schedules one
+`pg_notify` for the process: the first of a burst goes out immediately, the rest
+collapse into at most one every `COALESCE_S`. Readers elsewhere LISTEN on a connection
+of their own and re-read the table when woken; if that connection is lost they poll
+until it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from store import postgres_sql as sql
+from store.postgres_schema import is_connection_lost
+
+log = logging.getLogger("t25.store.postgres")
+
+CHANNEL = "t25_events"
+COALESCE_S = 0.005  # at most one notification per process this often
+POLL_S = 0.25       # how often a reader without a listening connection looks anyway
+
+
+class _ProcessNotifier:
+    """The one notification sender of this process (per event loop and database)."""
+
+    def __init__(self) -> None:
+        self.pools: list[asyncpg.Pool] = []
+        self.task: asyncio.Task[None] | None = None
+        self.again = False
+        self.last_sent = -math.inf
+
+    def request(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._send())
+        else:
+            self.again = True
+
+    async def _send(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            delay = self.last_sent + COALESCE_S - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.again = False
+            self.last_sent = loop.time()
+            for pool in list(self.pools):
+                try:
+                    await pool.execute(sql.NOTIFY, CHANNEL, "")
+                    break
+                except Exception as exc:  # readers elsewhere still poll; never fail a writer
+                    log.warning("could not notify other T25 processes of new events: %s", exc)
+            if not self.again:
+                return
+
+
+_NOTIFIERS: dict[tuple[int, str], _ProcessNotifier] = {}
+
+
+class EventSignal:
+    """One store's side of the wake-ups: `written()` after each committed event write,
+    `wait()` for readers."""
+
+    def __init__(self, url: str, pool: asyncpg.Pool, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
+        self._key = (id(asyncio.get_running_loop()), url)
+        self._notifier = _NOTIFIERS.setdefault(self._key, _ProcessNotifier())
+        self._notifier.pools.append(pool)
+        self._pool = pool
+        self._connect = connect
+        self._changed = asyncio.Event()
+        self._listener: asyncpg.Connection | None = None
+        self._listening = asyncio.Lock()
+
+    def written(self) -> None:
+        """Events were committed by this store: wake local readers, tell the others soon."""
+        self._wake()
+        self._notifier.request()
+
+    def _wake(self, *_: object) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def wait(self, after_id: int, timeout_s: float, newest: Callable[[], Awaitable[int]]) -> bool:
+        """True as soon as an event newer than `after_id` is visible; False after `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_s)
+        while True:
+            listening = await self._listen()
+            changed = self._changed  # taken before the check: a wake-up in between is not lost
+            if await newest() > after_id:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining if listening else min(remaining, POLL_S))
+
+    async def _listen(self) -> bool:
+        """Make sure this store LISTENs; False (poll instead) while that is impossible."""
+        if self._listener is not None and not self._listener.is_closed():
+            return True
+        async with self._listening:
+            if self._listener is not None and not self._listener.is_closed():
+                return True
+            try:
+                con = await self._connect()
+                con.add_termination_listener(self._lost)
+                await con.add_listener(CHANNEL, self._wake)
+            except Exception as exc:
+                if not is_connection_lost(exc) and not isinstance(exc, asyncpg.PostgresError):
+                    raise
+                log.warning("cannot LISTEN for T25 events (polling instead): %s", exc)
+                return False
+            self._listener = con
+            return True
+
+    def _lost(self, con: asyncpg.Connection) -> None:
+        if con is self._listener:
+            self._listener = None
+        self._wake()  # let waiters re-check and listen again
+
+    async def close(self) -> None:
+        notifier = self._notifier
+        if notifier.task is not None and not notifier.task.done():
+            with contextlib.suppress(Exception):
+                await notifier.task  # the last notification of this store goes out
+        notifier.pools.remove(self._pool)
+        if not notifier.pools:
+            _NOTIFIERS.pop(self._key, None)
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            with contextlib.suppress(Exception):
+                await listener.close(timeout=2)

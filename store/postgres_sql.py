@@ -1,0 +1,243 @@
+"""The SQL of the Postgres store, one named statement per operation.
+
+Times are timestamptz. Lease deadlines and expiry checks use `clock_timestamp()`, the
+database's clock at the moment of the check, never Python's: every worker on every host
+agrees on when a lease ends. Every write that records an event does it in the same
+statement, through a data-modifying CTE: one round trip, one implicit transaction.
+Notifications are not sent here (see `postgres_events`): `pg_notify` inside these
+statements would serialise every commit behind the global notify lock.
+"""
+
+from __future__ import annotations
+
+# -- opening ------------------------------------------------------------------------------
+
+# One key for "someone is migrating this database"; the event-id key is in 0001_initial.sql.
+MIGRATION_LOCK_KEY = 7325000
+LOCK_FOR_MIGRATION = "SELECT pg_advisory_lock($1)"
+UNLOCK_FOR_MIGRATION = "SELECT pg_advisory_unlock($1)"
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    id         integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+)"""
+# The relations of the current schema: an empty schema may become a T25 store, a
+# schema with tables but no schema_migrations belongs to someone else.
+SCHEMA_RELATIONS = """
+SELECT c.relname FROM pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+ORDER BY c.relname"""
+APPLIED_MIGRATIONS = "SELECT id, name FROM schema_migrations ORDER BY id"
+RECORD_MIGRATION = "INSERT INTO schema_migrations (id, name) VALUES ($1, $2)"
+
+# -- projects -----------------------------------------------------------------------------
+
+UPSERT_PROJECT = """
+INSERT INTO projects (name, repo_path, default_branch) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO UPDATE SET repo_path = excluded.repo_path, default_branch = excluded.default_branch
+RETURNING name, repo_path, default_branch"""
+GET_PROJECT = "SELECT name, repo_path, default_branch FROM projects WHERE name = $1"
+LIST_PROJECTS = "SELECT name, repo_path, default_branch FROM projects ORDER BY name"
+
+# -- tasks --------------------------------------------------------------------------------
+
+# $1 project, $2 title, $3 type, $4 description, $5 the TaskCreated payload.
+CREATE_TASK = """
+WITH task AS (
+    INSERT INTO tasks (project, title, type, description, state, created_at, state_since)
+    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now() FROM projects WHERE name = $1
+    RETURNING *
+), event AS (
+    INSERT INTO events (at, kind, task_id, payload)
+    SELECT created_at, 'task_created', id, $5::jsonb FROM task
+    RETURNING id
+)
+SELECT task.*, event.id AS event_id FROM task, event"""
+GET_TASK = "SELECT * FROM tasks WHERE id = $1"
+GET_TASK_STATE = "SELECT state FROM tasks WHERE id = $1"
+TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
+# $1 states (NULL: any), $2 project (NULL: any), $3 include archived.
+LIST_TASKS = """
+SELECT * FROM tasks
+WHERE ($1::text[] IS NULL OR state = ANY($1::text[])) AND ($2::text IS NULL OR project = $2)
+  AND ($3::boolean OR NOT archived)
+ORDER BY id"""
+
+
+def update_task(set_columns: list[str], *, with_state: bool) -> str:
+    """The compare-and-set UPDATE of a task and its event, in one statement.
+
+    $1 task id, $2 expected state, $3 event time, $4 event kind, $5 event run id,
+    $6 event payload, then ($7 new state, if `with_state`) and one parameter per column
+    of `set_columns` (names from MUTABLE_TASK_FIELDS, never from a caller's text).
+    """
+    sets: list[str] = []
+    n = 7
+    if with_state:
+        sets += ["state = $7", "state_since = $3"]
+        n = 8
+    sets += [f"{name} = ${i}" for i, name in enumerate(set_columns, start=n)]
+    if not sets:  # nothing to set: still check the state, and still return the row
+        sets = ["state = state"]
+    return f"""
+WITH task AS (
+    UPDATE tasks SET {', '.join(sets)} WHERE id = $1 AND state = $2 RETURNING *
+), event AS (
+    INSERT INTO events (at, kind, task_id, run_id, payload)
+    SELECT $3::timestamptz, $4::text, id, $5::bigint, $6::jsonb FROM task
+    RETURNING id
+)
+SELECT task.*, event.id AS event_id FROM task, event"""
+
+
+# -- events -------------------------------------------------------------------------------
+
+INSERT_EVENT = """
+INSERT INTO events (at, kind, task_id, run_id, payload) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING id"""
+# Settle the horizon only when there is something past the reader's cursor; see
+# 0001_initial.sql for why it is needed. It must be its own statement: a statement's
+# snapshot is taken before it waits for the lock.
+EVENT_HORIZON = "SELECT t25_event_horizon() WHERE EXISTS (SELECT 1 FROM events WHERE id > $1)"
+EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
+TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
+LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"
+# What a waiting reader checks: is anything newer than its cursor visible yet?
+NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
+NOTIFY = "SELECT pg_notify($1, $2)"
+
+# -- runs and leases ----------------------------------------------------------------------
+
+_SECONDS = "make_interval(secs => {})"
+
+# $1 task id, $2 stage, $3 role, $4 max attempts, $5 the RunQueued payload.
+ENQUEUE_RUN = """
+WITH run AS (
+    INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
+    SELECT tasks.id, $2::text, $3::text, $4::integer, clock.t, clock.t
+    FROM tasks, (SELECT clock_timestamp() AS t) AS clock WHERE tasks.id = $1
+    RETURNING *
+), event AS (
+    INSERT INTO events (at, kind, task_id, run_id, payload)
+    SELECT enqueued_at, 'run_queued', task_id, id, $5::jsonb FROM run
+    RETURNING id
+)
+SELECT run.*, event.id AS event_id FROM run, event"""
+GET_RUN = "SELECT * FROM runs WHERE id = $1"
+RUN_EXISTS = "SELECT 1 FROM runs WHERE id = $1"
+GET_RUN_WITH_CLOCK = """
+SELECT *, extract(epoch FROM clock_timestamp() - lease_expires_at)::float8 AS expired_ago
+FROM runs WHERE id = $1"""
+# $1 task id (NULL: any), $2 status (NULL: any).
+LIST_RUNS = """
+SELECT * FROM runs WHERE ($1::bigint IS NULL OR task_id = $1) AND ($2::text IS NULL OR status = $2)
+ORDER BY id"""
+
+_LEASE = "id, task_id, lease_token, worker, lease_expires_at"
+
+# One statement: pick the oldest claimable run, skipping rows another claimer holds
+# this instant, and lease it under a fresh token. $1 worker, $2 ttl seconds.
+CLAIM_RUN = f"""
+UPDATE runs
+SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = $1,
+    lease_expires_at = clock_timestamp() + {_SECONDS.format('$2::float8')},
+    started_at = clock_timestamp(), finished_at = NULL
+WHERE id = (
+    SELECT id FROM runs WHERE status = 'queued' AND not_before <= clock_timestamp()
+    ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
+)
+RETURNING {_LEASE}"""
+
+# The condition that a lease still holds: current token, still running, deadline ahead.
+_LEASE_HOLDS = "id = $1 AND lease_token = $2 AND status = 'running' AND lease_expires_at > clock_timestamp()"
+
+HEARTBEAT = f"""
+UPDATE runs SET lease_expires_at = clock_timestamp() + {_SECONDS.format('$3::float8')}
+WHERE {_LEASE_HOLDS}
+RETURNING {_LEASE}"""
+
+# The outcome and its RunFinished event in one statement, only while the lease holds.
+# $1 id, $2 token, $3 status, $4 exit code, $5 error, $6 adapter, $7 adapter reason,
+# $8 cli version, $9 model, $10-$13 tokens (in, out, cache read, cache write),
+# $14 usage model, $15 cost, $16 the RunFinished payload.
+COMPLETE_RUN = f"""
+WITH run AS (
+    UPDATE runs
+    SET status = $3, exit_code = $4, error = $5, adapter = $6, adapter_reason = $7, cli_version = $8,
+        model = $9, input_tokens = $10, output_tokens = $11, cache_read_tokens = $12,
+        cache_write_tokens = $13, usage_model = $14, cost_usd = $15,
+        finished_at = clock_timestamp(), lease_expires_at = NULL
+    WHERE {_LEASE_HOLDS}
+    RETURNING *
+), event AS (
+    INSERT INTO events (at, kind, task_id, run_id, payload)
+    SELECT finished_at, 'run_finished', task_id, id, $16::jsonb FROM run
+    RETURNING id
+)
+SELECT run.*, event.id AS event_id FROM run, event"""
+# After a connection died mid-completion: did that completion commit? Only the holder
+# of the current token can finish a run with a RunFinished event.
+FINISHED_UNDER_TOKEN = """
+SELECT runs.*, events.id AS event_id, events.payload AS event_payload
+FROM runs JOIN events ON events.run_id = runs.id AND events.kind = 'run_finished'
+WHERE runs.id = $1 AND runs.lease_token = $2 AND runs.status IN ('succeeded', 'failed', 'cancelled')
+ORDER BY events.id DESC LIMIT 1"""
+
+# Handing a run back does not count as an attempt.
+RELEASE_RUN = f"""
+UPDATE runs
+SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_expires_at = NULL, started_at = NULL
+WHERE {_LEASE_HOLDS}
+RETURNING *"""
+
+# Bumping the token makes any live lease on the run stale.
+CANCEL_RUNS = """
+UPDATE runs
+SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL, finished_at = clock_timestamp()
+WHERE task_id = $1 AND status IN ('queued', 'running')
+RETURNING *"""
+
+# A lapsed lease goes back to the queue after a backoff that doubles with each attempt
+# used ($1 the first delay, $2 the longest), or fails the run when that was its last
+# attempt. One conditional statement: a lease that a worker is completing right now
+# is skipped, not waited for, and its completion decides (see _LEASE_HOLDS).
+REAP_EXPIRED = f"""
+UPDATE runs
+SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+    error = CASE
+        WHEN attempts >= max_attempts AND attempts = 1 THEN 'lease expired on its only attempt'
+        WHEN attempts >= max_attempts THEN 'lease expired on all ' || attempts || ' attempts'
+        ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
+    END,
+    not_before = CASE WHEN attempts >= max_attempts THEN not_before ELSE clock_timestamp()
+        + {_SECONDS.format('least($1::float8 * power(2, least(attempts - 1, 30)), $2::float8)')} END,
+    worker = CASE WHEN attempts >= max_attempts THEN worker END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN clock_timestamp() END,
+    lease_expires_at = NULL
+WHERE status = 'running' AND id IN (
+    SELECT id FROM runs WHERE status = 'running' AND lease_expires_at <= clock_timestamp()
+    ORDER BY id FOR UPDATE SKIP LOCKED
+)
+RETURNING *"""
+
+# -- artifacts ----------------------------------------------------------------------------
+
+INSERT_BLOB = "INSERT INTO blobs (sha256, content, size) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING"
+# $1 sha256, $2 kind, $3 media type, $4 task id, $5 run id, $6 role, $7 adapter, $8 cli version, $9 model.
+INSERT_ARTIFACT = """
+INSERT INTO artifacts (sha256, kind, media_type, task_id, run_id, role, adapter, cli_version, model, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp())
+RETURNING *"""
+_ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
+GET_ARTIFACT = f"""
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = $1"""
+LIST_ARTIFACTS = f"""
+SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
+WHERE ($1::bigint IS NULL OR artifacts.task_id = $1) ORDER BY artifacts.id"""
+
+# -- audit anchor -------------------------------------------------------------------------
+
+GET_AUDIT_ANCHOR = "SELECT seq, hash FROM audit_anchor WHERE id = 1"
+INSERT_AUDIT_ANCHOR = "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING RETURNING id"
+MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4 RETURNING id"

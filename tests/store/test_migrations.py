@@ -1,0 +1,35 @@
+"""Migrations are one history told in two dialects: the same ids and names in each."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import pytest
+
+from store import migrations
+
+DIALECTS = ("sqlite", "postgres")
+
+
+def test_every_dialect_has_the_same_migration_ids_and_names() -> None:
+    histories = {d: [(m.id, m.name) for m in migrations.load(d)] for d in DIALECTS}
+    assert histories["sqlite"], "no migrations shipped"
+    assert histories["postgres"] == histories["sqlite"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_migration_files_are_named_and_numbered_consecutively(dialect: str) -> None:
+    folder = resources.files("store.migrations").joinpath(dialect)
+    names = sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".sql"))
+    for expected, name in enumerate(names, start=1):
+        assert re.fullmatch(r"\d{4}_[a-z0-9_]+\.sql", name), name
+        assert int(name[:4]) == expected, names
+
+
+def test_postgres_schema_mirrors_the_sqlite_tables() -> None:
+    def tables(dialect: str) -> set[str]:
+        text = "\n".join(m.sql for m in migrations.load(dialect))
+        return set(re.findall(r"CREATE TABLE (\w+)", text))
+
+    assert tables("postgres") == tables("sqlite")
