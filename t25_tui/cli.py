@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
             "work runs leased from a `t25 serve` control plane, in this host's repositories")
     p.add_argument("--url", required=True, help="the control plane, e.g. http://10.0.0.5:8725")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="runs at once (default: 1)")
+    p.add_argument("--lease-ttl", type=float, default=30.0, metavar="S",
+                   help="seconds a claim lasts without a heartbeat (default: 30)")
+    p.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
+                   help="seconds between heartbeats (default: 5)")
 
     tui = add("tui", "tui:tui", "the cockpit: a full-screen board, logs, approvals, cost and audit")
     tui.add_argument("--workers", type=int, metavar="N",

@@ -55,5 +55,8 @@ def worker(args: argparse.Namespace) -> int:
                           hint="export the credential the control plane was started with")
     config = config_of(args)
     print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
-    asyncio.run(work_remotely(args.url, credential, config, workers=args.workers))
+    if not 0 < args.heartbeat < args.lease_ttl:
+        raise ConfigError("--heartbeat must be positive and shorter than --lease-ttl")
+    asyncio.run(work_remotely(args.url, credential, config, workers=args.workers,
+                              lease_ttl_s=args.lease_ttl, heartbeat_s=args.heartbeat))
     return 0

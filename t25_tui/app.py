@@ -1,0 +1,434 @@
+"""The cockpit: `make_app` builds it with its services injected.
+
+Tests, the screenshot script, the benchmark and `t25 tui` all call `make_app`, so they
+run the same app. The app owns no domain truth: it reads the store, listens to the bus
+through `t25_tui.bridge`, and every operator action calls a `Factory` method — the one
+the command line calls — so the checks and the audit are the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from core.agent import AgentAdapter
+from core.errors import T25Error
+from core.events import InputRequested, RunOutput
+from core.models import ArtifactKind, TaskState
+from core.service import Factory
+from t25_tui import bridge
+from t25_tui.screens.detail import TaskDetail
+from t25_tui.screens.dialogs import (
+    AnswerDialog,
+    ApprovalDialog,
+    ConfirmDialog,
+    Decision,
+    MessageDialog,
+    NewTaskDialog,
+    NewTaskRequest,
+)
+from t25_tui.screens.help import HelpScreen
+from t25_tui.screens.inbox import Inbox
+from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
+from t25_tui.view import BoardFilter, Card, Clock, cards, human_needed, wall_clock
+from t25_tui.widgets.board import Board
+
+# (action, title, help) — the command palette lists every one of these.
+COMMANDS = [
+    ("help", "Help", "every key binding"),
+    ("board", "Board", "a column per pipeline state"),
+    ("inbox", "Inbox", "everything waiting for a human"),
+    ("cost", "Cost", "spend per task, role, adapter and model"),
+    ("audit", "Audit", "operator decisions and the chain's verification"),
+    ("profiles", "Agent profiles and policies", "each role's adapters, binaries, versions"),
+    ("new_task", "New task", "file a task"),
+    ("open", "Open task", "the selected task's detail"),
+    ("log", "Log", "the selected task's live log"),
+    ("decide", "Decide", "approve/reject, answer or merge the selected task"),
+    ("merge", "Merge", "merge the selected DONE task"),
+    ("cancel", "Cancel task", "stop the selected task and its runs"),
+    ("retry", "Retry task", "send the selected FAILED task back"),
+    ("archive", "Archive task", "hide the selected finished task"),
+    ("filter", "Filter the board", "project:P type:T words"),
+    ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
+]
+MODAL_SAFE = {"quit", "command_palette"}
+
+
+class T25App(App[None]):
+    """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles."""
+
+    CSS_PATH = "t25.tcss"
+    TITLE = "T25"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("question_mark", "help", "help", id="help"),
+        Binding("f1", "help", "help", show=False, id="help.f1"),
+        Binding("b", "board", "board", show=False, id="board"),
+        Binding("f2", "board", "board", show=False, id="board.f2"),
+        Binding("i", "inbox", "inbox", id="inbox"),
+        Binding("f3", "inbox", "inbox", show=False, id="inbox.f3"),
+        Binding("c", "cost", "cost", show=False, id="cost"),
+        Binding("f5", "cost", "cost", show=False, id="cost.f5"),
+        Binding("u", "audit", "audit", show=False, id="audit"),
+        Binding("f6", "audit", "audit", show=False, id="audit.f6"),
+        Binding("p", "profiles", "agents", show=False, id="profiles"),
+        Binding("f7", "profiles", "agents", show=False, id="profiles.f7"),
+        Binding("n", "new_task", "new", id="new_task"),
+        Binding("a", "decide", "decide", id="decide"),
+        Binding("m", "merge", "merge", show=False, id="merge"),
+        Binding("x", "cancel", "cancel", show=False, id="cancel"),
+        Binding("r", "retry", "retry", show=False, id="retry"),
+        Binding("z", "archive", "archive", show=False, id="archive"),
+        Binding("l", "log", "log", show=False, id="log"),
+        Binding("slash", "filter", "filter", id="filter"),
+        Binding("q", "quit", "quit", id="quit"),
+        Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
+    ]
+
+    def __init__(self, factory: Factory, *, floor: Any = None, clock: Clock | None = None,
+                 actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
+                 poll_s: float = 1.5, refresh_s: float = 5.0, setup_note: str | None = None,
+                 handle_signals: bool = False) -> None:
+        super().__init__()
+        self.factory = factory
+        self.floor = floor
+        self.clock = clock or wall_clock
+        self.actor = actor
+        self.adapters = dict(adapters or {})
+        self.poll_s, self.refresh_s = poll_s, refresh_s
+        self.setup_note = setup_note
+        self.handle_signals = handle_signals
+        self.output_listeners: set[Callable[[RunOutput], None]] = set()
+        self.filter = BoardFilter()
+        self.cards: list[Card] = []
+        self.seen_event_id = 0
+        self.loaded = asyncio.Event()  # the first board is on screen
+        self.status_note = ""
+        self.stopping = False
+        self._refresh_pending = False
+        self._floor_task: asyncio.Task | None = None
+
+    # -- layout and start --------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("T25", id="status")
+        yield Input(placeholder="filter: project:NAME type:feat|fix|… words — enter applies, "
+                                "escape clears", id="filter")
+        yield Board(id="board")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter").display = False
+        self.run_worker(bridge.pump(self.factory.bus, self.post_message), name="bridge",
+                        group="bridge", exit_on_error=False)
+        if self.floor is not None:
+            self.run_worker(self._run_floor(), name="floor", group="floor", exit_on_error=False)
+        if self.handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._terminal_gone)
+        self.set_interval(self.poll_s, self._poll)
+        self.set_interval(self.refresh_s, self.schedule_refresh)
+        self.refresh_board()
+        if self.setup_note:
+            self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
+
+    async def _run_floor(self) -> None:
+        self._floor_task = asyncio.current_task()
+        await self.floor.work(follow=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a worker's failure becomes visible."""
+        if event.state is WorkerState.ERROR and not self.stopping:
+            error = event.worker.error
+            text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
+            self.notify(f"{event.worker.name or 'a worker'} failed: {text}", severity="error",
+                        timeout=30)
+
+    # -- shutting down -------------------------------------------------------------------------
+
+    def _terminal_gone(self) -> None:
+        """SIGHUP (a dropped SSH session) or SIGTERM: stop the agents, hand runs back, leave."""
+        self.run_worker(self.action_quit(), name="hangup", group="shutdown", exit_on_error=False)
+
+    async def stop_floor(self, timeout_s: float = 30.0) -> None:
+        """Cancel the floor: running agents' process groups end, their leases go back."""
+        self.stopping = True
+        task = self._floor_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=timeout_s)
+
+    async def action_quit(self) -> None:
+        await self.stop_floor()
+        self.exit()
+
+    # -- the board -----------------------------------------------------------------------------
+
+    @property
+    def board(self) -> Board:
+        return self.query_one(Board)
+
+    def schedule_refresh(self, delay: float = 0.2) -> None:
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            self.set_timer(delay, self.refresh_board)
+
+    @work(group="board", exclusive=True, exit_on_error=False)
+    async def refresh_board(self) -> None:
+        self._refresh_pending = False
+        store = self.factory.store
+        last = await store.last_event_id()
+        tasks = await store.list_tasks()
+        runs = await store.list_runs()
+        self.seen_event_id = max(self.seen_event_id, last)
+        self.cards = cards(tasks, runs)
+        self.show_cards()
+        self.loaded.set()
+
+    def show_cards(self) -> None:
+        shown = [c for c in self.cards if self.filter.matches(c.task)]
+        self.board.show(shown, self.clock())
+        waiting = sum(1 for c in self.cards if c.human)
+        workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
+        parts = [f"[b]T25[/b] {len(self.cards)} tasks",
+                 f"[b yellow]⚑ {waiting} waiting (i)[/]" if waiting else "nothing waiting",
+                 f"{workers} workers" if workers else "workers off"]
+        if self.filter:
+            parts.append(f"filter: {self.filter.describe()} ({len(shown)})")
+        if self.status_note:
+            parts.append(self.status_note)
+        self.query_one("#status", Static).update(" · ".join(parts))
+
+    @work(group="poll", exclusive=True, exit_on_error=False)
+    async def _poll(self) -> None:
+        """See what other processes did (a `t25 approve` from another shell)."""
+        if await self.factory.store.last_event_id() > self.seen_event_id:
+            self.schedule_refresh()
+
+    def on_board_opened(self, message: Board.Opened) -> None:
+        self.push_screen(TaskDetail(self.factory, message.task_id, self.clock))
+
+    # -- bridge messages -----------------------------------------------------------------------
+
+    def on_task_changed(self, message: bridge.TaskChanged) -> None:
+        self.seen_event_id = max(self.seen_event_id, message.event.id)
+        self.schedule_refresh()
+        screen = self.screen
+        if hasattr(screen, "refresh_task") and getattr(screen, "task_id", None) in (
+                None, message.task_id):
+            screen.refresh_task()
+
+    def on_run_output_arrived(self, message: bridge.RunOutputArrived) -> None:
+        self.seen_event_id = max(self.seen_event_id, message.event.id)
+        for listener in tuple(self.output_listeners):
+            listener(message.event)
+
+    def on_human_needed(self, message: bridge.HumanNeeded) -> None:
+        self.notify(message.text, title="a human is needed", severity="warning", timeout=12)
+
+    def on_store_resync(self, message: bridge.StoreResync) -> None:
+        self.schedule_refresh()
+
+    # -- filter ----------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.set_filter(event.value)
+        if not event.value.strip():
+            event.input.display = False
+        self.board.action_column(0)
+
+    def set_filter(self, query: str) -> None:
+        self.filter = BoardFilter.parse(query)
+        self.query_one("#filter", Input).value = query
+        self.show_cards()
+
+    def key_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        if self.screen is self.screen_stack[0] and (box.display or self.filter):
+            self.set_filter("")
+            box.display = False
+            self.board.action_column(0)
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ModalScreen) and action not in MODAL_SAFE:
+            return False
+        return True
+
+    def _show(self, screen_type: type, *args: Any) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        if screen_type is not Board:
+            self.push_screen(screen_type(self.factory, self.clock, *args))
+
+    def action_board(self) -> None:
+        self._show(Board)
+
+    def action_inbox(self) -> None:
+        self._show(Inbox)
+
+    def action_cost(self) -> None:
+        self._show(CostPane)
+
+    def action_audit(self) -> None:
+        self._show(AuditPane)
+
+    def action_profiles(self) -> None:
+        self._show(ProfilesPane, self.adapters)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def selected_task(self) -> str | None:
+        tid = getattr(self.screen, "task_id", None)
+        if tid:
+            return tid
+        return self.board.selected() if self.screen is self.screen_stack[0] else None
+
+    def _need_task(self) -> str | None:
+        tid = self.selected_task()
+        if tid is None:
+            self.bell()
+            self.status("select a task first (arrows on the board)")
+        return tid
+
+    def status(self, note: str) -> None:
+        self.status_note = note
+        if self.cards or self.loaded.is_set():
+            self.show_cards()
+
+    def action_open(self) -> None:
+        if tid := self._need_task():
+            self.push_screen(TaskDetail(self.factory, tid, self.clock))
+
+    def action_log(self) -> None:
+        if tid := self._need_task():
+            if isinstance(self.screen, TaskDetail):
+                self.screen.action_tab("log")
+            else:
+                self.push_screen(TaskDetail(self.factory, tid, self.clock, tab="log"))
+
+    def get_system_commands(self, screen) -> Any:
+        yield from super().get_system_commands(screen)
+        for action, title, help_text in COMMANDS:
+            yield SystemCommand(f"T25: {title}", help_text,
+                                lambda a=action: self.run_action(a))
+
+    # -- operator actions: every one calls the Factory -------------------------------------------
+
+    @work(group="actions", exit_on_error=False)
+    async def act(self, verb: str, call: Callable[[], Any]) -> None:
+        """Run one Factory call; a refusal is shown with its reason, never swallowed."""
+        try:
+            task = await call()
+        except T25Error as exc:
+            body = exc.message + (f"\n\nhint: {exc.hint}" if exc.hint else "")
+            self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
+            return
+        tid = getattr(task, "id", "")
+        self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
+        self.schedule_refresh(0.0)
+
+    def action_new_task(self) -> None:
+        projects = [p.name for p in self.factory.config.projects]
+
+        def filed(req: NewTaskRequest | None) -> None:
+            if req:
+                self.act("new task", lambda: self.factory.new_task(
+                    req.title, actor=self.actor, type=req.type, description=req.description,
+                    project=req.project))
+
+        self.push_screen(NewTaskDialog(projects), filed)
+
+    def action_decide(self) -> None:
+        if tid := self._need_task():
+            self._decide(tid)
+
+    @work(group="actions", exit_on_error=False)
+    async def _decide(self, tid: str) -> None:
+        f = self.factory
+        task = await f.task(tid)
+        if task.state is TaskState.AWAITING_APPROVAL:
+            plans = [a for a in await f.store.list_artifacts(task_id=tid)
+                     if a.meta.kind is ArtifactKind.PLAN]
+            raw = (await f.store.get_artifact(plans[-1].id))[1].decode(errors="replace") \
+                if plans else ""
+
+            def decided(d: Decision | None) -> None:
+                if d and d.verb == "approve":
+                    self.act("approve", lambda: f.approve(tid, actor=self.actor, reason=d.text))
+                elif d:
+                    self.act("reject", lambda: f.reject(tid, actor=self.actor, reason=d.text))
+
+            self.push_screen(ApprovalDialog(task, raw), decided)
+        elif task.state is TaskState.NEEDS_INPUT:
+            events = await f.store.events_after(0, task_id=tid, limit=1_000_000)
+            asked = [e for e in events if isinstance(e, InputRequested)]
+
+            def answered(text: str | None) -> None:
+                if text:
+                    self.act("answer", lambda: f.answer(tid, text, actor=self.actor))
+
+            self.push_screen(AnswerDialog(task, asked[-1].question if asked else task.error or ""),
+                             answered)
+        elif task.state is TaskState.DONE and not task.merged:
+            self.action_merge()
+        elif task.state is TaskState.FAILED:
+            self.action_retry()
+        else:
+            self.status(f"{tid} is {task.state}: nothing to decide ({human_needed(task) or 'working'})")
+
+    def action_merge(self) -> None:
+        if not (tid := self._need_task()):
+            return
+
+        def confirmed(reason: str | None) -> None:
+            if reason is not None:
+                self.act("merge", lambda: self.factory.merge(tid, actor=self.actor, reason=reason))
+
+        self.push_screen(ConfirmDialog(
+            f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
+            "checks passed and review approved."), confirmed)
+
+    def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
+        if not (tid := self._need_task()):
+            return
+
+        def confirmed(reason: str | None) -> None:
+            if reason is not None:
+                call = getattr(self.factory, method)
+                self.act(verb, lambda: call(tid, actor=self.actor, reason=reason))
+
+        self.push_screen(ConfirmDialog(question.format(tid=tid), reason=True), confirmed)
+
+    def action_cancel(self) -> None:
+        self._confirm_with_reason("cancel", "Cancel {tid}? Its running agent stops now.", "cancel")
+
+    def action_retry(self) -> None:
+        self._confirm_with_reason("retry", "Retry {tid} from the stage that failed?", "retry")
+
+    def action_archive(self) -> None:
+        self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")
+
+
+def make_app(factory: Factory, **services: Any) -> T25App:
+    """The cockpit with its services injected: floor, clock, actor, adapters, timings."""
+    return T25App(factory, **services)

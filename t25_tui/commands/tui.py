@@ -1,0 +1,62 @@
+"""`t25 tui`: the cockpit, with the store, the bus and the in-process workers embedded.
+
+Textual is imported only here, when the command runs, so `t25 --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from core.config import find_config
+from core.errors import ConfigError
+from t25_tui.commands.context import actor_of, open_factory
+
+
+def tui(args: argparse.Namespace) -> int:
+    if not args.config and not _offer_config(args):
+        return 1
+    return asyncio.run(cockpit(args, workers=args.workers, no_workers=args.no_workers))
+
+
+def _offer_config(args: argparse.Namespace) -> bool:
+    """No t25.yaml here: offer to create one (as `t25 init` does)."""
+    try:
+        find_config(Path.cwd(), None)
+        return True
+    except ConfigError as exc:
+        print(f"t25: {exc.message}", file=sys.stderr)
+    if not sys.stdin.isatty():
+        print("  hint: run `t25 init` in your repository to create one", file=sys.stderr)
+        return False
+    reply = input("Create t25.yaml and .factory/ here now (as `t25 init` does)? [Y/n] ")
+    if reply.strip().lower() not in ("", "y", "yes"):
+        print("nothing created; `t25 init` creates it when you are ready")
+        return False
+    from t25_tui.commands.setup import init
+
+    init(args)
+    return True
+
+
+async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
+                  no_workers: bool = False) -> int:
+    from adapters.registry import builtin_adapters
+    from t25_tui.app import make_app
+    from t25_tui.commands.pipeline import floor_for
+    from t25_tui.preflight import missing_agents
+
+    async with open_factory(args) as factory:
+        adapters = builtin_adapters()
+        floor = None if no_workers else floor_for(factory, workers=workers)
+        app = make_app(factory, floor=floor, actor=actor_of(args), adapters=adapters,
+                       setup_note=missing_agents(factory.config, adapters), handle_signals=True)
+        try:
+            await app.run_async()
+        finally:
+            # However the app ended (quit, hang-up, a lost terminal), the agents stop and
+            # their runs return to the queue before the store closes.
+            await app.stop_floor()
+    return 0
