@@ -541,3 +541,82 @@ async def test_the_event_of_a_change_is_about_that_task(store: Store, project: P
     with pytest.raises(ValueError):  # a state change is recorded as a TaskTransitioned from `expected`
         await store.apply_transition(a.id, S.SPEC, move(a, S.PLAN), {})
     assert await store.get_task(a.id) == a
+
+
+# -- every process sees every event -----------------------------------------------------------
+
+
+async def test_wait_for_events_wakes_a_reader_in_another_instance(
+    store: Store, second_store: Store, project: Project
+) -> None:
+    cursor = await second_store.last_event_id()
+    assert await second_store.wait_for_events(cursor, 0.05) is False  # nothing new: it times out
+
+    waiting = asyncio.create_task(second_store.wait_for_events(cursor, 30))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    written = await store.append_event(DecisionRecorded(decision="approve", actor="alice"))
+
+    assert await asyncio.wait_for(waiting, 10) is True
+    assert await second_store.events_after(cursor) == [written]
+    assert await second_store.wait_for_events(cursor, 0) is True  # already there: no waiting
+    assert await store.wait_for_events(written.id, 0) is False
+
+
+async def test_wait_for_events_wakes_a_reader_of_the_same_instance(store: Store, project: Project) -> None:
+    waiting = asyncio.create_task(store.wait_for_events(await store.last_event_id(), 30))
+    await asyncio.sleep(0.02)
+    task = await new_task(store)
+    assert await asyncio.wait_for(waiting, 10) is True
+    assert [e.task_id for e in await store.events_after(0)] == [task.id]
+
+
+# -- crash loops ------------------------------------------------------------------------------
+
+
+async def until_claimed(store: Store, worker: str, ttl_s: float, *, within_s: float = 10.0) -> Lease:
+    for _ in range(int(within_s / 0.02)):
+        if (lease := await store.claim_run(worker, ttl_s)) is not None:
+            return lease
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"nothing became claimable within {within_s} s")
+
+
+async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_others(
+    store: Store, project: Project
+) -> None:
+    crashing = await expire(store, max_attempts=3)  # attempt 1 lapses: its worker "died"
+    healthy, _ = await store.enqueue_run(NewRun(task_id=crashing.task_id, stage=S.SPEC, role="healthy"))
+
+    (reaped,) = await store.reap_expired(retry_delay_s=0.3)  # back in 0.3 s
+    assert reaped.status == RunStatus.QUEUED and reaped.error == "lease expired on attempt 1 of 3"
+    other = await store.claim_run("w2", 30)  # the crashing run is older, but waits out its backoff
+    assert other is not None and other.run_id == healthy.id
+    assert await store.claim_run("w2", 30) is None
+
+    second = await until_claimed(store, "w3", 0.05)  # attempt 2, which lapses too
+    assert second.run_id == crashing.run_id and second.token > crashing.token
+    await asyncio.sleep(0.2)
+    await store.reap_expired(retry_delay_s=0.3)  # the second wait doubles: 0.6 s
+    await asyncio.sleep(0.4)
+    assert await store.claim_run("w4", 30) is None  # still backing off
+    third = await until_claimed(store, "w4", 0.05)
+    await asyncio.sleep(0.2)
+
+    (failed,) = await store.reap_expired(retry_delay_s=0.3)
+    assert failed.id == third.run_id and failed.status == RunStatus.FAILED and failed.attempts == 3
+    assert failed.error == "lease expired on all 3 attempts"
+    await asyncio.sleep(0.7)
+    assert await store.claim_run("w5", 30) is None  # it stopped for good
+    assert (await store.get_run(healthy.id)).status == RunStatus.RUNNING  # type: ignore[union-attr]
+
+
+async def test_backoff_never_exceeds_its_longest_delay(store: Store, project: Project) -> None:
+    lease = await expire(store, max_attempts=5)
+    await store.reap_expired(retry_delay_s=0.1, max_retry_delay_s=0.1)
+    await until_claimed(store, "w2", 0.05)
+    await asyncio.sleep(0.2)
+    await store.reap_expired(retry_delay_s=0.1, max_retry_delay_s=0.1)  # would be 0.2 s, capped at 0.1
+    await asyncio.sleep(0.15)
+    again = await store.claim_run("w3", 30)
+    assert again is not None and again.run_id == lease.run_id
