@@ -1,0 +1,219 @@
+"""What only the Postgres store does: its schema, migrations under concurrent first
+opens, recovery from killed connections, a gap-free event log and coalesced NOTIFY."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from core.errors import StoreError
+from core.events import DecisionRecorded
+from core.models import NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
+from store import migrations, open_store
+from store.postgres import PostgresStore
+from store.postgres_events import CHANNEL, COALESCE_S
+from tests.store.conftest import PostgresBackend, _admin, database_url
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def pg(request: pytest.FixtureRequest) -> AsyncIterator[PostgresBackend]:
+    backend = PostgresBackend(request.getfixturevalue("pg_template"))
+    await backend.create()
+    yield backend
+    await backend.drop()
+
+
+@pytest.fixture
+async def empty_database(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    request.getfixturevalue("pg_template")  # skips (or fails) without a server
+    name = f"t25_{uuid.uuid4().hex}"
+    await _admin(f'CREATE DATABASE "{name}"')
+    yield database_url(name)
+    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def store(pg: PostgresBackend) -> AsyncIterator[PostgresStore]:
+    s = await pg.open()
+    assert isinstance(s, PostgresStore)
+    await s.upsert_project(Project(name="demo", repo_path="/srv/demo", default_branch="main"))
+    yield s
+    await s.close()
+
+
+async def raw(url: str) -> asyncpg.Connection:
+    return await asyncpg.connect(url)
+
+
+async def leased(store: PostgresStore, ttl_s: float = 30.0):  # noqa: ANN201
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="alice")
+    await store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec"))
+    lease = await store.claim_run("w1", ttl_s)
+    assert lease is not None
+    return lease
+
+
+# -- schema and migrations ------------------------------------------------------------------
+
+
+async def test_concurrent_first_opens_apply_each_migration_once(empty_database: str) -> None:
+    stores = await asyncio.gather(*(open_store(empty_database) for _ in range(6)))
+    try:
+        await stores[0].upsert_project(Project(name="p", repo_path="/p", default_branch="main"))
+        task, _ = await stores[1].create_task(NewTask(project="p", title="t"), actor="a")
+        assert await stores[5].get_task(task.id) == task
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))
+    con = await raw(empty_database)
+    try:
+        rows = await con.fetch("SELECT id, name FROM schema_migrations ORDER BY id")
+    finally:
+        await con.close()
+    assert [(r["id"], r["name"]) for r in rows] == [(m.id, m.name) for m in migrations.load("postgres")]
+
+
+async def test_times_are_timestamptz(pg: PostgresBackend) -> None:
+    con = await raw(pg.url)
+    try:
+        types = {(r["table_name"], r["column_name"]): r["data_type"] for r in await con.fetch(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND column_name LIKE ANY (ARRAY['%_at', 'at', 'not_before', 'state_since'])")}
+    finally:
+        await con.close()
+    assert types[("runs", "lease_expires_at")] == "timestamp with time zone"
+    assert set(types.values()) == {"timestamp with time zone"}, types
+
+
+async def test_a_foreign_database_is_refused_untouched(empty_database: str) -> None:
+    con = await raw(empty_database)
+    try:
+        await con.execute("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('keep me')")
+        with pytest.raises(StoreError, match="is not a T25 database") as e:
+            await open_store(empty_database)
+        assert e.value.hint
+        tables = await con.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        assert [r["tablename"] for r in tables] == ["notes"]
+        assert await con.fetchval("SELECT body FROM notes") == "keep me"
+    finally:
+        await con.close()
+
+
+async def test_a_database_from_a_newer_t25_is_refused(pg: PostgresBackend) -> None:
+    con = await raw(pg.url)
+    try:
+        await con.execute("INSERT INTO schema_migrations (id, name) VALUES (9999, 'future')")
+    finally:
+        await con.close()
+    with pytest.raises(StoreError, match="newer T25") as e:
+        await pg.open()
+    assert "upgrade" in (e.value.hint or "")
+
+
+async def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
+    with pytest.raises(StoreError, match=r"cannot reach the Postgres store") as e:
+        await open_store("postgresql://t25:hunter2@127.0.0.1:1/t25")
+    assert "hunter2" not in str(e.value) and e.value.hint
+
+
+# -- killed connections ----------------------------------------------------------------------
+
+
+async def terminate(url: str, *, waiting_on_a_lock: bool = False) -> int:
+    """pg_terminate_backend() on the store's pooled connections (or only a blocked one)."""
+    con = await raw(url)
+    try:
+        for _ in range(500):
+            killed = await con.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = 't25' "
+                "AND ($1 = false OR wait_event_type = 'Lock')", waiting_on_a_lock)
+            if killed:
+                return killed
+            await asyncio.sleep(0.01)
+        raise AssertionError("no store connection to terminate")
+    finally:
+        await con.close()
+
+
+async def test_terminated_idle_connections_are_replaced_and_a_committed_claim_survives(
+    store: PostgresStore,
+) -> None:
+    lease = await leased(store)
+
+    assert await terminate(store.url) >= 1
+    await asyncio.sleep(0.05)
+
+    extended = await store.heartbeat(lease, 30)  # on a fresh connection
+    run, _ = await store.complete_run(extended, RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0))
+    assert run.status == RunStatus.SUCCEEDED and run.lease_token == lease.token and run.attempts == 1
+
+
+async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(store: PostgresStore) -> None:
+    lease = await leased(store)
+    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.SPEC, role="second"))
+    blocker = await raw(store.url)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        beat = asyncio.create_task(store.heartbeat(lease, 30))
+        claim = asyncio.create_task(store.claim_run("w2", 30))
+        await terminate(store.url, waiting_on_a_lock=True)  # kills them while they wait
+        await asyncio.sleep(0.1)
+        await tx.rollback()
+        extended, second = await asyncio.wait_for(asyncio.gather(beat, claim), 10)
+    finally:
+        await blocker.close()
+
+    assert extended.token == lease.token and extended.expires_at > lease.expires_at
+    assert second is not None and second.run_id != lease.run_id
+    running = await store.list_runs(status=RunStatus.RUNNING)
+    assert sorted((r.id, r.lease_token) for r in running) == sorted(
+        [(lease.run_id, lease.token), (second.run_id, second.token)])
+
+
+# -- the event log ---------------------------------------------------------------------------
+
+
+async def test_a_reader_never_pages_past_an_event_still_being_committed(store: PostgresStore) -> None:
+    slow = await raw(store.url)
+    try:
+        tx = slow.transaction()
+        await tx.start()
+        early = await slow.fetchval(
+            "INSERT INTO events (at, kind, payload) VALUES (now(), 'decision_recorded', "
+            "'{\"decision\": \"slow\", \"actor\": \"a\", \"reason\": \"\"}') RETURNING id")
+        late = await store.append_event(DecisionRecorded(decision="fast", actor="b"))
+        assert late.id > early
+        reading = asyncio.create_task(store.events_after(0))
+        await asyncio.sleep(0.2)
+        assert not reading.done()  # it waits for the earlier id to settle rather than skip it
+        await tx.commit()
+        events = await asyncio.wait_for(reading, 10)
+    finally:
+        await slow.close()
+    assert [e.id for e in events] == [early, late.id]
+    assert await store.last_event_id() == late.id
+
+
+async def test_notifications_are_coalesced_per_process(store: PostgresStore, pg: PostgresBackend) -> None:
+    heard: list[str] = []
+    listener = await raw(pg.url)
+    await listener.add_listener(CHANNEL, lambda *args: heard.append(args[-1]))
+    try:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await asyncio.gather(*(store.append_event(DecisionRecorded(decision=f"d{i}", actor="a"))
+                               for i in range(200)))
+        await asyncio.sleep(0.2)
+        elapsed = loop.time() - start
+    finally:
+        await listener.close()
+    assert 1 <= len(heard) <= elapsed / COALESCE_S + 1
+    assert len(heard) < 200
