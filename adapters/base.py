@@ -193,10 +193,10 @@ def private_home(request: AgentRequest, files: dict[str, str]) -> Iterator[Path 
     if not request.private_home:
         yield None
         return
-    where = Path(tempfile.gettempdir()).resolve()
-    if where.is_relative_to(request.cwd.resolve()):
-        where = Path("/tmp")
-    home = Path(tempfile.mkdtemp(prefix="t25-home-", dir=where))
+    # Not under the temp dir: Codex refuses to run its sandbox helpers from a home there.
+    where = Path(os.environ.get("T25_RUN_HOMES") or Path.home() / ".cache" / "t25" / "homes")
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=where))  # 0700
     try:
         for relative, content in files.items():
             target = home / relative

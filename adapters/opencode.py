@@ -28,7 +28,11 @@ class OpencodeSpec(CliAdapterSpec):
         return [*argv, *request.args, "--", inline_prompt(prompt)]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
-        return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1"}
+        # No update check, model catalogue, default plugins, LSP downloads or sharing: each
+        # reaches for an outside host.
+        return {flag: "1" for flag in (
+            "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_MODELS_FETCH",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD")}
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         if profile_model and "/" not in profile_model:

@@ -1,0 +1,172 @@
+"""Environment hygiene and sandboxes, with real child processes (echo_cli.py reports what it
+got): login variables pass, T25's secrets never do, a private HOME is fresh and removed, and a
+sandbox that cannot be had refuses the run instead of running it unsandboxed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agent_kit import EchoSpec, Sink
+from core.agent import Failure
+from core.config import AgentProfile
+from adapters.base import CliAdapter
+from adapters.sandbox import Bubblewrap, Docker, SandboxUnavailable, sandbox_for
+
+
+class LoginEcho(EchoSpec):
+    name = "login-echo"
+    login_env = ("ECHO_LOGIN_TOKEN",)
+    home_files = {".echo/settings.json": '{"telemetry": false}'}
+
+    def home_env(self, home: Path) -> dict[str, str]:
+        return {"ECHO_CONFIG_DIR": str(home / ".echo")}
+
+
+async def report_of(adapter: CliAdapter, request) -> tuple[dict, object]:
+    sink = Sink()
+    result = await adapter.run(request, sink, asyncio.Event())
+    return json.loads(result.final_text) if result.ok else {}, result
+
+
+async def test_login_variables_pass_and_t25_secrets_never_do(make_request, monkeypatch):
+    monkeypatch.setenv("ECHO_LOGIN_TOKEN", "user-login")
+    monkeypatch.setenv("MY_PROVIDER_KEY", "from-profile")
+    monkeypatch.setenv("UNRELATED_SECRET", "nope")
+    monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "worker-secret")
+    monkeypatch.setenv("T25_DATABASE_URL", "postgresql://u:pw@db/t25")
+    request = make_request(env_passthrough=("MY_PROVIDER_KEY", "FACTORY_WORKER_CREDENTIAL",
+                                            "T25_DATABASE_URL"))
+    report, _ = await report_of(CliAdapter(LoginEcho()), request)
+    env = report["env"]
+    assert env["ECHO_LOGIN_TOKEN"] == "user-login" and env["MY_PROVIDER_KEY"] == "from-profile"
+    assert "UNRELATED_SECRET" not in env
+    assert "FACTORY_WORKER_CREDENTIAL" not in env and "T25_DATABASE_URL" not in env
+
+
+def test_a_profile_cannot_pass_t25_secrets():
+    for name in ("FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL"):
+        with pytest.raises(ValueError, match="never reaches an agent"):
+            AgentProfile(adapter="claude", env_passthrough=[name])
+    with pytest.raises(ValueError, match="sandbox_image"):
+        AgentProfile(adapter="claude", sandbox="docker")
+
+
+async def test_a_private_home_is_fresh_seeded_and_removed(make_request, monkeypatch, tmp_path):
+    monkeypatch.setenv("T25_RUN_HOMES", str(tmp_path / "homes"))
+    report, _ = await report_of(CliAdapter(LoginEcho()), make_request(private_home=True))
+    home = Path(report["env"]["HOME"])
+    assert home.parent == tmp_path / "homes" and home != Path.home()
+    assert report["env"]["ECHO_CONFIG_DIR"] == str(home / ".echo")
+    assert report["env"]["XDG_CONFIG_HOME"] == str(home / ".config")
+    assert not home.exists()  # removed after the run
+    report, _ = await report_of(CliAdapter(LoginEcho()), make_request())
+    assert "ECHO_CONFIG_DIR" not in report["env"]
+
+
+# -- sandboxes -------------------------------------------------------------------------------
+
+
+async def _bwrap_usable() -> str | None:
+    try:
+        await Bubblewrap().check()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
+
+
+async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(make_request,
+                                                                          workdir, tmp_path):
+    reason = await _bwrap_usable()
+    if reason:
+        pytest.skip(f"bwrap cannot run here: {reason}")
+    # Outside /tmp (the sandbox's /tmp is a private tmpfs): a real directory on the host.
+    spot = Path(tempfile.mkdtemp(dir=Path.home()))
+    outside = spot / "outside.txt"
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    script = (
+        "import socket, pathlib, json\n"
+        "pathlib.Path('inside.txt').write_text('ok')\n"
+        "out = {}\n"
+        f"try:\n    pathlib.Path({str(outside)!r}).write_text('escaped'); out['outside'] = 'written'\n"
+        "except OSError as e:\n    out['outside'] = type(e).__name__\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); out['net'] = 'open'\n"
+        "except OSError as e:\n    out['net'] = type(e).__name__\n"
+        "print(json.dumps(out))\n")
+
+    class Probe(EchoSpec):
+        def build_argv(self, request, prompt):
+            return ["-c", script]
+
+        def parse(self, stdout):
+            return super().parse(stdout)
+
+    try:
+        _, result = await report_of(CliAdapter(Probe()), make_request(sandbox="bwrap"))
+    finally:
+        listener.close()
+        written = outside.exists()
+        shutil.rmtree(spot)
+    assert result.ok, result.error
+    seen = json.loads(result.final_text)
+    assert seen["outside"] == "OSError" or seen["outside"] != "written"
+    assert not written
+    assert seen["net"] != "open"
+    assert (workdir / "inside.txt").read_text() == "ok"
+
+
+async def test_a_sandbox_that_cannot_be_had_refuses_the_run(make_request, monkeypatch, tmp_path):
+    marker = tmp_path / "ran"
+
+    class Marker(EchoSpec):
+        def build_argv(self, request, prompt):
+            return ["-c", f"open({str(marker)!r}, 'w').write('ran')"]
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap, no docker on this PATH
+    for sandbox, image in (("bwrap", None), ("docker", "t25/agent:1")):
+        result = await CliAdapter(Marker()).run(make_request(sandbox=sandbox, sandbox_image=image),
+                                                Sink(), asyncio.Event())
+        assert result.failure is Failure.SPAWN
+        assert f"sandbox {sandbox} cannot be had" in result.error and "refused" in result.error
+    assert not marker.exists()
+
+
+async def test_docker_without_an_engine_says_so(tmp_path, monkeypatch):
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at "
+                    "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(SandboxUnavailable, match="no Docker engine answers: Cannot connect"):
+        await Docker("t25/agent:1").check()
+
+
+def test_docker_argv_has_no_network_and_mounts_the_worktree(tmp_path):
+    cwd, home = tmp_path / "wt", tmp_path / "home"
+    argv = sandbox_for("docker", image="t25/agent:1").wrap(
+        ["/usr/local/bin/claude", "-p", "--", "--literal $(x)"], cwd=cwd,
+        env={"ANTHROPIC_API_KEY": "secret-value", "HOME": str(home)}, writable=[home])
+    assert argv[1:3] == ["run", "--rm"]
+    assert argv[argv.index("--network") + 1] == "none"
+    assert f"{cwd}:{cwd}" in argv and f"{home}:{home}" in argv
+    assert argv[argv.index("-w") + 1] == str(cwd)
+    assert "ANTHROPIC_API_KEY" in argv and "secret-value" not in " ".join(argv)
+    assert argv[-5:] == ["t25/agent:1", "claude", "-p", "--", "--literal $(x)"]
+
+
+def test_bwrap_argv(tmp_path):
+    argv = Bubblewrap().wrap(["/bin/agent", "x"], cwd=tmp_path, env={}, writable=[],
+                             readable=[tmp_path / "prompt.md"])
+    assert "--unshare-all" in argv and argv[-3:] == ["--", "/bin/agent", "x"]
+    assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind"):][:3]
+    assert shutil.which("python3") or sys.executable
