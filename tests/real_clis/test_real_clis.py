@@ -1,0 +1,147 @@
+"""Each real agent CLI through its T25 adapter, against the fake model server.
+
+For every CLI: a whole T25 pipeline runs with the CLI playing the dev role (the other roles are
+the scripted agent), the CLI really edits the worktree, its output parses, usage and cost are
+recorded, and the proxy log shows nothing tried to leave the machine. An injected quota error
+on the first adapter of a chain makes T25 fall back to the second; an overload is retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from adapters.base import CliAdapter
+from adapters.checks import run_check
+from adapters.registry import builtin_adapters
+from adapters.scripted import ScriptedSpec
+from core.agent import AgentRequest, Failure
+from core.config import load_config
+from core.floor import Floor
+from core.git import git_sync
+from core.models import ArtifactKind, TaskState
+from core.service import Factory
+from store import open_store
+from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
+from tests.test_pipeline import shop, write_config  # noqa: F401 - shop is a fixture
+
+CLIS = ("claude", "codex", "gemini", "opencode")
+RATES = {name: {"input": 3.0, "output": 15.0} for name in
+         ("claude-sonnet-4-5", "gpt-5.5", "gemini-2.5-pro", "fake/fake-model", "scripted-1")}
+
+
+async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[float, ...] = ()):
+    write_config(repo, roles={"dev": dev_chain}, cost={"rates": RATES})
+    config = load_config(repo / "t25.yaml")
+    store = await open_store(config.store_url)
+    factory = Factory(config, store)
+    await factory.sync_projects()
+    adapters = {**builtin_adapters(), "scripted": CliAdapter(ScriptedSpec())}
+    floor = Floor(factory, adapters, run_check, heartbeat_s=0.5)
+    for worker in floor.workers:
+        worker.overload_backoff_s = backoff
+    task = await factory.new_task("Add a greeting file", actor="ana")
+    try:
+        await asyncio.wait_for(floor.work(), 240)
+        task = await factory.task(task.id)
+        runs = await store.list_runs(task_id=task.id)
+        artifacts = await store.list_artifacts(task_id=task.id)
+        diff = [a for a in artifacts if a.meta.kind is ArtifactKind.DIFF]
+        diff_text = (await store.get_artifact(diff[-1].id))[1].decode() if diff else ""
+    finally:
+        await store.close()
+    dev = [r for r in runs if r.role == "dev"]
+    return task, dev[-1] if dev else None, diff_text
+
+
+def assert_offline(cli: str, fake) -> None:
+    escapes = opencode_escapes_ok(fake.escapes) if cli == "opencode" else fake.escapes
+    assert escapes == [], f"{cli} tried to reach the internet: {escapes}"
+
+
+@pytest.mark.parametrize("cli", CLIS)
+async def test_a_real_cli_plays_the_dev_stage_of_a_whole_pipeline(cli, fake, shop):
+    need(cli)
+    task, dev, diff = await run_pipeline(shop, [profile(cli, fake)])
+    assert task.state is TaskState.DONE, task.error
+    assert dev.adapter == cli and dev.cli_version, dev
+    assert dev.usage.input_tokens > 0 and dev.usage.output_tokens > 0
+    assert dev.cost_usd > 0
+    worktree = shop / ".factory" / "worktrees" / task.id
+    assert (worktree / "greeting.txt").read_text() == "hello from the agent\n"
+    assert "greeting.txt" in diff and "+hello from the agent" in diff
+    assert git_sync("status", "--porcelain", cwd=worktree) == ""  # T25 committed it
+    assert any(r["api"] for r in fake.requests)
+    assert_offline(cli, fake)
+
+
+# Which error each first adapter gets, and who takes over.
+FALLBACKS = [("claude", "quota", "codex"), ("claude", "429", "gemini"),
+             ("codex", "quota", "claude"), ("codex", "usage", "gemini"),
+             ("gemini", "quota", "claude")]
+API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini"}
+
+
+@pytest.mark.parametrize("first, error, second", FALLBACKS)
+async def test_quota_on_the_first_adapter_falls_back_to_the_second(first, error, second, fake,
+                                                                   shop):
+    need(first)
+    need(second)
+    fake.fail_next(error, times=100, api=API[first])
+    task, dev, diff = await run_pipeline(shop, [profile(first, fake), profile(second, fake)])
+    assert task.state is TaskState.DONE, task.error
+    assert dev.adapter == second
+    assert f"{first}: quota exhausted" in dev.adapter_reason
+    assert "greeting.txt" in diff
+    assert_offline(first, fake)
+
+
+async def test_an_overloaded_provider_is_retried_with_backoff(fake, shop):
+    need("claude")
+    fake.fail_next("overload", times=1, api="anthropic")
+    task, dev, _ = await run_pipeline(shop, [profile("claude", fake)], backoff=(0.1, 0.2))
+    assert task.state is TaskState.DONE, task.error
+    assert dev.adapter == "claude" and "overloaded, retried" in dev.adapter_reason
+
+
+@pytest.mark.parametrize("cli", CLIS)
+async def test_a_prompt_with_dashes_and_shell_metacharacters_reaches_the_model_literally(
+        cli, fake, tmp_path):
+    need(cli)
+    work = tmp_path / "work"
+    work.mkdir()
+    git_sync("init", "-q", cwd=work)
+    prompt = "--version; touch pwned $(touch pwned2) `touch pwned3` | cat > pwned4 & echo"
+    entry = profile(cli, fake)
+    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
+                           stage=TaskState.IMPLEMENTING, prompt=prompt, cwd=work,
+                           model=MODELS[cli], args=tuple(entry.get("args", ())),
+                           env_passthrough=tuple(entry.get("env_passthrough", ())),
+                           private_home=True, timeout_s=120)
+
+    async def sink(stream: str, text: str) -> None:
+        pass
+
+    result = await builtin_adapters()[cli].run(request, sink, asyncio.Event())
+    assert result.ok, result.error
+    assert any(prompt in str(r.get("body")) for r in fake.requests), "prompt not seen verbatim"
+    assert not list(work.glob("pwned*"))
+    assert (work / "greeting.txt").exists()
+    assert "worker-secret-never-passed" not in str(fake.requests)
+    assert_offline(cli, fake)
+
+
+async def test_a_quota_failure_is_classified_and_carries_the_message(fake, tmp_path):
+    need("claude")
+    fake.fail_next("quota", times=10, api="anthropic")
+    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
+                           stage=TaskState.IMPLEMENTING, prompt="hi", cwd=tmp_path,
+                           model=MODELS["claude"], private_home=True, timeout_s=60)
+
+    async def sink(stream: str, text: str) -> None:
+        pass
+
+    result = await builtin_adapters()["claude"].run(request, sink, asyncio.Event())
+    assert result.failure is Failure.QUOTA and "Credit balance is too low" in result.error
