@@ -38,6 +38,7 @@ class AiderSpec(CliAdapterSpec):
     min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
     login_env = (*NETWORK_ENV, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
                  "GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY")
+    owned_flags = ("--message", "-m", "--message-file", "--pretty", "--stream")
     capabilities = Capabilities(structured_output="no (text)", usage=True, cost=True,
                                 resume="--restore-chat-history",
                                 sandbox_flags="--yes-always")

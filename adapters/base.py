@@ -149,9 +149,13 @@ class CliAdapterSpec:
         """Variables that point the CLI's config dir into a private HOME (e.g. CODEX_HOME)."""
         return {}
 
+    # Flags T25 sets itself; a profile repeating them would change how output is read.
+    owned_flags: tuple[str, ...] = ()
+
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         """What looks wrong in a profile for this CLI (`t25 doctor`)."""
-        return []
+        return [f"args: {arg} is set by T25 itself; remove it" for arg in args
+                if arg.split("=")[0] in self.owned_flags]
 
     def locate(self) -> str | None:
         return shutil.which(self.binary)

@@ -18,6 +18,7 @@ class ClaudeSpec(CliAdapterSpec):
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
     login_env = (*NETWORK_ENV, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
                  "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR")
+    owned_flags = ("-p", "--print", "--output-format", "--verbose")
     capabilities = Capabilities(structured_output="stream-json", usage=True, cost=True,
                                 resume="--resume SESSION_ID",
                                 sandbox_flags="--dangerously-skip-permissions")

@@ -36,6 +36,7 @@ class CodexSpec(CliAdapterSpec):
     binary = "codex"
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
+    owned_flags = ("--json", "-C", "--cd")
     capabilities = Capabilities(structured_output="--json", usage=True, cost=False,
                                 resume="exec resume SESSION_ID",
                                 sandbox_flags="--sandbox workspace-write, approvals never")

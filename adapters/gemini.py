@@ -26,6 +26,7 @@ class GeminiSpec(CliAdapterSpec):
     login_env = (*NETWORK_ENV, "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
                  "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
                  "GOOGLE_APPLICATION_CREDENTIALS")
+    owned_flags = ("-o", "--output-format", "-p", "--prompt")
     capabilities = Capabilities(structured_output="-o stream-json", usage=True, cost=False,
                                 resume="--resume SESSION", sandbox_flags="--yolo")
     home_files = {".gemini/settings.json": HEADLESS_SETTINGS}

@@ -17,6 +17,7 @@ class OpencodeSpec(CliAdapterSpec):
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
     login_env = (*NETWORK_ENV, "OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "ANTHROPIC_API_KEY",
                  "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
+    owned_flags = ("--format",)
     capabilities = Capabilities(structured_output="--format json", usage=True, cost=True,
                                 resume="--session ID / --continue",
                                 sandbox_flags="none (permissions from its config)")
@@ -35,9 +36,10 @@ class OpencodeSpec(CliAdapterSpec):
             "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD")}
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
+        problems = super().config_problems(profile_model, args)
         if profile_model and "/" not in profile_model:
-            return [f"model {profile_model!r}: opencode wants provider/model"]
-        return []
+            problems.append(f"model {profile_model!r}: opencode wants provider/model")
+        return problems
 
     def parse(self, stdout: str) -> ParsedOutput:
         events = json_lines(stdout)

@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument("--no-workers", action="store_true",
                      help="only watch and decide; another process works the queue")
 
+    add("doctor", "doctor:doctor",
+        "check every configured agent CLI: found, version, capabilities, what looks wrong")
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
