@@ -27,13 +27,14 @@ from core.models import CheckResult, Lease, Run, Task, TaskState
 from core.pipeline import Pipeline, RunReport
 from core.publish import publish
 from core.service import Factory
-from core.worktrees import Worktrees
+from core.worktrees import WorktreeBusy, Worktrees
 
 log = logging.getLogger("t25.worker")
 
 CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
 OUTPUT_FLUSH_S = 0.05        # batch run output into events at most this often ...
 OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
+LOCK_RETRY_S = 0.5
 OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
 
 
@@ -200,7 +201,7 @@ class Worker:
 
     async def _execute(self, lease: Lease, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
         worktrees = self.site.worktrees(task.project)
-        with worktrees.lock(task.id):
+        async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
             if run.stage is TaskState.PR_OPEN:
                 return RunReport(note=await publish(worktrees, task))
@@ -218,6 +219,23 @@ class Worker:
                 report.update(diff_stat=await worktrees.diff_stat(task),
                               diff=await worktrees.diff(task))
             return RunReport(**report)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, worktrees: Worktrees, task_id: str, abort: asyncio.Event):
+        """Hold the worktree's lock, waiting while another process still holds it (a worker
+        frozen past its lease keeps it until it wakes, learns its lease is gone, and lets go)."""
+        while True:
+            try:
+                lock = worktrees.lock(task_id).acquire()
+                break
+            except WorktreeBusy:
+                if abort.is_set():
+                    raise
+                await asyncio.sleep(LOCK_RETRY_S)
+        try:
+            yield
+        finally:
+            lock.release()
 
     async def _run_agent(
         self, lease: Lease, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event

@@ -50,3 +50,16 @@ def t25(repo: Path):
         return Result(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A repository with a passing unit test, as the pipeline tests' sample project."""
+    repo = make_repo(tmp_path / "shop", branch="trunk")
+    (repo / "test_app.py").write_text(
+        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n")
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "-q", "-m", "tests", cwd=repo)
+    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    return repo

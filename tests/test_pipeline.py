@@ -23,7 +23,6 @@ from core.git import git_sync
 from core.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.service import Factory
 from store import open_store
-from tests.conftest import make_repo
 
 S = TaskState
 SCRIPTED = {"adapter": "scripted"}
@@ -51,18 +50,6 @@ def write_config(repo: Path, **overrides) -> None:
         else:
             config[key] = value
     (repo / "t25.yaml").write_text(yaml.safe_dump(config))
-
-
-@pytest.fixture
-def shop(tmp_path: Path) -> Path:
-    repo = make_repo(tmp_path / "shop", branch="trunk")
-    (repo / "test_app.py").write_text(
-        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
-        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n")
-    git_sync("add", "-A", cwd=repo)
-    git_sync("commit", "-q", "-m", "tests", cwd=repo)
-    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
-    return repo
 
 
 class Env:

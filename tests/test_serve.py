@@ -19,7 +19,7 @@ import uvicorn
 
 from core.models import Lease, RunOutcome, RunStatus
 from t25_tui.serve import make_api
-from tests.test_pipeline import Env, shop, write_config  # noqa: F401 (shop: a fixture)
+from tests.test_pipeline import Env, write_config
 
 CREDENTIAL = "worker-secret-42"
 

@@ -1,0 +1,152 @@
+"""Remote workers that die, freeze or are told to stop: nothing is lost, nothing is kept twice.
+
+`t25 serve` and `t25 worker` run as real processes on loopback; workers hold short leases
+so a lapse is quick to reach."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_pipeline import write_config
+from tests.test_serve import CREDENTIAL, _free_port, _healthy, _wait_until
+
+CMD = [sys.executable, "-m", "t25_tui"]
+ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
+
+
+@contextmanager
+def control_plane(repo: Path, dev_args: list[str]):
+    write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]})
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}"], cwd=repo, env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started: list[subprocess.Popen] = []
+
+    def worker(*extra: str) -> subprocess.Popen:
+        p = subprocess.Popen([*CMD, "worker", "--url", url, "--lease-ttl", "2",
+                              "--heartbeat", "0.5", *extra], cwd=repo, env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(p)
+        return p
+
+    try:
+        _wait_until(lambda: _healthy(url))
+        with httpx.Client(base_url=url, timeout=10) as client:
+            yield client, worker
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=30)
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=30)
+        _kill_agents_under(repo)
+
+
+def _dev_run(client: httpx.Client) -> dict | None:
+    runs = client.get("/tasks/T-1").json()["runs"]
+    return next((r for r in runs if r["role"] == "dev"), None)
+
+
+def _dev_running(client: httpx.Client) -> bool:
+    run = _dev_run(client)
+    return run is not None and run["status"] == "running"
+
+
+def _finished_events(client: httpx.Client, run_id: str) -> int:
+    with client.stream("GET", "/events") as response:
+        count = 0
+        newest = client.get("/health").json()["last_event_id"]
+        current: dict = {}
+        for line in response.iter_lines():
+            if line.startswith("id:"):
+                current["id"] = int(line[3:])
+            elif line.startswith("data:") and '"run_finished"' in line and f'"{run_id}"' in line:
+                count += 1
+            if current.get("id") == newest:
+                return count
+    return count
+
+
+def _kill_agents_under(repo: Path) -> None:
+    """Agents orphaned by a SIGKILLed worker keep running; end them after the test."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if Path(os.readlink(proc / "cwd")).is_relative_to(repo):
+                    os.kill(int(proc.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+
+
+def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop):
+    with control_plane(shop, ["--misbehave", "slow:4"]) as (client, worker):
+        first = worker()
+        client.post("/tasks", json={"title": "Survive a crash"})
+        _wait_until(lambda: _dev_running(client), timeout=60)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        _kill_agents_under(shop / ".factory")  # its orphaned agent
+        worker()
+        _wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
+        dev = _dev_run(client)
+        assert dev["status"] == "succeeded" and dev["attempts"] == 2
+        assert _finished_events(client, dev["id"]) == 1
+
+
+def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(shop):
+    with control_plane(shop, ["--misbehave", "slow:3"]) as (client, worker):
+        frozen = worker()
+        client.post("/tasks", json={"title": "Survive a freeze"})
+        _wait_until(lambda: _dev_running(client), timeout=60)
+        claimed_by = _dev_run(client)["worker"]
+        frozen.send_signal(signal.SIGSTOP)
+        rescuer = worker()
+        # The lease lapses, the run is queued again and the rescuer claims it; it waits for
+        # the worktree, which the frozen worker still holds.
+        _wait_until(lambda: _dev_running(client) and _dev_run(client)["worker"] != claimed_by, 60)
+        frozen.send_signal(signal.SIGCONT)  # wakes, is refused (409), stops, lets go
+        _wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
+        assert frozen.poll() is None and rescuer.poll() is None  # refused, not crashed
+        dev = _dev_run(client)
+        assert dev["worker"] != claimed_by and dev["attempts"] == 2
+        assert _finished_events(client, dev["id"]) == 1
+        task = client.get("/tasks/T-1").json()["task"]
+        assert task["state"] == "DONE" and task["error"] is None
+
+
+def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
+    with control_plane(shop, ["--misbehave", "slow:60"]) as (client, worker):
+        leaving = worker()
+        client.post("/tasks", json={"title": "Hand it back"})
+        _wait_until(lambda: _dev_running(client), timeout=60)
+        leaving.send_signal(signal.SIGTERM)
+        assert leaving.wait(timeout=30) == 0
+        dev = _dev_run(client)
+        assert dev["status"] == "queued" and dev["attempts"] == 0
+        agents = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                  and _cwd_under(p, shop / ".factory")]
+        assert agents == []
+
+
+def _cwd_under(proc: Path, root: Path) -> bool:
+    try:
+        return Path(os.readlink(proc / "cwd")).is_relative_to(root)
+    except OSError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_agents(shop):
+    yield
+    _kill_agents_under(shop)
