@@ -122,13 +122,14 @@ class T25App(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("T25", id="status")
-        yield Input(placeholder="filter: project:NAME type:feat|fix|… words — enter applies, "
+        box = Input(placeholder="filter: project:NAME type:feat|fix|… words — enter applies, "
                                 "escape clears", id="filter")
+        box.display = False
+        yield box
         yield Board(id="board")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#filter").display = False
         self.run_worker(bridge.pump(self.factory.bus, self.post_message), name="bridge",
                         group="bridge", exit_on_error=False)
         if self.floor is not None:
@@ -194,6 +195,8 @@ class T25App(App[None]):
         self.seen_event_id = max(self.seen_event_id, last)
         self.cards = cards(tasks, runs)
         self.show_cards()
+        if not self.loaded.is_set():
+            self.board.focus_first()
         self.loaded.set()
 
     def show_cards(self) -> None:

@@ -32,7 +32,9 @@ class ControlPlaneUnreachable(T25Error):
 class HttpPlane:
     """The ControlPlane protocol over a `t25 serve` REST API."""
 
-    def __init__(self, url: str, credential: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, credential: str, *, lease_ttl_s: float = 30.0,
+                 timeout_s: float = 30.0) -> None:
+        self.lease_ttl_s = lease_ttl_s  # every call that proves the lease also extends it
         self.client = httpx.AsyncClient(
             base_url=url.rstrip("/"), timeout=timeout_s,
             headers={"Authorization": f"Bearer {credential}"})
@@ -68,12 +70,14 @@ class HttpPlane:
         return Lease.model_validate(response.json())
 
     async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        body = _lease(lease) | {"checks": [c.model_dump(mode="json") for c in checks]}
+        body = _lease(lease) | {"ttl_s": self.lease_ttl_s,
+                                "checks": [c.model_dump(mode="json") for c in checks]}
         return (await self._post("/worker/prompt", body)).json()["prompt"]
 
     async def record(self, lease: Lease, event: Event) -> None:
         raw = {"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})}
-        await self._post("/worker/events", _lease(lease) | {"events": [raw]})
+        await self._post("/worker/events", _lease(lease) | {"ttl_s": self.lease_ttl_s,
+                                                            "events": [raw]})
 
     async def complete(self, lease: Lease, report: RunReport) -> None:
         await self._post("/worker/complete", _lease(lease) | {
@@ -96,7 +100,7 @@ async def work_remotely(url: str, credential: str, config, *, workers: int,
     from core.worker import Worker, host_name
     from core.worktrees import Workspace, owner_of
 
-    plane = HttpPlane(url, credential)
+    plane = HttpPlane(url, credential, lease_ttl_s=lease_ttl_s)
     site = Workspace(config, owner=owner_of(url))
     quota = QuotaBook()
     crew = [Worker(plane, site, builtin_adapters(), run_check, quota=quota,

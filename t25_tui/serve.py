@@ -14,6 +14,7 @@ endpoint needs `T25_OPERATOR_TOKEN`. Worker endpoints always need the credential
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 from collections.abc import AsyncIterator
@@ -41,6 +42,8 @@ from core.pipeline import Pipeline, RunReport
 from core.service import Factory
 
 MAX_BODY = 64 * 2**20  # a completion carries the run's log
+WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
+TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
 STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
           StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422}
 
@@ -88,11 +91,13 @@ class LeaseBody(_Body):
 
 class PromptBody(_Body):
     lease: Lease
+    ttl_s: float = Field(30.0, gt=0, le=3600)
     checks: list[CheckResult] = []
 
 
 class EventsBody(_Body):
     lease: Lease
+    ttl_s: float = Field(30.0, gt=0, le=3600)
     events: list[dict[str, Any]] = Field(max_length=1000)
 
 
@@ -133,7 +138,7 @@ class BodyLimit:
 
 
 def make_api(factory: Factory, *, worker_credential: str | None, operator_token: str | None,
-             loopback: bool = True, poll_s: float = 0.25) -> FastAPI:
+             loopback: bool = True) -> FastAPI:
     """The REST/SSE app over one factory. Tests, `t25 serve` and `t25 tui --serve` share it."""
     if not loopback and not operator_token:
         raise ConfigError("serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
@@ -143,6 +148,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                               "protocol of one T25 installation.")
     pipeline = Pipeline(factory)
     store = factory.store
+    tail = Tail(store)
 
     @api.exception_handler(T25Error)
     async def refused(_: Request, exc: T25Error) -> JSONResponse:
@@ -234,18 +240,21 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
         if cursor > newest:  # from another store, or one that was reset: start over
             yield ServerSentEvent(event="reset", data={"last_id": newest})
             cursor = 0
-        sub = factory.bus.subscribe(maxsize=1)
-        try:
-            while True:
-                batch = await store.events_after(cursor, limit=500)
-                for e in batch:
+        async with tail.follow() as batches:
+            while True:  # catch up from the events table, then follow the shared tail
+                caught_up = await store.events_after(cursor, limit=500)
+                for e in caught_up:
                     yield ServerSentEvent(id=str(e.id), event=e.kind, data=event_json(e))
-                if batch:
-                    cursor = batch[-1].id
+                    cursor = e.id
+                if caught_up:
                     continue
-                await _wake(sub, poll_s)
-        finally:
-            sub.close()
+                batch = await batches.get()
+                if batch is None:  # this client fell behind the tail: read the table again
+                    continue
+                for e in batch:
+                    if e.id > cursor:  # the catch-up may have sent it already
+                        yield ServerSentEvent(id=str(e.id), event=e.kind, data=event_json(e))
+                        cursor = e.id
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -266,13 +275,13 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
 
     @api.post("/worker/prompt", dependencies=wk)
     async def prompt(body: PromptBody) -> dict:
-        lease = await store.heartbeat(body.lease, 30.0)  # only the lease holder may ask
+        lease = await store.heartbeat(body.lease, body.ttl_s)  # only the lease holder may ask
         claimed, task = await store.get_run(lease.run_id), await store.get_task(lease.task_id)
         return {"prompt": await pipeline.prompt_for(claimed, task, checks=body.checks)}
 
     @api.post("/worker/events", dependencies=wk, status_code=204)
     async def run_events(body: EventsBody) -> Response:
-        await store.heartbeat(body.lease, 30.0)  # a lost lease's output is not attached
+        await store.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is not attached
         for raw in body.events:
             kind = raw.pop("kind", None)
             if kind not in ("run_started", "run_output"):
@@ -294,6 +303,49 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     return api
 
 
+class Tail:
+    """One reader of the events table for every SSE client of this process.
+
+    Each wake (a write by any process, see Store.wait_for_events) costs one query, not
+    one per client. A client subscribes before its own catch-up read, so every event is
+    either in that read or in a batch after it; ids already sent are skipped.
+    """
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.queues: set[asyncio.Queue] = set()
+        self.reader: asyncio.Task | None = None
+
+    @contextlib.asynccontextmanager
+    async def follow(self):
+        queue: asyncio.Queue = asyncio.Queue(maxsize=TAIL_QUEUE)
+        self.queues.add(queue)
+        if self.reader is None or self.reader.done():
+            self.reader = asyncio.create_task(self._read(await self.store.last_event_id()))
+        try:
+            yield queue
+        finally:
+            self.queues.discard(queue)
+            if not self.queues and self.reader:
+                self.reader.cancel()
+                self.reader = None
+
+    async def _read(self, cursor: int) -> None:
+        while True:
+            await self.store.wait_for_events(cursor, WAIT_S)
+            batch = await self.store.events_after(cursor, limit=1000)
+            if not batch:
+                continue
+            cursor = batch[-1].id
+            for queue in tuple(self.queues):
+                try:
+                    queue.put_nowait(batch)
+                except asyncio.QueueFull:  # a slow client: it re-reads the table instead
+                    while not queue.empty():
+                        queue.get_nowait()
+                    queue.put_nowait(None)
+
+
 def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> None:
     async def decide(ref: str, body: DecisionBody) -> dict:
         task = await getattr(factory, verb)(ref, actor=body.actor or "api", reason=body.reason)
@@ -307,12 +359,3 @@ def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> No
 def _bearer_matches(header: str | None, secret: str) -> bool:
     given = (header or "").removeprefix("Bearer ").strip().encode()
     return hmac.compare_digest(given, secret.encode())
-
-
-async def _wake(sub, poll_s: float) -> None:
-    """Until this process publishes an event, or `poll_s` passes (other processes write
-    the store too)."""
-    try:
-        await asyncio.wait_for(sub.get(), poll_s)
-    except asyncio.TimeoutError:
-        pass

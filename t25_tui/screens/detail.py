@@ -44,6 +44,9 @@ class TaskDetail(Screen):
         Binding("2", "tab('artifacts')", "artifacts", id="detail.artifacts"),
         Binding("3", "tab('runs')", "runs", id="detail.runs"),
         Binding("4,l", "tab('log')", "log", id="detail.log"),
+        Binding("f", "log('toggle_follow')", "follow/pause", id="detail.follow"),
+        Binding("slash", "log('search')", "search log", id="detail.search"),
+        Binding("n", "log('next_match')", "next match", show=False, id="detail.next"),
     ]
 
     def __init__(self, factory: Factory, task_id: str, clock: Clock, *, tab: str = "history") -> None:
@@ -82,6 +85,13 @@ class TaskDetail(Screen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        if tab == "log":
+            self.query_one(LogPane).output.focus()
+
+    def action_log(self, what: str) -> None:
+        """The log's keys work from anywhere in the detail: they show the log first."""
+        self.action_tab("log")
+        getattr(self.query_one(LogPane), f"action_{what}")()
 
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:

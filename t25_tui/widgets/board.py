@@ -129,6 +129,15 @@ class Board(HorizontalScroll):
             return True
         return False
 
+    def focus_first(self) -> None:
+        """Focus the first card on the board (the first column that has one)."""
+        for column in self.query(Column):
+            if column.cards.option_count:
+                column.cards.focus()
+                column.cards.highlighted = 0
+                return
+        self.query(Column).first().cards.focus()
+
     def action_column(self, step: int) -> None:
         columns = list(self.query(Column))
         focused = self.screen.focused

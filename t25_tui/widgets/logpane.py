@@ -53,7 +53,7 @@ class LogPane(Vertical):
         yield Log(max_lines=self.max_lines, highlight=False, auto_scroll=True)
 
     @property
-    def log(self) -> Log:
+    def output(self) -> Log:
         return self.query_one(Log)
 
     def _status(self, extra: str = "") -> str:
@@ -78,7 +78,7 @@ class LogPane(Vertical):
         self._buffer.clear()
         self._held.clear()
         self.replayed = False
-        self.log.clear()
+        self.output.clear()
         self.query_one(".log-status", Static).update(self._status())
         self.replay()
 
@@ -122,13 +122,13 @@ class LogPane(Vertical):
         text = "".join(self._buffer)
         self._buffer.clear()
         self.written += len(text)
-        self.log.write(text, scroll_end=self.following)
+        self.output.write(text, scroll_end=self.following)
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following
-        self.log.auto_scroll = self.following
+        self.output.auto_scroll = self.following
         if self.following:
-            self.log.scroll_end(animate=False)
+            self.output.scroll_end(animate=False)
         self.query_one(".log-status", Static).update(self._status())
 
     def action_search(self) -> None:
@@ -141,13 +141,13 @@ class LogPane(Vertical):
         self._query = event.value.strip()
         self._match_line = -1
         event.input.display = False
-        self.log.focus()
+        self.output.focus()
         self.action_next_match()
 
     def action_next_match(self) -> None:
         if not self._query:
             return
-        lines = self.log.lines
+        lines = self.output.lines
         needle = self._query.lower()
         start = self._match_line + 1
         order = list(range(start, len(lines))) + list(range(0, start))
@@ -158,7 +158,7 @@ class LogPane(Vertical):
         self._match_line = hit
         if self.following:
             self.action_toggle_follow()  # looking at a match: stop following
-        self.log.scroll_to(y=max(hit - 2, 0), animate=False)
+        self.output.scroll_to(y=max(hit - 2, 0), animate=False)
         count = sum(needle in line.lower() for line in lines)
         self.query_one(".log-status", Static).update(
             self._status(f"“{self._query}” line {hit + 1} ({count} matches, n for next)"))

@@ -1,0 +1,46 @@
+"""Fixtures for the cockpit: a seeded factory (real git repo, real SQLite store) and helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from t25_tui.app import T25App, make_app
+from t25_tui.seed import Seeded, seed
+
+
+@pytest.fixture
+async def seeded(tmp_path: Path):
+    s = await seed(tmp_path / "shop")
+    yield s
+    await s.factory.store.close()
+
+
+def app_for(s: Seeded, **kw) -> T25App:
+    return make_app(s.factory, clock=s.clock, actor="ana@ops", **kw)
+
+
+async def until(pilot, condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Wait for a condition, letting the app run; fail with a clear message on timeout."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.02)
+
+
+async def until_async(pilot, condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+
+
+async def settle_board(app: T25App, pilot) -> None:
+    await asyncio.wait_for(app.loaded.wait(), 10)
+    await pilot.pause()

@@ -1,0 +1,82 @@
+"""Pilot tests: the board filters and moves live; a log follows a streaming run."""
+
+from __future__ import annotations
+
+from core.events import RunOutput
+from core.models import RunStatus, TaskState
+from t25_tui.screens.detail import TaskDetail
+from t25_tui.widgets.logpane import LogPane
+from tests.tui.conftest import app_for, settle_board, until
+
+
+def last_line(pane) -> str:
+    lines = [line for line in pane.output.lines if line]
+    return lines[-1] if lines else ""
+
+
+def visible_ids(app) -> set[str]:
+    ids = set()
+    for state in TaskState:
+        options = app.board.column(state).cards
+        ids |= {options.get_option_at_index(i).id for i in range(options.option_count)}
+    return ids
+
+
+async def test_filter_the_board(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle_board(app, pilot)
+        assert {"T-1", "T-3", "T-9"} <= visible_ids(app)
+        await pilot.press("slash", *"type:fix", "enter")
+        await until(pilot, lambda: visible_ids(app) == {"T-3", "T-9"})
+        await pilot.press("slash")
+        app.query_one("#filter").value = ""
+        await pilot.press(*"greeting", "enter")
+        await until(pilot, lambda: visible_ids(app) == {"T-1"})
+        await pilot.press("escape")
+        await until(pilot, lambda: "T-9" in visible_ids(app))
+
+
+async def test_cards_move_live_and_escapes_are_visible(seeded):
+    f = seeded.factory
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        for state, tid in ((TaskState.NEEDS_INPUT, "T-4"), (TaskState.FAILED, "T-5"),
+                           (TaskState.CANCELLED, "T-6")):
+            assert app.board.column(state).cards.get_option_at_index(0).id == tid
+        task = await f.task("T-9")
+        await f.transition(task, TaskState.SPEC, actor="t25", reason="picked up")
+        spec = app.board.column(TaskState.SPEC).cards
+        await until(pilot, lambda: "T-9" in {spec.get_option_at_index(i).id
+                                             for i in range(spec.option_count)})
+
+
+async def test_follow_a_live_log(seeded):
+    f = seeded.factory
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    run = running[-1]
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetail)
+                    and app.screen.query_one(LogPane).replayed)
+        pane = app.screen.query_one(LogPane)
+        assert pane.run_id == run.id
+        await until(pilot, lambda: any("hunk 8" in line for line in pane.output.lines))
+        for i in range(200):  # the agent keeps streaming
+            await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout",
+                                     text=f"reviewer: finding {i}\n"))
+        await until(pilot, lambda: last_line(pane) == "reviewer: finding 199")
+        assert pane.following and pane.output.is_vertical_scroll_end
+        await pilot.press("f")  # pause following
+        assert not pane.following
+        await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text="later\n"))
+        await until(pilot, lambda: last_line(pane) == "later")
+        await pilot.press("slash", *"finding 42", "enter")
+        await until(pilot, lambda: "line" in str(pane.query_one(".log-status").render()))
+        await pilot.press("f")
+        assert pane.following
+        assert sum(1 for line in pane.output.lines if line.startswith("reviewer: finding")) == 200

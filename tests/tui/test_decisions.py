@@ -1,0 +1,119 @@
+"""Pilot tests: every decision from the keyboard calls the Factory and lands in the audit."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import TaskState
+from t25_tui.screens.dialogs import AnswerDialog, ApprovalDialog, MessageDialog
+from t25_tui.screens.inbox import Inbox
+from tests.tui.conftest import app_for, settle_board, until, until_async
+
+SIZES = [(120, 36), (80, 24)]
+
+
+def decisions(s, task):
+    return [(e.decision, e.reason) for e in s.factory.audit.entries(task=task)]
+
+
+async def state_is(s, ref, state):
+    return (await s.factory.task(ref)).state is state
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_approve_from_the_inbox(seeded, size):
+    app = app_for(seeded)
+    async with app.run_test(size=size) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, Inbox) and app.screen.selected())
+        table = app.screen.query_one("DataTable")
+        table.move_cursor(row=table.get_row_index("T-2"))
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        plan = str(app.screen.query_one("#plan").render())
+        assert "HIGH" in plan and "app/session.py" in plan
+        await pilot.press("a")
+        await until_async(pilot, lambda: state_is(seeded, "T-2", TaskState.IMPLEMENTING))
+    assert decisions(seeded, "T-2")[-1][0] == "approve"
+
+
+async def test_reject_with_a_reason(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        await pilot.press("r")
+        await pilot.press("enter")  # an empty reason is not sent
+        assert isinstance(app.screen, ApprovalDialog)
+        await pilot.press(*"split the key ring change")
+        await pilot.press("enter")
+        await until_async(pilot, lambda: state_is(seeded, "T-2", TaskState.PLAN))
+    assert decisions(seeded, "T-2")[-1] == ("reject", "split the key ring change")
+
+
+async def test_answer_needs_input(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-4")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AnswerDialog))
+        assert "customer's currency" in str(app.screen.query_one(".dialog-body").render())
+        await pilot.press(*"EUR")
+        await pilot.press("enter")
+        await until_async(pilot, lambda: state_is(seeded, "T-4", TaskState.SPEC))
+    assert decisions(seeded, "T-4")[-1] == ("answer", "EUR")
+
+
+async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
+    f = seeded.factory
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-1")
+        await pilot.press("m", "y")
+        await until(pilot, lambda: isinstance(app.screen, MessageDialog))
+        body = str(app.screen.query_one("#message-body").render())
+        assert "cannot be merged" in body
+        await pilot.press("escape")
+        task = await f.task("T-1")
+        await f.update(task, actor="t25", checks_passed=True, review_verdict="approve")
+        await pilot.press("m", "y")
+        await until_async(pilot, lambda: _merged(f))
+    assert decisions(seeded, "T-1")[-1][0] == "merge"
+
+
+async def _merged(f):
+    return (await f.task("T-1")).merged
+
+
+async def test_new_cancel_retry_archive_from_the_keyboard(seeded):
+    f = seeded.factory
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press(*"Log slow queries", "enter")
+        await until_async(pilot, lambda: _titled(f, "Log slow queries"))
+        assert app.board.focus_task("T-7")
+        await pilot.press("x", *"not now", "enter")
+        await until_async(pilot, lambda: state_is(seeded, "T-7", TaskState.CANCELLED))
+        await until(pilot, lambda: app.board.focus_task("T-5"))
+        await pilot.press("r", "enter")
+        await until_async(pilot, lambda: state_is(seeded, "T-5", TaskState.IMPLEMENTING))
+        await until(pilot, lambda: app.board.focus_task("T-6"))
+        await pilot.press("z", "enter")
+        await until_async(pilot, lambda: _archived(f, "T-6"))
+    assert [d for d, _ in decisions(seeded, None)][-3:] == ["cancel", "retry", "archive"]
+
+
+async def _titled(f, title):
+    return any(t.title == title for t in await f.store.list_tasks())
+
+
+async def _archived(f, ref):
+    return (await f.task(ref)).archived
