@@ -26,7 +26,7 @@ from store.postgres_schema import is_connection_lost
 
 log = logging.getLogger("t25.store.postgres")
 
-CHANNEL = "t25_events"
+CHANNEL = sql.EVENTS_CHANNEL
 COALESCE_S = 0.005  # at most one notification per process this often
 POLL_S = 0.25       # how often a reader without a listening connection looks anyway
 
@@ -56,7 +56,7 @@ class _ProcessNotifier:
             self.last_sent = loop.time()
             for pool in list(self.pools):
                 try:
-                    await pool.execute(sql.NOTIFY, CHANNEL, "")
+                    await pool.execute(sql.NOTIFY)
                     break
                 except Exception as exc:  # readers elsewhere still poll; never fail a writer
                     log.warning("could not notify other T25 processes of new events: %s", exc)

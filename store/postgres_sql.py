@@ -104,7 +104,10 @@ TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
-NOTIFY = "SELECT pg_notify($1, $2)"
+EVENTS_CHANNEL = "t25_events"
+# A wake-up needs no durability: its commit does not wait for the WAL flush. (One
+# simple-protocol script, so the SET LOCAL and the notify share one transaction.)
+NOTIFY = f"SET LOCAL synchronous_commit = off; SELECT pg_notify('{EVENTS_CHANNEL}', '')"
 
 # -- runs and leases ----------------------------------------------------------------------
 

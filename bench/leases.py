@@ -1,0 +1,246 @@
+"""Lease throughput: claim-and-complete of T25's store, side by side with pgqueuer.
+
+For 1, 4 and 16 workers, each with a connection of its own, every worker loops
+"claim the oldest queued run, complete it under its token" until the queue is empty:
+on T25's Postgres store (one statement to claim with FOR UPDATE SKIP LOCKED, one to
+complete with the fencing check and its RunFinished event row), on pgqueuer doing the
+equivalent dequeue and acknowledge at batch size 1 against the same server, and on
+T25's embedded SQLite store for reference. Prints runs per second.
+
+pgqueuer is not a T25 dependency. It runs in an environment of its own, in a child
+process of this script; make that environment once:
+
+    python3 -m venv /tmp/t25-bench-pgq
+    /tmp/t25-bench-pgq/bin/pip install pgqueuer asyncpg==0.32.0
+
+Run:
+    .venv/bin/python bench/leases.py [--runs 5000] [--workers 1,4,16]
+        [--dsn postgresql://postgres@127.0.0.1:5432/postgres]
+        [--processes 2] [--pgqueuer-python /tmp/t25-bench-pgq/bin/python]
+
+`--processes` spreads the workers of each count over that many OS processes (same
+split for T25 and pgqueuer), so that Python's own CPU does not cap the figure on a
+small machine. Every figure uses a fresh database, dropped afterwards. Figures, not
+a test: nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DSN = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+DEFAULT_PGQ_PYTHON = os.environ.get("T25_BENCH_PGQUEUER_PYTHON", "/tmp/t25-bench-pgq/bin/python")
+TTL_S = 60.0
+
+
+def database_url(dsn: str, name: str) -> str:
+    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+
+
+async def admin(dsn: str, statement: str) -> None:
+    import asyncpg
+
+    con = await asyncpg.connect(dsn)
+    try:
+        await con.execute(statement)
+    finally:
+        await con.close()
+
+
+# -- the workers of one process (run in children: `--child t25|sqlite|pgqueuer`) ------------------
+
+
+async def t25_workers(url: str, workers: int, start_at: float) -> int:
+    sys.path.insert(0, str(ROOT))
+    from core.models import RunOutcome, RunStatus
+    from store import open_store
+
+    done = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0)
+    stores = [await open_store(url) for _ in range(workers)]
+
+    async def work(store, name: str) -> int:  # noqa: ANN001
+        n = 0
+        while (lease := await store.claim_run(name, TTL_S)) is not None:
+            await store.complete_run(lease, done)
+            n += 1
+        return n
+
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    counts = await asyncio.gather(*(work(s, f"w{os.getpid()}-{i}") for i, s in enumerate(stores)))
+    for s in stores:
+        await s.close()
+    return sum(counts)
+
+
+async def pgqueuer_workers(url: str, workers: int, start_at: float) -> int:
+    from datetime import timedelta
+
+    import asyncpg
+    from pgqueuer.queries import EntrypointExecutionParameter, Queries
+
+    cons = [await asyncpg.connect(url) for _ in range(workers)]
+    entrypoints = {"bench": EntrypointExecutionParameter(concurrency_limit=0)}
+
+    async def work(con) -> int:  # noqa: ANN001
+        queries, manager, n = Queries.from_asyncpg_connection(con), uuid.uuid4(), 0
+        while jobs := await queries.dequeue(batch_size=1, entrypoints=entrypoints, queue_manager_id=manager,
+                                            global_concurrency_limit=None,
+                                            heartbeat_timeout=timedelta(seconds=TTL_S)):
+            await queries.log_jobs([(job, "successful", None) for job in jobs])
+            n += len(jobs)
+        return n
+
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    counts = await asyncio.gather(*(work(c) for c in cons))
+    for c in cons:
+        await c.close()
+    return sum(counts)
+
+
+def child(kind: str, url: str, workers: int, start_at: float) -> None:
+    run = {"t25": t25_workers, "sqlite": t25_workers, "pgqueuer": pgqueuer_workers}[kind]
+    print(json.dumps({"done": asyncio.run(run(url, workers, start_at)), "end": time.time()}))
+
+
+# -- setting up a queue, and timing its workers --------------------------------------------------
+
+
+async def fill_t25(url: str, runs: int) -> None:
+    """Queue `runs` runs, the way enqueue_run writes them (in one statement, to be quick)."""
+    sys.path.insert(0, str(ROOT))
+    from core.models import NewTask, Project
+    from store import open_store
+
+    store = await open_store(url)
+    try:
+        await store.upsert_project(Project(name="bench", repo_path="/bench", default_branch="main"))
+        task, _ = await store.create_task(NewTask(project="bench", title="bench"), actor="bench")
+        await store.enqueue_run(_new_run(task.id))
+        rest = runs - 1
+        if url.startswith("sqlite"):
+            for _ in range(rest):
+                await store.enqueue_run(_new_run(task.id))
+        else:
+            import asyncpg
+
+            con = await asyncpg.connect(url)
+            try:
+                await con.execute(
+                    "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at) "
+                    "SELECT $1, 'IMPLEMENTING', 'dev', clock_timestamp(), clock_timestamp() FROM generate_series(1, $2)",
+                    int(task.id[2:]), rest)
+            finally:
+                await con.close()
+    finally:
+        await store.close()
+
+
+def _new_run(task_id: str):  # noqa: ANN202
+    from core.models import NewRun, TaskState
+
+    return NewRun(task_id=task_id, stage=TaskState.IMPLEMENTING, role="dev")
+
+
+async def fill_pgqueuer(url: str, runs: int) -> None:
+    import asyncpg
+    from pgqueuer.queries import Queries
+
+    con = await asyncpg.connect(url)
+    try:
+        queries = Queries.from_asyncpg_connection(con)
+        await queries.install()
+        await queries.enqueue(["bench"] * runs, [None] * runs, [0] * runs)
+    finally:
+        await con.close()
+
+
+def timed(kind: str, python: str, url: str, workers: int, processes: int) -> tuple[int, float]:
+    """Start the workers in `processes` children at one agreed instant; runs done, seconds."""
+    per = [workers // processes + (1 if i < workers % processes else 0) for i in range(processes)]
+    start_at = time.time() + 1.5  # enough for every child to import and connect first
+    children = [
+        subprocess.Popen([python, __file__, "--child", kind, url, str(n), repr(start_at)],
+                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        for n in per if n
+    ]
+    results = []
+    for c in children:
+        out, _ = c.communicate()
+        if c.returncode != 0:
+            raise SystemExit(f"a {kind} benchmark child failed (exit {c.returncode})")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return sum(r["done"] for r in results), max(r["end"] for r in results) - start_at
+
+
+def measure(kind: str, dsn: str, runs: int, workers: int, processes: int, pgq_python: str) -> float:
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/t25.db"
+            asyncio.run(fill_t25(url, runs))
+            done, seconds = timed(kind, sys.executable, url, workers, processes)
+    else:
+        name = f"t25_bench_{uuid.uuid4().hex[:12]}"
+        url = database_url(dsn, name)
+        asyncio.run(admin(dsn, f'CREATE DATABASE "{name}"'))
+        try:
+            if kind == "t25":
+                asyncio.run(fill_t25(url, runs))
+                done, seconds = timed(kind, sys.executable, url, workers, processes)
+            else:
+                subprocess.run([pgq_python, __file__, "--fill-pgqueuer", url, str(runs)], check=True, cwd=ROOT)
+                done, seconds = timed(kind, pgq_python, url, workers, processes)
+        finally:
+            asyncio.run(admin(dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    if done != runs:
+        raise SystemExit(f"{kind} with {workers} workers finished {done} of {runs} runs")
+    return done / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5000)
+    parser.add_argument("--workers", default="1,4,16")
+    parser.add_argument("--dsn", default=DEFAULT_DSN)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--pgqueuer-python", default=DEFAULT_PGQ_PYTHON)
+    parser.add_argument("--skip", default="", help="comma-separated: t25, pgqueuer, sqlite")
+    parser.add_argument("--child", nargs=4, metavar=("KIND", "URL", "WORKERS", "START_AT"), help=argparse.SUPPRESS)
+    parser.add_argument("--fill-pgqueuer", nargs=2, metavar=("URL", "RUNS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, url, workers, start_at = args.child
+        child(kind, url, int(workers), float(start_at))
+        return
+    if args.fill_pgqueuer:
+        asyncio.run(fill_pgqueuer(args.fill_pgqueuer[0], int(args.fill_pgqueuer[1])))
+        return
+
+    kinds = [k for k in ("t25", "pgqueuer", "sqlite") if k not in args.skip.split(",")]
+    if "pgqueuer" in kinds and not Path(args.pgqueuer_python).exists():
+        raise SystemExit(f"no pgqueuer environment at {args.pgqueuer_python}; see this script's docstring")
+    counts = [int(w) for w in args.workers.split(",")]
+    print(f"claim-and-complete, {args.runs} runs per figure, workers over {args.processes} processes, "
+          f"{os.cpu_count()} CPUs; runs/s")
+    label = {"t25": "T25 Postgres", "pgqueuer": "pgqueuer (batch 1)", "sqlite": "T25 SQLite (reference)"}
+    print(f"{'workers':>8} " + " ".join(f"{label[k]:>24}" for k in kinds) + (
+        f" {'T25 / pgqueuer':>15}" if {"t25", "pgqueuer"} <= set(kinds) else ""))
+    for workers in counts:
+        figures = {k: measure(k, args.dsn, args.runs, workers, min(args.processes, workers), args.pgqueuer_python)
+                   for k in kinds}
+        ratio = f" {figures['t25'] / figures['pgqueuer']:>14.1f}x" if {"t25", "pgqueuer"} <= set(kinds) else ""
+        print(f"{workers:>8} " + " ".join(f"{figures[k]:>24,.0f}" for k in kinds) + ratio, flush=True)
+
+
+if __name__ == "__main__":
+    main()
