@@ -118,5 +118,5 @@ def test_the_agent_imports_neither_pydantic_nor_t25():
 
 def test_the_registry_offers_the_scripted_agent():
     adapters = builtin_adapters()
-    assert list(adapters) == ["scripted"]
+    assert set(adapters) == {"claude", "codex", "gemini", "opencode", "aider", "scripted"}
     assert adapters["scripted"].name == "scripted" and adapters["scripted"].locate()
