@@ -1,0 +1,85 @@
+"""Snapshot tests: how the cockpit looks, grouped by screen, made deterministic.
+
+The data is the seeded board (fixed ids, every timestamp pinned), the clock is frozen,
+no worker runs, and colour variables are removed from the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from t25_tui.seed import seed
+from tests.tui.conftest import app_for
+
+
+@pytest.fixture
+def seeded_app(tmp_path: Path, monkeypatch):
+    for var in ("NO_COLOR", "FORCE_COLOR", "COLORTERM", "TEXTUAL_THEME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    loop = asyncio.new_event_loop()
+    seeded = loop.run_until_complete(seed(tmp_path / "shop"))
+    yield lambda: app_for(seeded)
+    loop.run_until_complete(seeded.factory.store.close())
+    loop.close()
+
+
+async def _loaded(pilot) -> None:
+    await asyncio.wait_for(pilot.app.loaded.wait(), 10)
+    await pilot.pause(0.2)
+
+
+def _then(*keys: str, wait: float = 0.4):
+    async def run_before(pilot) -> None:
+        await _loaded(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause(0.1)
+        await pilot.pause(wait)
+        await pilot.wait_for_scheduled_animations()
+    return run_before
+
+
+def _open(task: str, *keys: str):
+    async def run_before(pilot) -> None:
+        await _loaded(pilot)
+        pilot.app.board.focus_task(task)
+        await pilot.press("enter", *keys)
+        await pilot.pause(0.6)
+    return run_before
+
+
+def test_board(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_then())
+
+
+def test_board_at_80x24(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_then())
+
+
+def test_task_detail_history(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_open("T-2"))
+
+
+def test_task_detail_runs(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_open("T-1", "3"))
+
+
+def test_approval_dialog(snap_compare, seeded_app):
+    async def run_before(pilot) -> None:
+        await _loaded(pilot)
+        pilot.app.board.focus_task("T-2")
+        await pilot.press("a")
+        await pilot.pause(0.5)
+    assert snap_compare(seeded_app(), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_cost_pane(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_then("c"))
+
+
+def test_audit_pane(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_then("u"))
