@@ -25,7 +25,7 @@ from core.models import ArtifactKind, TaskState
 from core.service import Factory
 from store import open_store
 from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
-from tests.test_pipeline import shop, write_config  # noqa: F401 - shop is a fixture
+from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
 
 CLIS = ("claude", "codex", "gemini", "opencode")
 RATES = {name: {"input": 3.0, "output": 15.0} for name in
