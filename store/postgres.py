@@ -205,7 +205,12 @@ class PostgresStore:
         task = parse_id("T", task_id) if task_id is not None else None
 
         async def read(con: asyncpg.Connection, _: bool) -> list[Row]:
-            horizon = await con.fetchval(sql.EVENT_HORIZON, after_id)
+            if task is None:
+                rows = await con.fetch(sql.EVENTS_FROM, after_id, limit)
+                settled = next((i for i, r in enumerate(rows) if r["id"] != after_id + 1 + i), len(rows))
+                if settled or not rows:
+                    return rows[:settled]
+            horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
             if horizon is None:  # nothing past the cursor yet
                 return []
             if task is None:
@@ -216,7 +221,7 @@ class PostgresStore:
 
     async def last_event_id(self) -> int:
         async def read(con: asyncpg.Connection, _: bool) -> int:
-            horizon = await con.fetchval(sql.EVENT_HORIZON, 0)
+            horizon = await con.fetchval(sql.EVENT_HORIZON, 0, None)
             return 0 if horizon is None else int(await con.fetchval(sql.LAST_EVENT_ID, horizon))
 
         return await self._run(read)

@@ -95,10 +95,17 @@ SELECT task.*, event.id AS event_id FROM task, event"""
 
 INSERT_EVENT = """
 INSERT INTO events (at, kind, task_id, run_id, payload) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING id"""
-# Settle the horizon only when there is something past the reader's cursor; see
-# 0001_initial.sql for why it is needed. It must be its own statement: a statement's
-# snapshot is taken before it waits for the lock.
-EVENT_HORIZON = "SELECT t25_event_horizon() WHERE EXISTS (SELECT 1 FROM events WHERE id > $1)"
+# A reader first reads without any lock: the events right after its cursor with no
+# id missing between them are settled (any id below a visible one that is still in
+# flight would show as a hole). Only a hole right at the cursor, or a read filtered
+# by task, settles a horizon under the lock (see 0001_initial.sql), and only when
+# something past the cursor is visible at all. The horizon must be its own
+# statement: a statement's snapshot is taken before it waits for the lock.
+EVENTS_FROM = "SELECT * FROM events WHERE id > $1 ORDER BY id LIMIT $2"
+EVENT_HORIZON = """
+SELECT t25_event_horizon() WHERE EXISTS (
+    SELECT 1 FROM events WHERE id > $1 AND ($2::bigint IS NULL OR task_id = $2)
+)"""
 EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"

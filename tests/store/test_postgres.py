@@ -217,3 +217,32 @@ async def test_notifications_are_coalesced_per_process(store: PostgresStore, pg:
         await listener.close()
     assert 1 <= len(heard) <= elapsed / COALESCE_S + 1
     assert len(heard) < 200
+
+
+async def test_a_rolled_back_event_id_leaves_a_hole_that_never_stalls_a_reader(store: PostgresStore) -> None:
+    con = await raw(store.url)
+    try:
+        tx = con.transaction()
+        await tx.start()
+        lost = await con.fetchval("INSERT INTO events (at, kind, payload) VALUES (now(), 'x', '{}') RETURNING id")
+        await tx.rollback()
+    finally:
+        await con.close()
+    after = await store.append_event(DecisionRecorded(decision="after the hole", actor="a"))
+
+    assert after.id > lost
+    assert [e.id for e in await asyncio.wait_for(store.events_after(0), 10)] == [after.id]
+    assert await store.last_event_id() == after.id
+
+
+async def test_a_write_in_flight_after_the_settled_events_does_not_hold_up_a_reader(store: PostgresStore) -> None:
+    first = await store.append_event(DecisionRecorded(decision="settled", actor="a"))
+    slow = await raw(store.url)
+    try:
+        tx = slow.transaction()
+        await tx.start()
+        await slow.execute("INSERT INTO events (at, kind, payload) VALUES (now(), 'x', '{}')")
+        assert [e.id for e in await asyncio.wait_for(store.events_after(0), 2)] == [first.id]
+        await tx.rollback()
+    finally:
+        await slow.close()
