@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import weakref
 from collections.abc import Awaitable, Callable
 
 import asyncpg
@@ -64,7 +65,9 @@ class _ProcessNotifier:
                 return
 
 
-_NOTIFIERS: dict[tuple[int, str], _ProcessNotifier] = {}
+# One sender per event loop and database; a loop that is gone takes its senders with it.
+_NOTIFIERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _ProcessNotifier]] = (
+    weakref.WeakKeyDictionary())
 
 
 class EventSignal:
@@ -72,8 +75,9 @@ class EventSignal:
     `wait()` for readers."""
 
     def __init__(self, url: str, pool: asyncpg.Pool, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
-        self._key = (id(asyncio.get_running_loop()), url)
-        self._notifier = _NOTIFIERS.setdefault(self._key, _ProcessNotifier())
+        self._senders = _NOTIFIERS.setdefault(asyncio.get_running_loop(), {})
+        self._url = url
+        self._notifier = self._senders.setdefault(url, _ProcessNotifier())
         self._notifier.pools.append(pool)
         self._pool = pool
         self._connect = connect
@@ -136,7 +140,7 @@ class EventSignal:
                 await notifier.task  # the last notification of this store goes out
         notifier.pools.remove(self._pool)
         if not notifier.pools:
-            _NOTIFIERS.pop(self._key, None)
+            self._senders.pop(self._url, None)
         if self._listener is not None:
             listener, self._listener = self._listener, None
             with contextlib.suppress(Exception):
