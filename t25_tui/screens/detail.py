@@ -55,6 +55,7 @@ class TaskDetail(Screen):
         self.task_id = task_id
         self.clock = clock
         self.first_tab = tab
+        self.ready = False  # the first read of the store is on screen
         self.runs: list[Run] = []
         self.artifacts: list[Artifact] = []
 
@@ -140,6 +141,7 @@ class TaskDetail(Screen):
                              for a in self.artifacts])
         if self.artifacts:
             listing.highlighted = highlighted if highlighted is not None else len(self.artifacts) - 1
+        self.ready = True
         pane = self.query_one(LogPane)
         if self.runs and (first or pane.run_id is None or pane.following) \
                 and pane.run_id != self.runs[-1].id:

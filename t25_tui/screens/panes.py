@@ -52,6 +52,7 @@ class _Pane(Screen):
         super().__init__()
         self.factory = factory
         self.clock = clock
+        self.ready = False  # set once the first read is on screen
 
     def action_reload(self) -> None:
         self.reload()  # type: ignore[attr-defined]
@@ -111,6 +112,7 @@ class CostPane(_Pane):
         lines += [f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
                   for model, r in rates.items()] or ["  none configured: every run costs $0"]
         self.query_one("#cost-rates", Static).update("\n".join(lines))
+        self.ready = True
 
 
 class AuditPane(_Pane):
@@ -142,6 +144,7 @@ class AuditPane(_Pane):
         for e in reversed(entries):
             table.add_row(str(e.seq), f"{e.ts:%Y-%m-%d %H:%M:%S}", e.actor, e.task or "-",
                           e.decision, e.reason)
+        self.ready = True
 
 
 class ProfilesPane(_Pane):
@@ -198,6 +201,7 @@ class ProfilesPane(_Pane):
             "  merge: a human, after the required checks pass and review approves",
         ]
         self.query_one("#profiles-policy", Static).update("\n".join(policy))
+        self.ready = True
 
 
 def binary_of(adapter: AgentAdapter) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from t25_tui.seed import seed
-from tests.tui.conftest import app_for
+from tests.tui.conftest import app_for, until
 
 
 @pytest.fixture
@@ -32,14 +32,20 @@ async def _loaded(pilot) -> None:
     await pilot.pause(0.2)
 
 
-def _then(*keys: str, wait: float = 0.4):
+async def _ready(pilot) -> None:
+    """The screen on top has read the store and drawn it."""
+    await until(pilot, lambda: getattr(pilot.app.screen, "ready", True))
+    await pilot.pause(0.2)
+    await pilot.wait_for_scheduled_animations()
+
+
+def _then(*keys: str):
     async def run_before(pilot) -> None:
         await _loaded(pilot)
         for key in keys:
             await pilot.press(key)
             await pilot.pause(0.1)
-        await pilot.pause(wait)
-        await pilot.wait_for_scheduled_animations()
+        await _ready(pilot)
     return run_before
 
 
@@ -48,7 +54,7 @@ def _open(task: str, *keys: str):
         await _loaded(pilot)
         pilot.app.board.focus_task(task)
         await pilot.press("enter", *keys)
-        await pilot.pause(0.6)
+        await _ready(pilot)
     return run_before
 
 
