@@ -1,0 +1,84 @@
+"""How long each real agent CLI takes through its T25 adapter against the fake model server:
+a one-shot run that edits a file (median of N), and how fast an injected quota error and an
+overload come back with each CLI's own retries limited. Run by hand:
+
+    .venv/bin/python bench/agent_clis.py [N]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from adapters.registry import builtin_adapters  # noqa: E402
+from core.agent import AgentRequest  # noqa: E402
+from core.models import TaskState  # noqa: E402
+from tests.fakemodel.server import FakeModel  # noqa: E402
+from tests.real_clis.conftest import BIN_DIR, FINAL, MODELS, profile  # noqa: E402
+
+API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "openai"}
+
+
+def environment(fake: FakeModel) -> None:
+    import json
+    os.environ.update(fake.proxy_env(), PATH=f"{BIN_DIR}:{os.environ['PATH']}",
+                      ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="dummy",
+                      FAKE_API_KEY="dummy", GEMINI_API_KEY="dummy",
+                      GOOGLE_GEMINI_BASE_URL=fake.base_url,
+                      OPENCODE_CONFIG_CONTENT=json.dumps({"provider": {"fake": {
+                          "npm": "@ai-sdk/openai-compatible", "name": "fake",
+                          "options": {"baseURL": fake.base_url + "/v1", "apiKey": "dummy"},
+                          "models": {"fake-model": {"name": "fake-model"}}}}}))
+
+
+async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
+    work = Path(tempfile.mkdtemp(prefix="t25-bench-"))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    entry = profile(cli, fake)
+    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
+                           stage=TaskState.IMPLEMENTING, prompt="add a greeting", cwd=work,
+                           model=MODELS[cli], args=tuple(entry.get("args", ())),
+                           env_passthrough=tuple(entry.get("env_passthrough", ())),
+                           private_home=True, timeout_s=600)
+
+    async def sink(stream: str, text: str) -> None:
+        pass
+
+    started = time.monotonic()
+    result = await builtin_adapters()[cli].run(request, sink, asyncio.Event())
+    return time.monotonic() - started, result.failure or "ok"
+
+
+async def main(n: int) -> None:
+    print(f"{'cli':<9} {'ok run (median)':>16} {'quota error':>14} {'overload':>14}")
+    for cli in ("claude", "codex", "gemini", "opencode"):
+        if not (BIN_DIR / cli).exists():
+            print(f"{cli:<9} not installed")
+            continue
+        with FakeModel(final=FINAL) as fake:
+            environment(fake)
+            times = [(await once(cli, fake))[0] for _ in range(n)]
+            fake.fail_next("quota", times=100, api=API[cli])
+            quota, quota_failure = await once(cli, fake)
+        overload = "(minutes: no limit)" if cli in ("gemini", "opencode") else None
+        if overload is None:
+            with FakeModel(final=FINAL) as fake:
+                environment(fake)
+                fake.fail_next("overload", times=100, api=API[cli])
+                seconds, failure = await once(cli, fake)
+                overload = f"{seconds:.2f} s {failure}"
+        print(f"{cli:<9} {statistics.median(times):>14.2f} s {quota:>9.2f} s {quota_failure:<5}"
+              f" {overload:>14}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 3))
