@@ -170,3 +170,15 @@ def test_bwrap_argv(tmp_path):
     assert "--unshare-all" in argv and argv[-3:] == ["--", "/bin/agent", "x"]
     assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind"):][:3]
     assert shutil.which("python3") or sys.executable
+
+
+async def test_a_newer_cli_version_warns_and_still_runs(make_request, caplog):
+    class Newer(EchoSpec):
+        min_version, below_version, tested_version = "1.0.0", "2.0", "1.4.2"
+
+    adapter = CliAdapter(Newer())
+    with caplog.at_level("WARNING", logger="t25.adapters"):
+        result = await adapter.run(make_request(), Sink(), asyncio.Event())
+    assert result.ok and result.cli_version  # the Python running echo_cli.py: 3.x > 2.0
+    assert adapter.warning and "newer than tested (1.4.2)" in adapter.warning
+    assert "newer than tested" in caplog.text

@@ -94,6 +94,7 @@ async def test_quota_on_the_first_adapter_falls_back_to_the_second(first, error,
     assert task.state is TaskState.DONE, task.error
     assert dev.adapter == second
     assert f"{first}: quota exhausted" in dev.adapter_reason
+    assert dev.attempts == 1  # the fallback happened inside the run: no attempt spent
     assert "greeting.txt" in diff
     assert_offline(first, fake)
 

@@ -1,0 +1,99 @@
+"""The real `t25 tui` binary in a pseudo-terminal: keys in, screen out, and a dropped line."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from t25_tui.commands.setup import DEMO_CONFIG, _sample_repo
+from tests.tui.terminal import T25, Terminal
+
+
+def make_repo(path: Path, config: str) -> Path:
+    path.mkdir(parents=True)
+    _sample_repo(path)
+    (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    (path / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
+    return path
+
+
+def t25(repo: Path, *args: str) -> str:
+    return subprocess.run([str(T25), "--actor", "ssh-operator", *args], cwd=repo, check=True,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout
+
+
+def db(repo: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(repo / ".factory" / "t25.db") as conn:
+        return conn.execute(sql).fetchall()
+
+
+def wait(condition, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "condition not met in time"
+        time.sleep(0.1)
+
+
+def test_operator_approves_over_a_terminal(tmp_path):
+    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    t25(repo, "task", "new", "Rotate the session signing key",
+        "--description", "scripted: risk=high")
+    term = Terminal(repo, size=(100, 30))
+    try:
+        term.wait_for("AWAITING_APPROVAL 1", timeout=90)
+        term.type("i")
+        term.wait_for("Waiting for you")
+        term.type("a")
+        term.wait_for("Approve the plan of T-1")
+        term.type("a")
+        wait(lambda: db(repo, "SELECT state FROM tasks WHERE id = 1")[0][0]
+             not in ("AWAITING_APPROVAL",))
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    assert "approve" in t25(repo, "audit")
+    assert "ssh-operator" in t25(repo, "audit")
+
+
+def _agents_in(repo: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if b"scripted" in cmd and b"hang" in cmd and cwd.startswith(str(repo)):
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize("how", ["hangup"])
+def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
+    config = DEMO_CONFIG.replace("spec: [{adapter: scripted}]",
+                                 "spec: [{adapter: scripted, args: [--misbehave, hang]}]")
+    repo = make_repo(tmp_path / "shop", config)
+    t25(repo, "task", "new", "Add a greeting endpoint")
+    term = Terminal(repo)
+    try:
+        term.wait_for("SPEC 1", timeout=60)
+        wait(lambda: _agents_in(repo), timeout=60)
+        assert db(repo, "SELECT status FROM runs")[-1][0] == "running"
+        term.hang_up()
+        assert term.wait_exit(timeout=30) is not None, "t25 tui kept running without a terminal"
+    finally:
+        term.kill()
+    wait(lambda: not _agents_in(repo), timeout=10)
+    (status, worker), = db(repo, "SELECT status, worker FROM runs")
+    assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
+    assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
+    assert "SPEC" in t25(repo, "task", "list")
