@@ -211,6 +211,17 @@ def private_home(request: AgentRequest, files: dict[str, str]) -> Iterator[Path 
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _relative(files: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
+    """Paths as the worktree sees them: absolute ones inside it made relative, no repeats."""
+    out = []
+    for name in files:
+        path = Path(name)
+        if path.is_absolute() and path.is_relative_to(cwd):
+            name = str(path.relative_to(cwd))
+        out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -302,7 +313,7 @@ class CliAdapter:
         base = dict(adapter=self.name, cli_version=version,
                     model=parsed.usage.model or request.model, exit_code=done.exit_code,
                     final_text=parsed.final_text, usage=parsed.usage,
-                    files_changed=parsed.files_changed, log=done.log,
+                    files_changed=_relative(parsed.files_changed, request.cwd), log=done.log,
                     cost_usd=parsed.cost_usd,
                     duration_s=done.duration_s)
         if done.spawn_error:

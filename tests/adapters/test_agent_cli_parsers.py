@@ -213,3 +213,8 @@ def test_a_prompt_with_dashes_and_metacharacters_stays_one_literal_argument(spec
 def test_versions_against_the_supported_range(spec, version, supported, newer):
     ok, note = spec.check_version(version)
     assert ok is supported and ("newer" in note) is newer
+
+
+def test_files_changed_are_relative_to_the_worktree():
+    stdout = read("codex/apply-patch.jsonl").replace("/scratch/repo-codex-A6iP", "/tmp")
+    assert outcome(CodexSpec(), stdout).files_changed == ("hello.txt",)
