@@ -69,7 +69,7 @@ async def t25_workers(url: str, workers: int, start_at: float) -> int:
     done = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0)
     stores = [await open_store(url) for _ in range(workers)]
 
-    async def work(store, name: str) -> int:  # noqa: ANN001
+    async def work(store, name: str) -> int:
         n = 0
         while (lease := await store.claim_run(name, TTL_S)) is not None:
             await store.complete_run(lease, done)
@@ -92,7 +92,7 @@ async def pgqueuer_workers(url: str, workers: int, start_at: float) -> int:
     cons = [await asyncpg.connect(url) for _ in range(workers)]
     entrypoints = {"bench": EntrypointExecutionParameter(concurrency_limit=0)}
 
-    async def work(con) -> int:  # noqa: ANN001
+    async def work(con) -> int:
         queries, manager, n = Queries.from_asyncpg_connection(con), uuid.uuid4(), 0
         while jobs := await queries.dequeue(batch_size=1, entrypoints=entrypoints, queue_manager_id=manager,
                                             global_concurrency_limit=None,
@@ -146,7 +146,7 @@ async def fill_t25(url: str, runs: int) -> None:
         await store.close()
 
 
-def _new_run(task_id: str):  # noqa: ANN202
+def _new_run(task_id: str):
     from core.models import NewRun, TaskState
 
     return NewRun(task_id=task_id, stage=TaskState.IMPLEMENTING, role="dev")

@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import asyncpg
@@ -382,7 +382,7 @@ async def _sha256(content: bytes) -> str:
 
 def _aware(at: datetime) -> datetime:
     """A naive time is taken as UTC, never as local time."""
-    return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 def _payload(event: Event) -> str:

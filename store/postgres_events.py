@@ -23,13 +23,14 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from store import postgres_sql as sql
-from store.postgres_schema import is_connection_lost
+from store.postgres_schema import CONNECTION_LOST, is_connection_lost
 
 log = logging.getLogger("t25.store.postgres")
 
 CHANNEL = sql.EVENTS_CHANNEL
 COALESCE_S = 0.005  # at most one notification per process this often
 POLL_S = 0.25       # how often a reader without a listening connection looks anyway
+RECHECK_S = 1.0     # ... and one with it: a notification that could not be sent is no hang
 
 
 class _ProcessNotifier:
@@ -59,7 +60,8 @@ class _ProcessNotifier:
                 try:
                     await pool.execute(sql.NOTIFY)
                     break
-                except Exception as exc:  # readers elsewhere still poll; never fail a writer
+                except (asyncpg.PostgresError, asyncpg.InterfaceError, *CONNECTION_LOST) as exc:
+                    # a lost wake-up never fails a writer: readers re-check every RECHECK_S
                     log.warning("could not notify other T25 processes of new events: %s", exc)
             if not self.again:
                 return
@@ -107,7 +109,7 @@ class EventSignal:
             if remaining <= 0:
                 return False
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining if listening else min(remaining, POLL_S))
+                await asyncio.wait_for(changed.wait(), min(remaining, RECHECK_S if listening else POLL_S))
 
     async def _listen(self) -> bool:
         """Make sure this store LISTENs; False (poll instead) while that is impossible."""

@@ -13,7 +13,6 @@ by a newer T25 and is refused too.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -71,14 +70,14 @@ async def create_pool(url: str, *, min_size: int, max_size: int, application_nam
             url, min_size=min_size, max_size=max_size, reset=_keep_session,
             server_settings={"application_name": application_name},
         )
-    except (*CONNECTION_LOST, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
 
 
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:
     try:
         return await asyncpg.connect(url, server_settings={"application_name": application_name})
-    except (*CONNECTION_LOST, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
 
 

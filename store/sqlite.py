@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -391,12 +391,12 @@ async def _sha256(content: bytes) -> str:
 
 def _ts(at: datetime) -> float:
     if at.tzinfo is None:  # a naive time is taken as UTC, never as local time
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     return at.timestamp()
 
 
 def _dt(seconds: float | None) -> datetime | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def _id(prefix: str, number: int | None) -> str | None:

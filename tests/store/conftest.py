@@ -109,7 +109,7 @@ def pg_template() -> Iterator[str]:
 
     try:
         _in_thread(create)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         reason = f"no Postgres at {PG_DSN} ({exc}); set T25_TEST_PG_DSN"
         if REQUIRE_PG:
             pytest.fail(f"T25_REQUIRE_PG=1 but {reason}")

@@ -5,12 +5,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 
 import pytest
 
 from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
-from core.events import DecisionRecorded, RunFinished, RunQueued, TaskCreated, TaskTransitioned, TaskUpdated
+from core.events import (
+    DecisionRecorded,
+    RunFinished,
+    RunQueued,
+    TaskCreated,
+    TaskTransitioned,
+    TaskUpdated,
+)
 from core.models import (
     ArtifactKind,
     ArtifactMeta,
@@ -251,7 +258,7 @@ async def test_appended_event_round_trips(store: Store) -> None:
 
     assert written == event.model_copy(update={"id": written.id}) and written.id > 0
     (read,) = await store.events_after(written.id - 1)
-    assert read == written and read.at.tzinfo == timezone.utc
+    assert read == written and read.at.tzinfo == UTC
 
 
 # -- runs and leases --------------------------------------------------------------------------
@@ -471,7 +478,7 @@ async def test_artifact_for_unknown_task_or_id_is_not_found(store: Store, projec
         await store.get_artifact("A-7")
 
 
-async def test_corrupted_artifact_is_detected(store: Store, project: Project, corrupt_blob) -> None:  # noqa: ANN001
+async def test_corrupted_artifact_is_detected(store: Store, project: Project, corrupt_blob) -> None:
     artifact = await store.put_artifact(b"the real plan", ArtifactMeta(kind=ArtifactKind.PLAN))
 
     await corrupt_blob(artifact.sha256)

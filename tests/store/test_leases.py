@@ -14,7 +14,15 @@ import pytest
 
 from core.errors import LeaseLost
 from core.events import RunFinished
-from core.models import Lease, NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
+from core.models import (
+    Lease,
+    NewRun,
+    NewTask,
+    Project,
+    RunOutcome,
+    RunStatus,
+    TaskState,
+)
 from core.store import Store
 from tests.store.conftest import Backend
 

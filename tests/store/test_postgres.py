@@ -51,7 +51,7 @@ async def raw(url: str) -> asyncpg.Connection:
     return await asyncpg.connect(url)
 
 
-async def leased(store: PostgresStore, ttl_s: float = 30.0):  # noqa: ANN201
+async def leased(store: PostgresStore, ttl_s: float = 30.0):
     task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="alice")
     await store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec"))
     lease = await store.claim_run("w1", ttl_s)
