@@ -19,7 +19,7 @@ _TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) c
 _APPLIED = re.compile(r"^Applied edit to (?P<file>.+)$", re.MULTILINE)
 _MODEL = re.compile(r"^Model: (?P<model>\S+)", re.MULTILINE)
 _ERROR = re.compile(r"^litellm\.\w+(?:Error|Exception)\b.*$", re.MULTILINE)
-_NOISE = ("Aider v", "Model:", "Git repo:", "Repo-map:", "Added ", "Analytics", "Detected dumb",
+_NOISE = ("Warning for", "defaults.", "You can skip this check", "Aider v", "Model:", "Git repo:", "Repo-map:", "Added ", "Analytics", "Detected dumb",
           "Update git", "Creating empty file", "Tokens:", "Applied edit", "Commit ",
           "HTTPSConnectionPool", "Retrying in", "The API provider", "Warning", "Main model:",
           "Weak model:", "https://aider.chat")
@@ -43,15 +43,27 @@ class AiderSpec(CliAdapterSpec):
                                 resume="--restore-chat-history",
                                 sandbox_flags="--yes-always")
 
+    # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
+    home_files = {".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'}
+
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
+        # No commits, no .gitignore edits, no history files or repo-map cache in the worktree:
+        # T25 commits the change, and whatever aider leaves there would be committed with it.
         argv = ["--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-pretty",
                 "--no-stream", "--no-check-update", "--no-show-release-notes",
-                "--analytics-disable", "--no-gitignore"]
+                "--analytics-disable", "--no-gitignore", "--no-show-model-warnings",
+                "--chat-history-file", "/dev/null", "--input-history-file", "/dev/null",
+                "--map-tokens", "0"]
         if request.model:
             argv += ["--model", request.model]
         message = ["--message-file", str(prompt.path)] if prompt.path else \
             [f"--message={prompt.text or ''}"]  # `=`: a prompt with dashes stays a value
         return [*argv, *request.args, *message]
+
+    def extra_env(self, request: AgentRequest) -> dict[str, str]:
+        # litellm's bundled price list instead of fetching one from GitHub at every start.
+        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS": "false",
+                "AIDER_CHECK_UPDATE": "false"}
 
     def parse(self, stdout: str) -> ParsedOutput:
         sent = received = 0

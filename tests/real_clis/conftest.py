@@ -2,7 +2,7 @@
 
 A test that needs a CLI skips when its binary is absent - unless T25_REQUIRE_REAL_CLIS=1 (set in
 `.ci/run`), which turns that skip into a failure. Binaries are found in $T25_CLI_BIN_DIR, else
-in .tools/npm/node_modules/.bin, else on PATH.
+in .tools/npm/node_modules/.bin (and aider in .tools/aider/bin), else on PATH.
 """
 
 from __future__ import annotations
@@ -19,17 +19,19 @@ from tests.fakemodel.server import FakeModel
 
 REPO = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("T25_CLI_BIN_DIR") or REPO / ".tools" / "npm" / "node_modules" / ".bin")
+AIDER_DIR = REPO / ".tools" / "aider" / "bin"  # aider's own virtual environment
+SEARCH = f"{BIN_DIR}{os.pathsep}{AIDER_DIR}"
 REQUIRED = os.environ.get("T25_REQUIRE_REAL_CLIS") == "1"
 # The dev stage's answer, as the IMPLEMENTING stage must parse it.
 FINAL = json.dumps({"summary": "Added greeting.txt with a greeting",
                     "files_changed": ["greeting.txt"]})
 MODELS = {"claude": "claude-sonnet-4-5", "codex": "gpt-5.5", "gemini": "gemini-2.5-pro",
-          "opencode": "fake/fake-model"}
+          "opencode": "fake/fake-model", "aider": "openai/fake-model"}
 
 
 def need(binary: str) -> None:
     """Skip (or, in CI, fail) when a real CLI is not installed."""
-    if shutil.which(binary, path=f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"):
+    if shutil.which(binary, path=f"{SEARCH}{os.pathsep}{os.environ.get('PATH', '')}"):
         return
     message = f"{binary} is not installed (run .ci/run, or set T25_CLI_BIN_DIR)"
     if REQUIRED:
@@ -41,7 +43,7 @@ def need(binary: str) -> None:
 def fake(monkeypatch, tmp_path) -> Iterator[FakeModel]:
     """The fake model server, the proxy of every run, and T25's environment pointing at it."""
     with FakeModel(final=FINAL) as server:
-        monkeypatch.setenv("PATH", f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}")
+        monkeypatch.setenv("PATH", f"{SEARCH}{os.pathsep}{os.environ.get('PATH', '')}")
         monkeypatch.setenv("T25_RUN_HOMES", str(Path.home() / ".cache" / "t25" / "test-homes"))
         for key, value in server.proxy_env().items():
             monkeypatch.setenv(key, value)
@@ -50,6 +52,8 @@ def fake(monkeypatch, tmp_path) -> Iterator[FakeModel]:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-anthropic")
         monkeypatch.setenv("FAKE_API_KEY", "dummy-openai")
         monkeypatch.setenv("GEMINI_API_KEY", "dummy-gemini")
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url + "/v1")  # aider's endpoint
+        monkeypatch.setenv("OPENAI_API_KEY", "dummy-openai")
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENCODE_CONFIG_CONTENT", json.dumps({
             "autoupdate": False, "share": "disabled",

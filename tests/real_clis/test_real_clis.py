@@ -27,9 +27,10 @@ from store import open_store
 from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
 from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
 
-CLIS = ("claude", "codex", "gemini", "opencode")
-RATES = {name: {"input": 3.0, "output": 15.0} for name in
-         ("claude-sonnet-4-5", "gpt-5.5", "gemini-2.5-pro", "fake/fake-model", "scripted-1")}
+CLIS = ("claude", "codex", "gemini", "opencode", "aider")
+RATES = {name: {"input": 3.0, "output": 15.0} for name in (
+    "claude-sonnet-4-5", "gpt-5.5", "gemini-2.5-pro", "fake/fake-model", "openai/fake-model",
+    "scripted-1")}
 
 
 async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[float, ...] = ()):
