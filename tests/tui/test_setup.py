@@ -1,0 +1,60 @@
+"""`t25 tui` where nothing is set up: no t25.yaml, or no agent CLI on PATH."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.config import load_config
+from t25_tui.commands.setup import _sample_repo
+from t25_tui.preflight import missing_agents
+from tests.tui.terminal import T25, Terminal
+
+
+def test_without_a_config_it_says_how_to_create_one(tmp_path):
+    _sample_repo(tmp_path)
+    done = subprocess.run([str(T25), "tui"], cwd=tmp_path, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 1
+    assert "t25 init" in done.stderr
+
+
+def test_without_a_config_it_offers_to_create_one_in_a_terminal(tmp_path):
+    _sample_repo(tmp_path)
+    term = Terminal(tmp_path, "--no-workers")
+    try:
+        term.wait_for("Create t25.yaml")
+        term.type("y\r")
+        end = time.monotonic() + 30
+        while not (tmp_path / "t25.yaml").exists():
+            assert time.monotonic() < end
+            term.read()
+        term.wait_for("No agent CLI can play")  # the example config names claude
+        term.type("\r")
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+
+
+def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
+    from adapters.registry import builtin_adapters
+
+    (tmp_path / "t25.yaml").write_text(
+        "projects: [{name: shop, repo: .}]\n"
+        "roles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n")
+    note = missing_agents(load_config(tmp_path / "t25.yaml"), {
+        k: v for k, v in builtin_adapters().items()})
+    assert note is not None
+    assert "adapter 'claude': T25 has no such adapter" in note or "claude" in note
+    assert "nosuch" in note and "roles:" in note and "PATH=" in note
+
+
+def test_help_does_not_import_textual():
+    code = ("import sys; from t25_tui.cli import build_parser; build_parser(); "
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], check=True)
+    assert out.stdout.strip() == "False"
