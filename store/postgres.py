@@ -7,9 +7,12 @@ read before it. Claims take the oldest claimable run with `FOR UPDATE SKIP LOCKE
 claimers never queue behind each other. Lease times come from the database clock.
 
 A statement that fails because its connection was lost (the server restarted, the
-backend was terminated) is retried on a fresh connection from the pool. A completion
-whose connection died after it committed finds its own RunFinished on the retry and
-returns it. Schema and migrations are in `postgres_schema`; the SQL is in
+backend was terminated) is retried on a fresh connection from the pool. A statement
+killed before it committed was rolled back, so the retry is simply its first success.
+In the rare case the connection died after the commit but before the reply: a
+completion finds its own RunFinished on the retry and returns it; a claim leases the
+next run, and the one whose lease nobody heard of returns to the queue when its
+deadline passes (the reaper's ordinary work: nothing is lost). Schema and migrations are in `postgres_schema`; the SQL is in
 `postgres_sql`; cross-process wake-ups are in `postgres_events`.
 """
 

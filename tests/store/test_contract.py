@@ -595,7 +595,7 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
     crashing = await expire(store, max_attempts=3)  # attempt 1 lapses: its worker "died"
     healthy, _ = await store.enqueue_run(NewRun(task_id=crashing.task_id, stage=S.SPEC, role="healthy"))
 
-    (reaped,) = await store.reap_expired(retry_delay_s=0.3)  # back in 0.3 s
+    (reaped,) = await store.reap_expired(retry_delay_s=0.5)  # back in 0.5 s
     assert reaped.status == RunStatus.QUEUED and reaped.error == "lease expired on attempt 1 of 3"
     other = await store.claim_run("w2", 30)  # the crashing run is older, but waits out its backoff
     assert other is not None and other.run_id == healthy.id
@@ -604,16 +604,16 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
     second = await until_claimed(store, "w3", 0.05)  # attempt 2, which lapses too
     assert second.run_id == crashing.run_id and second.token > crashing.token
     await asyncio.sleep(0.2)
-    await store.reap_expired(retry_delay_s=0.3)  # the second wait doubles: 0.6 s
-    await asyncio.sleep(0.4)
+    await store.reap_expired(retry_delay_s=0.5)  # the second wait doubles: 1 s
+    await asyncio.sleep(0.55)
     assert await store.claim_run("w4", 30) is None  # still backing off
     third = await until_claimed(store, "w4", 0.05)
     await asyncio.sleep(0.2)
 
-    (failed,) = await store.reap_expired(retry_delay_s=0.3)
+    (failed,) = await store.reap_expired(retry_delay_s=0.5)
     assert failed.id == third.run_id and failed.status == RunStatus.FAILED and failed.attempts == 3
     assert failed.error == "lease expired on all 3 attempts"
-    await asyncio.sleep(0.7)
+    await asyncio.sleep(0.3)
     assert await store.claim_run("w5", 30) is None  # it stopped for good
     assert (await store.get_run(healthy.id)).status == RunStatus.RUNNING  # type: ignore[union-attr]
 

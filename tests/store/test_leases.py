@@ -7,6 +7,7 @@ tell they are separate processes, each with connections of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -140,13 +141,14 @@ async def test_crashing_workers_cannot_hold_up_the_queue(stores: list[Store], pr
     task, _ = await store.create_task(NewTask(project="demo", title="mixed"), actor="alice")
     crashers = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="qa", max_attempts=2)))[0].id
                 for _ in range(3)]
-    healthy = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="ok")))[0].id for _ in range(20)]
+    healthy = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="ok", max_attempts=10)))[0].id
+               for _ in range(20)]
     done: set[str] = set()
 
     async def worker(s: Store, name: str) -> None:
         for _ in range(400):
             await s.reap_expired(retry_delay_s=0.05)
-            lease = await s.claim_run(name, 0.05)
+            lease = await s.claim_run(name, 0.3)
             if lease is None:
                 failed = await s.list_runs(task_id=task.id, status=RunStatus.FAILED)
                 if len(done) == len(healthy) and {r.id for r in failed} == set(crashers):
@@ -155,8 +157,9 @@ async def test_crashing_workers_cannot_hold_up_the_queue(stores: list[Store], pr
                 continue
             if lease.run_id in crashers:
                 continue  # this worker "dies": the lease is simply never completed
-            await s.complete_run(lease, OK)
-            done.add(lease.run_id)
+            with contextlib.suppress(LeaseLost):  # a machine too busy to finish in time: retried
+                await s.complete_run(lease, OK)
+                done.add(lease.run_id)
         raise AssertionError("the queue did not drain")
 
     await asyncio.wait_for(asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate(stores[:4]))), 60)
