@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", metavar="PATH",
                       help="create the sample repository here and keep it (default: a "
                            "throwaway temp directory)")
+    demo.add_argument("--tui", action="store_true",
+                      help="open the cockpit on the sample repository with tasks flowing")
 
     task = sub.add_parser("task", help="file, list and inspect tasks",
                           description="File, list and inspect tasks.")

@@ -116,6 +116,8 @@ _TOUR = [
 
 
 def demo(args: argparse.Namespace) -> int:
+    if getattr(args, "tui", False):
+        return _demo_tui(args)
     if args.dir:
         where = Path(args.dir).resolve()
         if where.exists() and any(where.iterdir()):
@@ -161,3 +163,35 @@ def _sample_repo(repo: Path) -> None:
     (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
     git_sync("add", "-A", cwd=repo)
     git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)
+
+
+def _demo_tui(args: argparse.Namespace) -> int:
+    """The sample repository with the tour's tasks filed, and the cockpit open on it."""
+    if args.dir:
+        where = Path(args.dir).resolve()
+        if where.exists() and any(where.iterdir()):
+            raise T25Error(f"{where} is not empty", hint="give a new or empty directory")
+        return _cockpit_on(where, args)
+    with tempfile.TemporaryDirectory(prefix="t25-demo-") as tmp:
+        return _cockpit_on(Path(tmp) / "shop", args)
+
+
+def _cockpit_on(repo: Path, args: argparse.Namespace) -> int:
+    from t25_tui.commands.tui import cockpit
+
+    repo.mkdir(parents=True, exist_ok=True)
+    _sample_repo(repo)
+    (repo / FACTORY_DIR).mkdir(exist_ok=True)
+    _exclude(repo, f"/{FACTORY_DIR}/")
+    _exclude(repo, "/t25.yaml")
+    (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
+    for _, argv in _TOUR:
+        if argv[:2] == ["task", "new"]:
+            subprocess.run([sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv],
+                           cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           check=True)
+    tui_args = argparse.Namespace(config=str(repo / "t25.yaml"),
+                                  actor=args.actor or "demo-operator", debug=args.debug)
+    code = asyncio.run(cockpit(tui_args))
+    print(f"The demo repository was {repo}" + ("" if args.dir else " (now removed)."))
+    return code

@@ -23,14 +23,15 @@ T25 = Path(sys.executable).with_name("t25")
 
 
 class Terminal:
-    def __init__(self, cwd: Path, *args: str, size: tuple[int, int] = (100, 30)) -> None:
+    def __init__(self, cwd: Path, *args: str, size: tuple[int, int] = (100, 30),
+                 command: str = "tui") -> None:
         self.raw = b""
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes `t25 tui` on the pty
             os.chdir(cwd)
             env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TEXTUAL")}
             env.update(TERM="xterm-256color", COLUMNS=str(size[0]), LINES=str(size[1]))
-            os.execve(str(T25), [str(T25), "--actor", "ssh-operator", "tui", *args], env)
+            os.execve(str(T25), [str(T25), "--actor", "ssh-operator", command, *args], env)
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         os.kill(pid, signal.SIGWINCH)

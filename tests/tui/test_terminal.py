@@ -97,3 +97,15 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
     assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
     assert "SPEC" in t25(repo, "task", "list")
+
+
+def test_the_readme_demo_opens_the_cockpit_with_tasks_flowing(tmp_path):
+    term = Terminal(tmp_path, "--tui", "--dir", str(tmp_path / "shop"), command="demo",
+                    size=(120, 36))
+    try:
+        term.wait_for("AWAITING_APPROVAL 1", timeout=120)  # the high-risk plan waits for a human
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    assert (tmp_path / "shop" / ".factory" / "t25.db").exists()

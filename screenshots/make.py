@@ -1,0 +1,60 @@
+"""Write the cockpit's screenshots (SVG) into this directory from seeded data.
+
+    .venv/bin/python screenshots/make.py
+
+The app comes from the same `make_app` that `t25 tui` and the tests use, over the seeded
+board of `t25_tui.seed` (fixed ids, pinned times, a frozen clock), so the README never
+shows a UI that no longer exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from t25_tui.app import make_app  # noqa: E402
+from t25_tui.seed import seed  # noqa: E402
+
+
+async def shoot(name: str, keys: list[str], *, focus: str | None = None,
+                size: tuple[int, int] = (120, 36)) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        seeded = await seed(Path(tmp) / "shop")
+        app = make_app(seeded.factory, clock=seeded.clock, actor="ana@ops")
+        async with app.run_test(size=size) as pilot:
+            await asyncio.wait_for(app.loaded.wait(), 10)
+            await pilot.pause(0.2)
+            if focus:
+                app.board.focus_task(focus)
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause(0.15)
+            for _ in range(100):
+                if getattr(app.screen, "ready", True):
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause(0.5)
+            app.save_screenshot(f"{name}.svg", path=str(HERE))
+        await seeded.factory.store.close()
+    print(f"screenshots/{name}.svg")
+
+
+async def main() -> None:
+    await shoot("board", [], focus="T-2")
+    await shoot("board-80x24", [], focus="T-2", size=(80, 24))
+    await shoot("approval", ["a"], focus="T-2")
+    await shoot("detail", ["enter", "2"], focus="T-1")
+    await shoot("log", ["l"], focus="T-3")
+    await shoot("inbox", ["i"])
+    await shoot("cost", ["c"])
+    await shoot("audit", ["u"])
+    await shoot("help", ["question_mark"])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
