@@ -244,10 +244,13 @@ class Worker:
         chain = self.config.roles.chain(run.role) or []
         tried: frozenset[str] = frozenset()
         notes: list[str] = []
+        overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
         while True:
             try:
                 chosen = select_adapter(chain, self.adapters, self.quota, role=run.role, skip=tried)
             except NoAdapter as exc:
+                if overloaded is not None:  # nobody else to ask: report that run as it was
+                    return overloaded, "; ".join(notes)
                 if not notes:
                     raise
                 raise NoAdapter(f"{exc.message}; before that: {'; '.join(notes)}") from None
@@ -278,6 +281,13 @@ class Worker:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(abort.wait(), pause)
             reason = "; ".join([*notes, chosen.reason])
+            if result.failure is Failure.OVERLOAD and not abort.is_set():
+                # Still overloaded after the retries: the next adapter may serve; this one is
+                # skipped only for this run (an overload is not an exhausted quota).
+                overloaded, tried = result, tried | {profile.adapter}
+                notes.append(f"{profile.adapter}: still overloaded after "
+                             f"{len(self.overload_backoff_s)} retries")
+                continue
             if result.failure is not Failure.QUOTA:
                 return result, reason
             self.quota.mark(profile.adapter, result.quota_resets_at)

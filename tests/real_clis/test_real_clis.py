@@ -147,3 +147,24 @@ async def test_a_quota_failure_is_classified_and_carries_the_message(fake, tmp_p
 
     result = await builtin_adapters()["claude"].run(request, sink, asyncio.Event())
     assert result.failure is Failure.QUOTA and "Credit balance is too low" in result.error
+
+
+async def test_a_provider_still_overloaded_after_the_retries_falls_back_to_the_next(fake,
+                                                                                    shop):
+    need("claude")
+    need("codex")
+    fake.fail_next("overload", times=100, api="anthropic")
+    task, dev, _ = await run_pipeline(shop, [profile("claude", fake), profile("codex", fake)],
+                                      backoff=(0.05,))
+    assert task.state is TaskState.DONE, task.error
+    assert dev.adapter == "codex" and "claude: still overloaded after 1 retries" in \
+        dev.adapter_reason
+
+
+async def test_an_overload_with_no_one_to_fall_back_to_fails_the_task_saying_so(fake, shop):
+    need("claude")
+    fake.fail_next("overload", times=100, api="anthropic")
+    task, dev, _ = await run_pipeline(shop, [profile("claude", fake)], backoff=(0.05,))
+    assert task.state is TaskState.FAILED
+    assert "529" in task.error and "Overloaded" in task.error
+    assert dev.adapter == "claude"
