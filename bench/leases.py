@@ -16,12 +16,14 @@ process of this script; make that environment once:
 Run:
     .venv/bin/python bench/leases.py [--runs 5000] [--workers 1,4,16]
         [--dsn postgresql://postgres@127.0.0.1:5432/postgres]
-        [--processes 2] [--pgqueuer-python /tmp/t25-bench-pgq/bin/python]
+        [--processes 2] [--repeat 3] [--pgqueuer-python /tmp/t25-bench-pgq/bin/python]
 
 `--processes` spreads the workers of each count over that many OS processes (same
 split for T25 and pgqueuer), so that Python's own CPU does not cap the figure on a
-small machine. Every figure uses a fresh database, dropped afterwards. Figures, not
-a test: nothing asserts on time.
+small machine. Every measurement uses a fresh database, dropped afterwards; each
+figure is the median of `--repeat` measurements, taken in turn with the other
+contenders' so that a busy moment of the machine does not favour one of them.
+Figures, not a test: nothing asserts on time.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,6 +217,7 @@ def main() -> None:
     parser.add_argument("--dsn", default=DEFAULT_DSN)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--pgqueuer-python", default=DEFAULT_PGQ_PYTHON)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each figure; the median is shown")
     parser.add_argument("--skip", default="", help="comma-separated: t25, pgqueuer, sqlite")
     parser.add_argument("--child", nargs=4, metavar=("KIND", "URL", "WORKERS", "START_AT"), help=argparse.SUPPRESS)
     parser.add_argument("--fill-pgqueuer", nargs=2, metavar=("URL", "RUNS"), help=argparse.SUPPRESS)
@@ -230,14 +234,18 @@ def main() -> None:
     if "pgqueuer" in kinds and not Path(args.pgqueuer_python).exists():
         raise SystemExit(f"no pgqueuer environment at {args.pgqueuer_python}; see this script's docstring")
     counts = [int(w) for w in args.workers.split(",")]
-    print(f"claim-and-complete, {args.runs} runs per figure, workers over {args.processes} processes, "
-          f"{os.cpu_count()} CPUs; runs/s")
+    print(f"claim-and-complete, {args.runs} runs per figure, median of {args.repeat}, workers over "
+          f"{args.processes} processes, {os.cpu_count()} CPUs; runs/s")
     label = {"t25": "T25 Postgres", "pgqueuer": "pgqueuer (batch 1)", "sqlite": "T25 SQLite (reference)"}
     print(f"{'workers':>8} " + " ".join(f"{label[k]:>24}" for k in kinds) + (
         f" {'T25 / pgqueuer':>15}" if {"t25", "pgqueuer"} <= set(kinds) else ""))
     for workers in counts:
-        figures = {k: measure(k, args.dsn, args.runs, workers, min(args.processes, workers), args.pgqueuer_python)
-                   for k in kinds}
+        samples: dict[str, list[float]] = {k: [] for k in kinds}
+        for _ in range(args.repeat):
+            for k in kinds:
+                samples[k].append(measure(k, args.dsn, args.runs, workers, min(args.processes, workers),
+                                          args.pgqueuer_python))
+        figures = {k: statistics.median(v) for k, v in samples.items()}
         ratio = f" {figures['t25'] / figures['pgqueuer']:>14.1f}x" if {"t25", "pgqueuer"} <= set(kinds) else ""
         print(f"{workers:>8} " + " ".join(f"{figures[k]:>24,.0f}" for k in kinds) + ratio, flush=True)
 
