@@ -19,6 +19,17 @@ from core.service import Factory
 
 FLUSH_S = 0.1
 MAX_LINES = 20_000
+LINES_PER_TICK = 1_000
+
+
+def _split_lines(text: str, count: int) -> tuple[str, str]:
+    """The first `count` lines of `text`, and the rest."""
+    cut = -1
+    for _ in range(count):
+        cut = text.find("\n", cut + 1)
+        if cut < 0:
+            return text, ""
+    return text[:cut + 1], text[cut + 1:]
 
 
 class LogPane(Vertical):
@@ -116,13 +127,26 @@ class LogPane(Vertical):
         self.flush()
 
     def flush(self) -> None:
-        """Write whatever arrived since the last tick, in one call."""
+        """Write what arrived since the last tick, in one call, at most LINES_PER_TICK
+        lines a tick so a flood never stalls the UI; lines that `max_lines` would drop
+        anyway are dropped before they are drawn."""
         if not self._buffer:
             return
         text = "".join(self._buffer)
         self._buffer.clear()
-        self.written += len(text)
-        self.output.write(text, scroll_end=self.following)
+        if text.count("\n") > self.max_lines:
+            self.written += len(text)
+            cut = len(text)
+            for _ in range(self.max_lines + 1):
+                cut = text.rfind("\n", 0, cut)
+            self.written -= len(text) - (cut + 1)
+            text = text[cut + 1:]
+            self.output.clear()
+        head, rest = _split_lines(text, LINES_PER_TICK)
+        if rest:
+            self._buffer.append(rest)
+        self.written += len(head)
+        self.output.write(head, scroll_end=self.following)
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following

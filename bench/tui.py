@@ -1,0 +1,244 @@
+"""Cockpit figures: first frame with many tasks, keypress-to-repaint under streaming agents,
+10 MB through a log pane, and resident memory in each case.
+
+    .venv/bin/python bench/tui.py [--tasks 5000] [--streams 8] [--presses 40] [--log-mb 10]
+
+The first two run the real `t25 tui` binary in a pseudo-terminal (as over SSH) and time
+what it draws; the third drives the app in-process with Pilot. Targets (issue 4): first
+frame < 1.5 s, keypress p95 < 100 ms, the UI never freezes on 10 MB of output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from core.events import RunOutput, TaskTransitioned  # noqa: E402
+from core.models import NewRun, RunOutcome, RunStatus, TaskState, Usage  # noqa: E402
+from t25_tui.commands.setup import DEMO_CONFIG, _sample_repo  # noqa: E402
+from tests.tui.terminal import Terminal  # noqa: E402
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def make_repo(where: Path, config: str) -> Path:
+    where.mkdir(parents=True)
+    _sample_repo(where)
+    (where / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    (where / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
+    (where / ".factory").mkdir()
+    return where
+
+
+# -- 1. time to first frame with N tasks ----------------------------------------------------
+
+async def fill(repo: Path, n: int) -> None:
+    """N tasks spread over every state, one finished run each, through the Store API.
+    (States are set with store.apply_transition directly: a bench needs the spread, not
+    the walk through every stage.)"""
+    from core.config import load_config
+    from core.service import Factory
+    from store import open_store
+
+    config = load_config(repo / "t25.yaml")
+    f = Factory(config, await open_store(config.store_url))
+    await f.sync_projects()
+    from core.models import NewTask
+
+    states = list(TaskState)
+    for i in range(n):
+        task, _ = await f.store.create_task(NewTask(project="shop", title=f"Task number {i}"),
+                                            actor="bench")
+        run, _ = await f.store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC,
+                                                  role="spec"))
+        lease = await f.store.claim_run("bench", 60)
+        await f.store.complete_run(lease, RunOutcome(
+            status=RunStatus.SUCCEEDED, adapter="scripted", model="scripted-1",
+            usage=Usage(input_tokens=1000, output_tokens=300), cost_usd=0.0075))
+        target = states[i % len(states)]
+        if target is not TaskState.RECEIVED:
+            await f.store.apply_transition(task.id, task.state, TaskTransitioned(
+                task_id=task.id, from_state=task.state, to_state=target, actor="bench"), {})
+    await f.store.close()
+
+
+def first_frame(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = make_repo(Path(tmp) / "shop", DEMO_CONFIG)
+        t0 = time.monotonic()
+        asyncio.run(fill(repo, n))
+        print(f"  seeded {n} tasks in {time.monotonic() - t0:.1f}s")
+        times, rss = [], 0.0
+        for _ in range(3):
+            started = time.monotonic()
+            term = Terminal(repo, "--no-workers", size=(120, 36))
+            try:
+                term.wait_for(f"{n} tasks", timeout=60)
+                times.append(time.monotonic() - started)
+                rss = rss_mb(term.pid)
+                term.type("q")
+                term.wait_exit()
+            finally:
+                term.kill()
+        print(f"time to first frame with {n} tasks (real t25 tui in a pty, 120x36): "
+              f"best {min(times):.2f}s, median {statistics.median(times):.2f}s "
+              f"(target < 1.5 s); RSS {rss:.0f} MB")
+
+
+# -- 2. keypress to repaint while agents stream -----------------------------------------------
+
+STREAMER = """#!{python}
+# Streams lines for a while, then behaves as the real scripted agent.
+import os, sys, time
+end = time.monotonic() + {seconds}
+i = 0
+while time.monotonic() < end:
+    sys.stdout.write('{{"type": "assistant", "text": "streaming line %d %s"}}\\n' % (i, "z" * 80))
+    i += 1
+    if i % 20 == 0:
+        sys.stdout.flush()
+        time.sleep(0.01)
+sys.stdout.flush()
+os.execv({real!r}, [{real!r}, *sys.argv[1:]])
+"""
+
+
+def keypress(streams: int, presses: int) -> None:
+    real = shutil.which("t25-scripted-agent", path=str(Path(sys.executable).parent))
+    with tempfile.TemporaryDirectory() as tmp:
+        bin_dir = Path(tmp) / "bin"
+        bin_dir.mkdir()
+        fake = bin_dir / "t25-scripted-agent"
+        fake.write_text(STREAMER.format(python=sys.executable, seconds=presses * 0.6 + 20,
+                                        real=real))
+        fake.chmod(0o755)
+        config = DEMO_CONFIG.replace("workers: 2", f"workers: {streams}")
+        repo = make_repo(Path(tmp) / "shop", config)
+        t25 = Path(sys.executable).with_name("t25")
+        import subprocess
+
+        for i in range(streams):
+            subprocess.run([str(t25), "task", "new", f"Stream {i}"], cwd=repo, check=True,
+                           stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        os.environ["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+        term = Terminal(repo, size=(120, 36))
+        try:
+            term.wait_for(f"SPEC {streams}", timeout=60)
+            time.sleep(3)  # let every agent get going
+            lags = []
+            for _ in range(presses):
+                term.raw = b""
+                sent = time.monotonic()
+                os.write(term.fd, b"?")
+                term.wait_for("this help", timeout=10)
+                lags.append((time.monotonic() - sent) * 1000)
+                os.write(term.fd, b"\x1b")
+                time.sleep(0.25)
+                term.read(0.05)
+            rss = rss_mb(term.pid)
+            events = _count_output(repo)
+            term.type("q")
+            term.wait_exit(60)
+        finally:
+            term.kill()
+    lags.sort()
+    p95 = lags[max(0, int(len(lags) * 0.95) - 1)]
+    print(f"keypress to repaint with {streams} runs streaming ({events} output batches "
+          f"recorded): p50 {statistics.median(lags):.0f} ms, p95 {p95:.0f} ms, "
+          f"max {lags[-1]:.0f} ms (target p95 < 100 ms); RSS {rss:.0f} MB")
+
+
+def _count_output(repo: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(repo / ".factory" / "t25.db") as db:
+        return db.execute("SELECT count(*) FROM events WHERE kind = 'run_output'").fetchone()[0]
+
+
+# -- 3. 10 MB through a log pane ----------------------------------------------------------------
+
+async def log_flood(megabytes: int) -> None:
+    from t25_tui.app import make_app
+    from t25_tui.screens.detail import TaskDetail
+    from t25_tui.seed import seed
+    from t25_tui.widgets.logpane import LogPane
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s = await seed(Path(tmp) / "shop")
+        f = s.factory
+        run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][-1]
+        app = make_app(f, clock=s.clock)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await app.loaded.wait()
+            app.board.focus_task("T-3")
+            await pilot.press("l")
+            while not (isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed):
+                await pilot.pause(0.02)
+            pane = app.screen.query_one(LogPane)
+            before = pane.written
+            line = "agent: " + "w" * 92 + "\n"   # 100 bytes a line
+            chunk = line * 320                    # 32 KB, the worker's batch size
+            total = megabytes * 1024 * 1024
+            lag = {"max": 0.0}
+            stop = asyncio.Event()
+
+            async def watch_loop() -> None:   # how late the UI loop wakes: a freeze shows here
+                while not stop.is_set():
+                    t = time.monotonic()
+                    await asyncio.sleep(0.01)
+                    lag["max"] = max(lag["max"], time.monotonic() - t - 0.01)
+
+            watcher = asyncio.create_task(watch_loop())
+            started = time.monotonic()
+            sent = 0
+            while sent < total:
+                await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=chunk))
+                sent += len(chunk)
+            recorded = time.monotonic() - started
+            while pane.written - before < sent:
+                await pilot.pause(0.02)
+            await pilot.pause()
+            shown = time.monotonic() - started
+            stop.set()
+            await watcher
+            lines = len(pane.output.lines)
+            rss = rss_mb()
+        await f.store.close()
+    print(f"{megabytes} MB through a log pane: recorded in {recorded:.2f}s, on screen after "
+          f"{shown:.2f}s; longest UI-loop stall {lag['max'] * 1000:.0f} ms; "
+          f"{lines} lines kept (max_lines bound); RSS {rss:.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=5000)
+    parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--log-mb", type=int, default=10)
+    parser.add_argument("--only", choices=["frame", "keys", "log"])
+    args = parser.parse_args()
+    if args.only in (None, "frame"):
+        first_frame(args.tasks)
+    if args.only in (None, "keys"):
+        keypress(args.streams, args.presses)
+    if args.only in (None, "log"):
+        asyncio.run(log_flood(args.log_mb))
+
+
+if __name__ == "__main__":
+    main()
