@@ -32,6 +32,10 @@ ERRORS: dict[str, dict[str, tuple[int, dict, dict]]] = {
         "quota": (400, {"type": "error", "error": {"type": "invalid_request_error", "message":
                   "Your credit balance is too low to access the Anthropic API. Please go to "
                   "Plans & Billing to upgrade or purchase credits."}}, {}),
+        "usage": (429, {"type": "error", "error": {"type": "rate_limit_error", "message":
+                  "This request would exceed your account's rate limit. Please try again "
+                  "later."}}, {"anthropic-ratelimit-unified-status": "rejected",
+                               "anthropic-ratelimit-unified-reset": "1796015794"}),
         "overload": (529, {"type": "error", "error": {"type": "overloaded_error",
                                                      "message": "Overloaded"}}, {}),
     },

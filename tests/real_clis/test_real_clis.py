@@ -80,8 +80,8 @@ async def test_a_real_cli_plays_the_dev_stage_of_a_whole_pipeline(cli, fake, sho
 
 # Which error each first adapter gets, and who takes over.
 FALLBACKS = [("claude", "quota", "codex"), ("claude", "429", "gemini"),
-             ("codex", "quota", "claude"), ("codex", "usage", "gemini"),
-             ("gemini", "quota", "claude")]
+             ("claude", "usage", "aider"), ("codex", "quota", "claude"),
+             ("codex", "usage", "gemini"), ("gemini", "quota", "claude")]
 API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini"}
 
 
