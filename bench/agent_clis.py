@@ -23,14 +23,17 @@ from adapters.registry import builtin_adapters  # noqa: E402
 from core.agent import AgentRequest  # noqa: E402
 from core.models import TaskState  # noqa: E402
 from tests.fakemodel.server import FakeModel  # noqa: E402
-from tests.real_clis.conftest import BIN_DIR, FINAL, MODELS, profile  # noqa: E402
+from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile  # noqa: E402
 
-API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "openai"}
+API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "openai",
+       "aider": "openai"}
+SLOW_QUOTA = {"aider"}  # its own retries run about a minute: not measured
 
 
 def environment(fake: FakeModel) -> None:
     import json
-    os.environ.update(fake.proxy_env(), PATH=f"{BIN_DIR}:{os.environ['PATH']}",
+    os.environ.update(fake.proxy_env(), PATH=f"{BIN_DIR}:{AIDER_DIR}:{os.environ['PATH']}",
+                      OPENAI_API_BASE=fake.base_url + "/v1", OPENAI_API_KEY="dummy",
                       ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="dummy",
                       FAKE_API_KEY="dummy", GEMINI_API_KEY="dummy",
                       GOOGLE_GEMINI_BASE_URL=fake.base_url,
@@ -60,16 +63,18 @@ async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
 
 async def main(n: int) -> None:
     print(f"{'cli':<9} {'ok run (median)':>16} {'quota error':>14} {'overload':>14}")
-    for cli in ("claude", "codex", "gemini", "opencode"):
-        if not (BIN_DIR / cli).exists():
+    for cli in ("claude", "codex", "gemini", "opencode", "aider"):
+        if not ((BIN_DIR / cli).exists() or (AIDER_DIR / cli).exists()):
             print(f"{cli:<9} not installed")
             continue
         with FakeModel(final=FINAL) as fake:
             environment(fake)
             times = [(await once(cli, fake))[0] for _ in range(n)]
-            fake.fail_next("quota", times=100, api=API[cli])
-            quota, quota_failure = await once(cli, fake)
-        overload = "(minutes: no limit)" if cli in ("gemini", "opencode") else None
+            quota, quota_failure = float("nan"), "-"
+            if cli not in SLOW_QUOTA:
+                fake.fail_next("quota", times=100, api=API[cli])
+                quota, quota_failure = await once(cli, fake)
+        overload = "(minutes: no limit)" if cli in ("gemini", "opencode", "aider") else None
         if overload is None:
             with FakeModel(final=FINAL) as fake:
                 environment(fake)
