@@ -105,6 +105,8 @@ def first_frame(n: int) -> None:
 STREAMER = """#!{python}
 # Streams lines for a while, then behaves as the real scripted agent.
 import os, sys, time
+if "--version" in sys.argv:
+    os.execv({real!r}, [{real!r}, *sys.argv[1:]])
 end = time.monotonic() + {seconds}
 i = 0
 while time.monotonic() < end:
@@ -112,20 +114,20 @@ while time.monotonic() < end:
     i += 1
     if i % 20 == 0:
         sys.stdout.flush()
-        time.sleep(0.01)
+        time.sleep({pause})
 sys.stdout.flush()
 os.execv({real!r}, [{real!r}, *sys.argv[1:]])
 """
 
 
-def keypress(streams: int, presses: int) -> None:
+def keypress(streams: int, presses: int, lines_per_s: int) -> None:
     real = shutil.which("t25-scripted-agent", path=str(Path(sys.executable).parent))
     with tempfile.TemporaryDirectory() as tmp:
         bin_dir = Path(tmp) / "bin"
         bin_dir.mkdir()
         fake = bin_dir / "t25-scripted-agent"
         fake.write_text(STREAMER.format(python=sys.executable, seconds=presses * 0.6 + 20,
-                                        real=real))
+                                        real=real, pause=20 / lines_per_s))
         fake.chmod(0o755)
         config = DEMO_CONFIG.replace("workers: 2", f"workers: {streams}")
         repo = make_repo(Path(tmp) / "shop", config)
@@ -141,11 +143,14 @@ def keypress(streams: int, presses: int) -> None:
             term.wait_for(f"SPEC {streams}", timeout=60)
             time.sleep(3)  # let every agent get going
             lags = []
-            for _ in range(presses):
+            for n in range(presses):
                 term.raw = b""
                 sent = time.monotonic()
                 os.write(term.fd, b"?")
-                term.wait_for("this help", timeout=10)
+                try:
+                    term.wait_for("this help", timeout=10)
+                except AssertionError:
+                    raise SystemExit(f"press {n}: the help screen never appeared") from None
                 lags.append((time.monotonic() - sent) * 1000)
                 os.write(term.fd, b"\x1b")
                 time.sleep(0.25)
@@ -158,7 +163,8 @@ def keypress(streams: int, presses: int) -> None:
             term.kill()
     lags.sort()
     p95 = lags[max(0, int(len(lags) * 0.95) - 1)]
-    print(f"keypress to repaint with {streams} runs streaming ({events} output batches "
+    print(f"keypress to repaint with {streams} runs streaming about {lines_per_s} lines/s each "
+          f"({events} output batches "
           f"recorded): p50 {statistics.median(lags):.0f} ms, p95 {p95:.0f} ms, "
           f"max {lags[-1]:.0f} ms (target p95 < 100 ms); RSS {rss:.0f} MB")
 
@@ -229,13 +235,15 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--lines-per-s", type=int, default=200,
+                        help="each streaming agent's output rate (100-byte lines)")
     parser.add_argument("--log-mb", type=int, default=10)
     parser.add_argument("--only", choices=["frame", "keys", "log"])
     args = parser.parse_args()
     if args.only in (None, "frame"):
         first_frame(args.tasks)
     if args.only in (None, "keys"):
-        keypress(args.streams, args.presses)
+        keypress(args.streams, args.presses, args.lines_per_s)
     if args.only in (None, "log"):
         asyncio.run(log_flood(args.log_mb))
 

@@ -23,7 +23,7 @@ HUMAN_ACTION = {
     TaskState.NEEDS_INPUT: "answer the question",
     TaskState.FAILED: "look, then retry or cancel",
 }
-CARDS_PER_COLUMN = 300  # older cards beyond this are counted, not drawn (filter to see them)
+CARDS_PER_COLUMN = 100  # older cards beyond this are counted, not drawn (filter to see them)
 
 
 def wall_clock() -> datetime:

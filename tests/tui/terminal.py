@@ -52,6 +52,8 @@ class Terminal:
             if not chunk:
                 return
             self.raw += chunk
+            timeout = 0.005  # got something: drain what follows at once, then return
+            end = time.monotonic() + timeout
 
     def text(self) -> str:
         return ANSI.sub(b"", self.raw).decode(errors="replace")
