@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from core.agent import AgentAdapter, QuotaBook
+from core.errors import StaleState
 from core.models import RunStatus, Task, TaskState, utcnow
 from core.pipeline import Pipeline
 from core.service import Factory
@@ -81,12 +82,17 @@ class Floor:
         for run in await store.reap_expired(retry_delay_s=1.0):
             task = await store.get_task(run.task_id)
             if run.status is RunStatus.FAILED and task and task.state is run.stage:
-                await self.f.transition(task, TaskState.FAILED, actor="t25", reason=run.error or "",
-                                        error=f"{run.stage} run {run.id}: {run.error}")
+                with contextlib.suppress(StaleState):  # the task moved on meanwhile
+                    await self.f.transition(task, TaskState.FAILED, actor="t25",
+                                            reason=run.error or "",
+                                            error=f"{run.stage} run {run.id}: {run.error}")
         active = {r.task_id for s in ACTIVE for r in await store.list_runs(status=s)}
         for task in await store.list_tasks(states=[TaskState.RECEIVED, *WORKING]):
             if task.id not in active and task.id not in self.f.live:
-                await self.advance(task)
+                try:
+                    await self.advance(task)
+                except StaleState:
+                    pass  # someone decided first (an operator's cancel, another process)
 
     async def advance(self, task: Task) -> None:
         """Queue the next step of a task that can move and has nothing queued."""

@@ -36,6 +36,14 @@ def serve(args: argparse.Namespace) -> int:
                 print(f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
                       file=sys.stderr, flush=True)
             sweeping = asyncio.create_task(floor.work(follow=True))
+
+            def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
+                if not task.cancelled() and task.exception() is not None:
+                    print(f"t25 serve: the pipeline sweep failed: {task.exception()!r}",
+                          file=sys.stderr, flush=True)
+                    server.should_exit = True
+
+            sweeping.add_done_callback(stopped)
             try:
                 await server.serve()
             finally:
