@@ -87,6 +87,9 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
                 if logins and not any(v in os.environ for v in logins):
                     problems.append(f"{where}: private_home hides the login in your HOME and "
                                     f"none of {', '.join(logins)} is set")
+            if profile.sandbox != "none" and not profile.private_home:
+                problems.append(f"{where}: sandbox {profile.sandbox} without private_home: "
+                                "your HOME is read-only inside, and most CLIs write to it")
             key = (profile.sandbox, profile.sandbox_image)
             if key not in sandboxes:
                 try:
