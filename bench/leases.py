@@ -168,6 +168,28 @@ async def fill_pgqueuer(url: str, runs: int) -> None:
         await con.close()
 
 
+async def check_t25(url: str, runs: int, done: int) -> None:
+    """The figure counts only if every run finished exactly once, under its first lease."""
+    from collections import Counter
+
+    from core.events import RunFinished
+    from store import open_store
+
+    store = await open_store(url)
+    try:
+        listed = await store.list_runs()
+        finished = Counter(e.run_id for e in await store.events_after(0, limit=10 * runs)
+                           if isinstance(e, RunFinished))
+    finally:
+        await store.close()
+    wrong = [r for r in listed if (r.status.value, r.attempts, r.lease_token) != ("succeeded", 1, 1)]
+    twice = {run: n for run, n in finished.items() if n != 1}
+    if len(listed) != runs or wrong or twice or len(finished) != runs or done != runs:
+        raise SystemExit(f"{url}: {len(listed)} runs, {done} completions reported, {len(finished)} finished; "
+                         f"not finished once under token 1: {wrong[:3]}; finished more than once: "
+                         f"{list(twice.items())[:3]}")
+
+
 def timed(kind: str, python: str, url: str, workers: int, processes: int) -> tuple[int, float]:
     """Start the workers in `processes` children at one agreed instant; runs done, seconds."""
     per = [workers // processes + (1 if i < workers % processes else 0) for i in range(processes)]
@@ -192,6 +214,7 @@ def measure(kind: str, dsn: str, runs: int, workers: int, processes: int, pgq_py
             url = f"sqlite:///{tmp}/t25.db"
             asyncio.run(fill_t25(url, runs))
             done, seconds = timed(kind, sys.executable, url, workers, processes)
+            asyncio.run(check_t25(url, runs, done))
     else:
         name = f"t25_bench_{uuid.uuid4().hex[:12]}"
         url = database_url(dsn, name)
@@ -200,6 +223,7 @@ def measure(kind: str, dsn: str, runs: int, workers: int, processes: int, pgq_py
             if kind == "t25":
                 asyncio.run(fill_t25(url, runs))
                 done, seconds = timed(kind, sys.executable, url, workers, processes)
+                asyncio.run(check_t25(url, runs, done))
             else:
                 subprocess.run([pgq_python, __file__, "--fill-pgqueuer", url, str(runs)], check=True, cwd=ROOT)
                 done, seconds = timed(kind, pgq_python, url, workers, processes)
