@@ -9,8 +9,8 @@ Guarantees a backend must keep (the contract suite in tests/store checks each):
   `expected`, and writes the TaskTransitioned event in the same transaction. Of two
   deciders racing from the same state exactly one wins; the other gets StaleState.
 - Event ids are strictly increasing and never reused; `events_after` returns them in
-  id order with no gap a reader could miss: an event it has not returned yet never
-  gets an id at or below one it has (Postgres settles a horizon under concurrent
+  id order with no gap a reader could miss: once it has returned an id, no event
+  with a lower id can still appear (Postgres settles a horizon under concurrent
   writers for this; see store/migrations/postgres/0001_initial.sql).
 - Every process sees every event. The events table is the truth; `wait_for_events`
   only wakes a reader, which then reads `events_after` its cursor. Writes wake
