@@ -128,7 +128,7 @@ class Pipeline:
             cli_version=result.cli_version if result else None,
             model=model,
             usage=usage or Usage(),
-            cost_usd=cost.estimate(usage, self.f.config.rate_for(model)) if usage else 0.0,
+            cost_usd=self._cost(result, model),
         )
         run, event = await self.f.store.complete_run(lease, outcome)
         self.f.bus.publish(event)
@@ -140,6 +140,15 @@ class Pipeline:
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
         return await self._decide(task, run, report)
+
+    def _cost(self, result: AgentResult | None, model: str | None) -> float:
+        """The configured rates decide; a CLI's own figure counts only for an unpriced model."""
+        if result is None:
+            return 0.0
+        rate = self.f.config.rate_for(model)
+        if rate is None and result.cost_usd is not None:
+            return result.cost_usd
+        return cost.estimate(result.usage, rate)
 
     @staticmethod
     def _failure(report: RunReport) -> str | None:

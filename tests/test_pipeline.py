@@ -359,3 +359,19 @@ async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_sen
                        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"][0]
     _, text = await factory.store.get_artifact(security_prompt.id)
     assert "T25-ROLE: security" in text.decode()
+
+
+async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_without_one(env):
+    from core.agent import AgentResult
+    from core.models import Usage
+    from core.pipeline import Pipeline
+
+    factory = await env.open()  # rates: scripted-1 at $3 in / $15 out per million tokens
+    pipeline = Pipeline(factory)
+    usage = Usage(input_tokens=1_000_000, output_tokens=0, model="scripted-1")
+    priced = AgentResult(adapter="scripted", usage=usage, cost_usd=99.0)
+    assert pipeline._cost(priced, "scripted-1") == 3.0
+    unpriced = AgentResult(adapter="claude", usage=usage.model_copy(update={"model": "x"}),
+                           cost_usd=0.42)
+    assert pipeline._cost(unpriced, "x") == 0.42
+    assert pipeline._cost(AgentResult(adapter="claude"), "x") == 0.0
