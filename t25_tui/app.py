@@ -122,10 +122,9 @@ class T25App(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("T25", id="status")
-        box = Input(placeholder="filter: project:NAME type:feat|fix|… words — enter applies, "
-                                "escape clears", id="filter")
-        box.display = False
-        yield box
+        # Always laid out (one line), so opening it never re-lays-out the board.
+        yield Input(placeholder="/ filter: project:NAME type:feat|fix|… words — enter applies, "
+                                "escape clears", id="filter", compact=True)
         yield Board(id="board")
         yield Footer()
 
@@ -160,6 +159,7 @@ class T25App(App[None]):
 
     def _terminal_gone(self) -> None:
         """SIGHUP (a dropped SSH session) or SIGTERM: stop the agents, hand runs back, leave."""
+        _mute_terminal(self)
         self.run_worker(self.action_quit(), name="hangup", group="shutdown", exit_on_error=False)
 
     async def stop_floor(self, timeout_s: float = 30.0) -> None:
@@ -201,7 +201,10 @@ class T25App(App[None]):
 
     def show_cards(self) -> None:
         shown = [c for c in self.cards if self.filter.matches(c.task)]
+        selected = self.board.selected() if self.screen is self.screen_stack[0] else None
         self.board.show(shown, self.clock())
+        if selected and self.board.selected() != selected:
+            self.board.focus_task(selected)  # the selection follows its card to a new column
         waiting = sum(1 for c in self.cards if c.human)
         workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
         parts = [f"[b]T25[/b] {len(self.cards)} tasks",
@@ -246,16 +249,12 @@ class T25App(App[None]):
     # -- filter ----------------------------------------------------------------------------------
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.display = True
-        box.focus()
+        self.query_one("#filter", Input).focus()
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self.set_filter(event.value)
-        if not event.value.strip():
-            event.input.display = False
-        self.board.action_column(0)
+        self.board.focus_first()
 
     def set_filter(self, query: str) -> None:
         self.filter = BoardFilter.parse(query)
@@ -264,10 +263,9 @@ class T25App(App[None]):
 
     def key_escape(self) -> None:
         box = self.query_one("#filter", Input)
-        if self.screen is self.screen_stack[0] and (box.display or self.filter):
+        if self.screen is self.screen_stack[0] and (box.has_focus or self.filter):
             self.set_filter("")
-            box.display = False
-            self.board.action_column(0)
+            self.board.focus_first()
 
     # -- navigation --------------------------------------------------------------------------
 
@@ -430,6 +428,30 @@ class T25App(App[None]):
 
     def action_archive(self) -> None:
         self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")
+
+
+def _mute_terminal(app: App) -> None:
+    """After a hang-up, whatever Textual still writes on its way out goes to /dev/null.
+
+    A write to a hung-up terminal fails with EIO, which ends Textual's writer thread; its
+    bounded queue then fills and the next write blocks shutdown forever. So point stdout
+    at /dev/null, and if the writer already died, give it a queue that never blocks.
+    """
+    import os
+    import queue
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    os.close(devnull)
+    writer = getattr(app._driver, "_writer_thread", None)
+    if writer is not None and not writer.is_alive():
+        writer._queue = queue.Queue()
+        writer.write = lambda text: None
 
 
 def make_app(factory: Factory, **services: Any) -> T25App:
