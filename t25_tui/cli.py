@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="in-process workers (default: limits.workers in t25.yaml)")
     tui.add_argument("--no-workers", action="store_true",
                      help="only watch and decide; another process works the queue")
+    tui.add_argument("--serve", nargs="?", const="", metavar="HOST:PORT",
+                     help="also serve the REST/SSE control plane, so remote workers can attach "
+                          "(default address: serve.bind in t25.yaml)")
 
     add("doctor", "doctor:doctor",
         "check every configured agent CLI: found, version, capabilities, what looks wrong")

@@ -41,6 +41,8 @@ from core.models import CheckResult, Lease, TaskState, TaskType, artifact_id, ru
 from core.pipeline import Pipeline, RunReport
 from core.service import Factory
 
+CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
+OPERATOR_ENV = "T25_OPERATOR_TOKEN"
 MAX_BODY = 64 * 2**20  # a completion carries the run's log
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
@@ -359,3 +361,26 @@ def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> No
 def _bearer_matches(header: str | None, secret: str) -> bool:
     given = (header or "").removeprefix("Bearer ").strip().encode()
     return hmac.compare_digest(given, secret.encode())
+
+
+def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
+    """A uvicorn server for `make_api` on `bind`. Embedded in the cockpit it leaves signals
+    to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself."""
+    import os
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if handle_signals:
+                with super().capture_signals():
+                    yield
+            else:
+                yield
+
+    host, _, port = bind.rpartition(":")
+    api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
+                   operator_token=os.environ.get(OPERATOR_ENV), loopback=is_loopback(host))
+    return Server(uvicorn.Config(api, host=host.strip("[]"), port=int(port),
+                                 log_level="warning", lifespan="off"))

@@ -11,24 +11,16 @@ from core.errors import ConfigError
 from t25_tui.commands.context import config_of, open_factory
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
-OPERATOR_ENV = "T25_OPERATOR_TOKEN"
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from t25_tui.commands.pipeline import floor_for
-    from t25_tui.serve import is_loopback, make_api
+    from t25_tui.serve import http_server
 
     async def body() -> None:
         async with open_factory(args) as factory:
             bind = args.bind or factory.config.serve.bind
-            host, _, port = bind.rpartition(":")
-            api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
-                           operator_token=os.environ.get(OPERATOR_ENV),
-                           loopback=is_loopback(host))
-            server = uvicorn.Server(uvicorn.Config(api, host=host.strip("[]"), port=int(port),
-                                                   log_level="warning", lifespan="off"))
+            server = http_server(factory, bind)
             floor = floor_for(factory, workers=args.workers)
             print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
                   f"{args.workers} in-process worker(s)", flush=True)

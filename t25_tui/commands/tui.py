@@ -53,9 +53,19 @@ async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
         floor = None if no_workers else floor_for(factory, workers=workers)
         app = make_app(factory, floor=floor, actor=actor_of(args), adapters=adapters,
                        setup_note=missing_agents(factory.config, adapters), handle_signals=True)
+        server = serving = None
+        if getattr(args, "serve", None) is not None:
+            from t25_tui.serve import http_server
+
+            server = http_server(factory, args.serve or factory.config.serve.bind,
+                                 handle_signals=False)
+            serving = asyncio.create_task(server.serve())
         try:
             await app.run_async()
         finally:
+            if server is not None:
+                server.should_exit = True
+                await asyncio.gather(serving, return_exceptions=True)
             # However the app ended (quit, hang-up, a lost terminal), the agents stop and
             # their runs return to the queue before the store closes.
             await app.stop_floor()

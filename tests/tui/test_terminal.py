@@ -109,3 +109,26 @@ def test_the_readme_demo_opens_the_cockpit_with_tasks_flowing(tmp_path):
     finally:
         term.kill()
     assert (tmp_path / "shop" / ".factory" / "t25.db").exists()
+
+
+def test_the_cockpit_can_serve_the_control_plane_for_remote_workers(tmp_path):
+    import socket
+
+    import httpx
+
+    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    term = Terminal(repo, "--serve", f"127.0.0.1:{port}", "--no-workers", size=(100, 30))
+    try:
+        term.wait_for("RECEIVED", timeout=60)
+        made = httpx.post(f"http://127.0.0.1:{port}/tasks", json={"title": "From afar"}, timeout=10)
+        assert made.status_code == 201
+        term.wait_for("From afar", timeout=30)  # the cockpit sees what arrived over REST
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
