@@ -86,11 +86,21 @@ class Bubblewrap(Sandbox):
         bwrap = shutil.which("bwrap") or "bwrap"
         out = [bwrap, "--die-with-parent", "--unshare-all", "--new-session",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for path in readable:
+        for path in (*readable, *_hidden_by_tmpfs(argv[0])):
             out += ["--ro-bind", str(path), str(path)]
         for path in (cwd, *writable):
             out += ["--bind", str(path), str(path)]
         return [*out, "--chdir", str(cwd), "--", *argv]
+
+
+def _hidden_by_tmpfs(program: str) -> list[Path]:
+    """The fresh /tmp would hide a CLI installed under /tmp (a checkout or virtualenv there):
+    give back, read-only, the top-level /tmp directory it lives in."""
+    out = []
+    for path in {Path(os.path.abspath(program)), Path(os.path.realpath(program))}:
+        if path.is_relative_to("/tmp") and len(path.parts) > 2:
+            out.append(Path("/tmp", path.parts[2]))
+    return sorted(set(out))
 
 
 class Docker(Sandbox):
