@@ -26,7 +26,7 @@ APPLICATION_ID = 0x54323521  # "T25!"
 BUSY_TIMEOUT_MS = 10_000
 MIN_SQLITE = (3, 37, 0)  # STRICT tables (3.37) and RETURNING (3.35)
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
+_SMALLEST_SQLITE_FILE = 512  # one page of the smallest page size
 _SQLITE_NOTADB = 26
 _CONNECTION_PRAGMAS = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}", "PRAGMA foreign_keys = ON")
 # These are written into the file: applied only once it is known to be ours.
@@ -109,16 +109,24 @@ async def transaction(db: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Conne
 
 
 def _check_file(path: Path) -> None:
-    """The blocking part: refuse what is not SQLite, create the folder of a new file."""
+    """The blocking part: refuse a directory, create the folder of a new file.
+
+    The file itself is never opened here, only through SQLite: closing any descriptor
+    of a database file drops every POSIX lock this process holds on it, including
+    those of the store connections already open in this process. Another process
+    closing its last connection would then take the database for unused, checkpoint
+    and delete the WAL under them, and their later commits could be lost (under load,
+    bench/leases.py saw acknowledged claims and completions go missing before this). A file that is not SQLite is
+    refused by SQLite itself ("file is not a database") before anything is written;
+    one too short to be SQLite (SQLite would take it for a new, empty database and
+    write over it) is refused from its size alone.
+    """
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a T25 database", hint=_FOREIGN_HINT)
-    if path.exists():
-        with path.open("rb") as f:
-            header = f.read(len(_SQLITE_HEADER))
-        if header and header != _SQLITE_HEADER:  # an empty file is a new database to SQLite
-            raise StoreError(f"{path} is not a T25 database (it is not SQLite at all)", hint=_FOREIGN_HINT)
-    else:
+    if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+    elif 0 < path.stat().st_size < _SMALLEST_SQLITE_FILE:  # an empty file is a new database
+        raise StoreError(f"{path} is not a T25 database (it is not SQLite at all)", hint=_FOREIGN_HINT)
 
 
 async def _check_identity(db: aiosqlite.Connection, path: Path) -> None:

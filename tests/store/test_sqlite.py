@@ -156,3 +156,31 @@ def test_importing_the_store_package_loads_no_driver() -> None:
     code = "import sys, store; print(sorted(m for m in ('aiosqlite', 'asyncpg', 'sqlite3') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(tmp_path: Path) -> None:
+    """Opening the file again must not drop this process's locks on it: another process
+    closing its last connection would then delete the WAL under us and lose our commits."""
+    path = tmp_path / "t25.db"
+    first = await open_store(url(path))
+    second = await open_store(url(path))  # the same file, in the same process
+    try:
+        await first.upsert_project(Project(name="p", repo_path="/p", default_branch="main"))
+        code = ("import asyncio, sys; from store import open_store\n"
+                "async def main():\n"
+                "    s = await open_store(sys.argv[1]); await s.last_event_id(); await s.close()\n"
+                "asyncio.run(main())")
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, url(path),
+                                                     cwd=Path(__file__).parents[2])
+        assert await child.wait() == 0
+        # Had this process lost its locks, that close would have deleted the WAL under us.
+        assert path.with_name(path.name + "-wal").exists()
+        task, _ = await first.create_task(NewTask(project="p", title="kept"), actor="a")
+    finally:
+        await first.close()
+        await second.close()
+    reopened = await open_store(url(path))
+    try:
+        assert await reopened.get_task(task.id) == task
+    finally:
+        await reopened.close()
