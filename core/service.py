@@ -8,6 +8,7 @@ re-implements a check, an audit line or an event. A state change goes through
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,17 @@ STAGE_ROLE = {
     TaskState.QA: "qa", TaskState.REVIEW: "reviewer", TaskState.PR_OPEN: "pr",
     TaskState.DOCS: "docs",
 }
+
+
+def _whole(decision):
+    """An operator decision runs to its end even when its caller is cancelled (a cockpit
+    closing, a dropped connection): a state change is never left without its audit line."""
+
+    @functools.wraps(decision)
+    async def run(self, *args: Any, **kwargs: Any):
+        return await asyncio.shield(decision(self, *args, **kwargs))
+
+    return run
 
 
 class Factory:
@@ -125,6 +137,7 @@ class Factory:
 
     # -- operator actions --------------------------------------------------------------------
 
+    @_whole
     async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
         """Approve the plan a task waits on; the approval records the plan's SHA-256."""
         task = await self._waiting(ref, TaskState.AWAITING_APPROVAL, "approve")
@@ -139,6 +152,7 @@ class Factory:
         await self._decided(task, "approve", actor, reason or f"plan sha256:{artifact.sha256}")
         return task
 
+    @_whole
     async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
         """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
         if not reason.strip():
@@ -149,6 +163,7 @@ class Factory:
         await self._decided(task, "reject", actor, reason)
         return task
 
+    @_whole
     async def answer(self, ref: str, text: str, *, actor: str) -> Task:
         """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
         if not text.strip():
@@ -159,6 +174,7 @@ class Factory:
         await self._decided(task, "answer", actor, text)
         return task
 
+    @_whole
     async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
         """The human merge: only after the checks passed and the verdict is approve."""
         task = await self.task(ref)
@@ -194,6 +210,7 @@ class Factory:
         self.bus.publish(event)
         return task
 
+    @_whole
     async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
         task = await self.task(ref)
         if task.state in TERMINAL:
@@ -205,6 +222,7 @@ class Factory:
         await self._decided(task, "cancel", actor, reason)
         return task
 
+    @_whole
     async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
         task = await self.task(ref)
         if task.state is not TaskState.FAILED:
@@ -214,6 +232,7 @@ class Factory:
         await self._decided(task, "retry", actor, reason)
         return task
 
+    @_whole
     async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
         task = await self.task(ref)
         if task.archived:

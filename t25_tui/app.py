@@ -9,7 +9,9 @@ the command line calls — so the checks and the audit are the same.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -160,7 +162,18 @@ class T25App(App[None]):
     def _terminal_gone(self) -> None:
         """SIGHUP (a dropped SSH session) or SIGTERM: stop the agents, hand runs back, leave."""
         _mute_terminal(self)
-        self.run_worker(self.action_quit(), name="hangup", group="shutdown", exit_on_error=False)
+        self.run_worker(self._leave(), name="hangup", group="shutdown", exit_on_error=False)
+
+    async def _leave(self) -> None:
+        """Stop the agents and hand their runs back first; then exit. With no terminal left,
+        Textual's own shutdown can still block on a write nobody reads: everything that
+        matters is in the store by then, so a watchdog ends the process if it does."""
+        await self.finish_decisions()
+        await self.stop_floor()
+        watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.exit()
 
     async def stop_floor(self, timeout_s: float = 30.0) -> None:
         """Cancel the floor: running agents' process groups end, their leases go back."""
@@ -171,8 +184,16 @@ class T25App(App[None]):
             await asyncio.wait([task], timeout=timeout_s)
 
     async def action_quit(self) -> None:
+        await self.finish_decisions()
         await self.stop_floor()
         self.exit()
+
+    async def finish_decisions(self) -> None:
+        """A decision already sent to the factory completes (state, audit line, event)
+        before the cockpit goes; leaving never cuts one in half."""
+        pending = [w for w in self.workers if w.group == "actions" and not w.is_finished]
+        if pending:
+            await self.workers.wait_for_complete(pending)
 
     # -- the board -----------------------------------------------------------------------------
 
@@ -428,6 +449,9 @@ class T25App(App[None]):
 
     def action_archive(self) -> None:
         self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")
+
+
+HANGUP_EXIT_S = 5.0
 
 
 def _mute_terminal(app: App) -> None:

@@ -48,7 +48,7 @@ def test_operator_approves_over_a_terminal(tmp_path):
     try:
         term.wait_for("AWAITING_APPROVAL 1", timeout=90)
         term.type("i")
-        term.wait_for("Waiting for you")
+        term.wait_for("Waiting for you: 1")  # the inbox has loaded its row
         term.type("a")
         term.wait_for("Approve the plan of T-1")
         term.type("a")
