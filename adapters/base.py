@@ -207,7 +207,7 @@ def private_home(request: AgentRequest, files: dict[str, str]) -> Iterator[Path 
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
         yield home
-    finally:
+    finally:  # T25's own throwaway HOME for this one run (never a worktree): it goes
         shutil.rmtree(home, ignore_errors=True)
 
 
