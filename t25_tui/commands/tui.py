@@ -44,7 +44,7 @@ def _offer_config(args: argparse.Namespace) -> bool:
 async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
                   no_workers: bool = False) -> int:
     from adapters.registry import builtin_adapters
-    from t25_tui.app import make_app
+    from t25_tui.app import calm_garbage_collector, make_app
     from t25_tui.commands.pipeline import floor_for
     from t25_tui.preflight import missing_agents
 
@@ -60,6 +60,7 @@ async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
             server = http_server(factory, args.serve or factory.config.serve.bind,
                                  handle_signals=False)
             serving = asyncio.create_task(server.serve())
+        calm_garbage_collector()
         try:
             await app.run_async()
         finally:
