@@ -13,15 +13,24 @@ import pytest
 from core.git import git_sync
 
 
-def make_repo(path: Path, branch: str = "trunk") -> Path:
-    """A real repository with one commit on `branch` (deliberately not always `main`)."""
+def make_repo(path: Path, branch: str = "trunk", files: dict[str, str] | None = None, *,
+              exclude_factory: bool = False) -> Path:
+    """A real repository with one commit on `branch` (deliberately not always `main`).
+
+    `files` are the committed files (default: a tiny app.py); `exclude_factory` keeps
+    `.factory/` out of git as `t25 init` does."""
     path.mkdir(parents=True, exist_ok=True)
     git_sync("init", "--quiet", "--initial-branch", branch, cwd=path)
     git_sync("config", "user.name", "Test Operator", cwd=path)
     git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
-    (path / "app.py").write_text("def hello():\n    return 'hi'\n")
+    for name, text in (files or {"app.py": "def hello():\n    return 'hi'\n"}).items():
+        (path / name).write_text(text)
     git_sync("add", "-A", cwd=path)
     git_sync("commit", "--quiet", "-m", "initial", cwd=path)
+    if exclude_factory:
+        exclude = path / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(exist_ok=True)
+        exclude.write_text("/.factory/\n")
     return path
 
 

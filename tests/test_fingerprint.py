@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from core.fingerprint import changed, fingerprint
-from core.git import git_sync
 from core.models import Task, TaskType, utcnow
 from core.worktrees import Worktrees
+from tests.conftest import make_repo
 
 
 def plain_git(*args: str, cwd: Path) -> str:
@@ -23,17 +23,8 @@ def plain_git(*args: str, cwd: Path) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=path)
-    git_sync("config", "user.name", "Test Operator", cwd=path)
-    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
-    (path / "app.py").write_text("x = 1\n")
-    (path / ".gitignore").write_text("*.log\n")
-    git_sync("add", "app.py", ".gitignore", cwd=path)
-    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
-    (path / ".git" / "info" / "exclude").write_text("/.factory/\n")
-    return path
+    files = {"app.py": "x = 1\n", ".gitignore": "*.log\n"}
+    return make_repo(tmp_path / "repo", "trunk", files, exclude_factory=True)
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from core.errors import T25Error
-from core.git import (
-    GitError, driver_overrides, git, git_bytes, git_sync, neutral_drivers, status_entries,
-)
+from core.git import GitError, driver_overrides, git, git_bytes, neutral_drivers, status_entries
 from core.models import Task, TaskType, utcnow
 from core.worktrees import MergeRefused, Worktrees
+from tests.conftest import make_repo
 
 HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
          "pre-merge-commit", "post-merge", "reference-transaction", "post-index-change",
@@ -35,17 +34,8 @@ def make_task(task_id: str = "T-1") -> Task:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=path)
-    git_sync("config", "user.name", "Test Operator", cwd=path)
-    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
-    (path / "notes.txt").write_text("one\ntwo\nthree\nfour\nfive\n")
-    (path / "app.py").write_text("x = 1\n")
-    git_sync("add", "notes.txt", "app.py", cwd=path)
-    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
-    (path / ".git" / "info" / "exclude").write_text("/.factory/\n")
-    return path
+    files = {"notes.txt": "one\ntwo\nthree\nfour\nfive\n", "app.py": "x = 1\n"}
+    return make_repo(tmp_path / "repo", "trunk", files, exclude_factory=True)
 
 
 @pytest.fixture

@@ -12,11 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from core.git import git_sync
 from core.models import DiffStat, Task, TaskType, utcnow
 from core.worktrees import (
-    META_DIR, MergeRefused, WorktreeBusy, WorktreeRefused, Worktrees,
+    META_DIR,
+    MergeRefused,
+    WorktreeBusy,
+    WorktreeRefused,
+    Worktrees,
 )
+from tests.conftest import make_repo
 
 PROJECT = Path(__file__).resolve().parents[1]
 NASTY_BRANCH = "tr$unk;touch${IFS}PWNED|`touch${IFS}PWNED`&'q'\"(x)!#>y<{z}"
@@ -35,18 +39,8 @@ def plain_git(*args: str, cwd: Path) -> str:
 
 
 def new_repo(path: Path, branch: str = "trunk") -> Path:
-    path.mkdir(parents=True)
-    git_sync("init", "--quiet", "--initial-branch", branch, cwd=path)
-    git_sync("config", "user.name", "Test Operator", cwd=path)
-    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
-    (path / "app.py").write_text("def hello():\n    return 'hi'\n")
-    (path / ".gitignore").write_text("*.log\n")
-    git_sync("add", "app.py", ".gitignore", cwd=path)
-    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
-    exclude = path / ".git" / "info" / "exclude"
-    exclude.parent.mkdir(exist_ok=True)
-    exclude.write_text("/.factory/\n")  # as `t25 init` does
-    return path
+    return make_repo(path, branch, {"app.py": "def hello():\n    return 'hi'\n",
+                                    ".gitignore": "*.log\n"}, exclude_factory=True)
 
 
 @pytest.fixture
