@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from store import postgres_sql as sql
-from store.postgres_schema import CONNECTION_LOST, is_connection_lost
+from store.postgres_schema import CONNECTION_LOST, ConnectionPool, is_connection_lost
 
 log = logging.getLogger("t25.store.postgres")
 
@@ -37,7 +37,7 @@ class _ProcessNotifier:
     """The one notification sender of this process (per event loop and database)."""
 
     def __init__(self) -> None:
-        self.pools: list[asyncpg.Pool] = []
+        self.pools: list[ConnectionPool] = []
         self.task: asyncio.Task[None] | None = None
         self.again = False
         self.last_sent = -math.inf
@@ -76,7 +76,7 @@ class EventSignal:
     """One store's side of the wake-ups: `written()` after each committed event write,
     `wait()` for readers."""
 
-    def __init__(self, url: str, pool: asyncpg.Pool, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
+    def __init__(self, url: str, pool: ConnectionPool, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
         self._senders = _NOTIFIERS.setdefault(asyncio.get_running_loop(), {})
         self._url = url
         self._notifier = self._senders.setdefault(url, _ProcessNotifier())

@@ -1,4 +1,5 @@
-"""Opening a Postgres store: reach the server, check the schema is T25's, migrate it.
+"""Opening a Postgres store: reach the server, check the schema is T25's, migrate it,
+and pool the connections the store lends to its operations (`ConnectionPool`).
 
 Migrations from `store/migrations/postgres/` (the same ids and names as SQLite's) are
 applied in order, each in its own transaction, and recorded in `schema_migrations`.
@@ -13,6 +14,8 @@ by a newer T25 and is refused too.
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,21 +60,143 @@ def unreachable(url: str, exc: BaseException) -> StoreError:
     return StoreError(f"cannot reach the Postgres store at {shown(url)}: {exc}", hint=_REACH_HINT)
 
 
-async def _keep_session(con: asyncpg.Connection) -> None:
-    """Pool connections are returned as they are: the store never changes session state,
-    so asyncpg's default reset (a round trip per release) would be pure cost."""
+class ConnectionPool:
+    """The store's connections to its database, lent out one operation at a time.
+
+    asyncpg's own pool costs more client CPU per loan than a one-statement claim: every
+    release goes through a task (behind `asyncio.shield`) and re-arms an inactivity timer,
+    and the client is one thread sharing the CPUs with the server (bench/leases.py: about a
+    third of T25's client time per claim-and-complete). Here a loan is a list pop and a
+    return is a list push, neither waiting for a turn of the event loop. Connections open on
+    demand up to `max_size`; past that, borrowers wait in line. A connection that is closed
+    or still in a transaction is never lent again. Session state is never reset: the store
+    never changes it.
+    """
+
+    def __init__(self, url: str, *, max_size: int, application_name: str) -> None:
+        self._url = url
+        self._max_size = max_size
+        self._application_name = application_name
+        self._idle: list[asyncpg.Connection] = []  # the most recently used last: it is lent first
+        self._size = 0  # connections open, being opened, or promised to a waiter
+        self._waiters: deque[asyncio.Future[asyncpg.Connection | None]] = deque()
+        self._closing = False
+        self._drained: asyncio.Future[None] | None = None
+
+    async def start(self, min_size: int) -> None:
+        """Open the first `min_size` connections; if one cannot be, close the others and raise."""
+        opened = await asyncio.gather(*(self._open() for _ in range(min_size)), return_exceptions=True)
+        self._idle = [con for con in opened if isinstance(con, asyncpg.Connection)]
+        self._size = len(self._idle)
+        failed = [exc for exc in opened if isinstance(exc, BaseException)]
+        if failed:
+            await self.close()
+            raise failed[0]
+
+    async def acquire(self) -> asyncpg.Connection:
+        if self._closing:
+            raise asyncpg.InterfaceError("the store's connection pool is closing")
+        while self._idle:
+            con = self._idle.pop()
+            if not con.is_closed():
+                return con
+            self._size -= 1  # lost while idle (the server went away): open another below
+        if self._size < self._max_size:
+            self._size += 1
+        else:
+            con = await self._wait()
+            if con is not None:
+                return con
+            # else a connection was dropped, and its place passed to us
+        try:
+            return await self._open()
+        except BaseException:
+            self._free_place()
+            raise
+
+    def release(self, con: asyncpg.Connection) -> None:
+        """Take `con` back. A statement its borrower was cancelled in is being cancelled on
+        the server by asyncpg, and the next borrower's first statement waits for that."""
+        if con.is_closed() or con.is_in_transaction():
+            con.terminate()
+            self._free_place()
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(con)
+                return
+        self._idle.append(con)
+        if self._closing:
+            self._wake_close()
+
+    async def execute(self, statement: str) -> None:
+        con = await self.acquire()
+        try:
+            await con.execute(statement)
+        finally:
+            self.release(con)
+
+    async def close(self) -> None:
+        """Close every connection, waiting for those lent out to come back."""
+        self._closing = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(asyncpg.InterfaceError("the store's connection pool is closing"))
+        while self._size:
+            idle, self._idle = self._idle, []
+            self._size -= len(idle)
+            await asyncio.gather(*(con.close(timeout=2) for con in idle), return_exceptions=True)
+            if self._size:
+                self._drained = asyncio.get_running_loop().create_future()
+                await self._drained
+
+    async def _open(self) -> asyncpg.Connection:
+        return await asyncpg.connect(self._url, server_settings={"application_name": self._application_name})
+
+    async def _wait(self) -> asyncpg.Connection | None:
+        waiter: asyncio.Future[asyncpg.Connection | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if not waiter.done() or waiter.cancelled():
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+            elif waiter.exception() is None:  # served just as we were cancelled: pass it on
+                con = waiter.result()
+                if con is None:
+                    self._free_place()
+                else:
+                    self.release(con)
+            raise
+
+    def _free_place(self) -> None:
+        """A connection is gone: its place goes to the first borrower in line, if any."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._size -= 1
+        if self._closing:
+            self._wake_close()
+
+    def _wake_close(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
 
-async def create_pool(url: str, *, min_size: int, max_size: int, application_name: str) -> asyncpg.Pool:
+async def create_pool(url: str, *, min_size: int, max_size: int, application_name: str) -> ConnectionPool:
     """A pool on `url`, after the schema is migrated; StoreError if that cannot be done."""
     await migrate(url, application_name=application_name)
+    pool = ConnectionPool(url, max_size=max_size, application_name=application_name)
     try:
-        return await asyncpg.create_pool(
-            url, min_size=min_size, max_size=max_size, reset=_keep_session,
-            server_settings={"application_name": application_name},
-        )
+        await pool.start(min_size)
     except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
+    return pool
 
 
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:

@@ -1,0 +1,167 @@
+"""The Postgres store's connection pool: lending, waiting in line, and what is never lent again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from store.postgres_schema import ConnectionPool
+from tests.store.conftest import PostgresBackend
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    backend = PostgresBackend(request.getfixturevalue("pg_template"))
+    await backend.create()
+    yield backend.url
+    await backend.drop()
+
+
+async def pool_on(url: str, *, max_size: int = 2, min_size: int = 1) -> ConnectionPool:
+    pool = ConnectionPool(url, max_size=max_size, application_name="t25-pool-test")
+    await pool.start(min_size)
+    return pool
+
+
+async def backends(url: str) -> int:
+    con = await asyncpg.connect(url)
+    try:
+        return await con.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 't25-pool-test'")
+    finally:
+        await con.close()
+
+
+async def test_a_returned_connection_is_lent_again_without_opening_another(url: str) -> None:
+    pool = await pool_on(url)
+    try:
+        first = await pool.acquire()
+        pool.release(first)
+        again = await pool.acquire()
+        assert again is first
+        pool.release(again)
+        assert await backends(url) == 1
+    finally:
+        await pool.close()
+
+
+async def test_borrowers_past_the_limit_wait_in_line(url: str) -> None:
+    pool = await pool_on(url, max_size=2)
+    try:
+        a, b = await pool.acquire(), await pool.acquire()
+        third = asyncio.create_task(pool.acquire())
+        fourth = asyncio.create_task(pool.acquire())
+        await asyncio.sleep(0.05)
+        assert not third.done() and not fourth.done()
+        pool.release(b)
+        assert await asyncio.wait_for(third, 5) is b
+        assert not fourth.done()
+        pool.release(a)
+        assert await asyncio.wait_for(fourth, 5) is a
+        pool.release(a)
+        pool.release(b)
+        assert await backends(url) == 2
+    finally:
+        await pool.close()
+
+
+async def test_a_cancelled_waiter_takes_no_connection_with_it(url: str) -> None:
+    pool = await pool_on(url, max_size=1)
+    try:
+        held = await pool.acquire()
+        waiting = asyncio.create_task(pool.acquire())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        pool.release(held)
+        assert await asyncio.wait_for(pool.acquire(), 5) is held
+        pool.release(held)
+    finally:
+        await pool.close()
+
+
+async def test_a_statement_whose_borrower_was_cancelled_is_cancelled_before_the_next_one(url: str) -> None:
+    pool = await pool_on(url, max_size=1)
+    try:
+        con = await pool.acquire()
+
+        async def sleep_on_it() -> None:
+            try:
+                await con.execute("SELECT pg_sleep(30)")
+            finally:
+                pool.release(con)
+
+        sleeping = asyncio.create_task(sleep_on_it())
+        await asyncio.sleep(0.1)
+        sleeping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sleeping
+        again = await asyncio.wait_for(pool.acquire(), 5)
+        assert again is con
+        assert await asyncio.wait_for(again.fetchval("SELECT 1"), 5) == 1  # not 30 s later
+        admin = await asyncpg.connect(url)
+        try:
+            assert await admin.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND state = 'active' "
+                "AND pid <> pg_backend_pid()") == 0
+        finally:
+            await admin.close()
+        pool.release(again)
+    finally:
+        await pool.close()
+
+
+async def test_a_connection_left_in_a_transaction_is_not_lent_again(url: str) -> None:
+    pool = await pool_on(url)
+    try:
+        con = await pool.acquire()
+        await con.execute("BEGIN")
+        pool.release(con)
+        assert con.is_closed()
+        again = await pool.acquire()
+        assert again is not con and not again.is_in_transaction()
+        pool.release(again)
+    finally:
+        await pool.close()
+
+
+async def test_an_idle_connection_lost_to_the_server_is_replaced(url: str) -> None:
+    pool = await pool_on(url)
+    try:
+        con = await pool.acquire()
+        pid = con.get_server_pid()
+        pool.release(con)
+        admin = await asyncpg.connect(url)
+        try:
+            await admin.execute("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await admin.close()
+        for _ in range(100):  # the event loop notices the closed socket
+            if con.is_closed():
+                break
+            await asyncio.sleep(0.01)
+        fresh = await pool.acquire()
+        assert fresh.get_server_pid() != pid
+        pool.release(fresh)
+    finally:
+        await pool.close()
+
+
+async def test_close_waits_for_lent_connections_and_then_refuses_loans(url: str) -> None:
+    pool = await pool_on(url, max_size=2)
+    con = await pool.acquire()
+    closing = asyncio.create_task(pool.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()
+    with pytest.raises(asyncpg.InterfaceError, match="closing"):
+        await pool.acquire()
+    pool.release(con)
+    await asyncio.wait_for(closing, 5)
+    assert con.is_closed()
+    assert await backends(url) == 0
