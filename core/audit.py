@@ -143,6 +143,10 @@ class AuditLog:
                 out.append(entry)
         return out
 
+    async def snapshot(self, *, task: str | None = None) -> tuple[list[AuditEntry], Verdict]:
+        """The entries and the chain's verdict together, read off the event loop."""
+        return await asyncio.to_thread(self.entries, task=task), await self.verify()
+
     async def verify(self) -> Verdict:
         anchor = await self.store.get_audit_anchor()
         return await asyncio.to_thread(verify_lines, _read_lines(self.path), anchor)

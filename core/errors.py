@@ -9,7 +9,8 @@
     ├── ArtifactCorrupted         stored content no longer matches its SHA-256
     ├── StoreError                the store cannot be opened or is not a T25 database
     ├── AuditError                the audit log cannot be written
-    └── PolicyRefused             an operator action that policy does not allow now
+    ├── PolicyRefused             an operator action that policy does not allow now
+    └── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
 
 Every message is one line meant for a person at a terminal; the command line prints
 it (and the hint) without a traceback unless asked for one.
@@ -64,3 +65,7 @@ class AuditError(T25Error):
 
 class PolicyRefused(T25Error):
     """An operator action that policy does not allow in the task's current situation."""
+
+
+class ControlPlaneUnreachable(T25Error):
+    """A remote control plane did not answer, or answered something its client cannot use."""

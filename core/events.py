@@ -41,6 +41,19 @@ class Event(BaseModel):
         """The event's own fields, JSON-ready; the store keeps them beside the envelope."""
         return self.model_dump(mode="json", exclude=self._envelope)
 
+    def to_json(self) -> dict[str, Any]:
+        """The event as one flat JSON object, as REST and SSE carry it."""
+        return {"id": self.id, "kind": self.kind, "at": self.at.isoformat(),
+                "task_id": self.task_id, "run_id": self.run_id, **self.payload()}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Event:
+        """The inverse of `to_json`, for a reader on the far side of REST or SSE."""
+        payload = dict(data)
+        kind = payload.pop("kind")
+        envelope = {key: payload.pop(key, None) for key in Event._envelope}
+        return Event.restore(kind, payload, **envelope)
+
     @staticmethod
     def restore(
         kind: str, payload: dict[str, Any], *, id: int, at: datetime,
@@ -174,7 +187,7 @@ class Subscription:
         self.last_id = 0
         self.overflows = 0
 
-    def _offer(self, event: Event) -> None:
+    def _offer(self, event: Event | Resync) -> None:
         try:
             self._queue.put_nowait(event)
         except asyncio.QueueFull:
@@ -220,6 +233,11 @@ class EventBus:
         sub = Subscription(self, maxsize)
         self._subscribers.add(sub)
         return sub
+
+    def resync(self) -> None:
+        """The events feeding the bus were interrupted: every subscriber re-reads the store."""
+        for sub in tuple(self._subscribers):
+            sub._offer(Resync(sub.last_id))
 
     def publish(self, event: Event) -> None:
         """Hand a persisted event to every subscriber; never waits."""

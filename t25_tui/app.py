@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from core.agent import AgentAdapter
-from core.errors import T25Error
+from core.errors import ControlPlaneUnreachable, T25Error
 from core.events import InputRequested, RunOutput
 from core.models import ArtifactKind, TaskState
 from core.service import Factory
@@ -100,7 +100,7 @@ class T25App(App[None]):
     def __init__(self, factory: Factory, *, floor: Any = None, clock: Clock | None = None,
                  actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
                  poll_s: float = 1.5, refresh_s: float = 5.0, setup_note: str | None = None,
-                 handle_signals: bool = False) -> None:
+                 handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
         super().__init__()
         self.factory = factory
         self.floor = floor
@@ -110,6 +110,7 @@ class T25App(App[None]):
         self.poll_s, self.refresh_s = poll_s, refresh_s
         self.setup_note = setup_note
         self.handle_signals = handle_signals
+        self.link = link  # attached to a remote control plane: the connection's state
         self.output_listeners: set[Callable[[RunOutput], None]] = set()
         self.filter = BoardFilter()
         self.cards: list[Card] = []
@@ -153,6 +154,8 @@ class T25App(App[None]):
         """The one place a worker's failure becomes visible."""
         if event.state is WorkerState.ERROR and not self.stopping:
             error = event.worker.error
+            if isinstance(error, ControlPlaneUnreachable):
+                return  # the status line already says the link is down, and it reconnects
             text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
             self.notify(f"{event.worker.name or 'a worker'} failed: {text}", severity="error",
                         timeout=30)
@@ -226,13 +229,19 @@ class T25App(App[None]):
         self.board.show(shown, self.clock())
         if selected and self.board.selected() != selected:
             self.board.focus_task(selected)  # the selection follows its card to a new column
+        self.show_status(len(shown))
+
+    def show_status(self, shown: int | None = None) -> None:
+        """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
         workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
         parts = [f"[b]T25[/b] {len(self.cards)} tasks",
                  f"[b yellow]⚑ {waiting} waiting (i)[/]" if waiting else "nothing waiting",
-                 f"{workers} workers" if workers else "workers off"]
+                 self.link() if self.link else f"{workers} workers" if workers else "workers off"]
         if self.filter:
-            parts.append(f"filter: {self.filter.describe()} ({len(shown)})")
+            if shown is None:
+                shown = sum(1 for c in self.cards if self.filter.matches(c.task))
+            parts.append(f"filter: {self.filter.describe()} ({shown})")
         if self.status_note:
             parts.append(self.status_note)
         self.query_one("#status", Static).update(" · ".join(parts))
@@ -265,6 +274,8 @@ class T25App(App[None]):
         self.notify(message.text, title="a human is needed", severity="warning", timeout=12)
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
+        if self.link and self.loaded.is_set():
+            self.show_status()  # a remote link went down or came back
         self.schedule_refresh()
 
     # -- filter ----------------------------------------------------------------------------------

@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument("--serve", nargs="?", const="", metavar="HOST:PORT",
                      help="also serve the REST/SSE control plane, so remote workers can attach "
                           "(default address: serve.bind in t25.yaml)")
+    tui.add_argument("--url", metavar="URL",
+                     help="attach to the `t25 serve` at URL instead (e.g. http://factory:8725): "
+                          "no local t25.yaml or store; the token, when serve needs one, comes "
+                          "from T25_OPERATOR_TOKEN")
 
     add("doctor", "doctor:doctor",
         "check every configured agent CLI: found, version, capabilities, what looks wrong")

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from core.errors import LeaseLost, T25Error
+from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.events import Event
 from core.models import CheckResult, Lease, Run, Task
 from core.pipeline import RunReport
@@ -25,8 +25,51 @@ from core.worker import Claim
 log = logging.getLogger("t25.remote")
 
 
-class ControlPlaneUnreachable(T25Error):
-    """The control plane did not answer, or answered something a worker cannot use."""
+class Http:
+    """A client of one `t25 serve`: its base URL, a bearer secret, refusals as T25 errors."""
+
+    def __init__(self, url: str, secret: str | None, *, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.client = httpx.AsyncClient(
+            base_url=self.url, timeout=timeout_s,
+            headers={"Authorization": f"Bearer {secret}"} if secret else {})
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def request(self, method: str, path: str, *,
+                      refusals: dict[int, type[T25Error]] | None = None,
+                      otherwise: type[T25Error] = T25Error, **kw: Any) -> httpx.Response:
+        """Send one request; a status of 400 or more raises `refusals[status]` (or
+        `otherwise`) carrying the control plane's own message and hint."""
+        try:
+            response = await self.client.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise ControlPlaneUnreachable(
+                f"{self.url}{path}: {exc or type(exc).__name__}",
+                hint="is `t25 serve` running there, and reachable from this host?") from exc
+        if response.status_code >= 400:
+            error, hint = refusal(response)
+            if response.status_code in (refusals or {}):  # an answer the caller expects
+                raise refusals[response.status_code](error, hint=hint)
+            raise otherwise(f"{path} answered {response.status_code}: {error}", hint=hint)
+        return response
+
+
+def refusal(response: httpx.Response) -> tuple[str, str | None]:
+    """What a refused request said: T25's `error`/`hint`, FastAPI's `detail`, or the text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase, None
+    if not isinstance(body, dict):
+        return str(body)[:200], None
+    detail = body.get("detail")
+    if isinstance(detail, list) and detail:  # request validation: name the field
+        first = detail[0]
+        where = ".".join(str(part) for part in first.get("loc", ())[1:])
+        return f"{where}: {first.get('msg')}" if where else str(first.get("msg")), None
+    return str(body.get("error") or detail or body)[:500], body.get("hint")
 
 
 class HttpPlane:
@@ -35,27 +78,15 @@ class HttpPlane:
     def __init__(self, url: str, credential: str, *, lease_ttl_s: float = 30.0,
                  timeout_s: float = 30.0) -> None:
         self.lease_ttl_s = lease_ttl_s  # every call that proves the lease also extends it
-        self.client = httpx.AsyncClient(
-            base_url=url.rstrip("/"), timeout=timeout_s,
-            headers={"Authorization": f"Bearer {credential}"})
+        self.http = Http(url, credential, timeout_s=timeout_s)
 
     async def close(self) -> None:
-        await self.client.aclose()
+        await self.http.close()
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        try:
-            response = await self.client.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise ControlPlaneUnreachable(f"{self.client.base_url}{path}: {exc}") from exc
-        if response.status_code == 409:
-            raise LeaseLost(response.json().get("error", "the lease is gone"))
-        if response.status_code >= 400:
-            try:
-                detail = response.json().get("error") or response.json().get("detail")
-            except ValueError:
-                detail = response.text[:200]
-            raise ControlPlaneUnreachable(f"{path} answered {response.status_code}: {detail}")
-        return response
+        # 409: the lease is gone. Anything else refused is retried with backoff.
+        return await self.http.request("POST", path, json=body, refusals={409: LeaseLost},
+                                       otherwise=ControlPlaneUnreachable)
 
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
         response = await self._post("/worker/claim", {"worker": worker, "ttl_s": ttl_s})

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -37,7 +38,16 @@ from core.errors import (
     T25Error,
 )
 from core.events import Event
-from core.models import CheckResult, Lease, TaskState, TaskType, artifact_id, run_id
+from core.models import (
+    CheckResult,
+    Lease,
+    RunStatus,
+    TaskState,
+    TaskType,
+    artifact_id,
+    run_id,
+    task_id,
+)
 from core.pipeline import Pipeline, RunReport
 from core.service import Factory
 
@@ -46,6 +56,7 @@ OPERATOR_ENV = "T25_OPERATOR_TOKEN"
 MAX_BODY = 64 * 2**20  # a completion carries the run's log
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
+SHUTDOWN_GRACE_S = 10.0  # a stopping serve waits this long for requests in flight
 STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
           StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422}
 
@@ -108,11 +119,6 @@ class CompleteBody(_Body):
     report: RunReport
 
 
-def event_json(event: Event) -> dict[str, Any]:
-    return {"id": event.id, "kind": event.kind, "at": event.at.isoformat(),
-            "task_id": event.task_id, "run_id": event.run_id, **event.payload()}
-
-
 class BodyLimit:
     """Refuse request bodies over `limit` bytes with 413, before they are read whole."""
 
@@ -150,7 +156,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                               "protocol of one T25 installation.")
     pipeline = Pipeline(factory)
     store = factory.store
-    tail = Tail(store)
+    tail = api.state.tail = Tail(store)
 
     @api.exception_handler(T25Error)
     async def refused(_: Request, exc: T25Error) -> JSONResponse:
@@ -207,6 +213,18 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     async def answer(ref: str, body: AnswerBody) -> dict:
         return (await factory.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
 
+    @api.get("/tasks/{ref}/events", dependencies=op)
+    async def task_events(ref: str, after: int = 0,
+                          limit: Annotated[int, Query(ge=1, le=5000)] = 1000) -> list[dict]:
+        """One task's events after `after`, oldest first (its history and its agents' output)."""
+        found = await factory.task(ref)
+        return [e.to_json() for e in await store.events_after(after, task_id=found.id, limit=limit)]
+
+    @api.get("/runs", dependencies=op)
+    async def runs(task: str | None = None, status: RunStatus | None = None) -> list[dict]:
+        found = await store.list_runs(task_id=task_id(task) if task else None, status=status)
+        return [r.model_dump(mode="json") for r in found]
+
     @api.get("/runs/{ref}", dependencies=op)
     async def run(ref: str) -> dict:
         found = await store.get_run(run_id(ref))
@@ -214,17 +232,31 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
             raise NotFound(f"no run {run_id(ref)}")
         return found.model_dump(mode="json")
 
+    @api.get("/artifacts", dependencies=op)
+    async def artifacts(task: str | None = None) -> list[dict]:
+        found = await store.list_artifacts(task_id=task_id(task) if task else None)
+        return [a.model_dump(mode="json") for a in found]
+
     @api.get("/artifacts/{ref}", dependencies=op)
     async def artifact(ref: str) -> Response:
+        """The content, verified against its SHA-256; its provenance is in `X-T25-Artifact`."""
         meta, content = await store.get_artifact(artifact_id(ref))
         return Response(content, media_type=meta.meta.media_type,
-                        headers={"X-T25-SHA256": meta.sha256, "X-T25-Kind": meta.meta.kind})
+                        headers={"X-T25-SHA256": meta.sha256, "X-T25-Kind": meta.meta.kind,
+                                 "X-T25-Artifact": json.dumps(meta.model_dump(mode="json"))})
 
     @api.get("/audit", dependencies=op)
     async def audit(task: str | None = None) -> dict:
-        verdict = await factory.audit.verify()
-        return {"entries": [e.model_dump(mode="json") for e in factory.audit.entries(task=task)],
-                "verified": verdict.ok, "verification": verdict.message}
+        entries, verdict = await factory.audit.snapshot(task=task)
+        return {"entries": [e.model_dump(mode="json") for e in entries],
+                "verified": verdict.ok, "verification": verdict.message,
+                "lines": verdict.lines, "bad_line": verdict.bad_line}
+
+    @api.get("/config", dependencies=op)
+    async def configuration() -> dict:
+        """t25.yaml as validated: projects, roles, limits, policies, cost rates. The store's
+        address is left out: in production it names the database."""
+        return factory.config.model_dump(mode="json", exclude={"store"})
 
     @api.get("/cost", dependencies=op)
     async def costs() -> dict:
@@ -243,10 +275,10 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
             yield ServerSentEvent(event="reset", data={"last_id": newest})
             cursor = 0
         async with tail.follow() as batches:
-            while True:  # catch up from the events table, then follow the shared tail
+            while not tail.closed:  # catch up from the events table, then follow the tail
                 caught_up = await store.events_after(cursor, limit=500)
                 for e in caught_up:
-                    yield ServerSentEvent(id=str(e.id), event=e.kind, data=event_json(e))
+                    yield ServerSentEvent(id=str(e.id), event=e.kind, data=e.to_json())
                     cursor = e.id
                 if caught_up:
                     continue
@@ -255,7 +287,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                     continue
                 for e in batch:
                     if e.id > cursor:  # the catch-up may have sent it already
-                        yield ServerSentEvent(id=str(e.id), event=e.kind, data=event_json(e))
+                        yield ServerSentEvent(id=str(e.id), event=e.kind, data=e.to_json())
                         cursor = e.id
 
     # -- workers ----------------------------------------------------------------------------
@@ -317,6 +349,13 @@ class Tail:
         self.store = store
         self.queues: set[asyncio.Queue] = set()
         self.reader: asyncio.Task | None = None
+        self.closed = False
+
+    def close(self) -> None:
+        """The server is stopping: every stream ends; its client resumes elsewhere by id."""
+        self.closed = True
+        for queue in tuple(self.queues):
+            _nudge(queue)
 
     @contextlib.asynccontextmanager
     async def follow(self):
@@ -343,9 +382,14 @@ class Tail:
                 try:
                     queue.put_nowait(batch)
                 except asyncio.QueueFull:  # a slow client: it re-reads the table instead
-                    while not queue.empty():
-                        queue.get_nowait()
-                    queue.put_nowait(None)
+                    _nudge(queue)
+
+
+def _nudge(queue: asyncio.Queue) -> None:
+    """Replace what a stream has queued with None: "look at the table (and at `closed`)"."""
+    while not queue.empty():
+        queue.get_nowait()
+    queue.put_nowait(None)
 
 
 def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> None:
@@ -368,6 +412,15 @@ def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
     to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself."""
     import os
 
+    host, _, port = bind.rpartition(":")
+    api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
+                   operator_token=os.environ.get(OPERATOR_ENV), loopback=is_loopback(host))
+    return server_for(api, host.strip("[]"), int(port), handle_signals=handle_signals)
+
+
+def server_for(api: FastAPI, host: str, port: int, *, handle_signals: bool = True):
+    """uvicorn for one `make_api` app: its SSE streams end when it stops (they would hold a
+    graceful shutdown open for ever), and any other request gets SHUTDOWN_GRACE_S."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -379,8 +432,9 @@ def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
             else:
                 yield
 
-    host, _, port = bind.rpartition(":")
-    api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
-                   operator_token=os.environ.get(OPERATOR_ENV), loopback=is_loopback(host))
-    return Server(uvicorn.Config(api, host=host.strip("[]"), port=int(port),
-                                 log_level="warning", lifespan="off"))
+        async def shutdown(self, sockets=None) -> None:
+            api.state.tail.close()
+            await super().shutdown(sockets)
+
+    return Server(uvicorn.Config(api, host=host, port=port, log_level="warning",
+                                 lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE_S))

@@ -15,19 +15,17 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-import uvicorn
 
 from core.models import Lease, RunOutcome, RunStatus
-from t25_tui.serve import make_api
+from t25_tui.serve import make_api, server_for
 from tests.test_pipeline import Env, write_config
 
 CREDENTIAL = "worker-secret-42"
 
 
 @asynccontextmanager
-async def serving(api):
-    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
+async def serving(api, port: int = 0):
+    server = server_for(api, "127.0.0.1", port, handle_signals=False)
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.01)

@@ -1,4 +1,5 @@
-"""`t25 tui`: the cockpit, with the store, the bus and the in-process workers embedded.
+"""`t25 tui`: the cockpit, with the store, the bus and the in-process workers embedded,
+or (`--url`) attached to a remote `t25 serve`.
 
 Textual is imported only here, when the command runs, so `t25 --help` stays fast.
 """
@@ -16,9 +17,26 @@ from t25_tui.commands.context import actor_of, open_factory
 
 
 def tui(args: argparse.Namespace) -> int:
+    if args.url:
+        if args.serve is not None or args.workers is not None or args.no_workers:
+            raise ConfigError("--url attaches to a control plane that has its own workers and "
+                              "serve; --serve, --workers and --no-workers do not apply")
+        return asyncio.run(attached(args))
     if not args.config and not _offer_config(args):
         return 1
     return asyncio.run(cockpit(args, workers=args.workers, no_workers=args.no_workers))
+
+
+async def attached(args: argparse.Namespace) -> int:
+    """The cockpit on a remote `t25 serve`: every read and decision over REST, events over SSE."""
+    from t25_tui.app import calm_garbage_collector, make_app
+    from t25_tui.attach import attach
+
+    async with attach(args.url) as remote:
+        app = make_app(remote, actor=actor_of(args), link=remote.link, handle_signals=True)
+        calm_garbage_collector()
+        await app.run_async()
+    return 0
 
 
 def _offer_config(args: argparse.Namespace) -> bool:

@@ -129,9 +129,7 @@ class AuditPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        audit = self.factory.audit
-        entries = await asyncio.to_thread(audit.entries) if audit.path.exists() else []
-        verdict = await audit.verify()
+        entries, verdict = await self.factory.audit.snapshot()
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
             status.update(Text(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
@@ -181,7 +179,9 @@ class ProfilesPane(_Pane):
                 continue
             for i, profile in enumerate(chain, 1):
                 adapter = self.adapters.get(profile.adapter)
-                if adapter is None:
+                if not self.adapters:  # attached to a remote control plane
+                    found, version = "(on the worker hosts)", "-"
+                elif adapter is None:
                     found, version = f"no adapter {profile.adapter!r}", "-"
                 else:
                     path = await asyncio.to_thread(adapter.locate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -132,3 +133,60 @@ def test_the_cockpit_can_serve_the_control_plane_for_remote_workers(tmp_path):
         term.kill()
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+
+
+def test_an_operator_attaches_to_a_remote_serve_and_approves(tmp_path, monkeypatch):
+    """`t25 tui --url` from a directory with no t25.yaml: reads, the approval and the event
+    stream all cross HTTP; stopping serve under it ends its stream and the cockpit says so."""
+    import socket
+
+    import httpx
+
+    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("T25_OPERATOR_TOKEN", "op-token-9")
+    serve = subprocess.Popen([str(T25), "serve", "--bind", url.removeprefix("http://"),
+                              "--workers", "1"], cwd=repo, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api = httpx.Client(base_url=url, timeout=10,
+                       headers={"Authorization": "Bearer op-token-9"})
+    laptop = tmp_path / "laptop"
+    laptop.mkdir()
+    term = None
+    try:
+        wait(lambda: _answers(api), timeout=30)
+        api.post("/tasks", json={"title": "Rotate the session signing key",
+                                 "description": "scripted: risk=high"}).raise_for_status()
+        term = Terminal(laptop, "--url", url, size=(110, 30))
+        term.wait_for("AWAITING_APPROVAL 1", timeout=90)
+        assert f"attached to {url}" in term.text()
+        term.type("i")
+        term.wait_for("Waiting for you: 1")
+        term.type("a")
+        term.wait_for("Approve the plan of T-1")
+        term.type("a")
+        wait(lambda: api.get("/tasks/T-1").json()["task"]["state"] != "AWAITING_APPROVAL")
+        serve.send_signal(signal.SIGTERM)  # its event stream to the cockpit ends with it,
+        serve.wait(timeout=20)  # rather than holding the shutdown open
+        term.type("b")
+        term.wait_for(f"reconnecting to {url}", timeout=20)
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        if term:
+            term.kill()
+        serve.kill()
+        api.close()
+    audit = t25(repo, "audit")
+    assert "approve" in audit and "ssh-operator" in audit
+
+
+def _answers(client) -> bool:
+    import httpx
+
+    try:
+        return client.get("/health").status_code == 200
+    except httpx.HTTPError:
+        return False
