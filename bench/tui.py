@@ -4,7 +4,7 @@
     .venv/bin/python bench/tui.py [--tasks 5000] [--streams 8] [--presses 40] [--log-mb 10]
 
 The first two run the real `t25 tui` binary in a pseudo-terminal (as over SSH) and time
-what it draws; the third drives the app in-process with Pilot. Targets (issue 4): first
+what it draws (the first frame also attached to a `t25 serve`, with `--url`); the third drives the app in-process with Pilot. Targets (issue 4): first
 frame < 1.5 s, keypress p95 < 100 ms, the UI never freezes on 10 MB of output.
 """
 
@@ -14,7 +14,9 @@ import argparse
 import asyncio
 import os
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from core.events import RunOutput, TaskTransitioned  # noqa: E402
 from core.models import NewRun, RunOutcome, RunStatus, TaskState, Usage  # noqa: E402
 from t25_tui.commands.setup import DEMO_CONFIG, _sample_repo  # noqa: E402
-from tests.tui.terminal import Terminal  # noqa: E402
+from tests.tui.terminal import T25, Terminal  # noqa: E402
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -83,21 +85,43 @@ def first_frame(n: int) -> None:
         t0 = time.monotonic()
         asyncio.run(fill(repo, n))
         print(f"  seeded {n} tasks in {time.monotonic() - t0:.1f}s")
-        times, rss = [], 0.0
-        for _ in range(3):
-            started = time.monotonic()
-            term = Terminal(repo, "--no-workers", size=(120, 36))
-            try:
-                term.wait_for(f"{n} tasks", timeout=60)
-                times.append(time.monotonic() - started)
-                rss = rss_mb(term.pid)
-                term.type("q")
-                term.wait_exit()
-            finally:
-                term.kill()
+        times, rss = frames(repo, n, "--no-workers")
         print(f"time to first frame with {n} tasks (real t25 tui in a pty, 120x36): "
               f"best {min(times):.2f}s, median {statistics.median(times):.2f}s "
               f"(target < 1.5 s); RSS {rss:.0f} MB")
+        url = f"127.0.0.1:{free_port()}"
+        serve = subprocess.Popen([str(T25), "serve", "--bind", url, "--workers", "0"], cwd=repo,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            times, rss = frames(Path(tmp), n, "--url", f"http://{url}")
+        finally:
+            serve.terminate()
+            serve.wait()
+        print(f"  attached to a local t25 serve (t25 tui --url, REST + SSE): "
+              f"best {min(times):.2f}s, median {statistics.median(times):.2f}s; RSS {rss:.0f} MB")
+
+
+def frames(cwd: Path, n: int, *args: str) -> tuple[list[float], float]:
+    """Three starts of the real binary: seconds until the board shows all `n` tasks, and RSS."""
+    times, rss = [], 0.0
+    for _ in range(3):
+        started = time.monotonic()
+        term = Terminal(cwd, *args, size=(120, 36))
+        try:
+            term.wait_for(f"{n} tasks", timeout=60)
+            times.append(time.monotonic() - started)
+            rss = rss_mb(term.pid)
+            term.type("q")
+            term.wait_exit()
+        finally:
+            term.kill()
+    return times, rss
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 # -- 2. keypress to repaint while agents stream -----------------------------------------------
