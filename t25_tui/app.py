@@ -3,7 +3,9 @@
 Tests, the screenshot script, the benchmark and `t25 tui` all call `make_app`, so they
 run the same app. The app owns no domain truth: it reads the store, listens to the bus
 through `t25_tui.bridge`, and every operator action calls a `Factory` method — the one
-the command line calls — so the checks and the audit are the same.
+the command line calls — so the checks and the audit are the same. Attached to a remote
+`t25 serve` (`t25_tui.attach`), the same reads and calls cross REST and the bus is fed by
+the serve's event stream.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -43,6 +45,9 @@ from t25_tui.screens.inbox import Inbox
 from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.view import BoardFilter, Card, Clock, cards, human_needed, wall_clock
 from t25_tui.widgets.board import Board
+
+if TYPE_CHECKING:
+    from t25_tui.attach import RemoteFactory
 
 # (action, title, help) — the command palette lists every one of these.
 COMMANDS = [
@@ -97,7 +102,7 @@ class T25App(App[None]):
         Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
     ]
 
-    def __init__(self, factory: Factory, *, floor: Any = None, clock: Clock | None = None,
+    def __init__(self, factory: Factory | RemoteFactory, *, floor: Any = None, clock: Clock | None = None,
                  actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
                  poll_s: float = 1.5, refresh_s: float = 5.0, setup_note: str | None = None,
                  handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
@@ -505,6 +510,6 @@ def _mute_terminal(app: App) -> None:
         writer.write = lambda text: None
 
 
-def make_app(factory: Factory, **services: Any) -> T25App:
+def make_app(factory: Factory | RemoteFactory, **services: Any) -> T25App:
     """The cockpit with its services injected: floor, clock, actor, adapters, timings."""
     return T25App(factory, **services)
