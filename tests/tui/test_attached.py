@@ -17,7 +17,7 @@ from t25_tui.app import make_app
 from t25_tui.attach import attach
 from t25_tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.screens.detail import TaskDetail
-from t25_tui.screens.panes import AuditPane
+from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.serve import make_api
 from t25_tui.widgets.logpane import LogPane
 from tests.test_serve import _free_port, serving
@@ -66,6 +66,13 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
             await pilot.press("u")  # the audit, read and verified on the control plane
             await until(pilot, lambda: isinstance(app.screen, AuditPane) and app.screen.ready)
             assert "chain verified" in str(app.screen.query_one("#audit-status").render())
+            await pilot.press("c")
+            await until(pilot, lambda: isinstance(app.screen, CostPane) and app.screen.ready)
+            assert "$" in str(app.screen.query_one("#cost-summary").render())
+            await pilot.press("p")  # roles and policies; the binaries are the workers' business
+            await until(pilot, lambda: isinstance(app.screen, ProfilesPane) and app.screen.ready)
+            table = app.screen.query_one("#profiles-table")
+            assert "(on the worker hosts)" in {str(c) for c in table.get_row_at(0)}
     approve = local.audit.entries(task="T-2")[-1]
     assert (approve.decision, approve.actor) == ("approve", "ana@remote")
 
