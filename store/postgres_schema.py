@@ -15,6 +15,7 @@ by a newer T25 and is refused too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -35,6 +36,8 @@ CONNECTION_LOST: tuple[type[BaseException], ...] = (
     ConnectionError,
     OSError,
 )
+
+IDLE_LIFETIME_S = 300.0  # asyncpg's default max_inactive_connection_lifetime
 
 _FOREIGN_HINT = "point store.url (or T25_DATABASE_URL) at an empty database, or at one written by T25"
 _REACH_HINT = "check that Postgres is running and that T25_DATABASE_URL (or store.url) is right"
@@ -68,36 +71,46 @@ class ConnectionPool:
     and the client is one thread sharing the CPUs with the server (bench/leases.py: about a
     third of T25's client time per claim-and-complete). Here a loan is a list pop and a
     return is a list push, neither waiting for a turn of the event loop. Connections open on
-    demand up to `max_size`; past that, borrowers wait in line. A connection that is closed
+    demand up to `max_size`; past that, borrowers wait in line. Like asyncpg's, the pool
+    closes connections left idle for `idle_lifetime_s`, down to `min_size`, but checks for
+    them on one timer of its own rather than one per release. A connection that is closed
     or still in a transaction is never lent again. Session state is never reset: the store
     never changes it.
     """
 
-    def __init__(self, url: str, *, max_size: int, application_name: str) -> None:
+    def __init__(self, url: str, *, min_size: int, max_size: int, application_name: str,
+                 idle_lifetime_s: float = IDLE_LIFETIME_S) -> None:
         self._url = url
+        self._min_size = min_size
         self._max_size = max_size
         self._application_name = application_name
-        self._idle: list[asyncpg.Connection] = []  # the most recently used last: it is lent first
+        self._idle_lifetime_s = idle_lifetime_s
+        # (connection, when it came back); the most recently used last: it is lent first
+        self._idle: list[tuple[asyncpg.Connection, float]] = []
         self._size = 0  # connections open, being opened, or promised to a waiter
         self._waiters: deque[asyncio.Future[asyncpg.Connection | None]] = deque()
+        self._trimmer: asyncio.TimerHandle | None = None
+        self._closers: set[asyncio.Task[None]] = set()
         self._closing = False
         self._drained: asyncio.Future[None] | None = None
 
-    async def start(self, min_size: int) -> None:
+    async def start(self) -> None:
         """Open the first `min_size` connections; if one cannot be, close the others and raise."""
-        opened = await asyncio.gather(*(self._open() for _ in range(min_size)), return_exceptions=True)
-        self._idle = [con for con in opened if isinstance(con, asyncpg.Connection)]
+        loop = asyncio.get_running_loop()
+        opened = await asyncio.gather(*(self._open() for _ in range(self._min_size)), return_exceptions=True)
+        self._idle = [(con, loop.time()) for con in opened if isinstance(con, asyncpg.Connection)]
         self._size = len(self._idle)
         failed = [exc for exc in opened if isinstance(exc, BaseException)]
         if failed:
             await self.close()
             raise failed[0]
+        self._trimmer = loop.call_later(self._idle_lifetime_s / 2, self._trim)
 
     async def acquire(self) -> asyncpg.Connection:
         if self._closing:
             raise asyncpg.InterfaceError("the store's connection pool is closing")
         while self._idle:
-            con = self._idle.pop()
+            con, _ = self._idle.pop()
             if not con.is_closed():
                 return con
             self._size -= 1  # lost while idle (the server went away): open another below
@@ -126,7 +139,7 @@ class ConnectionPool:
             if not waiter.done():
                 waiter.set_result(con)
                 return
-        self._idle.append(con)
+        self._idle.append((con, asyncio.get_running_loop().time()))
         if self._closing:
             self._wake_close()
 
@@ -140,6 +153,8 @@ class ConnectionPool:
     async def close(self) -> None:
         """Close every connection, waiting for those lent out to come back."""
         self._closing = True
+        if self._trimmer is not None:
+            self._trimmer.cancel()
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
@@ -147,10 +162,11 @@ class ConnectionPool:
         while self._size:
             idle, self._idle = self._idle, []
             self._size -= len(idle)
-            await asyncio.gather(*(con.close(timeout=2) for con in idle), return_exceptions=True)
+            await asyncio.gather(*(con.close(timeout=2) for con, _ in idle), return_exceptions=True)
             if self._size:
                 self._drained = asyncio.get_running_loop().create_future()
                 await self._drained
+        await asyncio.gather(*self._closers)
 
     async def _open(self) -> asyncpg.Connection:
         return await asyncpg.connect(self._url, server_settings={"application_name": self._application_name})
@@ -172,6 +188,18 @@ class ConnectionPool:
                     self.release(con)
             raise
 
+    def _trim(self) -> None:
+        """Close the connections idle for `idle_lifetime_s`, least recently used first."""
+        loop = asyncio.get_running_loop()
+        stale = loop.time() - self._idle_lifetime_s
+        while self._idle and self._idle[0][1] <= stale and self._size > self._min_size:
+            con, _ = self._idle.pop(0)
+            self._size -= 1
+            closer = loop.create_task(_close_quietly(con))
+            self._closers.add(closer)
+            closer.add_done_callback(self._closers.discard)
+        self._trimmer = loop.call_later(self._idle_lifetime_s / 2, self._trim)
+
     def _free_place(self) -> None:
         """A connection is gone: its place goes to the first borrower in line, if any."""
         while self._waiters:
@@ -188,12 +216,17 @@ class ConnectionPool:
             self._drained.set_result(None)
 
 
+async def _close_quietly(con: asyncpg.Connection) -> None:
+    with contextlib.suppress(Exception):  # a connection that cannot say goodbye is gone anyway
+        await con.close(timeout=2)
+
+
 async def create_pool(url: str, *, min_size: int, max_size: int, application_name: str) -> ConnectionPool:
     """A pool on `url`, after the schema is migrated; StoreError if that cannot be done."""
     await migrate(url, application_name=application_name)
-    pool = ConnectionPool(url, max_size=max_size, application_name=application_name)
+    pool = ConnectionPool(url, min_size=min_size, max_size=max_size, application_name=application_name)
     try:
-        await pool.start(min_size)
+        await pool.start()
     except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
     return pool

@@ -22,9 +22,9 @@ async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     await backend.drop()
 
 
-async def pool_on(url: str, *, max_size: int = 2, min_size: int = 1) -> ConnectionPool:
-    pool = ConnectionPool(url, max_size=max_size, application_name="t25-pool-test")
-    await pool.start(min_size)
+async def pool_on(url: str, *, max_size: int = 2, min_size: int = 1, **options: float) -> ConnectionPool:
+    pool = ConnectionPool(url, min_size=min_size, max_size=max_size, application_name="t25-pool-test", **options)
+    await pool.start()
     return pool
 
 
@@ -165,3 +165,22 @@ async def test_close_waits_for_lent_connections_and_then_refuses_loans(url: str)
     await asyncio.wait_for(closing, 5)
     assert con.is_closed()
     assert await backends(url) == 0
+
+
+async def test_connections_left_idle_are_closed_down_to_the_minimum(url: str) -> None:
+    pool = await pool_on(url, max_size=3, min_size=1, idle_lifetime_s=0.2)
+    try:
+        lent = [await pool.acquire() for _ in range(3)]
+        for con in lent:
+            pool.release(con)
+        assert await backends(url) == 3
+        for _ in range(100):
+            if await backends(url) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert await backends(url) == 1
+        con = await pool.acquire()  # the one kept is the most recently used, and still works
+        assert con is lent[-1] and await con.fetchval("SELECT 1") == 1
+        pool.release(con)
+    finally:
+        await pool.close()
