@@ -6,7 +6,9 @@ started with an argv list (never a shell) in a session of its own, both pipes ar
 concurrently in chunks, output is decoded incrementally and streamed to a sink, and when it
 must stop - timeout, abort, cancellation - its whole process group is signalled: SIGTERM,
 a grace period, then SIGKILL. Even after a normal exit the group is killed, so nothing an
-agent started outlives its run. Nothing here blocks the event loop.
+agent started outlives its run. And however a run ends, the leader is reaped and both pipes
+are closed before `run_process` returns or raises: nothing of the child is left for the
+garbage collector. Nothing here blocks the event loop.
 
     run_process(argv, cwd=..., env=..., timeout_s=..., abort=..., on_output=...) -> ProcessResult
     minimal_env(extra)  -> the allowlisted environment a child gets
@@ -190,6 +192,75 @@ async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     await _exit(proc)
 
 
+async def _unstoppable(step: Callable[[], Awaitable[object]]) -> None:
+    """Await `step()` to its end even if the task is cancelled meanwhile, then pass the
+    cancellation on. For cleanup that must finish: asyncio.run, for one, cancels every task
+    once more as it closes the loop. `step` must be bounded and safe to start again."""
+    stopped = False
+    while True:
+        try:
+            await step()
+            break
+        except asyncio.CancelledError:
+            stopped = True
+    if stopped:
+        raise asyncio.CancelledError
+
+
+def _gone(proc: asyncio.subprocess.Process) -> bool:
+    """The leader is reaped, both pipes are closed and so is the transport that held them:
+    nothing of the child is left in T25."""
+    transport = proc._transport  # type: ignore[attr-defined]  # no public way to ask
+    pipes = (transport.get_pipe_transport(fd) for fd in (1, 2))
+    return (proc.returncode is not None and transport.is_closing()
+            and all(pipe.get_extra_info("pipe").closed for pipe in pipes))
+
+
+async def _let_go(proc: asyncio.subprocess.Process, helpers: tuple[asyncio.Task, ...] = ()) -> None:
+    """Close both pipes, then wait until the leader is reaped, the pipes are closed and the
+    (cancelled) helpers have ended. The group is already dead; run it `_unstoppable`.
+
+    Left to itself, asyncio reaps a killed child a moment later, on a watcher thread that
+    hands the exit status to the loop. If the loop has closed by then, the status never
+    arrives, and the garbage collector later finds a "still running" child and open pipe
+    transports - warning in whatever code happens to run next.
+    """
+    for fd in (1, 2):  # the output is no longer wanted; a child that left the group may hold them
+        proc._transport.get_pipe_transport(fd).close()  # type: ignore[attr-defined]
+    if helpers:
+        await asyncio.wait(helpers)  # wait() does not cancel what it waits for
+    while not _gone(proc):
+        await asyncio.sleep(0.002)
+
+
+async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
+    """Start `argv` in a session of its own, both pipes to T25.
+
+    A cancellation that lands while the child starts lets the start finish, then kills and
+    reaps the child before it goes on: asyncio alone would kill only the leader, and leave
+    it unreaped if cancelled once more while waiting for it.
+    """
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    ))
+
+    async def end_it() -> None:
+        await asyncio.wait([starting])
+        if not starting.cancelled() and starting.exception() is None:
+            proc = starting.result()
+            if proc.returncode is None:
+                _signal_group(proc.pid, signal.SIGKILL)
+            await _let_go(proc)
+
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        await _unstoppable(end_it)
+        raise
+
+
 async def run_process(
     argv: list[str],
     *,
@@ -203,7 +274,8 @@ async def run_process(
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
-    If the calling task is cancelled, the group is killed before the cancellation propagates.
+    If the calling task is cancelled, the group is killed and the leader reaped before the
+    cancellation propagates.
     """
     started = time.monotonic()
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
@@ -215,11 +287,7 @@ async def run_process(
     if abort.is_set():
         return result(exit_code=None, aborted=True)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = await _spawn(argv, cwd, env)
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
         return result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
 
@@ -238,12 +306,8 @@ async def run_process(
         # The leader is gone; whatever it left running in its group goes too.
         _signal_group(proc.pid, signal.SIGKILL)
         # The pipes close once every holder is dead. A child that left the group (setsid)
-        # could hold them open forever, so draining them is bounded.
-        _, stuck = await asyncio.wait(pumps, timeout=max(grace_s, 1.0))
-        for pump in stuck:
-            pump.cancel()
-        if stuck:
-            proc._transport.close()  # type: ignore[attr-defined]  # no public way to let go
+        # could hold them open forever, so draining them is bounded (`_let_go` closes them).
+        await asyncio.wait(pumps, timeout=max(grace_s, 1.0))
         for pump in pumps:
             if pump.done() and not pump.cancelled() and (failure := pump.result()):
                 raise failure
@@ -254,7 +318,7 @@ async def run_process(
         helpers = (*pumps, exited, aborting)
         for task in helpers:
             task.cancel()
-        await asyncio.wait(helpers)  # let them finish cancelling: no task is left pending
+        await _unstoppable(lambda: _let_go(proc, helpers))
 
     code = proc.returncode
     killed_by = -code if code is not None and code < 0 else None

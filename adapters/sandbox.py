@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 from pathlib import Path
+
+from adapters.process import run_process
 
 CHECK_TIMEOUT_S = 10.0
 
@@ -43,20 +46,16 @@ class Sandbox:
 
 
 async def _probe(argv: list[str]) -> tuple[int | None, str]:
-    """Run a short probe; (exit code, its output), exit code None when it could not start."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-    except OSError as exc:
-        return None, str(exc)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), CHECK_TIMEOUT_S)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
+    """Run a short probe; (exit code, its output), exit code None when it could not start or
+    did not answer. It runs under `run_process`, so a stopped probe leaves no child behind."""
+    done = await run_process(argv, cwd=Path(tempfile.gettempdir()), env=dict(os.environ),
+                             timeout_s=CHECK_TIMEOUT_S, abort=asyncio.Event(), grace_s=0.5,
+                             log_limit=65536)
+    if done.spawn_error:
+        return None, done.spawn_error
+    if done.timed_out:
         return None, f"no answer within {CHECK_TIMEOUT_S:g} s"
-    return proc.returncode, out.decode("utf-8", "replace").strip()
+    return done.exit_code, done.log.decode("utf-8", "replace").strip()
 
 
 class Bubblewrap(Sandbox):

@@ -146,24 +146,84 @@ class Completed:
     err: str
 
 
+# How long a stopped command gets to clean up (git removes its *.lock files on SIGTERM).
+TERM_GRACE_S = 5.0
+
+
 async def _spawn(args: tuple[str, ...], cwd: Path,
                  overrides: Sequence[tuple[str, str]]) -> Completed:
-    proc = await asyncio.create_subprocess_exec(
-        *_argv(args), cwd=cwd, env=git_env(overrides), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )
+    return await run_command(_argv(args), cwd=cwd, env=git_env(overrides))
+
+
+async def run_command(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Completed:
+    """Run a short command in a session of its own and collect its output.
+
+    If the caller is cancelled, the command's group is ended (SIGTERM, then SIGKILL if it
+    lingers) and the command reaped, its pipes closed, before the cancellation goes on.
+    Left to itself, asyncio reaps it later, on a watcher thread that hands the exit status
+    to the loop; if the loop has closed by then, the garbage collector finds a "still
+    running" child and open pipes in whatever code happens to run next.
+    """
+    proc = await _start(argv, cwd, env)
     try:
         out, err = await proc.communicate()
     except asyncio.CancelledError:
-        # SIGTERM first: git removes its *.lock files on it; SIGKILL only if it lingers.
-        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, None)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-                break
+        await _end(proc)
         raise
     return Completed(proc.returncode or 0, out, err.decode(errors="replace"))
+
+
+async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
+    """Start `argv`; a cancellation that lands meanwhile lets the start finish and then ends
+    the command (asyncio alone kills only the leader, and leaves it unreaped if cancelled
+    once more while waiting for it)."""
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    ))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        while not starting.done():
+            with contextlib.suppress(asyncio.CancelledError):  # raised below all the same
+                await asyncio.wait([starting])
+        if not starting.cancelled() and starting.exception() is None:
+            await _end(starting.result())
+        raise
+
+
+def _gone(proc: asyncio.subprocess.Process) -> bool:
+    """Reaped, both pipes closed and so is the transport that held them."""
+    transport = proc._transport  # type: ignore[attr-defined]  # no public way to ask
+    pipes = (transport.get_pipe_transport(fd) for fd in (1, 2))
+    return (proc.returncode is not None and transport.is_closing()
+            and all(pipe.get_extra_info("pipe").closed for pipe in pipes))
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """End a command whose caller was cancelled, and wait until nothing of it is left.
+
+    Cancelled again meanwhile (asyncio.run cancels every task once more as it closes the
+    loop), it skips what is left of the grace period but still waits; the caller passes
+    the cancellation on afterwards."""
+    sig, grace = signal.SIGTERM, TERM_GRACE_S
+    while proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(_reaped(proc), grace)
+        sig, grace = signal.SIGKILL, None
+    for fd in (1, 2):  # output nobody reads any more, which could keep them open
+        proc._transport.get_pipe_transport(fd).close()  # type: ignore[attr-defined]
+    while not _gone(proc):
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.002)
+
+
+async def _reaped(proc: asyncio.subprocess.Process) -> None:
+    # Not proc.wait(): that also waits for the pipes, which nobody reads any more.
+    while proc.returncode is None:
+        await asyncio.sleep(0.002)
 
 
 async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:

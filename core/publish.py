@@ -13,14 +13,12 @@ Hooks, fsmonitor and the pager stay off.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from core.errors import T25Error
-from core.git import git, git_env
+from core.git import git, git_env, run_command
 from core.models import Task
 from core.worktrees import Worktrees
 
@@ -55,12 +53,9 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True)
-    out, err = await proc.communicate()
-    if proc.returncode != 0:
-        detail = err.decode(errors="replace").strip().splitlines()
-        raise PublishFailed(f"{what} failed: {detail[-1] if detail else f'exit {proc.returncode}'}",
+    done = await run_command(argv, cwd=cwd, env=env)  # a cancelled push leaves no child behind
+    if done.code != 0:
+        detail = done.err.strip().splitlines()
+        raise PublishFailed(f"{what} failed: {detail[-1] if detail else f'exit {done.code}'}",
                             hint="fix the remote or gh login, then `t25 retry`")
-    return out.decode(errors="replace").strip()
+    return done.out.decode(errors="replace").strip()
