@@ -118,7 +118,8 @@ async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seed
         seen = remote.bus.subscribe()
         await _until(lambda: remote.connected)
         await local.cancel("T-9", actor="ops", reason="before the drop")
-        await _until(lambda: remote.cursor > start)
+        before = await local.store.last_event_id()
+        await _until(lambda: remote.cursor == before)
 
         await first.__aexit__(None, None, None)
         await _until(lambda: not remote.connected)
