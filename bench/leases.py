@@ -20,9 +20,10 @@ Run:
 
 `--processes` spreads the workers of each count over that many OS processes (same
 split for T25 and pgqueuer). One is the default: on a 2-CPU machine the client uses
-about a third of a core at 16 workers, and more processes only compete with the
-server for the CPUs. A Unix-socket DSN (`postgresql://postgres@/postgres?host=
-/var/run/postgresql`) spares both contenders the loopback TCP cost. Every measurement uses a fresh database, dropped afterwards; each
+about half a core at 16 workers (T25's; pgqueuer's about a quarter), and more
+processes only compete with the server for the CPUs. A Unix-socket DSN
+(`postgresql://postgres@/postgres?host=/var/run/postgresql`) spares both contenders
+the loopback TCP cost. Every measurement uses a fresh database, dropped afterwards; each
 figure is the median of `--repeat` measurements, taken in turn with the other
 contenders' so that a busy moment of the machine does not favour one of them.
 Figures, not a test: nothing asserts on time.

@@ -1,4 +1,4 @@
-"""The production store: Postgres through an asyncpg pool, shared by many workers on many hosts.
+"""The production store: Postgres through pooled asyncpg connections, shared by many workers on many hosts.
 
 Every operation that changes state is one statement (its event row written in the same
 statement by a data-modifying CTE), so it is its own transaction and costs one round
@@ -12,8 +12,9 @@ killed before it committed was rolled back, so the retry is simply its first suc
 In the rare case the connection died after the commit but before the reply: a
 completion finds its own RunFinished on the retry and returns it; a claim leases the
 next run, and the one whose lease nobody heard of returns to the queue when its
-deadline passes (the reaper's ordinary work: nothing is lost). Schema and migrations are in `postgres_schema`; the SQL is in
-`postgres_sql`; cross-process wake-ups are in `postgres_events`.
+deadline passes (the reaper's ordinary work: nothing is lost). Schema, migrations and
+the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
+wake-ups are in `postgres_events`.
 """
 
 from __future__ import annotations
