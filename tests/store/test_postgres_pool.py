@@ -32,7 +32,8 @@ async def backends(url: str) -> int:
     con = await asyncpg.connect(url)
     try:
         return await con.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 't25-pool-test'")
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 't25-pool-test' "
+            "AND datname = current_database()")  # this test's database: other runs may share the server
     finally:
         await con.close()
 
