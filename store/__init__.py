@@ -2,7 +2,7 @@
 
     sqlite:///relative/path.db     the embedded store: one file, WAL mode (the default)
     sqlite:////absolute/path.db    (three slashes, then the path: absolute paths show four)
-    postgresql://user@host/db      the production store: Postgres through an asyncpg pool
+    postgresql://user@host/db      the production store: Postgres, asyncpg connections in the store's own pool
     postgres://user@host/db        (the same)
 
 Importing this package is cheap: a backend's driver is imported only when a store of
