@@ -93,6 +93,7 @@ def first_frame(n: int) -> None:
         serve = subprocess.Popen([str(T25), "serve", "--bind", url, "--workers", "0"], cwd=repo,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
+            wait_listening(url)
             times, rss = frames(Path(tmp), n, "--url", f"http://{url}")
         finally:
             serve.terminate()
@@ -116,6 +117,19 @@ def frames(cwd: Path, n: int, *args: str) -> tuple[list[float], float]:
         finally:
             term.kill()
     return times, rss
+
+
+def wait_listening(bind: str, timeout_s: float = 30.0) -> None:
+    host, _, port = bind.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def free_port() -> int:
