@@ -125,6 +125,11 @@ class Store(Protocol):
         self, *, task_id: str | None = None, status: RunStatus | None = None
     ) -> list[Run]: ...
 
+    async def cost_by_task(self) -> dict[str, float]:
+        """Each task's summed run cost (a task with no runs is absent): the board's figure,
+        without reading every run."""
+        ...
+
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         """Lease the oldest queued run to `worker`, or None when the queue is empty."""
         ...

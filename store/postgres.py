@@ -263,6 +263,10 @@ class PostgresStore:
         wanted = RunStatus(status).value if status is not None else None
         return [_run(r) for r in await self._fetch(sql.LIST_RUNS, task, wanted)]
 
+    async def cost_by_task(self) -> dict[str, float]:
+        rows = await self._fetch(sql.COST_BY_TASK)
+        return {format_id("T", r["task_id"]): r["cost"] for r in rows}
+
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         row = await self._fetchrow(sql.CLAIM_RUN, worker, checks.positive_ttl(ttl_s))
         return _lease(row) if row else None

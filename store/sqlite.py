@@ -244,6 +244,10 @@ class SqliteStore:
         rows = await self._read(sql.LIST_RUNS.format(where=" AND ".join(where)), params)
         return [_run(r) for r in rows]
 
+    async def cost_by_task(self) -> dict[str, float]:
+        rows = await self._read(sql.COST_BY_TASK)
+        return {format_id("T", r["task_id"]): r["cost"] for r in rows}
+
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         params = {"worker": worker, "ttl": checks.positive_ttl(ttl_s)}
         async with self._write() as db:

@@ -150,3 +150,5 @@ LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (s
 GET_AUDIT_ANCHOR = "SELECT seq, hash FROM audit_anchor WHERE id = 1"
 INSERT_AUDIT_ANCHOR = "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id"
 MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id"
+
+COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"

@@ -220,9 +220,9 @@ class T25App(App[None]):
         store = self.factory.store
         last = await store.last_event_id()
         tasks = await store.list_tasks()
-        runs = await store.list_runs()
+        spent = await store.cost_by_task()
         self.seen_event_id = max(self.seen_event_id, last)
-        self.cards = cards(tasks, runs)
+        self.cards = cards(tasks, spent)
         self.show_cards()
         if not self.loaded.is_set():
             self.board.focus_first()

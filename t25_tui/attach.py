@@ -201,6 +201,9 @@ class RemoteStore:
         found = await self.remote.get("/runs", task=task_id, status=status and status.value)
         return [Run.model_validate(r) for r in found]
 
+    async def cost_by_task(self) -> dict[str, float]:
+        return await self.remote.get("/cost/tasks")
+
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
         return [Artifact.model_validate(a)
                 for a in await self.remote.get("/artifacts", task=task_id)]

@@ -262,6 +262,11 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
         address is left out: in production it names the database."""
         return factory.config.model_dump(mode="json", exclude={"store"})
 
+    @api.get("/cost/tasks", dependencies=op)
+    async def cost_by_task() -> dict[str, float]:
+        """Each task's summed run cost, by task id (the board's figure)."""
+        return await store.cost_by_task()
+
     @api.get("/cost", dependencies=op)
     async def costs() -> dict:
         return cost.summarize(await store.list_runs()).model_dump(mode="json")

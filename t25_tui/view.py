@@ -6,12 +6,11 @@ them directly. Domain truth stays in the core; this is only presentation.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from core.models import Run, Task, TaskState
+from core.models import Task, TaskState
 
 Clock = Callable[[], datetime]
 
@@ -72,11 +71,9 @@ class Card:
         return head, t.title
 
 
-def cards(tasks: Iterable[Task], runs: Iterable[Run]) -> list[Card]:
-    spent: dict[str, float] = defaultdict(float)
-    for run in runs:
-        spent[run.task_id] += run.cost_usd
-    return [Card(t, spent[t.id], human_needed(t)) for t in tasks]
+def cards(tasks: Iterable[Task], spent: Mapping[str, float]) -> list[Card]:
+    """A card per task, with what its runs cost so far (`Store.cost_by_task`)."""
+    return [Card(t, spent.get(t.id, 0.0), human_needed(t)) for t in tasks]
 
 
 @dataclass(frozen=True)

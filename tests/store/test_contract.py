@@ -365,6 +365,20 @@ async def test_complete_run_records_the_outcome_and_run_finished(store: Store, p
         await store.complete_run(lease, RunOutcome(status=RunStatus.RUNNING))
 
 
+async def test_cost_by_task_sums_each_tasks_runs(store: Store, project: Project) -> None:
+    assert await store.cost_by_task() == {}
+    for cost in (0.25, 0.5):
+        lease = await leased_run(store)
+        await store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED, cost_usd=cost))
+    task = await new_task(store)
+    run, _ = await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    lease = await store.claim_run("w1", 30)
+    await store.complete_run(lease, RunOutcome(status=RunStatus.FAILED, cost_usd=0.125))
+    await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))  # not run yet
+    await new_task(store)  # no runs at all
+    assert await store.cost_by_task() == {"T-1": 0.25, "T-2": 0.5, "T-3": 0.125}
+
+
 async def test_reap_returns_lapsed_runs_to_the_queue(store: Store, project: Project) -> None:
     first = await expire(store)
 
