@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.git import close_pipes, let_go, unstoppable
+
 CHUNK = 65536
 DEFAULT_LOG_LIMIT = 64 * 2**20
 
@@ -192,45 +194,19 @@ async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     await _exit(proc)
 
 
-async def _unstoppable(step: Callable[[], Awaitable[object]]) -> None:
-    """Await `step()` to its end even if the task is cancelled meanwhile, then pass the
-    cancellation on. For cleanup that must finish: asyncio.run, for one, cancels every task
-    once more as it closes the loop. `step` must be bounded and safe to start again."""
-    stopped = False
-    while True:
-        try:
-            await step()
-            break
-        except asyncio.CancelledError:
-            stopped = True
-    if stopped:
-        raise asyncio.CancelledError
-
-
-def _gone(proc: asyncio.subprocess.Process) -> bool:
-    """The leader is reaped, both pipes are closed and so is the transport that held them:
-    nothing of the child is left in T25."""
-    transport = proc._transport  # type: ignore[attr-defined]  # no public way to ask
-    pipes = (transport.get_pipe_transport(fd) for fd in (1, 2))
-    return (proc.returncode is not None and transport.is_closing()
-            and all(pipe.get_extra_info("pipe").closed for pipe in pipes))
-
-
 async def _let_go(proc: asyncio.subprocess.Process, helpers: tuple[asyncio.Task, ...] = ()) -> None:
     """Close both pipes, then wait until the leader is reaped, the pipes are closed and the
-    (cancelled) helpers have ended. The group is already dead; run it `_unstoppable`.
+    (cancelled) helpers have ended. The group is already dead; run it `unstoppable`.
 
     Left to itself, asyncio reaps a killed child a moment later, on a watcher thread that
     hands the exit status to the loop. If the loop has closed by then, the status never
     arrives, and the garbage collector later finds a "still running" child and open pipe
     transports - warning in whatever code happens to run next.
     """
-    for fd in (1, 2):  # the output is no longer wanted; a child that left the group may hold them
-        proc._transport.get_pipe_transport(fd).close()  # type: ignore[attr-defined]
+    close_pipes(proc)  # a child that left the group may hold them; the pumps stop reading
     if helpers:
         await asyncio.wait(helpers)  # wait() does not cancel what it waits for
-    while not _gone(proc):
-        await asyncio.sleep(0.002)
+    await let_go(proc)
 
 
 async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
@@ -257,7 +233,7 @@ async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.sub
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
-        await _unstoppable(end_it)
+        await unstoppable(end_it)
         raise
 
 
@@ -318,7 +294,7 @@ async def run_process(
         helpers = (*pumps, exited, aborting)
         for task in helpers:
             task.cancel()
-        await _unstoppable(lambda: _let_go(proc, helpers))
+        await unstoppable(lambda: _let_go(proc, helpers))
 
     code = proc.returncode
     killed_by = -code if code is not None and code < 0 else None

@@ -32,7 +32,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +192,12 @@ async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.sub
         raise
 
 
+def close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Stop reading a child: output nobody wants, which a lingering descendant could hold open."""
+    for fd in (1, 2):
+        proc._transport.get_pipe_transport(fd).close()  # type: ignore[attr-defined]
+
+
 def _gone(proc: asyncio.subprocess.Process) -> bool:
     """Reaped, both pipes closed and so is the transport that held them."""
     transport = proc._transport  # type: ignore[attr-defined]  # no public way to ask
@@ -200,12 +206,35 @@ def _gone(proc: asyncio.subprocess.Process) -> bool:
             and all(pipe.get_extra_info("pipe").closed for pipe in pipes))
 
 
+async def let_go(proc: asyncio.subprocess.Process) -> None:
+    """Close a dead child's pipes and wait until nothing of it is left: reaped, pipes and
+    transport closed. Every runner of children (git calls, agents, checks) ends with this."""
+    close_pipes(proc)
+    while not _gone(proc):
+        await asyncio.sleep(0.002)
+
+
+async def unstoppable(step: Callable[[], Awaitable[object]]) -> None:
+    """Await `step()` to its end even if the task is cancelled meanwhile, then pass the
+    cancellation on. For cleanup that must finish: asyncio.run, for one, cancels every task
+    once more as it closes the loop. `step` must be bounded and safe to start again."""
+    stopped = False
+    while True:
+        try:
+            await step()
+            break
+        except asyncio.CancelledError:
+            stopped = True
+    if stopped:
+        raise asyncio.CancelledError
+
+
 async def _end(proc: asyncio.subprocess.Process) -> None:
     """End a command whose caller was cancelled, and wait until nothing of it is left.
 
     Cancelled again meanwhile (asyncio.run cancels every task once more as it closes the
-    loop), it skips what is left of the grace period but still waits; the caller passes
-    the cancellation on afterwards."""
+    loop), it skips what is left of the grace period but still waits; its caller passes
+    the cancellation on in any case."""
     sig, grace = signal.SIGTERM, TERM_GRACE_S
     while proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
@@ -213,11 +242,7 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(_reaped(proc), grace)
         sig, grace = signal.SIGKILL, None
-    for fd in (1, 2):  # output nobody reads any more, which could keep them open
-        proc._transport.get_pipe_transport(fd).close()  # type: ignore[attr-defined]
-    while not _gone(proc):
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(0.002)
+    await unstoppable(lambda: let_go(proc))
 
 
 async def _reaped(proc: asyncio.subprocess.Process) -> None:
