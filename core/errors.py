@@ -2,12 +2,14 @@
 
     T25Error                      anything T25 refuses or cannot do; `hint` says what to do next
     ├── ConfigError               t25.yaml is missing, malformed, or holds a credential
+    ├── InvalidInput              text that T25 refuses at the door: too long, control characters
     ├── NotFound                  an unknown task, run, project or artifact id
     ├── IllegalTransition         the state machine forbids the change that was asked for
     ├── StaleState                compare-and-set lost: the task moved since it was read
     ├── LeaseLost                 a lease expired or its fencing token is stale
     ├── ArtifactCorrupted         stored content no longer matches its SHA-256
     ├── StoreError                the store cannot be opened or is not a T25 database
+    │   └── StoreUnavailable      the store did not answer now (a restart, a lock); try again
     ├── AuditError                the audit log cannot be written
     ├── PolicyRefused             an operator action that policy does not allow now
     └── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
@@ -35,6 +37,11 @@ class ConfigError(T25Error):
     """The configuration file is missing, malformed, or holds something it must not."""
 
 
+class InvalidInput(T25Error):
+    """Text refused where it enters T25: over its bound, or holding characters a terminal,
+    a prompt or the audit log could mistake for structure."""
+
+
 class NotFound(T25Error):
     """An id that names nothing in the store."""
 
@@ -57,6 +64,10 @@ class ArtifactCorrupted(T25Error):
 
 class StoreError(T25Error):
     """The store cannot be opened, is not a T25 database, or is from a newer T25."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or was busy for now; the same call may succeed later."""
 
 
 class AuditError(T25Error):
