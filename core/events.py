@@ -143,12 +143,15 @@ class InputRequested(Event):
 
 
 class DecisionRecorded(Event):
-    """An operator's decision (approve, reject, merge, cancel, retry, archive, answer)."""
+    """An operator's decision (approve, reject, merge, cancel, retry, archive, answer) that
+    took effect, as its audit line says it: `bound_to` is what it was made on (an approval:
+    the plan's `sha256:…`)."""
 
     kind = "decision_recorded"
     decision: str
     actor: str
     reason: str = ""
+    bound_to: str | None = None
 
 
 class WorktreeCleaned(Event):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,8 @@ from core.models import ArtifactKind, NewRun, NewTask, Project, Run, Task, TaskS
 from core.policies import merge_refusal
 from core.states import TERMINAL, WORKING, assert_transition
 from core.store import Store
+from core.text import actor as valid_actor
+from core.text import reason as valid_reason
 from core.worktrees import Workspace, Worktrees, owner_of
 
 if TYPE_CHECKING:
@@ -136,66 +139,96 @@ class Factory:
         return [e for e in events if isinstance(e, DecisionRecorded)]
 
     # -- operator actions --------------------------------------------------------------------
+    #
+    # Each decision checks its text at the door, then goes through `_decide`: checked against
+    # the task as it is now, written to the audit log, and only then applied.
 
     @_whole
     async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """Approve the plan a task waits on; the approval records the plan's SHA-256."""
-        task = await self._waiting(ref, TaskState.AWAITING_APPROVAL, "approve")
-        plans = [a for a in await self.store.list_artifacts(task_id=task.id)
-                 if a.meta.kind is ArtifactKind.PLAN]
-        if not plans:
-            raise PolicyRefused(f"{task.id} has no plan to approve")
-        artifact, _ = await self.store.get_artifact(plans[-1].id)
-        task = await self.enter(task, TaskState.IMPLEMENTING, actor=actor,
-                                reason=reason or "plan approved",
-                                approved_plan_sha=artifact.sha256)
-        await self._decided(task, "approve", actor, reason or f"plan sha256:{artifact.sha256}")
-        return task
+        """Approve the plan a task waits on. The audit line is bound to the plan's SHA-256
+        (`bound_to`); `reason` is the approver's comment, beside it."""
+        actor, reason = valid_actor(actor), valid_reason(reason, what="comment")
+
+        async def check(task: Task) -> str:
+            self._expect(task, TaskState.AWAITING_APPROVAL, "approved")
+            plans = [a for a in await self.store.list_artifacts(task_id=task.id)
+                     if a.meta.kind is ArtifactKind.PLAN]
+            if not plans:
+                raise PolicyRefused(f"{task.id} has no plan to approve",
+                                    hint=f"t25 task show {task.id}")
+            artifact, _ = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
+            return f"sha256:{artifact.sha256}"
+
+        async def effect(task: Task, bound_to: str | None) -> Task:
+            assert bound_to is not None
+            why = f"plan {bound_to} approved" + (f": {reason}" if reason else "")
+            return await self.transition(task, TaskState.IMPLEMENTING, actor=actor, reason=why,
+                                         approved_plan_sha=bound_to.removeprefix("sha256:"))
+
+        return await self._decide("approve", ref, actor, reason, check, effect, then=self.enqueue)
 
     @_whole
     async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
         """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
+        actor = valid_actor(actor)
         if not reason.strip():
             raise PolicyRefused("a rejection needs a reason; the planner reads it",
                                 hint=f't25 reject {ref} --reason "what is wrong with the plan"')
-        task = await self._waiting(ref, TaskState.AWAITING_APPROVAL, "reject")
-        task = await self.enter(task, TaskState.PLAN, actor=actor, reason=reason)
-        await self._decided(task, "reject", actor, reason)
-        return task
+        reason = valid_reason(reason)
+
+        async def check(task: Task) -> None:
+            self._expect(task, TaskState.AWAITING_APPROVAL, "rejected")
+
+        async def effect(task: Task, _: str | None) -> Task:
+            return await self.transition(task, TaskState.PLAN, actor=actor, reason=reason)
+
+        return await self._decide("reject", ref, actor, reason, check, effect, then=self.enqueue)
 
     @_whole
     async def answer(self, ref: str, text: str, *, actor: str) -> Task:
         """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
-        if not text.strip():
-            raise PolicyRefused("an answer cannot be empty")
-        task = await self._waiting(ref, TaskState.NEEDS_INPUT, "answer")
-        stage = task.resume_state or TaskState.SPEC
-        task = await self.enter(task, stage, actor=actor, reason="operator answered")
-        await self._decided(task, "answer", actor, text)
-        return task
+        actor, text = valid_actor(actor), valid_reason(text, what="answer", required=True)
+
+        async def check(task: Task) -> None:
+            self._expect(task, TaskState.NEEDS_INPUT, "answered")
+            assert_transition(task.state, task.resume_state or TaskState.SPEC,
+                              resume_state=task.resume_state)
+
+        async def effect(task: Task, _: str | None) -> Task:
+            return await self.transition(task, task.resume_state or TaskState.SPEC, actor=actor,
+                                         reason="operator answered")
+
+        return await self._decide("answer", ref, actor, text, check, effect, then=self.enqueue)
 
     @_whole
     async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
         """The human merge: only after the checks passed and the verdict is approve."""
-        task = await self.task(ref)
-        refusal = merge_refusal(task, checks_passed=task.checks_passed,
-                                review_approved=task.review_verdict == "approve"
-                                if task.review_verdict else None)
-        if refusal:
-            raise PolicyRefused(f"{task.id} cannot be merged: {refusal}")
-        worktrees = self.worktrees(task.project)
-        sha = await worktrees.merge(task, message=f"Merge {task.branch}: {task.title} ({task.id})")
-        task = await self.update(task, actor=actor, merged=True)
-        await self._decided(task, "merge", actor, reason or f"merged as {sha[:12]}")
+        actor, reason = valid_actor(actor), valid_reason(reason)
+
+        async def check(task: Task) -> None:
+            refusal = merge_refusal(task, checks_passed=task.checks_passed,
+                                    review_approved=task.review_verdict == "approve"
+                                    if task.review_verdict else None)
+            if refusal:
+                raise PolicyRefused(
+                    f"{task.id} cannot be merged: {refusal}",
+                    hint=f"t25 archive {task.id}" if task.merged and not task.archived
+                    else f"t25 task show {task.id}")
+
+        async def effect(task: Task, _: str | None) -> Task:
+            await self.worktrees(task.project).merge(
+                task, message=f"Merge {task.branch}: {task.title} ({task.id})")
+            return await self.update(task, actor=actor, merged=True)
+
+        task = await self._decide("merge", ref, actor, reason, check, effect)
         await self._clean(task)
         return task
 
-    async def _waiting(self, ref: str, state: TaskState, verb: str) -> Task:
-        task = await self.task(ref)
+    def _expect(self, task: Task, state: TaskState, done: str) -> None:
+        """Refuse a decision on a task that is not in `state`, saying what would fit."""
         if task.state is not state:
-            raise PolicyRefused(f"{task.id} is {task.state}; only a task in {state} can be "
-                                f"{'answered' if verb == 'answer' else verb + 'd'}")
-        return task
+            raise PolicyRefused(f"{task.id} is {task.state}; only a task in {state} can be {done}",
+                                hint=_what_fits(task))
 
     async def new_task(
         self, title: str, *, actor: str, type: TaskType = TaskType.FEAT,
@@ -212,37 +245,59 @@ class Factory:
 
     @_whole
     async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        task = await self.task(ref)
-        if task.state in TERMINAL:
-            raise PolicyRefused(f"{task.id} is already {task.state}; there is nothing to cancel")
-        task = await self.transition(task, TaskState.CANCELLED, actor=actor, reason=reason)
-        await self.store.cancel_runs(task.id)
-        if task.id in self.live:
-            self.live[task.id].set()  # stop this process's agent now; others see a stale lease
-        await self._decided(task, "cancel", actor, reason)
-        return task
+        actor, reason = valid_actor(actor), valid_reason(reason)
+
+        async def check(task: Task) -> None:
+            if task.state in TERMINAL:
+                raise PolicyRefused(
+                    f"{task.id} is already {task.state}; there is nothing to cancel",
+                    hint=f"t25 archive {task.id} takes it off the board" if not task.archived
+                    else f"t25 task show {task.id}")
+
+        async def effect(task: Task, _: str | None) -> Task:
+            return await self.transition(task, TaskState.CANCELLED, actor=actor, reason=reason)
+
+        async def then(task: Task) -> None:
+            await self.store.cancel_runs(task.id)
+            if task.id in self.live:
+                self.live[task.id].set()  # stop this process's agent now; others see a stale lease
+
+        return await self._decide("cancel", ref, actor, reason, check, effect, then=then)
 
     @_whole
     async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        task = await self.task(ref)
-        if task.state is not TaskState.FAILED:
-            raise PolicyRefused(f"{task.id} is {task.state}; only a FAILED task can be retried")
-        target = task.resume_state or TaskState.SPEC
-        task = await self.enter(task, target, actor=actor, reason=reason, error=None)
-        await self._decided(task, "retry", actor, reason)
-        return task
+        actor, reason = valid_actor(actor), valid_reason(reason)
+
+        async def check(task: Task) -> None:
+            if task.state is not TaskState.FAILED:
+                raise PolicyRefused(f"{task.id} is {task.state}; only a FAILED task can be retried",
+                                    hint=_what_fits(task))
+            assert_transition(task.state, task.resume_state or TaskState.SPEC,
+                              resume_state=task.resume_state)
+
+        async def effect(task: Task, _: str | None) -> Task:
+            return await self.transition(task, task.resume_state or TaskState.SPEC, actor=actor,
+                                         reason=reason, error=None)
+
+        return await self._decide("retry", ref, actor, reason, check, effect, then=self.enqueue)
 
     @_whole
     async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        task = await self.task(ref)
-        if task.archived:
-            raise PolicyRefused(f"{task.id} is already archived")
-        if task.state not in ARCHIVABLE:
-            raise PolicyRefused(
-                f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
-                hint=f"cancel it first: t25 cancel {task.id}")
-        task = await self.update(task, actor=actor, archived=True)
-        await self._decided(task, "archive", actor, reason)
+        actor, reason = valid_actor(actor), valid_reason(reason)
+
+        async def check(task: Task) -> None:
+            if task.archived:
+                raise PolicyRefused(f"{task.id} is already archived",
+                                    hint="t25 task list --all shows archived tasks")
+            if task.state not in ARCHIVABLE:
+                raise PolicyRefused(
+                    f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
+                    hint=f"cancel it first: t25 cancel {task.id}")
+
+        async def effect(task: Task, _: str | None) -> Task:
+            return await self.update(task, actor=actor, archived=True)
+
+        task = await self._decide("archive", ref, actor, reason, check, effect)
         await self._clean(task)
         return task
 
@@ -258,8 +313,50 @@ class Factory:
         self.bus.publish(stored)
         return updated
 
-    async def _decided(self, task: Task, decision: str, actor: str, reason: str) -> None:
-        """Make a decision durable in the audit log, then announce it."""
-        await self.audit.append(actor=actor, task=task.id, decision=decision, reason=reason)
-        await self.record(DecisionRecorded(task_id=task.id, decision=decision, actor=actor,
-                                           reason=reason))
+    async def _decide(
+        self, decision: str, ref: str, actor: str, reason: str,
+        check: Callable[[Task], Awaitable[str | None]],
+        effect: Callable[[Task, str | None], Awaitable[Task]],
+        then: Callable[[Task], Awaitable[Any]] | None = None,
+    ) -> Task:
+        """The one way a decision happens: checked, recorded, then applied.
+
+        While this holds the audit log's writer (one decider at a time, in every process on
+        this log and this store), the task is read afresh and `check`ed: a refusal writes
+        nothing. `check` returns what the decision is bound to, if anything. The line is
+        then made durable and anchored (AuditError, nothing changed, if it cannot be), and
+        only then does `effect` change the task. An effect that fails — a worker moved the
+        task meanwhile, a store fault, a merge git refused — is followed in the log by a
+        void line saying so and why, and its error goes to the caller. A decision that took
+        effect is announced with DecisionRecorded, then `then` does what follows from it
+        (queues the next run, cancels the task's runs)."""
+        async with self.audit.writer() as log:
+            task = await self.task(ref)
+            bound_to = await check(task)
+            entry = await log.append(actor=actor, task=task.id, decision=decision,
+                                     reason=reason, bound_to=bound_to)
+            try:
+                task = await effect(task, bound_to)
+            except Exception as exc:
+                try:
+                    await log.void(entry, str(exc) or type(exc).__name__)
+                except Exception as unvoided:  # noqa: BLE001 - the effect's error is the one to report
+                    exc.add_note(f"the audit log could not say so either: {unvoided}")
+                raise
+            # Announced before its follow-up: the next run's prompt reads the reason from it.
+            await self.record(DecisionRecorded(task_id=task.id, decision=decision, actor=actor,
+                                               reason=reason, bound_to=bound_to))
+        if then is not None:
+            await then(task)
+        return task
+
+
+def _what_fits(task: Task) -> str:
+    """For a refusal: the command that fits the task as it is now."""
+    if task.state is TaskState.AWAITING_APPROVAL:
+        return f't25 approve {task.id}, or t25 reject {task.id} --reason "…"'
+    if task.state is TaskState.NEEDS_INPUT:
+        return f't25 answer {task.id} "…" answers its question'
+    if task.state is TaskState.FAILED:
+        return f"t25 retry {task.id} runs its stage again"
+    return f"t25 task show {task.id} shows where it is"

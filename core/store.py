@@ -26,12 +26,15 @@ Guarantees a backend must keep (the contract suite in tests/store checks each):
   exactly one winner. `reap_expired` returns runs whose lease lapsed to the queue
   after a backoff that doubles with each attempt used, or fails them once they used
   all their attempts; a run in backoff never holds up the runs behind it.
+- The audit anchor moves by compare-and-set, under `lock_audit`, which serialises every
+  process extending the audit log on this store.
 - Artifact content is stored once per SHA-256 however often it is written; reading
   re-hashes it and raises ArtifactCorrupted on a mismatch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from core.events import Event
@@ -175,5 +178,13 @@ class Store(Protocol):
     async def get_audit_anchor(self) -> AuditAnchor | None: ...
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
-        """Move the anchor forward only from `previous` (compare-and-set); StaleState otherwise."""
+        """Move the anchor forward only from `previous` (compare-and-set); StaleState otherwise.
+        A move to where the anchor already is succeeds (a retry after a lost reply)."""
+        ...
+
+    async def lock_audit(self) -> Callable[[], Awaitable[None]]:
+        """Take the lock whoever extends the audit log holds, and return what releases it:
+        one holder at a time among every process sharing this store (Postgres: a
+        transaction-level advisory lock; SQLite: nothing beyond the log file's own lock, as
+        an embedded store is one checkout's)."""
         ...

@@ -20,6 +20,7 @@ wake-ups are in `postgres_events`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from core.errors import ArtifactCorrupted, StaleState
+from core.errors import ArtifactCorrupted, AuditError, StaleState
 from core.events import Event, RunFinished, RunQueued, TaskCreated
 from core.models import (
     Artifact,
@@ -374,12 +375,51 @@ class PostgresStore:
             moved = await self._fetchrow(sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash)
         if moved is None:
             now = await self.get_audit_anchor()
+            if now == anchor:
+                return  # already there: the first try committed, its reply was lost
             held = f"seq {now.seq}" if now else "none"
             expected = f"seq {previous.seq}" if previous else "none"
             raise StaleState(
                 f"the audit anchor is at {held}, not {expected}",
                 hint="another process appended to the audit log; re-read it and retry",
             )
+
+    async def lock_audit(self) -> Callable[[], Awaitable[None]]:
+        """A transaction of its own holding the audit log's advisory lock until released:
+        deciders on every checkout sharing this database take turns. It writes nothing; if
+        its connection is lost, the lock goes with it (the anchor's compare-and-set still
+        stops a second writer). As in `_run`, a lost connection is retried on a fresh one."""
+        for attempt in range(RETRIES + 1):
+            con = None
+            try:
+                con = await self._pool.acquire()
+                held = con.transaction()
+                await held.start()
+                await con.execute(sql.LOCK_AUDIT_TIMEOUT)
+                await con.execute(sql.LOCK_AUDIT)
+                return functools.partial(self._unlock_audit, con, held)
+            except BaseException as exc:
+                if con is not None:
+                    self._pool.release(con)  # still in its transaction: the pool closes it
+                if isinstance(exc, asyncpg.exceptions.LockNotAvailableError):
+                    raise AuditError("another T25 process has held the audit log's lock on "
+                                     "this store for 120 s",
+                                     hint="try again when its decision is done") from None
+                if not (isinstance(exc, Exception) and schema.is_connection_lost(exc)):
+                    raise
+                if attempt == RETRIES:
+                    raise schema.unreachable(self.url, exc) from exc
+            await asyncio.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def _unlock_audit(self, con: asyncpg.Connection, held: Any) -> None:
+        try:
+            await held.rollback()
+        except Exception as exc:
+            if not schema.is_connection_lost(exc):
+                raise
+        finally:
+            self._pool.release(con)
 
 
 # -- rows to domain objects -------------------------------------------------------------------

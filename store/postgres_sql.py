@@ -250,6 +250,9 @@ WHERE ($1::bigint IS NULL OR artifacts.task_id = $1) ORDER BY artifacts.id"""
 
 GET_AUDIT_ANCHOR = "SELECT seq, hash FROM audit_anchor WHERE id = 1"
 INSERT_AUDIT_ANCHOR = "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING RETURNING id"
+# Held by the transaction that holds the audit log; waits at most the lock_timeout set with it.
+LOCK_AUDIT = "SELECT pg_advisory_xact_lock(hashtextextended('t25 audit log', 0))"
+LOCK_AUDIT_TIMEOUT = "SET LOCAL lock_timeout = '120s'"
 MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4 RETURNING id"
 
 COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"

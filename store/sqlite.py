@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -362,12 +362,23 @@ class SqliteStore:
                     sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash))
             if not moved:
                 now = await db.execute_fetchall(sql.GET_AUDIT_ANCHOR)
+                if now and (now[0]["seq"], now[0]["hash"]) == (anchor.seq, anchor.hash):
+                    return  # already there
                 held = f"seq {now[0]['seq']}" if now else "none"
                 expected = f"seq {previous.seq}" if previous else "none"
                 raise StaleState(
                     f"the audit anchor is at {held}, not {expected}",
                     hint="another process appended to the audit log; re-read it and retry",
                 )
+
+    async def lock_audit(self) -> Callable[[], Awaitable[None]]:
+        """Nothing to take: this file is one checkout's store, and every process deciding on
+        it takes that checkout's audit log file lock already."""
+        return _nothing_to_release
+
+
+async def _nothing_to_release() -> None:
+    return None
 
 
 @asynccontextmanager

@@ -5,20 +5,31 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.audit import VOID
 from core.models import task_id
 from core.service import Factory
+from core.text import printable
 from t25_tui.commands.context import run
 
 
 def show(args: argparse.Namespace) -> int:
     async def body(factory: Factory) -> None:
-        entries = factory.audit.entries(task=task_id(args.task) if args.task else None)
+        everything = factory.audit.entries()
+        voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
+        wanted = task_id(args.task) if args.task else None
+        entries = [e for e in everything if wanted is None or e.task == wanted]
         if not entries:
-            print("no decisions recorded" + (f" for {task_id(args.task)}" if args.task else ""))
+            print("no decisions recorded" + (f" for {wanted}" if wanted else ""))
         for e in entries:
-            reason = f"  — {e.reason}" if e.reason else ""
-            print(f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
-                  f"{e.actor}{reason}")
+            parts = [(f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
+                      f"{printable(e.actor)}")]
+            if e.bound_to:
+                parts.append(f"on {printable(e.bound_to)}")
+            if e.reason:
+                parts.append(f"— {printable(e.reason)}")
+            if e.seq in voided:
+                parts.append(f"[did not take effect: see line {voided[e.seq]}]")
+            print("  ".join(parts))
 
     run(args, body)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.events import WorktreeCleaned
+from core.events import DecisionRecorded, WorktreeCleaned
 from core.service import Factory
 from core.states import WORKING
 from t25_tui.commands.context import actor_of, run
@@ -18,6 +18,8 @@ def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
                                             **({"reason": args.reason} if "reason" in args else {}))
         print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {task.title}")
         while (event := sub.get_nowait()) is not None:
+            if isinstance(event, DecisionRecorded) and event.bound_to:
+                print(f"  recorded on {event.bound_to}")
             if isinstance(event, WorktreeCleaned):
                 print(f"  worktree: {event.reason}")
         if task.state in WORKING:
