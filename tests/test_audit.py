@@ -1,14 +1,18 @@
-"""The audit log's chain and anchor catch every kind of tampering, and name the line."""
+"""The audit log's chain and anchor catch every kind of tampering, and name the line; no
+character in a decision, no torn write and no lost anchor move leaves the log unreadable."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from core.audit import AuditLog
-from core.errors import AuditError
+from core.audit import GENESIS, AuditLog
+from core.errors import AuditError, StaleState
+from core.models import AuditAnchor
 from store import open_store
 
 
@@ -99,3 +103,122 @@ async def test_a_damaged_tail_is_not_extended(log):
     _write(log, [*_lines(log)[:-1], "{not json"])
     with pytest.raises(AuditError, match="damaged"):
         await log.append(actor="bo", task="T-1", decision="cancel")
+
+
+# -- line breaks that are not "\n" ----------------------------------------------------------
+
+SEPARATORS = ["\u2028", "\u2029", "\x85"]
+
+
+async def test_separators_in_a_reason_or_actor_are_escaped_and_the_chain_verifies(log):
+    for n, sep in enumerate(SEPARATORS, start=6):
+        await log.append(actor=f"bo{sep}", task=f"T-{n}", decision="cancel", reason=f"a{sep}b")
+    raw = log.path.read_bytes()
+    assert raw.isascii() and raw.count(b"\n") == 8
+    assert (await log.verify()).ok
+    assert [e.reason for e in log.entries()[5:]] == [f"a{sep}b" for sep in SEPARATORS]
+
+    lines = raw.decode().split("\n")[:-1]
+    lines[6] = lines[6].replace("cancel", "approve")  # tampering after them is still seen
+    _write(log, lines)
+    verdict = await log.verify()
+    assert not verdict.ok and verdict.bad_line == 7 and "edited" in verdict.message
+
+
+def _legacy_line(seq: int, prev: str, **fields) -> tuple[str, str]:
+    """A line as T25 wrote them before escaping: raw UTF-8, U+2028 and all."""
+    body = {"seq": seq, "ts": "2025-01-01T12:00:00+00:00", "prev": prev, **fields}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return json.dumps({**body, "hash": digest}, sort_keys=True, ensure_ascii=False), digest
+
+
+def test_a_log_written_with_raw_separators_verifies_shows_them_and_catches_later_tampering(
+        t25, repo):
+    assert t25("init").code == 0
+    for n in (1, 2, 3, 4):
+        assert t25("task", "new", f"task {n}").code == 0
+    lines, prev = [], GENESIS
+    for seq, sep in enumerate(SEPARATORS, start=1):
+        line, prev = _legacy_line(seq, prev, actor=f"ana{sep}", task=f"T-{seq}",
+                                  decision="cancel", reason=f"not{sep}now")
+        lines.append(line)
+    path = repo / ".factory" / "audit.jsonl"
+    path.write_bytes("".join(line + "\n" for line in lines).encode())
+    asyncio.run(_anchor(repo, AuditAnchor(seq=3, hash=prev)))
+
+    assert t25("--actor", "bo", "cancel", "T-4", "--reason", "later").code == 0
+    verify = t25("audit", "verify")
+    assert verify.code == 0 and "4 entries, chain intact" in verify.out
+    shown = t25("audit").out.splitlines()
+    assert len(shown) == 4
+    assert "ana\\u2028" in shown[0] and "not\\u2028now" in shown[0]  # escaped for the terminal
+    assert "not\\x85now" in shown[2] and "later" in shown[3]
+
+    data = path.read_bytes().split(b"\n")
+    data[3] = data[3].replace(b"later", b"sooner")
+    path.write_bytes(b"\n".join(data))
+    tampered = t25("audit", "verify")
+    assert tampered.code == 1 and "line 4" in tampered.err and "edited" in tampered.err
+
+
+async def _anchor(repo: Path, anchor: AuditAnchor) -> None:
+    store = await open_store(f"sqlite:///{repo / '.factory' / 't25.db'}")
+    try:
+        await store.set_audit_anchor(anchor, previous=None)
+    finally:
+        await store.close()
+
+
+# -- a line that did not finish, a line never anchored, an anchor that would not move ----------
+
+
+async def test_a_torn_tail_is_set_aside_and_the_log_goes_on(log):
+    whole = log.path.read_bytes()
+    with log.path.open("ab") as fh:
+        fh.write(b'{"seq": 6, "ts": "2025-01-01T12:0')  # a write cut short
+    entry = await log.append(actor="bo", task="T-6", decision="cancel", reason="again")
+    assert entry.seq == 6 and entry.prev == json.loads(whole.splitlines()[-1])["hash"]
+    (aside,) = log.set_aside()
+    assert aside.parent == log.path.parent and aside.name.startswith("audit.jsonl.torn-")
+    assert aside.read_bytes() == b'{"seq": 6, "ts": "2025-01-01T12:0'
+    assert log.path.read_bytes().startswith(whole)
+    verdict = await log.verify()
+    assert verdict.ok and verdict.lines == 6 and aside.name in verdict.message
+
+
+async def test_verify_sets_a_torn_tail_aside_rather_than_calling_it_tampering(log):
+    with log.path.open("ab") as fh:
+        fh.write(b'{"seq": 6')
+    verdict = await log.verify()
+    assert verdict.ok and verdict.lines == 5 and "set aside" in verdict.message
+    assert len(log.set_aside()) == 1
+
+
+async def test_a_line_no_one_anchored_is_voided_by_the_next_decision(log):
+    lines = _lines(log)
+    tail = json.loads(lines[-1])
+    body = dict(tail, seq=6, prev=tail["hash"], task="T-6", decision="approve")
+    del body["hash"]
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    body["hash"] = hashlib.sha256(canonical.encode()).hexdigest()
+    _write(log, [*lines, json.dumps(body)])  # as a decider killed before anchoring leaves it
+    assert not (await log.verify()).ok
+
+    entry = await log.append(actor="bo", task="T-7", decision="cancel")
+    assert entry.seq == 8
+    void = log.entries()[6]
+    assert (void.decision, void.voids, void.task, void.actor) == ("void", 6, "T-6", "t25")
+    assert "never anchored" in void.reason
+    assert (await log.verify()).ok
+
+
+async def test_a_line_whose_anchor_will_not_move_is_cut_back(log, tmp_path):
+    # A second checkout's log on the same store moves the anchor under this one's feet.
+    other = AuditLog(tmp_path / "elsewhere" / "audit.jsonl", log.store)
+    before = log.path.read_bytes()
+    async with log.writer() as writer:
+        await other.append(actor="cy", task="T-1", decision="cancel")
+        with pytest.raises(StaleState):
+            await writer.append(actor="bo", task="T-6", decision="cancel")
+    assert log.path.read_bytes() == before

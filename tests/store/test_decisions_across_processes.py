@@ -1,0 +1,106 @@
+"""Two real processes deciding on the same tasks at once, on every store backend: each
+decision is either cleanly refused, or applied with exactly one audit line and one
+DecisionRecorded event; and on Postgres, deciders on other checkouts take turns too."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import asyncpg
+import pytest
+import yaml
+
+from core.audit import AuditLog
+from core.config import load_config
+from core.events import DecisionRecorded
+from core.service import Factory
+from tests.conftest import make_repo
+from tests.store.conftest import Backend, PostgresBackend
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = 150  # two processes × cancel and archive × 150 tasks: 600 decisions
+
+
+async def _decider(config: Path, actor: str, tasks: list[str]) -> asyncio.subprocess.Process:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.store.decider", str(config), actor, *tasks, cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert await asyncio.wait_for(child.stdout.readline(), 60) == b"ready\n"
+    return child
+
+
+async def test_two_processes_deciding_at_once_apply_each_decision_once(
+        backend: Backend, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", exclude_factory=True)
+    (repo / "t25.yaml").write_text(yaml.safe_dump(
+        {"projects": [{"name": "shop", "repo": "."}], "store": {"url": backend.url}}))
+    config = load_config(repo / "t25.yaml")
+    store = await backend.open()
+    try:
+        factory = Factory(config, store)
+        await factory.sync_projects()
+        tasks = [(await factory.new_task(f"task {n}", actor="ana")).id for n in range(TASKS)]
+
+        children = [await _decider(repo / "t25.yaml", actor, tasks) for actor in ("ana", "bo")]
+        for child in children:
+            child.stdin.write(b"go\n")
+            await child.stdin.drain()
+            child.stdin.close()
+        outputs = [await asyncio.wait_for(child.communicate(), 600) for child in children]
+        assert [child.returncode for child in children] == [0, 0]
+        outcomes = [o for out, _ in outputs for o in json.loads(out)]
+
+        assert len(outcomes) == 4 * TASKS
+        failed = [o for o in outcomes if o["outcome"] not in ("applied", "refused")]
+        assert failed == []
+        applied = Counter((o["task"], o["verb"], o["actor"]) for o in outcomes
+                          if o["outcome"] == "applied")
+        assert sorted((task, verb) for task, verb, _ in applied) == sorted(
+            (task, verb) for task in tasks for verb in ("cancel", "archive"))
+
+        audit = AuditLog(repo / ".factory" / "audit.jsonl", store)
+        lines = Counter((e.task, e.decision, e.actor) for e in audit.entries())
+        assert lines == applied  # no line for a refused decision, none voided
+        verdict = await audit.verify()
+        assert verdict.ok and verdict.lines == 2 * TASKS, verdict.message
+        events = Counter((e.task_id, e.decision, e.actor)
+                         for e in await store.events_after(0, limit=100_000)
+                         if isinstance(e, DecisionRecorded))
+        assert events == applied
+        for task in tasks:
+            assert (await factory.task(task)).archived
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+async def test_deciders_on_two_checkouts_sharing_postgres_take_turns(pg_template: str) -> None:
+    backend = PostgresBackend(pg_template)
+    await backend.create()
+    first, second = await backend.open(), await backend.open()
+    watcher = await asyncpg.connect(backend.url)
+    try:
+        release = await first.lock_audit()
+        waiting = asyncio.create_task(second.lock_audit())
+        for _ in range(500):  # until the second store's backend waits on the advisory lock
+            if await watcher.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                      " AND NOT granted"):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            pytest.fail("the second checkout never waited for the audit lock")
+        assert not waiting.done()
+        await release()
+        release_second = await asyncio.wait_for(waiting, 30)
+        assert await watcher.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") == 1
+        await release_second()
+    finally:
+        await watcher.close()
+        await first.close()
+        await second.close()
+        await backend.drop()
