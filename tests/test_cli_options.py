@@ -121,6 +121,25 @@ def test_a_closed_pipe_ends_task_list_quietly_like_cat(t25, repo, tmp_path):
     assert done.returncode == 141  # 128 + SIGPIPE, as for `cat` killed by SIGPIPE
 
 
+def test_a_closed_pipe_stops_t25_run_and_hands_its_runs_back(t25, repo, tmp_path):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(SCRIPTED % ", args: [--misbehave, 'slow:2']")
+    assert t25("task", "new", "one").code == 0 and t25("task", "new", "two").code == 0
+    errors = tmp_path / "stderr"
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m t25_tui run 2>{errors} | head -1"],
+        cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 141 and errors.read_text() == ""
+    assert done.stdout.startswith("T-") and done.stdout.count("\n") == 1
+    db = sqlite3.connect(repo / ".factory" / "t25.db")
+    try:
+        statuses = {row[0] for row in db.execute("SELECT status FROM runs")}
+    finally:
+        db.close()
+    assert "running" not in statuses  # each run was handed back, none left leased
+    assert "FAILED" not in t25("task", "list").out
+
+
 # -- exit statuses ----------------------------------------------------------------------------
 
 
