@@ -17,6 +17,7 @@ from pathlib import Path
 
 from core.config import ROLES, Config
 from core.config_source import did_you_mean
+from core.text import printable
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -24,7 +25,7 @@ def doctor(args: argparse.Namespace) -> int:
     lines, ok = asyncio.run(diagnose(config))
     if note:
         lines[0] = f"t25 doctor: {note}"
-    print("\n".join(lines))
+    print("\n".join(printable(line) for line in lines))  # names come from the file
     return 0 if ok else 1
 
 
