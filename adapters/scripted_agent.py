@@ -6,8 +6,8 @@ stream-json and ends with a result carrying usage - but answers deterministicall
 the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TASK:`,
 `T25-ROUND:`) and T25's headings only outside fenced blocks, where T25 quotes everything it
 did not write; `scripted: key=value` directives it reads from the task's description (which
-is quoted). It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the way real agents do, so
-the supervision code is tested against real processes.
+is quoted). It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
+way real agents do, so the supervision code is tested against real processes.
 
     t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--misbehave WHAT]... [--version]
 

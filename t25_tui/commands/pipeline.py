@@ -46,7 +46,8 @@ def describe(event: Event) -> str | None:
             why = f"  ({printable(event.reason)})" if event.reason else ""
             return f"{event.task_id}  {event.from_state} → {event.to_state}{why}"
         case RunStarted():
-            return f"{event.task_id}  {event.run_id} started: {printable(event.adapter_reason or '')}"
+            reason = printable(event.adapter_reason or "")
+            return f"{event.task_id}  {event.run_id} started: {reason}"
         case RunFinished() if event.status != "succeeded":
             return f"{event.task_id}  {event.run_id} {event.status}: {printable(event.error or '')}"
         case ApprovalRequested():
@@ -140,8 +141,8 @@ def logs(args: argparse.Namespace) -> int:
                 if isinstance(event, RunOutput):
                     (sys.stdout if event.stream == "stdout" else sys.stderr).write(event.text)
                 elif isinstance(event, RunStarted | RunFinished) and not only_run:
-                    print(f"\n── {printable(event.run_id or '')} {event.kind.replace('run_', '')} ──",
-                          flush=True)
+                    what = event.kind.replace("run_", "")
+                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
             sys.stdout.flush()
             if events:
                 continue
