@@ -27,10 +27,10 @@ from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
 from adapters.sandbox import SandboxUnavailable, sandbox_for
 
-# Above this many bytes a prompt goes through a file: one argv element is limited to 128 KiB
-# on Linux, and a long argv is visible to every user in `ps`.
 log = logging.getLogger("t25.adapters")
 
+# Above this many bytes a prompt goes through a file: one argv element is limited to 128 KiB
+# on Linux, and a long argv is visible to every user in `ps`.
 PROMPT_FILE_THRESHOLD = 100_000
 VERSION_TIMEOUT_S = 10.0
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?)")
@@ -170,17 +170,28 @@ def inline_prompt(prompt: PromptArg) -> str:
             "directory). Read that whole file first and follow it exactly.")
 
 
+# A prompt file's name carries the pid of the T25 process that wrote it, so one that a
+# killed T25 left behind can be told from one a live T25 is using: `t25-prompt-<pid>-*.md`.
+PROMPT_FILE_PREFIX = "t25-prompt-"
+_PROMPT_FILE = re.compile(rf"{PROMPT_FILE_PREFIX}(\d+)-[^/]*\.md")
+
+
+def _prompt_dir(cwd: Path) -> Path:
+    """Where big prompts are written: the temp dir, unless that lies inside the worktree."""
+    where = Path(tempfile.gettempdir()).resolve()
+    return Path("/tmp") if where.is_relative_to(cwd.resolve()) else where
+
+
 @contextlib.contextmanager
 def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
     """Small prompts go inline; big ones through a 0600 temp file outside the worktree,
-    removed afterwards whatever happens (an agent could otherwise commit it)."""
+    removed afterwards whatever happens (an agent could otherwise commit it). A T25
+    killed meanwhile cannot remove it: `sweep_prompt_files` does, in the next one."""
     if len(prompt.encode()) <= PROMPT_FILE_THRESHOLD:
         yield PromptArg(text=prompt)
         return
-    where = Path(tempfile.gettempdir()).resolve()
-    if where.is_relative_to(cwd.resolve()):
-        where = Path("/tmp")
-    fd, name = tempfile.mkstemp(prefix="t25-prompt-", suffix=".md", dir=where)  # mode 0600
+    fd, name = tempfile.mkstemp(prefix=f"{PROMPT_FILE_PREFIX}{os.getpid()}-", suffix=".md",
+                                dir=_prompt_dir(cwd))  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(prompt)
@@ -188,6 +199,36 @@ def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
+
+
+def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
+    """Remove this user's prompt files whose T25 process no longer runs; never a live
+    process's (a pid that was reused keeps its file: the sweep only errs towards keeping).
+    `dirs` defaults to everywhere `prompt_arg` writes."""
+    if dirs is None:
+        dirs = [Path(tempfile.gettempdir()).resolve(), Path("/tmp")]
+    removed = []
+    for where in dict.fromkeys(dirs):
+        for path in where.glob(f"{PROMPT_FILE_PREFIX}*.md"):
+            owner = _PROMPT_FILE.fullmatch(path.name)
+            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+                if owner and path.lstat().st_uid == os.getuid() and not _runs(int(owner[1])):
+                    path.unlink()
+                    removed.append(path)
+    if removed:
+        log.info("removed %d prompt file(s) left by T25 processes that were killed",
+                 len(removed))
+    return removed
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it runs
+        return True
+    return True
 
 
 @contextlib.contextmanager

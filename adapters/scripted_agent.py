@@ -4,9 +4,10 @@ The pipeline tests and `t25 demo` need an agent that is a real child process - o
 prompt, edits files in its working directory, streams JSON events like Claude Code's
 stream-json and ends with a result carrying usage - but answers deterministically. It reads
 the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TASK:`,
-`T25-ROUND:`) and `scripted: key=value` directives from the task's description, and answers
-its stage's JSON in a ```json fence. `--misbehave` makes it fail the way real agents do, so
-the supervision code is tested against real processes.
+`T25-ROUND:`) and T25's headings only outside fenced blocks, where T25 quotes everything it
+did not write; `scripted: key=value` directives it reads from the task's description (which
+is quoted). It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
+way real agents do, so the supervision code is tested against real processes.
 
     t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--misbehave WHAT]... [--version]
 
@@ -33,7 +34,8 @@ QUOTA_TEXT = "You've hit your session limit · resets 5am (UTC)"
 USAGE = ("usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
          "[--misbehave WHAT]... [--version]")
 
-_HEADER = re.compile(r"^T25-(STAGE|ROLE|TASK|ROUND):[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
+_HEADER = re.compile(r"T25-(STAGE|ROLE|TASK|ROUND):[ \t]*(\S.*?)[ \t]*")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _DIRECTIVE = re.compile(r"scripted:[ \t]*([\w-]+)=(.*?)[ \t]*(?=\s+scripted:|$)", re.MULTILINE)
 
 
@@ -120,9 +122,25 @@ def answer(stage: str, ctx: dict) -> dict:
     raise ValueError(f"no answer for stage {stage!r}")
 
 
+def top_level(prompt: str) -> list[str]:
+    """The prompt's lines outside fenced blocks: only T25 writes those, so only they are
+    read as its header lines and headings (what is fenced quotes the task and others)."""
+    lines, fence = [], None
+    for line in prompt.splitlines():
+        found = _FENCE.match(line)
+        if fence is None and found:
+            fence = found.group(1)
+        elif fence is None:
+            lines.append(line)
+        elif found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence) \
+                and not line[found.end():].strip():
+            fence = None
+    return lines
+
+
 def final_text(stage: str, ctx: dict) -> str:
     question = ctx["directives"].get("question")
-    if question and "## Operator answers" not in ctx["prompt"]:
+    if question and "## Operator answers" not in ctx["structure"]:
         lead, body = "I need an answer before I can go on.", {"question": question}
     else:
         lead, body = f"Done with {stage} for {ctx['task']}.", answer(stage, ctx)
@@ -196,10 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     prompt, source = read_prompt(args)
     model = args["model"] or DEFAULT_MODEL
     misbehave = args["misbehave"]
+    structure = top_level(prompt)
     headers: dict[str, str] = {}
-    for key, value in _HEADER.findall(prompt):
-        headers.setdefault(key, value)  # the factory's header comes first
-    ctx = {"prompt": prompt, "misbehave": misbehave, "task": headers.get("TASK", "T-?"),
+    for found in filter(None, map(_HEADER.fullmatch, structure)):
+        headers.setdefault(found[1], found[2])  # the factory's header comes first
+    ctx = {"prompt": prompt, "structure": structure, "misbehave": misbehave,
+           "task": headers.get("TASK", "T-?"),
            "round": headers.get("ROUND", "1"), "directives": dict(_DIRECTIVE.findall(prompt))}
     stage = headers.get("STAGE")
     emit(type="system", subtype="init", model=model, cwd=os.getcwd(),

@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 from importlib import resources
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -37,7 +38,13 @@ from pydantic import (
 )
 
 from core.config_secrets import refuse_credentials
-from core.config_source import ConfigSource, parse_source, show, validation_error
+from core.config_source import (
+    ConfigSource,
+    parse_source,
+    show,
+    unknown_name,
+    validation_error,
+)
 from core.errors import ConfigError
 
 CONFIG_FILENAME = "t25.yaml"
@@ -57,6 +64,18 @@ def _root(info: ValidationInfo) -> Path:
     """The directory relative paths are resolved against (the config file's)."""
     root = (info.context or {}).get("root")
     return Path(root) if root is not None else Path.cwd()
+
+
+def _on_this_host(info: ValidationInfo) -> bool:
+    """Validating a file read here, so its paths and adapters can be checked against
+    this host (a Config sent by `t25 serve` or built in memory is not)."""
+    return (info.context or {}).get("root") is not None
+
+
+def _known_adapters(info: ValidationInfo) -> tuple[str, ...] | None:
+    """The adapter names a profile may use, when the caller said (`load_config(adapters=)`):
+    the registry lives in `adapters/`, which core does not import."""
+    return (info.context or {}).get("adapters")
 
 
 def _argv(value: Any) -> Any:
@@ -115,6 +134,16 @@ class ProjectConfig(_Section):
     def _absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         return None if value is None else (_root(info) / value.expanduser()).resolve()
 
+    @field_validator("repo", mode="after")
+    @classmethod
+    def _exists(cls, value: Path, info: ValidationInfo) -> Path:
+        # Checked only for a file read on this host (`load_config`): a Config that a
+        # remote cockpit receives from `t25 serve` names the serve host's directories.
+        if _on_this_host(info) and not value.is_dir():
+            raise ValueError(f"{value} does not exist" if not value.exists()
+                             else f"{value} is not a directory")
+        return value
+
 
 # -- roles -------------------------------------------------------------------------------
 
@@ -136,6 +165,14 @@ class AgentProfile(_Section):
     private_home: bool = False            # a fresh HOME and CLI config dir per run
     sandbox: Literal["none", "bwrap", "docker"] = "none"
     sandbox_image: str | None = None      # required with sandbox: docker
+
+    @field_validator("adapter")
+    @classmethod
+    def _adapter(cls, name: str, info: ValidationInfo) -> str:
+        known = _known_adapters(info)
+        if known is not None and name not in known:
+            raise ValueError(unknown_name("adapter", name, sorted(known)))
+        return name
 
     @field_validator("env_passthrough")
     @classmethod
@@ -382,8 +419,9 @@ class Config(_Section):
 # -- loading -----------------------------------------------------------------------------
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate a t25.yaml; every problem is a one-line ConfigError."""
+def load_config(path: Path, *, adapters: Iterable[str] | None = None) -> Config:
+    """Read and validate a t25.yaml; every problem is a one-line ConfigError. With
+    `adapters` (the names the caller can run), a profile naming another is refused."""
     path = Path(path).expanduser().absolute()
     name = _display(path)
     try:
@@ -398,17 +436,18 @@ def load_config(path: Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"{name}: cannot be read ({exc.strerror})",
                           hint="check the file's permissions") from None
-    return parse_config(text, path)
+    return parse_config(text, path, adapters=adapters)
 
 
-def parse_config(text: str, path: Path) -> Config:
+def parse_config(text: str, path: Path, *, adapters: Iterable[str] | None = None) -> Config:
     """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
     path = Path(path).expanduser().absolute()
     source = parse_source(text, _display(path))
     refuse_credentials(source)
     _require_mapping(source)
+    context = {"root": path.parent, "adapters": None if adapters is None else tuple(adapters)}
     try:
-        config = Config.model_validate(source.data, context={"root": path.parent})
+        config = Config.model_validate(source.data, context=context)
     except ValidationError as exc:
         raise validation_error(source, exc, Config) from None
     config._path = path

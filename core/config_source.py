@@ -229,11 +229,19 @@ def _describe(error: Any, loc: Loc, schema: type[BaseModel]) -> str:
 def _unknown_key(key: str, known: list[str]) -> str:
     if not known:
         return "unknown key (nothing is allowed here)"
-    message = f"unknown key (known: {', '.join(known)})"
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if close:
-        message += f"; did you mean '{close[0]}'?"
-    return message
+    return unknown_name("key", key, known, quoted=False)
+
+
+def unknown_name(noun: str, name: str, known: list[str], *, quoted: bool = True) -> str:
+    """`unknown adapter 'clade' (known: …); did you mean 'claude'?`"""
+    shown = f" {show(name)}" if quoted else ""
+    return f"unknown {noun}{shown} (known: {', '.join(known)}){did_you_mean(name, known)}"
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """`; did you mean 'claude'?` when one of `known` is close to `name`, else ''."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def show(value: Any) -> str:

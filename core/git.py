@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -105,8 +106,8 @@ def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
     try:
         done = subprocess.run(_argv(args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
-    except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH") from None
+    except OSError as exc:
+        raise _not_started(args, cwd, exc) from None
     if check and done.returncode != 0:
         raise _fail(args, cwd, done.returncode, done.stderr)
     return done.stdout.strip()
@@ -152,7 +153,24 @@ TERM_GRACE_S = 5.0
 
 async def _spawn(args: tuple[str, ...], cwd: Path,
                  overrides: Sequence[tuple[str, str]]) -> Completed:
-    return await run_command(_argv(args), cwd=cwd, env=git_env(overrides))
+    try:
+        return await run_command(_argv(args), cwd=cwd, env=git_env(overrides))
+    except OSError as exc:
+        raise _not_started(args, cwd, exc) from None
+
+
+def _not_started(args: tuple[str, ...], cwd: Path, exc: OSError) -> GitError:
+    """Why git could not even start, as a GitError: the caller (a run, a decision) then
+    fails with the reason instead of an OSError escaping it."""
+    if not Path(cwd).is_dir():
+        return GitError(f"git cannot run in {cwd}: no such directory")
+    if isinstance(exc, FileNotFoundError):
+        return GitError("git is not installed or not on PATH")
+    if exc.errno == errno.E2BIG:  # Linux caps one argument at 128 KiB, all of them at ~2 MiB
+        longest = max(len(os.fsencode(a)) for a in args)
+        return GitError(f"git cannot be started: one of its arguments is "
+                        f"{longest:,} bytes, more than the system allows ({exc.strerror})")
+    return GitError(f"git cannot be started in {cwd}: {exc.strerror}")
 
 
 async def run_command(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Completed:
@@ -315,6 +333,9 @@ def default_branch(repo: Path) -> str:
     if remote:
         return remote.split("/", 1)[1]
     branch = git_sync("symbolic-ref", "--quiet", "--short", "HEAD", cwd=repo, check=False)
+    if not branch and repo_root(repo) is None:
+        raise GitError(f"{repo} is not a git repository",
+                       hint="point `repo:` in t25.yaml at one, or run `git init` there")
     if not branch:
         raise GitError(f"cannot tell the default branch of {repo}: HEAD is detached",
                        hint="set default_branch for this project in t25.yaml")

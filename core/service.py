@@ -234,12 +234,15 @@ class Factory:
         self, title: str, *, actor: str, type: TaskType = TaskType.FEAT,
         description: str = "", project: str | None = None,
     ) -> Task:
-        if not title.strip():
-            raise PolicyRefused("a task needs a title", hint='t25 task new "what should change"')
+        """File a task. The title and description are checked here, the one door every
+        face (command line, cockpit, REST) comes through: bounded, no control characters,
+        the title on one line (`core.text`)."""
+        from core import text
+
+        title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
         task, event = await self.store.create_task(
-            NewTask(project=name, title=title.strip(), type=type, description=description),
-            actor=actor)
+            NewTask(project=name, title=title, type=type, description=description), actor=actor)
         self.bus.publish(event)
         return task
 

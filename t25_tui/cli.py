@@ -3,13 +3,19 @@
 Only argparse is imported at start so `t25 --help` stays fast; each command imports
 what it needs. A deliberate T25 error prints as one line with a hint and exits 1;
 anything unexpected does the same unless `--debug` asks for the traceback.
+
+The global options (`--config`, `--actor`, `--debug`) are accepted before the command
+and after it (`t25 approve T-3 --actor alice`); given in both places, the later wins.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
 STATES = ("RECEIVED", "SPEC", "PLAN", "AWAITING_APPROVAL", "IMPLEMENTING", "QA", "REVIEW",
@@ -28,6 +34,28 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """`--config`, `--actor`, `--debug`. The top-level parser holds their defaults; every
+    subcommand takes them too, with SUPPRESS as default, so an option given after the
+    command overrides one given before it and an absent one changes nothing."""
+    kept = {} if defaults else {"default": argparse.SUPPRESS}
+    group = parser.add_argument_group("global options")
+    group.add_argument("--config", metavar="PATH", help="t25.yaml to use (default: the nearest "
+                       "t25.yaml from the current directory up to the repository root)", **kept)
+    group.add_argument("--actor", help="who is deciding (default: your OS user and git "
+                       "identity)", **kept)
+    group.add_argument("--debug", action="store_true", help="show tracebacks on errors", **kept)
+
+
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser, which takes the global options too. Its own subcommands
+    (`task new`, `audit verify`) are of this class as well: argparse makes them so."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _global_options(self, defaults=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="t25",
@@ -35,15 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "own git worktree; humans approve risky plans and merge.",
         epilog="Start with `t25 init` in a git repository, or `t25 demo` for a tour.",
     )
-    parser.add_argument("--config", metavar="PATH", help="t25.yaml to use (default: the nearest "
-                        "t25.yaml from the current directory up to the repository root)")
-    parser.add_argument("--actor", help="who is deciding (default: your OS user and git identity)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    _global_options(parser, defaults=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                parser_class=_Subcommand)
 
-    def add(name: str, handler: str, help: str, **kw) -> argparse.ArgumentParser:
+    def add(name: str, handler: str, help: str, *, runs_agents: bool = False,
+            **kw) -> argparse.ArgumentParser:
+        """A command; one that `runs_agents` first sweeps the prompt files a killed T25 left."""
         p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
-        p.set_defaults(handler=_command(handler))
+        p.set_defaults(handler=_command(handler), runs_agents=runs_agents)
         return p
 
     add("init", "setup:init", "create t25.yaml and .factory/ in this git repository")
@@ -83,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", help="task id, e.g. T-7 or 7")
         p.add_argument("--reason", default="", help="why (kept in the audit log)")
 
-    run = add("run", "pipeline:run_", "work the queue until nothing can move without a human")
+    run = add("run", "pipeline:run_", "work the queue until nothing can move without a human",
+              runs_agents=True)
     run.add_argument("--follow", action="store_true",
                      help="keep going, picking up new tasks and decisions, until interrupted")
     run.add_argument("--workers", type=int, metavar="N",
@@ -105,13 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
 
-    p = add("serve", "serve:serve", "the control plane over REST and SSE, for remote workers")
+    p = add("serve", "serve:serve", "the control plane over REST and SSE, for remote workers",
+            runs_agents=True)
     p.add_argument("--bind", metavar="HOST:PORT",
                    help="address to listen on (default: serve.bind in t25.yaml, loopback)")
     p.add_argument("--workers", type=int, default=0, metavar="N",
                    help="also run N workers in this process (default: 0, remote workers only)")
     p = add("worker", "serve:worker",
-            "work runs leased from a `t25 serve` control plane, in this host's repositories")
+            "work runs leased from a `t25 serve` control plane, in this host's repositories",
+            runs_agents=True)
     p.add_argument("--url", required=True, help="the control plane, e.g. http://10.0.0.5:8725")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="runs at once (default: 1)")
     p.add_argument("--lease-ttl", type=float, default=30.0, metavar="S",
@@ -119,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
                    help="seconds between heartbeats (default: 5)")
 
-    tui = add("tui", "tui:tui", "the cockpit: a full-screen board, logs, approvals, cost and audit")
+    tui = add("tui", "tui:tui", "the cockpit: a full-screen board, logs, approvals, cost and audit",
+              runs_agents=True)
     tui.add_argument("--workers", type=int, metavar="N",
                      help="in-process workers (default: limits.workers in t25.yaml)")
     tui.add_argument("--no-workers", action="store_true",
@@ -145,6 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A reader that goes away (`t25 task list | head -1`) ends T25 the way it ends `cat`: no
+# traceback, and exit status 141 (128 + SIGPIPE), which is what a shell reports for a tool
+# the signal killed. T25 exits by itself rather than dying of the signal, so `t25 run`
+# first stops its agents and hands their runs back.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -152,23 +191,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.handler(args)
+        if getattr(args, "runs_agents", False):
+            from adapters.base import sweep_prompt_files
+
+            sweep_prompt_files()
+        code = args.handler(args)
+        sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
+        return code
     except KeyboardInterrupt:
         print("t25: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # a socket or a child's pipe, not the terminal's reader: a real error
+        # Python flushes stdout once more on the way out; /dev/null in its place lets that
+        # flush succeed (the recipe of the `signal` module's documentation).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
         if args.debug:
             raise
         from core.errors import T25Error
+        from core.text import printable
 
         if isinstance(exc, T25Error):
-            print(f"t25: error: {exc.message}", file=sys.stderr)
+            print(f"t25: error: {printable(exc.message)}", file=sys.stderr)
             if exc.hint:
-                print(f"  hint: {exc.hint}", file=sys.stderr)
+                print(f"  hint: {printable(exc.hint)}", file=sys.stderr)
             return 1
-        print(f"t25: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"t25: unexpected error: {type(exc).__name__}: {printable(str(exc))}",
+              file=sys.stderr)
         print("  hint: run again with --debug for the traceback", file=sys.stderr)
         return 1
+
+
+def _stdout_reader_gone() -> bool:
+    """stdout is a pipe whose reading end is closed (poll reports an error on it)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 if __name__ == "__main__":

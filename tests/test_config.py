@@ -130,13 +130,15 @@ def test_relative_paths_resolve_against_the_config_directory(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    path = write(tmp_path / "conf", """
+    (tmp_path / "code" / "app").mkdir(parents=True)
+    (tmp_path / "abs").mkdir()
+    path = write(tmp_path / "conf", f"""
         projects:
           - name: app
             repo: ../code/app
             prompts: prompts
           - name: abs
-            repo: /srv/abs
+            repo: {tmp_path / "abs"}
         worktrees:
           root: wt
         store:
@@ -146,7 +148,7 @@ def test_relative_paths_resolve_against_the_config_directory(
     conf = (tmp_path / "conf").resolve()
     assert config.project("app").repo == (tmp_path / "code" / "app").resolve()
     assert config.project("app").prompts == conf / "prompts"
-    assert config.project("abs").repo == Path("/srv/abs")
+    assert config.project("abs").repo == tmp_path / "abs"
     assert config.worktrees.root == conf / "wt"
     assert config.store_url == f"sqlite:///{conf}/data/t25.db"
     assert config.store_url.startswith("sqlite:////")
@@ -232,6 +234,49 @@ def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path)
         "worktrees, store, serve); did you mean 'limits'?"
     )
     assert err.hint and "t25.yaml.example" in err.hint
+
+
+KNOWN_ADAPTERS = ("claude", "codex", "gemini", "opencode", "aider", "scripted")
+
+
+def test_an_unknown_adapter_names_its_line_the_known_ones_and_the_close_match(here: Path) -> None:
+    path = write(here, """
+        projects:
+          - name: app
+        roles:
+          dev:
+            - adapter: codex
+            - adapter: clade
+    """)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, adapters=KNOWN_ADAPTERS)
+    assert str(caught.value) == (
+        "t25.yaml:6: roles.dev[1].adapter: unknown adapter 'clade' (known: aider, claude, "
+        "codex, gemini, opencode, scripted); did you mean 'claude'?")
+    with pytest.raises(ConfigError, match=r"unknown adapter 'zzz' \(known: [a-z, ]+\)$"):
+        load_config(write(here, "projects: [{name: app}]\nroles: {qa: [{adapter: zzz}]}\n",
+                          name="other.yaml"), adapters=KNOWN_ADAPTERS)
+    # Without the caller's names (core does not know the registry) any name is kept.
+    assert load_config(path).roles.chain("dev")[1].adapter == "clade"
+
+
+def test_a_repo_that_does_not_exist_names_its_line_and_path(here: Path) -> None:
+    err = error_of(here, """
+        projects:
+          - name: app
+          - name: gone
+            repo: ../nowhere
+    """)
+    assert str(err) == f"t25.yaml:4: projects[1].repo: {here.parent / 'nowhere'} does not exist"
+    (here / "a-file").write_text("")
+    err = error_of(here, "projects:\n  - name: app\n    repo: a-file\n")
+    assert str(err) == f"t25.yaml:3: projects[0].repo: {here / 'a-file'} is not a directory"
+
+
+def test_a_config_from_another_host_is_not_checked_against_this_one(here: Path) -> None:
+    # What a remote cockpit receives from `t25 serve` names the serve host's directories.
+    sent = {"projects": [{"name": "app", "repo": "/srv/on/the/serve/host"}]}
+    assert Config.model_validate(sent).project().repo == Path("/srv/on/the/serve/host")
 
 
 def test_an_unknown_role_lists_the_known_roles(here: Path) -> None:

@@ -1,18 +1,25 @@
-"""The README's first lines are the two commands, and CI runs the second one verbatim."""
+"""The README says what T25 does: its first lines are the two commands (CI runs the second
+verbatim), its command table is the parser's, its key table the cockpit's bindings, and the
+keys its quick start names do what it says."""
 
+from __future__ import annotations
+
+import argparse
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
 
 
 def _commands() -> list[str]:
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = README.splitlines()
     start = lines.index("```sh") + 1
     return lines[start:lines.index("```", start)]
 
 
 def test_the_readme_opens_with_exactly_two_commands():
-    head = (ROOT / "README.md").read_text().splitlines()[:6]
+    head = README.splitlines()[:6]
     assert head[2] == "```sh" and head[5] == "```"
     run, test = _commands()
     assert run.startswith("python3 -m venv .venv") and "t25 " in run
@@ -23,3 +30,136 @@ def test_ci_runs_the_readmes_test_command():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert _commands()[1] in ci
     assert "export T25_REQUIRE_PG=1" in ci
+
+
+# -- the command table -----------------------------------------------------------------------
+
+
+def table(header: str) -> list[tuple[str, str]]:
+    """The rows (first cell, second cell) of the table whose header line is `header`."""
+    lines = README.splitlines()
+    start = lines.index(header) + 2  # the header and its |---| line
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        rows.append((cells[0].strip().replace("\\|", "|"), cells[1].strip()))
+    return rows
+
+
+def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every (path, parser) below `parser`: `("task", "new")`, `("audit", "verify")`, …"""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from subcommands(sub, (*path, name))
+
+
+def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
+    """(command path, options shown) for each row of the command table."""
+    from t25_tui.cli import build_parser
+
+    parsers = dict(subcommands(build_parser()))
+    out = []
+    for cell, _ in table("| command | what it does |"):
+        words = re.fullmatch(r"`(t25 [^`]+)`", cell)[1].split()[1:]
+        path: tuple[str, ...] = ()
+        while words and (*path, words[0]) in parsers:
+            path = (*path, words.pop(0))
+        out.append((path, set(re.findall(r"--[a-z][a-z-]*", " ".join(words)))))
+    return out
+
+
+def test_every_command_in_the_table_exists_with_the_options_it_shows():
+    from t25_tui.cli import build_parser
+
+    parsers = dict(subcommands(build_parser()))
+    for path, options in documented_commands():
+        assert path in parsers, f"t25 {' '.join(path)} is not a command"
+        known = {o for action in parsers[path]._actions for o in action.option_strings}
+        assert options <= known, f"t25 {' '.join(path)}: no such option {options - known}"
+
+
+def test_every_command_of_the_parser_is_in_the_table():
+    from t25_tui.cli import build_parser
+
+    runnable = {path for path, sub in subcommands(build_parser()) if sub.get_default("handler")}
+    assert runnable - {path for path, _ in documented_commands()} == set()
+
+
+def test_the_global_options_paragraph_names_the_parsers_global_options():
+    from t25_tui.cli import build_parser
+
+    top = {o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")}
+    paragraph = README[README.index("Every command takes"):].split("\n\n")[0]
+    assert set(re.findall(r"`(--[a-z]+)", paragraph)) == top - {"--help"}
+    assert "before\nthe command or after it" in paragraph
+
+
+# -- the cockpit's keys ------------------------------------------------------------------------
+
+# How the README writes a key, as Textual names it.
+KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "?": "question_mark",
+             "/": "slash"}
+# Keys the widgets themselves handle: moving in a list, opening the selected item, and the
+# app's own `key_escape` that clears the filter.
+WIDGET_KEYS = {"up", "down", "enter", "escape"}
+
+
+def keys_of(bindings) -> set[str]:
+    return {key.strip() for b in bindings for key in b.key.split(",")}
+
+
+def all_bindings() -> dict[str, set[str]]:
+    """Every binding of the cockpit, by class: the app, its screens, dialogs and widgets."""
+    from t25_tui.app import T25App
+    from t25_tui.screens import detail, dialogs, help, inbox, panes
+    from t25_tui.widgets import board, logpane
+
+    classes = [T25App]
+    for module in (detail, dialogs, help, inbox, panes, board, logpane):
+        classes += [c for c in vars(module).values()
+                    if isinstance(c, type) and c.__module__ == module.__name__
+                    and "BINDINGS" in vars(c)]
+    return {c.__name__: keys_of(c.BINDINGS) for c in classes}
+
+
+def documented_keys() -> set[str]:
+    keys = set()
+    for cell, _ in table("| key | what it does |"):
+        keys |= {KEY_NAMES.get(k, k) for k in re.findall(r"`([^`]+)`", cell)}
+        keys |= {f.lower() for f in re.findall(r"\bF\d+\b", cell)}
+    return keys
+
+
+def test_every_key_of_the_cockpit_is_in_the_key_table():
+    from t25_tui.app import T25App
+
+    app_keys = keys_of(T25App.BINDINGS) | {T25App.COMMAND_PALETTE_BINDING}
+    assert app_keys - documented_keys() == set()
+
+
+def test_every_key_in_the_key_table_is_bound():
+    bound = set().union(*all_bindings().values()) | WIDGET_KEYS | {"ctrl+p"}
+    assert documented_keys() - bound == set()
+
+
+def test_the_quick_start_keys_do_what_it_says():
+    quick = README.split("\n\n")[2]  # the paragraph after the two commands
+    keys = re.findall(r"`([a-z])`", quick)
+    assert keys == ["i", "a", "a", "m", "y", "q"]
+    # What each one does, on the screen it is pressed in: the board opens the inbox, the
+    # inbox opens the task's decision, the approval dialog approves, the board (or inbox)
+    # merges, the confirmation confirms, and the app quits.
+    from t25_tui.app import T25App
+    from t25_tui.screens.dialogs import ApprovalDialog, ConfirmDialog
+    from t25_tui.screens.inbox import Inbox
+
+    def action(cls, key: str) -> str:
+        return next(b.action for b in cls.BINDINGS if key in b.key.split(","))
+
+    assert [action(T25App, "i"), action(Inbox, "a"), action(ApprovalDialog, "a"),
+            action(T25App, "m"), action(ConfirmDialog, "y"), action(T25App, "q")] == [
+        "inbox", "app.decide", "approve", "merge", "yes", "quit"]

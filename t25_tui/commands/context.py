@@ -17,9 +17,18 @@ from core.service import Factory
 T = TypeVar("T")
 
 
-def config_of(args: argparse.Namespace) -> Config:
+def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
+    """The t25.yaml the command works with, refusing adapters T25 does not ship (unless
+    `any_adapter`: `t25 doctor` lists every problem rather than stop at the first)."""
     explicit = Path(args.config) if args.config else None
-    return load_config(find_config(Path.cwd(), explicit))
+    return load_config(find_config(Path.cwd(), explicit),
+                       adapters=None if any_adapter else adapter_names())
+
+
+def adapter_names() -> list[str]:
+    from adapters.registry import builtin_specs
+
+    return [spec.name for spec in builtin_specs()]
 
 
 @asynccontextmanager

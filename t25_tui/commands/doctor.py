@@ -2,7 +2,10 @@
 range, what it can do headless - and what looks wrong in the profiles that use it.
 
 Exits 1 when some configured role has no usable adapter (none found, or every one of its
-profiles asks for a sandbox that cannot be had), so a script can gate on it.
+profiles asks for a sandbox that cannot be had), so a script can gate on it. Before
+`t25 init` it checks the roles of the t25.yaml that `t25 init` would write, so the agent
+CLIs can be checked first. An unknown adapter name is one problem among the others here;
+every other command refuses the file for it.
 """
 
 from __future__ import annotations
@@ -10,17 +13,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from pathlib import Path
 
 from core.config import ROLES, Config
+from core.config_source import did_you_mean
+from core.text import printable
 
 
 def doctor(args: argparse.Namespace) -> int:
+    config, note = _config(args)
+    lines, ok = asyncio.run(diagnose(config))
+    if note:
+        lines[0] = f"t25 doctor: {note}"
+    print("\n".join(printable(line) for line in lines))  # names come from the file
+    return 0 if ok else 1
+
+
+def _config(args: argparse.Namespace) -> tuple[Config, str | None]:
+    """The t25.yaml in use; before `t25 init`, the one it would write, so the agent CLIs
+    can be checked before anything is set up."""
+    from core.config import CONFIG_FILENAME, default_config_text, find_config, parse_config
+    from core.errors import ConfigError
     from t25_tui.commands.context import config_of
 
-    config = config_of(args)
-    lines, ok = asyncio.run(diagnose(config))
-    print("\n".join(lines))
-    return 0 if ok else 1
+    if not args.config:
+        try:
+            find_config(Path.cwd())
+        except ConfigError:
+            example = parse_config(default_config_text(), Path.cwd() / CONFIG_FILENAME)
+            return example, (f"no {CONFIG_FILENAME} here yet, so this checks the roles "
+                             "`t25 init` would configure")
+    return config_of(args, any_adapter=True), None
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -52,7 +75,9 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
         adapter = adapters.get(name)
         if not isinstance(adapter, CliAdapter):
             rows.append([name, "-", "-", "-", "-", "-", "-", "-", "-"])
-            problems.append(f"{name}: no such adapter (known: {', '.join(sorted(adapters))})")
+            known = sorted(adapters)
+            problems.append(f"{name}: no such adapter (known: {', '.join(known)})"
+                            + did_you_mean(name, known))
             continue
         spec, path, version = adapter.spec, adapter.locate(), version_of.get(name)
         supported, note = spec.check_version(version) if path else (False, "not installed")

@@ -19,6 +19,7 @@ from core.events import (
 from core.models import TaskState, run_id, task_id
 from core.service import Factory
 from core.states import HUMAN_NEEDED
+from core.text import printable
 from t25_tui.commands.context import run
 
 
@@ -31,45 +32,72 @@ def floor_for(factory: Factory, **kw):
     return Floor(factory, builtin_adapters(), run_check, **kw)
 
 
+# `t25 run` exits with this, after its summary, when a task it worked ended FAILED; 1 stays
+# "T25 could not do what was asked" (a broken config, an unreachable store), 2 a usage error.
+TASKS_FAILED_EXIT = 3
+
+
 def describe(event: Event) -> str | None:
-    """One progress line for the events a person watching `t25 run` cares about."""
+    """One progress line for the events a person watching `t25 run` cares about.
+
+    Reasons, errors and questions come from agents and operators: escaped for the terminal."""
     match event:
         case TaskTransitioned():
-            why = f"  ({event.reason})" if event.reason else ""
+            why = f"  ({printable(event.reason)})" if event.reason else ""
             return f"{event.task_id}  {event.from_state} → {event.to_state}{why}"
         case RunStarted():
-            return f"{event.task_id}  {event.run_id} started: {event.adapter_reason}"
+            reason = printable(event.adapter_reason or "")
+            return f"{event.task_id}  {event.run_id} started: {reason}"
         case RunFinished() if event.status != "succeeded":
-            return f"{event.task_id}  {event.run_id} {event.status}: {event.error}"
+            return f"{event.task_id}  {event.run_id} {event.status}: {printable(event.error or '')}"
         case ApprovalRequested():
-            return (f"{event.task_id}  needs approval: {event.risk}-risk plan touching "
-                    f"{', '.join(event.files) or 'no files'} — t25 approve {event.task_id}")
+            files = printable(", ".join(event.files)) or "no files"
+            return (f"{event.task_id}  needs approval: {printable(event.risk)}-risk plan touching "
+                    f"{files} — t25 approve {event.task_id}")
         case InputRequested():
-            return f"{event.task_id}  asks: {event.question} — t25 answer {event.task_id} \"…\""
+            return (f"{event.task_id}  asks: {printable(event.question)} — "
+                    f"t25 answer {event.task_id} \"…\"")
     return None
 
 
 def run_(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> None:
+    async def body(factory: Factory) -> bool:
         sub = factory.bus.subscribe()
+        # The bus carries this process's own events only: a task seen going to FAILED here
+        # was failed by the runs this `t25 run` worked.
+        failed_here: set[str] = set()
+
+        def show(item: Event | Resync) -> None:
+            if isinstance(item, TaskTransitioned) and item.to_state is TaskState.FAILED:
+                failed_here.add(item.task_id)
+            line = None if isinstance(item, Resync) else describe(item)
+            if line:
+                print(line, flush=True)
 
         async def report() -> None:
-            async for event in sub:
-                line = None if isinstance(event, Resync) else describe(event)
-                if line:
-                    print(line, flush=True)
+            async for item in sub:
+                show(item)
 
         printer = asyncio.create_task(report())
+        working = asyncio.create_task(floor_for(factory, workers=args.workers)
+                                      .work(follow=args.follow))
         try:
-            await floor_for(factory, workers=args.workers).work(follow=args.follow)
+            await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await asyncio.sleep(0)  # let the last events print
-            while (item := sub.get_nowait()) is not None:
-                line = None if isinstance(item, Resync) else describe(item)
-                if line:
-                    print(line)
+            # The printer ends only by failing (stdout closed: `t25 run | head`); then, as
+            # when interrupted, the workers stop their agents and hand their runs back.
+            if not working.done():
+                working.cancel()
+            await asyncio.gather(working, return_exceptions=True)
             printer.cancel()
-            sub.close()
+            await asyncio.gather(printer, return_exceptions=True)
+        if not printer.cancelled() and printer.exception() is not None:
+            raise printer.exception()
+        working.result()
+        await asyncio.sleep(0)  # let the last events arrive
+        while (item := sub.get_nowait()) is not None:
+            show(item)
+        sub.close()
         waiting = await factory.store.list_tasks(states=[*HUMAN_NEEDED, TaskState.DONE,
                                                          TaskState.FAILED])
         pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
@@ -83,9 +111,12 @@ def run_(args: argparse.Namespace) -> int:
                 print(f"  {t.id}  {t.state:<17}  {what}")
         else:
             print("\nnothing is waiting for a human")
+        failed = [t.id for t in waiting if t.state is TaskState.FAILED and t.id in failed_here]
+        if failed:
+            print(f"\n{len(failed)} task(s) failed in this run: {', '.join(failed)}")
+        return not failed
 
-    run(args, body)
-    return 0
+    return 0 if run(args, body) else TASKS_FAILED_EXIT
 
 
 def logs(args: argparse.Namespace) -> int:
@@ -110,7 +141,8 @@ def logs(args: argparse.Namespace) -> int:
                 if isinstance(event, RunOutput):
                     (sys.stdout if event.stream == "stdout" else sys.stderr).write(event.text)
                 elif isinstance(event, RunStarted | RunFinished) and not only_run:
-                    print(f"\n── {event.run_id} {event.kind.replace('run_', '')} ──", flush=True)
+                    what = event.kind.replace("run_", "")
+                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
             sys.stdout.flush()
             if events:
                 continue
