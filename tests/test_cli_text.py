@@ -77,6 +77,9 @@ def test_old_titles_with_escape_sequences_are_escaped_on_the_way_out(t25, repo):
     assert "evil \\x1b]0;pwned\\x07 title" in shown.out and "about \\x1b[2J" in shown.out
     assert "T-1  asks: Which \\x1b[31mcolour\\x1b[0m?" in ran.out
     assert "\x1b" not in t25("task", "show", "T-1").out  # now with runs and history too
+    decided = t25("cancel", "T-1", "--reason", "not now")
+    assert decided.code == 0, decided.err
+    assert "\x1b" not in decided.out and "evil \\x1b]0;pwned\\x07 title" in decided.out
 
 
 def test_a_title_past_every_bound_fails_its_own_task_and_the_run_goes_on(t25, repo):

@@ -8,6 +8,7 @@ import argparse
 from core.events import DecisionRecorded, WorktreeCleaned
 from core.service import Factory
 from core.states import WORKING
+from core.text import printable
 from t25_tui.commands.context import actor_of, run
 
 
@@ -16,12 +17,12 @@ def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
         sub = factory.bus.subscribe()
         task = await getattr(factory, verb)(args.id, *extra, actor=actor_of(args),
                                             **({"reason": args.reason} if "reason" in args else {}))
-        print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {task.title}")
+        print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}")
         while (event := sub.get_nowait()) is not None:
             if isinstance(event, DecisionRecorded) and event.bound_to:
                 print(f"  recorded on {event.bound_to}")
             if isinstance(event, WorktreeCleaned):
-                print(f"  worktree: {event.reason}")
+                print(f"  worktree: {printable(event.reason)}")
         if task.state in WORKING:
             print("  next: t25 run")
 
