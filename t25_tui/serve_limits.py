@@ -54,6 +54,8 @@ OUTPUT_CAP = 4 * 2**20
 # the prompt. 128 MiB holds the largest log with 42 MiB for the rest.
 COMPLETION_CAP = 128 * 2**20
 
+MAX_FIELDS = 100  # fields in one JSON object: T25's widest body object has about 15
+
 _CAPS = {"/worker/events": OUTPUT_CAP, "/worker/complete": COMPLETION_CAP}
 OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 WORKER_PREFIX = "/worker/"
@@ -166,16 +168,29 @@ class Gate:
 
 
 def _check_json(scope, body: bytes) -> None:
-    """Refuse a JSON body that Python's parser would take but that is not JSON: a lone
-    surrogate escape (no UTF-8 text, so no store and no response, can hold one), NaN or
-    Infinity. FastAPI parses it again; this parse costs a fraction of that one."""
+    """Refuse a JSON body that Python's parser would take but that is not JSON (a lone
+    surrogate escape, which no UTF-8 text and so no store can hold; NaN; Infinity), and one
+    with an object wider than MAX_FIELDS: pydantic would build an error for each field it
+    does not know, and a million of them took seconds and a gigabyte. FastAPI parses the
+    body again; this parse costs a fraction of that one."""
     if not body or _content_type(scope) not in ("", "json"):
         return
     try:
-        pydantic_core.from_json(body, allow_inf_nan=False)
+        parsed = pydantic_core.from_json(body, allow_inf_nan=False)
     except ValueError as exc:
         raise Refusal(422, f"the request body is not valid JSON ({exc})",
                       hint="send UTF-8 JSON; a surrogate escape must be one of a pair") from None
+    pending = [parsed]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if len(value) > MAX_FIELDS:
+                raise Refusal(422, f"the request body has an object of {len(value):,} fields; "
+                                   f"no T25 endpoint takes more than {MAX_FIELDS}",
+                              hint="/openapi.json describes every endpoint's fields")
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
 
 
 def _content_type(scope) -> str:
