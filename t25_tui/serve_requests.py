@@ -39,12 +39,14 @@ MAX_LISTED = 5  # fields named in one refusal
 # Rust regexes read alike. Lone surrogates are refused as well, at the gate: a JSON escape
 # of one is not valid JSON, and no UTF-8 text can hold one.
 _REFUSED = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-# What str.strip() removes, less what is refused anyway: a required text needs one other.
-_BLANK = r"\t\n \xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
-ONE_LINE = rf"^[^\t\n{_REFUSED}]*$"
-ONE_LINE_REQUIRED = rf"^[^\t\n{_REFUSED}]*[^{_BLANK}{_REFUSED}][^\t\n{_REFUSED}]*$"
+# What str.strip() removes: a one-line text is stripped before it is checked, so its ends may
+# hold any of these; a required text needs one character that is neither this nor refused.
+_SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+ONE_LINE_REQUIRED = (rf"^[{_SPACE}]*[^\t\n{_REFUSED}]*[^{_SPACE}{_REFUSED}]"
+                     rf"[^\t\n{_REFUSED}]*[{_SPACE}]*$")
 MULTI_LINE = rf"^(?:[^{_REFUSED}]|\r\n)*$"  # a CRLF is taken as a line end
-MULTI_LINE_REQUIRED = rf"^(?:[^{_REFUSED}]|\r\n)*[^{_BLANK}{_REFUSED}](?:[^{_REFUSED}]|\r\n)*$"
+MULTI_LINE_REQUIRED = (rf"^(?:[^{_REFUSED}]|\r\n)*[^{_SPACE}{_REFUSED}]"
+                       rf"(?:[^{_REFUSED}]|\r\n)*$")
 
 
 def _typed(check, *, limit: int, pattern: str, required: bool = False) -> Any:
@@ -157,20 +159,22 @@ class _WorkerEvent(BaseModel):
     run_id: str | None = None
 
 
+# Events are kept whole in the events table (the store keeps what it can of any text), so
+# their text is not touched here.
 class RunStartedSent(_WorkerEvent):
     kind: Literal["run_started"]
-    worker: Output
-    adapter: Output | None = None
-    adapter_reason: Output | None = None
-    cli_version: Output | None = None
-    model: Output | None = None
+    worker: str
+    adapter: str | None = None
+    adapter_reason: str | None = None
+    cli_version: str | None = None
+    model: str | None = None
     attempt: Annotated[int, Field(ge=1, le=10**6)] = 1
 
 
 class RunOutputSent(_WorkerEvent):
     kind: Literal["run_output"]
     stream: Literal["stdout", "stderr"]
-    text: Output
+    text: str
 
 
 WorkerEvent = Annotated[RunStartedSent | RunOutputSent, Field(discriminator="kind")]
