@@ -95,12 +95,11 @@ class Gate:
     in one message, so it never waits on a client.
     """
 
-    def __init__(self, app, *, worker_credential: str | None, operator_token: str | None,
-                 body_idle_s: float = BODY_IDLE_S) -> None:
+    def __init__(self, app, *, worker_credential: str | None, operator_token: str | None) -> None:
         self.app = app
         self.worker = worker_credential.encode() if worker_credential else None
         self.operator = operator_token.encode() if operator_token else None
-        self.body_idle_s = body_idle_s
+        self.body_idle_s = BODY_IDLE_S
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
