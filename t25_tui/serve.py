@@ -160,7 +160,9 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
 
     def answers(*codes: int, secured: bool = True) -> dict[int | str, dict[str, Any]]:
         every = {408, 413, 422, 503, *codes} | ({401} if secured else set())
-        return {code: {"model": ErrorBody, "description": _ANSWERS[code]} for code in sorted(every)}
+        # Refusals are JSON even where the route answers something else (an event stream).
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        return {code: {"description": _ANSWERS[code], "content": error} for code in sorted(every)}
 
     read = answers(404, secured=bool(operator_token))  # an operator's GET
     decide = answers(400, 404, 409, secured=bool(operator_token))
@@ -344,6 +346,13 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     async def release(body: LeaseBody) -> dict:
         return (await store.release_run(body.lease)).model_dump(mode="json")
 
+    def openapi() -> dict[str, Any]:  # FastAPI's document, with the refusals' one shape
+        if api.openapi_schema is None:
+            doc = FastAPI.openapi(api)
+            doc["components"]["schemas"]["ErrorBody"] = ErrorBody.model_json_schema()
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
     api.add_middleware(Gate, worker_credential=worker_credential, operator_token=operator_token)
     return api
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from core.models import Lease, RunOutcome, RunStatus
-from t25_tui.serve import make_api, server_for
+from t25_tui.serve import RETRY_MS, make_api, server_for
 from tests.test_pipeline import Env, write_config
 
 CREDENTIAL = "worker-secret-42"
@@ -139,6 +139,25 @@ async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
     assert [e["id"] for e in resumed] == ["4", "5"]
     reset = await _read_sse(client, {"Last-Event-ID": "999"}, until=1)
     assert reset[0]["event"] == "reset"
+
+
+@pytest.mark.parametrize("garbage", ["abc", "-1", "\u0663", "1e3", str(2**63), "1 2", "3x"])
+async def test_sse_answers_a_garbage_last_event_id_with_reset(api, garbage):
+    # Not an id this store gave: `reset`, then everything from the start, as for an unknown id.
+    factory, client = api
+    for n in range(2):
+        await factory.new_task(f"task {n}", actor="ana")
+    events = await _read_sse(client, {"Last-Event-ID": garbage.encode()}, until=3)
+    assert events[0]["event"] == "reset" and json.loads(events[0]["data"]) == {"last_id": 2}
+    assert [e["id"] for e in events[1:]] == ["1", "2"]
+
+
+async def test_every_sse_stream_starts_with_a_retry_field(api):
+    factory, client = api
+    await factory.new_task("a task", actor="ana")
+    blocks: list[dict] = []
+    await _read_sse(client, {"Last-Event-ID": "0"}, until=1, blocks=blocks)
+    assert blocks[0] == {"retry": str(RETRY_MS)}
 
 
 async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int,
