@@ -48,12 +48,18 @@ async def test_every_route_declares_its_credential_and_its_refusals(shop, token)
                     assert schema == {"$ref": "#/components/schemas/ErrorBody"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# Without credentials every answer is the Gate's, whatever the store: that run is on SQLite only.
+@pytest.fixture(params=[pytest.param(("sqlite", True), id="sqlite-credentials"),
+                        pytest.param(("sqlite", False), id="sqlite-anonymous"),
+                        pytest.param(("postgres", True), id="postgres-credentials",
+                                     marks=pytest.mark.postgres)])
 async def real_serve(request, shop):
-    """`t25 serve` as a process, with an operator token and a worker credential."""
+    """`t25 serve` as a process, with an operator token and a worker credential; and whether
+    schemathesis is to send them."""
+    store, credentials = request.param
     env = {**os.environ, "T25_OPERATOR_TOKEN": OPERATOR, "FACTORY_WORKER_CREDENTIAL": WORKER}
     backend = None
-    if request.param == "postgres":
+    if store == "postgres":
         backend = PostgresBackend(request.getfixturevalue("pg_template"))
         await backend.create()
         env["T25_DATABASE_URL"] = backend.url
@@ -65,7 +71,7 @@ async def real_serve(request, shop):
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until(lambda: _healthy(url))
-        yield request.param, url
+        yield url, credentials
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
@@ -73,11 +79,8 @@ async def real_serve(request, shop):
             await backend.drop()
 
 
-@pytest.mark.parametrize("credentials", [True, False], ids=["credentials", "anonymous"])
-def test_schemathesis_finds_nothing(real_serve, credentials, tmp_path):
-    store, url = real_serve
-    if store == "postgres" and not credentials:
-        pytest.skip("without credentials every answer is the Gate's, whatever the store")
+def test_schemathesis_finds_nothing(real_serve, tmp_path):
+    url, credentials = real_serve
     config = tmp_path / "schemathesis.toml"
     config.write_text(
         f'[auth.openapi.operatorToken]\nbearer = "{OPERATOR}"\n'
