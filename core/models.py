@@ -72,7 +72,9 @@ class _Value(BaseModel):
 
 # -- ids ---------------------------------------------------------------------------------
 
-_ID = re.compile(r"^\s*(?:(?P<prefix>[A-Za-z])-?)?(?P<n>\d+)\s*$")
+# ASCII only: `\d` and `\s` would take Arabic-Indic digits or a no-break space for an id.
+_ID = re.compile(r"^\s*(?:(?P<prefix>[A-Za-z])-?)?(?P<n>[0-9]{1,19})\s*$", re.ASCII)
+MAX_ID = 2**63 - 1  # ids are 64-bit integers in both stores
 
 
 def format_id(prefix: str, number: int) -> str:
@@ -80,15 +82,22 @@ def format_id(prefix: str, number: int) -> str:
 
 
 def parse_id(prefix: str, text: str) -> int:
-    """Accept `T-7`, `t7`, `T7` or plain `7` for a task id (prefix `T`); return 7."""
+    """Accept `T-7`, `t7`, `T7` or plain `7` for a task id (prefix `T`); return 7.
+
+    Anything else, and a number outside 1..MAX_ID, is NotFound: no such id can exist."""
     m = _ID.match(text)
-    if not m or (m["prefix"] and m["prefix"].upper() != prefix):
+    if not m or (m["prefix"] and m["prefix"].upper() != prefix) or not 0 < int(m["n"]) <= MAX_ID:
         noun = {"T": "task", "R": "run", "A": "artifact"}.get(prefix, "id")
         raise NotFound(
-            f"{text!r} is not a {noun} id",
+            f"{_shown(text)} is not a {noun} id",
             hint=f"{noun} ids look like {prefix}-7 (or just 7)",
         )
     return int(m["n"])
+
+
+def _shown(text: str) -> str:
+    """`text` quoted for an error message: short, and with nothing a terminal would act on."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
 
 
 def task_id(text: str) -> str:

@@ -6,26 +6,35 @@ that went stale or a lease that expired gets 409 and nothing it sent is kept. `/
 is Server-Sent Events with an `id:` per event, resumable from `Last-Event-ID` out of the
 events table with no gap and no duplicate.
 
-Security: serve binds to loopback unless told otherwise; beyond loopback every operator
-endpoint needs `T25_OPERATOR_TOKEN`. Worker endpoints always need the credential from
+Security: serve binds to loopback unless told otherwise, and refuses to listen anywhere
+else (every interface included) without `T25_OPERATOR_TOKEN`; with the token set, every
+operator endpoint needs it. Worker endpoints always need the credential from
 `FACTORY_WORKER_CREDENTIAL` (never from t25.yaml), compared in constant time on bytes.
+Both are checked before a byte of the body is read, and bodies are capped per endpoint
+(`serve_limits`); what a body may hold is `serve_requests`.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: routes name types that make_api builds (the
+# configured projects), and FastAPI must see those annotations as objects, not strings.
 import asyncio
 import contextlib
 import functools
-import hmac
 import ipaddress
 import json
+import os
+import re
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi import FastAPI, Header, Query, Request, Response, Security
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, create_model
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from core import cost
 from core.errors import (
@@ -40,113 +49,73 @@ from core.errors import (
 )
 from core.events import Event
 from core.models import (
+    MAX_ID,
     Artifact,
-    CheckResult,
-    Lease,
     Run,
     RunStatus,
     Task,
     TaskState,
-    TaskType,
     artifact_id,
     run_id,
     task_id,
 )
-from core.pipeline import Pipeline, RunReport
+from core.pipeline import Pipeline
 from core.service import Factory
+from t25_tui.serve_limits import KEEP_ALIVE_S, DeadlineProtocol, Gate
+from t25_tui.serve_requests import (
+    AnswerBody,
+    ClaimBody,
+    CompleteBody,
+    DecisionBody,
+    ErrorBody,
+    EventsBody,
+    LeaseBody,
+    NewTaskBody,
+    PromptBody,
+    invalid_request,
+)
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 OPERATOR_ENV = "T25_OPERATOR_TOKEN"
-MAX_BODY = 64 * 2**20  # a completion carries the run's log
+RETRY_MS = 3000  # an SSE client that lost its stream reconnects after this (`retry:`)
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
 SHUTDOWN_GRACE_S = 10.0  # a stopping serve waits this long for requests in flight
 STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
           StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422}
 
+_ANSWERS = {
+    400: "the input was refused (text with control characters, a bad configuration)",
+    401: "the credential is missing or wrong",
+    404: "no such task, run or artifact (or the id is not one)",
+    408: "the request body stalled",
+    409: "the task's state, or the lease, does not allow it",
+    413: "the request body is over this endpoint's cap",
+    422: "the request does not match this endpoint's fields",
+    503: "the control plane cannot serve this now (no worker credential, the store is down)",
+}
+_EVENT_ID = re.compile(r"[0-9]{1,19}", re.ASCII)
+
 
 def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
+    """Only 127.0.0.0/8, ::1 and `localhost`: "" (every interface), 0.0.0.0 and :: are not."""
+    host = host.strip("[]")
+    if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.is_loopback and (address.version == 4 or address == ipaddress.IPv6Address("::1"))
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NewTaskBody(_Body):
-    title: str = Field(min_length=1, max_length=500)
-    type: TaskType = TaskType.FEAT
-    description: str = Field("", max_length=100_000)
-    project: str | None = None
-    actor: str | None = None
-
-
-class DecisionBody(_Body):
-    actor: str | None = None
-    reason: str = Field("", max_length=10_000)
-
-
-class AnswerBody(_Body):
-    actor: str | None = None
-    text: str = Field(min_length=1, max_length=100_000)
-
-
-class ClaimBody(_Body):
-    worker: str = Field(min_length=1, max_length=200)
-    ttl_s: float = Field(30.0, gt=0, le=3600)
-
-
-class LeaseBody(_Body):
-    lease: Lease
-    ttl_s: float = Field(30.0, gt=0, le=3600)
-
-
-class PromptBody(_Body):
-    lease: Lease
-    ttl_s: float = Field(30.0, gt=0, le=3600)
-    checks: list[CheckResult] = []
-
-
-class EventsBody(_Body):
-    lease: Lease
-    ttl_s: float = Field(30.0, gt=0, le=3600)
-    events: list[dict[str, Any]] = Field(max_length=1000)
-
-
-class CompleteBody(_Body):
-    lease: Lease
-    report: RunReport
-
-
-class BodyLimit:
-    """Refuse request bodies over `limit` bytes with 413, before they are read whole."""
-
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = JSONResponse({"error": f"request body over {self.limit} bytes"}, 413)
-            return await response(scope, receive, send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise HTTPException(413, f"request body over {self.limit} bytes")
-            return message
-
-        return await self.app(scope, limited, send)
+def parse_bind(bind: str) -> tuple[str, int]:
+    """`HOST:PORT` (`[::1]:8725` for IPv6; `:8725` for every interface) as (host, port)."""
+    host, colon, port = bind.rpartition(":")
+    if not colon or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ConfigError(f"serve cannot listen on {bind!r}: expected HOST:PORT",
+                          hint="for example --bind 127.0.0.1:8725")
+    return host.strip("[]"), int(port)
 
 
 def make_api(factory: Factory, *, worker_credential: str | None, operator_token: str | None,
@@ -167,40 +136,63 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
         status = next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400)
         return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status)
 
-    def operator(authorization: Annotated[str | None, Header()] = None) -> None:
-        if operator_token and not _bearer_matches(authorization, operator_token):
-            raise HTTPException(401, "an operator token is required (Authorization: Bearer …)")
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(invalid_request(exc.errors()), status_code=422)
 
-    def worker(authorization: Annotated[str | None, Header()] = None) -> None:
-        if not worker_credential:
-            raise HTTPException(503, "this control plane was started without "
-                                     "FACTORY_WORKER_CREDENTIAL; it accepts no workers")
-        if not _bearer_matches(authorization, worker_credential):
-            raise HTTPException(401, "the worker credential is missing or wrong")
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names the methods of one route; a path has several
+            headers["Allow"] = ", ".join(sorted(
+                {m for r in api.routes if isinstance(r, APIRoute)
+                 and r.matches(request.scope)[0] is Match.PARTIAL for m in r.methods}))
+        return JSONResponse({"error": str(exc.detail), "hint": None}, status_code=exc.status_code,
+                            headers=headers)
 
-    op = [Depends(operator)]
-    wk = [Depends(worker)]
+    # The Gate checks the credentials; these only declare them in the OpenAPI document.
+    operator = HTTPBearer(scheme_name="operatorToken", auto_error=False,
+                          description="T25_OPERATOR_TOKEN, as `Authorization: Bearer …`")
+    worker = HTTPBearer(scheme_name="workerCredential", auto_error=False,
+                        description="FACTORY_WORKER_CREDENTIAL, as `Authorization: Bearer …`")
+    op = [Security(operator)] if operator_token else []
+    wk = [Security(worker)]
 
-    @api.get("/health")
+    def answers(*codes: int, secured: bool = True) -> dict[int | str, dict[str, Any]]:
+        every = {408, 413, 422, 503, *codes} | ({401} if secured else set())
+        # Refusals are JSON even where the route answers something else (an event stream).
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        return {code: {"description": _ANSWERS[code], "content": error} for code in sorted(every)}
+
+    read = answers(404, secured=bool(operator_token))  # an operator's GET
+    decide = answers(400, 404, 409, secured=bool(operator_token))
+    lease = answers(400, 404, 409)
+
+    projects = tuple(p.name for p in factory.config.projects)
+    Project = Literal[projects]  # type: ignore[valid-type]
+    NewTask = create_model("NewTaskBody", __base__=NewTaskBody,
+                           project=(Project | None, None))  # type: ignore[call-overload]
+
+    @api.get("/health", responses=answers(secured=False))
     async def health() -> dict[str, Any]:
         return {"ok": True, "store": store.url.split(":", 1)[0],
                 "last_event_id": await store.last_event_id()}
 
     # -- tasks and decisions ----------------------------------------------------------------
 
-    @api.get("/tasks", dependencies=op, response_model=list[Task])
+    @api.get("/tasks", dependencies=op, response_model=list[Task], responses=read)
     async def tasks(state: Annotated[list[TaskState] | None, Query()] = None,
-                    project: str | None = None, archived: bool = False) -> Response:
+                    project: Project | None = None, archived: bool = False) -> Response:
         found = await store.list_tasks(states=state, project=project, include_archived=archived)
         return json_list(Task, found)
 
-    @api.post("/tasks", dependencies=op, status_code=201)
-    async def new_task(body: NewTaskBody) -> dict:
+    @api.post("/tasks", dependencies=op, status_code=201, response_model=Task, responses=decide)
+    async def new_task(body: NewTask) -> dict:  # type: ignore[valid-type]
         task = await factory.new_task(body.title, actor=body.actor or "api", type=body.type,
                                       description=body.description, project=body.project)
         return task.model_dump(mode="json")
 
-    @api.get("/tasks/{ref}", dependencies=op)
+    @api.get("/tasks/{ref}", dependencies=op, responses=read)
     async def task(ref: str) -> dict:
         found = await factory.task(ref)
         runs = await store.list_runs(task_id=found.id)
@@ -211,37 +203,42 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                 "cost": cost.summarize(runs).model_dump(mode="json")}
 
     for verb in ("approve", "reject", "cancel", "retry", "archive", "merge"):
-        _decision_route(api, factory, verb, op)
+        _decision_route(api, factory, verb, op, decide)
 
-    @api.post("/tasks/{ref}/answer", dependencies=op)
+    @api.post("/tasks/{ref}/answer", dependencies=op, response_model=Task, responses=decide)
     async def answer(ref: str, body: AnswerBody) -> dict:
         return (await factory.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
 
-    @api.get("/tasks/{ref}/events", dependencies=op)
-    async def task_events(ref: str, after: int = 0,
+    @api.get("/tasks/{ref}/events", dependencies=op, responses=read)
+    async def task_events(ref: str, after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
                           limit: Annotated[int, Query(ge=1, le=5000)] = 1000) -> list[dict]:
         """One task's events after `after`, oldest first (its history and its agents' output)."""
         found = await factory.task(ref)
         return [e.to_json() for e in await store.events_after(after, task_id=found.id, limit=limit)]
 
-    @api.get("/runs", dependencies=op, response_model=list[Run])
+    @api.get("/runs", dependencies=op, response_model=list[Run], responses=read)
     async def runs(task: str | None = None, status: RunStatus | None = None) -> Response:
         found = await store.list_runs(task_id=task_id(task) if task else None, status=status)
         return json_list(Run, found)
 
-    @api.get("/runs/{ref}", dependencies=op)
+    @api.get("/runs/{ref}", dependencies=op, response_model=Run, responses=read)
     async def run(ref: str) -> dict:
         found = await store.get_run(run_id(ref))
         if found is None:
             raise NotFound(f"no run {run_id(ref)}")
         return found.model_dump(mode="json")
 
-    @api.get("/artifacts", dependencies=op, response_model=list[Artifact])
+    @api.get("/artifacts", dependencies=op, response_model=list[Artifact], responses=read)
     async def artifacts(task: str | None = None) -> Response:
         found = await store.list_artifacts(task_id=task_id(task) if task else None)
         return json_list(Artifact, found)
 
-    @api.get("/artifacts/{ref}", dependencies=op)
+    artifact_content = {"content": {kind: {} for kind in (
+        "text/plain", "text/markdown", "text/x-diff", "application/json")},
+        "description": "the artifact's content, as it was kept"}
+
+    @api.get("/artifacts/{ref}", dependencies=op, response_class=Response,
+             responses={200: artifact_content, **read})
     async def artifact(ref: str) -> Response:
         """The content, verified against its SHA-256; its provenance is in `X-T25-Artifact`."""
         meta, content = await store.get_artifact(artifact_id(ref))
@@ -249,38 +246,45 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                         headers={"X-T25-SHA256": meta.sha256, "X-T25-Kind": meta.meta.kind,
                                  "X-T25-Artifact": json.dumps(meta.model_dump(mode="json"))})
 
-    @api.get("/audit", dependencies=op)
+    @api.get("/audit", dependencies=op, responses=read)
     async def audit(task: str | None = None) -> dict:
-        entries, verdict = await factory.audit.snapshot(task=task)
+        entries, verdict = await factory.audit.snapshot(task=task_id(task) if task else None)
         return {"entries": [e.model_dump(mode="json") for e in entries],
                 "verified": verdict.ok, "verification": verdict.message,
                 "lines": verdict.lines, "bad_line": verdict.bad_line}
 
-    @api.get("/config", dependencies=op)
+    @api.get("/config", dependencies=op, responses=read)
     async def configuration() -> dict:
         """t25.yaml as validated: projects, roles, limits, policies, cost rates. The store's
         address is left out: in production it names the database."""
         return factory.config.model_dump(mode="json", exclude={"store"})
 
-    @api.get("/cost/tasks", dependencies=op)
+    @api.get("/cost/tasks", dependencies=op, responses=read)
     async def cost_by_task() -> dict[str, float]:
         """Each task's summed run cost, by task id (the board's figure)."""
         return await store.cost_by_task()
 
-    @api.get("/cost", dependencies=op)
+    @api.get("/cost", dependencies=op, responses=read)
     async def costs() -> dict:
         return cost.summarize(await store.list_runs()).model_dump(mode="json")
 
     # -- events -----------------------------------------------------------------------------
 
-    @api.get("/events", dependencies=op, response_class=EventSourceResponse)
+    @api.get("/events", dependencies=op, response_class=EventSourceResponse, responses=read)
     async def events(
-        after: int | None = None,
+        after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
         last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
     ) -> AsyncIterator[ServerSentEvent]:
-        cursor = int(last_event_id) if last_event_id and last_event_id.isdigit() else after or 0
+        """Every event after `Last-Event-ID` (or `after`), then each new one as it is written.
+        An id this store never gave (from another store, one that was reset, or not an id at
+        all) gets a `reset` event carrying the newest id, and the stream from the start."""
+        yield ServerSentEvent(comment="t25 events", retry=RETRY_MS)
+        cursor = after
+        if last_event_id is not None:
+            given = last_event_id.strip()
+            cursor = int(given) if _EVENT_ID.fullmatch(given) and int(given) <= MAX_ID else -1
         newest = await store.last_event_id()
-        if cursor > newest:  # from another store, or one that was reset: start over
+        if not 0 <= cursor <= newest:
             yield ServerSentEvent(event="reset", data={"last_id": newest})
             cursor = 0
         async with tail.follow() as batches:
@@ -301,7 +305,8 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
 
     # -- workers ----------------------------------------------------------------------------
 
-    @api.post("/worker/claim", dependencies=wk)
+    @api.post("/worker/claim", dependencies=wk, responses={
+        204: {"description": "no run is waiting"}, **answers(400)})
     async def claim(body: ClaimBody) -> Response:
         lease = await store.claim_run(body.worker, body.ttl_s)
         if lease is None:
@@ -312,37 +317,43 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                              "run": claimed.model_dump(mode="json"),
                              "task": task.model_dump(mode="json")})
 
-    @api.post("/worker/heartbeat", dependencies=wk)
+    @api.post("/worker/heartbeat", dependencies=wk, responses=lease)
     async def heartbeat(body: LeaseBody) -> dict:
         return (await store.heartbeat(body.lease, body.ttl_s)).model_dump(mode="json")
 
-    @api.post("/worker/prompt", dependencies=wk)
+    @api.post("/worker/prompt", dependencies=wk, responses=lease)
     async def prompt(body: PromptBody) -> dict:
         lease = await store.heartbeat(body.lease, body.ttl_s)  # only the lease holder may ask
         claimed, task = await store.get_run(lease.run_id), await store.get_task(lease.task_id)
         return {"prompt": await pipeline.prompt_for(claimed, task, checks=body.checks)}
 
-    @api.post("/worker/events", dependencies=wk, status_code=204)
+    @api.post("/worker/events", dependencies=wk, status_code=204, responses=lease)
     async def run_events(body: EventsBody) -> Response:
         await store.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is not attached
-        for raw in body.events:
-            kind = raw.pop("kind", None)
-            if kind not in ("run_started", "run_output"):
-                raise HTTPException(422, f"workers send run_started and run_output, not {kind!r}")
+        for sent in body.events:
+            raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
+            kind = raw.pop("kind")
             raw.update(task_id=body.lease.task_id, run_id=body.lease.run_id)
             await factory.record(Event.registry[kind].model_validate(raw))
         return Response(status_code=204)
 
-    @api.post("/worker/complete", dependencies=wk)
+    @api.post("/worker/complete", dependencies=wk, responses=lease)
     async def complete(body: CompleteBody) -> dict:
         task = await pipeline.complete(body.lease, body.report)
         return {"task": task.model_dump(mode="json") if task else None}
 
-    @api.post("/worker/release", dependencies=wk)
+    @api.post("/worker/release", dependencies=wk, response_model=Run, responses=lease)
     async def release(body: LeaseBody) -> dict:
         return (await store.release_run(body.lease)).model_dump(mode="json")
 
-    api.add_middleware(BodyLimit, limit=MAX_BODY)
+    def openapi() -> dict[str, Any]:  # FastAPI's document, with the refusals' one shape
+        if api.openapi_schema is None:
+            doc = FastAPI.openapi(api)
+            doc["components"]["schemas"]["ErrorBody"] = ErrorBody.model_json_schema()
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+    api.add_middleware(Gate, worker_credential=worker_credential, operator_token=operator_token)
     return api
 
 
@@ -412,35 +423,40 @@ def json_list(model: type[BaseModel], items: list) -> Response:
     return Response(_list_of(model).dump_json(items), media_type="application/json")
 
 
-def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list) -> None:
+def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list, responses: dict) -> None:
     async def decide(ref: str, body: DecisionBody) -> dict:
         task = await getattr(factory, verb)(ref, actor=body.actor or "api", reason=body.reason)
         return task.model_dump(mode="json")
 
     decide.__name__ = verb
-    api.post(f"/tasks/{{ref}}/{verb}", dependencies=deps, name=verb,
+    api.post(f"/tasks/{{ref}}/{verb}", dependencies=deps, name=verb, response_model=Task,
+             responses=responses,
              summary=f"{verb.capitalize()} a task (the same decision as `t25 {verb}`)")(decide)
-
-
-def _bearer_matches(header: str | None, secret: str) -> bool:
-    given = (header or "").removeprefix("Bearer ").strip().encode()
-    return hmac.compare_digest(given, secret.encode())
 
 
 def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
     """A uvicorn server for `make_api` on `bind`. Embedded in the cockpit it leaves signals
-    to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself."""
-    import os
+    to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself.
 
-    host, _, port = bind.rpartition(":")
+    Beyond loopback without T25_OPERATOR_TOKEN it refuses (ConfigError) before any port
+    is opened."""
+    host, port = parse_bind(bind)
+    token = os.environ.get(OPERATOR_ENV)
+    if not is_loopback(host) and not token:
+        where = ("every interface" if host in ("", "0.0.0.0", "::")
+                 else f"{host}, which is not loopback")
+        raise ConfigError(f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
+                          hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1")
     api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
-                   operator_token=os.environ.get(OPERATOR_ENV), loopback=is_loopback(host))
-    return server_for(api, host.strip("[]"), int(port), handle_signals=handle_signals)
+                   operator_token=token, loopback=is_loopback(host))
+    return server_for(api, host, port, handle_signals=handle_signals)
 
 
 def server_for(api: FastAPI, host: str, port: int, *, handle_signals: bool = True):
     """uvicorn for one `make_api` app: its SSE streams end when it stops (they would hold a
-    graceful shutdown open for ever), and any other request gets SHUTDOWN_GRACE_S."""
+    graceful shutdown open for ever), and any other request gets SHUTDOWN_GRACE_S. A
+    request head must arrive within serve_limits.HEADER_TIMEOUT_S; a connection idle
+    between requests is closed after KEEP_ALIVE_S."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -457,4 +473,6 @@ def server_for(api: FastAPI, host: str, port: int, *, handle_signals: bool = Tru
             await super().shutdown(sockets)
 
     return Server(uvicorn.Config(api, host=host, port=port, log_level="warning",
-                                 lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
+                                 lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+                                 http=DeadlineProtocol, ws="none",
+                                 timeout_keep_alive=KEEP_ALIVE_S))

@@ -74,13 +74,14 @@ async def test_bad_input_gets_a_4xx_with_a_json_error(api):
     assert (await client.get("/tasks/T-99")).status_code == 404
     assert (await client.get("/tasks/nonsense")).json()["error"] == "'nonsense' is not a task id"
     bad = await client.post("/tasks", json={"title": "", "surprise": 1})
-    assert bad.status_code == 422 and "detail" in bad.json()
+    assert bad.status_code == 422 and set(bad.json()) == {"error", "hint"}
+    assert "title" in bad.json()["error"] and "surprise" not in bad.json()["error"]
     garbage = await client.post("/tasks", content=b"{not json",
                                 headers={"content-type": "application/json"})
-    assert garbage.status_code == 422
+    assert garbage.status_code == 422 and "not valid JSON" in garbage.json()["error"]
     huge = await client.post("/tasks", content=b"x" * (65 * 2**20),
                              headers={"content-type": "application/json"})
-    assert huge.status_code == 413
+    assert huge.status_code == 413 and set(huge.json()) == {"error", "hint"}
 
 
 async def test_worker_endpoints_need_the_credential(api):
@@ -140,15 +141,39 @@ async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
     assert reset[0]["event"] == "reset"
 
 
-async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int) -> list[dict]:
+@pytest.mark.parametrize("garbage", ["abc", "-1", "\u0663", "1e3", str(2**63), "1 2", "3x"])
+async def test_sse_answers_a_garbage_last_event_id_with_reset(api, garbage):
+    # Not an id this store gave: `reset`, then everything from the start, as for an unknown id.
+    factory, client = api
+    for n in range(2):
+        await factory.new_task(f"task {n}", actor="ana")
+    events = await _read_sse(client, {"Last-Event-ID": garbage.encode()}, until=3)
+    assert events[0]["event"] == "reset" and json.loads(events[0]["data"]) == {"last_id": 2}
+    assert [e["id"] for e in events[1:]] == ["1", "2"]
+
+
+async def test_every_sse_stream_starts_with_a_retry_field(api):
+    factory, client = api
+    await factory.new_task("a task", actor="ana")
+    blocks: list[dict] = []
+    await _read_sse(client, {"Last-Event-ID": "0"}, until=1, blocks=blocks)
+    assert set(blocks[0]) == {"retry"} and 1000 <= int(blocks[0]["retry"]) <= 10_000  # ms
+
+
+async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int,
+                    blocks: list[dict] | None = None) -> list[dict]:
+    """The first `until` events of /events (blocks with an event or data); every block,
+    the `retry:` one included, also goes to `blocks`."""
     events, current = [], {}
     async with client.stream("GET", "/events", headers=headers) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         async for line in response.aiter_lines():
             if not line:
-                if current:
+                if current and blocks is not None:
+                    blocks.append(current)
+                if "event" in current or "data" in current:
                     events.append(current)
-                    current = {}
+                current = {}
                 if len(events) >= until:
                     return events
                 continue

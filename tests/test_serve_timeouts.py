@@ -1,0 +1,166 @@
+"""Slow clients: a request head trickled a byte at a time, a connection that says nothing, a
+body that stalls. `t25 serve` closes each after its deadline, so slow clients cannot hold
+its file descriptors; with 256 of them and more trickling sockets than that, it still
+answers /health once their deadlines pass. Real sockets against a real serve."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from t25_tui import serve_limits
+from t25_tui.serve import make_api
+from t25_tui.serve_limits import HEADER_TIMEOUT_S, DeadlineProtocol
+from tests.test_pipeline import Env, write_config
+from tests.test_serve import CREDENTIAL, _free_port, serving
+
+SHORT_S = 0.5   # the deadlines of the in-process serve
+BOUND_S = 20.0  # how long a test waits for what must happen well before
+
+
+@pytest.fixture
+async def impatient(shop, monkeypatch):
+    monkeypatch.setattr(DeadlineProtocol, "header_timeout_s", SHORT_S)
+    monkeypatch.setattr(serve_limits, "BODY_IDLE_S", SHORT_S)
+    env = Env(shop)
+    factory = await env.open()
+    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+        yield url
+    await env.close()
+
+
+async def _connect(url: str):
+    host, port = url.removeprefix("http://").split(":")
+    return await asyncio.open_connection(host, int(port))
+
+
+async def _closed_by_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            trickle: bytes) -> bool:
+    """Send `trickle` a byte at a time until the server closes the connection (True), or
+    until it is all sent and BOUND_S has passed (False)."""
+    deadline = time.monotonic() + BOUND_S
+    for byte in trickle:
+        if time.monotonic() > deadline:
+            break
+        try:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            if await asyncio.wait_for(reader.read(1), 0.1) == b"":
+                return True
+        except asyncio.TimeoutError:
+            continue
+        except ConnectionError:
+            return True
+    try:
+        return await asyncio.wait_for(reader.read(1), max(0.1, deadline - time.monotonic())) == b""
+    except asyncio.TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+async def test_a_trickled_request_head_is_cut_off(impatient):
+    reader, writer = await _connect(impatient)
+    endless = b"GET /health HTTP/1.1\r\nHost: t25\r\n" + b"X-Pad: " + b"a" * 10_000
+    try:
+        assert await _closed_by_server(reader, writer, endless)
+    finally:
+        writer.close()
+
+
+async def test_a_connection_that_says_nothing_is_closed(impatient):
+    reader, writer = await _connect(impatient)
+    try:
+        assert await asyncio.wait_for(reader.read(1), BOUND_S) == b""
+    finally:
+        writer.close()
+
+
+async def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(impatient):
+    reader, writer = await _connect(impatient)
+    try:
+        writer.write(b"GET /health HTTP/1.1\r\nHost: t25\r\n\r\n")
+        await writer.drain()
+        assert (await asyncio.wait_for(reader.readline(), BOUND_S)).startswith(b"HTTP/1.1 200")
+        while (await asyncio.wait_for(reader.readline(), BOUND_S)) != b"\r\n":
+            pass
+        await asyncio.wait_for(reader.readuntil(b"}"), BOUND_S)
+        again = b"GET /health HTTP/1.1\r\nHost: t25\r\n" + b"X-Pad: " + b"a" * 10_000
+        assert await _closed_by_server(reader, writer, again)
+    finally:
+        writer.close()
+
+
+async def test_a_stalled_body_gets_408(impatient):
+    reader, writer = await _connect(impatient)
+    try:
+        writer.write(b"POST /tasks HTTP/1.1\r\nHost: t25\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{\"title\": ")
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), BOUND_S)
+        assert status.startswith(b"HTTP/1.1 408")
+    finally:
+        writer.close()
+
+
+def test_trickling_clients_past_the_descriptor_limit_do_not_stop_serve(shop):
+    # A real `t25 serve` with 256 descriptors; 300 sockets each trickle a request head that
+    # never ends. Once their deadline passes, serve closes them and answers /health again.
+    write_config(shop)
+    port = _free_port()
+    env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    serve = subprocess.Popen([sys.executable, "-m", "t25_tui", "serve", "--bind",
+                              f"127.0.0.1:{port}"], cwd=shop, env=env, preexec_fn=few_descriptors,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    slow: list[socket.socket] = []
+    try:
+        _wait(lambda: _healthy(url), BOUND_S)
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.setblocking(False)
+            s.send(b"GET /health HTTP/1.1\r\nHost: t25\r\nX-Pad: ")
+            slow.append(s)
+        assert not _healthy(url)  # every descriptor it has is taken
+        deadline = time.monotonic() + HEADER_TIMEOUT_S + 3 * BOUND_S
+        while time.monotonic() < deadline and not _healthy(url):
+            for s in slow:  # they keep trickling all the while
+                try:
+                    s.send(b"a")
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        assert serve.poll() is None and _healthy(url)
+    finally:
+        for s in slow:
+            s.close()
+        serve.terminate()
+        serve.wait(timeout=30)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _wait(check, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
