@@ -69,6 +69,7 @@ COMMANDS = [
     ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
 ]
 MODAL_SAFE = {"quit", "command_palette"}
+BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
 class T25App(App[None]):
@@ -104,7 +105,7 @@ class T25App(App[None]):
 
     def __init__(self, factory: Factory | RemoteFactory, *, floor: Any = None, clock: Clock | None = None,
                  actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
-                 poll_s: float = 1.5, refresh_s: float = 5.0, setup_note: str | None = None,
+                 poll_s: float = 1.0, refresh_s: float = 5.0, setup_note: str | None = None,
                  handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
         super().__init__()
         self.factory = factory
@@ -123,7 +124,8 @@ class T25App(App[None]):
         self.loaded = asyncio.Event()  # the first board is on screen
         self.status_note = ""
         self.stopping = False
-        self._refresh_pending = False
+        self._board_stale = False  # something changed since the board was last read
+        self._board_reads = 0  # reads in flight
         self._floor_task: asyncio.Task | None = None
 
     # -- layout and start --------------------------------------------------------------------
@@ -147,6 +149,7 @@ class T25App(App[None]):
                 loop.add_signal_handler(sig, self._terminal_gone)
         self.set_interval(self.poll_s, self._poll)
         self.set_interval(self.refresh_s, self.schedule_refresh)
+        self.set_interval(BOARD_TICK_S, self._board_tick)
         self.refresh_board()
         if self.setup_note:
             self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
@@ -209,18 +212,31 @@ class T25App(App[None]):
     def board(self) -> Board:
         return self.query_one(Board)
 
-    def schedule_refresh(self, delay: float = 0.2) -> None:
-        if not self._refresh_pending:
-            self._refresh_pending = True
-            self.set_timer(delay, self.refresh_board)
+    def schedule_refresh(self) -> None:
+        """The board is out of date: it is re-read within a tick.
+
+        Only a flag is set here. The tick, a timer that runs for the app's whole life,
+        starts the read, so no failed, cancelled or lost timer can leave the board
+        without its next refresh; and while one read is in flight the next waits for it,
+        so a steady stream of events cannot keep cancelling reads before one lands.
+        """
+        self._board_stale = True
+
+    def _board_tick(self) -> None:
+        if self._board_stale and not self._board_reads:
+            self._board_stale = False
+            self.refresh_board()
 
     @work(group="board", exclusive=True, exit_on_error=False)
     async def refresh_board(self) -> None:
-        self._refresh_pending = False
-        store = self.factory.store
-        last = await store.last_event_id()
-        tasks = await store.list_tasks()
-        spent = await store.cost_by_task()
+        self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
+        try:
+            store = self.factory.store
+            last = await store.last_event_id()
+            tasks = await store.list_tasks()
+            spent = await store.cost_by_task()
+        finally:
+            self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
         self.cards = cards(tasks, spent)
         self.show_cards()
@@ -383,7 +399,7 @@ class T25App(App[None]):
             return
         tid = getattr(task, "id", "")
         self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
-        self.schedule_refresh(0.0)
+        self.schedule_refresh()
 
     def action_new_task(self) -> None:
         projects = [p.name for p in self.factory.config.projects]
