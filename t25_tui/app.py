@@ -68,7 +68,9 @@ COMMANDS = [
     ("filter", "Filter the board", "project:P type:T words"),
     ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
 ]
-MODAL_SAFE = {"quit", "command_palette"}
+# While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
+# shift+tab between fields, copy) and quitting still work.
+HELD_IN_DIALOGS = {action for action, _, _ in COMMANDS} - {"quit"}
 BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
@@ -323,7 +325,7 @@ class T25App(App[None]):
     # -- navigation --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if isinstance(self.screen, ModalScreen) and action not in MODAL_SAFE:
+        if isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS:
             return False
         return True
 
@@ -389,28 +391,34 @@ class T25App(App[None]):
     # -- operator actions: every one calls the Factory -------------------------------------------
 
     @work(group="actions", exit_on_error=False)
-    async def act(self, verb: str, call: Callable[[], Any]) -> None:
-        """Run one Factory call; a refusal is shown with its reason, never swallowed."""
+    async def act(self, verb: str, call: Callable[[], Any],
+                  refused: Callable[[str], None] | None = None) -> None:
+        """Run one Factory call; a refusal is shown with its reason, never swallowed
+        (by `refused`, when the caller has a better place for it than a message)."""
         try:
             task = await call()
         except T25Error as exc:
             body = exc.message + (f"\n\nhint: {exc.hint}" if exc.hint else "")
-            self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
+            if refused is not None:
+                refused(body)
+            else:
+                self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
             return
         tid = getattr(task, "id", "")
         self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
         self.schedule_refresh()
 
-    def action_new_task(self) -> None:
+    def action_new_task(self, draft: NewTaskRequest | None = None, refusal: str = "") -> None:
+        """The New task dialog; a draft the Factory refuses comes back in it, with the reason."""
         projects = [p.name for p in self.factory.config.projects]
 
         def filed(req: NewTaskRequest | None) -> None:
             if req:
                 self.act("new task", lambda: self.factory.new_task(
                     req.title, actor=self.actor, type=req.type, description=req.description,
-                    project=req.project))
+                    project=req.project), refused=lambda why: self.action_new_task(req, why))
 
-        self.push_screen(NewTaskDialog(projects), filed)
+        self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
 
     def action_decide(self) -> None:
         if tid := self._need_task():
