@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
@@ -29,6 +30,7 @@ from core.errors import ControlPlaneUnreachable, T25Error
 from core.events import InputRequested, RunOutput
 from core.models import ArtifactKind, TaskState
 from core.service import Factory
+from core.text import printable
 from t25_tui import bridge
 from t25_tui.screens.detail import TaskDetail
 from t25_tui.screens.dialogs import (
@@ -167,7 +169,8 @@ class T25App(App[None]):
             if isinstance(error, ControlPlaneUnreachable):
                 return  # the status line already says the link is down, and it reconnects
             text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
-            self.notify(f"{event.worker.name or 'a worker'} failed: {text}", severity="error",
+            self.notify(printable(f"{event.worker.name or 'a worker'} failed: {text}"),
+                        markup=False, severity="error",
                         timeout=30)
 
     # -- shutting down -------------------------------------------------------------------------
@@ -258,16 +261,18 @@ class T25App(App[None]):
         """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
         workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
-        parts = [f"[b]T25[/b] {len(self.cards)} tasks",
-                 f"[b yellow]⚑ {waiting} waiting (i)[/]" if waiting else "nothing waiting",
-                 self.link() if self.link else f"{workers} workers" if workers else "workers off"]
+        parts = [self.link() if self.link else f"{workers} workers" if workers else "workers off"]
         if self.filter:
             if shown is None:
                 shown = sum(1 for c in self.cards if self.filter.matches(c.task))
             parts.append(f"filter: {self.filter.describe()} ({shown})")
         if self.status_note:
             parts.append(self.status_note)
-        self.query_one("#status", Static).update(" · ".join(parts))
+        # Content's plain strings are never read as markup; printable escapes the rest.
+        self.query_one("#status", Static).update(Content.assemble(
+            ("T25", "bold"), f" {len(self.cards)} tasks · ",
+            (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
+            *(f" · {printable(part)}" for part in parts)))
 
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
@@ -294,7 +299,8 @@ class T25App(App[None]):
             listener(message.event)
 
     def on_human_needed(self, message: bridge.HumanNeeded) -> None:
-        self.notify(message.text, title="a human is needed", severity="warning", timeout=12)
+        self.notify(printable(message.text), title="a human is needed", severity="warning",
+                    timeout=12, markup=False)
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
         if self.link and self.loaded.is_set():
