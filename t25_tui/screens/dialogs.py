@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from core import text as door
+import core.text
 from core.errors import InvalidInput
 from core.models import Task, TaskType
 from t25_tui.view import literal
@@ -293,11 +293,12 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
 
     def action_file(self) -> None:
         try:
-            title = door.title(self.query_one("#title", Input).value)
+            title = core.text.title(self.query_one("#title", Input).value)
         except InvalidInput as exc:
             return self._refuse(exc, "#title")
         try:
-            description = door.description(self.query_one("#description", TextArea).text).strip()
+            typed = self.query_one("#description", TextArea).text
+            description = core.text.description(typed).strip()
         except InvalidInput as exc:
             return self._refuse(exc, "#description")
         project = self.query_one("#project", Select).value
