@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
@@ -29,6 +30,7 @@ from core.errors import ControlPlaneUnreachable, T25Error
 from core.events import InputRequested, RunOutput
 from core.models import ArtifactKind, TaskState
 from core.service import Factory
+from core.text import printable
 from t25_tui import bridge
 from t25_tui.screens.detail import TaskDetail
 from t25_tui.screens.dialogs import (
@@ -68,7 +70,10 @@ COMMANDS = [
     ("filter", "Filter the board", "project:P type:T words"),
     ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
 ]
-MODAL_SAFE = {"quit", "command_palette"}
+# While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
+# shift+tab between fields, copy) and quitting still work.
+HELD_IN_DIALOGS = {action for action, _, _ in COMMANDS} - {"quit"}
+BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
 class T25App(App[None]):
@@ -104,7 +109,7 @@ class T25App(App[None]):
 
     def __init__(self, factory: Factory | RemoteFactory, *, floor: Any = None, clock: Clock | None = None,
                  actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
-                 poll_s: float = 1.5, refresh_s: float = 5.0, setup_note: str | None = None,
+                 poll_s: float = 1.0, refresh_s: float = 5.0, setup_note: str | None = None,
                  handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
         super().__init__()
         self.factory = factory
@@ -123,7 +128,8 @@ class T25App(App[None]):
         self.loaded = asyncio.Event()  # the first board is on screen
         self.status_note = ""
         self.stopping = False
-        self._refresh_pending = False
+        self._board_stale = False  # something changed since the board was last read
+        self._board_reads = 0  # reads in flight
         self._floor_task: asyncio.Task | None = None
 
     # -- layout and start --------------------------------------------------------------------
@@ -147,6 +153,7 @@ class T25App(App[None]):
                 loop.add_signal_handler(sig, self._terminal_gone)
         self.set_interval(self.poll_s, self._poll)
         self.set_interval(self.refresh_s, self.schedule_refresh)
+        self.set_interval(BOARD_TICK_S, self._board_tick)
         self.refresh_board()
         if self.setup_note:
             self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
@@ -162,7 +169,8 @@ class T25App(App[None]):
             if isinstance(error, ControlPlaneUnreachable):
                 return  # the status line already says the link is down, and it reconnects
             text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
-            self.notify(f"{event.worker.name or 'a worker'} failed: {text}", severity="error",
+            self.notify(printable(f"{event.worker.name or 'a worker'} failed: {text}"),
+                        markup=False, severity="error",
                         timeout=30)
 
     # -- shutting down -------------------------------------------------------------------------
@@ -209,18 +217,31 @@ class T25App(App[None]):
     def board(self) -> Board:
         return self.query_one(Board)
 
-    def schedule_refresh(self, delay: float = 0.2) -> None:
-        if not self._refresh_pending:
-            self._refresh_pending = True
-            self.set_timer(delay, self.refresh_board)
+    def schedule_refresh(self) -> None:
+        """The board is out of date: it is re-read within a tick.
+
+        Only a flag is set here. The tick, a timer that runs for the app's whole life,
+        starts the read, so no failed, cancelled or lost timer can leave the board
+        without its next refresh; and while one read is in flight the next waits for it,
+        so a steady stream of events cannot keep cancelling reads before one lands.
+        """
+        self._board_stale = True
+
+    def _board_tick(self) -> None:
+        if self._board_stale and not self._board_reads:
+            self._board_stale = False
+            self.refresh_board()
 
     @work(group="board", exclusive=True, exit_on_error=False)
     async def refresh_board(self) -> None:
-        self._refresh_pending = False
-        store = self.factory.store
-        last = await store.last_event_id()
-        tasks = await store.list_tasks()
-        spent = await store.cost_by_task()
+        self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
+        try:
+            store = self.factory.store
+            last = await store.last_event_id()
+            tasks = await store.list_tasks()
+            spent = await store.cost_by_task()
+        finally:
+            self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
         self.cards = cards(tasks, spent)
         self.show_cards()
@@ -240,16 +261,18 @@ class T25App(App[None]):
         """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
         workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
-        parts = [f"[b]T25[/b] {len(self.cards)} tasks",
-                 f"[b yellow]⚑ {waiting} waiting (i)[/]" if waiting else "nothing waiting",
-                 self.link() if self.link else f"{workers} workers" if workers else "workers off"]
+        parts = [self.link() if self.link else f"{workers} workers" if workers else "workers off"]
         if self.filter:
             if shown is None:
                 shown = sum(1 for c in self.cards if self.filter.matches(c.task))
             parts.append(f"filter: {self.filter.describe()} ({shown})")
         if self.status_note:
             parts.append(self.status_note)
-        self.query_one("#status", Static).update(" · ".join(parts))
+        # Content's plain strings are never read as markup; printable escapes the rest.
+        self.query_one("#status", Static).update(Content.assemble(
+            ("T25", "bold"), f" {len(self.cards)} tasks · ",
+            (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
+            *(f" · {printable(part)}" for part in parts)))
 
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
@@ -276,7 +299,8 @@ class T25App(App[None]):
             listener(message.event)
 
     def on_human_needed(self, message: bridge.HumanNeeded) -> None:
-        self.notify(message.text, title="a human is needed", severity="warning", timeout=12)
+        self.notify(printable(message.text), title="a human is needed", severity="warning",
+                    timeout=12, markup=False)
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
         if self.link and self.loaded.is_set():
@@ -307,7 +331,7 @@ class T25App(App[None]):
     # -- navigation --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if isinstance(self.screen, ModalScreen) and action not in MODAL_SAFE:
+        if isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS:
             return False
         return True
 
@@ -373,28 +397,34 @@ class T25App(App[None]):
     # -- operator actions: every one calls the Factory -------------------------------------------
 
     @work(group="actions", exit_on_error=False)
-    async def act(self, verb: str, call: Callable[[], Any]) -> None:
-        """Run one Factory call; a refusal is shown with its reason, never swallowed."""
+    async def act(self, verb: str, call: Callable[[], Any],
+                  refused: Callable[[str], None] | None = None) -> None:
+        """Run one Factory call; a refusal is shown with its reason, never swallowed
+        (by `refused`, when the caller has a better place for it than a message)."""
         try:
             task = await call()
         except T25Error as exc:
             body = exc.message + (f"\n\nhint: {exc.hint}" if exc.hint else "")
-            self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
+            if refused is not None:
+                refused(body)
+            else:
+                self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
             return
         tid = getattr(task, "id", "")
         self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
-        self.schedule_refresh(0.0)
+        self.schedule_refresh()
 
-    def action_new_task(self) -> None:
+    def action_new_task(self, draft: NewTaskRequest | None = None, refusal: str = "") -> None:
+        """The New task dialog; a draft the Factory refuses comes back in it, with the reason."""
         projects = [p.name for p in self.factory.config.projects]
 
         def filed(req: NewTaskRequest | None) -> None:
             if req:
                 self.act("new task", lambda: self.factory.new_task(
                     req.title, actor=self.actor, type=req.type, description=req.description,
-                    project=req.project))
+                    project=req.project), refused=lambda why: self.action_new_task(req, why))
 
-        self.push_screen(NewTaskDialog(projects), filed)
+        self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
 
     def action_decide(self) -> None:
         if tid := self._need_task():

@@ -2,6 +2,11 @@
 
 No Textual here: the board widget renders these values, tests and the benchmark build
 them directly. Domain truth stays in the core; this is only presentation.
+
+Stored text — titles, descriptions, reasons, actors, questions, artifacts, errors, agent
+output — reaches the screen only through `literal`: escaped by `core.text.printable`, so
+no escape sequence reaches the operator's terminal, and held in a Rich `Text`, so `[red]`
+in a title is shown as typed rather than read as markup.
 """
 
 from __future__ import annotations
@@ -10,7 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from rich.text import Text
+
 from core.models import Task, TaskState
+from core.text import printable
 
 Clock = Callable[[], datetime]
 
@@ -23,6 +31,11 @@ HUMAN_ACTION = {
     TaskState.FAILED: "look, then retry or cancel",
 }
 CARDS_PER_COLUMN = 100  # older cards beyond this are counted, not drawn (filter to see them)
+
+
+def literal(text: object, *, multiline: bool = False, style: str = "") -> Text:
+    """Stored text as the operator should see it: escaped, and never read as markup."""
+    return Text(printable(str(text), multiline=multiline), style=style)
 
 
 def wall_clock() -> datetime:

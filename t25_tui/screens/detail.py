@@ -11,6 +11,7 @@ from rich.syntax import Syntax
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.content import Content
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
@@ -19,7 +20,8 @@ from textual.widgets.option_list import Option
 from core.events import DecisionRecorded, TaskTransitioned
 from core.models import Artifact, ArtifactKind, Run
 from core.service import Factory
-from t25_tui.view import Clock, age, duration, human_needed
+from core.text import printable
+from t25_tui.view import Clock, age, duration, human_needed, literal
 from t25_tui.widgets.logpane import LogPane
 
 LEXERS = {"application/json": "json", "text/x-diff": "diff", "text/markdown": "markdown"}
@@ -105,31 +107,34 @@ class TaskDetail(Screen):
         now = self.clock()
         cost = sum(r.cost_usd for r in self.runs)
         need = human_needed(task)
-        head = (f"[b]{task.id}[/b]  {task.title}\n{task.state} for {age(task.state_since, now)}"
-                f" · {task.type.value} · {task.branch} · project {task.project}"
-                f" · loops qa {task.qa_loops} review {task.review_loops} · ${cost:.4f}")
+        # Content's plain strings are never read as markup; printable escapes the rest.
+        head = [(task.id, "bold"), f"  {printable(task.title)}\n{task.state} for "
+                f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
+                f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
+                f"{task.review_loops} · ${cost:.4f}"]
         if need:
-            head += f"\n[b yellow]⚑ {need}[/]"
+            head += ["\n", (f"⚑ {need}", "bold yellow")]
         if task.error:
-            head += f"\n[red]error: {task.error}[/]"
-        self.query_one("#detail-head", Static).update(head)
+            head += ["\n", (f"error: {printable(task.error)}", "red")]
+        self.query_one("#detail-head", Static).update(Content.assemble(*head))
 
         history = self.query_one("#history-table", DataTable)
         history.clear()
         for e in events:
             if isinstance(e, TaskTransitioned):
                 history.add_row(f"{e.at:%Y-%m-%d %H:%M:%S}", f"{e.from_state} → {e.to_state}",
-                                e.actor, e.reason)
+                                literal(e.actor), literal(e.reason))
             elif isinstance(e, DecisionRecorded):
-                history.add_row(f"{e.at:%Y-%m-%d %H:%M:%S}", f"decision: {e.decision}",
-                                e.actor, e.reason)
+                history.add_row(f"{e.at:%Y-%m-%d %H:%M:%S}", literal(f"decision: {e.decision}"),
+                                literal(e.actor), literal(e.reason))
 
         runs = self.query_one("#runs-table", DataTable)
         runs.clear()
         for r in self.runs:
             took = ((r.finished_at or now) - r.started_at).total_seconds() if r.started_at else None
-            runs.add_row(r.id, r.stage.value, r.role, r.status.value, r.adapter or "-",
-                         r.cli_version or "-", r.model or r.usage.model or "-", duration(took),
+            runs.add_row(r.id, r.stage.value, literal(r.role), r.status.value,
+                         literal(r.adapter or "-"), literal(r.cli_version or "-"),
+                         literal(r.model or r.usage.model or "-"), duration(took),
                          "-" if r.exit_code is None else str(r.exit_code),
                          f"{r.usage.input_tokens}/{r.usage.output_tokens}", f"${r.cost_usd:.4f}",
                          key=r.id)
@@ -137,8 +142,8 @@ class TaskDetail(Screen):
         listing = self.query_one("#artifact-list", OptionList)
         highlighted = listing.highlighted
         listing.clear_options()
-        listing.add_options([Option(f"{a.meta.kind.value} {a.id} ({a.meta.run_id or '-'})", id=a.id)
-                             for a in self.artifacts])
+        listing.add_options([Option(literal(f"{a.meta.kind.value} {a.id} ({a.meta.run_id or '-'})"),
+                                    id=a.id) for a in self.artifacts])
         if self.artifacts:
             listing.highlighted = highlighted if highlighted is not None else len(self.artifacts) - 1
         self.ready = True
@@ -165,7 +170,8 @@ class TaskDetail(Screen):
         meta = artifact.meta
         title = (f"{meta.kind.value} · sha256:{artifact.sha256[:12]} · {artifact.size} B · "
                  f"{meta.role or '-'} via {meta.adapter or '-'} {meta.cli_version or ''}")
-        self.query_one("#artifact-view").border_title = title
+        self.query_one("#artifact-view").border_title = literal(title)
+        text = printable(text, multiline=True)  # an agent wrote it: escaped before it is shown
         self.query_one("#artifact-text", Static).update(
             Syntax(text, lexer_for(artifact, text), word_wrap=True, theme="ansi_dark"))
 

@@ -28,7 +28,11 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("Task detail", [("1 2 3 4", "history · artifacts · runs · log"), ("escape", "back")]),
     ("Log", [("f", "pause / resume following"), ("/", "search"), ("n", "next match")]),
-    ("Approval dialog", [("a", "approve"), ("r", "reject with a reason"), ("escape", "close")]),
+    ("Dialogs", [("tab / shift+tab", "next / previous field or button"), ("escape", "close")]),
+    ("Approval dialog", [("a", "approve (with the comment typed, if any)"),
+                         ("r", "reject: type the reason, enter sends it")]),
+    ("New task dialog", [("ctrl+s", "file it, from any field"),
+                         ("enter", "in the title: file it; in the description: a new line")]),
 ]
 
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from core.models import TaskState
 from core.service import Factory
-from t25_tui.view import Clock, age, human_needed
+from t25_tui.view import Clock, age, human_needed, literal
 
 WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
 
@@ -52,8 +52,8 @@ class Inbox(Screen):
         table.clear()
         now = self.clock()
         for t in waiting:
-            table.add_row(t.id, t.state.value, human_needed(t), age(t.state_since, now), t.title,
-                          key=t.id)
+            table.add_row(t.id, t.state.value, human_needed(t), age(t.state_since, now),
+                          literal(t.title), key=t.id)
         self.query_one("#inbox-head", Static).update(
             f"Waiting for you: {len(waiting)}" if waiting else "Nothing is waiting for you")
         if keep and keep in [t.id for t in waiting]:

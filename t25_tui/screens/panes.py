@@ -23,7 +23,7 @@ from core.config import ROLES
 from core.cost import summarize
 from core.models import Run
 from core.service import Factory
-from t25_tui.view import Clock
+from t25_tui.view import Clock, literal
 
 BAR = 12
 
@@ -35,7 +35,7 @@ def bars(title: str, values: Mapping[str, float], *, money: bool = True) -> Tabl
     top = max(values.values(), default=0.0) or 1.0
     for name, value in values.items():
         filled = round(BAR * value / top)
-        table.add_row(name, Text("█" * filled + "·" * (BAR - filled), style="cyan"),
+        table.add_row(literal(name), Text("█" * filled + "·" * (BAR - filled), style="cyan"),
                       f"${value:.4f}" if money else str(value))
     if not values:
         table.add_row("(no runs yet)", "", "")
@@ -95,7 +95,7 @@ class CostPane(_Pane):
         groups.clear()
         for label, attr in (("role", "by_role"), ("adapter", "by_adapter"), ("model", "by_model")):
             for name, usd in getattr(total, attr).items():
-                groups.add_row(label, name, f"${getattr(day, attr).get(name, 0.0):.4f}",
+                groups.add_row(label, literal(name), f"${getattr(day, attr).get(name, 0.0):.4f}",
                                f"${usd:.4f}")
         per_task: dict[str, list[Run]] = defaultdict(list)
         for r in runs:
@@ -111,7 +111,7 @@ class CostPane(_Pane):
         lines = ["Rates in use (USD per million tokens: input / output / cache read / cache write):"]
         lines += [f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
                   for model, r in rates.items()] or ["  none configured: every run costs $0"]
-        self.query_one("#cost-rates", Static).update("\n".join(lines))
+        self.query_one("#cost-rates", Static).update(literal("\n".join(lines), multiline=True))
         self.ready = True
 
 
@@ -132,16 +132,16 @@ class AuditPane(_Pane):
         entries, verdict = await self.factory.audit.snapshot()
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
-            status.update(Text(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
-                               style="bold green"))
+            status.update(literal(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
+                                  style="bold green"))
         else:
-            status.update(Text(f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
-                               style="bold red"))
+            status.update(literal(f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
+                                  style="bold red"))
         table = self.query_one(DataTable)
         table.clear()
         for e in reversed(entries):
-            table.add_row(str(e.seq), f"{e.ts:%Y-%m-%d %H:%M:%S}", e.actor, e.task or "-",
-                          e.decision, e.reason)
+            table.add_row(str(e.seq), f"{e.ts:%Y-%m-%d %H:%M:%S}", literal(e.actor),
+                          literal(e.task or "-"), literal(e.decision), literal(e.reason))
         self.ready = True
 
 
@@ -168,8 +168,9 @@ class ProfilesPane(_Pane):
         config = self.factory.config
         projects = [f"project {p.name}: {p.repo} (default branch {p.default_branch or 'from git'})"
                     for p in config.projects]
-        self.query_one("#profiles-projects", Static).update(
-            "\n".join(projects) + "\nroles apply to every project; first usable adapter plays")
+        self.query_one("#profiles-projects", Static).update(literal(
+            "\n".join(projects) + "\nroles apply to every project; first usable adapter plays",
+            multiline=True))
         table = self.query_one(DataTable)
         table.clear()
         for role in ROLES:
@@ -187,8 +188,9 @@ class ProfilesPane(_Pane):
                     path = await asyncio.to_thread(adapter.locate)
                     found = path or f"not found ({binary_of(adapter)})"
                     version = (await adapter.version() or "?") if path else "-"
-                table.add_row(role if i == 1 else "", str(i), profile.adapter,
-                              profile.model or "(default)", found, version)
+                table.add_row(role if i == 1 else "", str(i), literal(profile.adapter),
+                              literal(profile.model or "(default)"), literal(found),
+                              literal(version))
         lim, appr = config.limits, config.approval
         policy = [
             "Policies in force:",
@@ -200,7 +202,8 @@ class ProfilesPane(_Pane):
                                        for c in config.qa.checks) or "(none)"),
             "  merge: a human, after the required checks pass and review approves",
         ]
-        self.query_one("#profiles-policy", Static).update("\n".join(policy))
+        self.query_one("#profiles-policy", Static).update(literal("\n".join(policy),
+                                                                  multiline=True))
         self.ready = True
 
 

@@ -19,6 +19,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from core.models import TaskState
+from core.text import printable
 from t25_tui.view import CARDS_PER_COLUMN, COLUMNS, Card
 
 
@@ -29,7 +30,7 @@ def render_card(card: Card, now: datetime) -> Text:
         text.append("⚑ ", style="bold yellow")
     text.append(head, style="bold")
     text.append("\n")
-    text.append(title, style="dim" if card.task.archived else "")
+    text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
     return text
 
 

@@ -8,6 +8,7 @@ replaying are held and applied after it, skipping any the replay already wrote.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +17,8 @@ from textual.widgets import Input, Log, Static
 
 from core.events import RunOutput
 from core.service import Factory
+from core.text import printable
+from t25_tui.view import literal
 
 FLUSH_S = 0.1
 MAX_LINES = 20_000
@@ -67,10 +70,10 @@ class LogPane(Vertical):
     def output(self) -> Log:
         return self.query_one(Log)
 
-    def _status(self, extra: str = "") -> str:
+    def _status(self, extra: str = "") -> Text:
         what = self.run_id or "no run yet"
         mode = "following" if self.following else "paused (f to follow)"
-        return f"log {what} · {mode}" + (f" · {extra}" if extra else "")
+        return literal(f"log {what} · {mode}" + (f" · {extra}" if extra else ""))
 
     def on_mount(self) -> None:
         self.query_one(".log-search").display = False
@@ -93,6 +96,13 @@ class LogPane(Vertical):
         self.query_one(".log-status", Static).update(self._status())
         self.replay()
 
+    @staticmethod
+    def shown(text: str) -> str:
+        """Agent output as the log shows it. Textual's `Log` replaces only U+0000–U+0014,
+        so an ESC from an agent would reach the terminal: everything `core.text` refuses
+        is escaped instead (a CRLF line end is just a line end)."""
+        return printable(text.replace("\r\n", "\n"), multiline=True)
+
     def take(self, event: RunOutput) -> None:
         """A live batch of output from the bridge: buffer it for the next flush."""
         if event.run_id != self.run_id:
@@ -101,7 +111,7 @@ class LogPane(Vertical):
             self._held.append(event)
         elif event.id > self.cursor:
             self.cursor = event.id
-            self._buffer.append(event.text)
+            self._buffer.append(self.shown(event.text))
 
     @work(group="log-replay", exclusive=True, exit_on_error=False)
     async def replay(self) -> None:
@@ -112,7 +122,7 @@ class LogPane(Vertical):
             for e in events:
                 after = e.id
                 if isinstance(e, RunOutput) and e.run_id == run_id:
-                    self._buffer.append(e.text)
+                    self._buffer.append(self.shown(e.text))
             if len(events) < 5000:
                 break
         if run_id != self.run_id:
@@ -121,7 +131,7 @@ class LogPane(Vertical):
         for e in self._held:
             if e.id > self.cursor:
                 self.cursor = e.id
-                self._buffer.append(e.text)
+                self._buffer.append(self.shown(e.text))
         self._held.clear()
         self.replayed = True
         self.flush()

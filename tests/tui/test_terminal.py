@@ -190,3 +190,32 @@ def _answers(client) -> bool:
         return client.get("/health").status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_a_title_with_escape_sequences_never_reaches_the_terminal_raw(tmp_path):
+    """A title stored before T25 checked text at the door, holding an OSC that retitles
+    the terminal window, a clear-screen and Rich markup: the real cockpit draws it as
+    visible escapes and literal brackets, and none of its bytes act on the terminal."""
+    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    t25(repo, "task", "new", "placeholder")
+    title = "\x1b]0;pwned\x07\x1b[2J[red]x[/] footer"
+    with sqlite3.connect(repo / ".factory" / "t25.db") as conn:
+        conn.execute("UPDATE tasks SET title = ? WHERE id = 1", (title,))
+    term = Terminal(repo, "--no-workers", size=(120, 30))
+    drawn = b""  # every byte the cockpit wrote (`type` starts a new screenful)
+    try:
+        term.wait_for("RECEIVED 1", timeout=60)
+        assert "\\x1b]0;pwned" in term.text()  # the card
+        drawn += term.raw
+        term.type("\r")  # the detail: the whole title in its head
+        term.wait_for("\\x1b]0;pwned\\x07\\x1b[2J[red]x[/] footer", timeout=30)
+        drawn += term.raw
+        term.type("q")
+        assert term.wait_exit() == 0
+        drawn += term.raw
+    finally:
+        term.kill()
+    # Every "pwned" the cockpit wrote is the visible, escaped form; none follows a real ESC.
+    assert b"\\x1b]0;pwned\\x07" in drawn
+    assert drawn.count(b"pwned") == drawn.count(b"\\x1b]0;pwned\\x07")
+    assert b"\x1b]0;pwned" not in drawn and b"\x1b[2J[red]" not in drawn

@@ -1,0 +1,162 @@
+"""The board keeps moving after the operator acts in it, whoever changes the store next.
+
+Each test acts in the real cockpit first (a new task through the dialog, an approval),
+then another process changes the store — a second store opened on the same file, or
+another client of the same `t25 serve` — and waits, bounded, for the board to show it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import httpx
+import pytest
+from textual.worker import WorkerState
+
+from core.models import TaskState
+from core.service import Factory
+from store import open_store
+from t25_tui.app import make_app
+from t25_tui.attach import attach
+from t25_tui.screens.dialogs import ApprovalDialog, NewTaskDialog
+from tests.test_serve import _free_port
+from tests.tui.conftest import app_for, settle_board, until
+from tests.tui.terminal import T25
+
+TOKEN = "operator-secret-14"
+
+
+def _card_state(app, tid):
+    return next((c.task.state for c in app.cards if c.task.id == tid), None)
+
+
+@pytest.fixture
+async def other_process(seeded):
+    """Another T25 on the same SQLite file: its own store and bus, as `t25 approve` has."""
+    config = seeded.factory.config
+    other = Factory(config, await open_store(config.store_url))
+    yield other
+    await other.store.close()
+
+
+async def test_the_board_moves_after_a_new_task_is_filed(seeded, other_process):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
+        await pilot.press(*"Log slow queries", "enter")
+        await until(pilot, lambda: any(c.task.title == "Log slow queries" for c in app.cards))
+
+        await other_process.cancel("T-9", actor="someone-else", reason="from another shell")
+        await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
+        await other_process.new_task("Filed from another shell", actor="someone-else")
+        await until(pilot, lambda: any(c.task.title == "Filed from another shell"
+                                       for c in app.cards))
+
+
+
+async def test_cancelled_board_reads_leave_no_refresh_behind(seeded, other_process):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        app.refresh_board()
+        app.workers.cancel_group(app, "board")  # cancelled before it ran a line
+        running = app.refresh_board()
+        await until(pilot, lambda: app._board_reads or running.is_finished)
+        app.workers.cancel_group(app, "board")  # cancelled mid-read
+        await other_process.cancel("T-9", actor="someone-else", reason="from another shell")
+        await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
+
+@pytest.fixture
+def t25_serve(seeded):
+    """A real `t25 serve` process over the seeded repository's store."""
+    url = f"http://127.0.0.1:{_free_port()}"
+    env = {**os.environ, "T25_OPERATOR_TOKEN": TOKEN}
+    serve = subprocess.Popen([str(T25), "serve", "--bind", url.removeprefix("http://")],
+                             cwd=seeded.repo, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not _answers(url):
+            assert serve.poll() is None, serve.stderr.read().decode()
+            assert time.monotonic() < deadline, "t25 serve never answered /health"
+            time.sleep(0.1)
+        yield url
+    finally:
+        serve.terminate()
+        try:
+            serve.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+        serve.stderr.close()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
+    async with attach(t25_serve, TOKEN) as remote, httpx.AsyncClient(
+            base_url=t25_serve, timeout=10,
+            headers={"Authorization": f"Bearer {TOKEN}"}) as other_client:
+        app = make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle_board(app, pilot)
+            assert app.board.focus_task("T-2")
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+            await pilot.press("a")
+            await until(pilot, lambda: _card_state(app, "T-2") is TaskState.IMPLEMENTING)
+            # More decisions: whether a decision's answer or its event reaches the cockpit
+            # first is a race, and either order could leave the board frozen.
+            assert app.board.focus_task("T-7")
+            await pilot.press("x", *"not now", "enter")
+            await until(pilot, lambda: _card_state(app, "T-7") is TaskState.CANCELLED)
+            assert app.board.focus_task("T-5")
+            await pilot.press("r", "enter")
+            await until(pilot, lambda: _card_state(app, "T-5") is TaskState.IMPLEMENTING)
+            await pilot.press("n")
+            await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
+            await pilot.press(*"Filed in the attached cockpit", "enter")
+            await until(pilot, lambda: any(c.task.title == "Filed in the attached cockpit"
+                                           for c in app.cards))
+
+            cancelled = await other_client.post("/tasks/T-9/cancel", json={
+                "actor": "someone-else", "reason": "from another client"})
+            assert cancelled.status_code == 200, cancelled.text
+            await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
+            made = await other_client.post("/tasks", json={"title": "Filed by another client"})
+            assert made.status_code == 201, made.text
+            await until(pilot, lambda: any(c.task.title == "Filed by another client"
+                                           for c in app.cards))
+
+
+async def test_the_board_comes_back_after_its_reads_failed(seeded):
+    """serve goes away under an attached cockpit: its board reads fail while the link is
+    down. A serve comes back on the same address and the board moves again."""
+    from t25_tui.serve import make_api
+    from tests.test_serve import serving
+
+    local, port = seeded.factory, _free_port()
+    first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
+    url = await first.__aenter__()
+    async with attach(url, TOKEN) as remote:
+        app = make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle_board(app, pilot)
+            await first.__aexit__(None, None, None)
+            await until(pilot, lambda: not remote.connected)
+            read = app.refresh_board()  # a read with nothing to answer it
+            await until(pilot, lambda: read.state is WorkerState.ERROR)
+            await local.cancel("T-9", actor="someone-else", reason="while the link was down")
+            async with serving(make_api(local, worker_credential=None, operator_token=TOKEN),
+                               port):
+                await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED,
+                            timeout=30)
