@@ -7,6 +7,13 @@
 
 Importing this package is cheap: a backend's driver is imported only when a store of
 that kind is opened.
+
+Failures reach callers as `core.errors` classes, never as a driver's exceptions. "Not
+now" is StoreUnavailable: the server is restarting or refused the connection, our
+connection was terminated, SQLite's file stayed locked past its busy timeout. The same
+call may succeed later, and callers that can wait (the sweep, serve's event stream) do.
+Anything else the store refuses is a plain StoreError: not a T25 database, written by
+a newer T25, a database that refuses to let T25 in.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ read before it. Claims take the oldest claimable run with `FOR UPDATE SKIP LOCKE
 claimers never queue behind each other. Lease times come from the database clock.
 
 A statement that fails because its connection was lost (the server restarted, the
-backend was terminated) is retried on a fresh connection from the pool. A statement
+backend was terminated) is retried on a fresh connection from the pool; one still
+failing after a few tries raises StoreUnavailable (core.errors), as does a server too
+busy to take it, so no caller ever sees a driver exception for "not now". A statement
 killed before it committed was rolled back, so the retry is simply its first success.
 In the rare case the connection died after the commit but before the reply: a
 completion finds its own RunFinished on the retry and returns it; a claim leases the
@@ -96,19 +98,30 @@ class PostgresStore:
     # -- plumbing ---------------------------------------------------------------------
 
     async def _run(self, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T:
-        """Run `op` on a pooled connection; on a lost connection, again on a fresh one.
+        """Run `op` on a pooled connection; on a lost connection (or a busy server), again
+        on a fresh one. Still failing after RETRIES: StoreUnavailable, never the driver's
+        exception. A server that refuses the connection itself for good (the database was
+        dropped, the role may no longer log in) is a StoreError.
 
         `op` is told whether this is a retry, so a write can tell "did my first try
         commit?" apart from "someone else got there first"."""
         for attempt in range(RETRIES + 1):
             try:
-                con = await self._pool.acquire()
+                try:
+                    con = await self._pool.acquire()
+                except asyncpg.PostgresError as exc:
+                    if not schema.is_transient(exc):
+                        raise schema.unreachable(self.url, exc) from exc
+                    raise
                 try:
                     return await op(con, attempt > 0)
+                except BaseException as exc:
+                    self._pool.discard_if_lost(con, exc)
+                    raise
                 finally:
                     self._pool.release(con)  # dropped there if the connection was lost
             except Exception as exc:
-                if not schema.is_connection_lost(exc):
+                if not schema.is_transient(exc):
                     raise
                 if attempt == RETRIES:
                     raise schema.unreachable(self.url, exc) from exc

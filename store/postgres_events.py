@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from core.errors import StoreError
 from store import postgres_sql as sql
 from store.postgres_schema import CONNECTION_LOST, ConnectionPool, is_connection_lost
 
@@ -41,6 +42,7 @@ class _ProcessNotifier:
         self.task: asyncio.Task[None] | None = None
         self.again = False
         self.last_sent = -math.inf
+        self.failing = False  # the last notification could not be sent (and that was said)
 
     def request(self) -> None:
         if self.task is None or self.task.done():
@@ -56,13 +58,20 @@ class _ProcessNotifier:
                 await asyncio.sleep(delay)
             self.again = False
             self.last_sent = loop.time()
-            for pool in list(self.pools):
+            failure = None
+            # Each pool twice: a connection found lost is dropped, and the next one is fresh.
+            for pool in [p for p in list(self.pools) for _ in range(2)]:
                 try:
                     await pool.execute(sql.NOTIFY)
+                    failure = None
                     break
                 except (asyncpg.PostgresError, asyncpg.InterfaceError, *CONNECTION_LOST) as exc:
-                    # a lost wake-up never fails a writer: readers re-check every RECHECK_S
-                    log.warning("could not notify other T25 processes of new events: %s", exc)
+                    failure = exc
+            if failure is not None and not self.failing:
+                # a lost wake-up never fails a writer: readers re-check every RECHECK_S.
+                # Said once until a notification goes out again, not once per write.
+                log.warning("could not notify other T25 processes of new events: %s", failure)
+            self.failing = failure is not None
             if not self.again:
                 return
 
@@ -86,6 +95,7 @@ class EventSignal:
         self._changed = asyncio.Event()
         self._listener: asyncpg.Connection | None = None
         self._listening = asyncio.Lock()
+        self._deaf = False  # the last try to LISTEN failed (and said so)
 
     def written(self) -> None:
         """Events were committed by this store: wake local readers, tell the others soon."""
@@ -118,16 +128,21 @@ class EventSignal:
         async with self._listening:
             if self._listener is not None and not self._listener.is_closed():
                 return True
+            con: asyncpg.Connection | None = None
             try:
                 con = await self._connect()
                 con.add_termination_listener(self._lost)
                 await con.add_listener(CHANNEL, self._wake)
             except Exception as exc:
-                if not is_connection_lost(exc) and not isinstance(exc, asyncpg.PostgresError):
+                if con is not None:
+                    con.terminate()
+                if not isinstance(exc, StoreError | asyncpg.PostgresError) and not is_connection_lost(exc):
                     raise
-                log.warning("cannot LISTEN for T25 events (polling instead): %s", exc)
+                if not self._deaf:  # once per loss, not once per poll while the server is away
+                    log.warning("cannot LISTEN for T25 events (polling instead): %s", exc)
+                self._deaf = True
                 return False
-            self._listener = con
+            self._listener, self._deaf = con, False
             return True
 
     def _lost(self, con: asyncpg.Connection) -> None:

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from store import migrations
 from store import postgres_sql as sql
 
@@ -33,8 +33,19 @@ CONNECTION_LOST: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.CannotConnectNowError,
+    # asyncpg's protocol in a state it cannot leave: a terminated backend whose goodbye
+    # arrived while the connection sat idle leaves it waiting for a reply that never
+    # comes ("another operation (2) is in progress"). The connection is unusable.
+    asyncpg.exceptions.InternalClientError,
     ConnectionError,
-    OSError,
+    OSError,  # TimeoutError too
+)
+# The server answered, but is busy for now: the statement was rolled back, and the same
+# statement may succeed in a moment.
+BUSY: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.TransactionRollbackError,  # serialization failure, deadlock
+    asyncpg.exceptions.LockNotAvailableError,
 )
 
 IDLE_LIFETIME_S = 300.0  # asyncpg's default max_inactive_connection_lifetime
@@ -49,6 +60,11 @@ def is_connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.exceptions.InterfaceError) and "closed" in str(exc)
 
 
+def is_transient(exc: BaseException) -> bool:
+    """Unreachable or busy for now: the same call may succeed later (StoreUnavailable)."""
+    return is_connection_lost(exc) or isinstance(exc, BUSY)
+
+
 def shown(url: str) -> str:
     """The URL as it may appear in a message: without its password."""
     parts = urlsplit(url)
@@ -60,7 +76,14 @@ def shown(url: str) -> str:
 
 
 def unreachable(url: str, exc: BaseException) -> StoreError:
-    return StoreError(f"cannot reach the Postgres store at {shown(url)}: {exc}", hint=_REACH_HINT)
+    """The error for a failure of the driver: StoreUnavailable when it may pass (a lost
+    connection, a restart, a busy server), StoreError when the server refuses us for good
+    (the database is gone, the role may not log in)."""
+    reason = str(exc) or type(exc).__name__
+    if is_transient(exc):
+        return StoreUnavailable(f"cannot reach the Postgres store at {shown(url)}: {reason}",
+                                hint=_REACH_HINT)
+    return StoreError(f"the Postgres store at {shown(url)} refused T25: {reason}", hint=_REACH_HINT)
 
 
 class ConnectionPool:
@@ -147,8 +170,28 @@ class ConnectionPool:
         con = await self.acquire()
         try:
             await con.execute(statement)
+        except BaseException as exc:
+            self.discard_if_lost(con, exc)
+            raise
         finally:
             self.release(con)
+
+    def discard_if_lost(self, con: asyncpg.Connection, exc: BaseException) -> None:
+        """Call before `release` when a statement on `con` failed. A connection lost is
+        never lent again, even one asyncpg still takes for open (a half-open connection,
+        the InternalClientError above); and the idle ones beside it are closed too: what
+        dropped one (a restart, a mass terminate) has likely dropped them, perhaps as
+        silently, and a borrower after a restart should meet fresh connections."""
+        if not is_connection_lost(exc):
+            return
+        con.terminate()
+        loop = asyncio.get_running_loop()
+        while self._idle:
+            idle, _ = self._idle.pop()
+            self._size -= 1
+            closer = loop.create_task(_close_quietly(idle))
+            self._closers.add(closer)
+            closer.add_done_callback(self._closers.discard)
 
     async def close(self) -> None:
         """Close every connection, waiting for those lent out to come back."""
@@ -227,7 +270,7 @@ async def create_pool(url: str, *, min_size: int, max_size: int, application_nam
     pool = ConnectionPool(url, min_size=min_size, max_size=max_size, application_name=application_name)
     try:
         await pool.start()
-    except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
     return pool
 
@@ -235,7 +278,7 @@ async def create_pool(url: str, *, min_size: int, max_size: int, application_nam
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:
     try:
         return await asyncpg.connect(url, server_settings={"application_name": application_name})
-    except (TimeoutError, *CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
 
 
@@ -248,8 +291,12 @@ async def migrate(url: str, *, application_name: str = "t25") -> None:
             await _migrate(con, url)
         finally:
             await con.execute(sql.UNLOCK_FOR_MIGRATION, sql.MIGRATION_LOCK_KEY)
+    except Exception as exc:  # lost mid-way: each migration is its own transaction, so none is half-done
+        if is_transient(exc):
+            raise unreachable(url, exc) from exc
+        raise
     finally:
-        await con.close()
+        await _close_quietly(con)
 
 
 async def _migrate(con: asyncpg.Connection, url: str) -> None:

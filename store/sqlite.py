@@ -24,7 +24,7 @@ from typing import Any
 
 import aiosqlite
 
-from core.errors import ArtifactCorrupted, StaleState, StoreError
+from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
 from core.events import Event, RunFinished, RunQueued, TaskCreated
 from core.models import (
     Artifact,
@@ -86,13 +86,13 @@ class SqliteStore:
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
         """One BEGIN IMMEDIATE transaction; rolled back if the body raises."""
-        async with self._lock, _locked_is_store_error(self.path), transaction(self._db) as db:
+        async with self._lock, _locked_is_unavailable(self.path), transaction(self._db) as db:
             yield db
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
     async def _read(self, statement: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
-        async with self._lock, _locked_is_store_error(self.path):
+        async with self._lock, _locked_is_unavailable(self.path):
             return list(await self._db.execute_fetchall(statement, params))
 
     # -- projects ---------------------------------------------------------------------
@@ -382,14 +382,15 @@ async def _nothing_to_release() -> None:
 
 
 @asynccontextmanager
-async def _locked_is_store_error(path: Path) -> AsyncIterator[None]:
-    """A lock held past the busy timeout is a problem for the operator, not a traceback."""
+async def _locked_is_unavailable(path: Path) -> AsyncIterator[None]:
+    """A lock held past the busy timeout is "busy for now" (StoreUnavailable), not a
+    traceback: the same call succeeds once the other process lets go."""
     try:
         yield
     except sqlite3.OperationalError as e:
         if "locked" not in str(e) and "busy" not in str(e):
             raise
-        raise StoreError(
+        raise StoreUnavailable(
             f"the store {path} stayed locked for over {BUSY_TIMEOUT_MS // 1000} s",
             hint="another process is holding a long write on it; try again",
         ) from e

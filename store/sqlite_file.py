@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from store import migrations
 from store import sqlite_sql as sql
 
@@ -50,8 +50,8 @@ async def connect(path: Path) -> aiosqlite.Connection:
             return await _connect(path)
         except _Locked:
             if attempt == OPEN_ATTEMPTS:
-                raise StoreError(f"cannot open the store {path}: it stayed locked",
-                                 hint="another process holds it; try again") from None
+                raise StoreUnavailable(f"cannot open the store {path}: it stayed locked",
+                                       hint="another process holds it; try again") from None
             await asyncio.sleep(0.02 * attempt)
     raise AssertionError("unreachable")
 

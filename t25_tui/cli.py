@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (default: serve.bind in t25.yaml, loopback)")
     p.add_argument("--workers", type=int, default=0, metavar="N",
                    help="also run N workers in this process (default: 0, remote workers only)")
+    p.add_argument("--store-patience", type=float, default=300.0, metavar="S",
+                   help="give up (exit 1) when the store stays unavailable this long "
+                        "(default: 300)")
     p = add("worker", "serve:worker",
             "work runs leased from a `t25 serve` control plane, in this host's repositories",
             runs_agents=True)

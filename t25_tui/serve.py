@@ -23,7 +23,7 @@ import ipaddress
 import json
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Header, Query, Request, Response, Security
@@ -39,12 +39,14 @@ from starlette.routing import Match
 from core import cost
 from core.errors import (
     ArtifactCorrupted,
+    AuditError,
     ConfigError,
     IllegalTransition,
     LeaseLost,
     NotFound,
     PolicyRefused,
     StaleState,
+    StoreUnavailable,
     T25Error,
 )
 from core.events import Event
@@ -82,7 +84,11 @@ WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this oft
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
 SHUTDOWN_GRACE_S = 10.0  # a stopping serve waits this long for requests in flight
 STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
-          StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422}
+          StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422, StoreUnavailable: 503,
+          AuditError: 503}
+RETRY_AFTER_S = 2  # what a 503 (the store unavailable for now) tells a client to wait
+HEADERS = {StoreUnavailable: {"Retry-After": str(RETRY_AFTER_S)}}
+TAIL_PAUSES_S = (0.5, 10.0)  # the tail retrying an unavailable store: 0.5 s doubling to 10 s
 
 _ANSWERS = {
     400: "the input was refused (text with control characters, a bad configuration)",
@@ -92,7 +98,8 @@ _ANSWERS = {
     409: "the task's state, or the lease, does not allow it",
     413: "the request body is over this endpoint's cap",
     422: "the request does not match this endpoint's fields",
-    503: "the control plane cannot serve this now (no worker credential, the store is down)",
+    503: "the control plane cannot serve this now (no worker credential, the store is down, "
+         "the audit log cannot be written)",
 }
 _EVENT_ID = re.compile(r"[0-9]{1,19}", re.ASCII)
 
@@ -134,7 +141,9 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     @api.exception_handler(T25Error)
     async def refused(_: Request, exc: T25Error) -> JSONResponse:
         status = next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400)
-        return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status)
+        headers = next((h for kind, h in HEADERS.items() if isinstance(exc, kind)), None)
+        return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status,
+                            headers=headers)
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -289,7 +298,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
             cursor = 0
         async with tail.follow() as batches:
             while not tail.closed:  # catch up from the events table, then follow the tail
-                caught_up = await store.events_after(cursor, limit=500)
+                caught_up = await tail.events_after(cursor, limit=500)
                 for e in caught_up:
                     yield ServerSentEvent(id=str(e.id), event=e.kind, data=e.to_json())
                     cursor = e.id
@@ -363,6 +372,10 @@ class Tail:
     Each wake (a write by any process, see Store.wait_for_events) costs one query, not
     one per client. A client subscribes before its own catch-up read, so every event is
     either in that read or in a batch after it; ids already sent are skipped.
+
+    A store outage (StoreUnavailable) ends neither the reader nor the streams: both try
+    again with backoff from where they were, so once the store is back every client gets
+    each event written since, in order, once.
     """
 
     def __init__(self, store) -> None:
@@ -370,10 +383,12 @@ class Tail:
         self.queues: set[asyncio.Queue] = set()
         self.reader: asyncio.Task | None = None
         self.closed = False
+        self._closing = asyncio.Event()
 
     def close(self) -> None:
         """The server is stopping: every stream ends; its client resumes elsewhere by id."""
         self.closed = True
+        self._closing.set()
         for queue in tuple(self.queues):
             _nudge(queue)
 
@@ -381,9 +396,9 @@ class Tail:
     async def follow(self):
         queue: asyncio.Queue = asyncio.Queue(maxsize=TAIL_QUEUE)
         self.queues.add(queue)
-        if self.reader is None or self.reader.done():
-            self.reader = asyncio.create_task(self._read(await self.store.last_event_id()))
         try:
+            if self.reader is None or self.reader.done():
+                self.reader = asyncio.create_task(self._read(await self.store.last_event_id()))
             yield queue
         finally:
             self.queues.discard(queue)
@@ -391,10 +406,27 @@ class Tail:
                 self.reader.cancel()
                 self.reader = None
 
+    async def events_after(self, cursor: int, *, limit: int) -> list[Event]:
+        """A stream's own read of the table, through an outage: [] once the tail closes."""
+        pauses = _backoff()
+        while not self.closed:
+            try:
+                return await self.store.events_after(cursor, limit=limit)
+            except StoreUnavailable:
+                with contextlib.suppress(asyncio.TimeoutError):  # a stopping server ends it now
+                    await asyncio.wait_for(self._closing.wait(), next(pauses))
+        return []
+
     async def _read(self, cursor: int) -> None:
+        pauses = _backoff()
         while True:
-            await self.store.wait_for_events(cursor, WAIT_S)
-            batch = await self.store.events_after(cursor, limit=1000)
+            try:
+                await self.store.wait_for_events(cursor, WAIT_S)
+                batch = await self.store.events_after(cursor, limit=1000)
+            except StoreUnavailable:  # keep the cursor; what is written meanwhile comes later
+                await asyncio.sleep(next(pauses))
+                continue
+            pauses = _backoff()
             if not batch:
                 continue
             cursor = batch[-1].id
@@ -403,6 +435,13 @@ class Tail:
                     queue.put_nowait(batch)
                 except asyncio.QueueFull:  # a slow client: it re-reads the table instead
                     _nudge(queue)
+
+
+def _backoff() -> Iterator[float]:
+    pause, longest = TAIL_PAUSES_S
+    while True:
+        yield pause
+        pause = min(pause * 2, longest)
 
 
 def _nudge(queue: asyncio.Queue) -> None:

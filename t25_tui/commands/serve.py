@@ -7,21 +7,31 @@ import asyncio
 import os
 import sys
 
-from core.errors import ConfigError
+from core.errors import ConfigError, T25Error
 from t25_tui.commands.context import config_of, open_factory
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 
 
 def serve(args: argparse.Namespace) -> int:
+    """Serve until stopped (exit 0), or until the sweep cannot go on (exit 1, one line why).
+
+    The sweep rides out a store that is unavailable for a while (core.floor says how, and
+    when it gives up); requests meanwhile get 503 with Retry-After. When the sweep ends
+    with an error, serve stops and the error is raised here, after the server has shut
+    down, for the command line to print."""
     from t25_tui.commands.pipeline import floor_for
     from t25_tui.serve import http_server
+
+    if args.store_patience <= 0:
+        raise ConfigError("--store-patience must be a positive number of seconds")
+    failed: list[BaseException] = []
 
     async def body() -> None:
         async with open_factory(args) as factory:
             bind = args.bind or factory.config.serve.bind
             server = http_server(factory, bind)
-            floor = floor_for(factory, workers=args.workers)
+            floor = floor_for(factory, workers=args.workers, store_patience_s=args.store_patience)
             print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
                   f"{args.workers} in-process worker(s)", flush=True)
             if not os.environ.get(CREDENTIAL_ENV):
@@ -31,8 +41,7 @@ def serve(args: argparse.Namespace) -> int:
 
             def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
                 if not task.cancelled() and task.exception() is not None:
-                    print(f"t25 serve: the pipeline sweep failed: {task.exception()!r}",
-                          file=sys.stderr, flush=True)
+                    failed.append(task.exception())
                     server.should_exit = True
 
             sweeping.add_done_callback(stopped)
@@ -43,6 +52,10 @@ def serve(args: argparse.Namespace) -> int:
                 await asyncio.gather(sweeping, return_exceptions=True)
 
     asyncio.run(body())
+    if failed:
+        if not isinstance(failed[0], T25Error):  # a defect: say where it struck
+            print("t25 serve: the pipeline sweep failed", file=sys.stderr, flush=True)
+        raise failed[0]
     return 0
 
 

@@ -1,0 +1,271 @@
+"""The real `t25 serve` (a child process) while its store fails under it.
+
+Postgres is the session's throwaway cluster (tests/pg_cluster.py): stopped and started
+for real, its backends terminated (only this test database's), reached through a relay
+that hangs up late where asyncpg's half-open connection is the fault. SQLite is locked by
+another process past its busy timeout. Serve must keep serving (503 with Retry-After while
+the store is away), keep its event streams whole, say once that the store went and once
+that it is back, and exit non-zero, with one line why, only when it cannot go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from httpx_sse import aconnect_sse
+
+from core.config import DATABASE_URL_ENV
+from tests.pg_cluster import HalfOpenLink, cluster, free_port, pg_cluster  # noqa: F401 - fixtures
+from tests.store.test_store_faults import hold_exclusive_lock, let_go
+from tests.test_pipeline import write_config
+
+CMD = [sys.executable, "-m", "t25_tui"]
+GONE = "the store is unavailable"
+BACK = "the store answers again"
+
+
+@dataclass
+class Serve:
+    proc: subprocess.Popen
+    client: httpx.AsyncClient
+    err: Path
+
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+    def said(self, text: str) -> int:
+        return self.stderr().count(text)
+
+
+@asynccontextmanager
+async def serving(repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+    """`t25 serve` in `repo`, healthy, with an HTTP client on it; stopped afterwards."""
+    port = free_port()
+    err = tmp_path / f"serve-{port}.err"
+    with err.open("w") as sink:
+        proc = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}", *args], cwd=repo,
+                                env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=sink)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            serve = Serve(proc, client, err)
+            await until(lambda: _healthy(serve), what="serve healthy")
+            yield serve
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        await until(lambda: proc.poll() is not None, what="serve stopped")
+
+
+async def until(check, timeout: float = 60.0, what: str = "condition") -> None:
+    """Wait for `check()` (a value or a coroutine's), bounded in time; async, so a relay in
+    this process keeps relaying meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} not met in {timeout:g} s")
+
+
+async def _healthy(serve: Serve) -> bool:
+    if serve.proc.poll() is not None:
+        raise AssertionError(f"serve exited {serve.proc.returncode}: {serve.stderr()}")
+    try:
+        return (await serve.client.get("/health")).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+async def _new_task(serve: Serve, title: str) -> str:
+    made = await serve.client.post("/tasks", json={"title": title})
+    assert made.status_code == 201, made.text
+    return made.json()["id"]
+
+
+async def _picked_up(serve: Serve, ref: str) -> bool:
+    """The sweep moved the task on: it is alive."""
+    got = await serve.client.get(f"/tasks/{ref}")
+    return got.status_code == 200 and got.json()["task"]["state"] != "RECEIVED"
+
+
+class Stream:
+    """A real SSE client attached to serve's /events, collecting every event it is sent."""
+
+    def __init__(self, serve: Serve) -> None:
+        self.serve = serve
+        self.events: list[tuple[int, str]] = []
+        self.task: asyncio.Task | None = None
+        self.attached = asyncio.Event()
+
+    async def __aenter__(self) -> Stream:
+        self.task = asyncio.create_task(self._read())
+        await asyncio.wait_for(self.attached.wait(), 30)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with suppress(asyncio.CancelledError):
+            await self.task
+
+    async def _read(self) -> None:
+        async with httpx.AsyncClient(base_url=str(self.serve.client.base_url),
+                                     timeout=httpx.Timeout(30, read=None)) as client:
+            async with aconnect_sse(client, "GET", "/events") as source:
+                source.response.raise_for_status()
+                self.attached.set()
+                async for sse in source.aiter_sse():
+                    if not sse.data:  # a keepalive comment: httpx-sse hands it on, empty
+                        continue
+                    assert sse.id.isdigit(), f"an event without an id: {sse!r}"
+                    assert json.loads(sse.data)["kind"] == sse.event, repr(sse)
+                    self.events.append((int(sse.id), sse.event))
+
+    async def caught_up(self) -> bool:
+        assert self.task is not None and not self.task.done(), "the event stream ended"
+        health = await self.serve.client.get("/health")
+        return health.status_code == 200 and bool(self.events) and \
+            self.events[-1][0] == health.json()["last_event_id"]
+
+    def assert_whole(self) -> None:
+        """Every event from the first, in order, each once: no gap, no duplicate."""
+        ids = [i for i, _ in self.events]
+        assert ids == list(range(1, len(ids) + 1)), ids
+
+
+def _database(cluster) -> tuple[str, str]:
+    name = f"t25_{uuid.uuid4().hex[:12]}"
+    return name, cluster.new_database(name)
+
+
+@pytest.mark.postgres
+async def test_serve_outlives_terminated_backends_of_its_store(shop, tmp_path, cluster):
+    """The backends of serve's connections terminated, again and again, while its sweep and
+    two workers use them (asyncpg's InternalClientError once escaped and ended serve, exit 0)."""
+    write_config(shop)
+    name, _ = _database(cluster)
+    async with HalfOpenLink(cluster.port) as link, \
+            serving(shop, tmp_path, "--workers", "2", env={DATABASE_URL_ENV: link.url(name)}) as serve:
+        terminated = 0
+        for round_ in range(5):
+            ref = await _new_task(serve, f"task {round_}")
+            terminated += cluster.terminate(name)
+            await until(lambda: _picked_up(serve, ref), what=f"{ref} picked up")
+        assert terminated >= 5 and await _healthy(serve)
+    err = serve.stderr()
+    assert "InternalClientError" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.postgres
+async def test_serve_answers_503_through_a_postgres_outage_and_its_stream_goes_on_whole(
+        shop, tmp_path, cluster):
+    write_config(shop)
+    _, url = _database(cluster)
+    async with serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve, Stream(serve) as stream:
+        for title in ("one", "two"):
+            await _new_task(serve, title)
+        await until(stream.caught_up, what="the stream caught up")
+
+        cluster.stop()
+        for answer in (await serve.client.get("/health"), await serve.client.get("/tasks"),
+                       await serve.client.post("/tasks", json={"title": "during"})):
+            assert answer.status_code == 503, answer.text
+            assert answer.headers["Retry-After"].isdigit()
+            body = answer.json()
+            assert body["error"].startswith("cannot reach the Postgres store at ") and body["hint"]
+        await until(lambda: serve.said(GONE), what="the outage said")
+        assert serve.proc.poll() is None
+        cluster.start()
+        await until(lambda: _healthy(serve), what="healthy again")
+        await until(lambda: serve.said(BACK), what="the recovery said")
+
+        written = [await _new_task(serve, f"after {n}") for n in range(3)]
+        await until(stream.caught_up, what="the stream caught up after the outage")
+        stream.assert_whole()
+        created = [i for i, kind in stream.events if kind == "task_created"]
+        assert len(created) == 2 + len(written)  # "during" was refused, not half-written
+    assert serve.said(GONE) == 1 and serve.said(BACK) == 1, serve.stderr()
+
+
+async def test_serve_waits_out_a_sqlite_file_locked_past_its_busy_timeout(shop, tmp_path):
+    """Another process holds the store's file with BEGIN EXCLUSIVE for longer than the
+    10 s busy timeout: the sweep's write gives up, and serve waits instead of ending."""
+    write_config(shop)
+    async with serving(shop, tmp_path) as serve, Stream(serve) as stream:
+        await _new_task(serve, "before")
+        await until(stream.caught_up, what="the stream caught up")
+        holder = hold_exclusive_lock(shop / ".factory" / "t25.db")
+        try:
+            await until(lambda: serve.said(GONE), timeout=90, what="the lock said")
+            assert serve.proc.poll() is None
+            assert (await serve.client.get("/health")).status_code == 200  # WAL: reads go on
+        finally:
+            let_go(holder)
+        await until(lambda: serve.said(BACK), what="the recovery said")
+        ref = await _new_task(serve, "after")
+        await until(lambda: _picked_up(serve, ref), what=f"{ref} picked up")
+        await until(stream.caught_up, what="the stream caught up after the lock")
+        stream.assert_whole()
+    assert "stayed locked for over 10 s" in serve.stderr()
+    assert serve.said(GONE) == 1 and serve.said(BACK) == 1, serve.stderr()
+
+
+@pytest.mark.postgres
+async def test_serve_gives_up_with_one_line_when_the_store_stays_away_past_its_patience(
+        shop, tmp_path, cluster):
+    write_config(shop)
+    _, url = _database(cluster)
+    async with serving(shop, tmp_path, "--store-patience", "1", env={DATABASE_URL_ENV: url}) as serve:
+        cluster.stop()
+        await until(lambda: serve.proc.poll() is not None, what="serve exited")
+    assert serve.proc.returncode == 1
+    err = serve.stderr()
+    assert "t25: error: the store has been unavailable for over 1 s (cannot reach the Postgres " \
+           "store at " in err, err
+    assert "hint: start T25 again once the store is back" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.postgres
+async def test_serve_exits_non_zero_when_its_database_refuses_it_for_good(shop, tmp_path, cluster):
+    write_config(shop)
+    name, url = _database(cluster)
+    async with serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve:
+        cluster.psql(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await until(lambda: serve.proc.poll() is not None, what="serve exited")
+    assert serve.proc.returncode == 1
+    err = serve.stderr()
+    assert f't25: error: the Postgres store at {url} refused T25: database "{name}" does not exist' \
+           in err, err
+    assert "Traceback" not in err
+
+
+async def test_serve_without_workers_leaves_no_pending_task_to_be_destroyed(shop, tmp_path):
+    """Each sweep pass used to leave a task behind, which the garbage collector then
+    destroyed with "Task was destroyed but it is pending!" about once a second."""
+    write_config(shop)
+    debug = {"PYTHONASYNCIODEBUG": "1", "PYTHONWARNINGS": "default"}
+    async with serving(shop, tmp_path, env=debug) as serve:
+        for _ in range(40):  # some seconds of passes, and garbage to collect meanwhile
+            assert (await serve.client.get("/health")).status_code == 200
+            await serve.client.get("/tasks")
+            await asyncio.sleep(0.1)
+    err = serve.stderr()
+    assert "Task was destroyed but it is pending!" not in err, err
+    assert "Task exception was never retrieved" not in err, err
