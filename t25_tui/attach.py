@@ -168,7 +168,7 @@ class RemoteFactory:
                     self.cursor = int(sse.json()["last_id"])
                     self.bus.resync()
                     return
-                if not sse.id:
+                if not sse.id or not sse.data:  # the `retry:` field, a keepalive ping
                     continue
                 event = Event.from_json(sse.json())
                 if event.id > self.cursor:

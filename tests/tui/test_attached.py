@@ -177,3 +177,29 @@ async def _until(condition, timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.02)
+
+
+async def test_keepalive_pings_after_an_event_do_not_drop_the_link(served, monkeypatch):
+    """serve pings an idle stream; a ping carries no data (and the last id): it is neither an
+    event to decode nor a broken link."""
+    import fastapi.routing
+
+    monkeypatch.setattr(fastapi.routing, "_PING_INTERVAL", 0.05)
+    seeded, url = served
+    async with attach(url, TOKEN) as remote:
+        sub = remote.bus.subscribe()
+        for _ in range(500):
+            if remote.connected:
+                break
+            await asyncio.sleep(0.02)
+        await seeded.factory.cancel("T-9", actor="someone-else", reason="not now")
+        for _ in range(500):
+            seen = list(iter(sub.get_nowait, None))
+            if any(getattr(item, "kind", "") == "decision_recorded" for item in seen):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the cancel never arrived over the event stream")
+        await asyncio.sleep(1.0)  # twenty pings' worth of an idle stream
+        assert remote.connected
+        assert not any(isinstance(item, Resync) for item in iter(sub.get_nowait, None))
