@@ -212,7 +212,7 @@ class ConnectionPool:
         await asyncio.gather(*self._closers)
 
     async def _open(self) -> asyncpg.Connection:
-        return await asyncpg.connect(self._url, server_settings={"application_name": self._application_name})
+        return await _connected(self._url, self._application_name)
 
     async def _wait(self) -> asyncpg.Connection | None:
         waiter: asyncio.Future[asyncpg.Connection | None] = asyncio.get_running_loop().create_future()
@@ -277,9 +277,27 @@ async def create_pool(url: str, *, min_size: int, max_size: int, application_nam
 
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:
     try:
-        return await asyncpg.connect(url, server_settings={"application_name": application_name})
+        return await _connected(url, application_name)
     except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
         raise unreachable(url, exc) from exc
+
+
+async def _connected(url: str, application_name: str) -> asyncpg.Connection:
+    """A connection whose text parameters may hold NUL. Postgres text cannot: an agent's
+    error or model name (written by an in-process worker, nothing checked in between) would
+    fail its whole statement, so NUL is kept as U+FFFD, as in event payloads."""
+    con = await asyncpg.connect(url, server_settings={"application_name": application_name})
+    try:
+        await con.set_type_codec("text", schema="pg_catalog", format="text",
+                                 encoder=_without_nul, decoder=str)
+    except BaseException:
+        await con.close()
+        raise
+    return con
+
+
+def _without_nul(value: str) -> str:
+    return value.replace("\x00", "\ufffd")
 
 
 async def migrate(url: str, *, application_name: str = "t25") -> None:

@@ -365,6 +365,22 @@ async def test_complete_run_records_the_outcome_and_run_finished(store: Store, p
         await store.complete_run(lease, RunOutcome(status=RunStatus.RUNNING))
 
 
+async def test_text_an_agent_wrote_may_hold_nul(store: Store, project: Project) -> None:
+    # An agent's error, model name or output reaches the store from an in-process worker with
+    # nothing in between. Postgres text cannot hold NUL: it is kept as U+FFFD, never an error.
+    lease = await leased_run(store)
+    outcome = RunOutcome(status=RunStatus.FAILED, exit_code=1, error="died\x00here", model="m\x00",
+                         adapter_reason="chain\x00", usage=Usage(model="m\x00"))
+
+    run, _ = await store.complete_run(lease, outcome)
+
+    assert run.error in ("died\x00here", "died\ufffdhere") and run.model in ("m\x00", "m\ufffd")
+    task, _ = await store.update_task(lease.task_id, S.RECEIVED, {"error": "x\x00"},
+                                      TaskUpdated(task_id=lease.task_id, fields={"error": "x\x00"}, actor="t25"))
+    assert task.error in ("x\x00", "x\ufffd")
+    assert (await store.get_task(lease.task_id)) == task
+
+
 async def test_cost_by_task_sums_each_tasks_runs(store: Store, project: Project) -> None:
     assert await store.cost_by_task() == {}
     for cost in (0.25, 0.5):
