@@ -250,6 +250,8 @@ class T25App(App[None]):
         self.loaded.set()
 
     def show_cards(self) -> None:
+        if not self.screen_stack:
+            return  # a board read that finished as the cockpit closed
         shown = [c for c in self.cards if self.filter.matches(c.task)]
         selected = self.board.selected() if self.screen is self.screen_stack[0] else None
         self.board.show(shown, self.clock())
@@ -287,6 +289,8 @@ class T25App(App[None]):
 
     def on_task_changed(self, message: bridge.TaskChanged) -> None:
         self.seen_event_id = max(self.seen_event_id, message.event.id)
+        if not self.screen_stack:
+            return  # the cockpit is closing: its screens are gone, events still arrive
         self.schedule_refresh()
         screen = self.screen
         if hasattr(screen, "refresh_task") and getattr(screen, "task_id", None) in (

@@ -16,13 +16,14 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import free_port
 
 REQUIRE_PG = os.environ.get("T25_REQUIRE_PG") == "1"
 
@@ -32,12 +33,6 @@ def _bindir() -> Path | None:
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     found = versions[-1] if versions else shutil.which("pg_ctl")
     return Path(found).resolve().parent if found else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
 import uuid
 
 import pytest
@@ -24,6 +23,7 @@ from core.floor import Floor
 from core.models import TaskState
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import Env, write_config
+from tests.waiting import until
 
 S = TaskState
 
@@ -42,19 +42,6 @@ class CountedFloor(Floor):
 def floor_of(env: Env, **kw) -> CountedFloor:
     kw.setdefault("heartbeat_s", 0.2)
     return CountedFloor(env.factory, {"scripted": CliAdapter(ScriptedSpec())}, run_check, **kw)
-
-
-async def until(check, timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait for `check()` (a value or a coroutine's), bounded in time."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{what} not met in {timeout:g} s")
 
 
 @pytest.fixture

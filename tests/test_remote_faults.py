@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from tests.test_pipeline import write_config
-from tests.test_serve import CREDENTIAL, _free_port, _healthy, _wait_until
+from tests.test_serve import CREDENTIAL
+from tests.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
@@ -25,7 +26,7 @@ ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
 @contextmanager
 def control_plane(repo: Path, dev_args: list[str]):
     write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]})
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     serve = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}"], cwd=repo, env=ENV,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -39,7 +40,7 @@ def control_plane(repo: Path, dev_args: list[str]):
         return p
 
     try:
-        _wait_until(lambda: _healthy(url))
+        wait_until(lambda: answers(url))
         with httpx.Client(base_url=url, timeout=10) as client:
             yield client, worker
     finally:
@@ -93,12 +94,12 @@ def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop):
     with control_plane(shop, ["--misbehave", "slow:4"]) as (client, worker):
         first = worker()
         client.post("/tasks", json={"title": "Survive a crash"})
-        _wait_until(lambda: _dev_running(client), timeout=60)
+        wait_until(lambda: _dev_running(client), timeout=60)
         first.send_signal(signal.SIGKILL)
         first.wait()
         _kill_agents_under(shop / ".factory")  # its orphaned agent
         worker()
-        _wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
+        wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         dev = _dev_run(client)
         assert dev["status"] == "succeeded" and dev["attempts"] == 2
         assert _finished_events(client, dev["id"]) == 1
@@ -108,15 +109,15 @@ def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(sh
     with control_plane(shop, ["--misbehave", "slow:3"]) as (client, worker):
         frozen = worker()
         client.post("/tasks", json={"title": "Survive a freeze"})
-        _wait_until(lambda: _dev_running(client), timeout=60)
+        wait_until(lambda: _dev_running(client), timeout=60)
         claimed_by = _dev_run(client)["worker"]
         frozen.send_signal(signal.SIGSTOP)
         rescuer = worker()
         # The lease lapses, the run is queued again and the rescuer claims it; it waits for
         # the worktree, which the frozen worker still holds.
-        _wait_until(lambda: _dev_running(client) and _dev_run(client)["worker"] != claimed_by, 60)
+        wait_until(lambda: _dev_running(client) and _dev_run(client)["worker"] != claimed_by, 60)
         frozen.send_signal(signal.SIGCONT)  # wakes, is refused (409), stops, lets go
-        _wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
+        wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         assert frozen.poll() is None and rescuer.poll() is None  # refused, not crashed
         dev = _dev_run(client)
         assert dev["worker"] != claimed_by and dev["attempts"] == 2
@@ -129,7 +130,7 @@ def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
     with control_plane(shop, ["--misbehave", "slow:60"]) as (client, worker):
         leaving = worker()
         client.post("/tasks", json={"title": "Hand it back"})
-        _wait_until(lambda: _dev_running(client), timeout=60)
+        wait_until(lambda: _dev_running(client), timeout=60)
         leaving.send_signal(signal.SIGTERM)
         assert leaving.wait(timeout=30) == 0
         dev = _dev_run(client)

@@ -7,10 +7,8 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 
 import httpx
@@ -19,6 +17,7 @@ import pytest
 from core.models import Lease, RunOutcome, RunStatus
 from t25_tui.serve import make_api, server_for
 from tests.test_pipeline import Env, write_config
+from tests.waiting import answers, free_port, wait_until
 
 CREDENTIAL = "worker-secret-42"
 
@@ -184,15 +183,9 @@ async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int,
     return events
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
     cmd = [sys.executable, "-m", "t25_tui"]
     serve = subprocess.Popen([*cmd, "serve", "--bind", f"127.0.0.1:{port}"], cwd=shop, env=env,
@@ -200,14 +193,14 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
     workers = []
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_until(lambda: _healthy(url))
+        wait_until(lambda: answers(url))
         workers = [subprocess.Popen([*cmd, "worker", "--url", url], cwd=shop, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                    for _ in range(2)]
         with httpx.Client(base_url=url, timeout=10) as client:
             assert client.post("/tasks", json={"title": "Over the wire"}).status_code == 201
             assert client.post("/tasks", json={"title": "And another"}).status_code == 201
-            _wait_until(lambda: all(t["state"] == "DONE" for t in client.get("/tasks").json()),
+            wait_until(lambda: all(t["state"] == "DONE" for t in client.get("/tasks").json()),
                         timeout=90)
             runs = client.get("/tasks/T-1").json()["runs"]
         assert all("-r" in r["worker"] for r in runs if r["worker"])
@@ -219,22 +212,6 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
             assert p.wait(timeout=30) == 0
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _wait_until(check, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def test_lease_and_outcome_models_round_trip_as_json():

@@ -15,7 +15,7 @@ import pytest
 
 from t25_tui.serve import is_loopback
 from tests.test_pipeline import write_config
-from tests.test_serve import _free_port, _wait_until
+from tests.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 
@@ -38,7 +38,7 @@ def _listening(port: int) -> bool:
 @pytest.mark.parametrize("bind", [":{port}", "0.0.0.0:{port}", "[::]:{port}", "192.0.2.1:{port}"])
 def test_serve_beyond_loopback_without_a_token_refuses_to_start(shop, bind):
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     done = subprocess.run([*CMD, "serve", "--bind", bind.format(port=port)], cwd=shop,
                           env=_env(), capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
@@ -52,7 +52,7 @@ def test_serve_beyond_loopback_without_a_token_refuses_to_start(shop, bind):
 
 def test_the_cockpit_serving_beyond_loopback_without_a_token_refuses_too(shop):
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     done = subprocess.run([*CMD, "tui", "--serve", f":{port}", "--no-workers"], cwd=shop,
                           env=_env(), capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
@@ -63,12 +63,12 @@ def test_the_cockpit_serving_beyond_loopback_without_a_token_refuses_too(shop):
 @pytest.mark.parametrize("host", ["127.0.0.2", "[::1]", "localhost"])
 def test_serve_on_loopback_starts_without_a_token(shop, host):
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     serve = subprocess.Popen([*CMD, "serve", "--bind", f"{host}:{port}"], cwd=shop, env=_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://{host}:{port}"
     try:
-        _wait_until(lambda: serve.poll() is not None or _answers(url))
+        wait_until(lambda: serve.poll() is not None or answers(url))
         assert serve.poll() is None
         assert httpx.get(f"{url}/tasks", timeout=5).status_code == 200  # no token needed
     finally:
@@ -78,26 +78,19 @@ def test_serve_on_loopback_starts_without_a_token(shop, host):
 
 def test_serve_on_every_interface_with_a_token_starts_and_wants_it(shop):
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     serve = subprocess.Popen([*CMD, "serve", "--bind", f":{port}"], cwd=shop,
                              env=_env(T25_OPERATOR_TOKEN="op-token-7"),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_until(lambda: serve.poll() is not None or _answers(url))
+        wait_until(lambda: serve.poll() is not None or answers(url))
         assert httpx.get(f"{url}/tasks", timeout=5).status_code == 401
         ok = httpx.get(f"{url}/tasks", headers={"Authorization": "Bearer op-token-7"}, timeout=5)
         assert ok.status_code == 200
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.mark.parametrize(("host", "loopback"), [

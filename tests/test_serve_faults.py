@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -27,9 +26,10 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from core.config import DATABASE_URL_ENV
-from tests.pg_cluster import HalfOpenLink, cluster, free_port, pg_cluster  # noqa: F401 - fixtures
+from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.store.test_store_faults import hold_exclusive_lock, let_go
 from tests.test_pipeline import write_config
+from tests.waiting import free_port, until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 GONE = "the store is unavailable"
@@ -67,20 +67,6 @@ async def serving(repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | 
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
         await until(lambda: proc.poll() is not None, what="serve stopped")
-
-
-async def until(check, timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait for `check()` (a value or a coroutine's), bounded in time; async, so a relay in
-    this process keeps relaying meanwhile."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{what} not met in {timeout:g} s")
 
 
 async def _healthy(serve: Serve) -> bool:

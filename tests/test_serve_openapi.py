@@ -16,7 +16,7 @@ import pytest
 from t25_tui.serve import make_api
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env, write_config
-from tests.test_serve import _free_port, _healthy, _wait_until
+from tests.waiting import answers, free_port, wait_until
 
 OPERATOR, WORKER = "op-token-31", "worker-credential-31"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
@@ -64,13 +64,13 @@ async def real_serve(request, shop):
         await backend.create()
         env["T25_DATABASE_URL"] = backend.url
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     serve = subprocess.Popen([sys.executable, "-m", "t25_tui", "serve", "--bind",
                               f"127.0.0.1:{port}"], cwd=shop, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_until(lambda: _healthy(url))
+        wait_until(lambda: answers(url))
         yield url, credentials
     finally:
         serve.send_signal(signal.SIGTERM)

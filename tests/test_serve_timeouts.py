@@ -13,14 +13,14 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
 from t25_tui import serve_limits
 from t25_tui.serve import make_api
 from t25_tui.serve_limits import HEADER_TIMEOUT_S, DeadlineProtocol
 from tests.test_pipeline import Env, write_config
-from tests.test_serve import CREDENTIAL, _free_port, serving
+from tests.test_serve import CREDENTIAL, serving
+from tests.waiting import answers, free_port, wait_until
 
 SHORT_S = 0.5   # the deadlines of the in-process serve
 BOUND_S = 20.0  # how long a test waits for what must happen well before
@@ -115,7 +115,7 @@ def test_trickling_clients_past_the_descriptor_limit_do_not_stop_serve(shop):
     # A real `t25 serve` with 256 descriptors; 300 sockets each trickle a request head that
     # never ends. Once their deadline passes, serve closes them and answers /health again.
     write_config(shop)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
 
     def few_descriptors() -> None:
@@ -127,40 +127,24 @@ def test_trickling_clients_past_the_descriptor_limit_do_not_stop_serve(shop):
     url = f"http://127.0.0.1:{port}"
     slow: list[socket.socket] = []
     try:
-        _wait(lambda: _healthy(url), BOUND_S)
+        wait_until(lambda: answers(url), BOUND_S)
         for _ in range(300):
             s = socket.create_connection(("127.0.0.1", port), timeout=5)
             s.setblocking(False)
             s.send(b"GET /health HTTP/1.1\r\nHost: t25\r\nX-Pad: ")
             slow.append(s)
-        assert not _healthy(url)  # every descriptor it has is taken
+        assert not answers(url)  # every descriptor it has is taken
         deadline = time.monotonic() + HEADER_TIMEOUT_S + 3 * BOUND_S
-        while time.monotonic() < deadline and not _healthy(url):
+        while time.monotonic() < deadline and not answers(url):
             for s in slow:  # they keep trickling all the while
                 try:
                     s.send(b"a")
                 except OSError:
                     pass
             time.sleep(0.5)
-        assert serve.poll() is None and _healthy(url)
+        assert serve.poll() is None and answers(url)
     finally:
         for s in slow:
             s.close()
         serve.terminate()
         serve.wait(timeout=30)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _wait(check, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")

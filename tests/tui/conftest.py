@@ -24,7 +24,7 @@ def app_for(s: Seeded, **kw) -> T25App:
     return make_app(s.factory, clock=s.clock, actor="ana@ops", **kw)
 
 
-async def until(pilot, condition: Callable[[], object], timeout: float = 10.0) -> None:
+async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:
     """Wait for a condition, letting the app run; fail with a clear message on timeout."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -33,7 +33,7 @@ async def until(pilot, condition: Callable[[], object], timeout: float = 10.0) -
         await pilot.pause(0.02)
 
 
-async def until_async(pilot, condition, timeout: float = 10.0) -> None:
+async def until_async(pilot, condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not await condition():
         if time.monotonic() > deadline:

@@ -15,13 +15,14 @@ from core.events import Resync, RunOutput
 from core.models import RunStatus, TaskState
 from t25_tui.app import make_app
 from t25_tui.attach import attach
-from t25_tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.screens.detail import TaskDetail
+from t25_tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.serve import make_api
 from t25_tui.widgets.logpane import LogPane
-from tests.test_serve import _free_port, serving
+from tests.test_serve import serving
 from tests.tui.conftest import settle_board, until, until_async
+from tests.waiting import free_port
 
 TOKEN = "operator-secret-7"
 
@@ -110,7 +111,7 @@ async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seed
     local = seeded.factory
     run = [r for r in await local.store.list_runs(task_id="T-3")
            if r.status is RunStatus.RUNNING][-1]
-    port = _free_port()
+    port = free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
     async with attach(url, TOKEN) as remote:
@@ -150,13 +151,13 @@ async def test_attaching_refuses_clearly(served):
     assert "refused this cockpit" in refused.value.message
     assert "T25_OPERATOR_TOKEN" in refused.value.hint
     with pytest.raises(ControlPlaneUnreachable) as unreachable:
-        async with attach(f"http://127.0.0.1:{_free_port()}", TOKEN):
+        async with attach(f"http://127.0.0.1:{free_port()}", TOKEN):
             pass
     assert "is `t25 serve` running there" in unreachable.value.hint
 
 
 def test_t25_tui_url_needs_no_local_config_and_says_what_is_wrong(t25, tmp_path):
-    port = _free_port()
+    port = free_port()
     result = t25("tui", "--url", f"http://127.0.0.1:{port}", cwd=tmp_path)
     assert result.code == 1
     assert f"t25: error: http://127.0.0.1:{port}/config:" in result.err

@@ -17,11 +17,17 @@ from store import open_store
 from t25_tui.app import make_app
 from t25_tui.attach import attach
 from t25_tui.commands.setup import _sample_repo
-from t25_tui.screens.dialogs import AnswerDialog, ApprovalDialog, ConfirmDialog, NewTaskDialog
+from t25_tui.screens.dialogs import (
+    AnswerDialog,
+    ApprovalDialog,
+    ConfirmDialog,
+    NewTaskDialog,
+)
 from t25_tui.seed import CONFIG
 from t25_tui.serve import make_api
-from tests.test_serve import _free_port, serving
+from tests.test_serve import serving
 from tests.tui.conftest import app_for, settle_board, until, until_async
+from tests.waiting import free_port
 
 TOKEN = "operator-secret-15"
 
@@ -148,7 +154,7 @@ async def test_text_the_core_refuses_is_refused_in_the_dialog_with_nothing_lost(
 async def test_a_draft_the_control_plane_could_not_take_comes_back_whole(seeded):
     """Attached, the serve goes away while a task is being filed: the dialog comes back
     with the reason and everything typed; once the serve is back, ctrl+s files it."""
-    local, port = seeded.factory, _free_port()
+    local, port = seeded.factory, free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
     async with attach(url, TOKEN) as remote:

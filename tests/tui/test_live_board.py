@@ -7,6 +7,7 @@ another client of the same `t25 serve` — and waits, bounded, for the board to 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
@@ -15,15 +16,16 @@ import httpx
 import pytest
 from textual.worker import WorkerState
 
+from core.events import TaskUpdated
 from core.models import TaskState
 from core.service import Factory
 from store import open_store
 from t25_tui.app import make_app
 from t25_tui.attach import attach
 from t25_tui.screens.dialogs import ApprovalDialog, NewTaskDialog
-from tests.test_serve import _free_port
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.terminal import T25
+from tests.waiting import answers, free_port
 
 TOKEN = "operator-secret-14"
 
@@ -73,14 +75,14 @@ async def test_cancelled_board_reads_leave_no_refresh_behind(seeded, other_proce
 @pytest.fixture
 def t25_serve(seeded):
     """A real `t25 serve` process over the seeded repository's store."""
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, "T25_OPERATOR_TOKEN": TOKEN}
     serve = subprocess.Popen([str(T25), "serve", "--bind", url.removeprefix("http://")],
                              cwd=seeded.repo, env=env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
-        while not _answers(url):
+        while not answers(url):
             assert serve.poll() is None, serve.stderr.read().decode()
             assert time.monotonic() < deadline, "t25 serve never answered /health"
             time.sleep(0.1)
@@ -93,13 +95,6 @@ def t25_serve(seeded):
             serve.kill()
             serve.wait()
         serve.stderr.close()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
@@ -144,7 +139,7 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
     from t25_tui.serve import make_api
     from tests.test_serve import serving
 
-    local, port = seeded.factory, _free_port()
+    local, port = seeded.factory, free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
     async with attach(url, TOKEN) as remote:
@@ -160,3 +155,26 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
                                port):
                 await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED,
                             timeout=30)
+
+
+async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
+    """Events keep arriving (another process deciding, an attached stream) while the cockpit
+    closes and its screens are gone: they must not crash the closing app."""
+    for _ in range(5):
+        app = app_for(seeded)
+        stop = asyncio.Event()
+
+        async def flood() -> None:
+            n = 0
+            while not stop.is_set() and n < 100_000:
+                n += 1
+                seeded.factory.bus.publish(
+                    TaskUpdated(id=10_000 + n, task_id="T-1", fields={}, actor="elsewhere"))
+                await asyncio.sleep(0)
+
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle_board(app, pilot)
+            flooding = asyncio.create_task(flood())
+            await pilot.pause(0.05)
+        stop.set()
+        await flooding
