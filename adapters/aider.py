@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from core.agent import AgentRequest
+from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg
-from core.models import Usage
+from core.domain.models import Usage
 from adapters.process import NETWORK_ENV
 
 _TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from core.agent import AgentRequest, AgentResult, Failure, OutputSink
-from core.models import Usage
+from core.domain.agent import AgentRequest, AgentResult, Failure, OutputSink
+from core.domain.models import Usage
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
 from adapters.sandbox import SandboxUnavailable, sandbox_for

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from core.config import QACheck
-from core.models import CheckResult
+from core.config.schema import QACheck
+from core.domain.models import CheckResult
 from adapters.process import minimal_env, run_process
 
 # Checks must not litter the worktree: a tree with untracked or ignored files is never

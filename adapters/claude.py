@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from core.agent import AgentRequest
+from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import anthropic_usage, epoch, json_lines, last_event, text_of
 from adapters.process import NETWORK_ENV

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from core.agent import AgentRequest
+from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import json_lines, last_event, text_of
-from core.models import Usage
+from core.domain.models import Usage
 from adapters.process import NETWORK_ENV
 
 EDIT_TOOLS = {"write_file", "replace", "edit"}

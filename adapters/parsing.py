@@ -12,8 +12,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from core.agent import Failure
-from core.models import Usage
+from core.domain.agent import Failure
+from core.domain.models import Usage
 
 
 def json_lines(text: str) -> list[dict]:

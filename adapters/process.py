@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.git import close_pipes, let_go, unstoppable
+from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
 DEFAULT_LOG_LIMIT = 64 * 2**20

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from core.agent import AgentRequest
+from core.domain.agent import AgentRequest
 from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg, QuotaSignal
 from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time
 

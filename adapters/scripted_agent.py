@@ -88,7 +88,7 @@ def parse_args(argv: list[str]) -> dict:
 
 
 def answer(stage: str, ctx: dict) -> dict:
-    """The stage's JSON answer, shaped like core.outputs expects."""
+    """The stage's JSON answer, shaped like core.domain.answers expects."""
     task, round_ = ctx["task"], ctx["round"]
     CHANGES_FILE = changes_file(task)
     if stage == "SPEC":

@@ -69,7 +69,7 @@ async def admin(dsn: str, statement: str) -> None:
 
 async def t25_workers(url: str, workers: int, start_at: float) -> int:
     sys.path.insert(0, str(ROOT))
-    from core.models import RunOutcome, RunStatus
+    from core.domain.models import RunOutcome, RunStatus
     from store import open_store
 
     done = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0)
@@ -125,7 +125,7 @@ def child(kind: str, url: str, workers: int, start_at: float) -> None:
 async def fill_t25(url: str, runs: int) -> None:
     """Queue `runs` runs, the way enqueue_run writes them (in one statement, to be quick)."""
     sys.path.insert(0, str(ROOT))
-    from core.models import NewTask, Project
+    from core.domain.models import NewTask, Project
     from store import open_store
 
     store = await open_store(url)
@@ -153,7 +153,7 @@ async def fill_t25(url: str, runs: int) -> None:
 
 
 def _new_run(task_id: str):
-    from core.models import NewRun, TaskState
+    from core.domain.models import NewRun, TaskState
 
     return NewRun(task_id=task_id, stage=TaskState.IMPLEMENTING, role="dev")
 
@@ -175,7 +175,7 @@ async def check_t25(url: str, runs: int, done: int) -> None:
     """The figure counts only if every run finished exactly once, under its first lease."""
     from collections import Counter
 
-    from core.events import RunFinished
+    from core.domain.events import RunFinished
     from store import open_store
 
     store = await open_store(url)

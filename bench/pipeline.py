@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))
 from adapters.base import CliAdapter  # noqa: E402
 from adapters.checks import run_check  # noqa: E402
 from adapters.scripted import ScriptedSpec  # noqa: E402
-from core.config import load_config  # noqa: E402
-from core.floor import Floor  # noqa: E402
-from core.git import git_sync  # noqa: E402
-from core.models import TaskState  # noqa: E402
-from core.service import Factory  # noqa: E402
+from core.config.schema import load_config  # noqa: E402
+from core.control.floor import Floor  # noqa: E402
+from core.workspace.git import git_sync  # noqa: E402
+from core.domain.models import TaskState  # noqa: E402
+from core.control.service import Factory  # noqa: E402
 from store import open_store  # noqa: E402
 
 CONFIG = """\

@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.events import RunOutput, TaskTransitioned  # noqa: E402
-from core.models import NewRun, RunOutcome, RunStatus, TaskState, Usage  # noqa: E402
-from t25_tui.commands.setup import DEMO_CONFIG, _sample_repo  # noqa: E402
+from core.domain.events import RunOutput, TaskTransitioned  # noqa: E402
+from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage  # noqa: E402
+from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo  # noqa: E402
 from tests.tui.terminal import T25, Terminal  # noqa: E402
 
 
@@ -53,14 +53,14 @@ async def fill(repo: Path, n: int) -> None:
     """N tasks spread over every state, one finished run each, through the Store API.
     (States are set with store.apply_transition directly: a bench needs the spread, not
     the walk through every stage.)"""
-    from core.config import load_config
-    from core.service import Factory
+    from core.config.schema import load_config
+    from core.control.service import Factory
     from store import open_store
 
     config = load_config(repo / "t25.yaml")
     f = Factory(config, await open_store(config.store_url))
     await f.sync_projects()
-    from core.models import NewTask
+    from core.domain.models import NewTask
 
     states = list(TaskState)
     for i in range(n):
@@ -228,10 +228,10 @@ def _count_output(repo: Path) -> int:
 # -- 3. 10 MB through a log pane ----------------------------------------------------------------
 
 async def log_flood(megabytes: int) -> None:
-    from t25_tui.app import make_app
-    from t25_tui.screens.detail import TaskDetail
-    from t25_tui.seed import seed
-    from t25_tui.widgets.logpane import LogPane
+    from t25_tui.tui.app import make_app
+    from t25_tui.tui.screens.detail import TaskDetail
+    from t25_tui.tui.sample_data import seed
+    from t25_tui.tui.widgets.logpane import LogPane
 
     with tempfile.TemporaryDirectory() as tmp:
         s = await seed(Path(tmp) / "shop")

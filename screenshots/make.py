@@ -3,7 +3,7 @@
     .venv/bin/python screenshots/make.py
 
 The app comes from the same `make_app` that `t25 tui` and the tests use, over the seeded
-board of `t25_tui.seed` (fixed ids, pinned times, a frozen clock), so the README never
+board of `t25_tui.tui.sample_data` (fixed ids, pinned times, a frozen clock), so the README never
 shows a UI that no longer exists.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from t25_tui.app import make_app  # noqa: E402
-from t25_tui.seed import seed  # noqa: E402
+from t25_tui.tui.app import make_app  # noqa: E402
+from t25_tui.tui.sample_data import seed  # noqa: E402
 
 
 async def shoot(name: str, keys: list[str], *, focus: str | None = None,

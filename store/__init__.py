@@ -1,4 +1,4 @@
-"""Backends of the Store contract (`core.store.Store`), chosen by URL.
+"""Backends of the Store contract (`core.ports.Store`), chosen by URL.
 
     sqlite:///relative/path.db     the embedded store: one file, WAL mode (the default)
     sqlite:////absolute/path.db    (three slashes, then the path: absolute paths show four)
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from core.errors import StoreError
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from core.ports import Store
 
 __all__ = ["open_store"]
 

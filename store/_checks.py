@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from core.errors import LeaseLost, NotFound, StaleState
-from core.events import Event, TaskTransitioned
-from core.models import (
+from core.domain.events import Event, TaskTransitioned
+from core.domain.models import (
     MUTABLE_TASK_FIELDS,
     Lease,
     RunOutcome,

@@ -33,8 +33,8 @@ from typing import Any, TypeVar
 import asyncpg
 
 from core.errors import ArtifactCorrupted, AuditError, StaleState
-from core.events import Event, RunFinished, RunQueued, TaskCreated
-from core.models import (
+from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
+from core.domain.models import (
     Artifact,
     ArtifactMeta,
     AuditAnchor,

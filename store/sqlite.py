@@ -25,8 +25,8 @@ from typing import Any
 import aiosqlite
 
 from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
-from core.events import Event, RunFinished, RunQueued, TaskCreated
-from core.models import (
+from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
+from core.domain.models import (
     Artifact,
     ArtifactMeta,
     AuditAnchor,

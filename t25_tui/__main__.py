@@ -1,5 +1,5 @@
 import sys
 
-from t25_tui.cli import main
+from t25_tui.cli.main import main
 
 sys.exit(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.git import git_sync
+from core.workspace.git import git_sync
 
 
 def make_repo(path: Path, branch: str = "trunk", files: dict[str, str] | None = None, *,

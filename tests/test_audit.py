@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.audit import GENESIS, AuditLog
+from core.control.audit import GENESIS, AuditLog
 from core.errors import AuditError, StaleState
-from core.models import AuditAnchor
+from core.domain.models import AuditAnchor
 from store import open_store
 
 

@@ -12,10 +12,10 @@ import httpx
 import pytest
 import yaml
 
-from core.config import load_config
-from core.service import Factory
+from core.config.schema import load_config
+from core.control.service import Factory
 from store import open_store
-from t25_tui.serve import make_api
+from t25_tui.api.server import make_api
 from tests.test_serve import serving
 
 LONG = "x" * 9000  # a line bigger than the slack left in the log's last page

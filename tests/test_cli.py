@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from core.git import git_sync
+from core.workspace.git import git_sync
 
 
 def test_help_lists_every_command_with_a_purpose(t25):
@@ -144,7 +144,7 @@ def test_help_is_quick_because_it_imports_nothing_heavy(t25):
     import subprocess
     import sys
 
-    code = ("import sys; from t25_tui.cli import main\n"
+    code = ("import sys; from t25_tui.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('pydantic', 'yaml', 'textual', 'aiosqlite') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.cli import build_parser
+from t25_tui.cli.main import build_parser
 
 SCRIPTED = """\
 projects: [{name: shop, repo: .}]
@@ -89,8 +89,8 @@ def test_debug_before_or_after_the_command(t25, args):
 
 def file_many_tasks(repo: Path, count: int) -> None:
     """`count` tasks through the Factory itself: quicker than `count` processes."""
-    from core.config import load_config
-    from core.service import Factory
+    from core.config.schema import load_config
+    from core.control.service import Factory
     from store import open_store
 
     async def go() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.text import MAX_DESCRIPTION, MAX_TITLE
+from core.domain.text import MAX_DESCRIPTION, MAX_TITLE
 
 ESC_TITLE = "evil \x1b]0;pwned\x07 title"
 SCRIPTED = """\

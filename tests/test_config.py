@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from core.config import (
+from core.config.schema import (
     AgentProfile,
     Config,
     ServeConfig,

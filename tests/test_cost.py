@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from core.config import CostConfig, Rate
-from core.cost import CostSummary, estimate, summarize
-from core.models import Run, TaskState, Usage
+from core.config.schema import CostConfig, Rate
+from core.control.cost import CostSummary, estimate, summarize
+from core.domain.models import Run, TaskState, Usage
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SONNET = Rate(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)

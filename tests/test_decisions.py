@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from core.errors import InvalidInput
-from core.events import ApprovalRequested, DecisionRecorded, RunQueued
-from core.git import git_sync
-from core.service import Factory
+from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
+from core.workspace.git import git_sync
+from core.control.service import Factory
 from store import open_store
-from t25_tui.serve import make_api
+from t25_tui.api.server import make_api
 from tests.test_cli import PIPELINE_CONFIG
 from tests.test_pipeline import Env
 from tests.test_serve import serving

@@ -3,8 +3,8 @@
 import asyncio
 from datetime import datetime, timezone
 
-from core.events import Event, EventBus, Resync, RunOutput, TaskTransitioned, UnknownEvent
-from core.models import TaskState
+from core.domain.events import Event, EventBus, Resync, RunOutput, TaskTransitioned, UnknownEvent
+from core.domain.models import TaskState
 
 
 def _output(n: int) -> RunOutput:

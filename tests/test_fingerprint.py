@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.fingerprint import changed, fingerprint
-from core.models import Task, TaskType, utcnow
-from core.worktrees import Worktrees
+from core.workspace.fingerprint import changed, fingerprint
+from core.domain.models import Task, TaskType, utcnow
+from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
 

@@ -17,10 +17,10 @@ import pytest
 from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
-from core.config import DATABASE_URL_ENV
+from core.config.schema import DATABASE_URL_ENV
 from core.errors import StoreError, StoreUnavailable
-from core.floor import Floor
-from core.models import TaskState
+from core.control.floor import Floor
+from core.domain.models import TaskState
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import Env, write_config
 from tests.waiting import until

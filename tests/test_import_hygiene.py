@@ -9,8 +9,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("module", ["core.service", "core.config", "core.audit", "store",
-                                    "store.sqlite", "adapters", "t25_tui.cli"])
+@pytest.mark.parametrize("module", ["core.control.service", "core.config.schema", "core.control.audit", "store",
+                                    "store.sqlite", "adapters", "t25_tui.cli.main"])
 def test_importing_leaves_textual_out(module):
     code = (f"import sys, {module}; "
             "bad = [m for m in ('textual', 'asyncpg', 'fastapi', 'uvicorn') if m in sys.modules]; "

@@ -15,13 +15,13 @@ import yaml
 from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
-from core.config import load_config
+from core.config.schema import load_config
 from core.errors import PolicyRefused
-from core.events import ApprovalRequested, RunStarted, TaskTransitioned
-from core.floor import Floor
-from core.git import git_sync
-from core.models import ArtifactKind, RunStatus, TaskState, TaskType
-from core.service import Factory
+from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
+from core.control.floor import Floor
+from core.workspace.git import git_sync
+from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
+from core.control.service import Factory
 from store import open_store
 
 S = TaskState
@@ -362,9 +362,9 @@ async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_sen
 
 
 async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_without_one(env):
-    from core.agent import AgentResult
-    from core.models import Usage
-    from core.pipeline import Pipeline
+    from core.domain.agent import AgentResult
+    from core.domain.models import Usage
+    from core.control.pipeline import Pipeline
 
     factory = await env.open()  # rates: scripted-1 at $3 in / $15 out per million tokens
     pipeline = Pipeline(factory)

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from core.config import ApprovalPolicy, Limits
-from core.models import CheckResult, DiffStat, Task, TaskState
-from core.outputs import Finding, PlanOutput, ReviewOutput
-from core.policies import (
+from core.config.schema import ApprovalPolicy, Limits
+from core.domain.models import CheckResult, DiffStat, Task, TaskState
+from core.domain.answers import Finding, PlanOutput, ReviewOutput
+from core.control.policies import (
     check_diff_limits,
     evaluate_qa,
     evaluate_review,

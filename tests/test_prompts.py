@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from core.errors import ConfigError
-from core.models import CheckResult, Task, TaskState
-from core.outputs import Finding, PlanOutput, SpecOutput, output_schema, parse_output
-from core.prompts import (
+from core.domain.models import CheckResult, Task, TaskState
+from core.domain.answers import Finding, PlanOutput, SpecOutput, output_schema, parse_output
+from core.control.prompts import (
     ANSWERS_HEADING,
     EXAMPLES,
     OUTPUT_INSTRUCTION,
@@ -316,7 +316,7 @@ def test_every_shipped_template_renders_for_its_stage(name):
     stage = next((s for s, n in STAGE_TEMPLATES.items() if n == name), S.REVIEW)
     role = "security" if name == "security.md" else ROLE_FOR[stage]
     text, source = load_template(name)
-    assert source == f"core/prompts/{name}" and text.strip()
+    assert source == f"core/control/templates/{name}" and text.strip()
     prompt = build_prompt(ctx(stage, role))
     assert "$" not in prompt.split("## Task")[0].replace("T25-", "")  # every placeholder filled
     assert "T-7" in prompt.split("## Task")[0].split("T25-ROUND: 1")[1]
@@ -363,12 +363,8 @@ def test_a_missing_override_directory_is_an_error_not_a_fallback(tmp_path: Path)
         build_prompt(ctx(), overrides=tmp_path / "nope")
 
 
-def test_templates_ship_beside_the_module_without_shadowing_it():
-    # core/prompts/ must stay a plain data directory: an __init__.py there would make
-    # `core.prompts` that package and hide this module.
-    import core.prompts
+def test_every_template_ships_in_the_package():
+    import core.control.prompts
 
-    folder = Path(core.prompts.__file__).with_suffix("")
-    assert Path(core.prompts.__file__).name == "prompts.py"
-    assert not (folder / "__init__.py").exists()
+    folder = Path(core.control.prompts.__file__).parent / "templates"
     assert sorted(p.name for p in folder.glob("*.md")) == sorted(TEMPLATES)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from core.errors import T25Error
-from core.git import git_sync
-from core.models import Task, TaskType
-from core.publish import publish
-from core.worktrees import Worktrees
+from core.workspace.git import git_sync
+from core.domain.models import Task, TaskType
+from core.workspace.pull_request import publish
+from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)

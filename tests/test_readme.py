@@ -59,7 +59,7 @@ def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
     """(command path, options shown) for each row of the command table."""
-    from t25_tui.cli import build_parser
+    from t25_tui.cli.main import build_parser
 
     parsers = dict(subcommands(build_parser()))
     out = []
@@ -73,7 +73,7 @@ def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
 
 
 def test_every_command_in_the_table_exists_with_the_options_it_shows():
-    from t25_tui.cli import build_parser
+    from t25_tui.cli.main import build_parser
 
     parsers = dict(subcommands(build_parser()))
     for path, options in documented_commands():
@@ -83,14 +83,14 @@ def test_every_command_in_the_table_exists_with_the_options_it_shows():
 
 
 def test_every_command_of_the_parser_is_in_the_table():
-    from t25_tui.cli import build_parser
+    from t25_tui.cli.main import build_parser
 
     runnable = {path for path, sub in subcommands(build_parser()) if sub.get_default("handler")}
     assert runnable - {path for path, _ in documented_commands()} == set()
 
 
 def test_the_global_options_paragraph_names_the_parsers_global_options():
-    from t25_tui.cli import build_parser
+    from t25_tui.cli.main import build_parser
 
     top = {o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")}
     paragraph = README[README.index("Every command takes"):].split("\n\n")[0]
@@ -114,9 +114,9 @@ def keys_of(bindings) -> set[str]:
 
 def all_bindings() -> dict[str, set[str]]:
     """Every binding of the cockpit, by class: the app, its screens, dialogs and widgets."""
-    from t25_tui.app import T25App
-    from t25_tui.screens import detail, dialogs, help, inbox, panes
-    from t25_tui.widgets import board, logpane
+    from t25_tui.tui.app import T25App
+    from t25_tui.tui.screens import detail, dialogs, help, inbox, panes
+    from t25_tui.tui.widgets import board, logpane
 
     classes = [T25App]
     for module in (detail, dialogs, help, inbox, panes, board, logpane):
@@ -135,7 +135,7 @@ def documented_keys() -> set[str]:
 
 
 def test_every_key_of_the_cockpit_is_in_the_key_table():
-    from t25_tui.app import T25App
+    from t25_tui.tui.app import T25App
 
     app_keys = keys_of(T25App.BINDINGS) | {T25App.COMMAND_PALETTE_BINDING}
     assert app_keys - documented_keys() == set()
@@ -153,9 +153,9 @@ def test_the_quick_start_keys_do_what_it_says():
     # What each one does, on the screen it is pressed in: the board opens the inbox, the
     # inbox opens the task's decision, the approval dialog approves, the board (or inbox)
     # merges, the confirmation confirms, and the app quits.
-    from t25_tui.app import T25App
-    from t25_tui.screens.dialogs import ApprovalDialog, ConfirmDialog
-    from t25_tui.screens.inbox import Inbox
+    from t25_tui.tui.app import T25App
+    from t25_tui.tui.screens.dialogs import ApprovalDialog, ConfirmDialog
+    from t25_tui.tui.screens.inbox import Inbox
 
     def action(cls, key: str) -> str:
         return next(b.action for b in cls.BINDINGS if key in b.key.split(","))

@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from core.text import MAX_TITLE
+from core.domain.text import MAX_TITLE
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from core.models import Lease, RunOutcome, RunStatus
-from t25_tui.serve import make_api, server_for
+from core.domain.models import Lease, RunOutcome, RunStatus
+from t25_tui.api.server import make_api, server_for
 from tests.test_pipeline import Env, write_config
 from tests.waiting import answers, free_port, wait_until
 

@@ -13,7 +13,7 @@ import sys
 import httpx
 import pytest
 
-from t25_tui.serve import is_loopback
+from t25_tui.api.server import is_loopback
 from tests.test_pipeline import write_config
 from tests.waiting import answers, free_port, wait_until
 

@@ -25,7 +25,7 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from core.config import DATABASE_URL_ENV
+from core.config.schema import DATABASE_URL_ENV
 from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.store.test_store_faults import hold_exclusive_lock, let_go
 from tests.test_pipeline import write_config

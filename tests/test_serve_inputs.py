@@ -12,12 +12,12 @@ import sys
 import httpx
 import pytest
 
-from core import text
+from core.domain import text
 from core.errors import InvalidInput
-from core.events import RunOutput
-from core.models import TaskState
-from t25_tui.serve import make_api
-from t25_tui.serve_requests import MULTI_LINE, MULTI_LINE_REQUIRED, ONE_LINE_REQUIRED
+from core.domain.events import RunOutput
+from core.domain.models import TaskState
+from t25_tui.api.server import make_api
+from t25_tui.api.bodies import MULTI_LINE, MULTI_LINE_REQUIRED, ONE_LINE_REQUIRED
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
@@ -155,7 +155,7 @@ async def test_a_refusal_names_a_few_fields_and_never_their_values(api):
     (MULTI_LINE_REQUIRED, lambda s: text.reason(s, required=True)),
 ])
 def test_the_documented_patterns_are_core_texts_rules(pattern, check):
-    # The OpenAPI document promises the same text core.text accepts, character by character.
+    # The OpenAPI document promises the same text core.domain.text accepts, character by character.
     def accepted(s: str) -> bool:
         try:
             check(s)
@@ -164,7 +164,7 @@ def test_the_documented_patterns_are_core_texts_rules(pattern, check):
             return False
 
     compiled = re.compile(pattern.strip("^$"))
-    # Every character core.text names is below U+3100; past it, a sample of the rest.
+    # Every character core.domain.text names is below U+3100; past it, a sample of the rest.
     codes = [*range(0x3100), *range(0x3100, sys.maxunicode + 1, 251)]
     for code in codes:
         if 0xD800 <= code <= 0xDFFF:  # lone surrogates: refused at the gate, not in JSON

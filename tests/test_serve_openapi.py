@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.serve import make_api
+from t25_tui.api.server import make_api
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env, write_config
 from tests.waiting import answers, free_port, wait_until

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from t25_tui import serve_limits
-from t25_tui.serve import make_api
-from t25_tui.serve_limits import HEADER_TIMEOUT_S, DeadlineProtocol
+from t25_tui.api import gate as serve_limits
+from t25_tui.api.server import make_api
+from t25_tui.api.gate import HEADER_TIMEOUT_S, DeadlineProtocol
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
 from tests.waiting import answers, free_port, wait_until

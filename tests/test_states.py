@@ -5,8 +5,8 @@ import itertools
 import pytest
 
 from core.errors import IllegalTransition
-from core.models import TaskState as S
-from core.states import TRANSITIONS, WORKING, assert_transition
+from core.domain.models import TaskState as S
+from core.domain.states import TRANSITIONS, WORKING, assert_transition
 
 # The seeds' pipeline, written out independently of the table it checks.
 HAPPY = [S.RECEIVED, S.SPEC, S.PLAN, S.AWAITING_APPROVAL, S.IMPLEMENTING, S.QA, S.REVIEW,

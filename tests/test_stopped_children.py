@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from adapters.process import minimal_env, run_process
-from core import git
-from core.git import git_env, run_command
+from core.workspace import git
+from core.workspace.git import git_env, run_command
 
 Start = Callable[[list[str], Path], Awaitable[object]]
 

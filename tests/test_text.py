@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import text
+from core.domain import text
 from core.errors import InvalidInput
 
 

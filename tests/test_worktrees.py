@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.models import DiffStat, Task, TaskType, utcnow
-from core.worktrees import (
+from core.domain.models import DiffStat, Task, TaskType, utcnow
+from core.workspace.worktrees import (
     META_DIR,
     MergeRefused,
     WorktreeBusy,
@@ -218,7 +218,7 @@ async def test_a_branch_name_full_of_shell_metacharacters_is_just_a_name(tmp_pat
 LOCK_HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from core.worktrees import Worktrees
+    from core.workspace.worktrees import Worktrees
     wt = Worktrees(Path(sys.argv[1]), Path(sys.argv[2]), "trunk", owner="install-a")
     with wt.lock("T-1"):
         print("locked", flush=True)
@@ -229,8 +229,8 @@ RACER = textwrap.dedent("""
     import asyncio, sys, time
     from datetime import datetime, timezone
     from pathlib import Path
-    from core.models import Task, TaskType
-    from core.worktrees import Worktrees, WorktreeBusy
+    from core.domain.models import Task, TaskType
+    from core.workspace.worktrees import Worktrees, WorktreeBusy
     wt = Worktrees(Path(sys.argv[1]), Path(sys.argv[2]), "trunk", owner="install-a")
     now = datetime.now(timezone.utc)
     task = Task(id="T-1", project="demo", title="t", type=TaskType.FEAT,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.agent import AgentRequest
-from core.models import Usage
+from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg
 
 ECHO_CLI = Path(__file__).with_name("echo_cli.py")

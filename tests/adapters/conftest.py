@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_kit import EchoSpec, prompt_for
-from core.agent import AgentRequest
-from core.models import TaskState
+from core.domain.agent import AgentRequest
+from core.domain.models import TaskState
 from adapters.base import CliAdapter
 from adapters.scripted import ScriptedSpec
 

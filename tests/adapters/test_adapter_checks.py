@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from core.config import QACheck
+from core.config.schema import QACheck
 from adapters.checks import EXCERPT_BYTES, run_check
 
 

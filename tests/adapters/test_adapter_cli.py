@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
-from core.agent import AgentAdapter, Failure
-from core.models import TaskState, utcnow
-from core.outputs import OutputInvalid, QAOutput, parse_output
+from core.domain.agent import AgentAdapter, Failure
+from core.domain.models import TaskState, utcnow
+from core.domain.answers import OutputInvalid, QAOutput, parse_output
 from adapters.base import PROMPT_FILE_THRESHOLD, CliAdapter, CliAdapterSpec
 from adapters.process import ENV_ALLOWLIST
 

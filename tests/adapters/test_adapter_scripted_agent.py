@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent_kit import Sink
-from core.git import git_sync
-from core.models import TaskState
-from core.outputs import (
+from core.workspace.git import git_sync
+from core.domain.models import TaskState
+from core.domain.answers import (
     DevOutput,
     DocsOutput,
     PlanOutput,

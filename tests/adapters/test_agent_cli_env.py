@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent_kit import EchoSpec, Sink
-from core.agent import Failure
-from core.config import AgentProfile
+from core.domain.agent import Failure
+from core.config.schema import AgentProfile
 from adapters.base import CliAdapter
 from adapters.sandbox import Bubblewrap, Docker, SandboxUnavailable, sandbox_for
 

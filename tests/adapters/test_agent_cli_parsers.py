@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.agent import AgentRequest, Failure
-from core.models import TaskState
+from core.domain.agent import AgentRequest, Failure
+from core.domain.models import TaskState
 from adapters.aider import AiderSpec
 from adapters.base import CliAdapter, PromptArg
 from adapters.claude import ClaudeSpec

@@ -17,12 +17,12 @@ from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.registry import builtin_adapters
 from adapters.scripted import ScriptedSpec
-from core.agent import AgentRequest, Failure
-from core.config import load_config
-from core.floor import Floor
-from core.git import git_sync
-from core.models import ArtifactKind, TaskState
-from core.service import Factory
+from core.domain.agent import AgentRequest, Failure
+from core.config.schema import load_config
+from core.control.floor import Floor
+from core.workspace.git import git_sync
+from core.domain.models import ArtifactKind, TaskState
+from core.control.service import Factory
 from store import open_store
 from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
 from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from core.models import Project
-from core.store import Store
+from core.domain.models import Project
+from core.ports import Store
 from store import open_store
 
 PG_DSN = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")

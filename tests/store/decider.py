@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from core.config import load_config
+from core.config.schema import load_config
 from core.errors import PolicyRefused, T25Error
-from core.service import Factory
+from core.control.service import Factory
 from store import open_store
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, timedelta
 import pytest
 
 from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
-from core.events import (
+from core.domain.events import (
     DecisionRecorded,
     RunFinished,
     RunQueued,
@@ -18,7 +18,7 @@ from core.events import (
     TaskTransitioned,
     TaskUpdated,
 )
-from core.models import (
+from core.domain.models import (
     ArtifactKind,
     ArtifactMeta,
     AuditAnchor,
@@ -33,7 +33,7 @@ from core.models import (
     TaskType,
     Usage,
 )
-from core.store import Store
+from core.ports import Store
 
 S = TaskState
 

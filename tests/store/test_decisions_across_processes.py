@@ -14,10 +14,10 @@ import asyncpg
 import pytest
 import yaml
 
-from core.audit import AuditLog
-from core.config import load_config
-from core.events import DecisionRecorded
-from core.service import Factory
+from core.control.audit import AuditLog
+from core.config.schema import load_config
+from core.domain.events import DecisionRecorded
+from core.control.service import Factory
 from tests.conftest import make_repo
 from tests.store.conftest import Backend, PostgresBackend
 

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from core.errors import LeaseLost
-from core.events import RunFinished
-from core.models import (
+from core.domain.events import RunFinished
+from core.domain.models import (
     Lease,
     NewRun,
     NewTask,
@@ -24,7 +24,7 @@ from core.models import (
     RunStatus,
     TaskState,
 )
-from core.store import Store
+from core.ports import Store
 from tests.store.conftest import Backend
 
 S = TaskState

@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 
 from core.errors import StoreError
-from core.events import DecisionRecorded
-from core.models import NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
+from core.domain.events import DecisionRecorded
+from core.domain.models import NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
 from store import migrations, open_store
 from store.postgres import PostgresStore
 from store.postgres_events import CHANNEL, COALESCE_S

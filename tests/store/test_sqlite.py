@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import StoreError
-from core.models import NewTask, Project
+from core.domain.models import NewTask, Project
 from store import migrations, open_store
 from store.sqlite_file import APPLICATION_ID
 

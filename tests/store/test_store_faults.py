@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import StoreError, StoreUnavailable
-from core.models import NewTask, Project, TaskState
+from core.domain.models import NewTask, Project, TaskState
 from store import open_store
 from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
 

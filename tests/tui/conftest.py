@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.app import T25App, make_app
-from t25_tui.seed import Seeded, seed
+from t25_tui.tui.app import T25App, make_app
+from t25_tui.tui.sample_data import Seeded, seed
 
 
 @pytest.fixture

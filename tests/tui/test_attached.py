@@ -11,15 +11,15 @@ import asyncio
 import pytest
 
 from core.errors import ConfigError, ControlPlaneUnreachable
-from core.events import Resync, RunOutput
-from core.models import RunStatus, TaskState
-from t25_tui.app import make_app
-from t25_tui.attach import attach
-from t25_tui.screens.detail import TaskDetail
-from t25_tui.screens.dialogs import ApprovalDialog, MessageDialog
-from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
-from t25_tui.serve import make_api
-from t25_tui.widgets.logpane import LogPane
+from core.domain.events import Resync, RunOutput
+from core.domain.models import RunStatus, TaskState
+from t25_tui.tui.app import make_app
+from t25_tui.api.cockpit_client import attach
+from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.dialogs import ApprovalDialog, MessageDialog
+from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
+from t25_tui.api.server import make_api
+from t25_tui.tui.widgets.logpane import LogPane
 from tests.test_serve import serving
 from tests.tui.conftest import settle_board, until, until_async
 from tests.waiting import free_port

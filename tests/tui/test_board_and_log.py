@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from core.events import RunOutput
-from core.models import RunStatus, TaskState
-from t25_tui.screens.detail import TaskDetail
-from t25_tui.widgets.logpane import LogPane
+from core.domain.events import RunOutput
+from core.domain.models import RunStatus, TaskState
+from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import TaskState
-from t25_tui.screens.dialogs import AnswerDialog, ApprovalDialog, MessageDialog
-from t25_tui.screens.inbox import Inbox
+from core.domain.models import TaskState
+from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog, MessageDialog
+from t25_tui.tui.screens.inbox import Inbox
 from tests.tui.conftest import app_for, settle_board, until, until_async
 
 SIZES = [(120, 36), (80, 24)]

@@ -16,13 +16,13 @@ import httpx
 import pytest
 from textual.worker import WorkerState
 
-from core.events import TaskUpdated
-from core.models import TaskState
-from core.service import Factory
+from core.domain.events import TaskUpdated
+from core.domain.models import TaskState
+from core.control.service import Factory
 from store import open_store
-from t25_tui.app import make_app
-from t25_tui.attach import attach
-from t25_tui.screens.dialogs import ApprovalDialog, NewTaskDialog
+from t25_tui.tui.app import make_app
+from t25_tui.api.cockpit_client import attach
+from t25_tui.tui.screens.dialogs import ApprovalDialog, NewTaskDialog
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.terminal import T25
 from tests.waiting import answers, free_port
@@ -136,7 +136,7 @@ async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
 async def test_the_board_comes_back_after_its_reads_failed(seeded):
     """serve goes away under an attached cockpit: its board reads fail while the link is
     down. A serve comes back on the same address and the board moves again."""
-    from t25_tui.serve import make_api
+    from t25_tui.api.server import make_api
     from tests.test_serve import serving
 
     local, port = seeded.factory, free_port()

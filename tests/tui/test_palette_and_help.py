@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from t25_tui.app import COMMANDS
-from t25_tui.screens.help import HelpScreen
-from t25_tui.screens.panes import AuditPane, CostPane, ProfilesPane
+from t25_tui.tui.app import COMMANDS
+from t25_tui.tui.screens.help import HelpScreen
+from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from tests.tui.conftest import app_for, settle_board, until
 
 

@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from core.config import load_config
-from t25_tui.commands.setup import _sample_repo
-from t25_tui.preflight import missing_agents
+from core.config.schema import load_config
+from t25_tui.cli.setup import _sample_repo
+from t25_tui.tui.readiness import missing_agents
 from tests.tui.terminal import T25, Terminal
 
 
@@ -53,7 +53,7 @@ def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
 
 
 def test_help_does_not_import_textual():
-    code = ("import sys; from t25_tui.cli import build_parser; build_parser(); "
+    code = ("import sys; from t25_tui.cli.main import build_parser; build_parser(); "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], check=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.seed import seed
+from t25_tui.tui.sample_data import seed
 from tests.tui.conftest import app_for, until
 
 

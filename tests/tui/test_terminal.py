@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.commands.setup import DEMO_CONFIG, _sample_repo
+from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo
 from tests.tui.terminal import T25, Terminal
 
 

@@ -1,0 +1,497 @@
+"""t25.yaml: what T25 works on, which agent plays each role, and the policy it enforces.
+
+The schema is strict on purpose. Every section forbids unknown keys (a typo must never
+be silently ignored), values are not coerced across types (`"25"` is not a number),
+and nothing that looks like a credential is accepted (see `core.config.secrets`).
+Every mistake becomes a one-line `ConfigError` naming file, line and key (see
+`core.config.source`). Relative paths are resolved against the config file's
+directory, so a config means the same thing from whichever directory T25 starts.
+
+    load_config(path)            -> Config
+    find_config(start, explicit) -> Path of the t25.yaml to use
+    default_config_text()        -> the shipped, fully commented t25.yaml.example
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from importlib import resources
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from core.config.secrets import refuse_credentials
+from core.config.source import (
+    ConfigSource,
+    parse_source,
+    show,
+    unknown_name,
+    validation_error,
+)
+from core.errors import ConfigError
+
+CONFIG_FILENAME = "t25.yaml"
+DATABASE_URL_ENV = "T25_DATABASE_URL"
+INIT_HINT = "run `t25 init` to create one"
+
+Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
+ROLES: tuple[str, ...] = get_args(Role)  # in pipeline order
+Risk = Literal["low", "medium", "high"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _root(info: ValidationInfo) -> Path:
+    """The directory relative paths are resolved against (the config file's)."""
+    root = (info.context or {}).get("root")
+    return Path(root) if root is not None else Path.cwd()
+
+
+def _on_this_host(info: ValidationInfo) -> bool:
+    """Validating a file read here, so its paths and adapters can be checked against
+    this host (a Config sent by `t25 serve` or built in memory is not)."""
+    return (info.context or {}).get("root") is not None
+
+
+def _known_adapters(info: ValidationInfo) -> tuple[str, ...] | None:
+    """The adapter names a profile may use, when the caller said (`load_config(adapters=)`):
+    the registry lives in `adapters/`, which core does not import."""
+    return (info.context or {}).get("adapters")
+
+
+def _argv(value: Any) -> Any:
+    """Commands are argv lists: T25 never hands a string to a shell."""
+    if isinstance(value, str):
+        try:
+            example = "[" + ", ".join(shlex.split(value)) + "]"
+        except ValueError:
+            example = "[program, arg, ...]"
+        raise ValueError(
+            f"expected a list of arguments such as {example}, got a string; "
+            "T25 never runs a command through a shell"
+        )
+    return value
+
+
+# A path written in YAML is text; strict mode would refuse text for a Path field.
+ConfigPath = Annotated[Path, Field(strict=False)]
+Argv = Annotated[list[str], BeforeValidator(_argv)]
+
+
+# -- projects ----------------------------------------------------------------------------
+
+_PROJECT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+# Not a full git ref check: enough that a branch can never be read as an option or a range.
+_BRANCH = re.compile(r"(?!-)(?!.*\.\.)[^\s~^:?*\[\\]+")
+
+
+class ProjectConfig(_Section):
+    """A git repository T25 works on."""
+
+    name: str
+    repo: ConfigPath = Field(default=Path("."), validate_default=True)
+    default_branch: str | None = None  # None: detected from git when the project is used
+    prompts: ConfigPath | None = None  # a directory of prompt-template overrides
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _PROJECT_NAME.fullmatch(value):
+            raise ValueError(
+                "expected lowercase letters, digits, '_', '.' or '-', starting with a "
+                f"letter or digit, got {show(value)}"
+            )
+        return value
+
+    @field_validator("default_branch")
+    @classmethod
+    def _branch(cls, value: str | None) -> str | None:
+        if value is not None and not _BRANCH.fullmatch(value):
+            raise ValueError(f"expected a git branch name such as main, got {show(value)}")
+        return value
+
+    @field_validator("repo", "prompts", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else (_root(info) / value.expanduser()).resolve()
+
+    @field_validator("repo", mode="after")
+    @classmethod
+    def _exists(cls, value: Path, info: ValidationInfo) -> Path:
+        # Checked only for a file read on this host (`load_config`): a Config that a
+        # remote cockpit receives from `t25 serve` names the serve host's directories.
+        if _on_this_host(info) and not value.is_dir():
+            raise ValueError(f"{value} does not exist" if not value.exists()
+                             else f"{value} is not a directory")
+        return value
+
+
+# -- roles -------------------------------------------------------------------------------
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", DATABASE_URL_ENV})
+
+
+class AgentProfile(_Section):
+    """One agent CLI to try for a role: which adapter, which model, how long it may run."""
+
+    adapter: str = Field(min_length=1)
+    model: str | None = None
+    args: Argv = []
+    timeout_s: PositiveInt | None = None  # None: limits.run_timeout_s
+    # Names (never values) of variables the CLI itself needs, e.g. its own login's
+    # ANTHROPIC_API_KEY; passed through only when set. T25's own secrets never are.
+    env_passthrough: list[str] = []
+    private_home: bool = False            # a fresh HOME and CLI config dir per run
+    sandbox: Literal["none", "bwrap", "docker"] = "none"
+    sandbox_image: str | None = None      # required with sandbox: docker
+
+    @field_validator("adapter")
+    @classmethod
+    def _adapter(cls, name: str, info: ValidationInfo) -> str:
+        known = _known_adapters(info)
+        if known is not None and name not in known:
+            raise ValueError(unknown_name("adapter", name, sorted(known)))
+        return name
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _env_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"expected environment variable names such as "
+                                 f"ANTHROPIC_API_KEY, got {show(name)}")
+            if name in _NEVER_PASSED:
+                raise ValueError(f"{name} is T25's own secret and never reaches an agent")
+        return names
+
+    @model_validator(mode="after")
+    def _image(self) -> AgentProfile:
+        if self.sandbox == "docker" and not self.sandbox_image:
+            raise ValueError("sandbox: docker needs sandbox_image (the image to run the CLI in)")
+        return self
+
+
+def _chain(value: Any) -> Any:
+    if isinstance(value, dict):
+        raise ValueError(
+            "expected a list of agent profiles (write `- adapter: ...`), got a single mapping"
+        )
+    return value
+
+
+# An ordered fallback chain: a missing binary or an exhausted quota moves to the next.
+Chain = Annotated[list[AgentProfile], Field(min_length=1), BeforeValidator(_chain)]
+
+
+def _claude() -> list[AgentProfile]:
+    return [AgentProfile(adapter="claude")]
+
+
+class RoleChains(_Section):
+    """Each role's fallback chain of agent profiles. `security` runs only when present."""
+
+    spec: Chain = Field(default_factory=_claude)
+    planner: Chain = Field(default_factory=_claude)
+    dev: Chain = Field(default_factory=_claude)
+    qa: Chain = Field(default_factory=_claude)
+    reviewer: Chain = Field(default_factory=_claude)
+    security: Chain | None = None
+    docs: Chain = Field(default_factory=_claude)
+
+    def chain(self, role: str) -> list[AgentProfile] | None:
+        """The chain for `role`, or None for a role that is not configured (security)."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
+        return getattr(self, role)
+
+
+# -- policy ------------------------------------------------------------------------------
+
+
+class Limits(_Section):
+    """Bounds the factory enforces, whatever an agent says."""
+
+    max_files_changed: PositiveInt = 25
+    max_diff_lines: PositiveInt = 1000
+    max_review_loops: NonNegativeInt = 2
+    max_qa_loops: NonNegativeInt = 2
+    run_timeout_s: PositiveInt = 1800
+    workers: PositiveInt = 2
+
+
+class ApprovalPolicy(_Section):
+    """Which plan risk levels wait for a human before implementation starts."""
+
+    require_for_risk: list[Risk] = ["high"]
+
+    def requires_approval(self, risk: str) -> bool:
+        return risk in self.require_for_risk
+
+
+class QACheck(_Section):
+    """A command QA runs in the task's worktree; a required check must pass to merge."""
+
+    name: str = Field(min_length=1)
+    run: Annotated[Argv, Field(min_length=1)]
+    required: bool = True
+    timeout_s: PositiveInt = 900
+
+
+class QAConfig(_Section):
+    checks: list[QACheck] = []
+
+    @field_validator("checks")
+    @classmethod
+    def _unique(cls, checks: list[QACheck]) -> list[QACheck]:
+        _refuse_duplicates("check", [check.name for check in checks])
+        return checks
+
+
+class Rate(_Section):
+    """USD per million tokens for one model; cost is an estimate, not a bill."""
+
+    input: NonNegativeFloat
+    output: NonNegativeFloat
+    cache_read: NonNegativeFloat = 0.0
+    cache_write: NonNegativeFloat = 0.0
+
+
+class CostConfig(_Section):
+    rates: dict[str, Rate] = {}
+
+    def rate_for(self, model: str | None) -> Rate | None:
+        """The rate for `model`: an exact name, else the longest name it starts with
+        (`claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`)."""
+        if not model:
+            return None
+        if model in self.rates:
+            return self.rates[model]
+        prefixes = [name for name in self.rates if model.startswith(name)]
+        return self.rates[max(prefixes, key=len)] if prefixes else None
+
+
+# -- places ------------------------------------------------------------------------------
+
+
+class WorktreeConfig(_Section):
+    root: ConfigPath = Field(default=Path(".factory/worktrees"), validate_default=True)
+
+    @field_validator("root", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path, info: ValidationInfo) -> Path:
+        return (_root(info) / value.expanduser()).resolve()
+
+
+class StoreConfig(_Section):
+    """Where tasks, runs and events are kept. A password belongs in T25_DATABASE_URL."""
+
+    url: str = Field(default="sqlite:///.factory/t25.db", validate_default=True)
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        if not re.match(r"(sqlite:///.|postgres(ql)?://)", value):
+            raise ValueError(
+                "expected sqlite:///path/to/file.db or postgresql://host/db, "
+                f"got {show(value)}"
+            )
+        return absolute_sqlite_url(value, _root(info))
+
+
+class ServeConfig(_Section):
+    bind: str = "127.0.0.1:8725"
+
+    @field_validator("bind")
+    @classmethod
+    def _bind(cls, value: str) -> str:
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"expected host:port such as 127.0.0.1:8725, got {show(value)}")
+        return value
+
+    @property
+    def host(self) -> str:
+        return self.bind.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.bind.rpartition(":")[2])
+
+
+def absolute_sqlite_url(url: str, root: Path) -> str:
+    """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
+    prefix = "sqlite:///"
+    rest = url[len(prefix):]
+    if not url.startswith(prefix) or rest.startswith("/") or rest.startswith(":memory:"):
+        return url
+    return prefix + str((root / Path(rest).expanduser()).resolve())
+
+
+def _refuse_duplicates(noun: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"two {noun}s are named {name!r}; names must be unique")
+        seen.add(name)
+
+
+# -- the whole file ----------------------------------------------------------------------
+
+
+class Config(_Section):
+    """A validated t25.yaml. Paths in it are absolute; `path` is the file it came from."""
+
+    projects: Annotated[list[ProjectConfig], Field(min_length=1)]
+    roles: RoleChains = RoleChains()
+    limits: Limits = Limits()
+    approval: ApprovalPolicy = ApprovalPolicy()
+    qa: QAConfig = QAConfig()
+    cost: CostConfig = CostConfig()
+    # Validated from {} so their default relative paths resolve against the file's directory.
+    worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
+    store: StoreConfig = Field(default_factory=dict, validate_default=True)
+    serve: ServeConfig = ServeConfig()
+
+    # Not a key of the file: set by load_config. A Config built in memory acts as if
+    # it were read from ./t25.yaml, matching how its relative paths were resolved.
+    _path: Path = PrivateAttr(default_factory=lambda: Path.cwd() / CONFIG_FILENAME)
+
+    @field_validator("projects")
+    @classmethod
+    def _unique(cls, projects: list[ProjectConfig]) -> list[ProjectConfig]:
+        _refuse_duplicates("project", [project.name for project in projects])
+        return projects
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def root(self) -> Path:
+        return self._path.parent
+
+    @property
+    def store_url(self) -> str:
+        """T25_DATABASE_URL when set (the only place a database password may live),
+        else store.url."""
+        from_env = os.environ.get(DATABASE_URL_ENV, "").strip()
+        return absolute_sqlite_url(from_env, Path.cwd()) if from_env else self.store.url
+
+    def project(self, name: str | None = None) -> ProjectConfig:
+        """The named project; with no name, the first (usually the only) one."""
+        if name is None:
+            return self.projects[0]
+        for project in self.projects:
+            if project.name == name:
+                return project
+        known = ", ".join(project.name for project in self.projects)
+        raise ConfigError(f"unknown project {name!r} (known: {known})",
+                          hint=f"projects are listed under `projects:` in {self.path}")
+
+    def rate_for(self, model: str | None) -> Rate | None:
+        return self.cost.rate_for(model)
+
+    def timeout_for(self, profile: AgentProfile) -> int:
+        return profile.timeout_s or self.limits.run_timeout_s
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+def load_config(path: Path, *, adapters: Iterable[str] | None = None) -> Config:
+    """Read and validate a t25.yaml; every problem is a one-line ConfigError. With
+    `adapters` (the names the caller can run), a profile naming another is refused."""
+    path = Path(path).expanduser().absolute()
+    name = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{name}: no such file", hint=INIT_HINT) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{name}: is a directory, not a config file",
+                          hint=f"point --config at the {CONFIG_FILENAME} inside it") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{name}: is not UTF-8 text", hint="save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot be read ({exc.strerror})",
+                          hint="check the file's permissions") from None
+    return parse_config(text, path, adapters=adapters)
+
+
+def parse_config(text: str, path: Path, *, adapters: Iterable[str] | None = None) -> Config:
+    """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
+    path = Path(path).expanduser().absolute()
+    source = parse_source(text, _display(path))
+    refuse_credentials(source)
+    _require_mapping(source)
+    context = {"root": path.parent, "adapters": None if adapters is None else tuple(adapters)}
+    try:
+        config = Config.model_validate(source.data, context=context)
+    except ValidationError as exc:
+        raise validation_error(source, exc, Config) from None
+    config._path = path
+    return config
+
+
+def _require_mapping(source: ConfigSource) -> None:
+    if source.data is None:
+        raise ConfigError(f"{source.name}:1: the file is empty; expected at least a "
+                          "`projects:` list", hint="copy t25.yaml.example, or " + INIT_HINT)
+    if not isinstance(source.data, dict):
+        raise source.error((), f"expected keys such as `projects:` at the top level, "
+                               f"got {show(source.data)}")
+
+
+def find_config(start: Path, explicit: Path | None = None) -> Path:
+    """The t25.yaml to use: `explicit` if given, else the nearest one at or above `start`,
+    looking no higher than the enclosing git repository's root."""
+    if explicit is not None:
+        explicit = Path(explicit).expanduser().absolute()
+        if not explicit.is_file():
+            raise ConfigError(f"{_display(explicit)}: no such file",
+                              hint=f"check the --config path, or {INIT_HINT}")
+        return explicit
+    start = Path(start).expanduser().absolute()
+    here = start if start.is_dir() else start.parent
+    for directory in (here, *here.parents):
+        candidate = directory / CONFIG_FILENAME
+        if candidate.is_file():
+            return candidate
+        if (directory / ".git").exists():  # a file in a worktree, a directory otherwise
+            break
+    raise ConfigError(f"no {CONFIG_FILENAME} in {here} or above it (up to {directory})",
+                      hint=INIT_HINT)
+
+
+def default_config_text() -> str:
+    """The shipped t25.yaml.example: every key, commented, with its default."""
+    return resources.files("core.config.data").joinpath("t25.yaml.example").read_text(encoding="utf-8")
+
+
+def _display(path: Path) -> str:
+    """The path as messages show it: relative to the working directory when beneath it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,315 @@
+"""What a finished run means for its task: parse, apply policy, move the state machine.
+
+A worker executes a run and sends back a `RunReport`. `Pipeline.complete` accepts it
+only under a live lease, keeps the log and the stage's artifact, and then code decides
+the next state: a failure or an unparseable answer fails the task (never retried
+silently), a question waits for a human, and otherwise each stage's policy picks the
+next stage and queues its run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from core.control import cost, policies
+from core.domain.agent import AgentResult
+from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested
+from core.domain.models import (
+    Artifact,
+    ArtifactKind,
+    ArtifactMeta,
+    CheckResult,
+    DiffStat,
+    Lease,
+    Run,
+    RunOutcome,
+    RunStatus,
+    Task,
+    TaskState,
+    Usage,
+)
+from core.domain.answers import (
+    Finding,
+    OutputInvalid,
+    PlanOutput,
+    ReviewOutput,
+    SpecOutput,
+    StageOutput,
+    parse_output,
+)
+from core.control.prompts import PromptContext, build_prompt
+
+if TYPE_CHECKING:
+    from core.control.service import Factory
+
+S = TaskState
+T25 = "t25"  # the actor of every decision code makes
+
+STAGE_KIND = {S.SPEC: ArtifactKind.SPEC, S.PLAN: ArtifactKind.PLAN, S.QA: ArtifactKind.QA_REPORT,
+              S.REVIEW: ArtifactKind.REVIEW, S.DOCS: ArtifactKind.DOCS}
+
+
+class RunReport(BaseModel):
+    """What a worker sends back for one run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result: AgentResult | None = None   # None for a stage T25 does itself (PR_OPEN)
+    adapter_reason: str | None = None
+    prompt: str | None = None
+    error: str | None = None            # the worker could not run it at all
+    violation: tuple[str, ...] = ()     # what the run changed in the main checkout
+    diff_stat: DiffStat | None = None
+    diff: str | None = None
+    checks: tuple[CheckResult, ...] = ()
+    note: str = ""                      # what a T25-run stage did
+
+
+class QAReport(BaseModel):
+    """The QA artifact: T25's own check results, with the QA role's reading of them."""
+
+    checks: list[CheckResult]
+    passed: bool
+    summary: str
+    concerns: list[str] = []
+
+
+class Pipeline:
+    def __init__(self, factory: Factory) -> None:
+        self.f = factory
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    async def prompt_for(self, run: Run, task: Task, *, checks: list[CheckResult] = ()) -> str:
+        ctx = await self._context(run, task, list(checks))
+        return build_prompt(ctx, overrides=self.f.config.project(task.project).prompts)
+
+    async def _context(self, run: Run, task: Task, checks: list[CheckResult]) -> PromptContext:
+        spec = await self._latest_output(task, ArtifactKind.SPEC, SpecOutput)
+        plan = await self._latest_output(task, ArtifactKind.PLAN, PlanOutput)
+        findings: list[Finding] = []
+        failed: list[CheckResult] = []
+        if run.stage is S.IMPLEMENTING:
+            if task.review_verdict == "changes_requested":
+                findings = await self._round_findings(task, blocking_only=True)
+            if task.checks_passed is False:
+                qa = await self._latest_json(task, ArtifactKind.QA_REPORT)
+                failed = [c for c in QAReport.model_validate(qa).checks if not c.passed] if qa else []
+        diff = await self._latest_text(task, ArtifactKind.DIFF) if run.stage in (
+            S.QA, S.REVIEW, S.DOCS) else ""
+        decisions = await self.f.decisions(task.id)
+        loops = {S.QA: task.qa_loops, S.REVIEW: task.review_loops,
+                 S.IMPLEMENTING: task.qa_loops + task.review_loops}
+        return PromptContext(
+            task=task, stage=run.stage, role=run.role, round=1 + loops.get(run.stage, 0),
+            spec=spec, plan=plan, findings=findings, failed_checks=failed,
+            reject_reasons=[d.reason for d in decisions if d.decision == "reject"],
+            answers=[d.reason for d in decisions if d.decision == "answer"],
+            check_results=checks, diff=diff or "",
+        )
+
+    # -- completion --------------------------------------------------------------------------
+
+    async def complete(self, lease: Lease, report: RunReport) -> Task | None:
+        """Accept a worker's report under its lease (LeaseLost otherwise), then decide."""
+        result = report.result
+        usage = result.usage if result else None
+        model = (usage.model if usage else None) or (result.model if result else None)
+        failed = bool(report.error or report.violation or (result and not result.ok))
+        outcome = RunOutcome(
+            status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
+            exit_code=result.exit_code if result else None,
+            error=self._failure(report),
+            adapter=result.adapter if result else None,
+            adapter_reason=report.adapter_reason,
+            cli_version=result.cli_version if result else None,
+            model=model,
+            usage=usage or Usage(),
+            cost_usd=self._cost(result, model),
+        )
+        run, event = await self.f.store.complete_run(lease, outcome)
+        self.f.bus.publish(event)
+        if report.prompt is not None:
+            await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
+        if result is not None:
+            await self._keep(run, ArtifactKind.LOG, result.log, "text/plain")
+        task = await self.f.store.get_task(run.task_id)
+        if task is None or task.state is not run.stage or task.archived:
+            return task  # the task moved on (cancelled, say) while the run was going
+        return await self._decide(task, run, report)
+
+    def _cost(self, result: AgentResult | None, model: str | None) -> float:
+        """The configured rates decide; a CLI's own figure counts only for an unpriced model."""
+        if result is None:
+            return 0.0
+        rate = self.f.config.rate_for(model)
+        if rate is None and result.cost_usd is not None:
+            return result.cost_usd
+        return cost.estimate(result.usage, rate)
+
+    @staticmethod
+    def _failure(report: RunReport) -> str | None:
+        if report.error:
+            return report.error
+        if report.violation:
+            return "the run changed the main checkout: " + "; ".join(report.violation)
+        if report.result and not report.result.ok:
+            return report.result.error or f"agent run failed ({report.result.failure})"
+        return None
+
+    async def _decide(self, task: Task, run: Run, report: RunReport) -> Task:
+        why = self._failure(report)
+        if why:
+            return await self._fail(task, f"{run.stage} run {run.id} failed: {why}")
+        if run.stage is S.PR_OPEN:
+            return await self.f.enter(task, S.DOCS, actor=T25, reason=report.note)
+        text = report.result.final_text if report.result else ""
+        try:
+            output = parse_output(run.stage, text)
+        except OutputInvalid as exc:
+            return await self._fail(
+                task, f"{run.stage} run {run.id}: the answer did not parse: {exc.message} "
+                      "(the raw output is kept in the run's log)")
+        if output.question:
+            return await self._ask(task, output.question)
+        match run.stage:
+            case S.SPEC:
+                await self._keep(run, ArtifactKind.SPEC, _json(output), "application/json")
+                return await self.f.enter(task, S.PLAN, actor=T25)
+            case S.PLAN:
+                return await self._planned(task, run, output)
+            case S.IMPLEMENTING:
+                return await self._implemented(task, run, report)
+            case S.QA:
+                return await self._qa(task, run, report, output)
+            case S.REVIEW:
+                return await self._reviewed(task, run, output)
+            case S.DOCS:
+                await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
+                return await self.f.transition(task, S.DONE, actor=T25)
+        raise AssertionError(f"no decision for {run.stage}")
+
+    async def _planned(self, task: Task, run: Run, plan: PlanOutput) -> Task:
+        artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
+        if not policies.requires_plan_approval(plan, self.f.config.approval):
+            return await self.f.enter(task, S.IMPLEMENTING, actor=T25,
+                                      reason=f"{plan.risk}-risk plan needs no approval")
+        task = await self.f.transition(task, S.AWAITING_APPROVAL, actor=T25,
+                                       reason=f"{plan.risk}-risk plan needs a human approval")
+        await self.f.record(ApprovalRequested(task_id=task.id, run_id=run.id,
+                                              plan_sha256=artifact.sha256, risk=plan.risk,
+                                              files=list(plan.files)))
+        return task
+
+    async def _implemented(self, task: Task, run: Run, report: RunReport) -> Task:
+        if report.diff is not None:
+            await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
+        stat = report.diff_stat or DiffStat()
+        over = policies.check_diff_limits(stat, self.f.config.limits)
+        if over:
+            return await self._fail(task, f"diff limits exceeded: {over}")
+        return await self.f.enter(task, S.QA, actor=T25,
+                                  reason=stat.summary())
+
+    async def _qa(self, task: Task, run: Run, report: RunReport, output: StageOutput) -> Task:
+        verdict = policies.evaluate_qa(report.checks)
+        qa = QAReport(checks=list(report.checks), passed=verdict.passed, summary=output.summary,
+                      concerns=list(output.concerns))
+        await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
+        if verdict.passed:
+            return await self.f.enter(task, S.REVIEW, actor=T25, reason=verdict.summary,
+                                      checks_passed=True)
+        return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
+
+    async def _reviewed(self, task: Task, run: Run, output: ReviewOutput) -> Task:
+        await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
+        if run.role == "reviewer" and self.f.config.roles.chain("security"):
+            await self.f.enqueue(task, "security")
+            return task
+        verdict = policies.evaluate_review(await self._round_findings(task))
+        if verdict.approve:
+            return await self.f.enter(task, S.PR_OPEN, actor=T25, reason=verdict.summary,
+                                      review_verdict="approve")
+        return await self._send_back(task, "review", verdict.summary,
+                                     review_verdict="changes_requested")
+
+    async def _send_back(self, task: Task, loop: str, why: str, **fields) -> Task:
+        """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
+        limits = self.f.config.limits
+        done, bound = ((task.qa_loops, limits.max_qa_loops) if loop == "qa"
+                       else (task.review_loops, limits.max_review_loops))
+        if policies.may_loop_again(done, bound):
+            fields[f"{loop}_loops"] = done + 1
+            return await self.f.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
+        task = await self.f.update(task, actor=T25, **fields)
+        return await self._ask(task, f"{loop.upper()} sent the task back {done} times "
+                                     f"(limit {bound}) and it still fails: {why}. "
+                                     "Answer with guidance to try again.")
+
+    async def _ask(self, task: Task, question: str) -> Task:
+        stage = task.state
+        task = await self.f.transition(task, S.NEEDS_INPUT, actor=T25, reason=question)
+        await self.f.record(InputRequested(task_id=task.id, stage=stage, question=question))
+        return task
+
+    async def _fail(self, task: Task, error: str) -> Task:
+        return await self.f.transition(task, S.FAILED, actor=T25, reason=error, error=error)
+
+    # -- artifacts ---------------------------------------------------------------------------
+
+    async def _keep(self, run: Run, kind: ArtifactKind, content: bytes, media: str) -> Artifact:
+        meta = ArtifactMeta(kind=kind, media_type=media, task_id=run.task_id, run_id=run.id,
+                            role=run.role, adapter=run.adapter, cli_version=run.cli_version,
+                            model=run.model)
+        artifact = await self.f.store.put_artifact(content, meta)
+        await self.f.record(ArtifactStored(task_id=run.task_id, run_id=run.id,
+                                           artifact_id=artifact.id, artifact_kind=kind.value,
+                                           sha256=artifact.sha256))
+        return artifact
+
+    async def latest(self, task: Task, kind: ArtifactKind) -> tuple[Artifact, bytes] | None:
+        found = [a for a in await self.f.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
+        return await self.f.store.get_artifact(found[-1].id) if found else None
+
+    async def _latest_text(self, task: Task, kind: ArtifactKind) -> str | None:
+        got = await self.latest(task, kind)
+        return got[1].decode(errors="replace") if got else None
+
+    async def _latest_json(self, task: Task, kind: ArtifactKind) -> dict | None:
+        text = await self._latest_text(task, kind)
+        return json.loads(text) if text else None
+
+    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[StageOutput]):
+        data = await self._latest_json(task, kind)
+        return model.model_validate(data) if data else None
+
+    async def _round_findings(self, task: Task, *, blocking_only: bool = False) -> list[Finding]:
+        """Findings of every review run (reviewer, security) since REVIEW was last entered."""
+        runs = [r for r in await self.f.store.list_runs(task_id=task.id)
+                if r.stage is S.REVIEW and r.status is RunStatus.SUCCEEDED]
+        if not runs:
+            return []
+        last_round = _last_round(runs)
+        ids = {r.id for r in last_round}
+        findings: list[Finding] = []
+        for artifact in await self.f.store.list_artifacts(task_id=task.id):
+            if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
+                _, content = await self.f.store.get_artifact(artifact.id)
+                findings += ReviewOutput.model_validate_json(content).findings
+        if blocking_only:
+            return list(policies.evaluate_review(findings).blocking)
+        return findings
+
+
+def _last_round(runs: list[Run]) -> list[Run]:
+    """The newest reviewer run and any security run queued after it."""
+    reviewers = [r for r in runs if r.role == "reviewer"]
+    start = reviewers[-1].enqueued_at if reviewers else runs[-1].enqueued_at
+    return [r for r in runs if r.enqueued_at >= start]
+
+
+def _json(model: BaseModel) -> bytes:
+    return model.model_dump_json(indent=2).encode()

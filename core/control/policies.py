@@ -1,0 +1,164 @@
+"""The policies code applies between stages, each a small pure function.
+
+An agent's output is only data: whether a diff is too big, whether a plan waits for a
+human, whether a review approves, whether QA passed, whether a loop may run again and
+whether a human may merge are all decided here, from facts and `t25.yaml`, never from
+the model's word. Nothing in this module reads a file, a clock or the store, so every
+decision can be tested at its exact boundary and replayed from the audit trail.
+
+    check_diff_limits(stat, limits)        -> reason the change is too big, or None
+    requires_plan_approval(plan, policy)   -> does the plan wait for a human?
+    plan_sha256(artifact_bytes)            -> the hash an approval records
+    evaluate_review(findings)              -> ReviewVerdict (from severities only)
+    evaluate_qa(results)                   -> QAVerdict (required checks only)
+    may_loop_again(loops_so_far, bound)    -> may QA/REVIEW send back once more?
+    merge_refusal(task, ...)               -> why a human merge is refused, or None
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.config.schema import ApprovalPolicy, Limits
+from core.domain.models import CheckResult, DiffStat, Task, TaskState
+from core.domain.answers import SEVERITIES, Finding, PlanOutput
+
+DEFAULT_BLOCKING: frozenset[str] = frozenset({"blocker", "major"})
+
+
+# -- after implementation ------------------------------------------------------------------
+
+
+def check_diff_limits(stat: DiffStat, limits: Limits) -> str | None:
+    """None when the change stays within both limits (equal to a limit is within it);
+    otherwise one line naming every limit exceeded, with the numbers."""
+    over = []
+    files = len(stat.files)
+    if files > limits.max_files_changed:
+        over.append(f"{_n(files, 'file')} (limit {limits.max_files_changed:,})")
+    if stat.lines > limits.max_diff_lines:
+        over.append(f"{_n(stat.lines, 'line')} (limit {limits.max_diff_lines:,})")
+    return f"the change touches {' and '.join(over)}" if over else None
+
+
+# -- the approval gate ---------------------------------------------------------------------
+
+
+def requires_plan_approval(plan: PlanOutput, policy: ApprovalPolicy) -> bool:
+    """Whether the plan waits in AWAITING_APPROVAL: its risk is one the policy names."""
+    return policy.requires_approval(plan.risk)
+
+
+def plan_sha256(plan_artifact_bytes: bytes) -> str:
+    """The SHA-256 (hex) of the stored plan artifact's content. An approval records it,
+    so the approval covers exactly that plan and no later one."""
+    return hashlib.sha256(plan_artifact_bytes).hexdigest()
+
+
+# -- review ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewVerdict:
+    """What T25 decides from a review's findings. `blocking` are the findings that
+    must be fixed before the change may go on; `summary` is one line for people."""
+
+    approve: bool
+    blocking: tuple[Finding, ...]
+    summary: str
+
+
+def evaluate_review(
+    findings: Sequence[Finding], *, blocking: frozenset[str] = DEFAULT_BLOCKING
+) -> ReviewVerdict:
+    """Approve iff no finding has a blocking severity. The reviewer's own `verdict`
+    field is deliberately not an input: a model saying APPROVE next to a major
+    finding does not approve anything."""
+    unknown = set(blocking) - set(SEVERITIES)
+    if unknown:
+        raise ValueError(f"unknown severities {sorted(unknown)} (known: {', '.join(SEVERITIES)})")
+    stopping = tuple(f for f in findings if f.severity in blocking)
+    counts = Counter(f.severity for f in findings)
+    tally = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s]) or "no findings"
+    head = "changes requested" if stopping else "approve"
+    return ReviewVerdict(approve=not stopping, blocking=stopping, summary=f"{head}: {tally}")
+
+
+# -- QA ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QAVerdict:
+    """What T25 decides from the checks it ran itself. Only a failed *required* check
+    fails QA; a failed optional one is reported in `optional_failures` and the summary."""
+
+    passed: bool
+    failures: tuple[CheckResult, ...]
+    optional_failures: tuple[CheckResult, ...]
+    summary: str
+
+
+def evaluate_qa(results: Sequence[CheckResult]) -> QAVerdict:
+    """Passed iff every required check passed; no checks configured is a pass."""
+    if not results:
+        return QAVerdict(True, (), (), "no QA checks configured")
+    failures = tuple(r for r in results if r.required and not r.passed)
+    optional = tuple(r for r in results if not r.required and not r.passed)
+    ok = sum(r.passed for r in results)
+    if failures:
+        summary = (f"required {_n(len(failures), 'check')} failed: "
+                   f"{_names(failures)} ({ok} of {len(results)} passed)")
+    elif optional:
+        summary = f"{ok} of {len(results)} checks passed; optional failed: {_names(optional)}"
+    else:
+        summary = f"all {_n(len(results), 'check')} passed"
+    return QAVerdict(not failures, failures, optional, summary)
+
+
+# -- loops -------------------------------------------------------------------------------------
+
+
+def may_loop_again(loops_so_far: int, bound: int) -> bool:
+    """Whether QA or REVIEW may send the task back to IMPLEMENTING once more.
+
+    `bound` is `limits.max_qa_loops` / `limits.max_review_loops`: the number of send-backs
+    allowed. When this says no, the task goes to NEEDS_INPUT for a human instead of
+    looping forever on an agent that cannot converge.
+    """
+    return loops_so_far < bound
+
+
+# -- the human merge ---------------------------------------------------------------------------
+
+
+def merge_refusal(
+    task: Task, *, checks_passed: bool | None, review_approved: bool | None
+) -> str | None:
+    """None when a human may merge the task; otherwise the reason, one line.
+
+    A merge needs: DONE, not yet merged, not archived, required checks passed and a
+    review verdict (decided by `evaluate_review`) of approve. `None` for either fact
+    means it was never decided, which is not a pass.
+    """
+    if task.merged:
+        return f"{task.id} is already merged"
+    if task.archived:
+        return f"{task.id} is archived"
+    if task.state != TaskState.DONE:
+        return f"{task.id} is in {task.state}; a merge needs {TaskState.DONE}"
+    if checks_passed is not True:
+        return "its required checks have not passed"
+    if review_approved is not True:
+        return "its review verdict is not approve"
+    return None
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _names(results: Sequence[CheckResult]) -> str:
+    return ", ".join(r.name for r in results)

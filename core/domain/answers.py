@@ -1,0 +1,152 @@
+"""What each stage's agent must answer, and the strict parser that checks it.
+
+An agent's final message must hold one JSON object (best inside a ```json fence) of its
+stage's shape. Code reads it; the model's word is only data: a review's own "verdict"
+is kept but ignored, the factory recomputes it from the findings. Anything that does
+not parse fails the task with an error naming what was wrong — it is never retried.
+
+Any stage may instead set `question` when it cannot go on without a human answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from core.errors import T25Error
+from core.domain.models import TaskState
+
+Risk = Literal["low", "medium", "high"]
+Severity = Literal["blocker", "major", "minor", "nit"]
+SEVERITIES: tuple[Severity, ...] = ("blocker", "major", "minor", "nit")
+
+
+class OutputInvalid(T25Error):
+    """An agent's final message that is not a valid artifact of its stage."""
+
+
+class StageOutput(BaseModel):
+    # Unknown fields are dropped (CLIs and models add their own); known ones are strict.
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    question: str | None = Field(None, description="set only when a human must answer first")
+
+
+class SpecOutput(StageOutput):
+    summary: str = Field(min_length=1, description="what the change is, in a paragraph")
+    acceptance_criteria: list[str] = Field(min_length=1, description="testable statements")
+    out_of_scope: list[str] = []
+
+
+class PlanOutput(StageOutput):
+    steps: list[str] = Field(min_length=1, description="ordered implementation steps")
+    files: list[str] = Field(description="paths the implementation will touch")
+    risk: Risk = Field(description="low, medium or high")
+    rationale: str = Field(min_length=1, description="why this plan, and why this risk")
+
+
+class DevOutput(StageOutput):
+    summary: str = Field(min_length=1, description="what was changed")
+    files_changed: list[str] = []
+
+
+class QAOutput(StageOutput):
+    summary: str = Field(min_length=1, description="what the check results mean")
+    concerns: list[str] = []
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    severity: Severity
+    message: str = Field(min_length=1)
+    file: str | None = None
+    line: int | None = Field(None, ge=0)
+
+
+class ReviewOutput(StageOutput):
+    findings: list[Finding] = Field(description="every problem found; [] when none")
+    summary: str = ""
+    verdict: str | None = Field(None, description="ignored: the factory decides from findings")
+
+
+class DocsOutput(StageOutput):
+    summary: str = Field(min_length=1, description="what documentation changed")
+    files: list[str] = []
+
+
+OUTPUTS: dict[TaskState, type[StageOutput]] = {
+    TaskState.SPEC: SpecOutput,
+    TaskState.PLAN: PlanOutput,
+    TaskState.IMPLEMENTING: DevOutput,
+    TaskState.QA: QAOutput,
+    TaskState.REVIEW: ReviewOutput,
+    TaskState.DOCS: DocsOutput,
+}
+
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+
+
+def extract_json(text: str) -> dict:
+    """The JSON object in an agent's final message: the last fenced block, else the text
+    itself, else the last balanced {...} in it."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)][::-1]
+    candidates.append(text.strip())
+    candidates += _balanced_objects(text)[::-1]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError("no JSON object found in the final message")
+
+
+def _balanced_objects(text: str) -> list[str]:
+    found, depth, start, in_str, escaped = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == "{":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                found.append(text[start:i + 1])
+    return found
+
+
+def parse_output(stage: TaskState, text: str) -> StageOutput:
+    """Parse a stage's final message into its model; OutputInvalid says what was wrong."""
+    model = OUTPUTS[stage]
+    try:
+        data = extract_json(text)
+        question = data.get("question")
+        if isinstance(question, str) and question.strip():
+            return StageOutput(question=question.strip())  # asking needs nothing else
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise OutputInvalid(f"{stage} output: {where}: {first['msg']}{more}") from None
+    except ValueError as exc:
+        raise OutputInvalid(f"{stage} output: {exc}") from None
+
+
+def output_schema(stage: TaskState) -> str:
+    """The JSON schema a stage's answer must follow, for its prompt."""
+    return json.dumps(OUTPUTS[stage].model_json_schema(), indent=2)

@@ -1,0 +1,65 @@
+"""The state machine: every legal change of a task's state, declared once.
+
+    RECEIVED → SPEC → PLAN → AWAITING_APPROVAL → IMPLEMENTING → QA → REVIEW → PR_OPEN → DOCS → DONE
+    escapes: NEEDS_INPUT · FAILED · CANCELLED      loop: QA and REVIEW can send back to IMPLEMENTING
+
+PLAN goes straight to IMPLEMENTING when the plan needs no approval; a rejected plan goes
+back to PLAN. NEEDS_INPUT returns to the stage that asked, and a retried FAILED task to
+the stage that failed: the table allows any working stage, and `assert_transition` checks
+it is the one recorded on the task (`resume_state`).
+
+Nothing here writes; `core.control.service.Factory.transition` is the one function that does.
+"""
+
+from __future__ import annotations
+
+from core.errors import IllegalTransition
+from core.domain.models import TaskState as S
+
+# The stages where an agent (or T25 itself) is working on the task.
+WORKING: tuple[S, ...] = (S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.PR_OPEN, S.DOCS)
+TERMINAL: frozenset[S] = frozenset({S.DONE, S.CANCELLED})
+HUMAN_NEEDED: frozenset[S] = frozenset({S.AWAITING_APPROVAL, S.NEEDS_INPUT})
+
+_ESCAPES = {S.NEEDS_INPUT, S.FAILED, S.CANCELLED}
+
+TRANSITIONS: dict[S, frozenset[S]] = {
+    S.RECEIVED: frozenset({S.SPEC, S.FAILED, S.CANCELLED}),
+    S.SPEC: frozenset({S.PLAN, *_ESCAPES}),
+    S.PLAN: frozenset({S.AWAITING_APPROVAL, S.IMPLEMENTING, *_ESCAPES}),
+    S.AWAITING_APPROVAL: frozenset({S.IMPLEMENTING, S.PLAN, S.FAILED, S.CANCELLED}),
+    S.IMPLEMENTING: frozenset({S.QA, *_ESCAPES}),
+    S.QA: frozenset({S.REVIEW, S.IMPLEMENTING, *_ESCAPES}),
+    S.REVIEW: frozenset({S.PR_OPEN, S.IMPLEMENTING, *_ESCAPES}),
+    S.PR_OPEN: frozenset({S.DOCS, *_ESCAPES}),
+    S.DOCS: frozenset({S.DONE, *_ESCAPES}),
+    S.DONE: frozenset(),
+    S.NEEDS_INPUT: frozenset({*WORKING, S.FAILED, S.CANCELLED}),
+    S.FAILED: frozenset({*WORKING, S.CANCELLED}),
+    S.CANCELLED: frozenset(),
+}
+
+# Sources whose way back into the pipeline is fixed by the task's `resume_state`.
+_RESUMING = {S.NEEDS_INPUT, S.FAILED}
+
+
+def allowed(current: S) -> frozenset[S]:
+    return TRANSITIONS[current]
+
+
+def assert_transition(current: S, target: S, *, resume_state: S | None = None) -> None:
+    """Raise IllegalTransition unless `current → target` is legal.
+
+    From NEEDS_INPUT or FAILED back into a working stage, the target must be the task's
+    `resume_state` — the stage that asked for input, or the one that failed.
+    """
+    if target not in TRANSITIONS[current]:
+        legal = ", ".join(sorted(TRANSITIONS[current])) or "none: it is final"
+        raise IllegalTransition(
+            f"a task in {current} cannot move to {target} (from {current}: {legal})"
+        )
+    if current in _RESUMING and target in WORKING and target != resume_state:
+        expected = resume_state or "no recorded stage"
+        raise IllegalTransition(
+            f"a task in {current} returns only to the stage it left ({expected}), not {target}"
+        )

@@ -1,0 +1,190 @@
+"""The Store contract: what T25 keeps, and the guarantees every backend gives.
+
+Backends live in the `store` package (embedded SQLite, Postgres); nothing above it
+knows which one it has. Methods return domain objects, never driver rows.
+
+Guarantees a backend must keep (the contract suite in tests/store checks each):
+
+- `apply_transition` is compare-and-set: it changes the task only if it is still in
+  `expected`, and writes the TaskTransitioned event in the same transaction. Of two
+  deciders racing from the same state exactly one wins; the other gets StaleState.
+- Event ids are strictly increasing and never reused; `events_after` returns them in
+  id order with no gap a reader could miss: once it has returned an id, no event
+  with a lower id can still appear (Postgres settles a horizon under concurrent
+  writers for this; see store/migrations/postgres/0001_initial.sql).
+- Every process sees every event. The events table is the truth; `wait_for_events`
+  only wakes a reader, which then reads `events_after` its cursor. Writes wake
+  readers in the same process at once and in other processes within moments
+  (Postgres: coalesced LISTEN/NOTIFY, sent outside the writing statements; SQLite:
+  polling the newest id).
+- Leases: `claim_run` hands each queued run to exactly one claimer, with a fresh,
+  larger fencing token and a deadline from the database clock. `heartbeat`,
+  `complete_run` and `release_run` succeed only with the current token before the
+  deadline; otherwise LeaseLost, and nothing the late worker sent is kept.
+  Claiming, extending, completing and reaping are each one conditional statement
+  (never a read, then a write), so a completion racing the reaper at the deadline has
+  exactly one winner. `reap_expired` returns runs whose lease lapsed to the queue
+  after a backoff that doubles with each attempt used, or fails them once they used
+  all their attempts; a run in backoff never holds up the runs behind it.
+- The audit anchor moves by compare-and-set, under `lock_audit`, which serialises every
+  process extending the audit log on this store.
+- Artifact content is stored once per SHA-256 however often it is written; reading
+  re-hashes it and raises ArtifactCorrupted on a mismatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from core.domain.events import Event
+from core.domain.models import (
+    Artifact,
+    ArtifactMeta,
+    AuditAnchor,
+    Lease,
+    NewRun,
+    NewTask,
+    Project,
+    Run,
+    RunOutcome,
+    RunStatus,
+    Task,
+    TaskState,
+)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistent state of one T25 installation. All methods are coroutines."""
+
+    url: str
+
+    async def close(self) -> None: ...
+
+    # -- projects -----------------------------------------------------------------------
+    async def upsert_project(self, project: Project) -> Project: ...
+    async def get_project(self, name: str) -> Project | None: ...
+    async def list_projects(self) -> list[Project]: ...
+
+    # -- tasks ----------------------------------------------------------------------------
+    async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
+        """Give the task the next id and write it with its TaskCreated event, atomically."""
+        ...
+
+    async def get_task(self, task_id: str) -> Task | None: ...
+
+    async def list_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+    ) -> list[Task]: ...
+
+    async def apply_transition(
+        self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
+    ) -> tuple[Task, Event]:
+        """CAS the task from `expected` to `event.to_state`, set `fields`, write `event`.
+
+        Raises NotFound for an unknown task, StaleState if it is no longer in `expected`.
+        """
+        ...
+
+    async def update_task(
+        self, task_id: str, expected: TaskState, fields: dict[str, Any], event: Event
+    ) -> tuple[Task, Event]:
+        """Set non-state `fields` (see MUTABLE_TASK_FIELDS) if the task is still in
+        `expected`, and write `event`, atomically. StaleState otherwise."""
+        ...
+
+    # -- events ---------------------------------------------------------------------------
+    async def append_event(self, event: Event) -> Event:
+        """Write an event; return it carrying its id."""
+        ...
+
+    async def events_after(
+        self, after_id: int, *, task_id: str | None = None, limit: int = 1000
+    ) -> list[Event]: ...
+
+    async def last_event_id(self) -> int:
+        """The newest event id a reader can start from without missing anything after it."""
+        ...
+
+    async def wait_for_events(self, after_id: int, timeout_s: float) -> bool:
+        """Wait until an event newer than `after_id` exists (True), at most `timeout_s` (False).
+
+        Sees events written by any process on the same store, not only this one. A True
+        is a cue to read `events_after(after_id)`; it carries no events itself."""
+        ...
+
+    # -- runs and leases ------------------------------------------------------------------
+    async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
+        """Queue a run and write its RunQueued event, atomically."""
+        ...
+
+    async def get_run(self, run_id: str) -> Run | None: ...
+    async def list_runs(
+        self, *, task_id: str | None = None, status: RunStatus | None = None
+    ) -> list[Run]: ...
+
+    async def cost_by_task(self) -> dict[str, float]:
+        """Each task's summed run cost (a task with no runs is absent): the board's figure,
+        without reading every run."""
+        ...
+
+    async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
+        """Lease the oldest queued run to `worker`, or None when the queue is empty."""
+        ...
+
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
+        """Extend a live lease; LeaseLost if it expired or its token is stale."""
+        ...
+
+    async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
+        """Finish a run under its lease and write its RunFinished event, atomically.
+
+        LeaseLost if the lease expired or the token is stale; then nothing is written."""
+        ...
+
+    async def release_run(self, lease: Lease) -> Run:
+        """Hand a leased run back to the queue (a worker shutting down)."""
+        ...
+
+    async def cancel_runs(self, task_id: str) -> list[Run]:
+        """Cancel every queued or running run of a task; running leases become stale."""
+        ...
+
+    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+        """Return runs whose lease lapsed to the queue, or fail them once they used
+        `max_attempts`. A requeued run is claimable again after a backoff:
+        `retry_delay_s` after its first attempt, doubling with each attempt used, at
+        most `max_retry_delay_s`. One conditional update: never read-then-write; a
+        lease being completed at this instant is left to its completion."""
+        ...
+
+    # -- artifacts ------------------------------------------------------------------------
+    async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
+        """Store content by SHA-256 (once, however often written) with its provenance."""
+        ...
+
+    async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        """Read an artifact, verifying its hash; ArtifactCorrupted on a mismatch."""
+        ...
+
+    async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]: ...
+
+    # -- audit anchor -----------------------------------------------------------------------
+    async def get_audit_anchor(self) -> AuditAnchor | None: ...
+
+    async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
+        """Move the anchor forward only from `previous` (compare-and-set); StaleState otherwise.
+        A move to where the anchor already is succeeds (a retry after a lost reply)."""
+        ...
+
+    async def lock_audit(self) -> Callable[[], Awaitable[None]]:
+        """Take the lock whoever extends the audit log holds, and return what releases it:
+        one holder at a time among every process sharing this store (Postgres: a
+        transaction-level advisory lock; SQLite: nothing beyond the log file's own lock, as
+        an embedded store is one checkout's)."""
+        ...

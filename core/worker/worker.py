@@ -1,0 +1,341 @@
+"""The worker plane: claim a run's lease, execute it where the code lives, report back.
+
+A worker claims the oldest queued run with a deadline and a fencing token, heartbeats
+while it works, and completes under the same token; a completion whose lease expired
+or whose token went stale is rejected by the store and its results are dropped. The
+agent runs in the task's own worktree; the main checkout is fingerprinted before and
+after, and a run that changed it fails. Output streams to the event log as it comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from core.domain.agent import AgentAdapter, AgentRequest, AgentResult, Failure, NoAdapter, QuotaBook, select_adapter
+from core.config.schema import Config, QACheck
+from core.errors import LeaseLost, StaleState, T25Error
+from core.domain.events import Event, RunOutput, RunStarted
+from core.workspace.fingerprint import changed
+from core.domain.models import CheckResult, Lease, Run, Task, TaskState
+from core.control.pipeline import Pipeline, RunReport
+from core.workspace.pull_request import publish
+from core.control.service import Factory
+from core.workspace.worktrees import WorktreeBusy, Worktrees
+
+log = logging.getLogger("t25.worker")
+
+CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
+OUTPUT_FLUSH_S = 0.05        # batch run output into events at most this often ...
+OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
+LOCK_RETRY_S = 0.5
+OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
+
+
+def host_name() -> str:
+    """This process, as a worker name: host and pid."""
+    return f"{os.uname().nodename}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claimed run: the lease, and the run and task it is for."""
+
+    lease: Lease
+    run: Run
+    task: Task
+
+
+class ControlPlane(Protocol):
+    """What a worker asks of the control plane: in-process (`LocalPlane`) or over HTTP."""
+
+    async def claim(self, worker: str, ttl_s: float) -> Claim | None: ...
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease: ...
+    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str: ...
+    async def record(self, lease: Lease, event: Event) -> None: ...
+    async def complete(self, lease: Lease, report: RunReport) -> None: ...
+    async def release(self, lease: Lease) -> None: ...
+
+
+class Site(Protocol):
+    """Where the code lives: the worker host's configuration and task worktrees."""
+
+    config: Config
+
+    def worktrees(self, project: str) -> Worktrees: ...
+
+
+class LocalPlane:
+    """The control plane in the worker's own process: the factory and its pipeline."""
+
+    def __init__(self, factory: Factory, pipeline: Pipeline) -> None:
+        self.f, self.pipeline = factory, pipeline
+
+    async def claim(self, worker: str, ttl_s: float) -> Claim | None:
+        lease = await self.f.store.claim_run(worker, ttl_s)
+        if lease is None:
+            return None
+        run, task = await self.f.store.get_run(lease.run_id), await self.f.store.get_task(lease.task_id)
+        return Claim(lease, run, task)
+
+    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
+        return await self.f.store.heartbeat(lease, ttl_s)
+
+    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
+        return await self.pipeline.prompt_for(run, task, checks=checks)
+
+    async def record(self, lease: Lease, event: Event) -> None:
+        await self.f.record(event)
+
+    async def complete(self, lease: Lease, report: RunReport) -> None:
+        await self.pipeline.complete(lease, report)
+
+    async def release(self, lease: Lease) -> None:
+        await self.f.store.release_run(lease)
+
+
+class Worker:
+    """Runs leased runs one at a time until stopped."""
+
+    def __init__(
+        self, plane: ControlPlane, site: Site, adapters: Mapping[str, AgentAdapter],
+        run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
+        lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
+        live: dict[str, asyncio.Event] | None = None, wake: asyncio.Event | None = None,
+        overload_backoff_s: tuple[float, ...] | None = None,
+    ) -> None:
+        # Pauses before retrying an overloaded provider on the same adapter.
+        self.overload_backoff_s = OVERLOAD_BACKOFF_S if overload_backoff_s is None \
+            else overload_backoff_s
+        self.plane = plane
+        self.site = site
+        self.config = site.config
+        # Runs going on, by task (the factory's, in-process: its cancel stops them at once).
+        self.live = live if live is not None else {}
+        # Set when work is queued in this process; without one, the worker polls.
+        self.wake = wake or asyncio.Event()
+        self.adapters = adapters
+        self.run_check = run_check
+        self.name = name or host_name()
+        self.quota = quota or QuotaBook()
+        self.lease_ttl_s = lease_ttl_s
+        self.heartbeat_s = heartbeat_s
+        self.stopping = asyncio.Event()
+        self.busy = False
+
+    async def run_forever(self, poll_s: float = 0.5) -> None:
+        while not self.stopping.is_set():
+            if not await self.run_once():
+                self.wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake(), poll_s)
+
+    async def _wake(self) -> None:
+        waits = [asyncio.ensure_future(self.wake.wait()),
+                 asyncio.ensure_future(self.stopping.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
+    async def run_once(self) -> bool:
+        """Claim and work one run; False when the queue had nothing to claim."""
+        claim = await self.plane.claim(self.name, self.lease_ttl_s)
+        if claim is None:
+            return False
+        self.busy = True
+        try:
+            await self._work(claim)
+        finally:
+            self.busy = False
+        return True
+
+    async def _work(self, claim: Claim) -> None:
+        lease, run, task = claim.lease, claim.run, claim.task
+        abort = asyncio.Event()
+        self.live[lease.task_id] = abort
+        beat = asyncio.create_task(self._heartbeat(lease, abort))
+        handed_back = False
+        try:
+            try:
+                report = await self._execute(lease, run, task, abort)
+            except T25Error as exc:  # the worktree was refused, no adapter could run, ...
+                report = RunReport(error=exc.message)
+            if abort.is_set() and beat.done():
+                return  # the lease was lost: whatever we have is not ours to report
+            beat.cancel()
+            try:
+                await self.plane.complete(lease, report)  # heartbeats move the deadline, not the token
+            except LeaseLost as exc:
+                log.info("dropping the result of %s: %s", run.id, exc)
+            except StaleState as exc:  # another decider moved the task first: it won
+                log.info("the decision after %s lost to another: %s", run.id, exc)
+            handed_back = True
+        finally:
+            if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue
+                with contextlib.suppress(LeaseLost):
+                    await asyncio.shield(self.plane.release(lease))
+            beat.cancel()
+            self.live.pop(lease.task_id, None)
+
+    async def _heartbeat(self, lease: Lease, abort: asyncio.Event) -> Lease:
+        """Extend the lease until cancelled; on LeaseLost, abort the agent."""
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                lease = await self.plane.heartbeat(lease, self.lease_ttl_s)
+            except LeaseLost:
+                abort.set()
+                return lease
+            except T25Error as exc:  # the control plane is unreachable: try again
+                log.warning("heartbeat of %s failed: %s", lease.run_id, exc)
+
+    # -- executing one run -----------------------------------------------------------------
+
+    async def _execute(self, lease: Lease, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
+        worktrees = self.site.worktrees(task.project)
+        async with self._locked(worktrees, task.id, abort):
+            path = await worktrees.ensure(task)
+            if run.stage is TaskState.PR_OPEN:
+                return RunReport(note=await publish(worktrees, task))
+            checks: list[CheckResult] = []
+            if run.stage is TaskState.QA:
+                checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
+            prompt = await self.plane.prompt(lease, run, task, checks)
+            before = await worktrees.fingerprint()
+            result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
+            violation = changed(before, await worktrees.fingerprint())
+            report = dict(result=result, adapter_reason=reason, prompt=prompt,
+                          violation=tuple(violation), checks=tuple(checks))
+            if run.stage is TaskState.IMPLEMENTING and result.ok and not violation:
+                await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                report.update(diff_stat=await worktrees.diff_stat(task),
+                              diff=await worktrees.diff(task))
+            return RunReport(**report)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, worktrees: Worktrees, task_id: str, abort: asyncio.Event):
+        """Hold the worktree's lock, waiting while another process still holds it (a worker
+        frozen past its lease keeps it until it wakes, learns its lease is gone, and lets go)."""
+        while True:
+            try:
+                lock = worktrees.lock(task_id).acquire()
+                break
+            except WorktreeBusy:
+                if abort.is_set():
+                    raise
+                await asyncio.sleep(LOCK_RETRY_S)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    async def _run_agent(
+        self, lease: Lease, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event
+    ) -> tuple[AgentResult, str]:
+        """Run the role's chain: the first usable adapter, falling back past exhausted quota."""
+        chain = self.config.roles.chain(run.role) or []
+        tried: frozenset[str] = frozenset()
+        notes: list[str] = []
+        overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
+        while True:
+            try:
+                chosen = select_adapter(chain, self.adapters, self.quota, role=run.role, skip=tried)
+            except NoAdapter as exc:
+                if overloaded is not None:  # nobody else to ask: report that run as it was
+                    return overloaded, "; ".join(notes)
+                if not notes:
+                    raise
+                raise NoAdapter(f"{exc.message}; before that: {'; '.join(notes)}") from None
+            profile = chosen.profile
+            reason = "; ".join([*notes, chosen.reason])
+            version = await chosen.adapter.version()
+            await self.plane.record(lease, RunStarted(
+                task_id=task.id, run_id=run.id, worker=self.name, adapter=profile.adapter,
+                adapter_reason=reason, cli_version=version, model=profile.model,
+                attempt=run.attempts))
+            request = AgentRequest(
+                task_id=task.id, run_id=run.id, role=run.role, stage=run.stage, prompt=prompt,
+                cwd=cwd, model=profile.model, args=tuple(profile.args),
+                timeout_s=float(self.config.timeout_for(profile)),
+                env_passthrough=tuple(profile.env_passthrough),
+                private_home=profile.private_home, sandbox=profile.sandbox,
+                sandbox_image=profile.sandbox_image)
+            # A transient overload is retried on the same adapter after a growing pause; the
+            # retries happen inside this run, so they cost the task no attempt.
+            for pause in (*self.overload_backoff_s, None):
+                async with OutputStream(lambda e: self.plane.record(lease, e), task.id,
+                                        run.id) as stream:
+                    result = await chosen.adapter.run(request, stream.write, abort)
+                if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
+                    break
+                notes.append(f"{profile.adapter}: overloaded, retried after {pause:g} s "
+                             f"({result.error or 'no detail'})")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(abort.wait(), pause)
+            reason = "; ".join([*notes, chosen.reason])
+            if result.failure is Failure.OVERLOAD and not abort.is_set():
+                # Still overloaded after the retries: the next adapter may serve; this one is
+                # skipped only for this run (an overload is not an exhausted quota).
+                overloaded, tried = result, tried | {profile.adapter}
+                notes.append(f"{profile.adapter}: still overloaded after "
+                             f"{len(self.overload_backoff_s)} retries")
+                continue
+            if result.failure is not Failure.QUOTA:
+                return result, reason
+            self.quota.mark(profile.adapter, result.quota_resets_at)
+            tried |= {profile.adapter}
+            notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
+
+
+class OutputStream:
+    """Batches an agent's output into RunOutput events: a short timer, or a size bound."""
+
+    def __init__(self, record: Callable[[Event], Awaitable[None]], task_id: str, run_id: str) -> None:
+        self.record = record
+        self.task_id, self.run_id = task_id, run_id
+        self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.size = 0
+        self.lock = asyncio.Lock()
+        self.timer: asyncio.Task | None = None
+
+    async def write(self, stream: str, text: str) -> None:
+        self.pending[stream].append(text)
+        self.size += len(text)
+        if self.size >= OUTPUT_FLUSH_BYTES:
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self.lock:
+            for stream, parts in self.pending.items():
+                if parts:
+                    text = "".join(parts)
+                    parts.clear()
+                    await self.record(RunOutput(task_id=self.task_id, run_id=self.run_id,
+                                                  stream=stream, text=text))
+            self.size = 0
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(OUTPUT_FLUSH_S)
+            if self.size:
+                await self.flush()
+
+    async def __aenter__(self) -> OutputStream:
+        self.timer = asyncio.create_task(self._tick())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.timer:
+            async with self.lock:  # never cancel the timer in the middle of a flush
+                self.timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.timer
+        await self.flush()

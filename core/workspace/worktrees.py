@@ -1,0 +1,597 @@
+"""Task worktrees: the deliberately paranoid part of T25.
+
+Every task gets a git worktree of its own at `<root>/<task id>`, on branch `<type>/<id>`,
+created from the repository's default branch. Agents work there and nowhere else; T25
+commits what they changed, measures the diff, cleans up after a merge or archive, and
+merges into the main checkout only when a human asks.
+
+The decisions, and the attack each one answers:
+
+* **Paths.** A task id must be a plain name (no `/`, no `..`, no leading `.`), and the
+  path is checked to resolve inside the configured root on every use. The root itself must
+  be reached without a symbolic link (below the repository, or at its last component when
+  it lives elsewhere), so a link planted at `.factory/worktrees` or `<root>/<id>` cannot send
+  a worktree, its removal or its metadata somewhere else.
+* **Ownership.** A directory that merely sits at the right path is never trusted. T25
+  writes an ownership record at creation, outside the worktree (`<root>/.meta/<id>.json`,
+  so it is never an untracked file in the tree and never blocks cleanup), and adopts or
+  touches a worktree only if the record matches this installation, task, branch and path,
+  `git worktree list` still lists the path on the task's branch, and the directory's git
+  repository is this one.
+* **One driver per worktree.** `flock` on `<root>/.meta/<id>.lock`, holding the pid.
+  The kernel drops the lock when its process dies, so a crash leaves no stale lock. The
+  lock file is never deleted: deleting it would let two processes lock two different
+  files of the same name.
+* **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
+  kept, and the reason names them (`git worktree remove` alone would delete ignored files).
+  Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
+  itself. The branch is kept.
+* **Merge is the only write to the main checkout**, and it is a human action: `--no-ff`
+  onto the default branch, never forced, never rewriting history, refused with the reason
+  when the checkout is elsewhere or dirty, the branch is empty, or the merge conflicts.
+* **No planted program runs.** Every git call goes through `core.workspace.git`, which switches off
+  hooks, fsmonitor, filters, merge drivers, external diff, textconv, pagers and signing.
+
+The fingerprint of the main checkout, which proves no agent wrote it, is `core.workspace.fingerprint`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.errors import PolicyRefused, T25Error
+from core.workspace.fingerprint import Fingerprint, fingerprint
+from core.workspace.git import default_branch, git, git_bytes, run_git, status_entries
+from core.domain.models import DiffStat, Task
+
+if TYPE_CHECKING:
+    from core.config.schema import Config
+
+META_DIR = ".meta"
+T25_IDENTITY = ("T25", "t25@localhost")
+# Plain names only: no separator, no dot at all (so no `..`, no hidden names, and
+# `<id>.json` / `<id>.lock` can never collide), bounded length.
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_SHOWN = 5  # file names quoted in a refusal before "… and N more"
+
+
+class WorktreeRefused(T25Error):
+    """T25 will not create, adopt or touch this worktree; the message says why."""
+
+
+class WorktreeBusy(T25Error):
+    """Another T25 process (named by pid) is driving this task's worktree."""
+
+
+class MergeRefused(PolicyRefused):
+    """The merge into the default branch cannot happen safely now; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """The outcome of a cleanup: whether the tree was removed, and why (not)."""
+
+    removed: bool
+    reason: str
+
+
+# -- the per-process lock -----------------------------------------------------------------
+
+# Lock files this process holds, with the pid that took them: a child made by fork()
+# inherits this dict but not the right to act as the holder.
+_HELD: dict[str, int] = {}
+_HELD_GUARD = threading.Lock()
+
+
+class WorktreeLock:
+    """An exclusive, non-blocking lock on one task's worktree, across processes.
+
+    Use as a context manager. A second process (or a second attempt in this one) gets
+    `WorktreeBusy` naming the pid that holds it; nobody waits on a busy worktree.
+    """
+
+    def __init__(self, path: Path, task_id: str) -> None:
+        self.path = path
+        self.task_id = task_id
+        self._fd: int | None = None
+
+    @property
+    def held_here(self) -> bool:
+        return _HELD.get(str(self.path)) == os.getpid()
+
+    def acquire(self) -> WorktreeLock:
+        key = str(self.path)
+        with _HELD_GUARD:
+            if self.held_here:
+                raise WorktreeBusy(
+                    f"the worktree of {self.task_id} is already locked by this process "
+                    f"(pid {os.getpid()})", hint="finish the work that holds it first")
+            # O_NOFOLLOW: a planted symlink cannot make us create or truncate another file.
+            # O_CLOEXEC: an agent started while we hold the lock must not inherit it.
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600)
+            except OSError as exc:  # ELOOP: someone put a link where the lock file goes
+                raise WorktreeRefused(f"cannot open the lock file {self.path}: {exc.strerror}",
+                                      hint=f"remove {self.path}; T25 recreates it") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise WorktreeBusy(
+                    f"the worktree of {self.task_id} is being driven by another T25 process "
+                    f"(pid {holder})",
+                    hint="wait for it to finish, or stop that process; its lock ends with it",
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._fd = fd
+            _HELD[key] = os.getpid()
+        return self
+
+    def release(self) -> None:
+        with _HELD_GUARD:
+            if self._fd is None:
+                return
+            _HELD.pop(str(self.path), None)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> WorktreeLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# -- worktrees -------------------------------------------------------------------------------
+
+
+class Worktrees:
+    """Create, adopt, commit in, diff, clean up and merge task worktrees of one repository.
+
+    `repo` is the main checkout, `root` the configured worktree root, `owner` a stable
+    identity of this T25 installation, written into every ownership record.
+    """
+
+    def __init__(self, repo: Path, root: Path, default_branch: str, *, owner: str) -> None:
+        if not owner:
+            raise ValueError("owner must identify this T25 installation")
+        if not default_branch:
+            raise ValueError("default_branch is required")
+        # Lexical absolute paths (no symlink resolution yet): resolving is what `_real_root`
+        # checks, every time, so a link planted later is still caught.
+        self.repo = Path(os.path.abspath(repo))
+        self.root = Path(os.path.abspath(root))
+        self.default_branch = default_branch
+        self.owner = owner
+        self._common_dir: Path | None = None
+        self._admin = asyncio.Lock()  # see _create
+
+    # -- paths and records
+
+    def path_for(self, task_id: str) -> Path:
+        """`<root>/<task_id>`, refused unless it resolves directly inside the root."""
+        if not isinstance(task_id, str) or not _TASK_ID.fullmatch(task_id):
+            raise WorktreeRefused(
+                f"{task_id!r} cannot name a worktree: a task id is letters, digits, '-' and '_'",
+                hint="task ids look like T-7")
+        root = self._real_root()
+        path = root / task_id
+        if path.is_symlink() or path.resolve() != path:
+            raise WorktreeRefused(
+                f"{path} is a symbolic link (to {os.path.realpath(path)}); T25 never follows "
+                "one out of the worktree root", hint=f"remove the link {path}, then try again")
+        return path
+
+    def _real_root(self) -> Path:
+        """The root, resolved, after checking no symlink stands between it and its anchor
+        (the repository when the root is inside it, else the root's parent directory)."""
+        anchor = self.repo if self.root.is_relative_to(self.repo) else self.root.parent
+        expected = anchor.resolve() / self.root.relative_to(anchor)
+        real = self.root.resolve()
+        if real != expected:
+            raise WorktreeRefused(
+                f"the worktree root {self.root} leads to {real} through a symbolic link",
+                hint="point worktrees.root at a real directory, or remove the link")
+        return real
+
+    def _meta_dir(self) -> Path:
+        root = self._real_root()
+        meta = root / META_DIR
+        meta.mkdir(parents=True, exist_ok=True)
+        if meta.is_symlink() or not meta.is_dir() or self._real_root() != root:
+            raise WorktreeRefused(f"{meta} is not a plain directory inside the worktree root",
+                                  hint=f"remove {meta}; T25 recreates it")
+        return meta
+
+    def _lock_path(self, task_id: str) -> Path:
+        self.path_for(task_id)
+        return self._meta_dir() / f"{task_id}.lock"
+
+    def _record_path(self, task_id: str) -> Path:
+        return self._meta_dir() / f"{task_id}.json"
+
+    def _record_for(self, task: Task, path: Path) -> dict[str, str]:
+        return {"owner": self.owner, "task_id": task.id, "branch": task.branch, "path": str(path)}
+
+    def _read_record(self, task_id: str) -> dict[str, object] | None:
+        record = self._record_path(task_id)
+        try:
+            fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # ELOOP: the record itself is a symlink
+            raise WorktreeRefused(
+                f"the ownership record {record} cannot be trusted: {exc.strerror}",
+                hint=f"remove {record} and the worktree it describes") from None
+        with os.fdopen(fd, encoding="utf-8") as fh:
+            try:
+                data = json.load(fh)
+            except ValueError:
+                data = None
+        if not isinstance(data, dict):
+            raise WorktreeRefused(f"the ownership record {record} is unreadable",
+                                  hint=f"remove {record} and the worktree it describes")
+        return data
+
+    def _write_record(self, task: Task, path: Path) -> None:
+        """Atomically: a temp file created exclusively (never through a link), then rename."""
+        record = self._record_path(task.id)
+        tmp = record.with_name(f".{task.id}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        body = {**self._record_for(task, path),
+                "created_at": datetime.now(timezone.utc).isoformat(), "version": 1}
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(body, fh, indent=2)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, record)
+
+    # -- locking
+
+    def lock(self, task_id: str) -> WorktreeLock:
+        """The exclusive lock on one task's worktree; enter it to hold it."""
+        return WorktreeLock(self._lock_path(task_id), task_id)
+
+    @contextmanager
+    def _working_on(self, task_id: str) -> Iterator[None]:
+        """Hold the task's lock for one operation, unless this process already holds it."""
+        lock = self.lock(task_id)
+        if lock.held_here:
+            yield
+            return
+        with lock:
+            yield
+
+    # -- what git says
+
+    async def _listing(self) -> dict[Path, dict[str, str]]:
+        """`git worktree list --porcelain -z`, keyed by resolved path."""
+        raw = await git_bytes("worktree", "list", "--porcelain", "-z", cwd=self.repo)
+        out: dict[Path, dict[str, str]] = {}
+        entry: dict[str, str] = {}
+        for line in os.fsdecode(raw).split("\0"):
+            if line:
+                key, _, value = line.partition(" ")
+                entry[key] = value
+            elif entry:
+                out[Path(entry["worktree"]).resolve()] = entry
+                entry = {}
+        return out
+
+    async def _rev(self, ref: str, cwd: Path | None = None) -> str | None:
+        sha = await git("rev-parse", "--quiet", "--verify", f"{ref}^{{commit}}",
+                        cwd=cwd or self.repo, check=False)
+        return sha or None
+
+    async def _git_common_dir(self, cwd: Path) -> Path:
+        out = await git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=cwd)
+        return Path(out).resolve()
+
+    async def _verify(self, task: Task, path: Path) -> None:
+        """Refuse unless `path` is this installation's worktree for `task`, as T25 made it."""
+        record = self._read_record(task.id)
+        if record is None:
+            raise WorktreeRefused(
+                f"{path} exists but T25 has no ownership record for it",
+                hint="T25 adopts only worktrees it created: move that directory away, then retry")
+        for key, want in self._record_for(task, path).items():
+            if record.get(key) != want:
+                raise WorktreeRefused(
+                    f"the ownership record of {path} does not match: {key} is "
+                    f"{record.get(key)!r}, expected {want!r}",
+                    hint="another T25 installation or task owns it; leave it or remove it yourself")
+        entry = (await self._listing()).get(path)
+        if entry is None:
+            raise WorktreeRefused(
+                f"{path} exists but `git worktree list` does not list it",
+                hint="it is not a worktree of this repository; move it away, then retry")
+        if not path.is_dir():
+            raise WorktreeRefused(
+                f"git lists {path} as a worktree but the directory is gone",
+                hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry")
+        if entry.get("branch") != f"refs/heads/{task.branch}":
+            now = entry.get("branch", "a detached HEAD").removeprefix("refs/heads/")
+            raise WorktreeRefused(
+                f"{path} is on {now}, not on the task branch {task.branch}",
+                hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up")
+        if self._common_dir is None:
+            self._common_dir = await self._git_common_dir(self.repo)
+        if await self._git_common_dir(path) != self._common_dir:
+            raise WorktreeRefused(f"{path} belongs to another git repository",
+                                  hint="move it away, then retry")
+
+    # -- the operations
+
+    async def ensure(self, task: Task) -> Path:
+        """The task's worktree: adopted if T25 made it and git lists it, else created on
+        `task.branch` from the default branch. Refuses anything else, saying why."""
+        path = self.path_for(task.id)
+        with self._working_on(task.id):
+            if os.path.lexists(path):
+                await self._verify(task, path)
+                return path
+            if path in await self._listing():
+                raise WorktreeRefused(
+                    f"git lists {path} as a worktree but the directory is gone",
+                    hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry")
+            record = self._read_record(task.id)
+            if record is not None and record.get("owner") != self.owner:
+                raise WorktreeRefused(
+                    f"{self._record_path(task.id)} records another T25 installation "
+                    f"({record.get('owner')!r}) for {task.id}",
+                    hint="two installations share this worktree root; give each its own")
+            await self._create(task, path)
+            await self._verify(task, path)
+            return path
+
+    async def _create(self, task: Task, path: Path) -> None:
+        start = f"refs/heads/{self.default_branch}"
+        if await self._rev(start) is None:
+            raise WorktreeRefused(
+                f"the default branch {self.default_branch!r} has no commit in {self.repo}",
+                hint="set default_branch for this project in t25.yaml to an existing branch")
+        # The record goes first: a crash after it leaves a record without a tree, which the
+        # next ensure() rewrites; the other order would leave a tree nobody may adopt.
+        self._write_record(task, path)
+        for attempt in (1, 2):
+            if await self._rev(f"refs/heads/{task.branch}") is not None:
+                # A retry after cleanup: the branch was kept, so check it out again.
+                args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
+            else:
+                # A full ref as start point: `trunk` could also be a tag or a file name.
+                args = ("worktree", "add", "--quiet", "--no-track", "-b", task.branch,
+                        "--", str(path), start)
+            # `git worktree add` of several tasks at once race on the repository's shared
+            # admin directory (.git/worktrees): one at a time in this process, and once
+            # more when another process was adding one at the same moment.
+            async with self._admin:
+                done = await run_git(*args, cwd=self.repo)
+            if done.code == 0 or "failed to read" not in done.err or attempt == 2:
+                break
+            await asyncio.sleep(0.2)
+        if done.code != 0:
+            self._record_path(task.id).unlink(missing_ok=True)
+            raise WorktreeRefused(f"git could not create the worktree of {task.id}: "
+                                  f"{_git_reason(done.err)}",
+                                  hint="fix what git reports, then retry")
+
+    async def commit_all(self, task: Task, message: str) -> str | None:
+        """Commit everything changed in the worktree on the task branch; None if nothing
+        changed. Ignored files stay out, as git decides. Hooks never run."""
+        path = self.path_for(task.id)
+        with self._working_on(task.id):
+            await self._verify(task, path)
+            await git("add", "--all", cwd=path)
+            staged = await run_git("diff", "--cached", "--quiet", "--no-ext-diff",
+                                   "--no-textconv", cwd=path)
+            if staged.code == 0:
+                return None
+            identity: list[str] = []
+            for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY):
+                if not await git("config", key, cwd=path, check=False, drivers_from=()):
+                    identity += ["-c", f"{key}={fallback}"]
+            await git(*identity, "commit", "--quiet", "--no-verify", "--no-gpg-sign",
+                      "-m", message, cwd=path)
+            return await git("rev-parse", "HEAD", cwd=path)
+
+    async def _range(self, task: Task) -> tuple[str, str]:
+        """(merge-base with the default branch, tip of the task branch)."""
+        tip = await self._rev(f"refs/heads/{task.branch}")
+        if tip is None:
+            raise WorktreeRefused(f"the task branch {task.branch} does not exist",
+                                  hint="the task has no worktree yet; nothing to compare")
+        base = await git("merge-base", f"refs/heads/{self.default_branch}", tip, cwd=self.repo)
+        return base, tip
+
+    async def diff_stat(self, task: Task) -> DiffStat:
+        """Files, added and deleted lines of the task branch since it left the default
+        branch; a binary file counts as a file with no lines."""
+        base, tip = await self._range(task)
+        raw = await git_bytes("diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
+                              "--no-color", base, tip, "--", cwd=self.repo)
+        fields = os.fsdecode(raw).split("\0")
+        files, added, deleted, i = [], 0, 0, 0
+        while i < len(fields):
+            head = fields[i]
+            i += 1
+            if not head:
+                continue
+            plus, minus, name = head.split("\t", 2)
+            if not name:  # a rename: the old and new names follow
+                name, i = fields[i + 1], i + 2
+            files.append(name)
+            if plus != "-":
+                added, deleted = added + int(plus), deleted + int(minus)
+        return DiffStat(files=tuple(files), added=added, deleted=deleted)
+
+    async def diff(self, task: Task) -> str:
+        """The unified diff of the task branch since it left the default branch."""
+        base, tip = await self._range(task)
+        raw = await git_bytes("diff", "-M", "--no-ext-diff", "--no-textconv", "--no-color",
+                              "--src-prefix=a/", "--dst-prefix=b/", base, tip, "--",
+                              cwd=self.repo)
+        return raw.decode(errors="replace")
+
+    async def cleanup(self, task: Task) -> Cleanup:
+        """Remove the worktree if, and only if, nothing in it could be lost."""
+        path = self.path_for(task.id)
+        with self._working_on(task.id):
+            if not os.path.lexists(path) and path not in await self._listing():
+                return Cleanup(False, f"no worktree at {path}; nothing to remove")
+            try:
+                await self._verify(task, path)
+            except WorktreeRefused as exc:
+                return Cleanup(False, f"kept {path}: {exc.message}; {exc.hint}")
+            dirt = await self._dirt(path)
+            if dirt:
+                return Cleanup(False, f"kept {path}: {dirt}; commit, move or delete them, "
+                                      "then clean up again")
+            # Never --force: if git sees something we did not, git's refusal stands.
+            async with self._admin:
+                done = await run_git("worktree", "remove", "--", str(path), cwd=self.repo,
+                                     drivers_from=(self.repo, path))
+            if done.code != 0:
+                return Cleanup(False, f"kept {path}: git refused to remove it "
+                                      f"({_git_reason(done.err)})")
+            self._record_path(task.id).unlink(missing_ok=True)
+            return Cleanup(True, f"removed {path}; branch {task.branch} kept")
+
+    async def _dirt(self, path: Path) -> str:
+        """'' for a clean tree, else '2 uncommitted, 1 ignored file(s): a.py, b.log …'."""
+        raw = await git_bytes("status", "--porcelain=v1", "-z", "--ignored=traditional",
+                              "--untracked-files=all", "--ignore-submodules=all", cwd=path)
+        groups: dict[str, list[str]] = {"uncommitted": [], "untracked": [], "ignored": []}
+        for xy, name in status_entries(raw):
+            kind = {"??": "untracked", "!!": "ignored"}.get(xy, "uncommitted")
+            groups[kind].append(name)
+        counts = [f"{len(names)} {kind}" for kind, names in groups.items() if names]
+        if not counts:
+            return ""
+        return f"{', '.join(counts)} file(s): {_names(sum(groups.values(), []))}"
+
+    async def merge(self, task: Task, *, message: str) -> str:
+        """Merge the task branch into the default branch of the main checkout (`--no-ff`);
+        return the merge commit. The human action: refused, with nothing changed, unless
+        it can be a plain, clean merge."""
+        default, branch = self.default_branch, task.branch
+        with self._working_on(task.id):
+            head = await git("symbolic-ref", "--quiet", "HEAD", cwd=self.repo, check=False)
+            if head != f"refs/heads/{default}":
+                now = head.removeprefix("refs/heads/") if head else "a detached HEAD"
+                raise MergeRefused(
+                    f"the main checkout is on {now}, not on {default}",
+                    hint=f"switch it to {default} (git switch {default}), then merge")
+            if await self._rev("MERGE_HEAD") is not None:
+                raise MergeRefused("a merge is already in progress in the main checkout",
+                                   hint="finish it or abort it (git merge --abort) first")
+            raw = await git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no",
+                                  "--ignore-submodules=all", cwd=self.repo)
+            dirty = [name for _, name in status_entries(raw)]
+            if dirty:
+                raise MergeRefused(
+                    f"the main checkout has uncommitted changes to {len(dirty)} tracked "
+                    f"file(s): {_names(dirty)}", hint="commit or stash them, then merge")
+            tip = await self._rev(f"refs/heads/{branch}")
+            if tip is None:
+                raise MergeRefused(f"the task branch {branch} does not exist",
+                                   hint="nothing to merge")
+            before = await git("rev-parse", "HEAD", cwd=self.repo)
+            ahead = await git("rev-list", "--count", f"{before}..{tip}", cwd=self.repo)
+            if ahead == "0":
+                raise MergeRefused(f"{branch} has no commits beyond {default}",
+                                   hint="nothing to merge")
+            # The sha checked above, not the name: the branch cannot move in between.
+            # Explicit flags beat branch.<name>.mergeOptions and merge.* config.
+            done = await run_git(
+                "merge", "--no-ff", "--commit", "--no-squash", "--no-edit", "--no-verify",
+                "--no-gpg-sign", "--no-verify-signatures", "--no-autostash", "--quiet",
+                "-m", message, tip, cwd=self.repo)
+            if done.code != 0:
+                await self._refuse_failed_merge(task, tip, before, done.err)
+            after = await git("rev-parse", "HEAD", cwd=self.repo)
+            parents = (await git("rev-list", "--parents", "-n", "1", after, cwd=self.repo)).split()
+            if parents[1:] != [before, tip]:  # cannot happen with --no-ff; checked anyway
+                raise T25Error(f"the merge produced {after[:12]}, whose parents are not "
+                               f"{default} and {branch}",
+                               hint="inspect the main checkout's history")
+            return after
+
+    async def _refuse_failed_merge(self, task: Task, tip: str, before: str, err: str) -> None:
+        default, branch = self.default_branch, task.branch
+        if await self._rev("MERGE_HEAD") == tip:  # our merge stopped on conflicts
+            unmerged = await git_bytes("ls-files", "--unmerged", "-z", cwd=self.repo)
+            files = sorted({e.partition("\t")[2] for e in os.fsdecode(unmerged).split("\0") if e})
+            await git("merge", "--abort", cwd=self.repo)
+            after = await git("rev-parse", "HEAD", cwd=self.repo)
+            state = f"{default} is unchanged" if after == before else f"{default} is now {after}"
+            raise MergeRefused(
+                f"merging {branch} into {default} conflicts in {_names(files)}; the merge "
+                f"was aborted and {state}",
+                hint=f"bring {branch} up to date with {default} and resolve them, then merge")
+        raise MergeRefused(f"git refused to merge {branch} into {default}: {_git_reason(err)}",
+                           hint="fix what git reports in the main checkout, then merge")
+
+    async def fingerprint(self) -> Fingerprint:
+        """The main checkout's fingerprint, leaving out this worktree root."""
+        return await fingerprint(self.repo, exclude=[self.root])
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f" … and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def _git_reason(stderr: str) -> str:
+    """git's own reason in one line: its first error, with any files it lists after it."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    first = next((line for line in lines if line.startswith(("error:", "fatal:"))), lines[-1])
+    if first.startswith(("error:", "fatal:")):
+        first = first.split(":", 1)[1].strip()
+    files = [line.strip() for line in lines if line.startswith("\t")]
+    return f"{first.rstrip(':')}: {_names(files)}" if files else first
+
+
+class Workspace:
+    """The worktrees of every configured project, owned by one T25 installation.
+
+    `owner` names the installation (a hash of its store or control-plane URL); a worktree
+    another installation made is never adopted."""
+
+    def __init__(self, config: Config, *, owner: str) -> None:
+        self.config = config
+        self.owner = owner
+        self._by_project: dict[str, Worktrees] = {}
+
+    def worktrees(self, project: str) -> Worktrees:
+        if project not in self._by_project:
+            p = self.config.project(project)
+            repo = Path(p.repo)
+            self._by_project[project] = Worktrees(
+                repo, self.config.worktrees.root, p.default_branch or default_branch(repo),
+                owner=self.owner)
+        return self._by_project[project]
+
+
+def owner_of(url: str) -> str:
+    """The ownership name of the installation behind a store or control-plane URL."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]

@@ -1,0 +1,67 @@
+"""What every command needs: the configuration, an open store, the factory, the actor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from core.config.schema import Config, find_config, load_config
+from core.workspace.git import identity
+from core.control.service import Factory
+
+T = TypeVar("T")
+
+
+def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
+    """The t25.yaml the command works with, refusing adapters T25 does not ship (unless
+    `any_adapter`: `t25 doctor` lists every problem rather than stop at the first)."""
+    explicit = Path(args.config) if args.config else None
+    return load_config(find_config(Path.cwd(), explicit),
+                       adapters=None if any_adapter else adapter_names())
+
+
+def adapter_names() -> list[str]:
+    from adapters.registry import builtin_specs
+
+    return [spec.name for spec in builtin_specs()]
+
+
+@asynccontextmanager
+async def open_factory(args: argparse.Namespace) -> AsyncIterator[Factory]:
+    from store import open_store
+
+    config = config_of(args)
+    store = await open_store(config.store_url)
+    try:
+        factory = Factory(config, store)
+        await factory.sync_projects()
+        yield factory
+    finally:
+        await store.close()
+
+
+def run(args: argparse.Namespace, body: Callable[[Factory], Awaitable[T]]) -> T:
+    """Open the factory, run `body` with it, close everything."""
+
+    async def go() -> T:
+        async with open_factory(args) as factory:
+            return await body(factory)
+
+    return asyncio.run(go())
+
+
+def actor_of(args: argparse.Namespace) -> str:
+    return args.actor or identity(Path.cwd())
+
+
+def age(since: datetime, now: datetime | None = None) -> str:
+    seconds = int(((now or datetime.now(timezone.utc)) - since).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"

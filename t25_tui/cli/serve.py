@@ -1,0 +1,75 @@
+"""`t25 serve` (the control plane over REST and SSE) and `t25 worker --url` (a remote worker)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from core.errors import ConfigError, T25Error
+from t25_tui.cli.context import config_of, open_factory
+
+CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve until stopped (exit 0), or until the sweep cannot go on (exit 1, one line why).
+
+    The sweep rides out a store that is unavailable for a while (core.control.floor says how, and
+    when it gives up); requests meanwhile get 503 with Retry-After. When the sweep ends
+    with an error, serve stops and the error is raised here, after the server has shut
+    down, for the command line to print."""
+    from t25_tui.cli.run import floor_for
+    from t25_tui.api.server import http_server
+
+    if args.store_patience <= 0:
+        raise ConfigError("--store-patience must be a positive number of seconds")
+    failed: list[BaseException] = []
+
+    async def body() -> None:
+        async with open_factory(args) as factory:
+            bind = args.bind or factory.config.serve.bind
+            server = http_server(factory, bind)
+            floor = floor_for(factory, workers=args.workers, store_patience_s=args.store_patience)
+            print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
+                  f"{args.workers} in-process worker(s)", flush=True)
+            if not os.environ.get(CREDENTIAL_ENV):
+                print(f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
+                      file=sys.stderr, flush=True)
+            sweeping = asyncio.create_task(floor.work(follow=True))
+
+            def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
+                if not task.cancelled() and task.exception() is not None:
+                    failed.append(task.exception())
+                    server.should_exit = True
+
+            sweeping.add_done_callback(stopped)
+            try:
+                await server.serve()
+            finally:
+                sweeping.cancel()
+                await asyncio.gather(sweeping, return_exceptions=True)
+
+    asyncio.run(body())
+    if failed:
+        if not isinstance(failed[0], T25Error):  # a defect: say where it struck
+            print("t25 serve: the pipeline sweep failed", file=sys.stderr, flush=True)
+        raise failed[0]
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from t25_tui.api.worker_client import work_remotely
+
+    credential = os.environ.get(CREDENTIAL_ENV)
+    if not credential:
+        raise ConfigError(f"{CREDENTIAL_ENV} is not set",
+                          hint="export the credential the control plane was started with")
+    config = config_of(args)
+    print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
+    if not 0 < args.heartbeat < args.lease_ttl:
+        raise ConfigError("--heartbeat must be positive and shorter than --lease-ttl")
+    asyncio.run(work_remotely(args.url, credential, config, workers=args.workers,
+                              lease_ttl_s=args.lease_ttl, heartbeat_s=args.heartbeat))
+    return 0

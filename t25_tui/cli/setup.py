@@ -1,0 +1,197 @@
+"""`t25 init` and `t25 demo`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from core.errors import ConfigError, T25Error
+from core.workspace.git import git_sync, repo_root
+
+FACTORY_DIR = ".factory"
+
+
+def init(args: argparse.Namespace) -> int:
+    from core.config.schema import default_config_text, load_config
+    from store import open_store
+
+    root = repo_root(Path.cwd())
+    if root is None:
+        raise T25Error(f"{Path.cwd()} is not inside a git repository",
+                       hint="run `git init` first, or cd into your repository")
+    target = Path(args.config).resolve() if args.config else root / "t25.yaml"
+    if target.exists():
+        raise ConfigError(f"{target} already exists; T25 is already set up here",
+                          hint="edit it, or remove it to start over (.factory/ is kept)")
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(default_config_text())
+    try:
+        config = load_config(tmp)
+    except T25Error:
+        tmp.unlink()
+        raise
+    os.replace(tmp, target)
+    (root / FACTORY_DIR).mkdir(exist_ok=True)
+    _exclude(root, f"/{FACTORY_DIR}/")
+
+    async def create_store() -> None:
+        store = await open_store(config.store_url)
+        await store.close()
+
+    asyncio.run(create_store())
+    print(f"created {target}")
+    print(f"created {root / FACTORY_DIR}/ (store, audit log, worktrees; ignored by git)")
+    print("next: edit t25.yaml (roles, limits, QA checks), then file a task:")
+    print('  t25 task new "describe the change" --type feat')
+    return 0
+
+
+def _exclude(root: Path, pattern: str) -> None:
+    """Add `pattern` to the repository's .git/info/exclude (shared by all worktrees)."""
+    common = Path(git_sync("rev-parse", "--git-common-dir", cwd=root))
+    exclude = (common if common.is_absolute() else root / common) / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    lines = exclude.read_text().splitlines() if exclude.exists() else []
+    if pattern not in lines and pattern.strip("/") not in lines:
+        with exclude.open("a") as fh:
+            fh.write(("" if not lines or exclude.read_text().endswith("\n") else "\n")
+                     + pattern + "\n")
+
+
+DEMO_CONFIG = """\
+# The demo's t25.yaml: T25's own scripted agent plays every role, so the whole pipeline
+# runs without a model. In your repository, name real CLIs here (claude, codex, ...).
+projects:
+  - name: shop
+    repo: .
+roles:
+  spec: [{adapter: scripted}]
+  planner: [{adapter: scripted}]
+  dev: [{adapter: scripted}]
+  qa: [{adapter: scripted}]
+  reviewer: [{adapter: scripted}]
+  docs: [{adapter: scripted}]
+limits:
+  workers: 2
+approval:
+  require_for_risk: [high]
+qa:
+  checks:
+    - name: unit tests
+      run: [PYTHON, -m, unittest, -q]
+cost:
+  rates:
+    scripted-1: {input: 3.0, output: 15.0}
+"""
+
+_TOUR = [
+    ("Set T25 up in the repository: t25.yaml and .factory/", ["init"]),
+    ("File three tasks. The scripted agent reads directives from a description: the second "
+     "plans a high-risk change,\n# the third gets sent back once by review",
+     ["task", "new", "Add a greeting endpoint", "--type", "feat"]),
+    (None, ["task", "new", "Rotate the session signing key", "--type", "feat",
+            "--description", "Touches authentication.\nscripted: risk=high"]),
+    (None, ["task", "new", "Validate the page size", "--type", "fix",
+            "--description", "Reject sizes over 100.\nscripted: review=changes-once"]),
+    ("Work the queue until nothing can move without a human", ["run"]),
+    ("A merge before the checks and the review have passed is refused, with the reason",
+     ["merge", "T-2"]),
+    ("The high-risk plan waits for a human: approve it (the approval records the plan's hash)",
+     ["approve", "T-2", "--comment", "key rotation reviewed with security"]),
+    (None, ["run"]),
+    ("A task's history, runs, artifacts and cost", ["task", "show", "T-3"]),
+    ("Merging is a human action", ["merge", "T-1"]),
+    (None, ["merge", "T-2"]),
+    (None, ["merge", "T-3"]),
+    ("Every decision is in the hash-chained audit log, and the chain verifies",
+     ["audit"]),
+    (None, ["audit", "verify"]),
+]
+
+
+def demo(args: argparse.Namespace) -> int:
+    if getattr(args, "tui", False):
+        return _demo_tui(args)
+    if args.dir:
+        where = Path(args.dir).resolve()
+        if where.exists() and any(where.iterdir()):
+            raise T25Error(f"{where} is not empty", hint="give a new or empty directory")
+        _tour(where)
+        print(f"The demo repository is kept at {where}.")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="t25-demo-") as tmp:
+        _tour(Path(tmp) / "shop")
+    return 0
+
+
+def _tour(repo: Path) -> None:
+    repo.mkdir(parents=True, exist_ok=True)
+    _sample_repo(repo)
+    print(f"A sample repository at {repo} (default branch: trunk)\n")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for note, argv in _TOUR:
+        if note:
+            print(f"# {note}")
+        print(f"$ t25 {shlex.join(argv)}", flush=True)
+        cmd = [sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv]
+        subprocess.run(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, check=False)
+        if argv == ["init"]:
+            (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
+            print("(the demo replaces t25.yaml with one where T25's scripted agent plays "
+                  "every role)")
+        print(flush=True)
+    print("$ git log --oneline --graph trunk")
+    print(git_sync("log", "--oneline", "--graph", "trunk", cwd=repo))
+    print("\nThat was the tour. In your own repository: t25 init, name your agent CLIs in "
+          "t25.yaml, then t25 task new.")
+
+
+def _sample_repo(repo: Path) -> None:
+    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=repo)
+    for key, value in (("user.name", "T25 Demo"), ("user.email", "demo@t25.invalid")):
+        git_sync("config", key, value, cwd=repo)
+    (repo / "app.py").write_text('def greet(name):\n    return f"hello, {name}"\n')
+    (repo / "test_app.py").write_text(
+        "import unittest\n\nimport app\n\n\nclass GreetTest(unittest.TestCase):\n"
+        "    def test_greet(self):\n        self.assertEqual(app.greet('ana'), 'hello, ana')\n")
+    (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)
+
+
+def _demo_tui(args: argparse.Namespace) -> int:
+    """The sample repository with the tour's tasks filed, and the cockpit open on it."""
+    if args.dir:
+        where = Path(args.dir).resolve()
+        if where.exists() and any(where.iterdir()):
+            raise T25Error(f"{where} is not empty", hint="give a new or empty directory")
+        return _cockpit_on(where, args)
+    with tempfile.TemporaryDirectory(prefix="t25-demo-") as tmp:
+        return _cockpit_on(Path(tmp) / "shop", args)
+
+
+def _cockpit_on(repo: Path, args: argparse.Namespace) -> int:
+    from t25_tui.cli.tui import cockpit
+
+    repo.mkdir(parents=True, exist_ok=True)
+    _sample_repo(repo)
+    (repo / FACTORY_DIR).mkdir(exist_ok=True)
+    _exclude(repo, f"/{FACTORY_DIR}/")
+    _exclude(repo, "/t25.yaml")
+    (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
+    for _, argv in _TOUR:
+        if argv[:2] == ["task", "new"]:
+            subprocess.run([sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv],
+                           cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           check=True)
+    tui_args = argparse.Namespace(config=str(repo / "t25.yaml"),
+                                  actor=args.actor or "demo-operator", debug=args.debug)
+    code = asyncio.run(cockpit(tui_args))
+    print(f"The demo repository was {repo}" + ("" if args.dir else " (now removed)."))
+    return code

@@ -1,0 +1,91 @@
+"""`t25 tui`: the cockpit, with the store, the bus and the in-process workers embedded,
+or (`--url`) attached to a remote `t25 serve`.
+
+Textual is imported only here, when the command runs, so `t25 --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from core.config.schema import find_config
+from core.errors import ConfigError
+from t25_tui.cli.context import actor_of, open_factory
+
+
+def tui(args: argparse.Namespace) -> int:
+    if args.url:
+        if args.serve is not None or args.workers is not None or args.no_workers:
+            raise ConfigError("--url attaches to a control plane that has its own workers and "
+                              "serve; --serve, --workers and --no-workers do not apply")
+        return asyncio.run(attached(args))
+    if not args.config and not _offer_config(args):
+        return 1
+    return asyncio.run(cockpit(args, workers=args.workers, no_workers=args.no_workers))
+
+
+async def attached(args: argparse.Namespace) -> int:
+    """The cockpit on a remote `t25 serve`: every read and decision over REST, events over SSE."""
+    from t25_tui.tui.app import calm_garbage_collector, make_app
+    from t25_tui.api.cockpit_client import attach
+
+    async with attach(args.url) as remote:
+        app = make_app(remote, actor=actor_of(args), link=remote.link, handle_signals=True)
+        calm_garbage_collector()
+        await app.run_async()
+    return 0
+
+
+def _offer_config(args: argparse.Namespace) -> bool:
+    """No t25.yaml here: offer to create one (as `t25 init` does)."""
+    try:
+        find_config(Path.cwd(), None)
+        return True
+    except ConfigError as exc:
+        print(f"t25: {exc.message}", file=sys.stderr)
+    if not sys.stdin.isatty():
+        print("  hint: run `t25 init` in your repository to create one", file=sys.stderr)
+        return False
+    reply = input("Create t25.yaml and .factory/ here now (as `t25 init` does)? [Y/n] ")
+    if reply.strip().lower() not in ("", "y", "yes"):
+        print("nothing created; `t25 init` creates it when you are ready")
+        return False
+    from t25_tui.cli.setup import init
+
+    init(args)
+    return True
+
+
+async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
+                  no_workers: bool = False) -> int:
+    from adapters.registry import builtin_adapters
+    from t25_tui.tui.app import calm_garbage_collector, make_app
+    from t25_tui.cli.run import floor_for
+    from t25_tui.tui.readiness import missing_agents
+
+    async with open_factory(args) as factory:
+        adapters = builtin_adapters()
+        floor = None if no_workers else floor_for(factory, workers=workers)
+        app = make_app(factory, floor=floor, actor=actor_of(args), adapters=adapters,
+                       setup_note=missing_agents(factory.config, adapters), handle_signals=True)
+        server = serving = None
+        if getattr(args, "serve", None) is not None:
+            from t25_tui.api.server import http_server
+
+            server = http_server(factory, args.serve or factory.config.serve.bind,
+                                 handle_signals=False)
+            serving = asyncio.create_task(server.serve())
+        calm_garbage_collector()
+        try:
+            await app.run_async()
+        finally:
+            if server is not None:
+                server.should_exit = True
+                await asyncio.gather(serving, return_exceptions=True)
+            # However the app ended (quit, hang-up, a lost terminal), the agents stop and
+            # their runs return to the queue before the store closes.
+            await app.stop_floor()
+    return 0

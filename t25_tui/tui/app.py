@@ -1,0 +1,549 @@
+"""The cockpit: `make_app` builds it with its services injected.
+
+Tests, the screenshot script, the benchmark and `t25 tui` all call `make_app`, so they
+run the same app. The app owns no domain truth: it reads the store, listens to the bus
+through `t25_tui.tui.messages`, and every operator action calls a `Factory` method — the one
+the command line calls — so the checks and the audit are the same. Attached to a remote
+`t25 serve` (`t25_tui.api.cockpit_client`), the same reads and calls cross REST and the bus is fed by
+the serve's event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from core.domain.agent import AgentAdapter
+from core.errors import ControlPlaneUnreachable, T25Error
+from core.domain.events import InputRequested, RunOutput
+from core.domain.models import ArtifactKind, TaskState
+from core.control.service import Factory
+from core.domain.text import printable
+from t25_tui.tui import messages as bridge
+from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.dialogs import (
+    AnswerDialog,
+    ApprovalDialog,
+    ConfirmDialog,
+    Decision,
+    MessageDialog,
+    NewTaskDialog,
+    NewTaskRequest,
+)
+from t25_tui.tui.screens.help import HelpScreen
+from t25_tui.tui.screens.inbox import Inbox
+from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
+from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
+from t25_tui.tui.widgets.board import Board
+
+if TYPE_CHECKING:
+    from t25_tui.api.cockpit_client import RemoteFactory
+
+# (action, title, help) — the command palette lists every one of these.
+COMMANDS = [
+    ("help", "Help", "every key binding"),
+    ("board", "Board", "a column per pipeline state"),
+    ("inbox", "Inbox", "everything waiting for a human"),
+    ("cost", "Cost", "spend per task, role, adapter and model"),
+    ("audit", "Audit", "operator decisions and the chain's verification"),
+    ("profiles", "Agent profiles and policies", "each role's adapters, binaries, versions"),
+    ("new_task", "New task", "file a task"),
+    ("open", "Open task", "the selected task's detail"),
+    ("log", "Log", "the selected task's live log"),
+    ("decide", "Decide", "approve/reject, answer or merge the selected task"),
+    ("merge", "Merge", "merge the selected DONE task"),
+    ("cancel", "Cancel task", "stop the selected task and its runs"),
+    ("retry", "Retry task", "send the selected FAILED task back"),
+    ("archive", "Archive task", "hide the selected finished task"),
+    ("filter", "Filter the board", "project:P type:T words"),
+    ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
+]
+# While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
+# shift+tab between fields, copy) and quitting still work.
+HELD_IN_DIALOGS = {action for action, _, _ in COMMANDS} - {"quit"}
+BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
+
+
+class T25App(App[None]):
+    """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles."""
+
+    CSS_PATH = "t25.tcss"
+    TITLE = "T25"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("question_mark", "help", "help", id="help"),
+        Binding("f1", "help", "help", show=False, id="help.f1"),
+        Binding("b", "board", "board", show=False, id="board"),
+        Binding("f2", "board", "board", show=False, id="board.f2"),
+        Binding("i", "inbox", "inbox", id="inbox"),
+        Binding("f3", "inbox", "inbox", show=False, id="inbox.f3"),
+        Binding("c", "cost", "cost", show=False, id="cost"),
+        Binding("f5", "cost", "cost", show=False, id="cost.f5"),
+        Binding("u", "audit", "audit", show=False, id="audit"),
+        Binding("f6", "audit", "audit", show=False, id="audit.f6"),
+        Binding("p", "profiles", "agents", show=False, id="profiles"),
+        Binding("f7", "profiles", "agents", show=False, id="profiles.f7"),
+        Binding("n", "new_task", "new", id="new_task"),
+        Binding("a", "decide", "decide", id="decide"),
+        Binding("m", "merge", "merge", show=False, id="merge"),
+        Binding("x", "cancel", "cancel", show=False, id="cancel"),
+        Binding("r", "retry", "retry", show=False, id="retry"),
+        Binding("z", "archive", "archive", show=False, id="archive"),
+        Binding("l", "log", "log", show=False, id="log"),
+        Binding("slash", "filter", "filter", id="filter"),
+        Binding("q", "quit", "quit", id="quit"),
+        Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
+    ]
+
+    def __init__(self, factory: Factory | RemoteFactory, *, floor: Any = None, clock: Clock | None = None,
+                 actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
+                 poll_s: float = 1.0, refresh_s: float = 5.0, setup_note: str | None = None,
+                 handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
+        super().__init__()
+        self.factory = factory
+        self.floor = floor
+        self.clock = clock or wall_clock
+        self.actor = actor
+        self.adapters = dict(adapters or {})
+        self.poll_s, self.refresh_s = poll_s, refresh_s
+        self.setup_note = setup_note
+        self.handle_signals = handle_signals
+        self.link = link  # attached to a remote control plane: the connection's state
+        self.output_listeners: set[Callable[[RunOutput], None]] = set()
+        self.filter = BoardFilter()
+        self.cards: list[Card] = []
+        self.seen_event_id = 0
+        self.loaded = asyncio.Event()  # the first board is on screen
+        self.status_note = ""
+        self.stopping = False
+        self._board_stale = False  # something changed since the board was last read
+        self._board_reads = 0  # reads in flight
+        self._floor_task: asyncio.Task | None = None
+
+    # -- layout and start --------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("T25", id="status")
+        # Always laid out (one line), so opening it never re-lays-out the board.
+        yield Input(placeholder="/ filter: project:NAME type:feat|fix|… words — enter applies, "
+                                "escape clears", id="filter", compact=True)
+        yield Board(id="board")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.run_worker(bridge.pump(self.factory.bus, self.post_message), name="bridge",
+                        group="bridge", exit_on_error=False)
+        if self.floor is not None:
+            self.run_worker(self._run_floor(), name="floor", group="floor", exit_on_error=False)
+        if self.handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._terminal_gone)
+        self.set_interval(self.poll_s, self._poll)
+        self.set_interval(self.refresh_s, self.schedule_refresh)
+        self.set_interval(BOARD_TICK_S, self._board_tick)
+        self.refresh_board()
+        if self.setup_note:
+            self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
+
+    async def _run_floor(self) -> None:
+        self._floor_task = asyncio.current_task()
+        await self.floor.work(follow=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a worker's failure becomes visible."""
+        if event.state is WorkerState.ERROR and not self.stopping:
+            error = event.worker.error
+            if isinstance(error, ControlPlaneUnreachable):
+                return  # the status line already says the link is down, and it reconnects
+            text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
+            self.notify(printable(f"{event.worker.name or 'a worker'} failed: {text}"),
+                        markup=False, severity="error",
+                        timeout=30)
+
+    # -- shutting down -------------------------------------------------------------------------
+
+    def _terminal_gone(self) -> None:
+        """SIGHUP (a dropped SSH session) or SIGTERM: stop the agents, hand runs back, leave."""
+        _mute_terminal(self)
+        self.run_worker(self._leave(), name="hangup", group="shutdown", exit_on_error=False)
+
+    async def _leave(self) -> None:
+        """Stop the agents and hand their runs back first; then exit. With no terminal left,
+        Textual's own shutdown can still block on a write nobody reads: everything that
+        matters is in the store by then, so a watchdog ends the process if it does."""
+        await self.finish_decisions()
+        await self.stop_floor()
+        watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.exit()
+
+    async def stop_floor(self, timeout_s: float = 30.0) -> None:
+        """Cancel the floor: running agents' process groups end, their leases go back."""
+        self.stopping = True
+        task = self._floor_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=timeout_s)
+
+    async def action_quit(self) -> None:
+        await self.finish_decisions()
+        await self.stop_floor()
+        self.exit()
+
+    async def finish_decisions(self) -> None:
+        """A decision already sent to the factory completes (state, audit line, event)
+        before the cockpit goes; leaving never cuts one in half."""
+        pending = [w for w in self.workers if w.group == "actions" and not w.is_finished]
+        if pending:
+            await self.workers.wait_for_complete(pending)
+
+    # -- the board -----------------------------------------------------------------------------
+
+    @property
+    def board(self) -> Board:
+        return self.query_one(Board)
+
+    def schedule_refresh(self) -> None:
+        """The board is out of date: it is re-read within a tick.
+
+        Only a flag is set here. The tick, a timer that runs for the app's whole life,
+        starts the read, so no failed, cancelled or lost timer can leave the board
+        without its next refresh; and while one read is in flight the next waits for it,
+        so a steady stream of events cannot keep cancelling reads before one lands.
+        """
+        self._board_stale = True
+
+    def _board_tick(self) -> None:
+        if self._board_stale and not self._board_reads:
+            self._board_stale = False
+            self.refresh_board()
+
+    @work(group="board", exclusive=True, exit_on_error=False)
+    async def refresh_board(self) -> None:
+        self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
+        try:
+            store = self.factory.store
+            last = await store.last_event_id()
+            tasks = await store.list_tasks()
+            spent = await store.cost_by_task()
+        finally:
+            self._board_reads -= 1
+        self.seen_event_id = max(self.seen_event_id, last)
+        self.cards = cards(tasks, spent)
+        self.show_cards()
+        if not self.loaded.is_set():
+            self.board.focus_first()
+        self.loaded.set()
+
+    def show_cards(self) -> None:
+        if not self.screen_stack:
+            return  # a board read that finished as the cockpit closed
+        shown = [c for c in self.cards if self.filter.matches(c.task)]
+        selected = self.board.selected() if self.screen is self.screen_stack[0] else None
+        self.board.show(shown, self.clock())
+        if selected and self.board.selected() != selected:
+            self.board.focus_task(selected)  # the selection follows its card to a new column
+        self.show_status(len(shown))
+
+    def show_status(self, shown: int | None = None) -> None:
+        """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
+        waiting = sum(1 for c in self.cards if c.human)
+        workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
+        parts = [self.link() if self.link else f"{workers} workers" if workers else "workers off"]
+        if self.filter:
+            if shown is None:
+                shown = sum(1 for c in self.cards if self.filter.matches(c.task))
+            parts.append(f"filter: {self.filter.describe()} ({shown})")
+        if self.status_note:
+            parts.append(self.status_note)
+        # Content's plain strings are never read as markup; printable escapes the rest.
+        self.query_one("#status", Static).update(Content.assemble(
+            ("T25", "bold"), f" {len(self.cards)} tasks · ",
+            (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
+            *(f" · {printable(part)}" for part in parts)))
+
+    @work(group="poll", exclusive=True, exit_on_error=False)
+    async def _poll(self) -> None:
+        """See what other processes did (a `t25 approve` from another shell)."""
+        if await self.factory.store.last_event_id() > self.seen_event_id:
+            self.schedule_refresh()
+
+    def on_board_opened(self, message: Board.Opened) -> None:
+        self.push_screen(TaskDetail(self.factory, message.task_id, self.clock))
+
+    # -- bridge messages -----------------------------------------------------------------------
+
+    def on_task_changed(self, message: bridge.TaskChanged) -> None:
+        self.seen_event_id = max(self.seen_event_id, message.event.id)
+        if not self.screen_stack:
+            return  # the cockpit is closing: its screens are gone, events still arrive
+        self.schedule_refresh()
+        screen = self.screen
+        if hasattr(screen, "refresh_task") and getattr(screen, "task_id", None) in (
+                None, message.task_id):
+            screen.refresh_task()
+
+    def on_run_output_arrived(self, message: bridge.RunOutputArrived) -> None:
+        self.seen_event_id = max(self.seen_event_id, message.event.id)
+        for listener in tuple(self.output_listeners):
+            listener(message.event)
+
+    def on_human_needed(self, message: bridge.HumanNeeded) -> None:
+        self.notify(printable(message.text), title="a human is needed", severity="warning",
+                    timeout=12, markup=False)
+
+    def on_store_resync(self, message: bridge.StoreResync) -> None:
+        if self.link and self.loaded.is_set():
+            self.show_status()  # a remote link went down or came back
+        self.schedule_refresh()
+
+    # -- filter ----------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.set_filter(event.value)
+        self.board.focus_first()
+
+    def set_filter(self, query: str) -> None:
+        self.filter = BoardFilter.parse(query)
+        self.query_one("#filter", Input).value = query
+        self.show_cards()
+
+    def key_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        if self.screen is self.screen_stack[0] and (box.has_focus or self.filter):
+            self.set_filter("")
+            self.board.focus_first()
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS:
+            return False
+        return True
+
+    def _show(self, screen_type: type, *args: Any) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        if screen_type is not Board:
+            self.push_screen(screen_type(self.factory, self.clock, *args))
+
+    def action_board(self) -> None:
+        self._show(Board)
+
+    def action_inbox(self) -> None:
+        self._show(Inbox)
+
+    def action_cost(self) -> None:
+        self._show(CostPane)
+
+    def action_audit(self) -> None:
+        self._show(AuditPane)
+
+    def action_profiles(self) -> None:
+        self._show(ProfilesPane, self.adapters)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def selected_task(self) -> str | None:
+        tid = getattr(self.screen, "task_id", None)
+        if tid:
+            return tid
+        return self.board.selected() if self.screen is self.screen_stack[0] else None
+
+    def _need_task(self) -> str | None:
+        tid = self.selected_task()
+        if tid is None:
+            self.bell()
+            self.status("select a task first (arrows on the board)")
+        return tid
+
+    def status(self, note: str) -> None:
+        self.status_note = note
+        if self.cards or self.loaded.is_set():
+            self.show_cards()
+
+    def action_open(self) -> None:
+        if tid := self._need_task():
+            self.push_screen(TaskDetail(self.factory, tid, self.clock))
+
+    def action_log(self) -> None:
+        if tid := self._need_task():
+            if isinstance(self.screen, TaskDetail):
+                self.screen.action_tab("log")
+            else:
+                self.push_screen(TaskDetail(self.factory, tid, self.clock, tab="log"))
+
+    def get_system_commands(self, screen) -> Any:
+        yield from super().get_system_commands(screen)
+        for action, title, help_text in COMMANDS:
+            yield SystemCommand(f"T25: {title}", help_text,
+                                lambda a=action: self.run_action(a))
+
+    # -- operator actions: every one calls the Factory -------------------------------------------
+
+    @work(group="actions", exit_on_error=False)
+    async def act(self, verb: str, call: Callable[[], Any],
+                  refused: Callable[[str], None] | None = None) -> None:
+        """Run one Factory call; a refusal is shown with its reason, never swallowed
+        (by `refused`, when the caller has a better place for it than a message)."""
+        try:
+            task = await call()
+        except T25Error as exc:
+            body = exc.message + (f"\n\nhint: {exc.hint}" if exc.hint else "")
+            if refused is not None:
+                refused(body)
+            else:
+                self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
+            return
+        tid = getattr(task, "id", "")
+        self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
+        self.schedule_refresh()
+
+    def action_new_task(self, draft: NewTaskRequest | None = None, refusal: str = "") -> None:
+        """The New task dialog; a draft the Factory refuses comes back in it, with the reason."""
+        projects = [p.name for p in self.factory.config.projects]
+
+        def filed(req: NewTaskRequest | None) -> None:
+            if req:
+                self.act("new task", lambda: self.factory.new_task(
+                    req.title, actor=self.actor, type=req.type, description=req.description,
+                    project=req.project), refused=lambda why: self.action_new_task(req, why))
+
+        self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
+
+    def action_decide(self) -> None:
+        if tid := self._need_task():
+            self._decide(tid)
+
+    @work(group="actions", exit_on_error=False)
+    async def _decide(self, tid: str) -> None:
+        f = self.factory
+        task = await f.task(tid)
+        if task.state is TaskState.AWAITING_APPROVAL:
+            plans = [a for a in await f.store.list_artifacts(task_id=tid)
+                     if a.meta.kind is ArtifactKind.PLAN]
+            raw = (await f.store.get_artifact(plans[-1].id))[1].decode(errors="replace") \
+                if plans else ""
+
+            def decided(d: Decision | None) -> None:
+                if d and d.verb == "approve":
+                    self.act("approve", lambda: f.approve(tid, actor=self.actor, reason=d.text))
+                elif d:
+                    self.act("reject", lambda: f.reject(tid, actor=self.actor, reason=d.text))
+
+            self.push_screen(ApprovalDialog(task, raw), decided)
+        elif task.state is TaskState.NEEDS_INPUT:
+            events = await f.store.events_after(0, task_id=tid, limit=1_000_000)
+            asked = [e for e in events if isinstance(e, InputRequested)]
+
+            def answered(text: str | None) -> None:
+                if text:
+                    self.act("answer", lambda: f.answer(tid, text, actor=self.actor))
+
+            self.push_screen(AnswerDialog(task, asked[-1].question if asked else task.error or ""),
+                             answered)
+        elif task.state is TaskState.DONE and not task.merged:
+            self.action_merge()
+        elif task.state is TaskState.FAILED:
+            self.action_retry()
+        else:
+            self.status(f"{tid} is {task.state}: nothing to decide ({human_needed(task) or 'working'})")
+
+    def action_merge(self) -> None:
+        if not (tid := self._need_task()):
+            return
+
+        def confirmed(reason: str | None) -> None:
+            if reason is not None:
+                self.act("merge", lambda: self.factory.merge(tid, actor=self.actor, reason=reason))
+
+        self.push_screen(ConfirmDialog(
+            f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
+            "checks passed and review approved."), confirmed)
+
+    def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
+        if not (tid := self._need_task()):
+            return
+
+        def confirmed(reason: str | None) -> None:
+            if reason is not None:
+                call = getattr(self.factory, method)
+                self.act(verb, lambda: call(tid, actor=self.actor, reason=reason))
+
+        self.push_screen(ConfirmDialog(question.format(tid=tid), reason=True), confirmed)
+
+    def action_cancel(self) -> None:
+        self._confirm_with_reason("cancel", "Cancel {tid}? Its running agent stops now.", "cancel")
+
+    def action_retry(self) -> None:
+        self._confirm_with_reason("retry", "Retry {tid} from the stage that failed?", "retry")
+
+    def action_archive(self) -> None:
+        self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")
+
+
+HANGUP_EXIT_S = 5.0
+
+
+def calm_garbage_collector() -> None:
+    """Keep Python's cyclic collector from freezing the screen.
+
+    A full collection over the cockpit's ~100 MB of widgets and rendered segments takes
+    ~150 ms, and with agents streaming it ran often enough to put keypress-to-repaint p95
+    at 160 ms (bench/tui.py). What exists at start-up is frozen out of every collection,
+    and the young generation is collected every 50,000 allocations instead of 700: p95
+    falls to ~70 ms with 8 agents streaming, for ~10 MB more resident memory. It changes
+    the whole process, so only the real `t25 tui` calls it (not tests driving the app).
+    """
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+
+
+def _mute_terminal(app: App) -> None:
+    """After a hang-up, whatever Textual still writes on its way out goes to /dev/null.
+
+    A write to a hung-up terminal fails with EIO, which ends Textual's writer thread; its
+    bounded queue then fills and the next write blocks shutdown forever. So point stdout
+    at /dev/null, and if the writer already died, give it a queue that never blocks.
+    """
+    import os
+    import queue
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    os.close(devnull)
+    writer = getattr(app._driver, "_writer_thread", None)
+    if writer is not None and not writer.is_alive():
+        writer._queue = queue.Queue()
+        writer.write = lambda text: None
+
+
+def make_app(factory: Factory | RemoteFactory, **services: Any) -> T25App:
+    """The cockpit with its services injected: floor, clock, actor, adapters, timings."""
+    return T25App(factory, **services)

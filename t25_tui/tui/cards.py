@@ -1,0 +1,129 @@
+"""What the cockpit shows, computed from domain objects: cards, filters, the human mark.
+
+No Textual here: the board widget renders these values, tests and the benchmark build
+them directly. Domain truth stays in the core; this is only presentation.
+
+Stored text — titles, descriptions, reasons, actors, questions, artifacts, errors, agent
+output — reaches the screen only through `literal`: escaped by `core.domain.text.printable`, so
+no escape sequence reaches the operator's terminal, and held in a Rich `Text`, so `[red]`
+in a title is shown as typed rather than read as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from rich.text import Text
+
+from core.domain.models import Task, TaskState
+from core.domain.text import printable
+
+Clock = Callable[[], datetime]
+
+# Board columns, in pipeline order, then the escapes: every state has a column.
+COLUMNS: tuple[TaskState, ...] = tuple(TaskState)
+# What a human must do for a task in this state (the card's mark and the inbox's reason).
+HUMAN_ACTION = {
+    TaskState.AWAITING_APPROVAL: "approve or reject the plan",
+    TaskState.NEEDS_INPUT: "answer the question",
+    TaskState.FAILED: "look, then retry or cancel",
+}
+CARDS_PER_COLUMN = 100  # older cards beyond this are counted, not drawn (filter to see them)
+
+
+def literal(text: object, *, multiline: bool = False, style: str = "") -> Text:
+    """Stored text as the operator should see it: escaped, and never read as markup."""
+    return Text(printable(str(text), multiline=multiline), style=style)
+
+
+def wall_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def human_needed(task: Task) -> str | None:
+    """Why a human is needed for this task now, or None."""
+    if task.state is TaskState.DONE and not task.merged and not task.archived:
+        return "ready to merge"
+    return HUMAN_ACTION.get(task.state)
+
+
+def age(since: datetime, now: datetime) -> str:
+    seconds = int((now - since).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+@dataclass(frozen=True)
+class Card:
+    """One task as the board draws it."""
+
+    task: Task
+    cost: float
+    human: str | None
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    def lines(self, now: datetime) -> tuple[str, str]:
+        t = self.task
+        head = (f"{t.id} {t.type.value} {age(t.state_since, now)} "
+                f"q{t.qa_loops} r{t.review_loops} ${self.cost:.2f}")
+        return head, t.title
+
+
+def cards(tasks: Iterable[Task], spent: Mapping[str, float]) -> list[Card]:
+    """A card per task, with what its runs cost so far (`Store.cost_by_task`)."""
+    return [Card(t, spent.get(t.id, 0.0), human_needed(t)) for t in tasks]
+
+
+@dataclass(frozen=True)
+class BoardFilter:
+    """`project:shop type:fix login` — each part optional; words match id or title."""
+
+    project: str | None = None
+    type: str | None = None
+    text: str = ""
+
+    @classmethod
+    def parse(cls, query: str) -> BoardFilter:
+        project = type_ = None
+        words = []
+        for part in query.split():
+            key, sep, value = part.partition(":")
+            if sep and key.lower() in ("project", "p") and value:
+                project = value
+            elif sep and key.lower() in ("type", "t") and value:
+                type_ = value.lower()
+            else:
+                words.append(part)
+        return cls(project, type_, " ".join(words).lower())
+
+    def __bool__(self) -> bool:
+        return bool(self.project or self.type or self.text)
+
+    def matches(self, task: Task) -> bool:
+        if self.project and task.project != self.project:
+            return False
+        if self.type and task.type.value != self.type:
+            return False
+        if self.text and self.text not in f"{task.id} {task.title}".lower():
+            return False
+        return True
+
+    def describe(self) -> str:
+        parts = [f"project:{self.project}" if self.project else "",
+                 f"type:{self.type}" if self.type else "", self.text]
+        return " ".join(p for p in parts if p)

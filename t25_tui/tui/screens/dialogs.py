@@ -1,0 +1,320 @@
+"""Typed modal dialogs: each dismisses with what the operator decided, or None.
+
+The caller acts on the result in a callback (never awaiting a dismiss inside a handler)
+and calls the Factory method — the same one the command line calls. Every field and
+button of a dialog is reached with tab and shift+tab, and a dialog's own letter keys
+(`a`, `r`, `y`) work only while no text field has the focus, so typing never decides.
+Stored text (titles, plans, questions, reasons) is shown with `literal`: escaped and
+never read as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static, TextArea
+
+import core.domain.text
+from core.errors import InvalidInput
+from core.domain.models import Task, TaskType
+from t25_tui.tui.cards import literal
+
+RISK_STYLE = {"low": "bold green", "medium": "bold yellow", "high": "bold red"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the approval dialog decided: approve (with a comment) or reject (with a reason)."""
+
+    verb: str  # "approve" | "reject"
+    text: str = ""
+
+
+def plan_text(plan: dict | None, raw: str) -> Text:
+    """The plan as the approver reads it: risk, files, steps, rationale."""
+    if plan is None:
+        return literal(raw or "(no plan stored)", multiline=True)
+    out = Text()
+    risk = str(plan.get("risk", "?"))
+    out.append("risk   ", style="bold")
+    out.append(literal(risk.upper(), style=RISK_STYLE.get(risk, "bold")))
+    out.append("\nfiles  ", style="bold")
+    files = [str(f) for f in plan.get("files") or []]
+    out.append(literal("\n       ".join(files) if files else "(none)", multiline=True))
+    out.append("\nsteps\n", style="bold")
+    for i, step in enumerate(plan.get("steps") or [], 1):
+        out.append(f"  {i}. ")
+        out.append(literal(str(step)))
+        out.append("\n")
+    if plan.get("rationale"):
+        out.append("why    ", style="bold")
+        out.append(literal(str(plan["rationale"]), multiline=True))
+    return out
+
+
+def parse_plan(raw: str) -> dict | None:
+    try:
+        plan = json.loads(raw)
+    except ValueError:
+        return None
+    return plan if isinstance(plan, dict) else None
+
+
+def _title(task: Task, before: str, after: str = "") -> Text:
+    out = Text(before, style="bold")
+    out.append(literal(task.title))
+    out.append(after)
+    return out
+
+
+class ApprovalDialog(ModalScreen[Decision | None]):
+    """A plan waiting for a human: `a` approves, `r` asks for a reason and rejects."""
+
+    BINDINGS = [
+        Binding("a", "approve", "approve", id="approval.approve"),
+        Binding("r", "reject", "reject…", id="approval.reject"),
+        Binding("escape", "dismiss(None)", "close", id="approval.close"),
+    ]
+
+    def __init__(self, task: Task, plan_raw: str) -> None:
+        super().__init__(classes="dialog")
+        self.task_ = task
+        self.plan_raw = plan_raw
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label(_title(self.task_, f"Approve the plan of {self.task_.id}: "),
+                        classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
+            yield Input(placeholder="why reject? (the planner reads it) — or a comment to "
+                                    "approve with", id="reason", compact=True)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Approve", id="approve", variant="success", compact=True)
+                yield Button("Reject", id="reject", variant="error", compact=True)
+            yield Label("a approve · r reject with a reason · tab moves · esc close",
+                        classes="dialog-keys")
+
+    def _reason(self) -> str:
+        return self.query_one("#reason", Input).value.strip()
+
+    def action_approve(self) -> None:
+        self.dismiss(Decision("approve", self._reason()))
+
+    def action_reject(self, warn: bool = False) -> None:
+        """Reject with the reason typed; without one, go to the reason field first."""
+        if not self._reason():
+            self.query_one("#reason", Input).focus()
+            if warn:
+                self.notify("a rejection needs a reason: the planner reads it",
+                            severity="warning")
+            return
+        self.dismiss(Decision("reject", self._reason()))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_reject(warn=True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "approve":
+            self.action_approve()
+        else:
+            self.action_reject(warn=True)
+
+
+class AnswerDialog(ModalScreen[str | None]):
+    """A NEEDS_INPUT task's question and a line to answer it."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "close", id="answer.close")]
+
+    def __init__(self, task: Task, question: str) -> None:
+        super().__init__(classes="dialog")
+        self.task_ = task
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label(_title(self.task_, f"{self.task_.id} asks: ",
+                               f" ({self.task_.resume_state or 'its stage'} is waiting)"),
+                        classes="dialog-title")
+            yield Static(literal(self.question or "(no question recorded)", multiline=True),
+                         classes="dialog-body")
+            yield Input(placeholder="your answer — enter sends it", id="answer", compact=True)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Send", id="send", variant="primary", compact=True)
+            yield Label("enter send · tab to the button · esc close", classes="dialog-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#answer").focus()
+
+    def _send(self) -> None:
+        answer = self.query_one("#answer", Input).value.strip()
+        if answer:
+            self.dismiss(answer)
+        else:
+            self.query_one("#answer").focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._send()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self._send()
+
+
+class ConfirmDialog(ModalScreen[str | None]):
+    """Yes or no, with an optional reason for the audit log; dismisses with the reason."""
+
+    BINDINGS = [
+        Binding("y", "yes", "yes", id="confirm.yes"),
+        Binding("n,escape", "dismiss(None)", "no", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, *, reason: bool = False) -> None:
+        super().__init__(classes="dialog")
+        self.question = question
+        self.with_reason = reason
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box small"):
+            yield Static(Text(self.question), classes="dialog-title")
+            if self.with_reason:
+                yield Input(placeholder="reason (kept in the audit log) — enter confirms",
+                            id="reason", compact=True)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes", id="yes", variant="primary", compact=True)
+                yield Button("No", id="no", compact=True)
+            yield Label("y yes · n no" if not self.with_reason else "enter yes · esc no",
+                        classes="dialog-keys")
+
+    def on_mount(self) -> None:
+        if self.with_reason:
+            self.query_one("#reason").focus()
+
+    def action_yes(self) -> None:
+        self.dismiss(self.query_one("#reason", Input).value.strip() if self.with_reason else "")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_yes()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "yes":
+            self.action_yes()
+        else:
+            self.dismiss(None)
+
+
+class MessageDialog(ModalScreen[None]):
+    """Says why something was refused, and waits to be read."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "close", id="message.close")]
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__(classes="dialog")
+        self.title_ = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box small"):
+            yield Label(literal(self.title_), classes="dialog-title")
+            yield Static(literal(self.body, multiline=True), id="message-body")
+            yield Label("enter close", classes="dialog-keys")
+
+
+@dataclass(frozen=True)
+class NewTaskRequest:
+    title: str
+    type: TaskType
+    description: str
+    project: str | None
+
+
+class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
+    """File a task: title, type, description (several lines), project.
+
+    Enter in the title, the File button or ctrl+s (which no field takes for itself) files
+    it. What the core would refuse (`core.domain.text`) is refused here, with the reason, and
+    everything typed stays as it was; so does a draft the Factory sent back.
+    """
+
+    BINDINGS = [
+        Binding("ctrl+s", "file", "file it", priority=True, id="new.file"),
+        Binding("escape", "dismiss(None)", "close", id="new.close"),
+    ]
+
+    def __init__(self, projects: list[str], *, draft: NewTaskRequest | None = None,
+                 refusal: str = "") -> None:
+        super().__init__(classes="dialog")
+        self.projects = projects
+        self.draft = draft
+        self.refusal = refusal
+
+    def compose(self) -> ComposeResult:
+        draft = self.draft
+        with Vertical(classes="dialog-box"):
+            yield Label("New task", classes="dialog-title")
+            with Horizontal(classes="field"):
+                yield Label("title", classes="field-name")
+                yield Input(draft.title if draft else "", placeholder="what should change",
+                            id="title", compact=True)
+            with Horizontal(classes="field"):
+                yield Label("type", classes="field-name")
+                yield Select([(t.value, t) for t in TaskType], allow_blank=False, compact=True,
+                             value=draft.type if draft else TaskType.FEAT, id="type")
+            with Horizontal(classes="field tall"):
+                yield Label("description", classes="field-name")
+                yield TextArea(draft.description if draft else "", id="description",
+                               compact=True, soft_wrap=True, show_line_numbers=False,
+                               placeholder="optional; enter starts a new line")
+            with Horizontal(classes="field"):
+                yield Label("project", classes="field-name")
+                yield Select([(p, p) for p in self.projects], allow_blank=False, compact=True,
+                             value=(draft.project if draft and draft.project in self.projects
+                                    else self.projects[0]), id="project")
+            yield Static(literal(self.refusal, multiline=True), id="refusal")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("File task", id="file", variant="primary", compact=True)
+            yield Label("tab / shift+tab next / previous field · enter in the title, ctrl+s or "
+                        "File task files it · esc close", classes="dialog-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#refusal").display = bool(self.refusal)
+        self.query_one("#title").focus()
+
+    def action_file(self) -> None:
+        try:
+            title = core.domain.text.title(self.query_one("#title", Input).value)
+        except InvalidInput as exc:
+            return self._refuse(exc, "#title")
+        try:
+            typed = self.query_one("#description", TextArea).text
+            description = core.domain.text.description(typed).strip()
+        except InvalidInput as exc:
+            return self._refuse(exc, "#description")
+        project = self.query_one("#project", Select).value
+        self.dismiss(NewTaskRequest(title, self.query_one("#type", Select).value, description,
+                                    project if isinstance(project, str) else None))
+
+    def _refuse(self, exc: InvalidInput, field: str) -> None:
+        refusal = self.query_one("#refusal", Static)
+        refusal.update(literal(exc.message + (f" — {exc.hint}" if exc.hint else "")))
+        refusal.display = True
+        self.query_one(field).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_file()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_file()

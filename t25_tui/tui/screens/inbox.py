@@ -1,0 +1,76 @@
+"""The inbox: every task waiting for a human — plans to approve, questions, merges.
+
+Enter (or `a`) opens the right dialog for the highlighted task; the app acts on the
+result through the Factory, exactly as `t25 approve|reject|answer|merge` do.
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from core.domain.models import TaskState
+from core.control.service import Factory
+from t25_tui.tui.cards import Clock, age, human_needed, literal
+
+WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
+
+
+class Inbox(Screen):
+    """Tasks that need a person, oldest wait first."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "back", id="inbox.back"),
+        Binding("a", "app.decide", "decide", id="inbox.decide"),
+    ]
+
+    def __init__(self, factory: Factory, clock: Clock) -> None:
+        super().__init__()
+        self.factory = factory
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        yield Static("Waiting for you", id="inbox-head", classes="pane-title")
+        yield DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("task", "state", "needs", "waiting", "title")
+        table.focus()
+        self.reload()
+
+    @work(group="inbox", exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        tasks = await self.factory.store.list_tasks(states=WAITING)
+        waiting = sorted((t for t in tasks if human_needed(t)), key=lambda t: t.state_since)
+        table = self.query_one(DataTable)
+        keep = self.selected()
+        table.clear()
+        now = self.clock()
+        for t in waiting:
+            table.add_row(t.id, t.state.value, human_needed(t), age(t.state_since, now),
+                          literal(t.title), key=t.id)
+        self.query_one("#inbox-head", Static).update(
+            f"Waiting for you: {len(waiting)}" if waiting else "Nothing is waiting for you")
+        if keep and keep in [t.id for t in waiting]:
+            table.move_cursor(row=table.get_row_index(keep))
+
+    def selected(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+    @property
+    def task_id(self) -> str | None:
+        return self.selected()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.app.action_decide()  # type: ignore[attr-defined]
+
+    def refresh_task(self) -> None:
+        self.reload()

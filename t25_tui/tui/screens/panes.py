@@ -1,0 +1,212 @@
+"""Read-only panes: cost, audit, agent profiles and policies.
+
+Each reads the store (or the audit file, off the UI loop) when shown and on `r`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Mapping
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from core.domain.agent import AgentAdapter
+from core.config.schema import ROLES
+from core.control.cost import summarize
+from core.domain.models import Run
+from core.control.service import Factory
+from t25_tui.tui.cards import Clock, literal
+
+BAR = 12
+
+
+def bars(title: str, values: Mapping[str, float], *, money: bool = True) -> Table:
+    """A horizontal bar chart: reads better than a column of figures when shares matter."""
+    table = Table(title=title, title_justify="left", show_header=False, box=None, expand=False,
+                  padding=(0, 1))
+    top = max(values.values(), default=0.0) or 1.0
+    for name, value in values.items():
+        filled = round(BAR * value / top)
+        table.add_row(literal(name), Text("█" * filled + "·" * (BAR - filled), style="cyan"),
+                      f"${value:.4f}" if money else str(value))
+    if not values:
+        table.add_row("(no runs yet)", "", "")
+    return table
+
+
+class _Pane(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "back", id="pane.back"),
+        Binding("r", "reload", "reload", id="pane.reload"),
+    ]
+
+    def __init__(self, factory: Factory, clock: Clock) -> None:
+        super().__init__()
+        self.factory = factory
+        self.clock = clock
+        self.ready = False  # set once the first read is on screen
+
+    def action_reload(self) -> None:
+        self.reload()  # type: ignore[attr-defined]
+
+    def refresh_task(self) -> None:
+        pass
+
+
+class CostPane(_Pane):
+    """Estimated spend per task, role, adapter and model, today and in total, with the rates."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("", id="cost-summary", classes="pane-title")
+            yield Static("", id="cost-chart")
+            yield DataTable(id="cost-groups", zebra_stripes=True)
+            yield DataTable(id="cost-tasks", zebra_stripes=True)
+            yield Static("", id="cost-rates")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#cost-groups", DataTable).add_columns("by", "name", "today", "total")
+        self.query_one("#cost-tasks", DataTable).add_columns("task", "runs", "tokens", "cost")
+        self.reload()
+
+    @work(group="pane", exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        runs = await self.factory.store.list_runs()
+        now = self.clock()
+        today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
+        total, day = summarize(runs), summarize(today)
+        tokens = total.usage.input_tokens + total.usage.output_tokens
+        self.query_one("#cost-summary", Static).update(
+            f"Cost (estimate): today ${day.total_usd:.4f} · total ${total.total_usd:.4f} "
+            f"over {total.runs} runs, {tokens:,} tokens")
+        chart = Table.grid(padding=(0, 4))
+        chart.add_row(bars("by role", total.by_role), bars("by model", total.by_model))
+        self.query_one("#cost-chart", Static).update(chart)
+        groups = self.query_one("#cost-groups", DataTable)
+        groups.clear()
+        for label, attr in (("role", "by_role"), ("adapter", "by_adapter"), ("model", "by_model")):
+            for name, usd in getattr(total, attr).items():
+                groups.add_row(label, literal(name), f"${getattr(day, attr).get(name, 0.0):.4f}",
+                               f"${usd:.4f}")
+        per_task: dict[str, list[Run]] = defaultdict(list)
+        for r in runs:
+            per_task[r.task_id].append(r)
+        tasks = self.query_one("#cost-tasks", DataTable)
+        tasks.clear()
+        ranked = sorted(per_task.items(), key=lambda kv: -sum(r.cost_usd for r in kv[1]))
+        for task_id, task_runs in ranked[:50]:
+            s = summarize(task_runs)
+            tasks.add_row(task_id, str(s.runs), f"{s.usage.input_tokens + s.usage.output_tokens:,}",
+                          f"${s.total_usd:.4f}")
+        rates = self.factory.config.cost.rates
+        lines = ["Rates in use (USD per million tokens: input / output / cache read / cache write):"]
+        lines += [f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
+                  for model, r in rates.items()] or ["  none configured: every run costs $0"]
+        self.query_one("#cost-rates", Static).update(literal("\n".join(lines), multiline=True))
+        self.ready = True
+
+
+class AuditPane(_Pane):
+    """Every operator decision — actor, time, decision, reason — and whether the chain verifies."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("verifying…", id="audit-status", classes="pane-title")
+        yield DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns("#", "time", "actor", "task", "decision", "reason")
+        self.reload()
+
+    @work(group="pane", exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        entries, verdict = await self.factory.audit.snapshot()
+        status = self.query_one("#audit-status", Static)
+        if verdict.ok:
+            status.update(literal(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
+                                  style="bold green"))
+        else:
+            status.update(literal(f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
+                                  style="bold red"))
+        table = self.query_one(DataTable)
+        table.clear()
+        for e in reversed(entries):
+            table.add_row(str(e.seq), f"{e.ts:%Y-%m-%d %H:%M:%S}", literal(e.actor),
+                          literal(e.task or "-"), literal(e.decision), literal(e.reason))
+        self.ready = True
+
+
+class ProfilesPane(_Pane):
+    """Per project: each role's adapter chain with the binary found (or not), and the policies."""
+
+    def __init__(self, factory: Factory, clock: Clock, adapters: Mapping[str, AgentAdapter]) -> None:
+        super().__init__(factory, clock)
+        self.adapters = adapters
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("", id="profiles-projects", classes="pane-title")
+            yield DataTable(id="profiles-table", zebra_stripes=True)
+            yield Static("", id="profiles-policy")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns("role", "#", "adapter", "model", "binary", "version")
+        self.reload()
+
+    @work(group="pane", exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        config = self.factory.config
+        projects = [f"project {p.name}: {p.repo} (default branch {p.default_branch or 'from git'})"
+                    for p in config.projects]
+        self.query_one("#profiles-projects", Static).update(literal(
+            "\n".join(projects) + "\nroles apply to every project; first usable adapter plays",
+            multiline=True))
+        table = self.query_one(DataTable)
+        table.clear()
+        for role in ROLES:
+            chain = config.roles.chain(role)
+            if not chain:
+                table.add_row(role, "-", "(not configured)", "", "", "")
+                continue
+            for i, profile in enumerate(chain, 1):
+                adapter = self.adapters.get(profile.adapter)
+                if not self.adapters:  # attached to a remote control plane
+                    found, version = "(on the worker hosts)", "-"
+                elif adapter is None:
+                    found, version = f"no adapter {profile.adapter!r}", "-"
+                else:
+                    path = await asyncio.to_thread(adapter.locate)
+                    found = path or f"not found ({binary_of(adapter)})"
+                    version = (await adapter.version() or "?") if path else "-"
+                table.add_row(role if i == 1 else "", str(i), literal(profile.adapter),
+                              literal(profile.model or "(default)"), literal(found),
+                              literal(version))
+        lim, appr = config.limits, config.approval
+        policy = [
+            "Policies in force:",
+            f"  limits.max_files_changed {lim.max_files_changed} · max_diff_lines {lim.max_diff_lines}",
+            f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
+            f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
+            f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
+            "  qa.checks " + (", ".join(f"{c.name}{'' if c.required else ' (optional)'}"
+                                       for c in config.qa.checks) or "(none)"),
+            "  merge: a human, after the required checks pass and review approves",
+        ]
+        self.query_one("#profiles-policy", Static).update(literal("\n".join(policy),
+                                                                  multiline=True))
+        self.ready = True
+
+
+def binary_of(adapter: AgentAdapter) -> str:
+    spec = getattr(adapter, "spec", None)
+    return getattr(spec, "binary", adapter.name)

@@ -1,0 +1,198 @@
+"""A live per-run log: follows an agent's output as it streams, replays a finished run.
+
+Writing to a `Log` line by line is slow, so output is buffered and written in batches on
+a short timer (toolong's habit); `max_lines` bounds memory whatever an agent prints.
+Replay reads the run's `RunOutput` events from the store; live events that arrive while
+replaying are held and applied after it, skipping any the replay already wrote.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, Log, Static
+
+from core.domain.events import RunOutput
+from core.control.service import Factory
+from core.domain.text import printable
+from t25_tui.tui.cards import literal
+
+FLUSH_S = 0.1
+MAX_LINES = 20_000
+LINES_PER_TICK = 1_000
+
+
+def _split_lines(text: str, count: int) -> tuple[str, str]:
+    """The first `count` lines of `text`, and the rest."""
+    cut = -1
+    for _ in range(count):
+        cut = text.find("\n", cut + 1)
+        if cut < 0:
+            return text, ""
+    return text[:cut + 1], text[cut + 1:]
+
+
+class LogPane(Vertical):
+    """One run's output: `f` pauses or resumes following, `/` searches, `n` finds the next."""
+
+    BINDINGS = [
+        Binding("f", "toggle_follow", "follow/pause", id="log.follow"),
+        Binding("slash", "search", "search", id="log.search"),
+        Binding("n", "next_match", "next match", id="log.next"),
+    ]
+
+    def __init__(self, factory: Factory, task_id: str, run_id: str | None, *,
+                 max_lines: int = MAX_LINES, flush_s: float = FLUSH_S, id: str | None = None) -> None:
+        super().__init__(id=id, classes="logpane")
+        self.factory = factory
+        self.task_id = task_id
+        self.run_id = run_id
+        self.max_lines = max_lines
+        self.flush_s = flush_s
+        self.following = True
+        self.replayed = False
+        self.cursor = 0            # the last event id written (replay and live)
+        self._held: list[RunOutput] = []
+        self._buffer: list[str] = []
+        self.written = 0           # characters written, for tests and the benchmark
+        self._query = ""
+        self._match_line = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._status(), classes="log-status")
+        yield Input(placeholder="search this log, enter to find", classes="log-search")
+        yield Log(max_lines=self.max_lines, highlight=False, auto_scroll=True)
+
+    @property
+    def output(self) -> Log:
+        return self.query_one(Log)
+
+    def _status(self, extra: str = "") -> Text:
+        what = self.run_id or "no run yet"
+        mode = "following" if self.following else "paused (f to follow)"
+        return literal(f"log {what} · {mode}" + (f" · {extra}" if extra else ""))
+
+    def on_mount(self) -> None:
+        self.query_one(".log-search").display = False
+        self.set_interval(self.flush_s, self.flush)
+        self.app.output_listeners.add(self.take)  # type: ignore[attr-defined]
+        if self.run_id:
+            self.replay()
+
+    def on_unmount(self) -> None:
+        self.app.output_listeners.discard(self.take)  # type: ignore[attr-defined]
+
+    def show_run(self, run_id: str) -> None:
+        """Switch to another run: clear and replay it."""
+        self.run_id = run_id
+        self.cursor = 0
+        self._buffer.clear()
+        self._held.clear()
+        self.replayed = False
+        self.output.clear()
+        self.query_one(".log-status", Static).update(self._status())
+        self.replay()
+
+    @staticmethod
+    def shown(text: str) -> str:
+        """Agent output as the log shows it. Textual's `Log` replaces only U+0000–U+0014,
+        so an ESC from an agent would reach the terminal: everything `core.domain.text` refuses
+        is escaped instead (a CRLF line end is just a line end)."""
+        return printable(text.replace("\r\n", "\n"), multiline=True)
+
+    def take(self, event: RunOutput) -> None:
+        """A live batch of output from the bridge: buffer it for the next flush."""
+        if event.run_id != self.run_id:
+            return
+        if not self.replayed:
+            self._held.append(event)
+        elif event.id > self.cursor:
+            self.cursor = event.id
+            self._buffer.append(self.shown(event.text))
+
+    @work(group="log-replay", exclusive=True, exit_on_error=False)
+    async def replay(self) -> None:
+        run_id = self.run_id
+        after = 0
+        while True:
+            events = await self.factory.store.events_after(after, task_id=self.task_id, limit=5000)
+            for e in events:
+                after = e.id
+                if isinstance(e, RunOutput) and e.run_id == run_id:
+                    self._buffer.append(self.shown(e.text))
+            if len(events) < 5000:
+                break
+        if run_id != self.run_id:
+            return
+        self.cursor = after
+        for e in self._held:
+            if e.id > self.cursor:
+                self.cursor = e.id
+                self._buffer.append(self.shown(e.text))
+        self._held.clear()
+        self.replayed = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Write what arrived since the last tick, in one call, at most LINES_PER_TICK
+        lines a tick so a flood never stalls the UI; lines that `max_lines` would drop
+        anyway are dropped before they are drawn."""
+        if not self._buffer:
+            return
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        if text.count("\n") > self.max_lines:
+            self.written += len(text)
+            cut = len(text)
+            for _ in range(self.max_lines + 1):
+                cut = text.rfind("\n", 0, cut)
+            self.written -= len(text) - (cut + 1)
+            text = text[cut + 1:]
+            self.output.clear()
+        head, rest = _split_lines(text, LINES_PER_TICK)
+        if rest:
+            self._buffer.append(rest)
+        self.written += len(head)
+        self.output.write(head, scroll_end=self.following)
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        self.output.auto_scroll = self.following
+        if self.following:
+            self.output.scroll_end(animate=False)
+        self.query_one(".log-status", Static).update(self._status())
+
+    def action_search(self) -> None:
+        search = self.query_one(".log-search", Input)
+        search.display = True
+        search.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._query = event.value.strip()
+        self._match_line = -1
+        event.input.display = False
+        self.output.focus()
+        self.action_next_match()
+
+    def action_next_match(self) -> None:
+        if not self._query:
+            return
+        lines = self.output.lines
+        needle = self._query.lower()
+        start = self._match_line + 1
+        order = list(range(start, len(lines))) + list(range(0, start))
+        hit = next((i for i in order if needle in lines[i].lower()), None)
+        if hit is None:
+            self.query_one(".log-status", Static).update(self._status(f"“{self._query}” not found"))
+            return
+        self._match_line = hit
+        if self.following:
+            self.action_toggle_follow()  # looking at a match: stop following
+        self.output.scroll_to(y=max(hit - 2, 0), animate=False)
+        count = sum(needle in line.lower() for line in lines)
+        self.query_one(".log-status", Static).update(
+            self._status(f"“{self._query}” line {hit + 1} ({count} matches, n for next)"))
