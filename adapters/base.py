@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from core.domain.agent import AgentRequest, AgentResult, Failure, OutputSink
+from core.domain.agent import AgentRequest, AgentResult, Failure
+from core.ports import OutputSink
 from core.domain.models import Usage
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
@@ -59,7 +60,7 @@ class ParsedOutput:
 
 @dataclass(frozen=True)
 class QuotaSignal:
-    """The CLI's quota or rate limit is exhausted; the factory moves to the next adapter."""
+    """The CLI's quota or rate limit is exhausted; T25 moves to the next adapter."""
 
     message: str
     resets_at: datetime | None = None

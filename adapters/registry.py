@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.domain.agent import AgentAdapter
+from core.ports import AgentAdapter
 from adapters.aider import AiderSpec
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.claude import ClaudeSpec

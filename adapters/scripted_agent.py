@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     structure = top_level(prompt)
     headers: dict[str, str] = {}
     for found in filter(None, map(_HEADER.fullmatch, structure)):
-        headers.setdefault(found[1], found[2])  # the factory's header comes first
+        headers.setdefault(found[1], found[2])  # T25's header comes first
     ctx = {"prompt": prompt, "structure": structure, "misbehave": misbehave,
            "task": headers.get("TASK", "T-?"),
            "round": headers.get("ROUND", "1"), "directives": dict(_DIRECTIVE.findall(prompt))}

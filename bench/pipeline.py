@@ -27,10 +27,10 @@ from adapters.base import CliAdapter  # noqa: E402
 from adapters.checks import run_check  # noqa: E402
 from adapters.scripted import ScriptedSpec  # noqa: E402
 from core.config.schema import load_config  # noqa: E402
-from core.control.floor import Floor  # noqa: E402
+from t25_tui.runtime import local_sweeper  # noqa: E402
 from core.workspace.git import git_sync  # noqa: E402
 from core.domain.models import TaskState  # noqa: E402
-from core.control.service import Factory  # noqa: E402
+from core.control.service import ControlPlane  # noqa: E402
 from store import open_store  # noqa: E402
 
 CONFIG = """\
@@ -74,14 +74,14 @@ async def measure(tasks: int, workers: int) -> dict:
         repo = make_repo(Path(tmp) / "repo", workers)
         config = load_config(repo / "t25.yaml")
         store = await open_store(config.store_url)
-        factory = Factory(config, store)
-        await factory.sync_projects()
+        control = ControlPlane(config, store)
+        await control.sync_projects()
         timed = TimedAdapter()
-        floor = Floor(factory, {"timed": timed}, run_check, workers=workers, sweep_s=0.05)
+        sweeper = local_sweeper(control, {"timed": timed}, run_check, workers=workers, sweep_s=0.05)
         for n in range(tasks):
-            await factory.new_task(f"task {n}", actor="bench")
+            await control.new_task(f"task {n}", actor="bench")
         start = time.perf_counter()
-        await floor.work()
+        await sweeper.work()
         wall = time.perf_counter() - start
         done = await store.list_tasks(states=[TaskState.DONE])
         for t in await store.list_tasks():

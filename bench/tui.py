@@ -54,11 +54,11 @@ async def fill(repo: Path, n: int) -> None:
     (States are set with store.apply_transition directly: a bench needs the spread, not
     the walk through every stage.)"""
     from core.config.schema import load_config
-    from core.control.service import Factory
+    from core.control.service import ControlPlane
     from store import open_store
 
     config = load_config(repo / "t25.yaml")
-    f = Factory(config, await open_store(config.store_url))
+    f = ControlPlane(config, await open_store(config.store_url))
     await f.sync_projects()
     from core.domain.models import NewTask
 
@@ -235,7 +235,7 @@ async def log_flood(megabytes: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         s = await seed(Path(tmp) / "shop")
-        f = s.factory
+        f = s.control
         run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][-1]
         app = make_app(f, clock=s.clock)
         async with app.run_test(size=(120, 36)) as pilot:

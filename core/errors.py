@@ -80,3 +80,7 @@ class PolicyRefused(T25Error):
 
 class ControlPlaneUnreachable(T25Error):
     """A remote control plane did not answer, or answered something its client cannot use."""
+
+
+class NoAdapter(T25Error):
+    """No adapter in a role's chain can run now; the message says why for each."""

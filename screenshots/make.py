@@ -25,7 +25,7 @@ async def shoot(name: str, keys: list[str], *, focus: str | None = None,
                 size: tuple[int, int] = (120, 36)) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         seeded = await seed(Path(tmp) / "shop")
-        app = make_app(seeded.factory, clock=seeded.clock, actor="ana@ops")
+        app = make_app(seeded.control, clock=seeded.clock, actor="ana@ops")
         async with app.run_test(size=size) as pilot:
             await asyncio.wait_for(app.loaded.wait(), 10)
             await pilot.pause(0.2)
@@ -40,7 +40,7 @@ async def shoot(name: str, keys: list[str], *, focus: str | None = None,
                 await pilot.pause(0.05)
             await pilot.pause(0.5)
             app.save_screenshot(f"{name}.svg", path=str(HERE))
-        await seeded.factory.store.close()
+        await seeded.control.store.close()
     print(f"screenshots/{name}.svg")
 
 

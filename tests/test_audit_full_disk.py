@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from core.config.schema import load_config
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.api.server import make_api
 from tests.test_serve import serving
@@ -106,22 +106,22 @@ async def test_a_full_disk_refuses_decisions_over_rest_and_changes_nothing(facto
     repo, disk = factory_on_tmpfs
     config = load_config(repo / "t25.yaml")
     store = await open_store(config.store_url)
-    factory = Factory(config, store)
+    control = ControlPlane(config, store)
     try:
-        await factory.sync_projects()
+        await control.sync_projects()
         for n in (1, 2):
-            await factory.new_task(f"task {n}", actor="ana")
-        await factory.cancel("T-1", actor="ana", reason="first")
+            await control.new_task(f"task {n}", actor="ana")
+        await control.cancel("T-1", actor="ana", reason="first")
         disk.fill()
-        before = factory.audit.path.read_bytes()
-        api = make_api(factory, worker_credential=None, operator_token=None)
+        before = control.audit.path.read_bytes()
+        api = make_api(control, worker_credential=None, operator_token=None)
         async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
             for _ in range(2):
                 refused = await client.post("/tasks/T-2/cancel",
                                             json={"actor": "ana", "reason": LONG})
                 assert refused.status_code == 503  # not a bad request: the disk
                 assert "could not write the audit log" in refused.json()["error"]
-                assert factory.audit.path.read_bytes() == before
+                assert control.audit.path.read_bytes() == before
                 task = (await client.get("/tasks/T-2")).json()["task"]
                 assert task["state"] == "RECEIVED"
             audit = (await client.get("/audit")).json()
@@ -132,7 +132,7 @@ async def test_a_full_disk_refuses_decisions_over_rest_and_changes_nothing(facto
             assert done.status_code == 200 and done.json()["state"] == "CANCELLED"
             audit = (await client.get("/audit")).json()
             assert audit["verified"] and [e["task"] for e in audit["entries"]] == ["T-1", "T-2"]
-        decided = [e.task_id for e in await factory.store.events_after(0, limit=1000)
+        decided = [e.task_id for e in await control.store.events_after(0, limit=1000)
                    if e.kind == "decision_recorded"]
         assert decided == ["T-1", "T-2"]
     finally:

@@ -88,19 +88,19 @@ def test_debug_before_or_after_the_command(t25, args):
 
 
 def file_many_tasks(repo: Path, count: int) -> None:
-    """`count` tasks through the Factory itself: quicker than `count` processes."""
+    """`count` tasks through the ControlPlane itself: quicker than `count` processes."""
     from core.config.schema import load_config
-    from core.control.service import Factory
+    from core.control.service import ControlPlane
     from store import open_store
 
     async def go() -> None:
         config = load_config(repo / "t25.yaml")
         store = await open_store(config.store_url)
         try:
-            factory = Factory(config, store)
-            await factory.sync_projects()
+            control = ControlPlane(config, store)
+            await control.sync_projects()
             for n in range(count):
-                await factory.new_task(f"task number {n} with a title of some length",
+                await control.new_task(f"task number {n} with a title of some length",
                                        actor="test")
         finally:
             await store.close()

@@ -23,7 +23,7 @@ from core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "t25.yaml.example"
-PACKAGED_EXAMPLE = REPO / "core" / "data" / "t25.yaml.example"
+PACKAGED_EXAMPLE = REPO / "core" / "config" / "data" / "t25.yaml.example"
 
 MINIMAL = "projects:\n  - name: app\n"
 

@@ -14,7 +14,7 @@ import pytest
 from core.errors import InvalidInput
 from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
 from core.workspace.git import git_sync
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.api.server import make_api
 from tests.test_cli import PIPELINE_CONFIG
@@ -127,10 +127,10 @@ def test_an_actor_is_bounded_and_plain_at_the_door(t25, repo):
 
 async def test_a_five_megabyte_actor_is_refused_over_rest_and_in_the_factory(shop):
     env = Env(shop)
-    factory: Factory = await env.open()
+    control: ControlPlane = await env.open()
     try:
-        await factory.new_task("Plain", actor="ana")
-        api = make_api(factory, worker_credential=None, operator_token=None)
+        await control.new_task("Plain", actor="ana")
+        api = make_api(control, worker_credential=None, operator_token=None)
         async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
             refused = await client.post("/tasks/T-1/cancel", json={"actor": "a" * 5_000_000})
             assert 400 <= refused.status_code < 500
@@ -138,8 +138,8 @@ async def test_a_five_megabyte_actor_is_refused_over_rest_and_in_the_factory(sho
             assert task["state"] == "RECEIVED"
         for actor in ("a" * 5_000_000, "ana\x00", ""):
             with pytest.raises(InvalidInput):
-                await factory.cancel("T-1", actor=actor)
-        assert not factory.audit.path.exists() or factory.audit.entries() == []
-        assert (await factory.task("T-1")).state.value == "RECEIVED"
+                await control.cancel("T-1", actor=actor)
+        assert not control.audit.path.exists() or control.audit.entries() == []
+        assert (await control.task("T-1")).state.value == "RECEIVED"
     finally:
         await env.close()

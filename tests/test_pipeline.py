@@ -18,10 +18,11 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.errors import PolicyRefused
 from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
-from core.control.floor import Floor
+from core.control.sweeper import Sweeper
+from t25_tui.runtime import local_sweeper
 from core.workspace.git import git_sync
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 
 S = TaskState
@@ -57,39 +58,39 @@ class Env:
 
     def __init__(self, repo: Path) -> None:
         self.repo = repo
-        self.factory: Factory | None = None
+        self.control: ControlPlane | None = None
 
-    async def open(self, **overrides) -> Factory:
+    async def open(self, **overrides) -> ControlPlane:
         write_config(self.repo, **overrides)
         config = load_config(self.repo / "t25.yaml")
         store = await open_store(config.store_url)
-        self.factory = Factory(config, store)
-        await self.factory.sync_projects()
-        return self.factory
+        self.control = ControlPlane(config, store)
+        await self.control.sync_projects()
+        return self.control
 
-    def floor(self, **kw) -> Floor:
+    def sweeper(self, **kw) -> Sweeper:
         adapters = {"scripted": CliAdapter(ScriptedSpec()),
                     "scripted-b": CliAdapter(SecondScripted())}
         kw.setdefault("heartbeat_s", 0.2)
-        return Floor(self.factory, adapters, run_check, **kw)
+        return local_sweeper(self.control, adapters, run_check, **kw)
 
     async def work(self, **kw) -> None:
-        await asyncio.wait_for(self.floor(**kw).work(), 120)
+        await asyncio.wait_for(self.sweeper(**kw).work(), 120)
 
     async def new(self, title: str = "Add a greeting", description: str = "", **kw):
-        return await self.factory.new_task(title, actor="ana", description=description,
+        return await self.control.new_task(title, actor="ana", description=description,
                                            type=kw.get("type", TaskType.FEAT))
 
     async def task(self, ref: str):
-        return await self.factory.task(ref)
+        return await self.control.task(ref)
 
     async def history(self, ref: str) -> list[TaskState]:
-        events = await self.factory.store.events_after(0, task_id=ref, limit=10_000)
+        events = await self.control.store.events_after(0, task_id=ref, limit=10_000)
         return [e.to_state for e in events if isinstance(e, TaskTransitioned)]
 
     async def close(self) -> None:
-        if self.factory:
-            await self.factory.store.close()
+        if self.control:
+            await self.control.store.close()
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def trunk_log(repo: Path) -> list[str]:
 
 
 async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
-    factory = await env.open()
+    control = await env.open()
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
@@ -113,11 +114,11 @@ async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
                                           S.PR_OPEN, S.DOCS, S.DONE]
     assert task.checks_passed is True and task.review_verdict == "approve"
 
-    kinds = {a.meta.kind for a in await factory.store.list_artifacts(task_id=task.id)}
+    kinds = {a.meta.kind for a in await control.store.list_artifacts(task_id=task.id)}
     assert {ArtifactKind.SPEC, ArtifactKind.PLAN, ArtifactKind.DIFF, ArtifactKind.QA_REPORT,
             ArtifactKind.REVIEW, ArtifactKind.DOCS, ArtifactKind.LOG,
             ArtifactKind.PROMPT} <= kinds
-    runs = await factory.store.list_runs(task_id=task.id)
+    runs = await control.store.list_runs(task_id=task.id)
     assert {r.role for r in runs} == {"spec", "planner", "dev", "qa", "reviewer", "pr", "docs"}
     assert all(r.status is RunStatus.SUCCEEDED for r in runs)
     agent_runs = [r for r in runs if r.role != "pr"]
@@ -130,54 +131,54 @@ async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
     assert git_sync("branch", "--show-current", cwd=worktree) == "feat/T-1"
     assert not (env.repo / "changes").exists()
 
-    task = await factory.merge(task.id, actor="ana")
+    task = await control.merge(task.id, actor="ana")
     assert task.merged
     assert (env.repo / "changes" / "T-1.md").read_text().startswith("- T-1")
     assert trunk_log(env.repo)[0].startswith("Merge feat/T-1")
     assert not worktree.exists()  # clean after the merge: removed, never forced
-    assert [e.decision for e in factory.audit.entries()] == ["merge"]
-    assert (await factory.audit.verify()).ok
+    assert [e.decision for e in control.audit.entries()] == ["merge"]
+    assert (await control.audit.verify()).ok
 
 
 async def test_a_high_risk_plan_waits_for_approval_and_the_approval_records_its_hash(env):
-    factory = await env.open()
+    control = await env.open()
     task = await env.new(description="Touches auth.\nscripted: risk=high")
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.AWAITING_APPROVAL
-    requested = [e for e in await factory.store.events_after(0, task_id=task.id)
+    requested = [e for e in await control.store.events_after(0, task_id=task.id)
                  if isinstance(e, ApprovalRequested)]
     assert len(requested) == 1 and requested[0].risk == "high"
 
     with pytest.raises(PolicyRefused, match="a merge needs DONE"):
-        await factory.merge(task.id, actor="ana")
+        await control.merge(task.id, actor="ana")
 
-    task = await factory.approve(task.id, actor="ana", reason="looks right")
+    task = await control.approve(task.id, actor="ana", reason="looks right")
     assert task.state is S.IMPLEMENTING
     assert task.approved_plan_sha == requested[0].plan_sha256
     await env.work()
     assert (await env.task(task.id)).state is S.DONE
-    entry = factory.audit.entries()[0]
+    entry = control.audit.entries()[0]
     assert (entry.decision, entry.actor, entry.reason) == ("approve", "ana", "looks right")
 
 
 async def test_a_rejected_plan_goes_back_to_plan_with_the_reason_in_the_next_prompt(env):
-    factory = await env.open()
+    control = await env.open()
     task = await env.new(description="scripted: risk=high")
     await env.work()
     with pytest.raises(PolicyRefused, match="needs a reason"):
-        await factory.reject(task.id, actor="ana", reason=" ")
-    task = await factory.reject(task.id, actor="ana", reason="Split the migration out")
+        await control.reject(task.id, actor="ana", reason=" ")
+    task = await control.reject(task.id, actor="ana", reason="Split the migration out")
     assert task.state is S.PLAN
     await env.work()
-    prompts = [a for a in await factory.store.list_artifacts(task_id=task.id)
+    prompts = [a for a in await control.store.list_artifacts(task_id=task.id)
                if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "planner"]
-    _, latest = await factory.store.get_artifact(prompts[-1].id)
+    _, latest = await control.store.get_artifact(prompts[-1].id)
     assert "Split the migration out" in latest.decode()
 
 
 async def test_review_sends_the_task_back_once_with_its_findings_then_passes(env):
-    factory = await env.open()
+    control = await env.open()
     task = await env.new(description="scripted: review=changes-once")
     await env.work()
     task = await env.task(task.id)
@@ -186,9 +187,9 @@ async def test_review_sends_the_task_back_once_with_its_findings_then_passes(env
     assert await env.history(task.id) == [
         S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.IMPLEMENTING, S.QA, S.REVIEW,
         S.PR_OPEN, S.DOCS, S.DONE]
-    dev_prompts = [a for a in await factory.store.list_artifacts(task_id=task.id)
+    dev_prompts = [a for a in await control.store.list_artifacts(task_id=task.id)
                    if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "dev"]
-    _, second = await factory.store.get_artifact(dev_prompts[1].id)
+    _, second = await control.store.get_artifact(dev_prompts[1].id)
     assert "The change needs another round." in second.decode()
 
 
@@ -205,42 +206,42 @@ async def test_the_diff_limit_stops_the_task_with_the_numbers(env):
 
 async def test_a_failing_check_loops_back_then_asks_a_human(env):
     checks = {"checks": [{"name": "always-fails", "run": [sys.executable, "-c", "raise SystemExit(3)"]}]}
-    factory = await env.open(qa=checks)
+    control = await env.open(qa=checks)
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.NEEDS_INPUT and task.resume_state is S.QA
     assert task.qa_loops == 1 and task.checks_passed is False
     with pytest.raises(PolicyRefused, match="a merge needs DONE"):
-        await factory.merge(task.id, actor="ana")
+        await control.merge(task.id, actor="ana")
 
 
 async def test_an_unparseable_answer_fails_the_task_and_keeps_the_raw_output(env):
-    factory = await env.open(roles={"planner": [{"adapter": "scripted", "args": ["--misbehave", "garbage"]}]})
+    control = await env.open(roles={"planner": [{"adapter": "scripted", "args": ["--misbehave", "garbage"]}]})
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.FAILED
-    plan_run = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "planner")
+    plan_run = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "planner")
     assert task.error.startswith(f"PLAN run {plan_run.id}: the answer did not parse")
     assert "no JSON object" in task.error
-    logs = [a for a in await factory.store.list_artifacts(task_id=task.id)
+    logs = [a for a in await control.store.list_artifacts(task_id=task.id)
             if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == plan_run.id]
-    _, raw = await factory.store.get_artifact(logs[0].id)
+    _, raw = await control.store.get_artifact(logs[0].id)
     assert b"I will not say which" in raw
     # not retried silently: exactly one planner run
-    assert sum(r.role == "planner" for r in await factory.store.list_runs(task_id=task.id)) == 1
+    assert sum(r.role == "planner" for r in await control.store.list_runs(task_id=task.id)) == 1
 
 
 async def test_a_hung_agent_is_killed_at_its_timeout_with_its_whole_process_group(env):
     hang = {"adapter": "scripted", "args": ["--misbehave", "hang"], "timeout_s": 2}
-    factory = await env.open(roles={"dev": [hang]})
+    control = await env.open(roles={"dev": [hang]})
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.FAILED and "timed out after 2" in task.error
-    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
-    log = await _log(factory, dev.id)
+    dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
+    log = await _log(control, dev.id)
     child = next(json.loads(line)["pid"] for line in log.splitlines() if '"spawned"' in line)
     assert not _alive(child)
 
@@ -248,91 +249,91 @@ async def test_a_hung_agent_is_killed_at_its_timeout_with_its_whole_process_grou
 async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
     quota = [{"adapter": "scripted", "args": ["--misbehave", "quota"]}, {"adapter": "scripted-b"}]
     chains = {role: [SCRIPTED, {"adapter": "scripted-b"}] for role in ROLES}
-    factory = await env.open(roles={**chains, "spec": quota})
+    control = await env.open(roles={**chains, "spec": quota})
     task = await env.new()
     await env.work()
     assert (await env.task(task.id)).state is S.DONE
-    runs = await factory.store.list_runs(task_id=task.id)
+    runs = await control.store.list_runs(task_id=task.id)
     spec = next(r for r in runs if r.role == "spec")
     assert spec.adapter == "scripted-b"
     assert "scripted: quota exhausted" in spec.adapter_reason
     # the exhausted adapter is skipped until its reset, by every role
     plan = next(r for r in runs if r.role == "planner")
     assert plan.adapter == "scripted-b" and "scripted: quota exhausted until" in plan.adapter_reason
-    started = [e for e in await factory.store.events_after(0, task_id=task.id)
+    started = [e for e in await control.store.events_after(0, task_id=task.id)
                if isinstance(e, RunStarted) and e.run_id == spec.id]
     assert [e.adapter for e in started] == ["scripted", "scripted-b"]
 
 
 async def test_an_agent_writing_outside_its_worktree_is_caught_and_its_run_failed(env):
-    factory = await env.open(roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]})
+    control = await env.open(roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]})
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.FAILED
     assert "changed the main checkout" in task.error and "ESCAPED_BY_AGENT.txt" in task.error
-    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
+    dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
     assert dev.status is RunStatus.FAILED
 
 
 async def test_cancel_while_a_run_is_going_stops_the_agent(env):
     slow = {"adapter": "scripted", "args": ["--misbehave", "slow:60"]}
-    factory = await env.open(roles={"dev": [slow]})
+    control = await env.open(roles={"dev": [slow]})
     task = await env.new()
-    sub = factory.bus.subscribe()
-    floor = env.floor()
-    working = asyncio.create_task(floor.work(follow=True))
+    sub = control.bus.subscribe()
+    sweeper = env.sweeper()
+    working = asyncio.create_task(sweeper.work(follow=True))
     try:
         while True:
             event = await asyncio.wait_for(sub.get(), 60)
             if isinstance(event, RunStarted) and event.adapter and event.task_id == task.id:
-                run = await factory.store.get_run(event.run_id)
+                run = await control.store.get_run(event.run_id)
                 if run.role == "dev":
                     break
-        await factory.cancel(task.id, actor="ana", reason="changed my mind")
+        await control.cancel(task.id, actor="ana", reason="changed my mind")
         for _ in range(200):
-            if not any(w.busy for w in floor.workers):
+            if not any(w.busy for w in sweeper.pool.workers):
                 break
             await asyncio.sleep(0.05)
-        assert not any(w.busy for w in floor.workers)
+        assert not any(w.busy for w in sweeper.pool.workers)
     finally:
         working.cancel()
         await asyncio.gather(working, return_exceptions=True)
     task = await env.task(task.id)
     assert task.state is S.CANCELLED
-    dev = next(r for r in await factory.store.list_runs(task_id=task.id) if r.role == "dev")
+    dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
     assert dev.status is RunStatus.CANCELLED
 
 
 async def test_a_question_waits_for_an_answer_and_the_answer_reaches_the_agent(env):
-    factory = await env.open()
+    control = await env.open()
     task = await env.new(description="scripted: question=Which endpoint?")
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.NEEDS_INPUT and task.resume_state is S.SPEC
-    task = await factory.answer(task.id, "The login endpoint", actor="ana")
+    task = await control.answer(task.id, "The login endpoint", actor="ana")
     assert task.state is S.SPEC
     await env.work()
     assert (await env.task(task.id)).state is S.DONE
-    assert [e.decision for e in factory.audit.entries()] == ["answer"]
+    assert [e.decision for e in control.audit.entries()] == ["answer"]
 
 
 async def test_two_tasks_run_at_once_on_separate_worktrees(env):
-    factory = await env.open()
+    control = await env.open()
     first, second = await env.new("One"), await env.new("Two", type=TaskType.FIX)
     await env.work(workers=2)
     for ref in (first.id, second.id):
         assert (await env.task(ref)).state is S.DONE
-    await factory.merge(first.id, actor="ana")
-    await factory.merge(second.id, actor="ana")
+    await control.merge(first.id, actor="ana")
+    await control.merge(second.id, actor="ana")
     assert sorted(p.name for p in (env.repo / "changes").iterdir()) == ["T-1.md", "T-2.md"]
     assert [line.split()[1] for line in trunk_log(env.repo)[:2]] == ["fix/T-2:", "feat/T-1:"]
 
 
-async def _log(factory: Factory, run_id: str) -> str:
-    found = [a for a in await factory.store.list_artifacts()
+async def _log(control: ControlPlane, run_id: str) -> str:
+    found = [a for a in await control.store.list_artifacts()
              if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == run_id]
-    _, content = await factory.store.get_artifact(found[0].id)
+    _, content = await control.store.get_artifact(found[0].id)
     return content.decode()
 
 
@@ -347,17 +348,17 @@ def _alive(pid: int) -> bool:
 
 async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_send_back(env):
     security = {"adapter": "scripted", "args": ["--misbehave", "review-changes-once"]}
-    factory = await env.open(roles={"security": [security]})
+    control = await env.open(roles={"security": [security]})
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.DONE and task.review_loops == 1
-    review_roles = [r.role for r in await factory.store.list_runs(task_id=task.id)
+    review_roles = [r.role for r in await control.store.list_runs(task_id=task.id)
                     if r.stage is S.REVIEW]
     assert review_roles == ["reviewer", "security", "reviewer", "security"]
-    security_prompt = [a for a in await factory.store.list_artifacts(task_id=task.id)
+    security_prompt = [a for a in await control.store.list_artifacts(task_id=task.id)
                        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"][0]
-    _, text = await factory.store.get_artifact(security_prompt.id)
+    _, text = await control.store.get_artifact(security_prompt.id)
     assert "T25-ROLE: security" in text.decode()
 
 
@@ -366,8 +367,8 @@ async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_wi
     from core.domain.models import Usage
     from core.control.pipeline import Pipeline
 
-    factory = await env.open()  # rates: scripted-1 at $3 in / $15 out per million tokens
-    pipeline = Pipeline(factory)
+    control = await env.open()  # rates: scripted-1 at $3 in / $15 out per million tokens
+    pipeline = Pipeline(control)
     usage = Usage(input_tokens=1_000_000, output_tokens=0, model="scripted-1")
     priced = AgentResult(adapter="scripted", usage=usage, cost_usd=99.0)
     assert pipeline._cost(priced, "scripted-1") == 3.0

@@ -1,5 +1,5 @@
 """Titles and descriptions sent to a real `t25 serve` over real HTTP meet the same door as
-the command line's and the cockpit's: `Factory.new_task` refuses them, and nothing is stored."""
+the command line's and the cockpit's: `ControlPlane.new_task` refuses them, and nothing is stored."""
 
 from __future__ import annotations
 

@@ -39,10 +39,10 @@ async def serving(api, port: int = 0):
 @pytest.fixture
 async def api(shop):
     env = Env(shop)
-    factory = await env.open()
-    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+    control = await env.open()
+    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-            yield factory, client
+            yield control, client
     await env.close()
 
 
@@ -50,7 +50,7 @@ WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
 
 
 async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
-    factory, client = api
+    control, client = api
     assert (await client.get("/health")).json()["ok"] is True
     made = await client.post("/tasks", json={"title": "Add a greeting", "type": "fix",
                                              "actor": "ana"})
@@ -93,10 +93,10 @@ async def test_worker_endpoints_need_the_credential(api):
 
 async def test_beyond_loopback_operators_need_a_token(shop):
     env = Env(shop)
-    factory = await env.open()
+    control = await env.open()
     with pytest.raises(Exception, match="T25_OPERATOR_TOKEN"):
-        make_api(factory, worker_credential=CREDENTIAL, operator_token=None, loopback=False)
-    app = make_api(factory, worker_credential=CREDENTIAL, operator_token="op-token", loopback=False)
+        make_api(control, worker_credential=CREDENTIAL, operator_token=None, loopback=False)
+    app = make_api(control, worker_credential=CREDENTIAL, operator_token="op-token", loopback=False)
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
         assert (await client.get("/tasks")).status_code == 401
         ok = await client.get("/tasks", headers={"Authorization": "Bearer op-token"})
@@ -105,35 +105,35 @@ async def test_beyond_loopback_operators_need_a_token(shop):
 
 
 async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
-    factory, client = api
-    await factory.new_task("Add a greeting", actor="ana")
-    task = await factory.task("T-1")
-    await factory.enter(task, task.state.__class__("SPEC"), actor="t25")
+    control, client = api
+    await control.new_task("Add a greeting", actor="ana")
+    task = await control.task("T-1")
+    await control.enter(task, task.state.__class__("SPEC"), actor="t25")
     claim = (await client.post("/worker/claim", json={"worker": "w1", "ttl_s": 30},
                                headers=WORKER)).json()
     lease = claim["lease"]
-    await factory.cancel("T-1", actor="ana")  # the token goes stale
+    await control.cancel("T-1", actor="ana")  # the token goes stale
     stale = {"lease": lease, "ttl_s": 30}
     assert (await client.post("/worker/heartbeat", json=stale, headers=WORKER)).status_code == 409
     out = {"lease": lease, "events": [{"kind": "run_output", "stream": "stdout", "text": "late"}]}
     assert (await client.post("/worker/events", json=out, headers=WORKER)).status_code == 409
     report = {"lease": lease, "report": {"note": "late"}}
     assert (await client.post("/worker/complete", json=report, headers=WORKER)).status_code == 409
-    run = await factory.store.get_run(lease["run_id"])
+    run = await control.store.get_run(lease["run_id"])
     assert run.status is RunStatus.CANCELLED
-    texts = [e for e in await factory.store.events_after(0, task_id="T-1") if e.kind == "run_output"]
+    texts = [e for e in await control.store.events_after(0, task_id="T-1") if e.kind == "run_output"]
     assert texts == []
 
 
 async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
-    factory, client = api
+    control, client = api
     for n in range(3):
-        await factory.new_task(f"task {n}", actor="ana")
+        await control.new_task(f"task {n}", actor="ana")
     first = await _read_sse(client, {}, until=3)
     assert [e["id"] for e in first] == ["1", "2", "3"]
     assert json.loads(first[0]["data"])["kind"] == "task_created"
     for n in range(3, 5):
-        await factory.new_task(f"task {n}", actor="ana")
+        await control.new_task(f"task {n}", actor="ana")
     resumed = await _read_sse(client, {"Last-Event-ID": "3"}, until=2)
     assert [e["id"] for e in resumed] == ["4", "5"]
     reset = await _read_sse(client, {"Last-Event-ID": "999"}, until=1)
@@ -143,17 +143,17 @@ async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
 @pytest.mark.parametrize("garbage", ["abc", "-1", "\u0663", "1e3", str(2**63), "1 2", "3x"])
 async def test_sse_answers_a_garbage_last_event_id_with_reset(api, garbage):
     # Not an id this store gave: `reset`, then everything from the start, as for an unknown id.
-    factory, client = api
+    control, client = api
     for n in range(2):
-        await factory.new_task(f"task {n}", actor="ana")
+        await control.new_task(f"task {n}", actor="ana")
     events = await _read_sse(client, {"Last-Event-ID": garbage.encode()}, until=3)
     assert events[0]["event"] == "reset" and json.loads(events[0]["data"]) == {"last_id": 2}
     assert [e["id"] for e in events[1:]] == ["1", "2"]
 
 
 async def test_every_sse_stream_starts_with_a_retry_field(api):
-    factory, client = api
-    await factory.new_task("a task", actor="ana")
+    control, client = api
+    await control.new_task("a task", actor="ana")
     blocks: list[dict] = []
     await _read_sse(client, {"Last-Event-ID": "0"}, until=1, blocks=blocks)
     assert set(blocks[0]) == {"retry"} and 1000 <= int(blocks[0]["retry"]) <= 10_000  # ms

@@ -24,8 +24,8 @@ ANSWER_S = 10.0  # bound on waiting for an answer that must come without the bod
 async def guarded(shop):
     """serve with an operator token (as beyond loopback) and a worker credential."""
     env = Env(shop)
-    factory = await env.open()
-    app = make_api(factory, worker_credential=CREDENTIAL, operator_token="op-token")
+    control = await env.open()
+    app = make_api(control, worker_credential=CREDENTIAL, operator_token="op-token")
     async with serving(app) as url:
         yield url
     await env.close()
@@ -35,8 +35,8 @@ async def guarded(shop):
 async def open_loopback(shop):
     """serve on loopback without an operator token: operator endpoints are open."""
     env = Env(shop)
-    factory = await env.open()
-    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+    control = await env.open()
+    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
         yield url
     await env.close()
 

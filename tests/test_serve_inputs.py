@@ -34,10 +34,10 @@ async def api(request, shop):
         await backend.create()
         overrides = {"store": {"url": backend.url}}
     env = Env(shop)
-    factory = await env.open(**overrides)
-    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+    control = await env.open(**overrides)
+    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            yield factory, client
+            yield control, client
     await env.close()
     if backend:
         await backend.drop()
@@ -51,9 +51,9 @@ def refused(response: httpx.Response, *statuses: int) -> dict:
 
 
 async def test_ids_past_64_bits_or_not_ascii_are_no_ids(api):
-    factory, client = api
+    control, client = api
     for n in range(3):
-        await factory.new_task(f"task {n}", actor="ana")
+        await control.new_task(f"task {n}", actor="ana")
     for path in (f"/tasks/{HUGE}", f"/tasks/T-{HUGE}0", "/tasks/T-\u0663", "/tasks/T-0",
                  f"/runs/R-{HUGE}", f"/artifacts/A-{HUGE}", f"/runs?task={HUGE}",
                  f"/artifacts?task=T-{HUGE}", f"/tasks/{HUGE}/events", f"/audit?task={HUGE}"):
@@ -78,8 +78,8 @@ async def test_lease_tokens_and_run_ids_past_64_bits_are_refused(api):
 
 
 async def test_text_with_nul_controls_or_lone_surrogates_is_refused(api):
-    factory, client = api
-    await factory.new_task("a task", actor="ana")
+    control, client = api
+    await control.new_task("a task", actor="ana")
     sends = [
         ("/tasks", {"title": f"{MARK}\x00"}, 400),
         ("/tasks", {"title": f"{MARK}\x1b[31m"}, 400),
@@ -96,14 +96,14 @@ async def test_text_with_nul_controls_or_lone_surrogates_is_refused(api):
     body = refused(await client.post("/tasks", content=surrogate,
                                      headers={"content-type": "application/json"}), 422)
     assert "not valid JSON" in body["error"]
-    assert [t.title for t in await factory.store.list_tasks()] == ["a task"]
-    assert (await factory.task("T-1")).state is TaskState.RECEIVED
+    assert [t.title for t in await control.store.list_tasks()] == ["a task"]
+    assert (await control.task("T-1")).state is TaskState.RECEIVED
 
 
 async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
-    factory, client = api
-    await factory.new_task("a task", actor="ana")
-    await factory.enter(await factory.task("T-1"), TaskState.SPEC, actor="t25")
+    control, client = api
+    await control.new_task("a task", actor="ana")
+    await control.enter(await control.task("T-1"), TaskState.SPEC, actor="t25")
     claim = (await client.post("/worker/claim", json={"worker": "w1"}, headers=WORKER)).json()
     lease = claim["lease"]
     out = {"lease": lease, "events": [
@@ -128,9 +128,9 @@ async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
 
 async def test_an_in_process_agents_nul_output_is_kept(api):
     # The same store path as a local worker's output: no serve in between.
-    factory, client = api
-    await factory.new_task("a task", actor="ana")
-    await factory.record(RunOutput(task_id="T-1", stream="stdout", text="a\x00b"))
+    control, client = api
+    await control.new_task("a task", actor="ana")
+    await control.record(RunOutput(task_id="T-1", stream="stdout", text="a\x00b"))
     said = [e["text"] for e in (await client.get("/tasks/T-1/events")).json()
             if e["kind"] == "run_output"]
     assert said in (["a\x00b"], ["a\ufffdb"])  # Postgres cannot hold NUL: U+FFFD

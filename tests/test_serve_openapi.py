@@ -26,8 +26,8 @@ MAX_EXAMPLES = 12  # per operation and phase: bounded, and deterministic below
 @pytest.mark.parametrize("token", [OPERATOR, None])
 async def test_every_route_declares_its_credential_and_its_refusals(shop, token):
     env = Env(shop)
-    factory = await env.open()
-    doc = make_api(factory, worker_credential=WORKER, operator_token=token).openapi()
+    control = await env.open()
+    doc = make_api(control, worker_credential=WORKER, operator_token=token).openapi()
     await env.close()
     schemes = doc["components"]["securitySchemes"]
     assert schemes["workerCredential"] == {**schemes["workerCredential"], "type": "http",

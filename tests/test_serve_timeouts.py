@@ -31,8 +31,8 @@ async def impatient(shop, monkeypatch):
     monkeypatch.setattr(DeadlineProtocol, "header_timeout_s", SHORT_S)
     monkeypatch.setattr(serve_limits, "BODY_IDLE_S", SHORT_S)
     env = Env(shop)
-    factory = await env.open()
-    async with serving(make_api(factory, worker_credential=CREDENTIAL, operator_token=None)) as url:
+    control = await env.open()
+    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
         yield url
     await env.close()
 

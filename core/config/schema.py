@@ -230,7 +230,7 @@ class RoleChains(_Section):
 
 
 class Limits(_Section):
-    """Bounds the factory enforces, whatever an agent says."""
+    """Bounds T25 enforces, whatever an agent says."""
 
     max_files_changed: PositiveInt = 25
     max_diff_lines: PositiveInt = 1000

@@ -31,6 +31,7 @@ from core.domain.models import (
     TaskState,
     Usage,
 )
+from core.domain.reports import RunReport
 from core.domain.answers import (
     Finding,
     OutputInvalid,
@@ -43,29 +44,13 @@ from core.domain.answers import (
 from core.control.prompts import PromptContext, build_prompt
 
 if TYPE_CHECKING:
-    from core.control.service import Factory
+    from core.control.service import ControlPlane
 
 S = TaskState
 T25 = "t25"  # the actor of every decision code makes
 
 STAGE_KIND = {S.SPEC: ArtifactKind.SPEC, S.PLAN: ArtifactKind.PLAN, S.QA: ArtifactKind.QA_REPORT,
               S.REVIEW: ArtifactKind.REVIEW, S.DOCS: ArtifactKind.DOCS}
-
-
-class RunReport(BaseModel):
-    """What a worker sends back for one run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    result: AgentResult | None = None   # None for a stage T25 does itself (PR_OPEN)
-    adapter_reason: str | None = None
-    prompt: str | None = None
-    error: str | None = None            # the worker could not run it at all
-    violation: tuple[str, ...] = ()     # what the run changed in the main checkout
-    diff_stat: DiffStat | None = None
-    diff: str | None = None
-    checks: tuple[CheckResult, ...] = ()
-    note: str = ""                      # what a T25-run stage did
 
 
 class QAReport(BaseModel):
@@ -78,14 +63,14 @@ class QAReport(BaseModel):
 
 
 class Pipeline:
-    def __init__(self, factory: Factory) -> None:
-        self.f = factory
+    def __init__(self, control: ControlPlane) -> None:
+        self.control = control
 
     # -- prompts ---------------------------------------------------------------------------
 
     async def prompt_for(self, run: Run, task: Task, *, checks: list[CheckResult] = ()) -> str:
         ctx = await self._context(run, task, list(checks))
-        return build_prompt(ctx, overrides=self.f.config.project(task.project).prompts)
+        return build_prompt(ctx, overrides=self.control.config.project(task.project).prompts)
 
     async def _context(self, run: Run, task: Task, checks: list[CheckResult]) -> PromptContext:
         spec = await self._latest_output(task, ArtifactKind.SPEC, SpecOutput)
@@ -100,7 +85,7 @@ class Pipeline:
                 failed = [c for c in QAReport.model_validate(qa).checks if not c.passed] if qa else []
         diff = await self._latest_text(task, ArtifactKind.DIFF) if run.stage in (
             S.QA, S.REVIEW, S.DOCS) else ""
-        decisions = await self.f.decisions(task.id)
+        decisions = await self.control.decisions(task.id)
         loops = {S.QA: task.qa_loops, S.REVIEW: task.review_loops,
                  S.IMPLEMENTING: task.qa_loops + task.review_loops}
         return PromptContext(
@@ -130,13 +115,13 @@ class Pipeline:
             usage=usage or Usage(),
             cost_usd=self._cost(result, model),
         )
-        run, event = await self.f.store.complete_run(lease, outcome)
-        self.f.bus.publish(event)
+        run, event = await self.control.store.complete_run(lease, outcome)
+        self.control.bus.publish(event)
         if report.prompt is not None:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
         if result is not None:
             await self._keep(run, ArtifactKind.LOG, result.log, "text/plain")
-        task = await self.f.store.get_task(run.task_id)
+        task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
         return await self._decide(task, run, report)
@@ -145,7 +130,7 @@ class Pipeline:
         """The configured rates decide; a CLI's own figure counts only for an unpriced model."""
         if result is None:
             return 0.0
-        rate = self.f.config.rate_for(model)
+        rate = self.control.config.rate_for(model)
         if rate is None and result.cost_usd is not None:
             return result.cost_usd
         return cost.estimate(result.usage, rate)
@@ -165,7 +150,7 @@ class Pipeline:
         if why:
             return await self._fail(task, f"{run.stage} run {run.id} failed: {why}")
         if run.stage is S.PR_OPEN:
-            return await self.f.enter(task, S.DOCS, actor=T25, reason=report.note)
+            return await self.control.enter(task, S.DOCS, actor=T25, reason=report.note)
         text = report.result.final_text if report.result else ""
         try:
             output = parse_output(run.stage, text)
@@ -178,7 +163,7 @@ class Pipeline:
         match run.stage:
             case S.SPEC:
                 await self._keep(run, ArtifactKind.SPEC, _json(output), "application/json")
-                return await self.f.enter(task, S.PLAN, actor=T25)
+                return await self.control.enter(task, S.PLAN, actor=T25)
             case S.PLAN:
                 return await self._planned(task, run, output)
             case S.IMPLEMENTING:
@@ -189,17 +174,17 @@ class Pipeline:
                 return await self._reviewed(task, run, output)
             case S.DOCS:
                 await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
-                return await self.f.transition(task, S.DONE, actor=T25)
+                return await self.control.transition(task, S.DONE, actor=T25)
         raise AssertionError(f"no decision for {run.stage}")
 
     async def _planned(self, task: Task, run: Run, plan: PlanOutput) -> Task:
         artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
-        if not policies.requires_plan_approval(plan, self.f.config.approval):
-            return await self.f.enter(task, S.IMPLEMENTING, actor=T25,
+        if not policies.requires_plan_approval(plan, self.control.config.approval):
+            return await self.control.enter(task, S.IMPLEMENTING, actor=T25,
                                       reason=f"{plan.risk}-risk plan needs no approval")
-        task = await self.f.transition(task, S.AWAITING_APPROVAL, actor=T25,
+        task = await self.control.transition(task, S.AWAITING_APPROVAL, actor=T25,
                                        reason=f"{plan.risk}-risk plan needs a human approval")
-        await self.f.record(ApprovalRequested(task_id=task.id, run_id=run.id,
+        await self.control.record(ApprovalRequested(task_id=task.id, run_id=run.id,
                                               plan_sha256=artifact.sha256, risk=plan.risk,
                                               files=list(plan.files)))
         return task
@@ -208,10 +193,10 @@ class Pipeline:
         if report.diff is not None:
             await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
         stat = report.diff_stat or DiffStat()
-        over = policies.check_diff_limits(stat, self.f.config.limits)
+        over = policies.check_diff_limits(stat, self.control.config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
-        return await self.f.enter(task, S.QA, actor=T25,
+        return await self.control.enter(task, S.QA, actor=T25,
                                   reason=stat.summary())
 
     async def _qa(self, task: Task, run: Run, report: RunReport, output: StageOutput) -> Task:
@@ -220,43 +205,43 @@ class Pipeline:
                       concerns=list(output.concerns))
         await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
         if verdict.passed:
-            return await self.f.enter(task, S.REVIEW, actor=T25, reason=verdict.summary,
+            return await self.control.enter(task, S.REVIEW, actor=T25, reason=verdict.summary,
                                       checks_passed=True)
         return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
 
     async def _reviewed(self, task: Task, run: Run, output: ReviewOutput) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
-        if run.role == "reviewer" and self.f.config.roles.chain("security"):
-            await self.f.enqueue(task, "security")
+        if run.role == "reviewer" and self.control.config.roles.chain("security"):
+            await self.control.enqueue(task, "security")
             return task
         verdict = policies.evaluate_review(await self._round_findings(task))
         if verdict.approve:
-            return await self.f.enter(task, S.PR_OPEN, actor=T25, reason=verdict.summary,
+            return await self.control.enter(task, S.PR_OPEN, actor=T25, reason=verdict.summary,
                                       review_verdict="approve")
         return await self._send_back(task, "review", verdict.summary,
                                      review_verdict="changes_requested")
 
     async def _send_back(self, task: Task, loop: str, why: str, **fields) -> Task:
         """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
-        limits = self.f.config.limits
+        limits = self.control.config.limits
         done, bound = ((task.qa_loops, limits.max_qa_loops) if loop == "qa"
                        else (task.review_loops, limits.max_review_loops))
         if policies.may_loop_again(done, bound):
             fields[f"{loop}_loops"] = done + 1
-            return await self.f.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
-        task = await self.f.update(task, actor=T25, **fields)
+            return await self.control.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
+        task = await self.control.update(task, actor=T25, **fields)
         return await self._ask(task, f"{loop.upper()} sent the task back {done} times "
                                      f"(limit {bound}) and it still fails: {why}. "
                                      "Answer with guidance to try again.")
 
     async def _ask(self, task: Task, question: str) -> Task:
         stage = task.state
-        task = await self.f.transition(task, S.NEEDS_INPUT, actor=T25, reason=question)
-        await self.f.record(InputRequested(task_id=task.id, stage=stage, question=question))
+        task = await self.control.transition(task, S.NEEDS_INPUT, actor=T25, reason=question)
+        await self.control.record(InputRequested(task_id=task.id, stage=stage, question=question))
         return task
 
     async def _fail(self, task: Task, error: str) -> Task:
-        return await self.f.transition(task, S.FAILED, actor=T25, reason=error, error=error)
+        return await self.control.transition(task, S.FAILED, actor=T25, reason=error, error=error)
 
     # -- artifacts ---------------------------------------------------------------------------
 
@@ -264,15 +249,15 @@ class Pipeline:
         meta = ArtifactMeta(kind=kind, media_type=media, task_id=run.task_id, run_id=run.id,
                             role=run.role, adapter=run.adapter, cli_version=run.cli_version,
                             model=run.model)
-        artifact = await self.f.store.put_artifact(content, meta)
-        await self.f.record(ArtifactStored(task_id=run.task_id, run_id=run.id,
+        artifact = await self.control.store.put_artifact(content, meta)
+        await self.control.record(ArtifactStored(task_id=run.task_id, run_id=run.id,
                                            artifact_id=artifact.id, artifact_kind=kind.value,
                                            sha256=artifact.sha256))
         return artifact
 
     async def latest(self, task: Task, kind: ArtifactKind) -> tuple[Artifact, bytes] | None:
-        found = [a for a in await self.f.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
-        return await self.f.store.get_artifact(found[-1].id) if found else None
+        found = [a for a in await self.control.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
+        return await self.control.store.get_artifact(found[-1].id) if found else None
 
     async def _latest_text(self, task: Task, kind: ArtifactKind) -> str | None:
         got = await self.latest(task, kind)
@@ -288,16 +273,16 @@ class Pipeline:
 
     async def _round_findings(self, task: Task, *, blocking_only: bool = False) -> list[Finding]:
         """Findings of every review run (reviewer, security) since REVIEW was last entered."""
-        runs = [r for r in await self.f.store.list_runs(task_id=task.id)
+        runs = [r for r in await self.control.store.list_runs(task_id=task.id)
                 if r.stage is S.REVIEW and r.status is RunStatus.SUCCEEDED]
         if not runs:
             return []
         last_round = _last_round(runs)
         ids = {r.id for r in last_round}
         findings: list[Finding] = []
-        for artifact in await self.f.store.list_artifacts(task_id=task.id):
+        for artifact in await self.control.store.list_artifacts(task_id=task.id):
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
-                _, content = await self.f.store.get_artifact(artifact.id)
+                _, content = await self.control.store.get_artifact(artifact.id)
                 findings += ReviewOutput.model_validate_json(content).findings
         if blocking_only:
             return list(policies.evaluate_review(findings).blocking)

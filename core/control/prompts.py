@@ -1,4 +1,4 @@
-"""The prompt each agent run receives, assembled by the factory from a template.
+"""The prompt each agent run receives, assembled by T25 from a template.
 
 The factory, not the agent, decides what an agent sees: the task verbatim, the
 earlier stages' artifacts, the feedback it must act on, and the exact answer format

@@ -1,8 +1,8 @@
-"""The factory service: the one way in for every state change and operator decision.
+"""The control plane's service: the one way in for every state change and operator decision.
 
 The command line, the cockpit and the REST API all call these methods; none of them
 re-implements a check, an audit line or an event. A state change goes through
-`Factory.transition` and nowhere else.
+`ControlPlane.transition` and nowhere else.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _whole(decision):
     return run
 
 
-class Factory:
+class ControlPlane:
     """Holds the store, the event bus and the audit log of one T25 installation."""
 
     def __init__(self, config: Config, store: Store, bus: EventBus | None = None) -> None:
@@ -70,7 +70,7 @@ class Factory:
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
-        self.site = Workspace(config, owner=owner_of(store.url))
+        self.workspace = Workspace(config, owner=owner_of(store.url))
 
     async def sync_projects(self) -> list[Project]:
         """Register the configured projects, detecting default branches git knows."""
@@ -83,7 +83,7 @@ class Factory:
 
     def worktrees(self, project: str) -> Worktrees:
         """The worktrees of one project's repository, owned by this installation."""
-        return self.site.worktrees(project)
+        return self.workspace.worktrees(project)
 
     # -- reading ---------------------------------------------------------------------------
 

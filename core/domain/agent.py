@@ -1,9 +1,7 @@
-"""The contract between the factory and an agent CLI, and how a role picks one.
+"""One agent run as values: what T25 asks of an agent CLI, and what the CLI's run produced.
 
-An `AgentAdapter` runs one headless agent process for one run and reports an
-`AgentResult`; the `adapters` package implements it for each CLI. Which adapter
-plays a role is the first of the role's fallback chain whose binary exists and
-whose quota is not exhausted (`select_adapter`); the run records which and why.
+The `AgentAdapter` port (core.ports) takes an `AgentRequest` and reports an
+`AgentResult`; the `adapters` package implements it for each CLI.
 """
 
 from __future__ import annotations
@@ -80,92 +78,3 @@ class AgentResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.failure is None
-
-
-# Called with ("stdout" | "stderr", text) as output arrives.
-OutputSink = Callable[[str, str], Awaitable[None]]
-
-
-@runtime_checkable
-class AgentAdapter(Protocol):
-    """One agent CLI, as the factory sees it."""
-
-    name: str
-
-    def locate(self) -> str | None:
-        """The binary's path if it is installed, else None."""
-        ...
-
-    async def version(self) -> str | None:
-        """The CLI's version, read once; None when it cannot be told."""
-        ...
-
-    async def run(
-        self, request: AgentRequest, sink: OutputSink, abort: asyncio.Event
-    ) -> AgentResult:
-        """Run the agent to its end, a timeout, or `abort`; never raises for agent failures."""
-        ...
-
-
-class NoAdapter(T25Error):
-    """No adapter in a role's chain can run now; the message says why for each."""
-
-
-@dataclass
-class QuotaBook:
-    """Adapters whose quota is exhausted, and until when (None: until further notice)."""
-
-    exhausted: dict[str, datetime | None] = field(default_factory=dict)
-
-    def mark(self, adapter: str, until: datetime | None) -> None:
-        self.exhausted[adapter] = until
-
-    def blocked_until(self, adapter: str, now: datetime) -> datetime | None | bool:
-        """False when usable; otherwise the reset time (or None when unknown)."""
-        if adapter not in self.exhausted:
-            return False
-        until = self.exhausted[adapter]
-        if until is not None and until <= now:
-            del self.exhausted[adapter]
-            return False
-        return until
-
-
-@dataclass(frozen=True)
-class Selection:
-    adapter: AgentAdapter
-    profile: AgentProfile
-    reason: str
-
-
-def select_adapter(
-    chain: Sequence[AgentProfile],
-    adapters: Mapping[str, AgentAdapter],
-    quota: QuotaBook,
-    *,
-    role: str,
-    now: datetime | None = None,
-    skip: frozenset[str] = frozenset(),
-) -> Selection:
-    """The first profile whose adapter is known, installed and not out of quota."""
-    now = now or utcnow()
-    passed: list[str] = []
-    for position, profile in enumerate(chain, start=1):
-        name = profile.adapter
-        adapter = adapters.get(name)
-        if name in skip:
-            passed.append(f"{name}: out of quota or overloaded in this run")
-        elif adapter is None:
-            passed.append(f"{name}: no such adapter (known: {', '.join(sorted(adapters))})")
-        elif (until := quota.blocked_until(name, now)) is not False:
-            when = f" until {until:%Y-%m-%d %H:%M} UTC" if until else ""
-            passed.append(f"{name}: quota exhausted{when}")
-        elif adapter.locate() is None:
-            passed.append(f"{name}: binary not found on PATH")
-        else:
-            reason = "first in the chain" if position == 1 else "; ".join(passed)
-            return Selection(adapter, profile, f"{name} for {role}: {reason}")
-    raise NoAdapter(
-        f"no agent can play {role}: " + "; ".join(passed),
-        hint=f"install one of them, or change roles.{role} in t25.yaml (see `t25 doctor`)",
-    )

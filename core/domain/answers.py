@@ -2,7 +2,7 @@
 
 An agent's final message must hold one JSON object (best inside a ```json fence) of its
 stage's shape. Code reads it; the model's word is only data: a review's own "verdict"
-is kept but ignored, the factory recomputes it from the findings. Anything that does
+is kept but ignored, T25 recomputes it from the findings. Anything that does
 not parse fails the task with an error naming what was wrong — it is never retried.
 
 Any stage may instead set `question` when it cannot go on without a human answer.
@@ -70,7 +70,7 @@ class Finding(BaseModel):
 class ReviewOutput(StageOutput):
     findings: list[Finding] = Field(description="every problem found; [] when none")
     summary: str = ""
-    verdict: str | None = Field(None, description="ignored: the factory decides from findings")
+    verdict: str | None = Field(None, description="ignored: T25 decides from findings")
 
 
 class DocsOutput(StageOutput):

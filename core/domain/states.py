@@ -8,7 +8,7 @@ back to PLAN. NEEDS_INPUT returns to the stage that asked, and a retried FAILED 
 the stage that failed: the table allows any working stage, and `assert_transition` checks
 it is the one recorded on the task (`resume_state`).
 
-Nothing here writes; `core.control.service.Factory.transition` is the one function that does.
+Nothing here writes; `core.control.service.ControlPlane.transition` is the one function that does.
 """
 
 from __future__ import annotations

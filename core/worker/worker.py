@@ -18,16 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from core.domain.agent import AgentAdapter, AgentRequest, AgentResult, Failure, NoAdapter, QuotaBook, select_adapter
+from core.domain.agent import AgentRequest, AgentResult, Failure
+from core.worker.selection import QuotaBook, select_adapter
+from core.errors import NoAdapter
+from core.ports import AgentAdapter, Claim, RunQueue
 from core.config.schema import Config, QACheck
 from core.errors import LeaseLost, StaleState, T25Error
 from core.domain.events import Event, RunOutput, RunStarted
 from core.workspace.fingerprint import changed
 from core.domain.models import CheckResult, Lease, Run, Task, TaskState
-from core.control.pipeline import Pipeline, RunReport
+from core.domain.reports import RunReport
 from core.workspace.pull_request import publish
-from core.control.service import Factory
-from core.workspace.worktrees import WorktreeBusy, Worktrees
+from core.workspace.worktrees import WorktreeBusy, Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
 
@@ -43,68 +45,11 @@ def host_name() -> str:
     return f"{os.uname().nodename}:{os.getpid()}"
 
 
-@dataclass(frozen=True)
-class Claim:
-    """A claimed run: the lease, and the run and task it is for."""
-
-    lease: Lease
-    run: Run
-    task: Task
-
-
-class ControlPlane(Protocol):
-    """What a worker asks of the control plane: in-process (`LocalPlane`) or over HTTP."""
-
-    async def claim(self, worker: str, ttl_s: float) -> Claim | None: ...
-    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease: ...
-    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str: ...
-    async def record(self, lease: Lease, event: Event) -> None: ...
-    async def complete(self, lease: Lease, report: RunReport) -> None: ...
-    async def release(self, lease: Lease) -> None: ...
-
-
-class Site(Protocol):
-    """Where the code lives: the worker host's configuration and task worktrees."""
-
-    config: Config
-
-    def worktrees(self, project: str) -> Worktrees: ...
-
-
-class LocalPlane:
-    """The control plane in the worker's own process: the factory and its pipeline."""
-
-    def __init__(self, factory: Factory, pipeline: Pipeline) -> None:
-        self.f, self.pipeline = factory, pipeline
-
-    async def claim(self, worker: str, ttl_s: float) -> Claim | None:
-        lease = await self.f.store.claim_run(worker, ttl_s)
-        if lease is None:
-            return None
-        run, task = await self.f.store.get_run(lease.run_id), await self.f.store.get_task(lease.task_id)
-        return Claim(lease, run, task)
-
-    async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
-        return await self.f.store.heartbeat(lease, ttl_s)
-
-    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        return await self.pipeline.prompt_for(run, task, checks=checks)
-
-    async def record(self, lease: Lease, event: Event) -> None:
-        await self.f.record(event)
-
-    async def complete(self, lease: Lease, report: RunReport) -> None:
-        await self.pipeline.complete(lease, report)
-
-    async def release(self, lease: Lease) -> None:
-        await self.f.store.release_run(lease)
-
-
 class Worker:
     """Runs leased runs one at a time until stopped."""
 
     def __init__(
-        self, plane: ControlPlane, site: Site, adapters: Mapping[str, AgentAdapter],
+        self, runs: RunQueue, workspace: Workspace, adapters: Mapping[str, AgentAdapter],
         run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
         lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
         live: dict[str, asyncio.Event] | None = None, wake: asyncio.Event | None = None,
@@ -113,10 +58,10 @@ class Worker:
         # Pauses before retrying an overloaded provider on the same adapter.
         self.overload_backoff_s = OVERLOAD_BACKOFF_S if overload_backoff_s is None \
             else overload_backoff_s
-        self.plane = plane
-        self.site = site
-        self.config = site.config
-        # Runs going on, by task (the factory's, in-process: its cancel stops them at once).
+        self.runs = runs
+        self.workspace = workspace
+        self.config = workspace.config
+        # Runs going on, by task (the control plane's, in-process: its cancel stops them at once).
         self.live = live if live is not None else {}
         # Set when work is queued in this process; without one, the worker polls.
         self.wake = wake or asyncio.Event()
@@ -147,7 +92,7 @@ class Worker:
 
     async def run_once(self) -> bool:
         """Claim and work one run; False when the queue had nothing to claim."""
-        claim = await self.plane.claim(self.name, self.lease_ttl_s)
+        claim = await self.runs.claim(self.name, self.lease_ttl_s)
         if claim is None:
             return False
         self.busy = True
@@ -172,7 +117,7 @@ class Worker:
                 return  # the lease was lost: whatever we have is not ours to report
             beat.cancel()
             try:
-                await self.plane.complete(lease, report)  # heartbeats move the deadline, not the token
+                await self.runs.complete(lease, report)  # heartbeats move the deadline, not the token
             except LeaseLost as exc:
                 log.info("dropping the result of %s: %s", run.id, exc)
             except StaleState as exc:  # another decider moved the task first: it won
@@ -181,7 +126,7 @@ class Worker:
         finally:
             if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue
                 with contextlib.suppress(LeaseLost):
-                    await asyncio.shield(self.plane.release(lease))
+                    await asyncio.shield(self.runs.release(lease))
             beat.cancel()
             self.live.pop(lease.task_id, None)
 
@@ -190,7 +135,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
-                lease = await self.plane.heartbeat(lease, self.lease_ttl_s)
+                lease = await self.runs.heartbeat(lease, self.lease_ttl_s)
             except LeaseLost:
                 abort.set()
                 return lease
@@ -200,7 +145,7 @@ class Worker:
     # -- executing one run -----------------------------------------------------------------
 
     async def _execute(self, lease: Lease, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
-        worktrees = self.site.worktrees(task.project)
+        worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
             if run.stage is TaskState.PR_OPEN:
@@ -208,7 +153,7 @@ class Worker:
             checks: list[CheckResult] = []
             if run.stage is TaskState.QA:
                 checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
-            prompt = await self.plane.prompt(lease, run, task, checks)
+            prompt = await self.runs.prompt(lease, run, task, checks)
             before = await worktrees.fingerprint()
             result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
             violation = changed(before, await worktrees.fingerprint())
@@ -257,7 +202,7 @@ class Worker:
             profile = chosen.profile
             reason = "; ".join([*notes, chosen.reason])
             version = await chosen.adapter.version()
-            await self.plane.record(lease, RunStarted(
+            await self.runs.record(lease, RunStarted(
                 task_id=task.id, run_id=run.id, worker=self.name, adapter=profile.adapter,
                 adapter_reason=reason, cli_version=version, model=profile.model,
                 attempt=run.attempts))
@@ -271,7 +216,7 @@ class Worker:
             # A transient overload is retried on the same adapter after a growing pause; the
             # retries happen inside this run, so they cost the task no attempt.
             for pause in (*self.overload_backoff_s, None):
-                async with OutputStream(lambda e: self.plane.record(lease, e), task.id,
+                async with OutputStream(lambda e: self.runs.record(lease, e), task.id,
                                         run.id) as stream:
                     result = await chosen.adapter.run(request, stream.write, abort)
                 if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BeforeValidator, BaseModel, ConfigDict, Fie
 from core.domain import text
 from core.domain.agent import AgentResult
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
-from core.control.pipeline import RunReport
+from core.domain.reports import RunReport
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_REASON, MAX_TITLE
 
 MAX_WORKER_NAME = 200

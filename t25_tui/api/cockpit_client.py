@@ -1,9 +1,9 @@
 """`t25 tui --url`: the cockpit attached to a remote `t25 serve`, over REST and SSE.
 
-The cockpit needs a few reads and the operator decisions from its factory. Here each is
-a REST call, and the control plane runs it through the same Factory method as its own
+The cockpit needs a few reads and the operator decisions from its control plane. Here each is
+a REST call, and the control plane runs it through the same ControlPlane method as its own
 command line, so the checks and the audit are the same. Events arrive on one SSE stream
-and are published on a local EventBus, so the app cannot tell this factory from a local
+and are published on a local EventBus, so the app cannot tell this control plane from a local
 one. A stream that breaks is reopened from the last id seen (`Last-Event-ID`): nothing
 is missed, nothing is shown twice, and the board is re-read once the link is back.
 """
@@ -46,14 +46,14 @@ PAGE = 5000  # the most events the control plane returns per request
 
 
 @asynccontextmanager
-async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteFactory]:
+async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteControlPlane]:
     """A factory backed by the control plane at `url`, following its events until exit."""
     http = Http(url, token if token is not None else os.environ.get(OPERATOR_ENV))
     try:
-        factory = await RemoteFactory.connect(http)
-        following = asyncio.create_task(factory.follow(), name="t25-attach-events")
+        control = await RemoteControlPlane.connect(http)
+        following = asyncio.create_task(control.follow(), name="t25-attach-events")
         try:
-            yield factory
+            yield control
         finally:
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
@@ -61,8 +61,8 @@ async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteFact
         await http.close()
 
 
-class RemoteFactory:
-    """What the cockpit asks of a Factory (reads, decisions, bus, audit), over REST + SSE."""
+class RemoteControlPlane:
+    """What the cockpit asks of a ControlPlane (reads, decisions, bus, audit), over REST + SSE."""
 
     def __init__(self, http: Http, config: Config, cursor: int) -> None:
         self.http, self.url = http, http.url
@@ -74,7 +74,7 @@ class RemoteFactory:
         self.audit = RemoteAudit(self)
 
     @classmethod
-    async def connect(cls, http: Http) -> RemoteFactory:
+    async def connect(cls, http: Http) -> RemoteControlPlane:
         """Read the control plane's configuration; refuse clearly if it will not talk to us."""
         try:
             raw = await http.request("GET", "/config", refusals={401: ConfigError})
@@ -184,7 +184,7 @@ class RemoteFactory:
 class RemoteStore:
     """The store reads the cockpit makes, answered by the control plane."""
 
-    def __init__(self, remote: RemoteFactory) -> None:
+    def __init__(self, remote: RemoteControlPlane) -> None:
         self.remote = remote
 
     async def last_event_id(self) -> int:
@@ -234,7 +234,7 @@ class RemoteStore:
 class RemoteAudit:
     """The audit log as the control plane reads and verifies it."""
 
-    def __init__(self, remote: RemoteFactory) -> None:
+    def __init__(self, remote: RemoteControlPlane) -> None:
         self.remote = remote
 
     async def snapshot(self, *, task: str | None = None) -> tuple[list[AuditEntry], Verdict]:

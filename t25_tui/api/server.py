@@ -1,6 +1,6 @@
 """`t25 serve`: the control plane over REST and SSE, for remote workers and other faces.
 
-Operator actions call the same Factory methods as the command line and the cockpit.
+Operator actions call the same ControlPlane methods as the command line and the cockpit.
 Workers claim leases, stream output and complete under their fencing token; a token
 that went stale or a lease that expired gets 409 and nothing it sent is kept. `/events`
 is Server-Sent Events with an `id:` per event, resumable from `Last-Event-ID` out of the
@@ -62,7 +62,7 @@ from core.domain.models import (
     task_id,
 )
 from core.control.pipeline import Pipeline
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
 from t25_tui.api.bodies import (
     AnswerBody,
@@ -125,17 +125,17 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def make_api(factory: Factory, *, worker_credential: str | None, operator_token: str | None,
+def make_api(control: ControlPlane, *, worker_credential: str | None, operator_token: str | None,
              loopback: bool = True) -> FastAPI:
-    """The REST/SSE app over one factory. Tests, `t25 serve` and `t25 tui --serve` share it."""
+    """The REST/SSE app over one control plane. Tests, `t25 serve` and `t25 tui --serve` share it."""
     if not loopback and not operator_token:
         raise ConfigError("serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
                           hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1")
     api = FastAPI(title="T25 control plane", version="1",
                   description="Tasks, runs, artifacts, events, decisions and the worker lease "
                               "protocol of one T25 installation.")
-    pipeline = Pipeline(factory)
-    store = factory.store
+    pipeline = Pipeline(control)
+    store = control.store
     tail = api.state.tail = Tail(store)
 
     @api.exception_handler(T25Error)
@@ -177,7 +177,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     decide = answers(400, 404, 409, secured=bool(operator_token))
     lease = answers(400, 404, 409)
 
-    projects = tuple(p.name for p in factory.config.projects)
+    projects = tuple(p.name for p in control.config.projects)
     Project = Literal[projects]  # type: ignore[valid-type]
     NewTask = create_model("NewTaskBody", __base__=NewTaskBody,
                            project=(Project | None, None))  # type: ignore[call-overload]
@@ -197,13 +197,13 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
 
     @api.post("/tasks", dependencies=op, status_code=201, response_model=Task, responses=decide)
     async def new_task(body: NewTask) -> dict:  # type: ignore[valid-type]
-        task = await factory.new_task(body.title, actor=body.actor or "api", type=body.type,
+        task = await control.new_task(body.title, actor=body.actor or "api", type=body.type,
                                       description=body.description, project=body.project)
         return task.model_dump(mode="json")
 
     @api.get("/tasks/{ref}", dependencies=op, responses=read)
     async def task(ref: str) -> dict:
-        found = await factory.task(ref)
+        found = await control.task(ref)
         runs = await store.list_runs(task_id=found.id)
         artifacts = await store.list_artifacts(task_id=found.id)
         return {"task": found.model_dump(mode="json"),
@@ -212,17 +212,17 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
                 "cost": cost.summarize(runs).model_dump(mode="json")}
 
     for verb in ("approve", "reject", "cancel", "retry", "archive", "merge"):
-        _decision_route(api, factory, verb, op, decide)
+        _decision_route(api, control, verb, op, decide)
 
     @api.post("/tasks/{ref}/answer", dependencies=op, response_model=Task, responses=decide)
     async def answer(ref: str, body: AnswerBody) -> dict:
-        return (await factory.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
+        return (await control.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
 
     @api.get("/tasks/{ref}/events", dependencies=op, responses=read)
     async def task_events(ref: str, after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
                           limit: Annotated[int, Query(ge=1, le=5000)] = 1000) -> list[dict]:
         """One task's events after `after`, oldest first (its history and its agents' output)."""
-        found = await factory.task(ref)
+        found = await control.task(ref)
         return [e.to_json() for e in await store.events_after(after, task_id=found.id, limit=limit)]
 
     @api.get("/runs", dependencies=op, response_model=list[Run], responses=read)
@@ -257,7 +257,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
 
     @api.get("/audit", dependencies=op, responses=read)
     async def audit(task: str | None = None) -> dict:
-        entries, verdict = await factory.audit.snapshot(task=task_id(task) if task else None)
+        entries, verdict = await control.audit.snapshot(task=task_id(task) if task else None)
         return {"entries": [e.model_dump(mode="json") for e in entries],
                 "verified": verdict.ok, "verification": verdict.message,
                 "lines": verdict.lines, "bad_line": verdict.bad_line}
@@ -266,7 +266,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
     async def configuration() -> dict:
         """t25.yaml as validated: projects, roles, limits, policies, cost rates. The store's
         address is left out: in production it names the database."""
-        return factory.config.model_dump(mode="json", exclude={"store"})
+        return control.config.model_dump(mode="json", exclude={"store"})
 
     @api.get("/cost/tasks", dependencies=op, responses=read)
     async def cost_by_task() -> dict[str, float]:
@@ -343,7 +343,7 @@ def make_api(factory: Factory, *, worker_credential: str | None, operator_token:
             raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
             kind = raw.pop("kind")
             raw.update(task_id=body.lease.task_id, run_id=body.lease.run_id)
-            await factory.record(Event.registry[kind].model_validate(raw))
+            await control.record(Event.registry[kind].model_validate(raw))
         return Response(status_code=204)
 
     @api.post("/worker/complete", dependencies=wk, responses=lease)
@@ -462,9 +462,9 @@ def json_list(model: type[BaseModel], items: list) -> Response:
     return Response(_list_of(model).dump_json(items), media_type="application/json")
 
 
-def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list, responses: dict) -> None:
+def _decision_route(api: FastAPI, control: ControlPlane, verb: str, deps: list, responses: dict) -> None:
     async def decide(ref: str, body: DecisionBody) -> dict:
-        task = await getattr(factory, verb)(ref, actor=body.actor or "api", reason=body.reason)
+        task = await getattr(control, verb)(ref, actor=body.actor or "api", reason=body.reason)
         return task.model_dump(mode="json")
 
     decide.__name__ = verb
@@ -473,7 +473,7 @@ def _decision_route(api: FastAPI, factory: Factory, verb: str, deps: list, respo
              summary=f"{verb.capitalize()} a task (the same decision as `t25 {verb}`)")(decide)
 
 
-def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
+def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True):
     """A uvicorn server for `make_api` on `bind`. Embedded in the cockpit it leaves signals
     to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself.
 
@@ -486,7 +486,7 @@ def http_server(factory: Factory, bind: str, *, handle_signals: bool = True):
                  else f"{host}, which is not loopback")
         raise ConfigError(f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
                           hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1")
-    api = make_api(factory, worker_credential=os.environ.get(CREDENTIAL_ENV),
+    api = make_api(control, worker_credential=os.environ.get(CREDENTIAL_ENV),
                    operator_token=token, loopback=is_loopback(host))
     return server_for(api, host, port, handle_signals=handle_signals)
 

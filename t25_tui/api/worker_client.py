@@ -19,8 +19,8 @@ import httpx
 from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.domain.events import Event
 from core.domain.models import CheckResult, Lease, Run, Task
-from core.control.pipeline import RunReport
-from core.worker.worker import Claim
+from core.domain.reports import RunReport
+from core.ports import Claim
 
 log = logging.getLogger("t25.remote")
 
@@ -72,8 +72,8 @@ def refusal(response: httpx.Response) -> tuple[str, str | None]:
     return str(body.get("error") or detail or body)[:500], body.get("hint")
 
 
-class HttpPlane:
-    """The ControlPlane protocol over a `t25 serve` REST API."""
+class HttpRunQueue:
+    """The run queue (core.ports.RunQueue) of a `t25 serve`, over its REST API."""
 
     def __init__(self, url: str, credential: str, *, lease_ttl_s: float = 30.0,
                  timeout_s: float = 30.0) -> None:
@@ -127,14 +127,14 @@ async def work_remotely(url: str, credential: str, config, *, workers: int,
     """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
     from adapters.checks import run_check
     from adapters.registry import builtin_adapters
-    from core.domain.agent import QuotaBook
+    from core.worker.selection import QuotaBook
     from core.worker.worker import Worker, host_name
     from core.workspace.worktrees import Workspace, owner_of
 
-    plane = HttpPlane(url, credential, lease_ttl_s=lease_ttl_s)
-    site = Workspace(config, owner=owner_of(url))
+    runs = HttpRunQueue(url, credential, lease_ttl_s=lease_ttl_s)
+    workspace = Workspace(config, owner=owner_of(url))
     quota = QuotaBook()
-    crew = [Worker(plane, site, builtin_adapters(), run_check, quota=quota,
+    crew = [Worker(runs, workspace, builtin_adapters(), run_check, quota=quota,
                    name=f"{host_name()}-r{i}", lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s)
             for i in range(1, workers + 1)]
     running = [asyncio.create_task(_keep_working(w)) for w in crew]
@@ -148,7 +148,7 @@ async def work_remotely(url: str, credential: str, config, *, workers: int,
         for t in running:  # a cancelled worker stops its agent and hands its lease back
             t.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-        await plane.close()
+        await runs.close()
 
 
 async def _keep_working(worker) -> None:

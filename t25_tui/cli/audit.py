@@ -7,14 +7,14 @@ import sys
 
 from core.control.audit import VOID
 from core.domain.models import task_id
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.text import printable
 from t25_tui.cli.context import run
 
 
 def show(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> None:
-        everything = factory.audit.entries()
+    async def body(control: ControlPlane) -> None:
+        everything = control.audit.entries()
         voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
         wanted = task_id(args.task) if args.task else None
         entries = [e for e in everything if wanted is None or e.task == wanted]
@@ -36,10 +36,10 @@ def show(args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> bool:
-        verdict = await factory.audit.verify()
+    async def body(control: ControlPlane) -> bool:
+        verdict = await control.audit.verify()
         stream = sys.stdout if verdict.ok else sys.stderr
-        print(f"{'ok' if verdict.ok else 'TAMPERED'}: {factory.audit.path}: {verdict.message}",
+        print(f"{'ok' if verdict.ok else 'TAMPERED'}: {control.audit.path}: {verdict.message}",
               file=stream)
         return verdict.ok
 

@@ -1,4 +1,4 @@
-"""What every command needs: the configuration, an open store, the factory, the actor."""
+"""What every command needs: the configuration, an open store, the control plane, the actor."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from core.config.schema import Config, find_config, load_config
 from core.workspace.git import identity
-from core.control.service import Factory
+from core.control.service import ControlPlane
 
 T = TypeVar("T")
 
@@ -32,25 +32,25 @@ def adapter_names() -> list[str]:
 
 
 @asynccontextmanager
-async def open_factory(args: argparse.Namespace) -> AsyncIterator[Factory]:
+async def open_control_plane(args: argparse.Namespace) -> AsyncIterator[ControlPlane]:
     from store import open_store
 
     config = config_of(args)
     store = await open_store(config.store_url)
     try:
-        factory = Factory(config, store)
-        await factory.sync_projects()
-        yield factory
+        control = ControlPlane(config, store)
+        await control.sync_projects()
+        yield control
     finally:
         await store.close()
 
 
-def run(args: argparse.Namespace, body: Callable[[Factory], Awaitable[T]]) -> T:
-    """Open the factory, run `body` with it, close everything."""
+def run(args: argparse.Namespace, body: Callable[[ControlPlane], Awaitable[T]]) -> T:
+    """Open the control plane, run `body` with it, close everything."""
 
     async def go() -> T:
-        async with open_factory(args) as factory:
-            return await body(factory)
+        async with open_control_plane(args) as control:
+            return await body(control)
 
     return asyncio.run(go())
 

@@ -1,21 +1,21 @@
 """Operator decisions from the command line: cancel, retry, archive, approve, reject,
-answer, merge. Each calls the same Factory method as the cockpit and the REST API."""
+answer, merge. Each calls the same ControlPlane method as the cockpit and the REST API."""
 
 from __future__ import annotations
 
 import argparse
 
 from core.domain.events import DecisionRecorded, WorktreeCleaned
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.states import WORKING
 from core.domain.text import printable
 from t25_tui.cli.context import actor_of, run
 
 
 def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
-    async def body(factory: Factory) -> None:
-        sub = factory.bus.subscribe()
-        task = await getattr(factory, verb)(args.id, *extra, actor=actor_of(args),
+    async def body(control: ControlPlane) -> None:
+        sub = control.bus.subscribe()
+        task = await getattr(control, verb)(args.id, *extra, actor=actor_of(args),
                                             **({"reason": args.reason} if "reason" in args else {}))
         print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}")
         while (event := sub.get_nowait()) is not None:

@@ -17,19 +17,10 @@ from core.domain.events import (
     TaskTransitioned,
 )
 from core.domain.models import TaskState, run_id, task_id
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from t25_tui.cli.context import run
-
-
-def floor_for(factory: Factory, **kw):
-    """The in-process workers with the built-in adapters and the QA check runner."""
-    from adapters.checks import run_check
-    from adapters.registry import builtin_adapters
-    from core.control.floor import Floor
-
-    return Floor(factory, builtin_adapters(), run_check, **kw)
 
 
 # `t25 run` exits with this, after its summary, when a task it worked ended FAILED; 1 stays
@@ -61,8 +52,8 @@ def describe(event: Event) -> str | None:
 
 
 def run_(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> bool:
-        sub = factory.bus.subscribe()
+    async def body(control: ControlPlane) -> bool:
+        sub = control.bus.subscribe()
         # The bus carries this process's own events only: a task seen going to FAILED here
         # was failed by the runs this `t25 run` worked.
         failed_here: set[str] = set()
@@ -78,8 +69,10 @@ def run_(args: argparse.Namespace) -> int:
             async for item in sub:
                 show(item)
 
+        from t25_tui.runtime import local_sweeper
+
         printer = asyncio.create_task(report())
-        working = asyncio.create_task(floor_for(factory, workers=args.workers)
+        working = asyncio.create_task(local_sweeper(control, workers=args.workers)
                                       .work(follow=args.follow))
         try:
             await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
@@ -98,7 +91,7 @@ def run_(args: argparse.Namespace) -> int:
         while (item := sub.get_nowait()) is not None:
             show(item)
         sub.close()
-        waiting = await factory.store.list_tasks(states=[*HUMAN_NEEDED, TaskState.DONE,
+        waiting = await control.store.list_tasks(states=[*HUMAN_NEEDED, TaskState.DONE,
                                                          TaskState.FAILED])
         pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
         if pending:
@@ -120,20 +113,20 @@ def run_(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> None:
+    async def body(control: ControlPlane) -> None:
         ref = args.ref.strip()
         if ref[:1].upper() == "R":
-            the_run = await factory.store.get_run(run_id(ref))
+            the_run = await control.store.get_run(run_id(ref))
             if the_run is None:
                 from core.errors import NotFound
 
                 raise NotFound(f"no run {run_id(ref)}", hint="`t25 task show ID` lists a task's runs")
             tid, only_run = the_run.task_id, the_run.id
         else:
-            tid, only_run = (await factory.task(task_id(ref))).id, None
+            tid, only_run = (await control.task(task_id(ref))).id, None
         after = 0
         while True:
-            events = await factory.store.events_after(after, task_id=tid, limit=5000)
+            events = await control.store.events_after(after, task_id=tid, limit=5000)
             for event in events:
                 after = event.id
                 if only_run and event.run_id != only_run:
@@ -146,7 +139,7 @@ def logs(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             if events:
                 continue
-            if not args.follow or await _finished(factory, tid, only_run):
+            if not args.follow or await _finished(control, tid, only_run):
                 return
             await asyncio.sleep(0.2)
 
@@ -154,10 +147,10 @@ def logs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _finished(factory: Factory, tid: str, only_run: str | None) -> bool:
+async def _finished(control: ControlPlane, tid: str, only_run: str | None) -> bool:
     if only_run:
-        r = await factory.store.get_run(only_run)
+        r = await control.store.get_run(only_run)
         return r is not None and r.finished_at is not None
-    task = await factory.store.get_task(tid)
+    task = await control.store.get_task(tid)
     return task is None or task.state in (TaskState.DONE, TaskState.CANCELLED, TaskState.FAILED,
                                           *HUMAN_NEEDED)

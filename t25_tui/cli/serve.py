@@ -8,7 +8,7 @@ import os
 import sys
 
 from core.errors import ConfigError, T25Error
-from t25_tui.cli.context import config_of, open_factory
+from t25_tui.cli.context import config_of, open_control_plane
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 
@@ -16,11 +16,11 @@ CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 def serve(args: argparse.Namespace) -> int:
     """Serve until stopped (exit 0), or until the sweep cannot go on (exit 1, one line why).
 
-    The sweep rides out a store that is unavailable for a while (core.control.floor says how, and
+    The sweep rides out a store that is unavailable for a while (core.control.sweeper says how, and
     when it gives up); requests meanwhile get 503 with Retry-After. When the sweep ends
     with an error, serve stops and the error is raised here, after the server has shut
     down, for the command line to print."""
-    from t25_tui.cli.run import floor_for
+    from t25_tui.runtime import local_sweeper
     from t25_tui.api.server import http_server
 
     if args.store_patience <= 0:
@@ -28,16 +28,16 @@ def serve(args: argparse.Namespace) -> int:
     failed: list[BaseException] = []
 
     async def body() -> None:
-        async with open_factory(args) as factory:
-            bind = args.bind or factory.config.serve.bind
-            server = http_server(factory, bind)
-            floor = floor_for(factory, workers=args.workers, store_patience_s=args.store_patience)
+        async with open_control_plane(args) as control:
+            bind = args.bind or control.config.serve.bind
+            server = http_server(control, bind)
+            sweeper = local_sweeper(control, workers=args.workers, store_patience_s=args.store_patience)
             print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
                   f"{args.workers} in-process worker(s)", flush=True)
             if not os.environ.get(CREDENTIAL_ENV):
                 print(f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
                       file=sys.stderr, flush=True)
-            sweeping = asyncio.create_task(floor.work(follow=True))
+            sweeping = asyncio.create_task(sweeper.work(follow=True))
 
             def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
                 if not task.cancelled() and task.exception() is not None:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from core.errors import ArtifactCorrupted, ConfigError
 from core.domain.events import TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, TaskState, TaskType
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.text import printable
 from t25_tui.cli.context import actor_of, age, run
 
@@ -24,8 +24,8 @@ CORRUPTED_EXIT = 1
 
 
 def new(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> None:
-        task = await factory.new_task(args.title, actor=actor_of(args), type=TaskType(args.type),
+    async def body(control: ControlPlane) -> None:
+        task = await control.new_task(args.title, actor=actor_of(args), type=TaskType(args.type),
                                       description=args.description, project=args.project)
         print(f"{task.id}  {task.state}  {task.branch}  {printable(task.title)}")
 
@@ -34,11 +34,11 @@ def new(args: argparse.Namespace) -> int:
 
 
 def list_(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> None:
+    async def body(control: ControlPlane) -> None:
         if args.project is not None:
-            await _known_project(factory, args.project)
+            await _known_project(control, args.project)
         states = [TaskState(s) for s in args.state] if args.state else None
-        tasks = await factory.store.list_tasks(states=states, project=args.project,
+        tasks = await control.store.list_tasks(states=states, project=args.project,
                                                include_archived=args.all)
         if not tasks:
             print("no tasks" + (" match" if states or args.project else
@@ -55,19 +55,19 @@ def list_(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _known_project(factory: Factory, name: str) -> None:
+async def _known_project(control: ControlPlane, name: str) -> None:
     """A project the store knows (the configured ones, and any that still has tasks)."""
-    known = sorted({p.name for p in await factory.store.list_projects()}
-                   | {p.name for p in factory.config.projects})
+    known = sorted({p.name for p in await control.store.list_projects()}
+                   | {p.name for p in control.config.projects})
     if name not in known:
         raise ConfigError(f"unknown project {printable(name)!r} (known: {', '.join(known)})",
-                          hint=f"projects are listed under `projects:` in {factory.config.path}")
+                          hint=f"projects are listed under `projects:` in {control.config.path}")
 
 
 def show(args: argparse.Namespace) -> int:
-    async def body(factory: Factory) -> bool:
-        task = await factory.task(args.id)
-        store = factory.store
+    async def body(control: ControlPlane) -> bool:
+        task = await control.task(args.id)
+        store = control.store
         print(f"{task.id}  {printable(task.title)}")
         print(f"  state    {task.state}{'  (archived)' if task.archived else ''}"
               f"  for {age(task.state_since)}")
@@ -94,7 +94,7 @@ def show(args: argparse.Namespace) -> int:
                   f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
                   f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else ""))
         artifacts = await store.list_artifacts(task_id=task.id)
-        corrupted = {a.id: exc for a in artifacts if (exc := await _corruption(factory, a))}
+        corrupted = {a.id: exc for a in artifacts if (exc := await _corruption(control, a))}
         # Prompts and logs are counted, not listed, unless one of them is corrupted.
         shown = [a for a in artifacts if a.id in corrupted
                  or a.meta.kind not in (ArtifactKind.PROMPT, ArtifactKind.LOG)]
@@ -120,10 +120,10 @@ def show(args: argparse.Namespace) -> int:
     return 0 if run(args, body) else CORRUPTED_EXIT
 
 
-async def _corruption(factory: Factory, artifact: Artifact) -> ArtifactCorrupted | None:
+async def _corruption(control: ControlPlane, artifact: Artifact) -> ArtifactCorrupted | None:
     """Why the artifact's stored content cannot be trusted, or None when it re-hashes right."""
     try:
-        await factory.store.get_artifact(artifact.id)
+        await control.store.get_artifact(artifact.id)
     except ArtifactCorrupted as exc:
         return exc
     return None

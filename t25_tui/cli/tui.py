@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.config.schema import find_config
 from core.errors import ConfigError
-from t25_tui.cli.context import actor_of, open_factory
+from t25_tui.cli.context import actor_of, open_control_plane
 
 
 def tui(args: argparse.Namespace) -> int:
@@ -63,19 +63,19 @@ async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
                   no_workers: bool = False) -> int:
     from adapters.registry import builtin_adapters
     from t25_tui.tui.app import calm_garbage_collector, make_app
-    from t25_tui.cli.run import floor_for
+    from t25_tui.runtime import local_sweeper
     from t25_tui.tui.readiness import missing_agents
 
-    async with open_factory(args) as factory:
+    async with open_control_plane(args) as control:
         adapters = builtin_adapters()
-        floor = None if no_workers else floor_for(factory, workers=workers)
-        app = make_app(factory, floor=floor, actor=actor_of(args), adapters=adapters,
-                       setup_note=missing_agents(factory.config, adapters), handle_signals=True)
+        sweeper = None if no_workers else local_sweeper(control, workers=workers)
+        app = make_app(control, sweeper=sweeper, actor=actor_of(args), adapters=adapters,
+                       setup_note=missing_agents(control.config, adapters), handle_signals=True)
         server = serving = None
         if getattr(args, "serve", None) is not None:
             from t25_tui.api.server import http_server
 
-            server = http_server(factory, args.serve or factory.config.serve.bind,
+            server = http_server(control, args.serve or control.config.serve.bind,
                                  handle_signals=False)
             serving = asyncio.create_task(server.serve())
         calm_garbage_collector()
@@ -87,5 +87,5 @@ async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
                 await asyncio.gather(serving, return_exceptions=True)
             # However the app ended (quit, hang-up, a lost terminal), the agents stop and
             # their runs return to the queue before the store closes.
-            await app.stop_floor()
+            await app.stop_sweeper()
     return 0

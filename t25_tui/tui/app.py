@@ -2,7 +2,7 @@
 
 Tests, the screenshot script, the benchmark and `t25 tui` all call `make_app`, so they
 run the same app. The app owns no domain truth: it reads the store, listens to the bus
-through `t25_tui.tui.messages`, and every operator action calls a `Factory` method — the one
+through `t25_tui.tui.messages`, and every operator action calls a `ControlPlane` method — the one
 the command line calls — so the checks and the audit are the same. Attached to a remote
 `t25 serve` (`t25_tui.api.cockpit_client`), the same reads and calls cross REST and the bus is fed by
 the serve's event stream.
@@ -25,11 +25,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from core.domain.agent import AgentAdapter
+from core.ports import AgentAdapter
 from core.errors import ControlPlaneUnreachable, T25Error
 from core.domain.events import InputRequested, RunOutput
 from core.domain.models import ArtifactKind, TaskState
-from core.control.service import Factory
+from core.control.service import ControlPlane
+from core.control.sweeper import Sweeper
 from core.domain.text import printable
 from t25_tui.tui import messages as bridge
 from t25_tui.tui.screens.detail import TaskDetail
@@ -49,7 +50,7 @@ from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wal
 from t25_tui.tui.widgets.board import Board
 
 if TYPE_CHECKING:
-    from t25_tui.api.cockpit_client import RemoteFactory
+    from t25_tui.api.cockpit_client import RemoteControlPlane
 
 # (action, title, help) — the command palette lists every one of these.
 COMMANDS = [
@@ -107,13 +108,13 @@ class T25App(App[None]):
         Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
     ]
 
-    def __init__(self, factory: Factory | RemoteFactory, *, floor: Any = None, clock: Clock | None = None,
+    def __init__(self, control: ControlPlane | RemoteControlPlane, *, sweeper: Sweeper | None = None, clock: Clock | None = None,
                  actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
                  poll_s: float = 1.0, refresh_s: float = 5.0, setup_note: str | None = None,
                  handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
         super().__init__()
-        self.factory = factory
-        self.floor = floor
+        self.control = control
+        self.sweeper = sweeper
         self.clock = clock or wall_clock
         self.actor = actor
         self.adapters = dict(adapters or {})
@@ -130,7 +131,7 @@ class T25App(App[None]):
         self.stopping = False
         self._board_stale = False  # something changed since the board was last read
         self._board_reads = 0  # reads in flight
-        self._floor_task: asyncio.Task | None = None
+        self._sweeper_task: asyncio.Task | None = None
 
     # -- layout and start --------------------------------------------------------------------
 
@@ -143,10 +144,10 @@ class T25App(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.run_worker(bridge.pump(self.factory.bus, self.post_message), name="bridge",
+        self.run_worker(bridge.pump(self.control.bus, self.post_message), name="bridge",
                         group="bridge", exit_on_error=False)
-        if self.floor is not None:
-            self.run_worker(self._run_floor(), name="floor", group="floor", exit_on_error=False)
+        if self.sweeper is not None:
+            self.run_worker(self._run_sweeper(), name="sweeper", group="sweeper", exit_on_error=False)
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -158,9 +159,9 @@ class T25App(App[None]):
         if self.setup_note:
             self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
 
-    async def _run_floor(self) -> None:
-        self._floor_task = asyncio.current_task()
-        await self.floor.work(follow=True)
+    async def _run_sweeper(self) -> None:
+        self._sweeper_task = asyncio.current_task()
+        await self.sweeper.work(follow=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a worker's failure becomes visible."""
@@ -185,27 +186,27 @@ class T25App(App[None]):
         Textual's own shutdown can still block on a write nobody reads: everything that
         matters is in the store by then, so a watchdog ends the process if it does."""
         await self.finish_decisions()
-        await self.stop_floor()
+        await self.stop_sweeper()
         watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
         watchdog.daemon = True
         watchdog.start()
         self.exit()
 
-    async def stop_floor(self, timeout_s: float = 30.0) -> None:
-        """Cancel the floor: running agents' process groups end, their leases go back."""
+    async def stop_sweeper(self, timeout_s: float = 30.0) -> None:
+        """Cancel the sweeper: running agents' process groups end, their leases go back."""
         self.stopping = True
-        task = self._floor_task
+        task = self._sweeper_task
         if task is not None and not task.done():
             task.cancel()
             await asyncio.wait([task], timeout=timeout_s)
 
     async def action_quit(self) -> None:
         await self.finish_decisions()
-        await self.stop_floor()
+        await self.stop_sweeper()
         self.exit()
 
     async def finish_decisions(self) -> None:
-        """A decision already sent to the factory completes (state, audit line, event)
+        """A decision already sent to the control plane completes (state, audit line, event)
         before the cockpit goes; leaving never cuts one in half."""
         pending = [w for w in self.workers if w.group == "actions" and not w.is_finished]
         if pending:
@@ -236,7 +237,7 @@ class T25App(App[None]):
     async def refresh_board(self) -> None:
         self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
         try:
-            store = self.factory.store
+            store = self.control.store
             last = await store.last_event_id()
             tasks = await store.list_tasks()
             spent = await store.cost_by_task()
@@ -262,7 +263,7 @@ class T25App(App[None]):
     def show_status(self, shown: int | None = None) -> None:
         """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
-        workers = len(getattr(self.floor, "workers", ())) if self.floor else 0
+        workers = self.sweeper.pool.size if self.sweeper and self.sweeper.pool else 0
         parts = [self.link() if self.link else f"{workers} workers" if workers else "workers off"]
         if self.filter:
             if shown is None:
@@ -279,11 +280,11 @@ class T25App(App[None]):
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
         """See what other processes did (a `t25 approve` from another shell)."""
-        if await self.factory.store.last_event_id() > self.seen_event_id:
+        if await self.control.store.last_event_id() > self.seen_event_id:
             self.schedule_refresh()
 
     def on_board_opened(self, message: Board.Opened) -> None:
-        self.push_screen(TaskDetail(self.factory, message.task_id, self.clock))
+        self.push_screen(TaskDetail(self.control, message.task_id, self.clock))
 
     # -- bridge messages -----------------------------------------------------------------------
 
@@ -343,7 +344,7 @@ class T25App(App[None]):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         if screen_type is not Board:
-            self.push_screen(screen_type(self.factory, self.clock, *args))
+            self.push_screen(screen_type(self.control, self.clock, *args))
 
     def action_board(self) -> None:
         self._show(Board)
@@ -383,14 +384,14 @@ class T25App(App[None]):
 
     def action_open(self) -> None:
         if tid := self._need_task():
-            self.push_screen(TaskDetail(self.factory, tid, self.clock))
+            self.push_screen(TaskDetail(self.control, tid, self.clock))
 
     def action_log(self) -> None:
         if tid := self._need_task():
             if isinstance(self.screen, TaskDetail):
                 self.screen.action_tab("log")
             else:
-                self.push_screen(TaskDetail(self.factory, tid, self.clock, tab="log"))
+                self.push_screen(TaskDetail(self.control, tid, self.clock, tab="log"))
 
     def get_system_commands(self, screen) -> Any:
         yield from super().get_system_commands(screen)
@@ -398,12 +399,12 @@ class T25App(App[None]):
             yield SystemCommand(f"T25: {title}", help_text,
                                 lambda a=action: self.run_action(a))
 
-    # -- operator actions: every one calls the Factory -------------------------------------------
+    # -- operator actions: every one calls the ControlPlane -------------------------------------------
 
     @work(group="actions", exit_on_error=False)
     async def act(self, verb: str, call: Callable[[], Any],
                   refused: Callable[[str], None] | None = None) -> None:
-        """Run one Factory call; a refusal is shown with its reason, never swallowed
+        """Run one ControlPlane call; a refusal is shown with its reason, never swallowed
         (by `refused`, when the caller has a better place for it than a message)."""
         try:
             task = await call()
@@ -419,12 +420,12 @@ class T25App(App[None]):
         self.schedule_refresh()
 
     def action_new_task(self, draft: NewTaskRequest | None = None, refusal: str = "") -> None:
-        """The New task dialog; a draft the Factory refuses comes back in it, with the reason."""
-        projects = [p.name for p in self.factory.config.projects]
+        """The New task dialog; a draft the control plane refuses comes back in it, with the reason."""
+        projects = [p.name for p in self.control.config.projects]
 
         def filed(req: NewTaskRequest | None) -> None:
             if req:
-                self.act("new task", lambda: self.factory.new_task(
+                self.act("new task", lambda: self.control.new_task(
                     req.title, actor=self.actor, type=req.type, description=req.description,
                     project=req.project), refused=lambda why: self.action_new_task(req, why))
 
@@ -436,7 +437,7 @@ class T25App(App[None]):
 
     @work(group="actions", exit_on_error=False)
     async def _decide(self, tid: str) -> None:
-        f = self.factory
+        f = self.control
         task = await f.task(tid)
         if task.state is TaskState.AWAITING_APPROVAL:
             plans = [a for a in await f.store.list_artifacts(task_id=tid)
@@ -474,7 +475,7 @@ class T25App(App[None]):
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                self.act("merge", lambda: self.factory.merge(tid, actor=self.actor, reason=reason))
+                self.act("merge", lambda: self.control.merge(tid, actor=self.actor, reason=reason))
 
         self.push_screen(ConfirmDialog(
             f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
@@ -486,7 +487,7 @@ class T25App(App[None]):
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                call = getattr(self.factory, method)
+                call = getattr(self.control, method)
                 self.act(verb, lambda: call(tid, actor=self.actor, reason=reason))
 
         self.push_screen(ConfirmDialog(question.format(tid=tid), reason=True), confirmed)
@@ -544,6 +545,6 @@ def _mute_terminal(app: App) -> None:
         writer.write = lambda text: None
 
 
-def make_app(factory: Factory | RemoteFactory, **services: Any) -> T25App:
-    """The cockpit with its services injected: floor, clock, actor, adapters, timings."""
-    return T25App(factory, **services)
+def make_app(control: ControlPlane | RemoteControlPlane, **services: Any) -> T25App:
+    """The cockpit with its services injected: sweeper, clock, actor, adapters, timings."""
+    return T25App(control, **services)

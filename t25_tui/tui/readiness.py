@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from core.domain.agent import AgentAdapter
+from core.ports import AgentAdapter
 from core.config.schema import ROLES, Config
 
 

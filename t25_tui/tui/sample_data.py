@@ -1,9 +1,9 @@
 """Seeded factories for tests, screenshots and the benchmark: the same data every time.
 
-Everything goes through the Store API and `Factory.transition` (the paths T25 itself
+Everything goes through the Store API and `ControlPlane.transition` (the paths T25 itself
 uses); a final pass pins every timestamp to a fixed timeline so that pictures and
 snapshots do not change from one run to the next. The audit log is written by the real
-Factory decisions with its clock pinned for the same reason.
+ControlPlane decisions with its clock pinned for the same reason.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from core.domain.models import (
     TaskType,
     Usage,
 )
-from core.control.service import STAGE_ROLE, Factory
+from core.control.service import STAGE_ROLE, ControlPlane
 
 S = TaskState
 BASE = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -68,7 +68,7 @@ PLAN = {"steps": ["Add a key ring with the current and the previous key",
 class Seeded:
     """A factory over a seeded repository, and the frozen time to show it at."""
 
-    factory: Factory
+    control: ControlPlane
     now: datetime
     repo: Path
 
@@ -87,7 +87,7 @@ def _pinned_audit_clock() -> Iterator[None]:
         core.control.audit.utcnow = real  # type: ignore[assignment]
 
 
-async def open_seeded(repo: Path, *, make_repo: bool = True) -> Factory:
+async def open_seeded(repo: Path, *, make_repo: bool = True) -> ControlPlane:
     from store import open_store
     from t25_tui.cli.setup import _sample_repo
 
@@ -98,12 +98,12 @@ async def open_seeded(repo: Path, *, make_repo: bool = True) -> Factory:
     (repo / "t25.yaml").write_text(CONFIG)
     (repo / ".factory").mkdir(exist_ok=True)
     config = load_config(repo / "t25.yaml")
-    factory = Factory(config, await open_store(config.store_url))
-    await factory.sync_projects()
-    return factory
+    control = ControlPlane(config, await open_store(config.store_url))
+    await control.sync_projects()
+    return control
 
 
-async def run_stage(f: Factory, task: Task, *, tokens: int = 1800, output: str = "",
+async def run_stage(f: ControlPlane, task: Task, *, tokens: int = 1800, output: str = "",
                     status: RunStatus = RunStatus.SUCCEEDED, finish: bool = True,
                     model: str = "scripted-1") -> None:
     """One run of the task's current stage, through the lease queue as a worker does it."""
@@ -125,7 +125,7 @@ async def run_stage(f: Factory, task: Task, *, tokens: int = 1800, output: str =
             error=None if status is RunStatus.SUCCEEDED else "exit 1: the agent gave up"))
 
 
-async def artifact(f: Factory, task: Task, kind: ArtifactKind, content: str, media: str) -> None:
+async def artifact(f: ControlPlane, task: Task, kind: ArtifactKind, content: str, media: str) -> None:
     runs = await f.store.list_runs(task_id=task.id)
     run = runs[-1] if runs else None
     await f.store.put_artifact(content.encode(), ArtifactMeta(
@@ -134,7 +134,7 @@ async def artifact(f: Factory, task: Task, kind: ArtifactKind, content: str, med
         cli_version="t25-scripted-agent 0.1.0", model="scripted-1"))
 
 
-async def walk(f: Factory, task: Task, until: TaskState, **stage_kw) -> Task:
+async def walk(f: ControlPlane, task: Task, until: TaskState, **stage_kw) -> Task:
     """Move a task along the happy path to `until`, one finished run per working stage."""
     for stage in PATH_TO_DONE:
         if task.state is until:
@@ -152,7 +152,7 @@ def _why(old: TaskState, new: TaskState) -> str:
             S.DOCS: "local branch is the review unit", S.DONE: "docs written"}.get(new, "")
 
 
-async def _stage_artifacts(f: Factory, task: Task) -> None:
+async def _stage_artifacts(f: ControlPlane, task: Task) -> None:
     j = "application/json"
     match task.state:
         case S.SPEC:
@@ -243,7 +243,7 @@ async def seed(repo: Path) -> Seeded:
     return Seeded(f, now, repo)
 
 
-def pin_times(f: Factory) -> datetime:
+def pin_times(f: ControlPlane) -> datetime:
     """Rewrite every timestamp onto a fixed timeline (event n at BASE + n·STEP_S)."""
     path = f.store.url.removeprefix("sqlite:///")
     base = BASE.timestamp()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
-from core.domain.agent import AgentAdapter, Failure
+from core.domain.agent import Failure
+from core.ports import AgentAdapter
 from core.domain.models import TaskState, utcnow
 from core.domain.answers import OutputInvalid, QAOutput, parse_output
 from adapters.base import PROMPT_FILE_THRESHOLD, CliAdapter, CliAdapterSpec

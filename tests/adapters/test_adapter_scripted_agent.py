@@ -60,7 +60,7 @@ async def test_review_asks_for_changes_once(scripted, make_request, how):
     first = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=1,
                                                 args=how.get("args", ())))
     assert [f.severity for f in first.findings] == ["major"]
-    assert first.verdict == "APPROVE"  # the model's word, which the factory ignores
+    assert first.verdict == "APPROVE"  # the model's word, which T25 ignores
     second = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=2,
                                                  args=how.get("args", ())))
     assert second.findings == []

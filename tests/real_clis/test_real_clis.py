@@ -19,10 +19,10 @@ from adapters.registry import builtin_adapters
 from adapters.scripted import ScriptedSpec
 from core.domain.agent import AgentRequest, Failure
 from core.config.schema import load_config
-from core.control.floor import Floor
+from t25_tui.runtime import local_sweeper
 from core.workspace.git import git_sync
 from core.domain.models import ArtifactKind, TaskState
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
 from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
@@ -37,16 +37,16 @@ async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[floa
     write_config(repo, roles={"dev": dev_chain}, cost={"rates": RATES})
     config = load_config(repo / "t25.yaml")
     store = await open_store(config.store_url)
-    factory = Factory(config, store)
-    await factory.sync_projects()
+    control = ControlPlane(config, store)
+    await control.sync_projects()
     adapters = {**builtin_adapters(), "scripted": CliAdapter(ScriptedSpec())}
-    floor = Floor(factory, adapters, run_check, heartbeat_s=0.5)
-    for worker in floor.workers:
+    sweeper = local_sweeper(control, adapters, run_check, heartbeat_s=0.5)
+    for worker in sweeper.pool.workers:
         worker.overload_backoff_s = backoff
-    task = await factory.new_task("Add a greeting file", actor="ana")
+    task = await control.new_task("Add a greeting file", actor="ana")
     try:
-        await asyncio.wait_for(floor.work(), 240)
-        task = await factory.task(task.id)
+        await asyncio.wait_for(sweeper.work(), 240)
+        task = await control.task(task.id)
         runs = await store.list_runs(task_id=task.id)
         artifacts = await store.list_artifacts(task_id=task.id)
         diff = [a for a in artifacts if a.meta.kind is ArtifactKind.DIFF]

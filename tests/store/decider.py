@@ -1,6 +1,6 @@
 """One of several processes deciding at once (see test_decisions_across_processes.py).
 
-Opens the factory of the t25.yaml it is given, says `ready`, waits for `go` on stdin, then
+Opens the control plane of the t25.yaml it is given, says `ready`, waits for `go` on stdin, then
 cancels and archives each task it was given in turn, and prints what became of every
 decision as one JSON line: applied, refused (PolicyRefused), or failed (any other error).
 """
@@ -14,14 +14,14 @@ from pathlib import Path
 
 from core.config.schema import load_config
 from core.errors import PolicyRefused, T25Error
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 
 
 async def decide(config_path: str, actor: str, tasks: list[str]) -> list[dict]:
     config = load_config(Path(config_path))
     store = await open_store(config.store_url)
-    factory = Factory(config, store)
+    control = ControlPlane(config, store)
     outcomes = []
     try:
         print("ready", flush=True)
@@ -30,7 +30,7 @@ async def decide(config_path: str, actor: str, tasks: list[str]) -> list[dict]:
             for verb in ("cancel", "archive"):
                 outcome = {"task": ref, "verb": verb, "actor": actor}
                 try:
-                    await getattr(factory, verb)(ref, actor=actor, reason=f"{verb} by {actor}")
+                    await getattr(control, verb)(ref, actor=actor, reason=f"{verb} by {actor}")
                     outcome["outcome"] = "applied"
                 except PolicyRefused as exc:
                     outcome.update(outcome="refused", why=exc.message)

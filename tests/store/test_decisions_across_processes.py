@@ -17,7 +17,7 @@ import yaml
 from core.control.audit import AuditLog
 from core.config.schema import load_config
 from core.domain.events import DecisionRecorded
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from tests.conftest import make_repo
 from tests.store.conftest import Backend, PostgresBackend
 
@@ -41,9 +41,9 @@ async def test_two_processes_deciding_at_once_apply_each_decision_once(
     config = load_config(repo / "t25.yaml")
     store = await backend.open()
     try:
-        factory = Factory(config, store)
-        await factory.sync_projects()
-        tasks = [(await factory.new_task(f"task {n}", actor="ana")).id for n in range(TASKS)]
+        control = ControlPlane(config, store)
+        await control.sync_projects()
+        tasks = [(await control.new_task(f"task {n}", actor="ana")).id for n in range(TASKS)]
 
         children = [await _decider(repo / "t25.yaml", actor, tasks) for actor in ("ana", "bo")]
         for child in children:
@@ -72,7 +72,7 @@ async def test_two_processes_deciding_at_once_apply_each_decision_once(
                          if isinstance(e, DecisionRecorded))
         assert events == applied
         for task in tasks:
-            assert (await factory.task(task)).archived
+            assert (await control.task(task)).archived
     finally:
         await store.close()
 

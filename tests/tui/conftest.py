@@ -17,11 +17,11 @@ from t25_tui.tui.sample_data import Seeded, seed
 async def seeded(tmp_path: Path):
     s = await seed(tmp_path / "shop")
     yield s
-    await s.factory.store.close()
+    await s.control.store.close()
 
 
 def app_for(s: Seeded, **kw) -> T25App:
-    return make_app(s.factory, clock=s.clock, actor="ana@ops", **kw)
+    return make_app(s.control, clock=s.clock, actor="ana@ops", **kw)
 
 
 async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:

@@ -29,7 +29,7 @@ TOKEN = "operator-secret-7"
 
 @pytest.fixture
 async def served(seeded):
-    api = make_api(seeded.factory, worker_credential=None, operator_token=TOKEN)
+    api = make_api(seeded.control, worker_credential=None, operator_token=TOKEN)
     async with serving(api) as url:
         yield seeded, url
 
@@ -40,7 +40,7 @@ def remote_app(seeded, remote):
 
 async def test_the_attached_cockpit_decides_on_the_control_plane(served):
     seeded, url = served
-    local = seeded.factory
+    local = seeded.control
     async with attach(url, TOKEN) as remote:
         app = remote_app(seeded, remote)
         async with app.run_test(size=(120, 36)) as pilot:
@@ -80,7 +80,7 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
 
 async def test_changes_and_agent_output_arrive_live_over_sse(served):
     seeded, url = served
-    local = seeded.factory
+    local = seeded.control
     run = [r for r in await local.store.list_runs(task_id="T-3")
            if r.status is RunStatus.RUNNING][-1]
     async with attach(url, TOKEN) as remote:
@@ -108,7 +108,7 @@ async def test_changes_and_agent_output_arrive_live_over_sse(served):
 async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seeded):
     """serve stops (its SSE streams end with it); work goes on in the store; a serve comes
     back on the same address and the cockpit's stream resumes from its last event id."""
-    local = seeded.factory
+    local = seeded.control
     run = [r for r in await local.store.list_runs(task_id="T-3")
            if r.status is RunStatus.RUNNING][-1]
     port = free_port()
@@ -166,8 +166,8 @@ def test_t25_tui_url_needs_no_local_config_and_says_what_is_wrong(t25, tmp_path)
     assert mixed.code == 1 and "--serve, --workers and --no-workers" in mixed.err
 
 
-async def _state_is(factory, ref, state) -> bool:
-    return (await factory.task(ref)).state is state
+async def _state_is(control, ref, state) -> bool:
+    return (await control.task(ref)).state is state
 
 
 def _card_state(app, tid):
@@ -193,7 +193,7 @@ async def test_keepalive_pings_after_an_event_do_not_drop_the_link(served, monke
             if remote.connected:
                 break
             await asyncio.sleep(0.02)
-        await seeded.factory.cancel("T-9", actor="someone-else", reason="not now")
+        await seeded.control.cancel("T-9", actor="someone-else", reason="not now")
         for _ in range(500):
             seen = list(iter(sub.get_nowait, None))
             if any(getattr(item, "kind", "") == "decision_recorded" for item in seen):

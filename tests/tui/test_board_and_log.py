@@ -38,7 +38,7 @@ async def test_filter_the_board(seeded):
 
 
 async def test_cards_move_live_and_escapes_are_visible(seeded):
-    f = seeded.factory
+    f = seeded.control
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
@@ -53,7 +53,7 @@ async def test_cards_move_live_and_escapes_are_visible(seeded):
 
 
 async def test_follow_a_live_log(seeded):
-    f = seeded.factory
+    f = seeded.control
     running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
     run = running[-1]
     app = app_for(seeded)

@@ -1,4 +1,4 @@
-"""Pilot tests: every decision from the keyboard calls the Factory and lands in the audit."""
+"""Pilot tests: every decision from the keyboard calls the ControlPlane and lands in the audit."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ SIZES = [(120, 36), (80, 24)]
 
 
 def decisions(s, task):
-    return [(e.decision, e.reason) for e in s.factory.audit.entries(task=task)]
+    return [(e.decision, e.reason) for e in s.control.audit.entries(task=task)]
 
 
 async def state_is(s, ref, state):
-    return (await s.factory.task(ref)).state is state
+    return (await s.control.task(ref)).state is state
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -69,7 +69,7 @@ async def test_answer_needs_input(seeded):
 
 
 async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
-    f = seeded.factory
+    f = seeded.control
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
@@ -91,7 +91,7 @@ async def _merged(f):
 
 
 async def test_new_cancel_retry_archive_from_the_keyboard(seeded):
-    f = seeded.factory
+    f = seeded.control
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)

@@ -12,7 +12,7 @@ from textual.widgets import Button, Input, Select, TextArea
 
 from core.config.schema import load_config
 from core.domain.models import TaskState, TaskType
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.tui.app import make_app
 from t25_tui.api.cockpit_client import attach
@@ -44,18 +44,18 @@ async def two_projects(tmp_path: Path):
     (shop / "t25.yaml").write_text(CONFIG.replace(
         "    repo: .\n", f"    repo: .\n  - name: billing\n    repo: {billing}\n", 1))
     config = load_config(shop / "t25.yaml")
-    factory = Factory(config, await open_store(config.store_url))
-    await factory.sync_projects()
-    yield factory
-    await factory.store.close()
+    control = ControlPlane(config, await open_store(config.store_url))
+    await control.sync_projects()
+    yield control
+    await control.store.close()
 
 
 def focused(app) -> str | None:
     return app.focused.id if app.focused else None
 
 
-async def only_task(factory: Factory):
-    tasks = await factory.store.list_tasks()
+async def only_task(control: ControlPlane):
+    tasks = await control.store.list_tasks()
     return tasks[0] if len(tasks) == 1 else None
 
 
@@ -113,7 +113,7 @@ async def test_ctrl_s_files_the_task_from_inside_the_description(two_projects):
 
 
 async def test_text_the_core_refuses_is_refused_in_the_dialog_with_nothing_lost(seeded):
-    f = seeded.factory
+    f = seeded.control
     before = len(await f.store.list_tasks())
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -154,7 +154,7 @@ async def test_text_the_core_refuses_is_refused_in_the_dialog_with_nothing_lost(
 async def test_a_draft_the_control_plane_could_not_take_comes_back_whole(seeded):
     """Attached, the serve goes away while a task is being filed: the dialog comes back
     with the reason and everything typed; once the serve is back, ctrl+s files it."""
-    local, port = seeded.factory, free_port()
+    local, port = seeded.control, free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
     async with attach(url, TOKEN) as remote:
@@ -201,7 +201,7 @@ async def test_the_approval_dialog_reaches_its_reason_and_buttons_by_tab(seeded)
         assert focused(app) == "reject"
         await pilot.press("enter")
         await until_async(pilot, lambda: _state_is(seeded, "T-2", TaskState.PLAN))
-    last = seeded.factory.audit.entries(task="T-2")[-1]
+    last = seeded.control.audit.entries(task="T-2")[-1]
     assert (last.decision, last.reason) == ("reject", "split the key ring change")
 
 
@@ -214,7 +214,7 @@ async def test_approving_by_the_button_keeps_the_comment(seeded):
         await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
         await pilot.press("tab", *"rotate on Tuesday", "tab", "enter")
         await until_async(pilot, lambda: _state_is(seeded, "T-2", TaskState.IMPLEMENTING))
-    last = seeded.factory.audit.entries(task="T-2")[-1]
+    last = seeded.control.audit.entries(task="T-2")[-1]
     assert last.decision == "approve" and "rotate on Tuesday" in last.reason
 
 
@@ -243,7 +243,7 @@ async def test_the_answer_and_confirm_dialogs_reach_their_buttons_by_tab(seeded)
         assert isinstance(app.focused, Button) and focused(app) == "no"
         await pilot.press("shift+tab", "enter")
         await until_async(pilot, lambda: _state_is(seeded, "T-7", TaskState.CANCELLED))
-    entries = seeded.factory.audit.entries()
+    entries = seeded.control.audit.entries()
     assert [(e.task, e.decision, e.reason) for e in entries[-2:]] == [
         ("T-4", "answer", "EUR"), ("T-7", "cancel", "not this quarter")]
 
@@ -253,4 +253,4 @@ async def _titled(f, title):
 
 
 async def _state_is(s, ref, state):
-    return (await s.factory.task(ref)).state is state
+    return (await s.control.task(ref)).state is state

@@ -18,7 +18,7 @@ from textual.worker import WorkerState
 
 from core.domain.events import TaskUpdated
 from core.domain.models import TaskState
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.tui.app import make_app
 from t25_tui.api.cockpit_client import attach
@@ -37,8 +37,8 @@ def _card_state(app, tid):
 @pytest.fixture
 async def other_process(seeded):
     """Another T25 on the same SQLite file: its own store and bus, as `t25 approve` has."""
-    config = seeded.factory.config
-    other = Factory(config, await open_store(config.store_url))
+    config = seeded.control.config
+    other = ControlPlane(config, await open_store(config.store_url))
     yield other
     await other.store.close()
 
@@ -139,7 +139,7 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
     from t25_tui.api.server import make_api
     from tests.test_serve import serving
 
-    local, port = seeded.factory, free_port()
+    local, port = seeded.control, free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
     async with attach(url, TOKEN) as remote:
@@ -168,7 +168,7 @@ async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
             n = 0
             while not stop.is_set() and n < 100_000:
                 n += 1
-                seeded.factory.bus.publish(
+                seeded.control.bus.publish(
                     TaskUpdated(id=10_000 + n, task_id="T-1", fields={}, actor="elsewhere"))
                 await asyncio.sleep(0)
 

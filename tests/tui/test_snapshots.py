@@ -23,7 +23,7 @@ def seeded_app(tmp_path: Path, monkeypatch):
     loop = asyncio.new_event_loop()
     seeded = loop.run_until_complete(seed(tmp_path / "shop"))
     yield lambda: app_for(seeded)
-    loop.run_until_complete(seeded.factory.store.close())
+    loop.run_until_complete(seeded.control.store.close())
     loop.close()
 
 

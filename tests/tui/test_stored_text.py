@@ -35,7 +35,7 @@ def clean(text: str) -> bool:
 @pytest.fixture
 async def hostile(seeded):
     """T-11 waits for approval of a hostile plan; T-12 asks a hostile question."""
-    f = seeded.factory
+    f = seeded.control
     task, _ = await f.store.create_task(NewTask(project="shop", title=TITLE, type=TaskType.FIX,
                                                 description=HOSTILE), actor="old-data")
     task = await walk(f, task, TaskState.PLAN)
@@ -112,7 +112,7 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
 
 
 async def test_notifications_show_stored_text_escaped_and_literal(seeded):
-    f = seeded.factory
+    f = seeded.control
     app = app_for(seeded)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         await settle_board(app, pilot)
@@ -128,7 +128,7 @@ async def test_notifications_show_stored_text_escaped_and_literal(seeded):
 
 
 async def test_cost_and_audit_panes_show_stored_text_escaped_and_literal(seeded):
-    f = seeded.factory
+    f = seeded.control
     model = "scripted-1\x1b[2J[red]x[/red]"  # as an agent CLI reported it
     await run_stage(f, await f.task("T-7"), model=model)
     await f.audit.append(actor="[red]ana[/red]", task="T-7", decision="cancel",

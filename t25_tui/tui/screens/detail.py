@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.text import printable
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.widgets.logpane import LogPane
@@ -51,9 +51,9 @@ class TaskDetail(Screen):
         Binding("n", "log('next_match')", "next match", show=False, id="detail.next"),
     ]
 
-    def __init__(self, factory: Factory, task_id: str, clock: Clock, *, tab: str = "history") -> None:
+    def __init__(self, control: ControlPlane, task_id: str, clock: Clock, *, tab: str = "history") -> None:
         super().__init__()
-        self.factory = factory
+        self.control = control
         self.task_id = task_id
         self.clock = clock
         self.first_tab = tab
@@ -75,7 +75,7 @@ class TaskDetail(Screen):
                 yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
                 yield Label("enter on a run shows its log", classes="hint")
             with TabPane("Log", id="log"):
-                yield LogPane(self.factory, self.task_id, None, id="log-pane")
+                yield LogPane(self.control, self.task_id, None, id="log-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -98,8 +98,8 @@ class TaskDetail(Screen):
 
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:
-        store = self.factory.store
-        task = await self.factory.task(self.task_id)
+        store = self.control.store
+        task = await self.control.task(self.task_id)
         events = await store.events_after(0, task_id=self.task_id, limit=1_000_000)
         self.runs = await store.list_runs(task_id=self.task_id)
         self.artifacts = [a for a in await store.list_artifacts(task_id=self.task_id)
@@ -158,7 +158,7 @@ class TaskDetail(Screen):
 
     @work(group="artifact", exclusive=True, exit_on_error=False)
     async def show_artifact(self, artifact_id: str) -> None:
-        artifact, content = await self.factory.store.get_artifact(artifact_id)
+        artifact, content = await self.control.store.get_artifact(artifact_id)
         text = content.decode(errors="replace")
         if artifact.meta.media_type == "application/json":
             import json

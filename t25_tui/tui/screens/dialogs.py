@@ -1,7 +1,7 @@
 """Typed modal dialogs: each dismisses with what the operator decided, or None.
 
 The caller acts on the result in a callback (never awaiting a dismiss inside a handler)
-and calls the Factory method — the same one the command line calls. Every field and
+and calls the ControlPlane method — the same one the command line calls. Every field and
 button of a dialog is reached with tab and shift+tab, and a dialog's own letter keys
 (`a`, `r`, `y`) work only while no text field has the focus, so typing never decides.
 Stored text (titles, plans, questions, reasons) is shown with `literal`: escaped and
@@ -244,7 +244,7 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
 
     Enter in the title, the File button or ctrl+s (which no field takes for itself) files
     it. What the core would refuse (`core.domain.text`) is refused here, with the reason, and
-    everything typed stays as it was; so does a draft the Factory sent back.
+    everything typed stays as it was; so does a draft the control plane sent back.
     """
 
     BINDINGS = [

@@ -1,7 +1,7 @@
 """The inbox: every task waiting for a human — plans to approve, questions, merges.
 
 Enter (or `a`) opens the right dialog for the highlighted task; the app acts on the
-result through the Factory, exactly as `t25 approve|reject|answer|merge` do.
+result through the ControlPlane, exactly as `t25 approve|reject|answer|merge` do.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from core.domain.models import TaskState
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from t25_tui.tui.cards import Clock, age, human_needed, literal
 
 WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
@@ -27,9 +27,9 @@ class Inbox(Screen):
         Binding("a", "app.decide", "decide", id="inbox.decide"),
     ]
 
-    def __init__(self, factory: Factory, clock: Clock) -> None:
+    def __init__(self, control: ControlPlane, clock: Clock) -> None:
         super().__init__()
-        self.factory = factory
+        self.control = control
         self.clock = clock
 
     def compose(self) -> ComposeResult:
@@ -45,7 +45,7 @@ class Inbox(Screen):
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        tasks = await self.factory.store.list_tasks(states=WAITING)
+        tasks = await self.control.store.list_tasks(states=WAITING)
         waiting = sorted((t for t in tasks if human_needed(t)), key=lambda t: t.state_since)
         table = self.query_one(DataTable)
         keep = self.selected()

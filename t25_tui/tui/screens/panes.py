@@ -18,11 +18,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from core.domain.agent import AgentAdapter
+from core.ports import AgentAdapter
 from core.config.schema import ROLES
 from core.control.cost import summarize
 from core.domain.models import Run
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from t25_tui.tui.cards import Clock, literal
 
 BAR = 12
@@ -48,9 +48,9 @@ class _Pane(Screen):
         Binding("r", "reload", "reload", id="pane.reload"),
     ]
 
-    def __init__(self, factory: Factory, clock: Clock) -> None:
+    def __init__(self, control: ControlPlane, clock: Clock) -> None:
         super().__init__()
-        self.factory = factory
+        self.control = control
         self.clock = clock
         self.ready = False  # set once the first read is on screen
 
@@ -80,7 +80,7 @@ class CostPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        runs = await self.factory.store.list_runs()
+        runs = await self.control.store.list_runs()
         now = self.clock()
         today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
         total, day = summarize(runs), summarize(today)
@@ -107,7 +107,7 @@ class CostPane(_Pane):
             s = summarize(task_runs)
             tasks.add_row(task_id, str(s.runs), f"{s.usage.input_tokens + s.usage.output_tokens:,}",
                           f"${s.total_usd:.4f}")
-        rates = self.factory.config.cost.rates
+        rates = self.control.config.cost.rates
         lines = ["Rates in use (USD per million tokens: input / output / cache read / cache write):"]
         lines += [f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
                   for model, r in rates.items()] or ["  none configured: every run costs $0"]
@@ -129,7 +129,7 @@ class AuditPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        entries, verdict = await self.factory.audit.snapshot()
+        entries, verdict = await self.control.audit.snapshot()
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
             status.update(literal(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
@@ -148,8 +148,8 @@ class AuditPane(_Pane):
 class ProfilesPane(_Pane):
     """Per project: each role's adapter chain with the binary found (or not), and the policies."""
 
-    def __init__(self, factory: Factory, clock: Clock, adapters: Mapping[str, AgentAdapter]) -> None:
-        super().__init__(factory, clock)
+    def __init__(self, control: ControlPlane, clock: Clock, adapters: Mapping[str, AgentAdapter]) -> None:
+        super().__init__(control, clock)
         self.adapters = adapters
 
     def compose(self) -> ComposeResult:
@@ -165,7 +165,7 @@ class ProfilesPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        config = self.factory.config
+        config = self.control.config
         projects = [f"project {p.name}: {p.repo} (default branch {p.default_branch or 'from git'})"
                     for p in config.projects]
         self.query_one("#profiles-projects", Static).update(literal(

@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
 from core.domain.events import RunOutput
-from core.control.service import Factory
+from core.control.service import ControlPlane
 from core.domain.text import printable
 from t25_tui.tui.cards import literal
 
@@ -44,10 +44,10 @@ class LogPane(Vertical):
         Binding("n", "next_match", "next match", id="log.next"),
     ]
 
-    def __init__(self, factory: Factory, task_id: str, run_id: str | None, *,
+    def __init__(self, control: ControlPlane, task_id: str, run_id: str | None, *,
                  max_lines: int = MAX_LINES, flush_s: float = FLUSH_S, id: str | None = None) -> None:
         super().__init__(id=id, classes="logpane")
-        self.factory = factory
+        self.control = control
         self.task_id = task_id
         self.run_id = run_id
         self.max_lines = max_lines
@@ -118,7 +118,7 @@ class LogPane(Vertical):
         run_id = self.run_id
         after = 0
         while True:
-            events = await self.factory.store.events_after(after, task_id=self.task_id, limit=5000)
+            events = await self.control.store.events_after(after, task_id=self.task_id, limit=5000)
             for e in events:
                 after = e.id
                 if isinstance(e, RunOutput) and e.run_id == run_id:

@@ -1,5 +1,5 @@
-"""The floor (`t25 run`, `t25 serve`, the cockpit's workers): a sweep pass leaves no asyncio
-task behind, and a store that goes away is a pause, said once, not the end of the floor.
+"""The sweeper and its in-process workers (`t25 run`, `t25 serve`, the cockpit): a pass leaves no asyncio
+task behind, and a store that goes away is a pause, said once, not the end of the sweeper.
 
 Postgres outages use the session's throwaway cluster (tests/pg_cluster.py), stopped and
 started for real; the pipeline runs the scripted agent, as in tests/test_pipeline.py.
@@ -19,7 +19,8 @@ from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
 from core.config.schema import DATABASE_URL_ENV
 from core.errors import StoreError, StoreUnavailable
-from core.control.floor import Floor
+from core.control.sweeper import Sweeper
+from t25_tui.runtime import local_workers
 from core.domain.models import TaskState
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import Env, write_config
@@ -28,8 +29,8 @@ from tests.waiting import until
 S = TaskState
 
 
-class CountedFloor(Floor):
-    """The real floor, counting its sweep passes (tried and finished) for the tests to wait on."""
+class CountedSweeper(Sweeper):
+    """The real sweeper, counting its sweep passes (tried and finished) for the tests to wait on."""
 
     tried = finished = 0
 
@@ -39,9 +40,12 @@ class CountedFloor(Floor):
         self.finished += 1
 
 
-def floor_of(env: Env, **kw) -> CountedFloor:
+def sweeper_of(env: Env, **kw) -> CountedSweeper:
     kw.setdefault("heartbeat_s", 0.2)
-    return CountedFloor(env.factory, {"scripted": CliAdapter(ScriptedSpec())}, run_check, **kw)
+    sweeping = {k: kw.pop(k) for k in ("sweep_s", "store_patience_s") if k in kw}
+    pool = local_workers(env.control, {"scripted": CliAdapter(ScriptedSpec())}, run_check,
+                         count=kw.pop("workers", None), **kw)
+    return CountedSweeper(env.control, pool, **sweeping)
 
 
 @pytest.fixture
@@ -56,17 +60,17 @@ async def test_sweep_passes_leave_no_task_behind(env, workers):
     """Each pass used to shield a fresh task that outlived it: with workers it stayed (and
     grew the heap for ever); without, it was destroyed while pending, with a warning."""
     await env.open()
-    floor = floor_of(env, workers=workers, sweep_s=0.001)
+    sweeper = sweeper_of(env, workers=workers, sweep_s=0.001)
     loop = asyncio.get_running_loop()
     reported: list[str] = []
     loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
-    working = asyncio.create_task(floor.work(follow=True))
+    working = asyncio.create_task(sweeper.work(follow=True))
     gc.disable()  # a leaked task stays countable until the end
     try:
-        await until(lambda: floor.finished >= 5, what="5 passes")
+        await until(lambda: sweeper.finished >= 5, what="5 passes")
         before = len(asyncio.all_tasks())
-        start = floor.finished
-        await until(lambda: floor.finished >= start + 300, what="300 more passes")
+        start = sweeper.finished
+        await until(lambda: sweeper.finished >= start + 300, what="300 more passes")
         after = len(asyncio.all_tasks())
     finally:
         gc.enable()
@@ -79,25 +83,25 @@ async def test_sweep_passes_leave_no_task_behind(env, workers):
 
 
 @pytest.mark.postgres
-async def test_the_floor_rides_out_a_postgres_outage_and_says_so_once(env, cluster, monkeypatch, caplog):
+async def test_the_sweeper_rides_out_a_postgres_outage_and_says_so_once(env, cluster, monkeypatch, caplog):
     """`t25 run --follow` and the cockpit: workers and sweep pause while Postgres is down,
     and the work goes on once it is back. One line when it goes, one when it is back."""
     monkeypatch.setenv(DATABASE_URL_ENV, cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}"))
-    factory = await env.open()
-    floor = floor_of(env, workers=2, lease_ttl_s=3.0)
-    caplog.set_level(logging.WARNING, logger="t25.floor")
-    working = asyncio.create_task(floor.work(follow=True))
+    control = await env.open()
+    sweeper = sweeper_of(env, workers=2, lease_ttl_s=3.0)
+    caplog.set_level(logging.WARNING, logger="t25.sweeper")
+    working = asyncio.create_task(sweeper.work(follow=True))
     try:
         first = await env.new("Before the outage")
 
         async def state_of(ref: str) -> TaskState:
-            return (await factory.store.get_task(ref)).state
+            return (await control.store.get_task(ref)).state
 
         await until(lambda: _is(state_of(first.id), S.DONE), timeout=120, what="T-1 done")
         cluster.stop()
         await until(lambda: _said(caplog, "the store is unavailable"), what="the outage said")
-        tried = floor.tried
-        await until(lambda: floor.tried >= tried + 2, what="two retries")  # 0.5 s, then 1 s
+        tried = sweeper.tried
+        await until(lambda: sweeper.tried >= tried + 2, what="two retries")  # 0.5 s, then 1 s
         assert not working.done()
         cluster.start()
         await until(lambda: _said(caplog, "answers again"), what="the recovery said")
@@ -106,24 +110,24 @@ async def test_the_floor_rides_out_a_postgres_outage_and_says_so_once(env, clust
     finally:
         working.cancel()
         await asyncio.gather(working, return_exceptions=True)
-    said = [r.getMessage() for r in caplog.records if r.name == "t25.floor"]
+    said = [r.getMessage() for r in caplog.records if r.name == "t25.sweeper"]
     assert len(said) == 2, said
     assert "the store is unavailable (cannot reach the Postgres store" in said[0]
     assert "the store answers again after" in said[1]
 
 
 @pytest.mark.postgres
-async def test_the_floor_gives_up_when_the_store_stays_away_past_its_patience(env, cluster, monkeypatch):
+async def test_the_sweeper_gives_up_when_the_store_stays_away_past_its_patience(env, cluster, monkeypatch):
     monkeypatch.setenv(DATABASE_URL_ENV, cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}"))
     await env.open()
-    floor = floor_of(env, workers=1, store_patience_s=1.0)
-    working = asyncio.create_task(floor.work(follow=True))
-    await until(lambda: floor.finished >= 1, what="a first pass")
+    sweeper = sweeper_of(env, workers=1, store_patience_s=1.0)
+    working = asyncio.create_task(sweeper.work(follow=True))
+    await until(lambda: sweeper.finished >= 1, what="a first pass")
     cluster.stop()
     with pytest.raises(StoreError, match=r"the store has been unavailable for over 1 s "
                                          r"\(cannot reach the Postgres store") as e:
         await asyncio.wait_for(working, 60)
-    assert not isinstance(e.value, StoreUnavailable)  # the floor is over, not paused
+    assert not isinstance(e.value, StoreUnavailable)  # the sweeper is over, not paused
     assert "--store-patience" in e.value.hint
 
 
@@ -135,7 +139,7 @@ async def _is(state, wanted: TaskState) -> bool:
 
 
 def _said(caplog, text: str) -> bool:
-    return any(text in r.getMessage() for r in caplog.records if r.name == "t25.floor")
+    return any(text in r.getMessage() for r in caplog.records if r.name == "t25.sweeper")
 
 
 @pytest.mark.postgres

@@ -1,0 +1,24 @@
+"""What a worker sends back for one run: the agent's result and what T25 saw around it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.agent import AgentResult
+from core.domain.models import CheckResult, DiffStat
+
+
+class RunReport(BaseModel):
+    """What a worker sends back for one run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result: AgentResult | None = None   # None for a stage T25 does itself (PR_OPEN)
+    adapter_reason: str | None = None
+    prompt: str | None = None
+    error: str | None = None            # the worker could not run it at all
+    violation: tuple[str, ...] = ()     # what the run changed in the main checkout
+    diff_stat: DiffStat | None = None
+    diff: str | None = None
+    checks: tuple[CheckResult, ...] = ()
+    note: str = ""                      # what a T25-run stage did

@@ -1,0 +1,16 @@
+"""The ports of T25's core: what each plane needs of the others and of the outside world.
+
+    Store         what T25 keeps (tasks, runs, events, leases, artifacts, the audit anchor);
+                  implemented by the `store` package (SQLite, Postgres)
+    AgentAdapter  one agent CLI run headless; implemented by the `adapters` package
+    RunQueue      what a worker asks of the control plane (claim, heartbeat, prompt, output,
+                  completion); in-process by core.control, over HTTP by t25_tui.api
+
+The core depends on these protocols only; the packages around it implement them.
+"""
+
+from core.ports.agents import AgentAdapter, OutputSink
+from core.ports.runs import Claim, RunQueue
+from core.ports.store import Store
+
+__all__ = ["AgentAdapter", "Claim", "OutputSink", "RunQueue", "Store"]

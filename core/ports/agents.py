@@ -1,0 +1,33 @@
+"""The port every agent CLI adapter implements: run one headless agent, report its result."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+from core.domain.agent import AgentRequest, AgentResult
+
+# Called with ("stdout" | "stderr", text) as output arrives.
+OutputSink = Callable[[str, str], Awaitable[None]]
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    """One agent CLI, as T25 sees it."""
+
+    name: str
+
+    def locate(self) -> str | None:
+        """The binary's path if it is installed, else None."""
+        ...
+
+    async def version(self) -> str | None:
+        """The CLI's version, read once; None when it cannot be told."""
+        ...
+
+    async def run(
+        self, request: AgentRequest, sink: OutputSink, abort: asyncio.Event
+    ) -> AgentResult:
+        """Run the agent to its end, a timeout, or `abort`; never raises for agent failures."""
+        ...

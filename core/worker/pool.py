@@ -1,0 +1,93 @@
+"""In-process workers: several `Worker`s leasing from one run queue, sharing one quota book.
+
+The pool only works runs; keeping tasks moving is the control plane's sweeper
+(core.control.sweeper), which drives the pool between its passes. A worker that meets a
+store outage (StoreUnavailable) waits until the sweeper finds the store back, instead of
+dying; any other error of a worker ends the pool with it, so it is never silently lost.
+A pass creates no asyncio task that outlives it: between passes the pool waits on its
+workers' own tasks, or sleeps when it has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Protocol
+
+from core.errors import StoreUnavailable
+from core.ports import AgentAdapter, RunQueue
+from core.worker.selection import QuotaBook
+from core.worker.worker import CheckRunner, Worker, host_name
+from core.workspace.worktrees import Workspace
+
+
+class StoreOutage(Protocol):
+    """Who tells workers that the store is gone, and when it is back."""
+
+    back: asyncio.Event
+
+    def down(self, exc: StoreUnavailable) -> None: ...
+
+
+class WorkerPool:
+    """`count` workers of this process; `start` them, `wait` between passes, `stop` them."""
+
+    def __init__(
+        self, runs: RunQueue, workspace: Workspace, adapters: Mapping[str, AgentAdapter],
+        run_check: CheckRunner, *, count: int, lease_ttl_s: float = 30.0,
+        heartbeat_s: float = 2.0, live: dict[str, asyncio.Event] | None = None,
+        wake: asyncio.Event | None = None,
+    ) -> None:
+        quota = QuotaBook()
+        self.workers = [
+            Worker(runs, workspace, adapters, run_check, quota=quota, name=f"{host_name()}-w{i}",
+                   lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s, live=live, wake=wake)
+            for i in range(1, count + 1)
+        ]
+        self._running: list[asyncio.Task[None]] = []
+
+    @property
+    def busy(self) -> bool:
+        return any(w.busy for w in self.workers)
+
+    @property
+    def size(self) -> int:
+        return len(self.workers)
+
+    def start(self, outage: StoreOutage) -> None:
+        self._running = [asyncio.create_task(self._staff(w, outage)) for w in self.workers]
+
+    @staticmethod
+    async def _staff(worker: Worker, outage: StoreOutage) -> None:
+        """One worker, through store outages: it waits for the store to be found back."""
+        while not worker.stopping.is_set():
+            try:
+                return await worker.run_forever()
+            except StoreUnavailable as exc:
+                outage.down(exc)
+                await outage.back.wait()
+
+    async def wait(self, seconds: float) -> None:
+        """Wait `seconds`, or less if a worker crashed: its error is raised here."""
+        for t in self._running:
+            if t.done():
+                t.result()
+        pending = [t for t in self._running if not t.done()]
+        if not pending:
+            await asyncio.sleep(seconds)
+            return
+        done, _ = await asyncio.wait(pending, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
+        for t in done:
+            t.result()
+
+    def cancel(self) -> None:
+        """Stop now (the cockpit closing, a dropped terminal): a cancelled worker ends its
+        agent's process group and hands its lease back."""
+        for t in self._running:
+            t.cancel()
+
+    async def stop(self) -> None:
+        """Let every worker finish and end; waits for them."""
+        for w in self.workers:
+            w.stopping.set()
+        await asyncio.gather(*self._running, return_exceptions=True)
