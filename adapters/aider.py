@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg
-from core.domain.models import Usage
 from adapters.process import NETWORK_ENV
+from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 
 _TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"
                      r"(?:, (?P<cr>[\d.,]+k?) cache hit)?, (?P<recv>[\d.,]+k?) received\."

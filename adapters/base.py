@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from core.domain.agent import AgentRequest, AgentResult, Failure
-from core.ports import OutputSink
-from core.domain.models import Usage
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
 from adapters.sandbox import SandboxUnavailable, sandbox_for
+from core.domain.agent import AgentRequest, AgentResult, Failure
+from core.domain.models import Usage
+from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
 

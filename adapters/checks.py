@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from adapters.process import minimal_env, run_process
 from core.config.schema import QACheck
 from core.domain.models import CheckResult
-from adapters.process import minimal_env, run_process
 
 # Checks must not litter the worktree: a tree with untracked or ignored files is never
 # cleaned up, so keep Python's bytecode caches out of it.

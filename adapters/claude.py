@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import anthropic_usage, epoch, json_lines, last_event, text_of
 from adapters.process import NETWORK_ENV
+from core.domain.agent import AgentRequest
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 

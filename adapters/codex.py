@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import json_lines, last_event, openai_usage, text_of
 from adapters.process import NETWORK_ENV
+from core.domain.agent import AgentRequest
 
 # Headless and quiet: no update check, no analytics, no plugins (each reaches for a host).
 HEADLESS_CONFIG = """\

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import json_lines, last_event, text_of
-from core.domain.models import Usage
 from adapters.process import NETWORK_ENV
+from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 
 EDIT_TOOLS = {"write_file", "replace", "edit"}
 # API-key login, no telemetry, no update checks (see agent-cli-captures/gemini-settings.json).

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from core.domain.agent import AgentRequest
 from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
 from adapters.parsing import json_lines, text_of
-from core.domain.models import Usage
 from adapters.process import NETWORK_ENV
+from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 
 EDIT_TOOLS = {"write", "edit", "patch"}
 
@@ -31,9 +31,7 @@ class OpencodeSpec(CliAdapterSpec):
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         # No update check, model catalogue, default plugins, LSP downloads or sharing: each
         # reaches for an outside host.
-        return {flag: "1" for flag in (
-            "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_MODELS_FETCH",
-            "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD")}
+        return dict.fromkeys(("OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD"), "1")
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         problems = super().config_problems(profile_model, args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.domain.agent import Failure
@@ -73,14 +73,14 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     if hour > 23 or minute > 59:
         return None
     try:
-        zone = ZoneInfo(match["zone"]) if match["zone"] else timezone.utc
+        zone = ZoneInfo(match["zone"]) if match["zone"] else UTC
     except (ZoneInfoNotFoundError, ValueError):
-        zone = timezone.utc
-    local_now = (now or datetime.now(timezone.utc)).astimezone(zone)
+        zone = UTC
+    local_now = (now or datetime.now(UTC)).astimezone(zone)
     moment = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if moment <= local_now:
         moment += timedelta(days=1)
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 # The real messages, lower-cased, by what they mean (see testing.md and the captures).
@@ -122,13 +122,13 @@ def retry_after(text: str, now: datetime | None = None) -> datetime | None:
     unit = match["unit"].lower()
     scale = 0.001 if unit == "ms" else 60 if unit.startswith("m") else \
         3600 if unit.startswith("h") else 1
-    return (now or datetime.now(timezone.utc)) + timedelta(seconds=float(match["n"]) * scale)
+    return (now or datetime.now(UTC)) + timedelta(seconds=float(match["n"]) * scale)
 
 
 def epoch(value: object) -> datetime | None:
     """A Unix timestamp (seconds) as an aware datetime; None for anything else."""
     if type(value) in (int, float) and 0 < value < 32503680000:  # not bool; before year 3000
-        return datetime.fromtimestamp(value, timezone.utc)
+        return datetime.fromtimestamp(value, UTC)
     return None
 
 

@@ -188,7 +188,7 @@ async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(_exit(proc), timeout=grace_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     _signal_group(proc.pid, signal.SIGKILL)
     await _exit(proc)

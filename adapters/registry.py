@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from core.ports import AgentAdapter
 from adapters.aider import AiderSpec
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.claude import ClaudeSpec
@@ -10,6 +9,7 @@ from adapters.codex import CodexSpec
 from adapters.gemini import GeminiSpec
 from adapters.opencode import OpencodeSpec
 from adapters.scripted import ScriptedSpec
+from core.ports import AgentAdapter
 
 
 def builtin_specs() -> list[CliAdapterSpec]:

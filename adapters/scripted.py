@@ -9,9 +9,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from core.domain.agent import AgentRequest
 from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg, QuotaSignal
 from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time
+from core.domain.agent import AgentRequest
 
 QUOTA_MARKERS = ("hit your session limit", "hit your usage limit")
 

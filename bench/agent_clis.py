@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from adapters.registry import builtin_adapters  # noqa: E402
-from core.domain.agent import AgentRequest  # noqa: E402
-from core.domain.models import TaskState  # noqa: E402
-from tests.fakemodel.server import FakeModel  # noqa: E402
-from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile  # noqa: E402
+from adapters.registry import builtin_adapters
+from core.domain.agent import AgentRequest
+from core.domain.models import TaskState
+from tests.fakemodel.server import FakeModel
+from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
 
 API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "openai",
        "aider": "openai"}

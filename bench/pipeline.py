@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -23,15 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.base import CliAdapter  # noqa: E402
-from adapters.checks import run_check  # noqa: E402
-from adapters.scripted import ScriptedSpec  # noqa: E402
-from core.config.schema import load_config  # noqa: E402
-from t25_tui.runtime import local_sweeper  # noqa: E402
-from core.workspace.git import git_sync  # noqa: E402
-from core.domain.models import TaskState  # noqa: E402
-from core.control.service import ControlPlane  # noqa: E402
-from store import open_store  # noqa: E402
+from adapters.base import CliAdapter
+from adapters.checks import run_check
+from adapters.scripted import ScriptedSpec
+from core.config.schema import load_config
+from core.control.service import ControlPlane
+from core.domain.models import TaskState
+from core.workspace.git import git_sync
+from store import open_store
+from t25_tui.runtime import local_sweeper
 
 CONFIG = """\
 projects: [{name: bench, repo: .}]

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import CREDENTIAL, repo, start_serve  # noqa: E402 - the sibling bench's helpers
+from serve import CREDENTIAL, repo, start_serve
 
 WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
 

@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.domain.events import RunOutput, TaskTransitioned  # noqa: E402
-from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage  # noqa: E402
-from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo  # noqa: E402
-from tests.tui.terminal import T25, Terminal  # noqa: E402
+from core.domain.events import RunOutput, TaskTransitioned
+from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
+from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo
+from tests.tui.terminal import T25, Terminal
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -229,8 +229,8 @@ def _count_output(repo: Path) -> int:
 
 async def log_flood(megabytes: int) -> None:
     from t25_tui.tui.app import make_app
-    from t25_tui.tui.screens.detail import TaskDetail
     from t25_tui.tui.sample_data import seed
+    from t25_tui.tui.screens.detail import TaskDetail
     from t25_tui.tui.widgets.logpane import LogPane
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -84,3 +84,31 @@ class ControlPlaneUnreachable(T25Error):
 
 class NoAdapter(T25Error):
     """No adapter in a role's chain can run now; the message says why for each."""
+
+
+class GitError(T25Error):
+    """A git command that failed; the message carries its stderr."""
+
+
+class WorktreeRefused(T25Error):
+    """T25 will not create, adopt or touch this worktree; the message says why."""
+
+
+class WorktreeBusy(T25Error):
+    """Another T25 process (named by pid) is driving this task's worktree."""
+
+
+class MergeRefused(PolicyRefused):
+    """The merge into the default branch cannot happen safely now; nothing was changed."""
+
+
+class PublishFailed(T25Error):
+    """The branch could not be pushed or its pull request opened."""
+
+
+class PromptTemplateError(ConfigError):
+    """A prompt template that cannot be used: unknown placeholder, unreadable, misplaced."""
+
+
+class AnswerInvalid(T25Error):
+    """An agent's final message that is not a valid artifact of its stage."""

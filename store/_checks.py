@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from core.errors import LeaseLost, NotFound, StaleState
 from core.domain.events import Event, TaskTransitioned
 from core.domain.models import (
     MUTABLE_TASK_FIELDS,
@@ -24,6 +23,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
+from core.errors import LeaseLost, NotFound, StaleState
 
 _FIELD_TYPES = {name: TypeAdapter(Task.model_fields[name].annotation) for name in MUTABLE_TASK_FIELDS}
 

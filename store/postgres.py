@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from core.errors import ArtifactCorrupted, AuditError, StaleState
 from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
 from core.domain.models import (
     Artifact,
@@ -51,6 +50,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
+from core.errors import ArtifactCorrupted, AuditError, StaleState
 from store import _checks as checks
 from store import postgres_schema as schema
 from store import postgres_sql as sql
@@ -147,9 +147,6 @@ class PostgresStore:
         row = await self._fetchrow(sql.UPSERT_PROJECT, project.name, project.repo_path, project.default_branch)
         return Project(**dict(row))  # type: ignore[arg-type]
 
-    async def get_project(self, name: str) -> Project | None:
-        row = await self._fetchrow(sql.GET_PROJECT, name)
-        return Project(**dict(row)) if row else None
 
     async def list_projects(self) -> list[Project]:
         return [Project(**dict(r)) for r in await self._fetch(sql.LIST_PROJECTS)]

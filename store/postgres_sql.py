@@ -37,7 +37,6 @@ UPSERT_PROJECT = """
 INSERT INTO projects (name, repo_path, default_branch) VALUES ($1, $2, $3)
 ON CONFLICT (name) DO UPDATE SET repo_path = excluded.repo_path, default_branch = excluded.default_branch
 RETURNING name, repo_path, default_branch"""
-GET_PROJECT = "SELECT name, repo_path, default_branch FROM projects WHERE name = $1"
 LIST_PROJECTS = "SELECT name, repo_path, default_branch FROM projects ORDER BY name"
 
 # -- tasks --------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ from typing import Any
 
 import aiosqlite
 
-from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
 from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
 from core.domain.models import (
     Artifact,
@@ -43,6 +42,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
+from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
 from store import _checks as checks
 from store import sqlite_file
 from store import sqlite_sql as sql
@@ -102,9 +102,6 @@ class SqliteStore:
             (row,) = await db.execute_fetchall(sql.UPSERT_PROJECT, project.model_dump())
         return Project(**dict(row))
 
-    async def get_project(self, name: str) -> Project | None:
-        rows = await self._read(sql.GET_PROJECT, (name,))
-        return Project(**dict(rows[0])) if rows else None
 
     async def list_projects(self) -> list[Project]:
         return [Project(**dict(r)) for r in await self._read(sql.LIST_PROJECTS)]

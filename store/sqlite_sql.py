@@ -30,7 +30,6 @@ UPSERT_PROJECT = """
 INSERT INTO projects (name, repo_path, default_branch) VALUES (:name, :repo_path, :default_branch)
 ON CONFLICT (name) DO UPDATE SET repo_path = excluded.repo_path, default_branch = excluded.default_branch
 RETURNING *"""
-GET_PROJECT = "SELECT * FROM projects WHERE name = ?"
 LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
 
 # -- tasks --------------------------------------------------------------------------------

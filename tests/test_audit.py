@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from core.control.audit import GENESIS, AuditLog
-from core.errors import AuditError, StaleState
 from core.domain.models import AuditAnchor
+from core.errors import AuditError, StaleState
 from store import open_store
 
 

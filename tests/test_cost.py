@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -10,7 +10,7 @@ from core.config.schema import CostConfig, Rate
 from core.control.cost import CostSummary, estimate, summarize
 from core.domain.models import Run, TaskState, Usage
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SONNET = Rate(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 
 

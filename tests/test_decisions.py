@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.errors import InvalidInput
-from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
-from core.workspace.git import git_sync
 from core.control.service import ControlPlane
+from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
+from core.errors import InvalidInput
+from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.api.server import make_api
 from tests.test_cli import PIPELINE_CONFIG

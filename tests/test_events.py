@@ -1,7 +1,7 @@
 """The in-process event bus: bounded queues, a producer never blocked."""
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from core.domain.events import Event, EventBus, Resync, RunOutput, TaskTransitioned, UnknownEvent
 from core.domain.models import TaskState
@@ -49,7 +49,7 @@ async def test_closed_subscription_gets_nothing_more():
 
 
 def test_events_round_trip_through_their_payload():
-    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     ev = TaskTransitioned(id=7, at=at, task_id="T-1", from_state=TaskState.SPEC,
                           to_state=TaskState.PLAN, actor="ana", reason="spec parsed")
     back = Event.restore(ev.kind, ev.payload(), id=7, at=at, task_id="T-1", run_id=None)
@@ -57,6 +57,6 @@ def test_events_round_trip_through_their_payload():
 
 
 def test_an_event_from_a_newer_t25_stays_readable():
-    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 2, tzinfo=UTC)
     back = Event.restore("from_the_future", {"x": 1}, id=3, at=at, task_id=None, run_id=None)
     assert isinstance(back, UnknownEvent) and back.original_kind == "from_the_future"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from core.workspace.fingerprint import changed, fingerprint
 from core.domain.models import Task, TaskType, utcnow
+from core.workspace.fingerprint import changed, fingerprint
 from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 

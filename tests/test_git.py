@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import T25Error
-from core.workspace.git import GitError, driver_overrides, git, git_bytes, neutral_drivers, status_entries
 from core.domain.models import Task, TaskType, utcnow
-from core.workspace.worktrees import MergeRefused, Worktrees
+from core.errors import GitError, MergeRefused, T25Error
+from core.workspace.git import driver_overrides, git, git_bytes, neutral_drivers, status_entries
+from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
 HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",

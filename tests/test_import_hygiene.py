@@ -9,11 +9,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("module", ["core.control.service", "core.config.schema", "core.control.audit", "store",
-                                    "store.sqlite", "adapters", "t25_tui.cli.main"])
-def test_importing_leaves_textual_out(module):
+DRIVERS_AND_UI = ("textual", "asyncpg", "fastapi", "uvicorn")
+
+
+@pytest.mark.parametrize(("module", "forbidden"), [
+    *((m, DRIVERS_AND_UI) for m in ("core.control.service", "core.config.schema",
+                                    "core.control.audit", "core.worker.pool", "store",
+                                    "store.sqlite", "adapters", "t25_tui.cli.main",
+                                    "t25_tui.runtime")),
+    ("t25_tui.api.server", ("textual", "asyncpg")),  # serve never runs the cockpit
+])
+def test_importing_leaves_the_ui_and_the_drivers_out(module, forbidden):
     code = (f"import sys, {module}; "
-            "bad = [m for m in ('textual', 'asyncpg', 'fastapi', 'uvicorn') if m in sys.modules]; "
+            f"bad = [m for m in {forbidden!r} if m in sys.modules]; "
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)

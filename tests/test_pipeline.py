@@ -16,14 +16,14 @@ from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
-from core.errors import PolicyRefused
-from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
-from core.control.sweeper import Sweeper
-from t25_tui.runtime import local_sweeper
-from core.workspace.git import git_sync
-from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.control.service import ControlPlane
+from core.control.sweeper import Sweeper
+from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
+from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
+from core.errors import PolicyRefused
+from core.workspace.git import git_sync
 from store import open_store
+from t25_tui.runtime import local_sweeper
 
 S = TaskState
 SCRIPTED = {"adapter": "scripted"}
@@ -363,9 +363,9 @@ async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_sen
 
 
 async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_without_one(env):
+    from core.control.pipeline import Pipeline
     from core.domain.agent import AgentResult
     from core.domain.models import Usage
-    from core.control.pipeline import Pipeline
 
     control = await env.open()  # rates: scripted-1 at $3 in / $15 out per million tokens
     pipeline = Pipeline(control)

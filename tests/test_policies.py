@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import FrozenInstanceError
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from core.config.schema import ApprovalPolicy, Limits
-from core.domain.models import CheckResult, DiffStat, Task, TaskState
-from core.domain.answers import Finding, PlanOutput, ReviewOutput
 from core.control.policies import (
     check_diff_limits,
     evaluate_qa,
     evaluate_review,
     may_loop_again,
     merge_refusal,
-    plan_sha256,
     requires_plan_approval,
 )
+from core.domain.answers import Finding, PlanAnswer, ReviewAnswer
+from core.domain.models import CheckResult, DiffStat, Task, TaskState
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def task(**fields) -> Task:
@@ -82,8 +80,8 @@ def test_singular_nouns():
 # -- plan approval --------------------------------------------------------------------------------
 
 
-def plan(risk: str) -> PlanOutput:
-    return PlanOutput(steps=["do it"], files=["a.py"], risk=risk, rationale="because")
+def plan(risk: str) -> PlanAnswer:
+    return PlanAnswer(steps=["do it"], files=["a.py"], risk=risk, rationale="because")
 
 
 @pytest.mark.parametrize(("risk", "required"), [("low", False), ("medium", False), ("high", True)])
@@ -96,13 +94,6 @@ def test_policy_can_require_approval_for_every_risk_or_none():
     assert all(requires_plan_approval(plan(r), every) for r in ("low", "medium", "high"))
     never = ApprovalPolicy(require_for_risk=[])
     assert not any(requires_plan_approval(plan(r), never) for r in ("low", "medium", "high"))
-
-
-def test_plan_sha256_is_the_sha256_of_the_artifact_bytes():
-    content = b'{"steps": ["do it"]}'
-    assert plan_sha256(content) == hashlib.sha256(content).hexdigest()
-    assert len(plan_sha256(b"")) == 64
-    assert plan_sha256(content) != plan_sha256(content + b" ")
 
 
 # -- review ------------------------------------------------------------------------------------------
@@ -135,7 +126,7 @@ def test_summary_counts_in_severity_order():
 
 
 def test_the_models_approve_is_ignored_when_a_major_finding_exists():
-    output = ReviewOutput(verdict="APPROVE", summary="LGTM, ship it",
+    output = ReviewAnswer(verdict="APPROVE", summary="LGTM, ship it",
                           findings=[finding("major", "no test for the new branch")])
     verdict = evaluate_review(output.findings)
     assert not verdict.approve
@@ -143,7 +134,7 @@ def test_the_models_approve_is_ignored_when_a_major_finding_exists():
 
 
 def test_the_models_reject_is_ignored_without_blocking_findings():
-    output = ReviewOutput(verdict="REQUEST_CHANGES", findings=[finding("nit")])
+    output = ReviewAnswer(verdict="REQUEST_CHANGES", findings=[finding("nit")])
     assert evaluate_review(output.findings).approve
 
 

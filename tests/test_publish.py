@@ -8,19 +8,19 @@ import json
 import os
 import stat
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from core.domain.models import Task, TaskType
 from core.errors import T25Error
 from core.workspace.git import git_sync
-from core.domain.models import Task, TaskType
 from core.workspace.pull_request import publish
 from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture

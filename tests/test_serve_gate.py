@@ -12,8 +12,8 @@ import json
 import httpx
 import pytest
 
-from t25_tui.api.server import make_api
 from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, MAX_FIELDS, OUTPUT_CAP
+from t25_tui.api.server import make_api
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
 

@@ -13,11 +13,11 @@ import httpx
 import pytest
 
 from core.domain import text
-from core.errors import InvalidInput
 from core.domain.events import RunOutput
 from core.domain.models import TaskState
-from t25_tui.api.server import make_api
+from core.errors import InvalidInput
 from t25_tui.api.bodies import MULTI_LINE, MULTI_LINE_REQUIRED, ONE_LINE_REQUIRED
+from t25_tui.api.server import make_api
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
@@ -92,7 +92,7 @@ async def test_text_with_nul_controls_or_lone_surrogates_is_refused(api):
     ]
     for path, body, status in sends:
         refused(await client.post(path, json=body, headers=WORKER), status)
-    surrogate = '{"title": "ECHO-MARK \\ud800"}'.encode()
+    surrogate = b'{"title": "ECHO-MARK \\ud800"}'
     body = refused(await client.post("/tasks", content=surrogate,
                                      headers={"content-type": "application/json"}), 422)
     assert "not valid JSON" in body["error"]

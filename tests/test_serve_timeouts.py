@@ -16,8 +16,8 @@ import time
 import pytest
 
 from t25_tui.api import gate as serve_limits
-from t25_tui.api.server import make_api
 from t25_tui.api.gate import HEADER_TIMEOUT_S, DeadlineProtocol
+from t25_tui.api.server import make_api
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
 from tests.waiting import answers, free_port, wait_until
@@ -55,13 +55,13 @@ async def _closed_by_server(reader: asyncio.StreamReader, writer: asyncio.Stream
             await writer.drain()
             if await asyncio.wait_for(reader.read(1), 0.1) == b"":
                 return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
         except ConnectionError:
             return True
     try:
         return await asyncio.wait_for(reader.read(1), max(0.1, deadline - time.monotonic())) == b""
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     except ConnectionError:
         return True

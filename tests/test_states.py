@@ -4,9 +4,9 @@ import itertools
 
 import pytest
 
-from core.errors import IllegalTransition
 from core.domain.models import TaskState as S
 from core.domain.states import TRANSITIONS, WORKING, assert_transition
+from core.errors import IllegalTransition
 
 # The seeds' pipeline, written out independently of the table it checks.
 HAPPY = [S.RECEIVED, S.SPEC, S.PLAN, S.AWAITING_APPROVAL, S.IMPLEMENTING, S.QA, S.REVIEW,

@@ -18,10 +18,10 @@ from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
 from core.config.schema import DATABASE_URL_ENV
-from core.errors import StoreError, StoreUnavailable
 from core.control.sweeper import Sweeper
-from t25_tui.runtime import local_workers
 from core.domain.models import TaskState
+from core.errors import StoreError, StoreUnavailable
+from t25_tui.runtime import local_workers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import Env, write_config
 from tests.waiting import until

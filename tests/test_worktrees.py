@@ -13,13 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.domain.models import DiffStat, Task, TaskType, utcnow
-from core.workspace.worktrees import (
-    META_DIR,
-    MergeRefused,
-    WorktreeBusy,
-    WorktreeRefused,
-    Worktrees,
-)
+from core.errors import MergeRefused, WorktreeBusy, WorktreeRefused
+from core.workspace.worktrees import META_DIR, Worktrees
 from tests.conftest import make_repo
 
 PROJECT = Path(__file__).resolve().parents[1]

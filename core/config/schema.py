@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from importlib import resources
 from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 

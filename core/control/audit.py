@@ -42,10 +42,10 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from core.errors import AuditError
 from core.domain.models import AuditAnchor, utcnow
-from core.ports import Store
 from core.domain.text import MAX_REASON, printable
+from core.errors import AuditError
+from core.ports import Store
 
 GENESIS = "0" * 64
 DECISIONS = frozenset({"approve", "reject", "merge", "cancel", "retry", "archive", "answer"})

@@ -12,10 +12,19 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from core.control import cost, policies
+from core.control.prompts import PromptContext, build_prompt
 from core.domain.agent import AgentResult
+from core.domain.answers import (
+    Finding,
+    PlanAnswer,
+    ReviewAnswer,
+    SpecAnswer,
+    StageAnswer,
+    parse_answer,
+)
 from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested
 from core.domain.models import (
     Artifact,
@@ -32,25 +41,13 @@ from core.domain.models import (
     Usage,
 )
 from core.domain.reports import RunReport
-from core.domain.answers import (
-    Finding,
-    OutputInvalid,
-    PlanOutput,
-    ReviewOutput,
-    SpecOutput,
-    StageOutput,
-    parse_output,
-)
-from core.control.prompts import PromptContext, build_prompt
+from core.errors import AnswerInvalid
 
 if TYPE_CHECKING:
     from core.control.service import ControlPlane
 
 S = TaskState
 T25 = "t25"  # the actor of every decision code makes
-
-STAGE_KIND = {S.SPEC: ArtifactKind.SPEC, S.PLAN: ArtifactKind.PLAN, S.QA: ArtifactKind.QA_REPORT,
-              S.REVIEW: ArtifactKind.REVIEW, S.DOCS: ArtifactKind.DOCS}
 
 
 class QAReport(BaseModel):
@@ -73,8 +70,8 @@ class Pipeline:
         return build_prompt(ctx, overrides=self.control.config.project(task.project).prompts)
 
     async def _context(self, run: Run, task: Task, checks: list[CheckResult]) -> PromptContext:
-        spec = await self._latest_output(task, ArtifactKind.SPEC, SpecOutput)
-        plan = await self._latest_output(task, ArtifactKind.PLAN, PlanOutput)
+        spec = await self._latest_output(task, ArtifactKind.SPEC, SpecAnswer)
+        plan = await self._latest_output(task, ArtifactKind.PLAN, PlanAnswer)
         findings: list[Finding] = []
         failed: list[CheckResult] = []
         if run.stage is S.IMPLEMENTING:
@@ -153,8 +150,8 @@ class Pipeline:
             return await self.control.enter(task, S.DOCS, actor=T25, reason=report.note)
         text = report.result.final_text if report.result else ""
         try:
-            output = parse_output(run.stage, text)
-        except OutputInvalid as exc:
+            output = parse_answer(run.stage, text)
+        except AnswerInvalid as exc:
             return await self._fail(
                 task, f"{run.stage} run {run.id}: the answer did not parse: {exc.message} "
                       "(the raw output is kept in the run's log)")
@@ -177,7 +174,7 @@ class Pipeline:
                 return await self.control.transition(task, S.DONE, actor=T25)
         raise AssertionError(f"no decision for {run.stage}")
 
-    async def _planned(self, task: Task, run: Run, plan: PlanOutput) -> Task:
+    async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
         artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
         if not policies.requires_plan_approval(plan, self.control.config.approval):
             return await self.control.enter(task, S.IMPLEMENTING, actor=T25,
@@ -199,7 +196,7 @@ class Pipeline:
         return await self.control.enter(task, S.QA, actor=T25,
                                   reason=stat.summary())
 
-    async def _qa(self, task: Task, run: Run, report: RunReport, output: StageOutput) -> Task:
+    async def _qa(self, task: Task, run: Run, report: RunReport, output: StageAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)
         qa = QAReport(checks=list(report.checks), passed=verdict.passed, summary=output.summary,
                       concerns=list(output.concerns))
@@ -209,7 +206,7 @@ class Pipeline:
                                       checks_passed=True)
         return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
 
-    async def _reviewed(self, task: Task, run: Run, output: ReviewOutput) -> Task:
+    async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
         if run.role == "reviewer" and self.control.config.roles.chain("security"):
             await self.control.enqueue(task, "security")
@@ -267,7 +264,7 @@ class Pipeline:
         text = await self._latest_text(task, kind)
         return json.loads(text) if text else None
 
-    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[StageOutput]):
+    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[StageAnswer]):
         data = await self._latest_json(task, kind)
         return model.model_validate(data) if data else None
 
@@ -283,7 +280,7 @@ class Pipeline:
         for artifact in await self.control.store.list_artifacts(task_id=task.id):
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
                 _, content = await self.control.store.get_artifact(artifact.id)
-                findings += ReviewOutput.model_validate_json(content).findings
+                findings += ReviewAnswer.model_validate_json(content).findings
         if blocking_only:
             return list(policies.evaluate_review(findings).blocking)
         return findings

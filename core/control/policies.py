@@ -8,7 +8,6 @@ decision can be tested at its exact boundary and replayed from the audit trail.
 
     check_diff_limits(stat, limits)        -> reason the change is too big, or None
     requires_plan_approval(plan, policy)   -> does the plan wait for a human?
-    plan_sha256(artifact_bytes)            -> the hash an approval records
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
     evaluate_qa(results)                   -> QAVerdict (required checks only)
     may_loop_again(loops_so_far, bound)    -> may QA/REVIEW send back once more?
@@ -17,14 +16,13 @@ decision can be tested at its exact boundary and replayed from the audit trail.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.config.schema import ApprovalPolicy, Limits
+from core.domain.answers import SEVERITIES, Finding, PlanAnswer
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
-from core.domain.answers import SEVERITIES, Finding, PlanOutput
 
 DEFAULT_BLOCKING: frozenset[str] = frozenset({"blocker", "major"})
 
@@ -47,15 +45,9 @@ def check_diff_limits(stat: DiffStat, limits: Limits) -> str | None:
 # -- the approval gate ---------------------------------------------------------------------
 
 
-def requires_plan_approval(plan: PlanOutput, policy: ApprovalPolicy) -> bool:
+def requires_plan_approval(plan: PlanAnswer, policy: ApprovalPolicy) -> bool:
     """Whether the plan waits in AWAITING_APPROVAL: its risk is one the policy names."""
     return policy.requires_approval(plan.risk)
-
-
-def plan_sha256(plan_artifact_bytes: bytes) -> str:
-    """The SHA-256 (hex) of the stored plan artifact's content. An approval records it,
-    so the approval covers exactly that plan and no later one."""
-    return hashlib.sha256(plan_artifact_bytes).hexdigest()
 
 
 # -- review ----------------------------------------------------------------------------------

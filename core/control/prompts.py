@@ -46,10 +46,10 @@ from string import Template
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.config.schema import ROLES
-from core.errors import ConfigError
+from core.domain.answers import Finding, PlanAnswer, SpecAnswer, answer_schema
 from core.domain.models import CheckResult, Task, TaskState
-from core.domain.answers import Finding, PlanOutput, SpecOutput, output_schema
 from core.domain.text import printable
+from core.errors import PromptTemplateError
 
 S = TaskState
 
@@ -81,10 +81,6 @@ OUTPUT_INSTRUCTION = ("Your final message must contain exactly one JSON object i
                       "fence, matching this schema:")
 
 
-class PromptTemplateError(ConfigError):
-    """A prompt template that cannot be used: unknown placeholder, unreadable, misplaced."""
-
-
 class PromptContext(BaseModel):
     """Everything a prompt may show, gathered by the pipeline for one run.
 
@@ -100,8 +96,8 @@ class PromptContext(BaseModel):
     stage: TaskState
     role: str
     round: int = Field(1, ge=1)
-    spec: SpecOutput | None = None
-    plan: PlanOutput | None = None
+    spec: SpecAnswer | None = None
+    plan: PlanAnswer | None = None
     findings: tuple[Finding, ...] = ()
     failed_checks: tuple[CheckResult, ...] = ()
     reject_reasons: tuple[str, ...] = ()
@@ -207,7 +203,7 @@ def _task(task: Task) -> str:
             f"Title:\n\n{_quoted(task.title)}\n\nDescription:\n\n{description}")
 
 
-def _spec(spec: SpecOutput) -> str:
+def _spec(spec: SpecAnswer) -> str:
     parts = [spec.summary,
              "Acceptance criteria:\n" + "\n".join(_bullet(c) for c in spec.acceptance_criteria)]
     if spec.out_of_scope:
@@ -215,7 +211,7 @@ def _spec(spec: SpecOutput) -> str:
     return "## Spec\n\n" + _quoted("\n\n".join(parts))
 
 
-def _plan(plan: PlanOutput, *, previous: bool) -> str:
+def _plan(plan: PlanAnswer, *, previous: bool) -> str:
     steps = "\n".join(f"{i}. {_indent(step, 3)}" for i, step in enumerate(plan.steps, 1))
     files = "\n".join(_bullet(f) for f in plan.files) or "(none listed)"
     heading = "## Previous plan" if previous else "## Plan"
@@ -267,7 +263,7 @@ def _output_format(stage: TaskState) -> str:
     example = json.dumps(EXAMPLES[stage], indent=2, ensure_ascii=False)
     return (
         f"## Output format\n\n{OUTPUT_INSTRUCTION}\n\n"
-        f"```json\n{output_schema(stage)}\n```\n\n"
+        f"```json\n{answer_schema(stage)}\n```\n\n"
         f"For example:\n\n```json\n{example}\n```\n\n"
         "If you cannot go on without a human decision, answer with a question instead; "
         "the task then waits for the operator's answer:\n\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.control.audit import AuditLog
-from core.errors import NotFound, PolicyRefused
+from core.control.policies import merge_refusal
 from core.domain.events import (
     DecisionRecorded,
     Event,
@@ -23,13 +23,23 @@ from core.domain.events import (
     TaskUpdated,
     WorktreeCleaned,
 )
-from core.workspace.git import default_branch
-from core.domain.models import ArtifactKind, NewRun, NewTask, Project, Run, Task, TaskState, TaskType, task_id
-from core.control.policies import merge_refusal
+from core.domain.models import (
+    ArtifactKind,
+    NewRun,
+    NewTask,
+    Project,
+    Run,
+    Task,
+    TaskState,
+    TaskType,
+    task_id,
+)
 from core.domain.states import TERMINAL, WORKING, assert_transition
-from core.ports import Store
 from core.domain.text import actor as valid_actor
 from core.domain.text import reason as valid_reason
+from core.errors import NotFound, PolicyRefused
+from core.ports import Store
+from core.workspace.git import default_branch
 from core.workspace.worktrees import Workspace, Worktrees, owner_of
 
 if TYPE_CHECKING:

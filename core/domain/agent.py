@@ -6,21 +6,13 @@ The `AgentAdapter` port (core.ports) takes an `AgentRequest` and reports an
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from core.errors import T25Error
-from core.domain.models import TaskState, Usage, utcnow
-
-if TYPE_CHECKING:
-    from core.config.schema import AgentProfile
+from core.domain.models import TaskState, Usage
 
 
 class AgentRequest(BaseModel):

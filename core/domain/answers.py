@@ -16,44 +16,40 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.errors import T25Error
 from core.domain.models import TaskState
+from core.errors import AnswerInvalid
 
 Risk = Literal["low", "medium", "high"]
 Severity = Literal["blocker", "major", "minor", "nit"]
 SEVERITIES: tuple[Severity, ...] = ("blocker", "major", "minor", "nit")
 
 
-class OutputInvalid(T25Error):
-    """An agent's final message that is not a valid artifact of its stage."""
-
-
-class StageOutput(BaseModel):
+class StageAnswer(BaseModel):
     # Unknown fields are dropped (CLIs and models add their own); known ones are strict.
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
 
     question: str | None = Field(None, description="set only when a human must answer first")
 
 
-class SpecOutput(StageOutput):
+class SpecAnswer(StageAnswer):
     summary: str = Field(min_length=1, description="what the change is, in a paragraph")
     acceptance_criteria: list[str] = Field(min_length=1, description="testable statements")
     out_of_scope: list[str] = []
 
 
-class PlanOutput(StageOutput):
+class PlanAnswer(StageAnswer):
     steps: list[str] = Field(min_length=1, description="ordered implementation steps")
     files: list[str] = Field(description="paths the implementation will touch")
     risk: Risk = Field(description="low, medium or high")
     rationale: str = Field(min_length=1, description="why this plan, and why this risk")
 
 
-class DevOutput(StageOutput):
+class DevAnswer(StageAnswer):
     summary: str = Field(min_length=1, description="what was changed")
     files_changed: list[str] = []
 
 
-class QAOutput(StageOutput):
+class QAAnswer(StageAnswer):
     summary: str = Field(min_length=1, description="what the check results mean")
     concerns: list[str] = []
 
@@ -67,24 +63,24 @@ class Finding(BaseModel):
     line: int | None = Field(None, ge=0)
 
 
-class ReviewOutput(StageOutput):
+class ReviewAnswer(StageAnswer):
     findings: list[Finding] = Field(description="every problem found; [] when none")
     summary: str = ""
     verdict: str | None = Field(None, description="ignored: T25 decides from findings")
 
 
-class DocsOutput(StageOutput):
+class DocsAnswer(StageAnswer):
     summary: str = Field(min_length=1, description="what documentation changed")
     files: list[str] = []
 
 
-OUTPUTS: dict[TaskState, type[StageOutput]] = {
-    TaskState.SPEC: SpecOutput,
-    TaskState.PLAN: PlanOutput,
-    TaskState.IMPLEMENTING: DevOutput,
-    TaskState.QA: QAOutput,
-    TaskState.REVIEW: ReviewOutput,
-    TaskState.DOCS: DocsOutput,
+OUTPUTS: dict[TaskState, type[StageAnswer]] = {
+    TaskState.SPEC: SpecAnswer,
+    TaskState.PLAN: PlanAnswer,
+    TaskState.IMPLEMENTING: DevAnswer,
+    TaskState.QA: QAAnswer,
+    TaskState.REVIEW: ReviewAnswer,
+    TaskState.DOCS: DocsAnswer,
 }
 
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
@@ -129,24 +125,24 @@ def _balanced_objects(text: str) -> list[str]:
     return found
 
 
-def parse_output(stage: TaskState, text: str) -> StageOutput:
+def parse_answer(stage: TaskState, text: str) -> StageAnswer:
     """Parse a stage's final message into its model; OutputInvalid says what was wrong."""
     model = OUTPUTS[stage]
     try:
         data = extract_json(text)
         question = data.get("question")
         if isinstance(question, str) and question.strip():
-            return StageOutput(question=question.strip())  # asking needs nothing else
+            return StageAnswer(question=question.strip())  # asking needs nothing else
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise OutputInvalid(f"{stage} output: {where}: {first['msg']}{more}") from None
+        raise AnswerInvalid(f"{stage} output: {where}: {first['msg']}{more}") from None
     except ValueError as exc:
-        raise OutputInvalid(f"{stage} output: {exc}") from None
+        raise AnswerInvalid(f"{stage} output: {exc}") from None
 
 
-def output_schema(stage: TaskState) -> str:
+def answer_schema(stage: TaskState) -> str:
     """The JSON schema a stage's answer must follow, for its prompt."""
     return json.dumps(OUTPUTS[stage].model_json_schema(), indent=2)

@@ -13,8 +13,8 @@ Nothing here writes; `core.control.service.ControlPlane.transition` is the one f
 
 from __future__ import annotations
 
-from core.errors import IllegalTransition
 from core.domain.models import TaskState as S
+from core.errors import IllegalTransition
 
 # The stages where an agent (or T25 itself) is working on the task.
 WORKING: tuple[S, ...] = (S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.PR_OPEN, S.DOCS)
@@ -41,10 +41,6 @@ TRANSITIONS: dict[S, frozenset[S]] = {
 
 # Sources whose way back into the pipeline is fixed by the task's `resume_state`.
 _RESUMING = {S.NEEDS_INPUT, S.FAILED}
-
-
-def allowed(current: S) -> frozenset[S]:
-    return TRANSITIONS[current]
 
 
 def assert_transition(current: S, target: S, *, resume_state: S | None = None) -> None:

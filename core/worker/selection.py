@@ -25,7 +25,7 @@ class QuotaBook:
     def mark(self, adapter: str, until: datetime | None) -> None:
         self.exhausted[adapter] = until
 
-    def blocked_until(self, adapter: str, now: datetime) -> datetime | None | bool:
+    def blocked_until(self, adapter: str, now: datetime) -> datetime | bool | None:
         """False when usable; otherwise the reset time (or None when unknown)."""
         if adapter not in self.exhausted:
             return False

@@ -14,22 +14,19 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from core.config.schema import QACheck
 from core.domain.agent import AgentRequest, AgentResult, Failure
-from core.worker.selection import QuotaBook, select_adapter
-from core.errors import NoAdapter
-from core.ports import AgentAdapter, Claim, RunQueue
-from core.config.schema import Config, QACheck
-from core.errors import LeaseLost, StaleState, T25Error
 from core.domain.events import Event, RunOutput, RunStarted
-from core.workspace.fingerprint import changed
 from core.domain.models import CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
+from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
+from core.ports import AgentAdapter, Claim, RunQueue
+from core.worker.selection import QuotaBook, select_adapter
+from core.workspace.fingerprint import changed
 from core.workspace.pull_request import publish
-from core.workspace.worktrees import WorktreeBusy, Workspace, Worktrees
+from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
 

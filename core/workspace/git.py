@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import T25Error
+from core.errors import GitError
 
 # Repository-configured programs T25's own git calls must never run.
 SAFE_CONFIG = (
@@ -66,10 +66,6 @@ SAFE_CONFIG = (
 
 # Config sections whose programs are chosen per driver name (see the module docstring).
 _DRIVER_SECTIONS = ("filter", "merge")
-
-
-class GitError(T25Error):
-    """A git command that failed; the message carries its stderr."""
 
 
 def git_env(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:

@@ -17,9 +17,9 @@ import os
 import shutil
 from pathlib import Path
 
-from core.errors import T25Error
-from core.workspace.git import git, git_env, run_command
 from core.domain.models import Task
+from core.errors import PublishFailed
+from core.workspace.git import git, git_env, run_command
 from core.workspace.worktrees import Worktrees
 
 PUSH_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
@@ -27,10 +27,6 @@ PUSH_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
 # What a push may need from the operator's session to reach the remote.
 TRANSPORT_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST",
                  "XDG_CONFIG_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
-
-
-class PublishFailed(T25Error):
-    """The branch could not be pushed or its pull request opened."""
 
 
 async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:

@@ -47,14 +47,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import PolicyRefused, T25Error
+from core.domain.models import DiffStat, Task
+from core.errors import MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import Fingerprint, fingerprint
 from core.workspace.git import default_branch, git, git_bytes, run_git, status_entries
-from core.domain.models import DiffStat, Task
 
 if TYPE_CHECKING:
     from core.config.schema import Config
@@ -65,18 +65,6 @@ T25_IDENTITY = ("T25", "t25@localhost")
 # `<id>.json` / `<id>.lock` can never collide), bounded length.
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _SHOWN = 5  # file names quoted in a refusal before "… and N more"
-
-
-class WorktreeRefused(T25Error):
-    """T25 will not create, adopt or touch this worktree; the message says why."""
-
-
-class WorktreeBusy(T25Error):
-    """Another T25 process (named by pid) is driving this task's worktree."""
-
-
-class MergeRefused(PolicyRefused):
-    """The merge into the default branch cannot happen safely now; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +243,7 @@ class Worktrees:
         tmp = record.with_name(f".{task.id}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
         body = {**self._record_for(task, path),
-                "created_at": datetime.now(timezone.utc).isoformat(), "version": 1}
+                "created_at": datetime.now(UTC).isoformat(), "version": 1}
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(tmp, flags, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

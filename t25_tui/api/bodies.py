@@ -22,7 +22,7 @@ from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from core.domain import text
 from core.domain.agent import AgentResult

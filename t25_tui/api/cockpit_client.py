@@ -22,8 +22,10 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
-from core.control.audit import AuditEntry, Verdict
 from core.config.schema import Config
+from core.control.audit import AuditEntry, Verdict
+from core.domain.events import Event, EventBus
+from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
 from core.errors import (
     ArtifactCorrupted,
     ConfigError,
@@ -32,8 +34,6 @@ from core.errors import (
     PolicyRefused,
     T25Error,
 )
-from core.domain.events import Event, EventBus
-from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
 from t25_tui.api.worker_client import Http
 
 log = logging.getLogger("t25.attach")

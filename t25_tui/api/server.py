@@ -37,18 +37,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from core.control import cost
-from core.errors import (
-    ArtifactCorrupted,
-    AuditError,
-    ConfigError,
-    IllegalTransition,
-    LeaseLost,
-    NotFound,
-    PolicyRefused,
-    StaleState,
-    StoreUnavailable,
-    T25Error,
-)
+from core.control.pipeline import Pipeline
+from core.control.service import ControlPlane
 from core.domain.events import Event
 from core.domain.models import (
     MAX_ID,
@@ -61,9 +51,18 @@ from core.domain.models import (
     run_id,
     task_id,
 )
-from core.control.pipeline import Pipeline
-from core.control.service import ControlPlane
-from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
+from core.errors import (
+    ArtifactCorrupted,
+    AuditError,
+    ConfigError,
+    IllegalTransition,
+    LeaseLost,
+    NotFound,
+    PolicyRefused,
+    StaleState,
+    StoreUnavailable,
+    T25Error,
+)
 from t25_tui.api.bodies import (
     AnswerBody,
     ClaimBody,
@@ -76,6 +75,7 @@ from t25_tui.api.bodies import (
     PromptBody,
     invalid_request,
 )
+from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 OPERATOR_ENV = "T25_OPERATOR_TOKEN"

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.domain.events import Event
 from core.domain.models import CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
+from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.ports import Claim
 
 log = logging.getLogger("t25.remote")

@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from core.control.audit import VOID
-from core.domain.models import task_id
 from core.control.service import ControlPlane
+from core.domain.models import task_id
 from core.domain.text import printable
 from t25_tui.cli.context import run
 

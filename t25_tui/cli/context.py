@@ -6,13 +6,13 @@ import argparse
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from core.config.schema import Config, find_config, load_config
-from core.workspace.git import identity
 from core.control.service import ControlPlane
+from core.workspace.git import identity
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ def actor_of(args: argparse.Namespace) -> str:
 
 
 def age(since: datetime, now: datetime | None = None) -> str:
-    seconds = int(((now or datetime.now(timezone.utc)) - since).total_seconds())
+    seconds = int(((now or datetime.now(UTC)) - since).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.control.service import ControlPlane
+from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.states import WORKING
 from core.domain.text import printable
 from t25_tui.cli.context import actor_of, run

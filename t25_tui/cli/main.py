@@ -211,11 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # flush succeed (the recipe of the `signal` module's documentation).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE_EXIT
-    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+    except Exception as exc:
         if args.debug:
             raise
-        from core.errors import T25Error
         from core.domain.text import printable
+        from core.errors import T25Error
 
         if isinstance(exc, T25Error):
             print(f"t25: error: {printable(exc.message)}", file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from core.control.service import ControlPlane
 from core.domain.events import (
     ApprovalRequested,
     Event,
@@ -17,11 +18,9 @@ from core.domain.events import (
     TaskTransitioned,
 )
 from core.domain.models import TaskState, run_id, task_id
-from core.control.service import ControlPlane
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from t25_tui.cli.context import run
-
 
 # `t25 run` exits with this, after its summary, when a task it worked ended FAILED; 1 stays
 # "T25 could not do what was asked" (a broken config, an unreachable store), 2 a usage error.

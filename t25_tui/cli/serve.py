@@ -20,8 +20,8 @@ def serve(args: argparse.Namespace) -> int:
     when it gives up); requests meanwhile get 503 with Retry-After. When the sweep ends
     with an error, serve stops and the error is raised here, after the server has shut
     down, for the command line to print."""
-    from t25_tui.runtime import local_sweeper
     from t25_tui.api.server import http_server
+    from t25_tui.runtime import local_sweeper
 
     if args.store_patience <= 0:
         raise ConfigError("--store-patience must be a positive number of seconds")

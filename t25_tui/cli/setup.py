@@ -131,8 +131,10 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _tour(repo: Path) -> None:
+    from t25_tui.tui.sample_data import make_sample_repo
+
     repo.mkdir(parents=True, exist_ok=True)
-    _sample_repo(repo)
+    make_sample_repo(repo)
     print(f"A sample repository at {repo} (default branch: trunk)\n")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for note, argv in _TOUR:
@@ -152,19 +154,6 @@ def _tour(repo: Path) -> None:
           "t25.yaml, then t25 task new.")
 
 
-def _sample_repo(repo: Path) -> None:
-    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=repo)
-    for key, value in (("user.name", "T25 Demo"), ("user.email", "demo@t25.invalid")):
-        git_sync("config", key, value, cwd=repo)
-    (repo / "app.py").write_text('def greet(name):\n    return f"hello, {name}"\n')
-    (repo / "test_app.py").write_text(
-        "import unittest\n\nimport app\n\n\nclass GreetTest(unittest.TestCase):\n"
-        "    def test_greet(self):\n        self.assertEqual(app.greet('ana'), 'hello, ana')\n")
-    (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
-    git_sync("add", "-A", cwd=repo)
-    git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)
-
-
 def _demo_tui(args: argparse.Namespace) -> int:
     """The sample repository with the tour's tasks filed, and the cockpit open on it."""
     if args.dir:
@@ -178,9 +167,10 @@ def _demo_tui(args: argparse.Namespace) -> int:
 
 def _cockpit_on(repo: Path, args: argparse.Namespace) -> int:
     from t25_tui.cli.tui import cockpit
+    from t25_tui.tui.sample_data import make_sample_repo
 
     repo.mkdir(parents=True, exist_ok=True)
-    _sample_repo(repo)
+    make_sample_repo(repo)
     (repo / FACTORY_DIR).mkdir(exist_ok=True)
     _exclude(repo, f"/{FACTORY_DIR}/")
     _exclude(repo, "/t25.yaml")

@@ -11,11 +11,11 @@ import argparse
 import sys
 from collections import defaultdict
 
-from core.errors import ArtifactCorrupted, ConfigError
+from core.control.service import ControlPlane
 from core.domain.events import TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, TaskState, TaskType
-from core.control.service import ControlPlane
 from core.domain.text import printable
+from core.errors import ArtifactCorrupted, ConfigError
 from t25_tui.cli.context import actor_of, age, run
 
 # `t25 task show` exits with this when an artifact's content no longer matches its

@@ -29,8 +29,8 @@ def tui(args: argparse.Namespace) -> int:
 
 async def attached(args: argparse.Namespace) -> int:
     """The cockpit on a remote `t25 serve`: every read and decision over REST, events over SSE."""
-    from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.api.cockpit_client import attach
+    from t25_tui.tui.app import calm_garbage_collector, make_app
 
     async with attach(args.url) as remote:
         app = make_app(remote, actor=actor_of(args), link=remote.link, handle_signals=True)
@@ -62,8 +62,8 @@ def _offer_config(args: argparse.Namespace) -> bool:
 async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
                   no_workers: bool = False) -> int:
     from adapters.registry import builtin_adapters
-    from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.runtime import local_sweeper
+    from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.tui.readiness import missing_agents
 
     async with open_control_plane(args) as control:

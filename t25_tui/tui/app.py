@@ -25,14 +25,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from core.ports import AgentAdapter
-from core.errors import ControlPlaneUnreachable, T25Error
-from core.domain.events import InputRequested, RunOutput
-from core.domain.models import ArtifactKind, TaskState
 from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
+from core.domain.events import InputRequested, RunOutput
+from core.domain.models import ArtifactKind, TaskState
 from core.domain.text import printable
+from core.errors import ControlPlaneUnreachable, T25Error
+from core.ports import AgentAdapter
 from t25_tui.tui import messages as bridge
+from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
@@ -46,7 +47,6 @@ from t25_tui.tui.screens.dialogs import (
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
-from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
 from t25_tui.tui.widgets.board import Board
 
 if TYPE_CHECKING:

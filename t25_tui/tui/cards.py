@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rich.text import Text
 
@@ -39,7 +39,7 @@ def literal(text: object, *, multiline: bool = False, style: str = "") -> Text:
 
 
 def wall_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def human_needed(task: Task) -> str | None:

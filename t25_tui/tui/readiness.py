@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from core.ports import AgentAdapter
 from core.config.schema import ROLES, Config
+from core.ports import AgentAdapter
 
 
 def binary_of(adapter: AgentAdapter) -> str:

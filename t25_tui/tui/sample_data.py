@@ -13,11 +13,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import core.control.audit
 from core.config.schema import load_config
+from core.control.service import STAGE_ROLE, ControlPlane
 from core.domain.events import ApprovalRequested, InputRequested, RunOutput
 from core.domain.models import (
     ArtifactKind,
@@ -30,10 +31,10 @@ from core.domain.models import (
     TaskType,
     Usage,
 )
-from core.control.service import STAGE_ROLE, ControlPlane
+from core.workspace.git import git_sync
 
 S = TaskState
-BASE = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+BASE = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 STEP_S = 41  # seconds between consecutive events on the pinned timeline
 ACTOR = "ana@ops"
 CONFIG = """\
@@ -89,11 +90,10 @@ def _pinned_audit_clock() -> Iterator[None]:
 
 async def open_seeded(repo: Path, *, make_repo: bool = True) -> ControlPlane:
     from store import open_store
-    from t25_tui.cli.setup import _sample_repo
 
     if make_repo:
         repo.mkdir(parents=True, exist_ok=True)
-        _sample_repo(repo)
+        make_sample_repo(repo)
         (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (repo / "t25.yaml").write_text(CONFIG)
     (repo / ".factory").mkdir(exist_ok=True)
@@ -263,3 +263,17 @@ def pin_times(f: ControlPlane) -> datetime:
                    (base + 10 * 86400,))
         last = db.execute("SELECT max(id) FROM events").fetchone()[0] or 0
     return BASE + timedelta(seconds=(last + 15) * STEP_S)
+
+
+def make_sample_repo(repo: Path) -> None:
+    """The sample service the demo and the seeded data work on: one commit on `trunk`."""
+    git_sync("init", "--quiet", "--initial-branch", "trunk", cwd=repo)
+    for key, value in (("user.name", "T25 Demo"), ("user.email", "demo@t25.invalid")):
+        git_sync("config", key, value, cwd=repo)
+    (repo / "app.py").write_text('def greet(name):\n    return f"hello, {name}"\n')
+    (repo / "test_app.py").write_text(
+        "import unittest\n\nimport app\n\n\nclass GreetTest(unittest.TestCase):\n"
+        "    def test_greet(self):\n        self.assertEqual(app.greet('ana'), 'hello, ana')\n")
+    (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)

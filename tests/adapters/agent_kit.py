@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
-from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg
 
 ECHO_CLI = Path(__file__).with_name("echo_cli.py")
 

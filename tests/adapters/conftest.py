@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from agent_kit import EchoSpec, prompt_for
-from core.domain.agent import AgentRequest
-from core.domain.models import TaskState
+
 from adapters.base import CliAdapter
 from adapters.scripted import ScriptedSpec
+from core.domain.agent import AgentRequest
+from core.domain.models import TaskState
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from core.config.schema import QACheck
 from adapters.checks import EXCERPT_BYTES, run_check
+from core.config.schema import QACheck
 
 
 def check(*code: str, timeout_s: int = 60, required: bool = True) -> QACheck:

@@ -6,18 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
-
 from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
-from core.domain.agent import Failure
-from core.ports import AgentAdapter
-from core.domain.models import TaskState, utcnow
-from core.domain.answers import OutputInvalid, QAOutput, parse_output
+
 from adapters.base import PROMPT_FILE_THRESHOLD, CliAdapter, CliAdapterSpec
 from adapters.process import ENV_ALLOWLIST
+from core.domain.agent import Failure
+from core.domain.answers import QAAnswer, parse_answer
+from core.domain.models import TaskState, utcnow
+from core.errors import AnswerInvalid
+from core.ports import AgentAdapter
 
 
 async def run(adapter, request, sink=None, abort=None):
@@ -81,7 +82,7 @@ async def test_a_prompt_over_100_kb_in_bytes_goes_through_a_private_temp_file(
     assert init["prompt_bytes"] == len(prompt.encode())
     assert not path.resolve().is_relative_to(workdir.resolve())
     assert not path.exists()
-    assert isinstance(parse_output(TaskState.QA, result.final_text), QAOutput)
+    assert isinstance(parse_answer(TaskState.QA, result.final_text), QAAnswer)
 
 
 async def test_the_temp_file_is_removed_after_a_timeout_too(scripted, make_request):
@@ -123,7 +124,7 @@ async def test_a_quota_error_is_a_quota_failure_with_its_reset_time(scripted, ma
     assert "session limit" in result.error
     resets = result.quota_resets_at
     assert resets is not None and resets.tzinfo is not None
-    assert resets.astimezone(timezone.utc).hour == 5 and resets.minute == 0
+    assert resets.astimezone(UTC).hour == 5 and resets.minute == 0
     assert before < resets <= before + timedelta(days=1)
 
 
@@ -160,8 +161,8 @@ async def test_abort_stops_the_agent_and_its_children(scripted, make_request):
 async def test_garbage_output_is_a_run_whose_answer_does_not_parse(scripted, make_request):
     result = await run(scripted, make_request("PLAN", args=("--misbehave", "garbage")))
     assert result.ok
-    with pytest.raises(OutputInvalid, match="no JSON object"):
-        parse_output(TaskState.PLAN, result.final_text)
+    with pytest.raises(AnswerInvalid, match="no JSON object"):
+        parse_answer(TaskState.PLAN, result.final_text)
 
 
 async def test_a_flood_with_a_huge_line_still_ends_in_an_answer(scripted, make_request):
@@ -170,7 +171,7 @@ async def test_a_flood_with_a_huge_line_still_ends_in_an_answer(scripted, make_r
     assert result.ok, result.error
     assert max(len(line) for line in sink.text().splitlines()) > 100_000
     assert sink.text("stderr") and len(result.log) >= 3_000_000
-    parse_output(TaskState.QA, result.final_text)
+    parse_answer(TaskState.QA, result.final_text)
 
 
 async def test_a_missing_binary_is_a_spawn_failure(make_request):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pytest
 
 from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time
 
-NOW = datetime(2025, 3, 1, 3, 30, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 1, 3, 30, tzinfo=UTC)
 
 
 def _has_zone(name: str) -> bool:
@@ -31,7 +31,7 @@ def _has_zone(name: str) -> bool:
                                           reason="no time zone database on this machine")),
 ])
 def test_reset_times_are_read_as_their_next_occurrence_in_utc(text, expected):
-    assert reset_time(text, NOW) == expected.replace(tzinfo=timezone.utc)
+    assert reset_time(text, NOW) == expected.replace(tzinfo=UTC)
 
 
 @pytest.mark.parametrize("text", ["Credit balance is too low", "resets 13pm (UTC)",

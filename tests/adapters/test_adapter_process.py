@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from agent_kit import Sink, alive, eventually
+
 from adapters.process import minimal_env, run_process
 
 

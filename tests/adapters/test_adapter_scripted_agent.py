@@ -9,31 +9,31 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from agent_kit import Sink
-from core.workspace.git import git_sync
-from core.domain.models import TaskState
-from core.domain.answers import (
-    DevOutput,
-    DocsOutput,
-    PlanOutput,
-    QAOutput,
-    ReviewOutput,
-    SpecOutput,
-    extract_json,
-    parse_output,
-)
+
 from adapters.registry import builtin_adapters
 from adapters.scripted_agent import ESCAPE_FILE, changes_file
+from core.domain.answers import (
+    DevAnswer,
+    DocsAnswer,
+    PlanAnswer,
+    QAAnswer,
+    ReviewAnswer,
+    SpecAnswer,
+    extract_json,
+    parse_answer,
+)
+from core.domain.models import TaskState
+from core.workspace.git import git_sync
 
-STAGES = {"SPEC": SpecOutput, "PLAN": PlanOutput, "IMPLEMENTING": DevOutput, "QA": QAOutput,
-          "REVIEW": ReviewOutput, "DOCS": DocsOutput}
+STAGES = {"SPEC": SpecAnswer, "PLAN": PlanAnswer, "IMPLEMENTING": DevAnswer, "QA": QAAnswer,
+          "REVIEW": ReviewAnswer, "DOCS": DocsAnswer}
 
 
 async def answer(adapter, request):
     result = await adapter.run(request, Sink(), asyncio.Event())
     assert result.ok, result.error
-    return parse_output(request.stage, result.final_text)
+    return parse_answer(request.stage, result.final_text)
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -71,7 +71,7 @@ async def test_a_question_directive_asks_until_answered(scripted, make_request):
     result = await scripted.run(make_request("SPEC", body), Sink(), asyncio.Event())
     assert extract_json(result.final_text) == {"question": "What is the limit?"}
     answered = await answer(scripted, make_request("SPEC", body + "\n\n## Operator answers\n10/min"))
-    assert isinstance(answered, SpecOutput) and answered.question is None
+    assert isinstance(answered, SpecAnswer) and answered.question is None
 
 
 async def test_escape_writes_into_the_main_checkout(scripted, make_request, repo, tmp_path):
@@ -83,7 +83,7 @@ async def test_escape_writes_into_the_main_checkout(scripted, make_request, repo
     assert (repo / ESCAPE_FILE).is_file()
     assert not (worktree / ESCAPE_FILE).exists()
     assert str(repo / ESCAPE_FILE) in result.files_changed
-    parse_output(TaskState.QA, result.final_text)  # and it still answered normally
+    parse_answer(TaskState.QA, result.final_text)  # and it still answered normally
 
 
 def agent(*args: str) -> subprocess.CompletedProcess:

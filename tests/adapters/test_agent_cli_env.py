@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from agent_kit import EchoSpec, Sink
-from core.domain.agent import Failure
-from core.config.schema import AgentProfile
+
 from adapters.base import CliAdapter
 from adapters.sandbox import Bubblewrap, Docker, SandboxUnavailable, sandbox_for
+from core.config.schema import AgentProfile
+from core.domain.agent import Failure
 
 
 class LoginEcho(EchoSpec):

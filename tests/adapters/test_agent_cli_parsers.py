@@ -3,13 +3,11 @@ the real binaries): final answer, files, usage, errors, and the failure class T2
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from core.domain.agent import AgentRequest, Failure
-from core.domain.models import TaskState
 from adapters.aider import AiderSpec
 from adapters.base import CliAdapter, PromptArg
 from adapters.claude import ClaudeSpec
@@ -18,6 +16,8 @@ from adapters.gemini import GeminiSpec
 from adapters.opencode import OpencodeSpec
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult
+from core.domain.agent import AgentRequest, Failure
+from core.domain.models import TaskState
 
 CAPTURES = Path(__file__).with_name("captures")
 DONE = "Done: created hello.txt containing hi."
@@ -66,7 +66,7 @@ def test_claude_success_after_its_own_retries_is_a_success():
 
 def test_claude_subscription_limit_carries_its_reset_time():
     result = outcome(ClaudeSpec(), read("claude/err-usage-oauth.stream.jsonl"), code=1)
-    assert result.quota_resets_at == datetime.fromtimestamp(1796015794, timezone.utc)
+    assert result.quota_resets_at == datetime.fromtimestamp(1796015794, UTC)
     assert "session limit" in result.error
 
 
@@ -187,9 +187,9 @@ def test_classification_of_plain_messages():
     assert classify_error("Selected model is at capacity. Please try a different model.") \
         is Failure.OVERLOAD
     assert classify_error("permission denied: /etc/passwd") is None
-    now = datetime(2026, 11, 30, 3, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
     assert reset_time("Please try again in 90s.", now) == datetime(2026, 11, 30, 3, 1, 30,
-                                                                  tzinfo=timezone.utc)
+                                                                  tzinfo=UTC)
 
 
 @pytest.mark.parametrize("spec", [ClaudeSpec(), CodexSpec(), GeminiSpec(), OpencodeSpec(),
@@ -201,7 +201,7 @@ def test_a_prompt_with_dashes_and_metacharacters_stays_one_literal_argument(spec
     argv = spec.build_argv(request, PromptArg(text=prompt))
     literal = [a for a in argv if prompt in a]
     assert len(literal) == 1
-    assert literal[0] == prompt and argv[argv.index(prompt) - 1] == "--" or \
+    assert (literal[0] == prompt and argv[argv.index(prompt) - 1] == "--") or \
         literal[0].endswith("=" + prompt)
     assert "--extra" in argv
 

@@ -17,13 +17,13 @@ from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.registry import builtin_adapters
 from adapters.scripted import ScriptedSpec
-from core.domain.agent import AgentRequest, Failure
 from core.config.schema import load_config
-from t25_tui.runtime import local_sweeper
-from core.workspace.git import git_sync
-from core.domain.models import ArtifactKind, TaskState
 from core.control.service import ControlPlane
+from core.domain.agent import AgentRequest, Failure
+from core.domain.models import ArtifactKind, TaskState
+from core.workspace.git import git_sync
 from store import open_store
+from t25_tui.runtime import local_sweeper
 from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
 from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from core.config.schema import load_config
-from core.errors import PolicyRefused, T25Error
 from core.control.service import ControlPlane
+from core.errors import PolicyRefused, T25Error
 from store import open_store
 
 

@@ -9,7 +9,6 @@ from datetime import UTC, timedelta
 
 import pytest
 
-from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
 from core.domain.events import (
     DecisionRecorded,
     RunFinished,
@@ -33,6 +32,7 @@ from core.domain.models import (
     TaskType,
     Usage,
 )
+from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
 from core.ports import Store
 
 S = TaskState
@@ -71,15 +71,14 @@ def test_every_protocol_method_is_implemented(store: Store) -> None:
 # -- projects ---------------------------------------------------------------------------------
 
 
-async def test_projects_upsert_get_and_list(store: Store) -> None:
+async def test_projects_upsert_and_list(store: Store) -> None:
     await store.upsert_project(Project(name="web", repo_path="/srv/web", default_branch="main"))
     await store.upsert_project(Project(name="api", repo_path="/srv/api", default_branch="main"))
     moved = await store.upsert_project(Project(name="web", repo_path="/srv/web2", default_branch="trunk"))
 
     assert moved == Project(name="web", repo_path="/srv/web2", default_branch="trunk")
-    assert await store.get_project("web") == moved
-    assert await store.get_project("nope") is None
-    assert [p.name for p in await store.list_projects()] == ["api", "web"]
+    assert await store.list_projects() == [
+        Project(name="api", repo_path="/srv/api", default_branch="main"), moved]
 
 
 # -- tasks ------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ import asyncpg
 import pytest
 import yaml
 
-from core.control.audit import AuditLog
 from core.config.schema import load_config
-from core.domain.events import DecisionRecorded
+from core.control.audit import AuditLog
 from core.control.service import ControlPlane
+from core.domain.events import DecisionRecorded
 from tests.conftest import make_repo
 from tests.store.conftest import Backend, PostgresBackend
 

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from core.errors import LeaseLost
 from core.domain.events import RunFinished
 from core.domain.models import (
     Lease,
@@ -24,6 +23,7 @@ from core.domain.models import (
     RunStatus,
     TaskState,
 )
+from core.errors import LeaseLost
 from core.ports import Store
 from tests.store.conftest import Backend
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from core.errors import StoreError
 from core.domain.events import DecisionRecorded
 from core.domain.models import NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
+from core.errors import StoreError
 from store import migrations, open_store
 from store.postgres import PostgresStore
 from store.postgres_events import CHANNEL, COALESCE_S

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
 from core.domain.models import NewTask, Project
+from core.errors import StoreError
 from store import migrations, open_store
 from store.sqlite_file import APPLICATION_ID
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError, StoreUnavailable
 from core.domain.models import NewTask, Project, TaskState
+from core.errors import StoreError, StoreUnavailable
 from store import open_store
 from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
 

@@ -10,15 +10,15 @@ import asyncio
 
 import pytest
 
-from core.errors import ConfigError, ControlPlaneUnreachable
 from core.domain.events import Resync, RunOutput
 from core.domain.models import RunStatus, TaskState
-from t25_tui.tui.app import make_app
+from core.errors import ConfigError, ControlPlaneUnreachable
 from t25_tui.api.cockpit_client import attach
+from t25_tui.api.server import make_api
+from t25_tui.tui.app import make_app
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
-from t25_tui.api.server import make_api
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.test_serve import serving
 from tests.tui.conftest import settle_board, until, until_async

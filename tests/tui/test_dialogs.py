@@ -11,20 +11,20 @@ from textual import events
 from textual.widgets import Button, Input, Select, TextArea
 
 from core.config.schema import load_config
-from core.domain.models import TaskState, TaskType
 from core.control.service import ControlPlane
+from core.domain.models import TaskState, TaskType
 from store import open_store
-from t25_tui.tui.app import make_app
 from t25_tui.api.cockpit_client import attach
+from t25_tui.api.server import make_api
 from t25_tui.cli.setup import _sample_repo
+from t25_tui.tui.app import make_app
+from t25_tui.tui.sample_data import CONFIG
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
     ApprovalDialog,
     ConfirmDialog,
     NewTaskDialog,
 )
-from t25_tui.tui.sample_data import CONFIG
-from t25_tui.api.server import make_api
 from tests.test_serve import serving
 from tests.tui.conftest import app_for, settle_board, until, until_async
 from tests.waiting import free_port

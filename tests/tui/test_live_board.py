@@ -16,12 +16,12 @@ import httpx
 import pytest
 from textual.worker import WorkerState
 
+from core.control.service import ControlPlane
 from core.domain.events import TaskUpdated
 from core.domain.models import TaskState
-from core.control.service import ControlPlane
 from store import open_store
-from t25_tui.tui.app import make_app
 from t25_tui.api.cockpit_client import attach
+from t25_tui.tui.app import make_app
 from t25_tui.tui.screens.dialogs import ApprovalDialog, NewTaskDialog
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.terminal import T25

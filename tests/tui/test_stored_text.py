@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from core.domain.events import ApprovalRequested, InputRequested, RunOutput
+from core.domain.events import ApprovalRequested, InputRequested
 from core.domain.models import ArtifactKind, NewTask, RunStatus, TaskState, TaskType
 from core.domain.text import printable
+from t25_tui.tui.sample_data import artifact, run_stage, walk
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
-from t25_tui.tui.sample_data import artifact, run_stage, walk
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.screen_text import screen_text

@@ -11,15 +11,15 @@ from rich.syntax import Syntax
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from core.control.service import ControlPlane
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run
-from core.control.service import ControlPlane
 from core.domain.text import printable
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.widgets.logpane import LogPane
@@ -66,11 +66,10 @@ class TaskDetail(Screen):
         with TabbedContent(initial=self.first_tab):
             with TabPane("History", id="history"):
                 yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-            with TabPane("Artifacts", id="artifacts"):
-                with Horizontal():
-                    yield OptionList(id="artifact-list")
-                    with VerticalScroll(id="artifact-view"):
-                        yield Static("select an artifact", id="artifact-text")
+            with TabPane("Artifacts", id="artifacts"), Horizontal():
+                yield OptionList(id="artifact-list")
+                with VerticalScroll(id="artifact-view"):
+                    yield Static("select an artifact", id="artifact-text")
             with TabPane("Runs", id="runs"):
                 yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
                 yield Label("enter on a run shows its log", classes="hint")

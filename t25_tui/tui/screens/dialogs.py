@@ -21,8 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 import core.domain.text
-from core.errors import InvalidInput
 from core.domain.models import Task, TaskType
+from core.errors import InvalidInput
 from t25_tui.tui.cards import literal
 
 RISK_STYLE = {"low": "bold green", "medium": "bold yellow", "high": "bold red"}

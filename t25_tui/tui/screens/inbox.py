@@ -12,8 +12,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from core.domain.models import TaskState
 from core.control.service import ControlPlane
+from core.domain.models import TaskState
 from t25_tui.tui.cards import Clock, age, human_needed, literal
 
 WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]

@@ -18,11 +18,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from core.ports import AgentAdapter
 from core.config.schema import ROLES
 from core.control.cost import summarize
-from core.domain.models import Run
 from core.control.service import ControlPlane
+from core.domain.models import Run
+from core.ports import AgentAdapter
 from t25_tui.tui.cards import Clock, literal
 
 BAR = 12

@@ -15,8 +15,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
-from core.domain.events import RunOutput
 from core.control.service import ControlPlane
+from core.domain.events import RunOutput
 from core.domain.text import printable
 from t25_tui.tui.cards import literal
 
@@ -184,7 +184,7 @@ class LogPane(Vertical):
         lines = self.output.lines
         needle = self._query.lower()
         start = self._match_line + 1
-        order = list(range(start, len(lines))) + list(range(0, start))
+        order = list(range(start, len(lines))) + list(range(start))
         hit = next((i for i in order if needle in lines[i].lower()), None)
         if hit is None:
             self.query_one(".log-status", Static).update(self._status(f"“{self._query}” not found"))
