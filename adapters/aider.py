@@ -13,16 +13,39 @@ from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 
-_TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"
-                     r"(?:, (?P<cr>[\d.,]+k?) cache hit)?, (?P<recv>[\d.,]+k?) received\."
-                     r"(?: Cost: \$(?P<cost>[\d.]+) message)?", re.MULTILINE)
+_TOKENS = re.compile(
+    r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"
+    r"(?:, (?P<cr>[\d.,]+k?) cache hit)?, (?P<recv>[\d.,]+k?) received\."
+    r"(?: Cost: \$(?P<cost>[\d.]+) message)?",
+    re.MULTILINE,
+)
 _APPLIED = re.compile(r"^Applied edit to (?P<file>.+)$", re.MULTILINE)
 _MODEL = re.compile(r"^Model: (?P<model>\S+)", re.MULTILINE)
 _ERROR = re.compile(r"^litellm\.\w+(?:Error|Exception)\b.*$", re.MULTILINE)
-_NOISE = ("Warning for", "defaults.", "You can skip this check", "Aider v", "Model:", "Git repo:", "Repo-map:", "Added ", "Analytics", "Detected dumb",
-          "Update git", "Creating empty file", "Tokens:", "Applied edit", "Commit ",
-          "HTTPSConnectionPool", "Retrying in", "The API provider", "Warning", "Main model:",
-          "Weak model:", "https://aider.chat")
+_NOISE = (
+    "Warning for",
+    "defaults.",
+    "You can skip this check",
+    "Aider v",
+    "Model:",
+    "Git repo:",
+    "Repo-map:",
+    "Added ",
+    "Analytics",
+    "Detected dumb",
+    "Update git",
+    "Creating empty file",
+    "Tokens:",
+    "Applied edit",
+    "Commit ",
+    "HTTPSConnectionPool",
+    "Retrying in",
+    "The API provider",
+    "Warning",
+    "Main model:",
+    "Weak model:",
+    "https://aider.chat",
+)
 
 
 def _count(text: str | None) -> int:
@@ -36,12 +59,23 @@ class AiderSpec(CliAdapterSpec):
     name = "aider"
     binary = "aider"
     min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
-    login_env = (*NETWORK_ENV, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
-                 "GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY")
+    login_env = (
+        *NETWORK_ENV,
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_API_BASE",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "DEEPSEEK_API_KEY",
+    )
     owned_flags = ("--message", "-m", "--message-file", "--pretty", "--stream")
-    capabilities = Capabilities(structured_output="no (text)", usage=True, cost=True,
-                                resume="--restore-chat-history",
-                                sandbox_flags="--yes-always")
+    capabilities = Capabilities(
+        structured_output="no (text)",
+        usage=True,
+        cost=True,
+        resume="--restore-chat-history",
+        sandbox_flags="--yes-always",
+    )
 
     # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
     home_files = {".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'}
@@ -49,21 +83,40 @@ class AiderSpec(CliAdapterSpec):
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         # No commits, no .gitignore edits, no history files or repo-map cache in the worktree:
         # T25 commits the change, and whatever aider leaves there would be committed with it.
-        argv = ["--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-pretty",
-                "--no-stream", "--no-check-update", "--no-show-release-notes",
-                "--analytics-disable", "--no-gitignore", "--no-show-model-warnings",
-                "--chat-history-file", "/dev/null", "--input-history-file", "/dev/null",
-                "--map-tokens", "0"]
+        argv = [
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-pretty",
+            "--no-stream",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--analytics-disable",
+            "--no-gitignore",
+            "--no-show-model-warnings",
+            "--chat-history-file",
+            "/dev/null",
+            "--input-history-file",
+            "/dev/null",
+            "--map-tokens",
+            "0",
+        ]
         if request.model:
             argv += ["--model", request.model]
-        message = ["--message-file", str(prompt.path)] if prompt.path else \
-            [f"--message={prompt.text or ''}"]  # `=`: a prompt with dashes stays a value
+        message = (
+            ["--message-file", str(prompt.path)]
+            if prompt.path
+            else [f"--message={prompt.text or ''}"]
+        )  # `=`: a prompt with dashes stays a value
         return [*argv, *request.args, *message]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         # litellm's bundled price list instead of fetching one from GitHub at every start.
-        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS": "false",
-                "AIDER_CHECK_UPDATE": "false"}
+        return {
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "AIDER_ANALYTICS": "false",
+            "AIDER_CHECK_UPDATE": "false",
+        }
 
     def parse(self, stdout: str) -> ParsedOutput:
         sent = received = 0
@@ -73,14 +126,21 @@ class AiderSpec(CliAdapterSpec):
             received += _count(match["recv"])
             cost += float(match["cost"] or 0)
         errors = [m.group(0).strip() for m in _ERROR.finditer(stdout)]
-        answer = [line for line in stdout.splitlines() if line.strip()
-                  and not line.startswith(_NOISE) and not _ERROR.match(line)]
+        answer = [
+            line
+            for line in stdout.splitlines()
+            if line.strip() and not line.startswith(_NOISE) and not _ERROR.match(line)
+        ]
         model = _MODEL.search(stdout)
         return ParsedOutput(
             final_text="" if errors and not sent else "\n".join(answer).strip(),
-            is_error=bool(errors) and not sent, error=errors[-1] if errors else None,
-            files_changed=tuple(dict.fromkeys(m["file"].strip()
-                                              for m in _APPLIED.finditer(stdout))),
-            usage=Usage(input_tokens=sent, output_tokens=received,
-                        model=model["model"] if model else None),
-            cost_usd=cost or None)
+            is_error=bool(errors) and not sent,
+            error=errors[-1] if errors else None,
+            files_changed=tuple(
+                dict.fromkeys(m["file"].strip() for m in _APPLIED.finditer(stdout))
+            ),
+            usage=Usage(
+                input_tokens=sent, output_tokens=received, model=model["model"] if model else None
+            ),
+            cost_usd=cost or None,
+        )

@@ -55,7 +55,7 @@ class ParsedOutput:
     is_error: bool = False
     files_changed: tuple[str, ...] = ()
     resets_at: datetime | None = None  # when the CLI named a quota reset in its events
-    cost_usd: float | None = None      # when the CLI reports its own cost
+    cost_usd: float | None = None  # when the CLI reports its own cost
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,11 @@ class QuotaSignal:
 class Capabilities:
     """What a CLI can do headless, as `t25 doctor` shows it."""
 
-    structured_output: str = "no"   # the output format T25 reads, or "no" (text)
-    usage: bool = False             # reports tokens
-    cost: bool = False              # reports its own cost in USD
-    resume: str = "no"              # how a session is resumed, or "no"
-    sandbox_flags: str = "none"     # the CLI's own sandbox / permission flags T25 uses
+    structured_output: str = "no"  # the output format T25 reads, or "no" (text)
+    usage: bool = False  # reports tokens
+    cost: bool = False  # reports its own cost in USD
+    resume: str = "no"  # how a session is resumed, or "no"
+    sandbox_flags: str = "none"  # the CLI's own sandbox / permission flags T25 uses
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -105,8 +105,10 @@ class CliAdapterSpec:
         if self.min_version and found < _version_tuple(self.min_version):
             return False, f"{version} is older than the supported {self.min_version}"
         if self.below_version and found >= _version_tuple(self.below_version):
-            return True, (f"{version} is newer than tested ({self.tested_version}); "
-                          "T25 will try it, and reads its output tolerantly")
+            return True, (
+                f"{version} is newer than tested ({self.tested_version}); "
+                "T25 will try it, and reads its output tolerantly"
+            )
         return True, f"{version} is supported"
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -138,8 +140,14 @@ class CliAdapterSpec:
 
     def detect_overload(self, stdout: str, stderr: str) -> str | None:
         """A transient overload (529, "at capacity", 5xx) worth retrying after a pause."""
-        return next((t.strip() for t in self.error_texts(stdout, stderr)
-                     if classify_error(t) is Failure.OVERLOAD), None)
+        return next(
+            (
+                t.strip()
+                for t in self.error_texts(stdout, stderr)
+                if classify_error(t) is Failure.OVERLOAD
+            ),
+            None,
+        )
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         """Variables this CLI needs on top of the minimal environment (retry limits, telemetry
@@ -155,8 +163,11 @@ class CliAdapterSpec:
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         """What looks wrong in a profile for this CLI (`t25 doctor`)."""
-        return [f"args: {arg} is set by T25 itself; remove it" for arg in args
-                if arg.split("=")[0] in self.owned_flags]
+        return [
+            f"args: {arg} is set by T25 itself; remove it"
+            for arg in args
+            if arg.split("=")[0] in self.owned_flags
+        ]
 
     def locate(self) -> str | None:
         return shutil.which(self.binary)
@@ -167,8 +178,10 @@ def inline_prompt(prompt: PromptArg) -> str:
     becomes an instruction to read the 0600 file that holds it."""
     if prompt.path is None:
         return prompt.text or ""
-    return (f"Your complete instructions are in the file {prompt.path} (outside this "
-            "directory). Read that whole file first and follow it exactly.")
+    return (
+        f"Your complete instructions are in the file {prompt.path} (outside this "
+        "directory). Read that whole file first and follow it exactly."
+    )
 
 
 # A prompt file's name carries the pid of the T25 process that wrote it, so one that a
@@ -191,8 +204,9 @@ def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
     if len(prompt.encode()) <= PROMPT_FILE_THRESHOLD:
         yield PromptArg(text=prompt)
         return
-    fd, name = tempfile.mkstemp(prefix=f"{PROMPT_FILE_PREFIX}{os.getpid()}-", suffix=".md",
-                                dir=_prompt_dir(cwd))  # mode 0600
+    fd, name = tempfile.mkstemp(
+        prefix=f"{PROMPT_FILE_PREFIX}{os.getpid()}-", suffix=".md", dir=_prompt_dir(cwd)
+    )  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(prompt)
@@ -217,8 +231,7 @@ def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
                     path.unlink()
                     removed.append(path)
     if removed:
-        log.info("removed %d prompt file(s) left by T25 processes that were killed",
-                 len(removed))
+        log.info("removed %d prompt file(s) left by T25 processes that were killed", len(removed))
     return removed
 
 
@@ -289,10 +302,15 @@ class CliAdapter:
         path = self.locate()
         if path is None:
             return None  # not cached: it may be installed later
-        done = await run_process([path, *self.spec.version_args],
-                                 cwd=Path(tempfile.gettempdir()),
-                                 env=minimal_env(), timeout_s=VERSION_TIMEOUT_S,
-                                 abort=asyncio.Event(), grace_s=0.5, log_limit=65536)
+        done = await run_process(
+            [path, *self.spec.version_args],
+            cwd=Path(tempfile.gettempdir()),
+            env=minimal_env(),
+            timeout_s=VERSION_TIMEOUT_S,
+            abort=asyncio.Event(),
+            grace_s=0.5,
+            log_limit=65536,
+        )
         found = _VERSION.search(done.log.decode("utf-8", "replace"))
         self._version, self._version_read = (found.group(1) if found else None), True
         supported, note = self.spec.check_version(self._version)
@@ -306,39 +324,62 @@ class CliAdapter:
         settings, and a private HOME when there is one. Never T25's own secrets."""
         extra = passthrough_env((*self.spec.login_env, *request.env_passthrough))
         if home is not None:
-            extra.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                         XDG_DATA_HOME=str(home / ".local" / "share"),
-                         XDG_CACHE_HOME=str(home / ".cache"),
-                         XDG_STATE_HOME=str(home / ".local" / "state"))
+            extra.update(
+                HOME=str(home),
+                XDG_CONFIG_HOME=str(home / ".config"),
+                XDG_DATA_HOME=str(home / ".local" / "share"),
+                XDG_CACHE_HOME=str(home / ".cache"),
+                XDG_STATE_HOME=str(home / ".local" / "state"),
+            )
             extra.update(self.spec.home_env(home))
         extra.update(self.spec.extra_env(request))
         return minimal_env(extra)
 
-    async def run(self, request: AgentRequest, sink: OutputSink,
-                  abort: asyncio.Event) -> AgentResult:
+    async def run(
+        self, request: AgentRequest, sink: OutputSink, abort: asyncio.Event
+    ) -> AgentResult:
         path = self.locate()
         if path is None:
-            return AgentResult(adapter=self.name, model=request.model, failure=Failure.SPAWN,
-                               error=f"{self.spec.binary}: not found on PATH")
+            return AgentResult(
+                adapter=self.name,
+                model=request.model,
+                failure=Failure.SPAWN,
+                error=f"{self.spec.binary}: not found on PATH",
+            )
         version = await self.version()
         try:
             sandbox = sandbox_for(request.sandbox, image=request.sandbox_image)
             await sandbox.check()
         except SandboxUnavailable as exc:  # never run unsandboxed instead
-            return AgentResult(adapter=self.name, cli_version=version, model=request.model,
-                               failure=Failure.SPAWN,
-                               error=f"sandbox {request.sandbox} cannot be had: {exc}; "
-                                     "the run is refused rather than run unsandboxed")
-        with prompt_arg(request.prompt, request.cwd) as prompt, \
-                private_home(request, self.spec.home_files) as home:
+            return AgentResult(
+                adapter=self.name,
+                cli_version=version,
+                model=request.model,
+                failure=Failure.SPAWN,
+                error=f"sandbox {request.sandbox} cannot be had: {exc}; "
+                "the run is refused rather than run unsandboxed",
+            )
+        with (
+            prompt_arg(request.prompt, request.cwd) as prompt,
+            private_home(request, self.spec.home_files) as home,
+        ):
             env = self.environment(request, home)
-            argv = sandbox.wrap([path, *self.spec.build_argv(request, prompt)],
-                                cwd=request.cwd, env=env,
-                                writable=[p for p in (home,) if p is not None],
-                                readable=[p for p in (prompt.path,) if p is not None])
-            done = await run_process(argv, cwd=request.cwd, env=sandbox.env(env),
-                                     timeout_s=request.timeout_s, abort=abort,
-                                     on_output=sink, grace_s=self.grace_s)
+            argv = sandbox.wrap(
+                [path, *self.spec.build_argv(request, prompt)],
+                cwd=request.cwd,
+                env=env,
+                writable=[p for p in (home,) if p is not None],
+                readable=[p for p in (prompt.path,) if p is not None],
+            )
+            done = await run_process(
+                argv,
+                cwd=request.cwd,
+                env=sandbox.env(env),
+                timeout_s=request.timeout_s,
+                abort=abort,
+                on_output=sink,
+                grace_s=self.grace_s,
+            )
         return self._result(request, version, done)
 
     def _parse(self, stdout: str) -> ParsedOutput:
@@ -347,30 +388,44 @@ class CliAdapter:
         except Exception as exc:  # output a parser did not foresee is the agent's doing
             return ParsedOutput(error=f"unreadable output: {exc}", is_error=True)
 
-    def _result(self, request: AgentRequest, version: str | None,
-                done: ProcessResult) -> AgentResult:
+    def _result(
+        self, request: AgentRequest, version: str | None, done: ProcessResult
+    ) -> AgentResult:
         stdout = done.stdout.decode("utf-8", "replace")
         stderr = done.stderr.decode("utf-8", "replace")
         parsed = self._parse(stdout)
-        base = dict(adapter=self.name, cli_version=version,
-                    model=parsed.usage.model or request.model, exit_code=done.exit_code,
-                    final_text=parsed.final_text, usage=parsed.usage,
-                    files_changed=_relative(parsed.files_changed, request.cwd), log=done.log,
-                    cost_usd=parsed.cost_usd,
-                    duration_s=done.duration_s)
+        base = dict(
+            adapter=self.name,
+            cli_version=version,
+            model=parsed.usage.model or request.model,
+            exit_code=done.exit_code,
+            final_text=parsed.final_text,
+            usage=parsed.usage,
+            files_changed=_relative(parsed.files_changed, request.cwd),
+            log=done.log,
+            cost_usd=parsed.cost_usd,
+            duration_s=done.duration_s,
+        )
         if done.spawn_error:
             return AgentResult(**base, failure=Failure.SPAWN, error=done.spawn_error)
         if done.aborted:
-            return AgentResult(**base, failure=Failure.ABORTED,
-                               error="aborted by T25; process group killed")
+            return AgentResult(
+                **base, failure=Failure.ABORTED, error="aborted by T25; process group killed"
+            )
         if done.timed_out:
-            return AgentResult(**base, failure=Failure.TIMEOUT,
-                               error=f"timed out after {request.timeout_s:g} s; "
-                                     "process group killed")
+            return AgentResult(
+                **base,
+                failure=Failure.TIMEOUT,
+                error=f"timed out after {request.timeout_s:g} s; process group killed",
+            )
         failed = done.exit_code != 0 or parsed.is_error
         if failed and (quota := self.spec.detect_quota(stdout, stderr, done.exit_code)):
-            return AgentResult(**base, failure=Failure.QUOTA, error=_one_line(quota.message),
-                               quota_resets_at=quota.resets_at)
+            return AgentResult(
+                **base,
+                failure=Failure.QUOTA,
+                error=_one_line(quota.message),
+                quota_resets_at=quota.resets_at,
+            )
         if failed:
             if overload := self.spec.detect_overload(stdout, stderr):
                 return AgentResult(**base, failure=Failure.OVERLOAD, error=_one_line(overload))

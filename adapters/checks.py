@@ -30,8 +30,13 @@ def _excerpt(log: bytes) -> str:
 
 async def run_check(check: QACheck, cwd: Path, abort: asyncio.Event | None = None) -> CheckResult:
     """Run one check to its end or its timeout; it passes when it exits 0."""
-    done = await run_process(list(check.run), cwd=cwd, env=minimal_env(CHECK_ENV),
-                             timeout_s=check.timeout_s, abort=abort or asyncio.Event())
+    done = await run_process(
+        list(check.run),
+        cwd=cwd,
+        env=minimal_env(CHECK_ENV),
+        timeout_s=check.timeout_s,
+        abort=abort or asyncio.Event(),
+    )
     excerpt = _excerpt(done.log)
     if done.spawn_error:
         excerpt = done.spawn_error
@@ -39,5 +44,11 @@ async def run_check(check: QACheck, cwd: Path, abort: asyncio.Event | None = Non
         excerpt += f"\n[t25: timed out after {check.timeout_s} s; process group killed]"
     elif done.aborted:
         excerpt += "\n[t25: stopped by T25; process group killed]"
-    return CheckResult(name=check.name, required=check.required, passed=done.exit_code == 0,
-                       exit_code=done.exit_code, excerpt=excerpt, duration_s=done.duration_s)
+    return CheckResult(
+        name=check.name,
+        required=check.required,
+        passed=done.exit_code == 0,
+        exit_code=done.exit_code,
+        excerpt=excerpt,
+        duration_s=done.duration_s,
+    )

@@ -16,24 +16,43 @@ class ClaudeSpec(CliAdapterSpec):
     name = "claude"
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
-    login_env = (*NETWORK_ENV, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                 "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR")
+    login_env = (
+        *NETWORK_ENV,
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "CLAUDE_CONFIG_DIR",
+    )
     owned_flags = ("-p", "--print", "--output-format", "--verbose")
-    capabilities = Capabilities(structured_output="stream-json", usage=True, cost=True,
-                                resume="--resume SESSION_ID",
-                                sandbox_flags="--dangerously-skip-permissions")
+    capabilities = Capabilities(
+        structured_output="stream-json",
+        usage=True,
+        cost=True,
+        resume="--resume SESSION_ID",
+        sandbox_flags="--dangerously-skip-permissions",
+    )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
-        argv = ["-p", "--output-format", "stream-json", "--verbose",
-                "--dangerously-skip-permissions"]
+        argv = [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+        ]
         if request.model:
             argv += ["--model", request.model]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
-        env = {"CLAUDE_CODE_MAX_RETRIES": "0",  # T25 retries overloads and falls back on quota
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-               "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+        env = {
+            "CLAUDE_CODE_MAX_RETRIES": "0",  # T25 retries overloads and falls back on quota
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
         if os.geteuid() == 0:  # as root it refuses to skip permissions unless told it is boxed
             env["IS_SANDBOX"] = "1"
         return env
@@ -43,25 +62,47 @@ class ClaudeSpec(CliAdapterSpec):
         result = last_event(events, "result") or {}
         init = next((e for e in events if e.get("subtype") == "init"), {})
         models = result.get("modelUsage") if isinstance(result.get("modelUsage"), dict) else {}
-        model = max(models, key=lambda m: _output_tokens(models[m]), default=None) \
-            or text_of(init.get("model")) or None
-        files = [block["input"]["file_path"] for e in events if e.get("type") == "assistant"
-                 for block in (e.get("message") or {}).get("content") or []
-                 if isinstance(block, dict) and block.get("type") == "tool_use"
-                 and block.get("name") in EDIT_TOOLS and isinstance(block.get("input"), dict)
-                 and isinstance(block["input"].get("file_path"), str)]
+        model = (
+            max(models, key=lambda m: _output_tokens(models[m]), default=None)
+            or text_of(init.get("model"))
+            or None
+        )
+        files = [
+            block["input"]["file_path"]
+            for e in events
+            if e.get("type") == "assistant"
+            for block in (e.get("message") or {}).get("content") or []
+            if isinstance(block, dict)
+            and block.get("type") == "tool_use"
+            and block.get("name") in EDIT_TOOLS
+            and isinstance(block.get("input"), dict)
+            and isinstance(block["input"].get("file_path"), str)
+        ]
         limit = last_event(events, "rate_limit_event") or {}
-        info = limit.get("rate_limit_info") if isinstance(limit.get("rate_limit_info"), dict) else {}
+        info = (
+            limit.get("rate_limit_info") if isinstance(limit.get("rate_limit_info"), dict) else {}
+        )
         is_error = result.get("is_error") is True  # trust is_error, not subtype
         errors = result.get("errors") if isinstance(result.get("errors"), list) else []
-        error = (text_of(result.get("result")) or "; ".join(map(str, errors))
-                 or text_of(result.get("subtype"))) if is_error else None
+        error = (
+            (
+                text_of(result.get("result"))
+                or "; ".join(map(str, errors))
+                or text_of(result.get("subtype"))
+            )
+            if is_error
+            else None
+        )
         cost = result.get("total_cost_usd")
         return ParsedOutput(
-            final_text=text_of(result.get("result")), is_error=is_error, error=error,
-            usage=anthropic_usage(result.get("usage"), model), files_changed=tuple(files),
+            final_text=text_of(result.get("result")),
+            is_error=is_error,
+            error=error,
+            usage=anthropic_usage(result.get("usage"), model),
+            files_changed=tuple(files),
             resets_at=epoch(info.get("resetsAt")) if info.get("status") == "rejected" else None,
-            cost_usd=float(cost) if type(cost) in (int, float) else None)
+            cost_usd=float(cost) if type(cost) in (int, float) else None,
+        )
 
 
 def _output_tokens(entry: object) -> int:

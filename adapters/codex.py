@@ -37,14 +37,28 @@ class CodexSpec(CliAdapterSpec):
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
     owned_flags = ("--json", "-C", "--cd")
-    capabilities = Capabilities(structured_output="--json", usage=True, cost=False,
-                                resume="exec resume SESSION_ID",
-                                sandbox_flags="--sandbox workspace-write, approvals never")
+    capabilities = Capabilities(
+        structured_output="--json",
+        usage=True,
+        cost=False,
+        resume="exec resume SESSION_ID",
+        sandbox_flags="--sandbox workspace-write, approvals never",
+    )
     home_files = {".codex/config.toml": HEADLESS_CONFIG}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
-        argv = ["exec", "--json", "-C", str(request.cwd), "--sandbox", "workspace-write",
-                "-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false"]
+        argv = [
+            "exec",
+            "--json",
+            "-C",
+            str(request.cwd),
+            "--sandbox",
+            "workspace-write",
+            "-c",
+            "check_for_update_on_startup=false",
+            "-c",
+            "analytics.enabled=false",
+        ]
         if request.model:
             argv += ["-m", request.model]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
@@ -54,20 +68,32 @@ class CodexSpec(CliAdapterSpec):
 
     def parse(self, stdout: str) -> ParsedOutput:
         events = json_lines(stdout)
-        items = [e["item"] for e in events
-                 if e.get("type") == "item.completed" and isinstance(e.get("item"), dict)]
+        items = [
+            e["item"]
+            for e in events
+            if e.get("type") == "item.completed" and isinstance(e.get("item"), dict)
+        ]
         messages = [text_of(i.get("text")) for i in items if i.get("type") == "agent_message"]
-        files = [c["path"] for i in items if i.get("type") == "file_change"
-                 for c in i.get("changes") or [] if isinstance(c, dict)
-                 and isinstance(c.get("path"), str)]
+        files = [
+            c["path"]
+            for i in items
+            if i.get("type") == "file_change"
+            for c in i.get("changes") or []
+            if isinstance(c, dict) and isinstance(c.get("path"), str)
+        ]
         failed = last_event(events, "turn.failed")
         error = None
         if failed is not None:
             detail = failed.get("error")
-            error = text_of(detail.get("message") if isinstance(detail, dict) else detail) \
+            error = (
+                text_of(detail.get("message") if isinstance(detail, dict) else detail)
                 or "the turn failed"
+            )
         done = last_event(events, "turn.completed") or {}
-        return ParsedOutput(final_text=messages[-1] if messages else "",
-                            is_error=failed is not None, error=error,
-                            usage=openai_usage(done.get("usage"), None),
-                            files_changed=tuple(files))
+        return ParsedOutput(
+            final_text=messages[-1] if messages else "",
+            is_error=failed is not None,
+            error=error,
+            usage=openai_usage(done.get("usage"), None),
+            files_changed=tuple(files),
+        )

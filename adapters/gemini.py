@@ -12,23 +12,39 @@ from core.domain.models import Usage
 
 EDIT_TOOLS = {"write_file", "replace", "edit"}
 # API-key login, no telemetry, no update checks (see agent-cli-captures/gemini-settings.json).
-HEADLESS_SETTINGS = json.dumps({
-    "security": {"auth": {"selectedType": "gemini-api-key"}},
-    "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-}, indent=2)
+HEADLESS_SETTINGS = json.dumps(
+    {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    },
+    indent=2,
+)
 
 
 class GeminiSpec(CliAdapterSpec):
     name = "gemini"
     binary = "gemini"
     min_version, below_version, tested_version = "0.50.0", "0.62", "0.61.0"
-    login_env = (*NETWORK_ENV, "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-                 "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
-                 "GOOGLE_APPLICATION_CREDENTIALS")
+    login_env = (
+        *NETWORK_ENV,
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    )
     owned_flags = ("-o", "--output-format", "-p", "--prompt")
-    capabilities = Capabilities(structured_output="-o stream-json", usage=True, cost=False,
-                                resume="--resume SESSION", sandbox_flags="--yolo")
+    capabilities = Capabilities(
+        structured_output="-o stream-json",
+        usage=True,
+        cost=False,
+        resume="--resume SESSION",
+        sandbox_flags="--yolo",
+    )
     home_files = {".gemini/settings.json": HEADLESS_SETTINGS}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -51,24 +67,39 @@ class GeminiSpec(CliAdapterSpec):
                 text = []
             elif event.get("type") == "message" and event.get("role") == "assistant":
                 text.append(text_of(event.get("content")))
-        files = [e["parameters"]["file_path"] for e in events if e.get("type") == "tool_use"
-                 and e.get("tool_name") in EDIT_TOOLS and isinstance(e.get("parameters"), dict)
-                 and isinstance(e["parameters"].get("file_path"), str)]
+        files = [
+            e["parameters"]["file_path"]
+            for e in events
+            if e.get("type") == "tool_use"
+            and e.get("tool_name") in EDIT_TOOLS
+            and isinstance(e.get("parameters"), dict)
+            and isinstance(e["parameters"].get("file_path"), str)
+        ]
         stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
         models = stats.get("models") if isinstance(stats.get("models"), dict) else {}
         used = {m: v for m, v in models.items() if isinstance(v, dict) and _n(v, "total_tokens")}
         model = max(used, key=lambda m: _n(used[m], "total_tokens"), default=None)
         is_error = result.get("status") == "error"
         detail = result.get("error")
-        error = text_of(detail.get("message") if isinstance(detail, dict) else detail) \
-            or "gemini reported an error" if is_error else None
+        error = (
+            text_of(detail.get("message") if isinstance(detail, dict) else detail)
+            or "gemini reported an error"
+            if is_error
+            else None
+        )
         cached = _n(stats, "cached")
         return ParsedOutput(
-            final_text="".join(text).strip(), is_error=is_error, error=error,
+            final_text="".join(text).strip(),
+            is_error=is_error,
+            error=error,
             files_changed=tuple(files),
-            usage=Usage(input_tokens=max(_n(stats, "input_tokens") - cached, 0),
-                        output_tokens=_n(stats, "output_tokens"), cache_read_tokens=cached,
-                        model=model))
+            usage=Usage(
+                input_tokens=max(_n(stats, "input_tokens") - cached, 0),
+                output_tokens=_n(stats, "output_tokens"),
+                cache_read_tokens=cached,
+                model=model,
+            ),
+        )
 
 
 def _n(mapping: dict, key: str) -> int:

@@ -15,12 +15,23 @@ class OpencodeSpec(CliAdapterSpec):
     name = "opencode"
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
-    login_env = (*NETWORK_ENV, "OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "ANTHROPIC_API_KEY",
-                 "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
+    login_env = (
+        *NETWORK_ENV,
+        "OPENCODE_CONFIG",
+        "OPENCODE_CONFIG_CONTENT",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+    )
     owned_flags = ("--format",)
-    capabilities = Capabilities(structured_output="--format json", usage=True, cost=True,
-                                resume="--session ID / --continue",
-                                sandbox_flags="none (permissions from its config)")
+    capabilities = Capabilities(
+        structured_output="--format json",
+        usage=True,
+        cost=True,
+        resume="--session ID / --continue",
+        sandbox_flags="none (permissions from its config)",
+    )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = ["run", "--format", "json"]
@@ -31,7 +42,16 @@ class OpencodeSpec(CliAdapterSpec):
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         # No update check, model catalogue, default plugins, LSP downloads or sharing: each
         # reaches for an outside host.
-        return dict.fromkeys(("OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD"), "1")
+        return dict.fromkeys(
+            (
+                "OPENCODE_DISABLE_AUTOUPDATE",
+                "OPENCODE_DISABLE_SHARE",
+                "OPENCODE_DISABLE_MODELS_FETCH",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD",
+            ),
+            "1",
+        )
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         problems = super().config_problems(profile_model, args)
@@ -58,8 +78,12 @@ class OpencodeSpec(CliAdapterSpec):
             elif kind == "step_finish":
                 tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
                 cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-                for key, source in (("input", tokens), ("output", tokens), ("read", cache),
-                                    ("write", cache)):
+                for key, source in (
+                    ("input", tokens),
+                    ("output", tokens),
+                    ("read", cache),
+                    ("write", cache),
+                ):
                     value = source.get(key)
                     usage[key] += value if type(value) is int and value >= 0 else 0
                 if type(part.get("cost")) in (int, float):
@@ -71,7 +95,15 @@ class OpencodeSpec(CliAdapterSpec):
             data = last.get("data") if isinstance(last.get("data"), dict) else {}
             error = text_of(data.get("message")) or text_of(last.get("name")) or "opencode error"
         return ParsedOutput(
-            final_text="\n".join(t for t in text if t).strip(), is_error=bool(errors),
-            error=error, files_changed=tuple(files), cost_usd=cost,
-            usage=Usage(input_tokens=usage["input"], output_tokens=usage["output"],
-                        cache_read_tokens=usage["read"], cache_write_tokens=usage["write"]))
+            final_text="\n".join(t for t in text if t).strip(),
+            is_error=bool(errors),
+            error=error,
+            files_changed=tuple(files),
+            cost_usd=cost,
+            usage=Usage(
+                input_tokens=usage["input"],
+                output_tokens=usage["output"],
+                cache_read_tokens=usage["read"],
+                cache_write_tokens=usage["write"],
+            ),
+        )

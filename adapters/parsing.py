@@ -45,9 +45,13 @@ def anthropic_usage(usage: dict | None, model: str | None) -> Usage:
         value = usage.get(key)
         return value if type(value) is int and value >= 0 else 0  # not bool
 
-    return Usage(input_tokens=count("input_tokens"), output_tokens=count("output_tokens"),
-                 cache_read_tokens=count("cache_read_input_tokens"),
-                 cache_write_tokens=count("cache_creation_input_tokens"), model=model)
+    return Usage(
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cache_read_input_tokens"),
+        cache_write_tokens=count("cache_creation_input_tokens"),
+        model=model,
+    )
 
 
 _RESET = re.compile(
@@ -86,16 +90,37 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
 # The real messages, lower-cased, by what they mean (see testing.md and the captures).
 # Quota: the provider will not serve this login for a while; another adapter may.
 QUOTA_MARKERS = (
-    "hit your session limit", "hit your usage limit", "hit your weekly limit",
-    "credit balance is too low", "quota exceeded", "exceeded your current quota",
-    "exhausted your daily quota", "resource has been exhausted", "resource_exhausted",
-    "rate limit", "rate_limit", "ratelimiterror", "too many requests", "request rejected (429)",
-    "status: 429", "(429)", "insufficient_quota", "usage limit",
+    "hit your session limit",
+    "hit your usage limit",
+    "hit your weekly limit",
+    "credit balance is too low",
+    "quota exceeded",
+    "exceeded your current quota",
+    "exhausted your daily quota",
+    "resource has been exhausted",
+    "resource_exhausted",
+    "rate limit",
+    "rate_limit",
+    "ratelimiterror",
+    "too many requests",
+    "request rejected (429)",
+    "status: 429",
+    "(429)",
+    "insufficient_quota",
+    "usage limit",
 )
 # Overload: transient trouble on the provider's side; the same adapter may work in a moment.
 OVERLOAD_MARKERS = (
-    "overloaded", "at capacity", "high demand", "529", "503 service unavailable",
-    "internal server error", "server_error", "\"code\":500", "status: 500", "status: 503",
+    "overloaded",
+    "at capacity",
+    "high demand",
+    "529",
+    "503 service unavailable",
+    "internal server error",
+    "server_error",
+    '"code":500',
+    "status: 500",
+    "status: 503",
     "temporarily unavailable",
 )
 
@@ -110,18 +135,27 @@ def classify_error(text: str) -> Failure | None:
     return None
 
 
-_IN = re.compile(r"try again in\s+(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b",
-                 re.IGNORECASE)
+_IN = re.compile(
+    r"try again in\s+(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b",
+    re.IGNORECASE,
+)
 
 
 def retry_after(text: str, now: datetime | None = None) -> datetime | None:
-    """"try again in 1s" / "in 5 minutes" as a moment in UTC; None when not said."""
+    """ "try again in 1s" / "in 5 minutes" as a moment in UTC; None when not said."""
     match = _IN.search(text)
     if not match:
         return None
     unit = match["unit"].lower()
-    scale = 0.001 if unit == "ms" else 60 if unit.startswith("m") else \
-        3600 if unit.startswith("h") else 1
+    scale = (
+        0.001
+        if unit == "ms"
+        else 60
+        if unit.startswith("m")
+        else 3600
+        if unit.startswith("h")
+        else 1
+    )
     return (now or datetime.now(UTC)) + timedelta(seconds=float(match["n"]) * scale)
 
 
@@ -144,10 +178,13 @@ def openai_usage(usage: dict | None, model: str | None) -> Usage:
         return 0
 
     cached = count("cached_input_tokens")
-    return Usage(input_tokens=max(count("input_tokens", "prompt_tokens") - cached, 0),
-                 output_tokens=count("output_tokens", "completion_tokens"),
-                 cache_read_tokens=cached,
-                 cache_write_tokens=count("cache_write_input_tokens"), model=model)
+    return Usage(
+        input_tokens=max(count("input_tokens", "prompt_tokens") - cached, 0),
+        output_tokens=count("output_tokens", "completion_tokens"),
+        cache_read_tokens=cached,
+        cache_write_tokens=count("cache_write_input_tokens"),
+        model=model,
+    )
 
 
 def text_of(value: object) -> str:

@@ -37,16 +37,26 @@ ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR")
 # Never handed to a child, even when a profile names them (the config refuses that too).
 NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL"})
 # How a host reaches the network: agent CLIs need these to talk to their provider.
-NETWORK_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
-               "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")
+NETWORK_ENV = (
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+)
 
 OutputCallback = Callable[[str, str], Awaitable[None]]
 
 
 def passthrough_env(names: Iterable[str]) -> dict[str, str]:
     """The named variables that are set in T25's environment, minus T25's own secrets."""
-    return {name: os.environ[name] for name in names
-            if name in os.environ and name not in NEVER_PASSED}
+    return {
+        name: os.environ[name] for name in names if name in os.environ and name not in NEVER_PASSED
+    }
 
 
 def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -63,14 +73,14 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 class ProcessResult:
     """How a child process ended and what it printed (each stream capped, see `Capped`)."""
 
-    exit_code: int | None        # None when it did not exit by itself (killed, or never started)
+    exit_code: int | None  # None when it did not exit by itself (killed, or never started)
     stdout: bytes
     stderr: bytes
-    log: bytes                   # both streams interleaved as they arrived
+    log: bytes  # both streams interleaved as they arrived
     timed_out: bool = False
     aborted: bool = False
     duration_s: float = 0.0
-    signal: int | None = None    # the signal that ended it, if one did
+    signal: int | None = None  # the signal that ended it, if one did
     spawn_error: str | None = None
 
     @property
@@ -106,7 +116,7 @@ class Capped:
 
     def value(self) -> bytes:
         fits = not self.dropped and len(self.head) + len(self.tail) <= 2 * self.half
-        tail = self.tail if fits else self.tail[-self.half:]
+        tail = self.tail if fits else self.tail[-self.half :]
         dropped = self.dropped + len(self.tail) - len(tail)
         if not dropped:
             return bytes(self.head + tail)
@@ -122,8 +132,11 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def _spawn_error(exc: BaseException, argv: list[str], cwd: Path) -> str:
-    if isinstance(exc, FileNotFoundError) and exc.filename is not None \
-            and os.fspath(exc.filename) == os.fspath(cwd):
+    if (
+        isinstance(exc, FileNotFoundError)
+        and exc.filename is not None
+        and os.fspath(exc.filename) == os.fspath(cwd)
+    ):
         return f"working directory not found: {cwd}"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {argv[0]}"
@@ -132,8 +145,13 @@ def _spawn_error(exc: BaseException, argv: list[str], cwd: Path) -> str:
     return f"could not start {argv[0]}: {exc}"
 
 
-async def _pump(stream: asyncio.StreamReader, name: str, own: Capped, log: Capped,
-                on_output: OutputCallback | None) -> Exception | None:
+async def _pump(
+    stream: asyncio.StreamReader,
+    name: str,
+    own: Capped,
+    log: Capped,
+    on_output: OutputCallback | None,
+) -> Exception | None:
     """Read one pipe to its end in chunks (a line may be any length); return the sink's error.
 
     A failing sink is T25's bug, not the agent's: the pipe is still read to its end, so the
@@ -216,11 +234,17 @@ async def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.sub
     reaps the child before it goes on: asyncio alone would kill only the leader, and leave
     it unreaped if cancelled once more while waiting for it.
     """
-    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    ))
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    )
 
     async def end_it() -> None:
         await asyncio.wait([starting])
@@ -257,8 +281,13 @@ async def run_process(
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
 
     def result(**fields) -> ProcessResult:
-        return ProcessResult(stdout=out.value(), stderr=err.value(), log=log.value(),
-                             duration_s=time.monotonic() - started, **fields)
+        return ProcessResult(
+            stdout=out.value(),
+            stderr=err.value(),
+            log=log.value(),
+            duration_s=time.monotonic() - started,
+            **fields,
+        )
 
     if abort.is_set():
         return result(exit_code=None, aborted=True)
@@ -267,14 +296,17 @@ async def run_process(
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
         return result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
 
-    pumps = [asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output)),
-             asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output))]
+    pumps = [
+        asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output)),
+        asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output)),
+    ]
     exited = asyncio.create_task(_exit(proc))
     aborting = asyncio.create_task(abort.wait())
     timed_out = aborted = False
     try:
-        await asyncio.wait({exited, aborting}, timeout=timeout_s,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {exited, aborting}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if not exited.done():
             aborted = abort.is_set()
             timed_out = not aborted
@@ -298,5 +330,9 @@ async def run_process(
 
     code = proc.returncode
     killed_by = -code if code is not None and code < 0 else None
-    return result(exit_code=None if killed_by or timed_out or aborted else code,
-                  timed_out=timed_out, aborted=aborted, signal=killed_by)
+    return result(
+        exit_code=None if killed_by or timed_out or aborted else code,
+        timed_out=timed_out,
+        aborted=aborted,
+        signal=killed_by,
+    )

@@ -37,8 +37,15 @@ class Sandbox:
     async def check(self) -> None:
         return None
 
-    def wrap(self, argv: list[str], *, cwd: Path, env: dict[str, str],
-             writable: list[Path] = (), readable: list[Path] = ()) -> list[str]:
+    def wrap(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        writable: list[Path] = (),
+        readable: list[Path] = (),
+    ) -> list[str]:
         return argv
 
     def env(self, env: dict[str, str]) -> dict[str, str]:
@@ -48,9 +55,15 @@ class Sandbox:
 async def _probe(argv: list[str]) -> tuple[int | None, str]:
     """Run a short probe; (exit code, its output), exit code None when it could not start or
     did not answer. It runs under `run_process`, so a stopped probe leaves no child behind."""
-    done = await run_process(argv, cwd=Path(tempfile.gettempdir()), env=dict(os.environ),
-                             timeout_s=CHECK_TIMEOUT_S, abort=asyncio.Event(), grace_s=0.5,
-                             log_limit=65536)
+    done = await run_process(
+        argv,
+        cwd=Path(tempfile.gettempdir()),
+        env=dict(os.environ),
+        timeout_s=CHECK_TIMEOUT_S,
+        abort=asyncio.Event(),
+        grace_s=0.5,
+        log_limit=65536,
+    )
     if done.spawn_error:
         return None, done.spawn_error
     if done.timed_out:
@@ -72,19 +85,54 @@ class Bubblewrap(Sandbox):
         path = shutil.which("bwrap")
         if path is None:
             raise SandboxUnavailable("bwrap is not installed (Debian: apt-get install bubblewrap)")
-        code, out = await _probe([path, "--unshare-all", "--ro-bind", "/", "/",
-                                  "--dev", "/dev", "--proc", "/proc", "--", "true"])
+        code, out = await _probe(
+            [
+                path,
+                "--unshare-all",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--",
+                "true",
+            ]
+        )
         if code != 0:
-            raise SandboxUnavailable(f"bwrap cannot create its namespaces here: "
-                                     f"{out.splitlines()[-1] if out else 'exit ' + str(code)} "
-                                     "(are unprivileged user namespaces disabled?)")
+            raise SandboxUnavailable(
+                f"bwrap cannot create its namespaces here: "
+                f"{out.splitlines()[-1] if out else 'exit ' + str(code)} "
+                "(are unprivileged user namespaces disabled?)"
+            )
         self._checked = True
 
-    def wrap(self, argv: list[str], *, cwd: Path, env: dict[str, str],
-             writable: list[Path] = (), readable: list[Path] = ()) -> list[str]:
+    def wrap(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        writable: list[Path] = (),
+        readable: list[Path] = (),
+    ) -> list[str]:
         bwrap = shutil.which("bwrap") or "bwrap"
-        out = [bwrap, "--die-with-parent", "--unshare-all", "--new-session",
-               "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        out = [
+            bwrap,
+            "--die-with-parent",
+            "--unshare-all",
+            "--new-session",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+        ]
         for path in (*readable, *_hidden_by_tmpfs(argv[0])):
             out += ["--ro-bind", str(path), str(path)]
         for path in (cwd, *writable):
@@ -121,11 +169,31 @@ class Docker(Sandbox):
             last = out.splitlines()[-1] if out else f"exit {code}"
             raise SandboxUnavailable(f"no Docker engine answers: {last}")
 
-    def wrap(self, argv: list[str], *, cwd: Path, env: dict[str, str],
-             writable: list[Path] = (), readable: list[Path] = ()) -> list[str]:
-        out = [shutil.which("docker") or "docker", "run", "--rm", "-i", "--network", "none",
-               "--user", f"{os.getuid()}:{os.getgid()}", "--security-opt", "no-new-privileges",
-               "-v", f"{cwd}:{cwd}", "-w", str(cwd)]
+    def wrap(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        writable: list[Path] = (),
+        readable: list[Path] = (),
+    ) -> list[str]:
+        out = [
+            shutil.which("docker") or "docker",
+            "run",
+            "--rm",
+            "-i",
+            "--network",
+            "none",
+            "--user",
+            f"{os.getuid()}:{os.getgid()}",
+            "--security-opt",
+            "no-new-privileges",
+            "-v",
+            f"{cwd}:{cwd}",
+            "-w",
+            str(cwd),
+        ]
         for path in writable:
             out += ["-v", f"{path}:{path}"]
         for path in readable:

@@ -38,11 +38,20 @@ class ScriptedSpec(CliAdapterSpec):
         result = last_event(events, "result") or {}
         text = result.get("result") if isinstance(result.get("result"), str) else ""
         is_error = result.get("is_error") is True
-        files = [e["path"] for e in events if e.get("type") == "tool_use"
-                 and e.get("name") == "write" and isinstance(e.get("path"), str)]
-        return ParsedOutput(final_text=text, is_error=is_error, error=text if is_error else None,
-                            usage=anthropic_usage(result.get("usage"), result.get("model")),
-                            files_changed=tuple(dict.fromkeys(files)))
+        files = [
+            e["path"]
+            for e in events
+            if e.get("type") == "tool_use"
+            and e.get("name") == "write"
+            and isinstance(e.get("path"), str)
+        ]
+        return ParsedOutput(
+            final_text=text,
+            is_error=is_error,
+            error=text if is_error else None,
+            usage=anthropic_usage(result.get("usage"), result.get("model")),
+            files_changed=tuple(dict.fromkeys(files)),
+        )
 
     def detect_quota(self, stdout: str, stderr: str, exit_code: int | None) -> QuotaSignal | None:
         for text in (self.parse(stdout).error or "", *stderr.splitlines()):

@@ -29,10 +29,14 @@ CHANGES_DIR = "changes"  # one file per task, so tasks run in parallel merge cle
 
 def changes_file(task: str) -> str:
     return f"{CHANGES_DIR}/{task}.md"
+
+
 ESCAPE_FILE = "ESCAPED_BY_AGENT.txt"
 QUOTA_TEXT = "You've hit your session limit · resets 5am (UTC)"
-USAGE = ("usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
-         "[--misbehave WHAT]... [--version]")
+USAGE = (
+    "usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
+    "[--misbehave WHAT]... [--version]"
+)
 
 _HEADER = re.compile(r"T25-(STAGE|ROLE|TASK|ROUND):[ \t]*(\S.*?)[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -54,8 +58,13 @@ def emit(**event) -> None:
 def parse_args(argv: list[str]) -> dict:
     """A hand-written parser: a prompt such as `--force` after -p is a value, never an option."""
     args = {"prompt": None, "prompt_file": None, "model": None, "misbehave": []}
-    takes_value = {"-p": "prompt", "--prompt": "prompt", "--prompt-file": "prompt_file",
-                   "--model": "model", "--misbehave": "misbehave"}
+    takes_value = {
+        "-p": "prompt",
+        "--prompt": "prompt",
+        "--prompt-file": "prompt_file",
+        "--model": "model",
+        "--misbehave": "misbehave",
+    }
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -63,7 +72,7 @@ def parse_args(argv: list[str]) -> dict:
             print(f"t25-scripted-agent {VERSION}")
             raise SystemExit(0)
         if arg == "--":
-            args["prompt"] = " ".join(argv[i + 1:])
+            args["prompt"] = " ".join(argv[i + 1 :])
             break
         name, eq, value = arg.partition("=")
         key = takes_value.get(name if eq else arg)
@@ -92,30 +101,50 @@ def answer(stage: str, ctx: dict) -> dict:
     task, round_ = ctx["task"], ctx["round"]
     CHANGES_FILE = changes_file(task)
     if stage == "SPEC":
-        return {"summary": f"Scripted specification for {task}.",
-                "acceptance_criteria": [f"{CHANGES_FILE} records the change for {task}"],
-                "out_of_scope": ["anything a real model would have to think about"]}
+        return {
+            "summary": f"Scripted specification for {task}.",
+            "acceptance_criteria": [f"{CHANGES_FILE} records the change for {task}"],
+            "out_of_scope": ["anything a real model would have to think about"],
+        }
     if stage == "PLAN":
-        return {"steps": [f"append a line for {task} to {CHANGES_FILE}"],
-                "files": [CHANGES_FILE], "risk": ctx["directives"].get("risk", "low"),
-                "rationale": "The scripted agent always makes the same one-line change."}
+        return {
+            "steps": [f"append a line for {task} to {CHANGES_FILE}"],
+            "files": [CHANGES_FILE],
+            "risk": ctx["directives"].get("risk", "low"),
+            "rationale": "The scripted agent always makes the same one-line change.",
+        }
     if stage == "IMPLEMENTING":
         os.makedirs(CHANGES_DIR, exist_ok=True)
         with open(CHANGES_FILE, "a", encoding="utf-8") as file:
             file.write(f"- {task} round {round_}: scripted change\n")
         emit(type="tool_use", name="write", path=CHANGES_FILE)
-        return {"summary": f"Appended a line for {task} (round {round_}) to {CHANGES_FILE}.",
-                "files_changed": [CHANGES_FILE]}
+        return {
+            "summary": f"Appended a line for {task} (round {round_}) to {CHANGES_FILE}.",
+            "files_changed": [CHANGES_FILE],
+        }
     if stage == "QA":
-        return {"summary": "The change is one line of text; nothing to worry about.",
-                "concerns": []}
+        return {
+            "summary": "The change is one line of text; nothing to worry about.",
+            "concerns": [],
+        }
     if stage == "REVIEW":
-        changes_once = (ctx["directives"].get("review") == "changes-once"
-                        or "review-changes-once" in ctx["misbehave"])
+        changes_once = (
+            ctx["directives"].get("review") == "changes-once"
+            or "review-changes-once" in ctx["misbehave"]
+        )
         if changes_once and round_ == "1":
-            return {"findings": [{"severity": "major", "file": changes_file(ctx["task"]), "line": 1,
-                                  "message": "The change needs another round."}],
-                    "summary": "One major finding.", "verdict": "APPROVE"}
+            return {
+                "findings": [
+                    {
+                        "severity": "major",
+                        "file": changes_file(ctx["task"]),
+                        "line": 1,
+                        "message": "The change needs another round.",
+                    }
+                ],
+                "summary": "One major finding.",
+                "verdict": "APPROVE",
+            }
         return {"findings": [], "summary": "Nothing to change.", "verdict": "APPROVE"}
     if stage == "DOCS":
         return {"summary": f"No documentation needed for {task}.", "files": []}
@@ -132,8 +161,12 @@ def top_level(prompt: str) -> list[str]:
             fence = found.group(1)
         elif fence is None:
             lines.append(line)
-        elif found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence) \
-                and not line[found.end():].strip():
+        elif (
+            found
+            and found.group(1)[0] == fence[0]
+            and len(found.group(1)) >= len(fence)
+            and not line[found.end() :].strip()
+        ):
             fence = None
     return lines
 
@@ -153,6 +186,7 @@ def final_text(stage: str, ctx: dict) -> str:
 def hang() -> None:
     """A child in the same process group that ignores SIGTERM, then sleep forever."""
     import subprocess
+
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
     child = subprocess.Popen([sys.executable, "-c", code])
     emit(type="system", subtype="spawned", pid=child.pid)
@@ -177,8 +211,13 @@ def flood(total: int) -> None:
 def escape() -> None:
     """Write into the main checkout of the repository whose worktree is the cwd."""
     import subprocess
-    found = subprocess.run(["git", "rev-parse", "--git-common-dir"], capture_output=True,
-                           text=True, stdin=subprocess.DEVNULL)
+
+    found = subprocess.run(
+        ["git", "rev-parse", "--git-common-dir"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     if found.returncode != 0:
         emit(type="assistant", text="not in a git repository; nothing to escape to")
         return
@@ -198,15 +237,27 @@ def read_prompt(args: dict) -> tuple[str, dict]:
     path = args["prompt_file"]
     with open(path, encoding="utf-8") as file:
         text = file.read()
-    return text, {"prompt_file": os.path.abspath(path),
-                  "prompt_file_mode": oct(os.stat(path).st_mode & 0o777)}
+    return text, {
+        "prompt_file": os.path.abspath(path),
+        "prompt_file_mode": oct(os.stat(path).st_mode & 0o777),
+    }
 
 
 def result(text: str, prompt: str, model: str, *, is_error: bool = False) -> None:
     n_in, n_out = len(prompt.encode()) // 4 + 1, len(text.encode()) // 4 + 1
-    emit(type="result", subtype="success", is_error=is_error, result=text, model=model,
-         usage={"input_tokens": n_in, "output_tokens": n_out,
-                "cache_read_input_tokens": n_in // 2, "cache_creation_input_tokens": n_in // 8})
+    emit(
+        type="result",
+        subtype="success",
+        is_error=is_error,
+        result=text,
+        model=model,
+        usage={
+            "input_tokens": n_in,
+            "output_tokens": n_out,
+            "cache_read_input_tokens": n_in // 2,
+            "cache_creation_input_tokens": n_in // 8,
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,12 +269,23 @@ def main(argv: list[str] | None = None) -> int:
     headers: dict[str, str] = {}
     for found in filter(None, map(_HEADER.fullmatch, structure)):
         headers.setdefault(found[1], found[2])  # T25's header comes first
-    ctx = {"prompt": prompt, "structure": structure, "misbehave": misbehave,
-           "task": headers.get("TASK", "T-?"),
-           "round": headers.get("ROUND", "1"), "directives": dict(_DIRECTIVE.findall(prompt))}
+    ctx = {
+        "prompt": prompt,
+        "structure": structure,
+        "misbehave": misbehave,
+        "task": headers.get("TASK", "T-?"),
+        "round": headers.get("ROUND", "1"),
+        "directives": dict(_DIRECTIVE.findall(prompt)),
+    }
     stage = headers.get("STAGE")
-    emit(type="system", subtype="init", model=model, cwd=os.getcwd(),
-         prompt_bytes=len(prompt.encode()), **source)
+    emit(
+        type="system",
+        subtype="init",
+        model=model,
+        cwd=os.getcwd(),
+        prompt_bytes=len(prompt.encode()),
+        **source,
+    )
     emit(type="assistant", text=f"Working on {stage} for {ctx['task']} as {headers.get('ROLE')}.")
 
     for what in misbehave:

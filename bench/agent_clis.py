@@ -25,33 +25,61 @@ from core.domain.models import TaskState
 from tests.fakemodel.server import FakeModel
 from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
 
-API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "opencode": "openai",
-       "aider": "openai"}
+API = {
+    "claude": "anthropic",
+    "codex": "openai",
+    "gemini": "gemini",
+    "opencode": "openai",
+    "aider": "openai",
+}
 SLOW_QUOTA = {"aider"}  # its own retries run about a minute: not measured
 
 
 def environment(fake: FakeModel) -> None:
     import json
-    os.environ.update(fake.proxy_env(), PATH=f"{BIN_DIR}:{AIDER_DIR}:{os.environ['PATH']}",
-                      OPENAI_API_BASE=fake.base_url + "/v1", OPENAI_API_KEY="dummy",
-                      ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="dummy",
-                      FAKE_API_KEY="dummy", GEMINI_API_KEY="dummy",
-                      GOOGLE_GEMINI_BASE_URL=fake.base_url,
-                      OPENCODE_CONFIG_CONTENT=json.dumps({"provider": {"fake": {
-                          "npm": "@ai-sdk/openai-compatible", "name": "fake",
-                          "options": {"baseURL": fake.base_url + "/v1", "apiKey": "dummy"},
-                          "models": {"fake-model": {"name": "fake-model"}}}}}))
+
+    os.environ.update(
+        fake.proxy_env(),
+        PATH=f"{BIN_DIR}:{AIDER_DIR}:{os.environ['PATH']}",
+        OPENAI_API_BASE=fake.base_url + "/v1",
+        OPENAI_API_KEY="dummy",
+        ANTHROPIC_BASE_URL=fake.base_url,
+        ANTHROPIC_API_KEY="dummy",
+        FAKE_API_KEY="dummy",
+        GEMINI_API_KEY="dummy",
+        GOOGLE_GEMINI_BASE_URL=fake.base_url,
+        OPENCODE_CONFIG_CONTENT=json.dumps(
+            {
+                "provider": {
+                    "fake": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "fake",
+                        "options": {"baseURL": fake.base_url + "/v1", "apiKey": "dummy"},
+                        "models": {"fake-model": {"name": "fake-model"}},
+                    }
+                }
+            }
+        ),
+    )
 
 
 async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
     work = Path(tempfile.mkdtemp(prefix="t25-bench-"))
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     entry = profile(cli, fake)
-    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
-                           stage=TaskState.IMPLEMENTING, prompt="add a greeting", cwd=work,
-                           model=MODELS[cli], args=tuple(entry.get("args", ())),
-                           env_passthrough=tuple(entry.get("env_passthrough", ())),
-                           private_home=True, timeout_s=600)
+    request = AgentRequest(
+        task_id="T-1",
+        run_id="R-1",
+        role="dev",
+        stage=TaskState.IMPLEMENTING,
+        prompt="add a greeting",
+        cwd=work,
+        model=MODELS[cli],
+        args=tuple(entry.get("args", ())),
+        env_passthrough=tuple(entry.get("env_passthrough", ())),
+        private_home=True,
+        timeout_s=600,
+    )
 
     async def sink(stream: str, text: str) -> None:
         pass
@@ -81,8 +109,10 @@ async def main(n: int) -> None:
                 fake.fail_next("overload", times=100, api=API[cli])
                 seconds, failure = await once(cli, fake)
                 overload = f"{seconds:.2f} s {failure}"
-        print(f"{cli:<9} {statistics.median(times):>14.2f} s {quota:>9.2f} s {quota_failure:<5}"
-              f" {overload:>14}")
+        print(
+            f"{cli:<9} {statistics.median(times):>14.2f} s {quota:>9.2f} s {quota_failure:<5}"
+            f" {overload:>14}"
+        )
 
 
 if __name__ == "__main__":

@@ -100,9 +100,13 @@ async def pgqueuer_workers(url: str, workers: int, start_at: float) -> int:
 
     async def work(con) -> int:
         queries, manager, n = Queries.from_asyncpg_connection(con), uuid.uuid4(), 0
-        while jobs := await queries.dequeue(batch_size=1, entrypoints=entrypoints, queue_manager_id=manager,
-                                            global_concurrency_limit=None,
-                                            heartbeat_timeout=timedelta(seconds=TTL_S)):
+        while jobs := await queries.dequeue(
+            batch_size=1,
+            entrypoints=entrypoints,
+            queue_manager_id=manager,
+            global_concurrency_limit=None,
+            heartbeat_timeout=timedelta(seconds=TTL_S),
+        ):
             await queries.log_jobs([(job, "successful", None) for job in jobs])
             n += len(jobs)
         return n
@@ -145,7 +149,9 @@ async def fill_t25(url: str, runs: int) -> None:
                 await con.execute(
                     "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at) "
                     "SELECT $1, 'IMPLEMENTING', 'dev', clock_timestamp(), clock_timestamp() FROM generate_series(1, $2)",
-                    int(task.id[2:]), rest)
+                    int(task.id[2:]),
+                    rest,
+                )
             finally:
                 await con.close()
     finally:
@@ -181,16 +187,23 @@ async def check_t25(url: str, runs: int, done: int) -> None:
     store = await open_store(url)
     try:
         listed = await store.list_runs()
-        finished = Counter(e.run_id for e in await store.events_after(0, limit=10 * runs)
-                           if isinstance(e, RunFinished))
+        finished = Counter(
+            e.run_id
+            for e in await store.events_after(0, limit=10 * runs)
+            if isinstance(e, RunFinished)
+        )
     finally:
         await store.close()
-    wrong = [r for r in listed if (r.status.value, r.attempts, r.lease_token) != ("succeeded", 1, 1)]
+    wrong = [
+        r for r in listed if (r.status.value, r.attempts, r.lease_token) != ("succeeded", 1, 1)
+    ]
     twice = {run: n for run, n in finished.items() if n != 1}
     if len(listed) != runs or wrong or twice or len(finished) != runs or done != runs:
-        raise SystemExit(f"{url}: {len(listed)} runs, {done} completions reported, {len(finished)} finished; "
-                         f"not finished once under token 1: {wrong[:3]}; finished more than once: "
-                         f"{list(twice.items())[:3]}")
+        raise SystemExit(
+            f"{url}: {len(listed)} runs, {done} completions reported, {len(finished)} finished; "
+            f"not finished once under token 1: {wrong[:3]}; finished more than once: "
+            f"{list(twice.items())[:3]}"
+        )
 
 
 def timed(kind: str, python: str, url: str, workers: int, processes: int) -> tuple[int, float]:
@@ -198,9 +211,14 @@ def timed(kind: str, python: str, url: str, workers: int, processes: int) -> tup
     per = [workers // processes + (1 if i < workers % processes else 0) for i in range(processes)]
     start_at = time.time() + 1.5  # enough for every child to import and connect first
     children = [
-        subprocess.Popen([python, __file__, "--child", kind, url, str(n), repr(start_at)],
-                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        for n in per if n
+        subprocess.Popen(
+            [python, __file__, "--child", kind, url, str(n), repr(start_at)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for n in per
+        if n
     ]
     results = []
     for c in children:
@@ -228,7 +246,9 @@ def measure(kind: str, dsn: str, runs: int, workers: int, processes: int, pgq_py
                 done, seconds = timed(kind, sys.executable, url, workers, processes)
                 asyncio.run(check_t25(url, runs, done))
             else:
-                subprocess.run([pgq_python, __file__, "--fill-pgqueuer", url, str(runs)], check=True, cwd=ROOT)
+                subprocess.run(
+                    [pgq_python, __file__, "--fill-pgqueuer", url, str(runs)], check=True, cwd=ROOT
+                )
                 done, seconds = timed(kind, pgq_python, url, workers, processes)
         finally:
             asyncio.run(admin(dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -244,9 +264,13 @@ def main() -> None:
     parser.add_argument("--dsn", default=DEFAULT_DSN)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--pgqueuer-python", default=DEFAULT_PGQ_PYTHON)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each figure; the median is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each figure; the median is shown"
+    )
     parser.add_argument("--skip", default="", help="comma-separated: t25, pgqueuer, sqlite")
-    parser.add_argument("--child", nargs=4, metavar=("KIND", "URL", "WORKERS", "START_AT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=4, metavar=("KIND", "URL", "WORKERS", "START_AT"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--fill-pgqueuer", nargs=2, metavar=("URL", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -259,22 +283,47 @@ def main() -> None:
 
     kinds = [k for k in ("t25", "pgqueuer", "sqlite") if k not in args.skip.split(",")]
     if "pgqueuer" in kinds and not Path(args.pgqueuer_python).exists():
-        raise SystemExit(f"no pgqueuer environment at {args.pgqueuer_python}; see this script's docstring")
+        raise SystemExit(
+            f"no pgqueuer environment at {args.pgqueuer_python}; see this script's docstring"
+        )
     counts = [int(w) for w in args.workers.split(",")]
-    print(f"claim-and-complete, {args.runs} runs per figure, median of {args.repeat}, workers over "
-          f"{args.processes} processes, {os.cpu_count()} CPUs; runs/s")
-    label = {"t25": "T25 Postgres", "pgqueuer": "pgqueuer (batch 1)", "sqlite": "T25 SQLite (reference)"}
-    print(f"{'workers':>8} " + " ".join(f"{label[k]:>24}" for k in kinds) + (
-        f" {'T25 / pgqueuer':>15}" if {"t25", "pgqueuer"} <= set(kinds) else ""))
+    print(
+        f"claim-and-complete, {args.runs} runs per figure, median of {args.repeat}, workers over "
+        f"{args.processes} processes, {os.cpu_count()} CPUs; runs/s"
+    )
+    label = {
+        "t25": "T25 Postgres",
+        "pgqueuer": "pgqueuer (batch 1)",
+        "sqlite": "T25 SQLite (reference)",
+    }
+    print(
+        f"{'workers':>8} "
+        + " ".join(f"{label[k]:>24}" for k in kinds)
+        + (f" {'T25 / pgqueuer':>15}" if {"t25", "pgqueuer"} <= set(kinds) else "")
+    )
     for workers in counts:
         samples: dict[str, list[float]] = {k: [] for k in kinds}
         for _ in range(args.repeat):
             for k in kinds:
-                samples[k].append(measure(k, args.dsn, args.runs, workers, min(args.processes, workers),
-                                          args.pgqueuer_python))
+                samples[k].append(
+                    measure(
+                        k,
+                        args.dsn,
+                        args.runs,
+                        workers,
+                        min(args.processes, workers),
+                        args.pgqueuer_python,
+                    )
+                )
         figures = {k: statistics.median(v) for k, v in samples.items()}
-        ratio = f" {figures['t25'] / figures['pgqueuer']:>14.1f}x" if {"t25", "pgqueuer"} <= set(kinds) else ""
-        print(f"{workers:>8} " + " ".join(f"{figures[k]:>24,.0f}" for k in kinds) + ratio, flush=True)
+        ratio = (
+            f" {figures['t25'] / figures['pgqueuer']:>14.1f}x"
+            if {"t25", "pgqueuer"} <= set(kinds)
+            else ""
+        )
+        print(
+            f"{workers:>8} " + " ".join(f"{figures[k]:>24,.0f}" for k in kinds) + ratio, flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -92,8 +92,13 @@ async def measure(tasks: int, workers: int) -> dict:
     for spans in timed.spans.values():
         spans.sort()
         gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
-    return {"wall": wall, "done": len(done), "gaps": gaps, "spans": timed.spans,
-            "events": len(events)}
+    return {
+        "wall": wall,
+        "done": len(done),
+        "gaps": gaps,
+        "spans": timed.spans,
+        "events": len(events),
+    }
 
 
 def ms(values: list[float], q: float) -> str:
@@ -116,20 +121,28 @@ async def main() -> None:
     print("one task, one worker (SQLite):")
     print(f"  wall time            {one['wall'] * 1000:8.1f} ms")
     print(f"  agent time           {agent * 1000:8.1f} ms over {len(spans)} agent runs")
-    print(f"  orchestration        {(one['wall'] - agent) * 1000:8.1f} ms, "
-          f"{(one['wall'] - agent) / stages * 1000:.1f} ms per stage (target: median <= 50 ms)")
-    print(f"  exit -> next spawn   median {ms(one['gaps'], 0.5)}, max {ms(one['gaps'], 1.0)} "
-          "(includes the T25-run PR_OPEN stage between REVIEW and DOCS)")
+    print(
+        f"  orchestration        {(one['wall'] - agent) * 1000:8.1f} ms, "
+        f"{(one['wall'] - agent) / stages * 1000:.1f} ms per stage (target: median <= 50 ms)"
+    )
+    print(
+        f"  exit -> next spawn   median {ms(one['gaps'], 0.5)}, max {ms(one['gaps'], 1.0)} "
+        "(includes the T25-run PR_OPEN stage between REVIEW and DOCS)"
+    )
 
     many = await measure(args.tasks, args.workers)
     agent_runs = sum(len(s) for s in many["spans"].values())
     print(f"\n{args.tasks} tasks, {args.workers} workers (SQLite):")
     print(f"  done                 {many['done']} of {args.tasks}")
     print(f"  wall time            {many['wall']:8.2f} s")
-    print(f"  throughput           {many['done'] / many['wall']:8.2f} tasks/s, "
-          f"{agent_runs / many['wall']:.1f} agent runs/s, {many['events'] / many['wall']:.0f} events/s")
-    print(f"  exit -> next spawn   median {ms(many['gaps'], 0.5)}, p95 {ms(many['gaps'], 0.95)} "
-          "(under load: includes waiting for a free worker)")
+    print(
+        f"  throughput           {many['done'] / many['wall']:8.2f} tasks/s, "
+        f"{agent_runs / many['wall']:.1f} agent runs/s, {many['events'] / many['wall']:.0f} events/s"
+    )
+    print(
+        f"  exit -> next spawn   median {ms(many['gaps'], 0.5)}, p95 {ms(many['gaps'], 0.95)} "
+        "(under load: includes waiting for a free worker)"
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,11 @@ roles: {spec: [{adapter: scripted}], planner: [{adapter: scripted}],
 def repo(where: Path) -> Path:
     path = where / "repo"
     path.mkdir()
-    for argv in (["init", "-q", "-b", "trunk"], ["config", "user.email", "b@t25.invalid"],
-                 ["config", "user.name", "bench"]):
+    for argv in (
+        ["init", "-q", "-b", "trunk"],
+        ["config", "user.email", "b@t25.invalid"],
+        ["config", "user.name", "bench"],
+    ):
         subprocess.run(["git", *argv], cwd=path, check=True)
     (path / "README.md").write_text("bench\n")
     subprocess.run(["git", "add", "-A"], cwd=path, check=True)
@@ -57,8 +60,13 @@ def start_serve(path: Path) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
-    proc = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}"], cwd=path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*CMD, "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -90,8 +98,9 @@ async def sse_latency(url: str, clients: int, transitions: int) -> list[float]:
                     if seen == wanted:
                         return
 
-    async with httpx.AsyncClient(base_url=url, timeout=60,
-                                 limits=httpx.Limits(max_connections=clients + 10)) as client:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=60, limits=httpx.Limits(max_connections=clients + 10)
+    ) as client:
         start = (await client.get("/health")).json()["last_event_id"]
         followers = [asyncio.create_task(follow(client)) for _ in range(clients)]
         await asyncio.wait_for(ready.wait(), 30)
@@ -106,14 +115,20 @@ def requeue_latency(path: Path, url: str) -> float:
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
     with httpx.Client(base_url=url, timeout=10) as client:
         task = client.post("/tasks", json={"title": "crash me"}).json()["id"]
-        worker = subprocess.Popen([*CMD, "worker", "--url", url, "--lease-ttl", str(LEASE_TTL_S),
-                                   "--heartbeat", "0.5"], cwd=path, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen(
+            [*CMD, "worker", "--url", url, "--lease-ttl", str(LEASE_TTL_S), "--heartbeat", "0.5"],
+            cwd=path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             dev = None
             while dev is None:
                 runs = client.get(f"/tasks/{task}").json()["runs"]
-                dev = next((r for r in runs if r["role"] == "dev" and r["status"] == "running"), None)
+                dev = next(
+                    (r for r in runs if r["role"] == "dev" and r["status"] == "running"), None
+                )
                 time.sleep(0.02)
             os.kill(worker.pid, signal.SIGKILL)
             killed = time.monotonic()
@@ -146,14 +161,20 @@ def main() -> None:
         serve, url = start_serve(path)
         try:
             lat = asyncio.run(sse_latency(url, args.clients, args.transitions))
-            print(f"SSE: {args.clients} clients, {args.transitions} transitions, "
-                  f"{len(lat)} deliveries")
-            print(f"  commit -> client receipt  p50 {pct(lat, 0.5):.1f} ms, "
-                  f"p99 {pct(lat, 0.99):.1f} ms, max {pct(lat, 1.0):.1f} ms (target: p99 < 50 ms)")
+            print(
+                f"SSE: {args.clients} clients, {args.transitions} transitions, "
+                f"{len(lat)} deliveries"
+            )
+            print(
+                f"  commit -> client receipt  p50 {pct(lat, 0.5):.1f} ms, "
+                f"p99 {pct(lat, 0.99):.1f} ms, max {pct(lat, 1.0):.1f} ms (target: p99 < 50 ms)"
+            )
             took = requeue_latency(path, url)
-            print(f"re-queue after kill -9: {took:.2f} s "
-                  f"(lease TTL {LEASE_TTL_S:.1f} s + reaper period {REAPER_S:.1f} s = "
-                  f"{LEASE_TTL_S + REAPER_S:.1f} s)")
+            print(
+                f"re-queue after kill -9: {took:.2f} s "
+                f"(lease TTL {LEASE_TTL_S:.1f} s + reaper period {REAPER_S:.1f} s = "
+                f"{LEASE_TTL_S + REAPER_S:.1f} s)"
+            )
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)

@@ -70,8 +70,9 @@ async def attack(url: str, path: str, body: bytes, headers: dict) -> tuple[str, 
     async with httpx.AsyncClient(base_url=url, timeout=300) as client:
         started = time.perf_counter()
         try:
-            response = await client.post(path, content=body, headers={
-                **headers, "content-type": "application/json"})
+            response = await client.post(
+                path, content=body, headers={**headers, "content-type": "application/json"}
+            )
             status = str(response.status_code)
         except httpx.HTTPError as exc:  # serve answered and closed before the body was sent
             status = type(exc).__name__
@@ -94,7 +95,9 @@ def main() -> None:
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-            print(f"{name:<50} {status:>8} {elapsed:>9.2f} {longest:>14.2f} {rss:>12.0f}", flush=True)
+            print(
+                f"{name:<50} {status:>8} {elapsed:>9.2f} {longest:>14.2f} {rss:>12.0f}", flush=True
+            )
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ def make_repo(where: Path, config: str) -> Path:
 
 # -- 1. time to first frame with N tasks ----------------------------------------------------
 
+
 async def fill(repo: Path, n: int) -> None:
     """N tasks spread over every state, one finished run each, through the Store API.
     (States are set with store.apply_transition directly: a bench needs the spread, not
@@ -64,18 +65,33 @@ async def fill(repo: Path, n: int) -> None:
 
     states = list(TaskState)
     for i in range(n):
-        task, _ = await f.store.create_task(NewTask(project="shop", title=f"Task number {i}"),
-                                            actor="bench")
-        run, _ = await f.store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC,
-                                                  role="spec"))
+        task, _ = await f.store.create_task(
+            NewTask(project="shop", title=f"Task number {i}"), actor="bench"
+        )
+        run, _ = await f.store.enqueue_run(
+            NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec")
+        )
         lease = await f.store.claim_run("bench", 60)
-        await f.store.complete_run(lease, RunOutcome(
-            status=RunStatus.SUCCEEDED, adapter="scripted", model="scripted-1",
-            usage=Usage(input_tokens=1000, output_tokens=300), cost_usd=0.0075))
+        await f.store.complete_run(
+            lease,
+            RunOutcome(
+                status=RunStatus.SUCCEEDED,
+                adapter="scripted",
+                model="scripted-1",
+                usage=Usage(input_tokens=1000, output_tokens=300),
+                cost_usd=0.0075,
+            ),
+        )
         target = states[i % len(states)]
         if target is not TaskState.RECEIVED:
-            await f.store.apply_transition(task.id, task.state, TaskTransitioned(
-                task_id=task.id, from_state=task.state, to_state=target, actor="bench"), {})
+            await f.store.apply_transition(
+                task.id,
+                task.state,
+                TaskTransitioned(
+                    task_id=task.id, from_state=task.state, to_state=target, actor="bench"
+                ),
+                {},
+            )
     await f.store.close()
 
 
@@ -86,20 +102,28 @@ def first_frame(n: int) -> None:
         asyncio.run(fill(repo, n))
         print(f"  seeded {n} tasks in {time.monotonic() - t0:.1f}s")
         times, rss = frames(repo, n, "--no-workers")
-        print(f"time to first frame with {n} tasks (real t25 tui in a pty, 120x36): "
-              f"best {min(times):.2f}s, median {statistics.median(times):.2f}s "
-              f"(target < 1.5 s); RSS {rss:.0f} MB")
+        print(
+            f"time to first frame with {n} tasks (real t25 tui in a pty, 120x36): "
+            f"best {min(times):.2f}s, median {statistics.median(times):.2f}s "
+            f"(target < 1.5 s); RSS {rss:.0f} MB"
+        )
         url = f"127.0.0.1:{free_port()}"
-        serve = subprocess.Popen([str(T25), "serve", "--bind", url, "--workers", "0"], cwd=repo,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        serve = subprocess.Popen(
+            [str(T25), "serve", "--bind", url, "--workers", "0"],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_listening(url)
             times, rss = frames(Path(tmp), n, "--url", f"http://{url}")
         finally:
             serve.terminate()
             serve.wait()
-        print(f"  attached to a local t25 serve (t25 tui --url, REST + SSE): "
-              f"best {min(times):.2f}s, median {statistics.median(times):.2f}s; RSS {rss:.0f} MB")
+        print(
+            f"  attached to a local t25 serve (t25 tui --url, REST + SSE): "
+            f"best {min(times):.2f}s, median {statistics.median(times):.2f}s; RSS {rss:.0f} MB"
+        )
 
 
 def frames(cwd: Path, n: int, *args: str) -> tuple[list[float], float]:
@@ -164,8 +188,11 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
         bin_dir = Path(tmp) / "bin"
         bin_dir.mkdir()
         fake = bin_dir / "t25-scripted-agent"
-        fake.write_text(STREAMER.format(python=sys.executable, seconds=presses * 0.6 + 20,
-                                        real=real, pause=20 / lines_per_s))
+        fake.write_text(
+            STREAMER.format(
+                python=sys.executable, seconds=presses * 0.6 + 20, real=real, pause=20 / lines_per_s
+            )
+        )
         fake.chmod(0o755)
         config = DEMO_CONFIG.replace("workers: 2", f"workers: {streams}")
         repo = make_repo(Path(tmp) / "shop", config)
@@ -173,8 +200,13 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
         import subprocess
 
         for i in range(streams):
-            subprocess.run([str(t25), "task", "new", f"Stream {i}"], cwd=repo, check=True,
-                           stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            subprocess.run(
+                [str(t25), "task", "new", f"Stream {i}"],
+                cwd=repo,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+            )
         os.environ["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
         term = Terminal(repo, size=(120, 36))
         try:
@@ -209,13 +241,17 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
             term.wait_exit(60)
         finally:
             term.kill()
-    print(f"keypress to repaint with {streams} runs streaming about {lines_per_s} lines/s each "
-          f"({events} output batches recorded; target p95 < 100 ms); RSS {rss:.0f} MB")
+    print(
+        f"keypress to repaint with {streams} runs streaming about {lines_per_s} lines/s each "
+        f"({events} output batches recorded; target p95 < 100 ms); RSS {rss:.0f} MB"
+    )
     for what, times in (("open the help screen (?)", lags), ("open the filter bar (/)", moves)):
         times.sort()
         p95 = times[max(0, int(len(times) * 0.95) - 1)]
-        print(f"  {what}: p50 {statistics.median(times):.0f} ms, p95 {p95:.0f} ms, "
-              f"max {times[-1]:.0f} ms")
+        print(
+            f"  {what}: p50 {statistics.median(times):.0f} ms, p95 {p95:.0f} ms, "
+            f"max {times[-1]:.0f} ms"
+        )
 
 
 def _count_output(repo: Path) -> int:
@@ -227,6 +263,7 @@ def _count_output(repo: Path) -> int:
 
 # -- 3. 10 MB through a log pane ----------------------------------------------------------------
 
+
 async def log_flood(megabytes: int) -> None:
     from t25_tui.tui.app import make_app
     from t25_tui.tui.sample_data import seed
@@ -236,23 +273,27 @@ async def log_flood(megabytes: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         s = await seed(Path(tmp) / "shop")
         f = s.control
-        run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][-1]
+        run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][
+            -1
+        ]
         app = make_app(f, clock=s.clock)
         async with app.run_test(size=(120, 36)) as pilot:
             await app.loaded.wait()
             app.board.focus_task("T-3")
             await pilot.press("l")
-            while not (isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed):
+            while not (
+                isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed
+            ):
                 await pilot.pause(0.02)
             pane = app.screen.query_one(LogPane)
             before = pane.written
-            line = "agent: " + "w" * 92 + "\n"   # 100 bytes a line
-            chunk = line * 320                    # 32 KB, the worker's batch size
+            line = "agent: " + "w" * 92 + "\n"  # 100 bytes a line
+            chunk = line * 320  # 32 KB, the worker's batch size
             total = megabytes * 1024 * 1024
             lag = {"max": 0.0}
             stop = asyncio.Event()
 
-            async def watch_loop() -> None:   # how late the UI loop wakes: a freeze shows here
+            async def watch_loop() -> None:  # how late the UI loop wakes: a freeze shows here
                 while not stop.is_set():
                     t = time.monotonic()
                     await asyncio.sleep(0.01)
@@ -274,9 +315,11 @@ async def log_flood(megabytes: int) -> None:
             lines = len(pane.output.lines)
             rss = rss_mb()
         await f.store.close()
-    print(f"{megabytes} MB through a log pane: recorded in {recorded:.2f}s, on screen after "
-          f"{shown:.2f}s; longest UI-loop stall {lag['max'] * 1000:.0f} ms; "
-          f"{lines} lines kept (max_lines bound); RSS {rss:.0f} MB")
+    print(
+        f"{megabytes} MB through a log pane: recorded in {recorded:.2f}s, on screen after "
+        f"{shown:.2f}s; longest UI-loop stall {lag['max'] * 1000:.0f} ms; "
+        f"{lines} lines kept (max_lines bound); RSS {rss:.0f} MB"
+    )
 
 
 def main() -> None:
@@ -284,8 +327,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--presses", type=int, default=40)
-    parser.add_argument("--lines-per-s", type=int, default=200,
-                        help="each streaming agent's output rate (100-byte lines)")
+    parser.add_argument(
+        "--lines-per-s",
+        type=int,
+        default=200,
+        help="each streaming agent's output rate (100-byte lines)",
+    )
     parser.add_argument("--log-mb", type=int, default=10)
     parser.add_argument("--only", choices=["frame", "keys", "log"])
     args = parser.parse_args()

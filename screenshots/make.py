@@ -21,8 +21,9 @@ from t25_tui.tui.app import make_app  # noqa: E402
 from t25_tui.tui.sample_data import seed  # noqa: E402
 
 
-async def shoot(name: str, keys: list[str], *, focus: str | None = None,
-                size: tuple[int, int] = (120, 36)) -> None:
+async def shoot(
+    name: str, keys: list[str], *, focus: str | None = None, size: tuple[int, int] = (120, 36)
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         seeded = await seed(Path(tmp) / "shop")
         app = make_app(seeded.control, clock=seeded.clock, actor="ana@ops")
@@ -50,8 +51,11 @@ async def main() -> None:
     await shoot("approval", ["a"], focus="T-2")
     await shoot("detail", ["enter", "2"], focus="T-1")
     await shoot("log", ["l"], focus="T-3")
-    await shoot("new-task", ["n", *("space" if c == " " else c for c in "Refund a cancelled order"),
-                             "tab"], size=(100, 30))
+    await shoot(
+        "new-task",
+        ["n", *("space" if c == " " else c for c in "Refund a cancelled order"), "tab"],
+        size=(100, 30),
+    )
     await shoot("inbox", ["i"])
     await shoot("cost", ["c"])
     await shoot("audit", ["u"])

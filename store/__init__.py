@@ -59,7 +59,7 @@ def _sqlite_path(url: str) -> str:
             f"{url!r} is not a SQLite store URL with a file path",
             hint="write sqlite:///relative/path.db or sqlite:////absolute/path.db",
         )
-    path = url[len(prefix):]
+    path = url[len(prefix) :]
     if path == ":memory:" or path.startswith("file:"):
         raise StoreError(
             f"{url!r} names no file: the T25 store is a file shared by every T25 process",

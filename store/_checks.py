@@ -25,7 +25,9 @@ from core.domain.models import (
 )
 from core.errors import LeaseLost, NotFound, StaleState
 
-_FIELD_TYPES = {name: TypeAdapter(Task.model_fields[name].annotation) for name in MUTABLE_TASK_FIELDS}
+_FIELD_TYPES = {
+    name: TypeAdapter(Task.model_fields[name].annotation) for name in MUTABLE_TASK_FIELDS
+}
 
 FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 
@@ -62,7 +64,9 @@ def event_for_task(task_id: str, event: Event) -> Event:
 def transition_event(task_id: str, expected: TaskState, event: Event) -> TaskTransitioned:
     """The event of a state change must be a TaskTransitioned from `expected`."""
     if not isinstance(event, TaskTransitioned):
-        raise TypeError(f"a state change is written as TaskTransitioned, not {type(event).__name__}")
+        raise TypeError(
+            f"a state change is written as TaskTransitioned, not {type(event).__name__}"
+        )
     if event.from_state != expected:
         raise ValueError(
             f"the event says {task_id} moves from {event.from_state}, but the change expects {expected}"
@@ -108,7 +112,9 @@ def run_not_found(run_id: str) -> NotFound:
 
 
 def artifact_not_found(artifact_id: str) -> NotFound:
-    return NotFound(f"there is no artifact {artifact_id}", hint="a task's detail view lists its artifacts")
+    return NotFound(
+        f"there is no artifact {artifact_id}", hint="a task's detail view lists its artifacts"
+    )
 
 
 def stale_task(task_id: str, now: str, expected: TaskState) -> StaleState:

@@ -84,8 +84,9 @@ class PostgresStore:
         StoreError if the server cannot be reached, the schema belongs to someone else,
         or it was written by a newer T25; a foreign schema is left exactly as it was.
         """
-        pool = await schema.create_pool(url, min_size=min_size, max_size=max_size,
-                                        application_name=application_name)
+        pool = await schema.create_pool(
+            url, min_size=min_size, max_size=max_size, application_name=application_name
+        )
         return cls(pool, url, application_name)
 
     async def close(self) -> None:
@@ -144,9 +145,10 @@ class PostgresStore:
     # -- projects ---------------------------------------------------------------------
 
     async def upsert_project(self, project: Project) -> Project:
-        row = await self._fetchrow(sql.UPSERT_PROJECT, project.name, project.repo_path, project.default_branch)
+        row = await self._fetchrow(
+            sql.UPSERT_PROJECT, project.name, project.repo_path, project.default_branch
+        )
         return Project(**dict(row))  # type: ignore[arg-type]
-
 
     async def list_projects(self) -> list[Project]:
         return [Project(**dict(r)) for r in await self._fetch(sql.LIST_PROJECTS)]
@@ -155,12 +157,20 @@ class PostgresStore:
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
         event = TaskCreated(title=new.title, type=new.type.value, project=new.project, actor=actor)
-        row = await self._written(sql.CREATE_TASK, new.project, new.title, new.type.value, new.description,
-                                  _payload(event))
+        row = await self._written(
+            sql.CREATE_TASK,
+            new.project,
+            new.title,
+            new.type.value,
+            new.description,
+            _payload(event),
+        )
         if row is None:
             raise checks.project_not_found(new.project)
         task = _task(row)
-        return task, event.model_copy(update={"id": row["event_id"], "at": task.created_at, "task_id": task.id})
+        return task, event.model_copy(
+            update={"id": row["event_id"], "at": task.created_at, "task_id": task.id}
+        )
 
     async def get_task(self, task_id: str) -> Task | None:
         row = await self._fetchrow(sql.GET_TASK, parse_id("T", task_id))
@@ -174,14 +184,18 @@ class PostgresStore:
         include_archived: bool = False,
     ) -> list[Task]:
         wanted = None if states is None else [TaskState(s).value for s in states]
-        return [_task(r) for r in await self._fetch(sql.LIST_TASKS, wanted, project, include_archived)]
+        return [
+            _task(r) for r in await self._fetch(sql.LIST_TASKS, wanted, project, include_archived)
+        ]
 
     async def apply_transition(
         self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
     ) -> tuple[Task, Event]:
         tid = format_id("T", parse_id("T", task_id))
         change = checks.transition_event(tid, expected, event)
-        return await self._cas_task(tid, expected, checks.task_fields(fields), event, change.to_state)
+        return await self._cas_task(
+            tid, expected, checks.task_fields(fields), event, change.to_state
+        )
 
     async def update_task(
         self, task_id: str, expected: TaskState, fields: dict[str, Any], event: Event
@@ -190,14 +204,28 @@ class PostgresStore:
         return await self._cas_task(tid, expected, checks.task_fields(fields), event, None)
 
     async def _cas_task(
-        self, tid: str, expected: TaskState, values: dict[str, Any], event: Event, to_state: TaskState | None
+        self,
+        tid: str,
+        expected: TaskState,
+        values: dict[str, Any],
+        event: Event,
+        to_state: TaskState | None,
     ) -> tuple[Task, Event]:
         event = checks.event_for_task(tid, event)
-        values = {k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()}
+        values = {
+            k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()
+        }
         statement = sql.update_task(list(values), with_state=to_state is not None)
         number = parse_id("T", tid)
         run = parse_id("R", event.run_id) if event.run_id is not None else None
-        args: list[Any] = [number, TaskState(expected).value, _aware(event.at), event.kind, run, _payload(event)]
+        args: list[Any] = [
+            number,
+            TaskState(expected).value,
+            _aware(event.at),
+            event.kind,
+            run,
+            _payload(event),
+        ]
         if to_state is not None:
             args.append(TaskState(to_state).value)
         args += list(values.values())
@@ -214,9 +242,17 @@ class PostgresStore:
     async def append_event(self, event: Event) -> Event:
         task = parse_id("T", event.task_id) if event.task_id is not None else None
         run = parse_id("R", event.run_id) if event.run_id is not None else None
-        row = await self._written(sql.INSERT_EVENT, _aware(event.at), event.kind, task, run, _payload(event))
-        return event.model_copy(update={"id": row["id"], "at": _aware(event.at),  # type: ignore[index]
-                                        "task_id": _id("T", task), "run_id": _id("R", run)})
+        row = await self._written(
+            sql.INSERT_EVENT, _aware(event.at), event.kind, task, run, _payload(event)
+        )
+        return event.model_copy(
+            update={
+                "id": row["id"],
+                "at": _aware(event.at),  # type: ignore[index]
+                "task_id": _id("T", task),
+                "run_id": _id("R", run),
+            }
+        )
 
     async def events_after(
         self, after_id: int, *, task_id: str | None = None, limit: int = 1000
@@ -226,7 +262,9 @@ class PostgresStore:
         async def read(con: asyncpg.Connection, _: bool) -> list[Row]:
             if task is None:
                 rows = await con.fetch(sql.EVENTS_FROM, after_id, limit)
-                settled = next((i for i, r in enumerate(rows) if r["id"] != after_id + 1 + i), len(rows))
+                settled = next(
+                    (i for i, r in enumerate(rows) if r["id"] != after_id + 1 + i), len(rows)
+                )
                 if settled or not rows:
                     return rows[:settled]
             horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
@@ -256,13 +294,25 @@ class PostgresStore:
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         event = RunQueued(stage=new.stage, role=new.role)
         number = parse_id("T", new.task_id)
-        row = await self._written(sql.ENQUEUE_RUN, number, TaskState(new.stage).value, new.role,
-                                  new.max_attempts, _payload(event))
+        row = await self._written(
+            sql.ENQUEUE_RUN,
+            number,
+            TaskState(new.stage).value,
+            new.role,
+            new.max_attempts,
+            _payload(event),
+        )
         if row is None:
             raise checks.task_not_found(format_id("T", number))
         run = _run(row)
-        return run, event.model_copy(update={"id": row["event_id"], "at": run.enqueued_at,
-                                             "task_id": run.task_id, "run_id": run.id})
+        return run, event.model_copy(
+            update={
+                "id": row["event_id"],
+                "at": run.enqueued_at,
+                "task_id": run.task_id,
+                "run_id": run.id,
+            }
+        )
 
     async def get_run(self, run_id: str) -> Run | None:
         row = await self._fetchrow(sql.GET_RUN, parse_id("R", run_id))
@@ -290,21 +340,47 @@ class PostgresStore:
     async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
         checks.finished_outcome(outcome)
         usage = outcome.usage
-        event = RunFinished(status=outcome.status, exit_code=outcome.exit_code, error=outcome.error,
-                            usage=usage, cost_usd=outcome.cost_usd)
-        args = (outcome.status.value, outcome.exit_code, outcome.error, outcome.adapter, outcome.adapter_reason,
-                outcome.cli_version, outcome.model, usage.input_tokens, usage.output_tokens,
-                usage.cache_read_tokens, usage.cache_write_tokens, usage.model, outcome.cost_usd, _payload(event))
+        event = RunFinished(
+            status=outcome.status,
+            exit_code=outcome.exit_code,
+            error=outcome.error,
+            usage=usage,
+            cost_usd=outcome.cost_usd,
+        )
+        args = (
+            outcome.status.value,
+            outcome.exit_code,
+            outcome.error,
+            outcome.adapter,
+            outcome.adapter_reason,
+            outcome.cli_version,
+            outcome.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.model,
+            outcome.cost_usd,
+            _payload(event),
+        )
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()
         run = _run(row)
-        return run, event.model_copy(update={"id": row["event_id"], "at": run.finished_at,
-                                             "task_id": run.task_id, "run_id": run.id})
+        return run, event.model_copy(
+            update={
+                "id": row["event_id"],
+                "at": run.finished_at,
+                "task_id": run.task_id,
+                "run_id": run.id,
+            }
+        )
 
     async def release_run(self, lease: Lease) -> Run:
         return _run(await self._under_lease(sql.RELEASE_RUN, lease))
 
-    async def _under_lease(self, statement: str, lease: Lease, *args: Any, finished_twice_ok: bool = False) -> Row:
+    async def _under_lease(
+        self, statement: str, lease: Lease, *args: Any, finished_twice_ok: bool = False
+    ) -> Row:
         """Run a statement guarded by the lease; LeaseLost (nothing written) if it no longer holds."""
         number = parse_id("R", lease.run_id)
 
@@ -312,15 +388,21 @@ class PostgresStore:
             row = await con.fetchrow(statement, number, lease.token, *args)
             if row is not None:
                 return row
-            if retried and finished_twice_ok:  # our first try may have committed before the connection died
+            if (
+                retried and finished_twice_ok
+            ):  # our first try may have committed before the connection died
                 done = await con.fetchrow(sql.FINISHED_UNDER_TOKEN, number, lease.token)
                 if done is not None:
                     return done
             current = await con.fetchrow(sql.GET_RUN_WITH_CLOCK, number)
             if current is None:
                 raise checks.run_not_found(lease.run_id)
-            raise checks.lease_lost(lease, status=current["status"], token=current["lease_token"],
-                                    expired_ago_s=current["expired_ago"])
+            raise checks.lease_lost(
+                lease,
+                status=current["status"],
+                token=current["lease_token"],
+                expired_ago_s=current["expired_ago"],
+            )
 
         return await self._run(guarded)
 
@@ -331,7 +413,9 @@ class PostgresStore:
             raise checks.task_not_found(format_id("T", number))
         return _runs(rows)
 
-    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+    async def reap_expired(
+        self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
+    ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
         return _runs(await self._fetch(sql.REAP_EXPIRED, first, longest))
 
@@ -349,8 +433,18 @@ class PostgresStore:
                 if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
                     raise checks.run_not_found(format_id("R", run))
                 await con.execute(sql.INSERT_BLOB, sha, content, len(content))
-                return await con.fetchrow(sql.INSERT_ARTIFACT, sha, meta.kind.value, meta.media_type, task, run,
-                                          meta.role, meta.adapter, meta.cli_version, meta.model)
+                return await con.fetchrow(
+                    sql.INSERT_ARTIFACT,
+                    sha,
+                    meta.kind.value,
+                    meta.media_type,
+                    task,
+                    run,
+                    meta.role,
+                    meta.adapter,
+                    meta.cli_version,
+                    meta.model,
+                )
 
         return _artifact(await self._run(put), size=len(content))
 
@@ -383,7 +477,9 @@ class PostgresStore:
         if previous is None:
             moved = await self._fetchrow(sql.INSERT_AUDIT_ANCHOR, anchor.seq, anchor.hash)
         else:
-            moved = await self._fetchrow(sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash)
+            moved = await self._fetchrow(
+                sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash
+            )
         if moved is None:
             now = await self.get_audit_anchor()
             if now == anchor:
@@ -413,9 +509,10 @@ class PostgresStore:
                 if con is not None:
                     self._pool.release(con)  # still in its transaction: the pool closes it
                 if isinstance(exc, asyncpg.exceptions.LockNotAvailableError):
-                    raise AuditError("another T25 process has held the audit log's lock on "
-                                     "this store for 120 s",
-                                     hint="try again when its decision is done") from None
+                    raise AuditError(
+                        "another T25 process has held the audit log's lock on this store for 120 s",
+                        hint="try again when its decision is done",
+                    ) from None
                 if not (isinstance(exc, Exception) and schema.is_connection_lost(exc)):
                     raise
                 if attempt == RETRIES:
@@ -463,31 +560,68 @@ def _id(prefix: str, number: int | None) -> str | None:
 
 
 def _event(r: Row) -> Event:
-    return Event.restore(r["kind"], json.loads(r["payload"]), id=r["id"], at=r["at"],
-                         task_id=_id("T", r["task_id"]), run_id=_id("R", r["run_id"]))
+    return Event.restore(
+        r["kind"],
+        json.loads(r["payload"]),
+        id=r["id"],
+        at=r["at"],
+        task_id=_id("T", r["task_id"]),
+        run_id=_id("R", r["run_id"]),
+    )
 
 
 def _task(r: Row) -> Task:
     return Task(
-        id=format_id("T", r["id"]), project=r["project"], title=r["title"], type=r["type"],
-        description=r["description"], state=r["state"], resume_state=r["resume_state"],
-        archived=r["archived"], merged=r["merged"], qa_loops=r["qa_loops"], review_loops=r["review_loops"],
-        error=r["error"], approved_plan_sha=r["approved_plan_sha"], checks_passed=r["checks_passed"],
-        review_verdict=r["review_verdict"], created_at=r["created_at"], state_since=r["state_since"],
+        id=format_id("T", r["id"]),
+        project=r["project"],
+        title=r["title"],
+        type=r["type"],
+        description=r["description"],
+        state=r["state"],
+        resume_state=r["resume_state"],
+        archived=r["archived"],
+        merged=r["merged"],
+        qa_loops=r["qa_loops"],
+        review_loops=r["review_loops"],
+        error=r["error"],
+        approved_plan_sha=r["approved_plan_sha"],
+        checks_passed=r["checks_passed"],
+        review_verdict=r["review_verdict"],
+        created_at=r["created_at"],
+        state_since=r["state_since"],
     )
 
 
 def _run(r: Row) -> Run:
-    usage = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"],
-                  cache_read_tokens=r["cache_read_tokens"], cache_write_tokens=r["cache_write_tokens"],
-                  model=r["usage_model"])
+    usage = Usage(
+        input_tokens=r["input_tokens"],
+        output_tokens=r["output_tokens"],
+        cache_read_tokens=r["cache_read_tokens"],
+        cache_write_tokens=r["cache_write_tokens"],
+        model=r["usage_model"],
+    )
     return Run(
-        id=format_id("R", r["id"]), task_id=format_id("T", r["task_id"]), stage=r["stage"], role=r["role"],
-        status=r["status"], attempts=r["attempts"], max_attempts=r["max_attempts"], worker=r["worker"],
-        lease_token=r["lease_token"], lease_expires_at=r["lease_expires_at"], adapter=r["adapter"],
-        adapter_reason=r["adapter_reason"], cli_version=r["cli_version"], model=r["model"],
-        exit_code=r["exit_code"], error=r["error"], usage=usage, cost_usd=r["cost_usd"],
-        enqueued_at=r["enqueued_at"], started_at=r["started_at"], finished_at=r["finished_at"],
+        id=format_id("R", r["id"]),
+        task_id=format_id("T", r["task_id"]),
+        stage=r["stage"],
+        role=r["role"],
+        status=r["status"],
+        attempts=r["attempts"],
+        max_attempts=r["max_attempts"],
+        worker=r["worker"],
+        lease_token=r["lease_token"],
+        lease_expires_at=r["lease_expires_at"],
+        adapter=r["adapter"],
+        adapter_reason=r["adapter_reason"],
+        cli_version=r["cli_version"],
+        model=r["model"],
+        exit_code=r["exit_code"],
+        error=r["error"],
+        usage=usage,
+        cost_usd=r["cost_usd"],
+        enqueued_at=r["enqueued_at"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
     )
 
 
@@ -496,13 +630,30 @@ def _runs(rows: list[Row]) -> list[Run]:
 
 
 def _lease(r: Row) -> Lease:
-    return Lease(run_id=format_id("R", r["id"]), task_id=format_id("T", r["task_id"]),
-                 token=r["lease_token"], worker=r["worker"], expires_at=r["lease_expires_at"])
+    return Lease(
+        run_id=format_id("R", r["id"]),
+        task_id=format_id("T", r["task_id"]),
+        token=r["lease_token"],
+        worker=r["worker"],
+        expires_at=r["lease_expires_at"],
+    )
 
 
 def _artifact(r: Row, *, size: int | None = None) -> Artifact:
-    meta = ArtifactMeta(kind=r["kind"], media_type=r["media_type"], task_id=_id("T", r["task_id"]),
-                        run_id=_id("R", r["run_id"]), role=r["role"], adapter=r["adapter"],
-                        cli_version=r["cli_version"], model=r["model"])
-    return Artifact(id=format_id("A", r["id"]), sha256=r["sha256"], size=r["size"] if size is None else size,
-                    meta=meta, created_at=r["created_at"])
+    meta = ArtifactMeta(
+        kind=r["kind"],
+        media_type=r["media_type"],
+        task_id=_id("T", r["task_id"]),
+        run_id=_id("R", r["run_id"]),
+        role=r["role"],
+        adapter=r["adapter"],
+        cli_version=r["cli_version"],
+        model=r["model"],
+    )
+    return Artifact(
+        id=format_id("A", r["id"]),
+        sha256=r["sha256"],
+        size=r["size"] if size is None else size,
+        meta=meta,
+        created_at=r["created_at"],
+    )

@@ -30,8 +30,8 @@ log = logging.getLogger("t25.store.postgres")
 
 CHANNEL = sql.EVENTS_CHANNEL
 COALESCE_S = 0.005  # at most one notification per process this often
-POLL_S = 0.25       # how often a reader without a listening connection looks anyway
-RECHECK_S = 1.0     # ... and one with it: a notification that could not be sent is no hang
+POLL_S = 0.25  # how often a reader without a listening connection looks anyway
+RECHECK_S = 1.0  # ... and one with it: a notification that could not be sent is no hang
 
 
 class _ProcessNotifier:
@@ -78,14 +78,17 @@ class _ProcessNotifier:
 
 # One sender per event loop and database; a loop that is gone takes its senders with it.
 _NOTIFIERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _ProcessNotifier]] = (
-    weakref.WeakKeyDictionary())
+    weakref.WeakKeyDictionary()
+)
 
 
 class EventSignal:
     """One store's side of the wake-ups: `written()` after each committed event write,
     `wait()` for readers."""
 
-    def __init__(self, url: str, pool: ConnectionPool, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
+    def __init__(
+        self, url: str, pool: ConnectionPool, connect: Callable[[], Awaitable[asyncpg.Connection]]
+    ) -> None:
         self._senders = _NOTIFIERS.setdefault(asyncio.get_running_loop(), {})
         self._url = url
         self._notifier = self._senders.setdefault(url, _ProcessNotifier())
@@ -106,7 +109,9 @@ class EventSignal:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def wait(self, after_id: int, timeout_s: float, newest: Callable[[], Awaitable[int]]) -> bool:
+    async def wait(
+        self, after_id: int, timeout_s: float, newest: Callable[[], Awaitable[int]]
+    ) -> bool:
         """True as soon as an event newer than `after_id` is visible; False after `timeout_s`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout_s)
@@ -119,7 +124,9 @@ class EventSignal:
             if remaining <= 0:
                 return False
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, RECHECK_S if listening else POLL_S))
+                await asyncio.wait_for(
+                    changed.wait(), min(remaining, RECHECK_S if listening else POLL_S)
+                )
 
     async def _listen(self) -> bool:
         """Make sure this store LISTENs; False (poll instead) while that is impossible."""
@@ -136,7 +143,9 @@ class EventSignal:
             except Exception as exc:
                 if con is not None:
                     con.terminate()
-                if not isinstance(exc, StoreError | asyncpg.PostgresError) and not is_connection_lost(exc):
+                if not isinstance(
+                    exc, StoreError | asyncpg.PostgresError
+                ) and not is_connection_lost(exc):
                     raise
                 if not self._deaf:  # once per loss, not once per poll while the server is away
                     log.warning("cannot LISTEN for T25 events (polling instead): %s", exc)

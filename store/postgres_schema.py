@@ -50,7 +50,9 @@ BUSY: tuple[type[BaseException], ...] = (
 
 IDLE_LIFETIME_S = 300.0  # asyncpg's default max_inactive_connection_lifetime
 
-_FOREIGN_HINT = "point store.url (or T25_DATABASE_URL) at an empty database, or at one written by T25"
+_FOREIGN_HINT = (
+    "point store.url (or T25_DATABASE_URL) at an empty database, or at one written by T25"
+)
 _REACH_HINT = "check that Postgres is running and that T25_DATABASE_URL (or store.url) is right"
 
 
@@ -81,8 +83,9 @@ def unreachable(url: str, exc: BaseException) -> StoreError:
     (the database is gone, the role may not log in)."""
     reason = str(exc) or type(exc).__name__
     if is_transient(exc):
-        return StoreUnavailable(f"cannot reach the Postgres store at {shown(url)}: {reason}",
-                                hint=_REACH_HINT)
+        return StoreUnavailable(
+            f"cannot reach the Postgres store at {shown(url)}: {reason}", hint=_REACH_HINT
+        )
     return StoreError(f"the Postgres store at {shown(url)} refused T25: {reason}", hint=_REACH_HINT)
 
 
@@ -101,8 +104,15 @@ class ConnectionPool:
     never changes it.
     """
 
-    def __init__(self, url: str, *, min_size: int, max_size: int, application_name: str,
-                 idle_lifetime_s: float = IDLE_LIFETIME_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int,
+        max_size: int,
+        application_name: str,
+        idle_lifetime_s: float = IDLE_LIFETIME_S,
+    ) -> None:
         self._url = url
         self._min_size = min_size
         self._max_size = max_size
@@ -120,7 +130,9 @@ class ConnectionPool:
     async def start(self) -> None:
         """Open the first `min_size` connections; if one cannot be, close the others and raise."""
         loop = asyncio.get_running_loop()
-        opened = await asyncio.gather(*(self._open() for _ in range(self._min_size)), return_exceptions=True)
+        opened = await asyncio.gather(
+            *(self._open() for _ in range(self._min_size)), return_exceptions=True
+        )
         self._idle = [(con, loop.time()) for con in opened if isinstance(con, asyncpg.Connection)]
         self._size = len(self._idle)
         failed = [exc for exc in opened if isinstance(exc, BaseException)]
@@ -201,7 +213,9 @@ class ConnectionPool:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_exception(asyncpg.InterfaceError("the store's connection pool is closing"))
+                waiter.set_exception(
+                    asyncpg.InterfaceError("the store's connection pool is closing")
+                )
         while self._size:
             idle, self._idle = self._idle, []
             self._size -= len(idle)
@@ -215,7 +229,9 @@ class ConnectionPool:
         return await _connected(self._url, self._application_name)
 
     async def _wait(self) -> asyncpg.Connection | None:
-        waiter: asyncio.Future[asyncpg.Connection | None] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[asyncpg.Connection | None] = (
+            asyncio.get_running_loop().create_future()
+        )
         self._waiters.append(waiter)
         try:
             return await waiter
@@ -264,10 +280,14 @@ async def _close_quietly(con: asyncpg.Connection) -> None:
         await con.close(timeout=2)
 
 
-async def create_pool(url: str, *, min_size: int, max_size: int, application_name: str) -> ConnectionPool:
+async def create_pool(
+    url: str, *, min_size: int, max_size: int, application_name: str
+) -> ConnectionPool:
     """A pool on `url`, after the schema is migrated; StoreError if that cannot be done."""
     await migrate(url, application_name=application_name)
-    pool = ConnectionPool(url, min_size=min_size, max_size=max_size, application_name=application_name)
+    pool = ConnectionPool(
+        url, min_size=min_size, max_size=max_size, application_name=application_name
+    )
     try:
         await pool.start()
     except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
@@ -288,8 +308,9 @@ async def _connected(url: str, application_name: str) -> asyncpg.Connection:
     fail its whole statement, so NUL is kept as U+FFFD, as in event payloads."""
     con = await asyncpg.connect(url, server_settings={"application_name": application_name})
     try:
-        await con.set_type_codec("text", schema="pg_catalog", format="text",
-                                 encoder=_without_nul, decoder=str)
+        await con.set_type_codec(
+            "text", schema="pg_catalog", format="text", encoder=_without_nul, decoder=str
+        )
     except BaseException:
         await con.close()
         raise
@@ -309,7 +330,9 @@ async def migrate(url: str, *, application_name: str = "t25") -> None:
             await _migrate(con, url)
         finally:
             await con.execute(sql.UNLOCK_FOR_MIGRATION, sql.MIGRATION_LOCK_KEY)
-    except Exception as exc:  # lost mid-way: each migration is its own transaction, so none is half-done
+    except (
+        Exception
+    ) as exc:  # lost mid-way: each migration is its own transaction, so none is half-done
         if is_transient(exc):
             raise unreachable(url, exc) from exc
         raise

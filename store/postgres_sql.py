@@ -81,7 +81,7 @@ def update_task(set_columns: list[str], *, with_state: bool) -> str:
         sets = ["state = state"]
     return f"""
 WITH task AS (
-    UPDATE tasks SET {', '.join(sets)} WHERE id = $1 AND state = $2 RETURNING *
+    UPDATE tasks SET {", ".join(sets)} WHERE id = $1 AND state = $2 RETURNING *
 ), event AS (
     INSERT INTO events (at, kind, task_id, run_id, payload)
     SELECT $3::timestamptz, $4::text, id, $5::bigint, $6::jsonb FROM task
@@ -106,7 +106,9 @@ SELECT t25_event_horizon() WHERE EXISTS (
     SELECT 1 FROM events WHERE id > $1 AND ($2::bigint IS NULL OR task_id = $2)
 )"""
 EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
-TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
+TASK_EVENTS_AFTER = (
+    "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
+)
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
@@ -149,7 +151,7 @@ _LEASE = "id, task_id, lease_token, worker, lease_expires_at"
 CLAIM_RUN = f"""
 UPDATE runs
 SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = $1,
-    lease_expires_at = clock_timestamp() + {_SECONDS.format('$2::float8')},
+    lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
     SELECT id FROM runs WHERE status = 'queued' AND not_before <= clock_timestamp()
@@ -158,10 +160,12 @@ WHERE id = (
 RETURNING {_LEASE}"""
 
 # The condition that a lease still holds: current token, still running, deadline ahead.
-_LEASE_HOLDS = "id = $1 AND lease_token = $2 AND status = 'running' AND lease_expires_at > clock_timestamp()"
+_LEASE_HOLDS = (
+    "id = $1 AND lease_token = $2 AND status = 'running' AND lease_expires_at > clock_timestamp()"
+)
 
 HEARTBEAT = f"""
-UPDATE runs SET lease_expires_at = clock_timestamp() + {_SECONDS.format('$3::float8')}
+UPDATE runs SET lease_expires_at = clock_timestamp() + {_SECONDS.format("$3::float8")}
 WHERE {_LEASE_HOLDS}
 RETURNING {_LEASE}"""
 
@@ -219,7 +223,7 @@ SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
         ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
     END,
     not_before = CASE WHEN attempts >= max_attempts THEN not_before ELSE clock_timestamp()
-        + {_SECONDS.format('least($1::float8 * power(2, least(attempts - 1, 30)), $2::float8)')} END,
+        + {_SECONDS.format("least($1::float8 * power(2, least(attempts - 1, 30)), $2::float8)")} END,
     worker = CASE WHEN attempts >= max_attempts THEN worker END,
     finished_at = CASE WHEN attempts >= max_attempts THEN clock_timestamp() END,
     lease_expires_at = NULL
@@ -231,7 +235,9 @@ RETURNING *"""
 
 # -- artifacts ----------------------------------------------------------------------------
 
-INSERT_BLOB = "INSERT INTO blobs (sha256, content, size) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING"
+INSERT_BLOB = (
+    "INSERT INTO blobs (sha256, content, size) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING"
+)
 # $1 sha256, $2 kind, $3 media type, $4 task id, $5 run id, $6 role, $7 adapter, $8 cli version, $9 model.
 INSERT_ARTIFACT = """
 INSERT INTO artifacts (sha256, kind, media_type, task_id, run_id, role, adapter, cli_version, model, created_at)

@@ -102,22 +102,31 @@ class SqliteStore:
             (row,) = await db.execute_fetchall(sql.UPSERT_PROJECT, project.model_dump())
         return Project(**dict(row))
 
-
     async def list_projects(self) -> list[Project]:
         return [Project(**dict(r)) for r in await self._read(sql.LIST_PROJECTS)]
 
     # -- tasks ------------------------------------------------------------------------
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
-        params = {"project": new.project, "title": new.title, "type": new.type.value,
-                  "description": new.description}
+        params = {
+            "project": new.project,
+            "title": new.title,
+            "type": new.type.value,
+            "description": new.description,
+        }
         async with self._write() as db:
             rows = await db.execute_fetchall(sql.INSERT_TASK, params)
             if not rows:
                 raise checks.project_not_found(new.project)
             task = _task(rows[0])
-            event = TaskCreated(at=task.created_at, task_id=task.id, title=task.title,
-                                type=task.type.value, project=task.project, actor=actor)
+            event = TaskCreated(
+                at=task.created_at,
+                task_id=task.id,
+                title=task.title,
+                type=task.type.value,
+                project=task.project,
+                actor=actor,
+            )
             event = await _insert_event(db, event)
         return task, event
 
@@ -159,12 +168,21 @@ class SqliteStore:
         return await self._cas_task(tid, expected, checks.task_fields(fields), event, None)
 
     async def _cas_task(
-        self, tid: str, expected: TaskState, values: dict[str, Any], event: Event,
+        self,
+        tid: str,
+        expected: TaskState,
+        values: dict[str, Any],
+        event: Event,
         state: dict[str, Any] | None,
     ) -> tuple[Task, Event]:
         event = checks.event_for_task(tid, event)
         statement = sql.update_task(list(values), with_state=state is not None)
-        params = {**values, **(state or {}), "id": parse_id("T", tid), "expected": TaskState(expected).value}
+        params = {
+            **values,
+            **(state or {}),
+            "id": parse_id("T", tid),
+            "expected": TaskState(expected).value,
+        }
         async with self._write() as db:
             rows = await db.execute_fetchall(statement, params)
             if not rows:
@@ -188,7 +206,9 @@ class SqliteStore:
         if task_id is None:
             rows = await self._read(sql.EVENTS_AFTER, (after_id, limit))
         else:
-            rows = await self._read(sql.TASK_EVENTS_AFTER, (after_id, parse_id("T", task_id), limit))
+            rows = await self._read(
+                sql.TASK_EVENTS_AFTER, (after_id, parse_id("T", task_id), limit)
+            )
         return [_event(r) for r in rows]
 
     async def last_event_id(self) -> int:
@@ -213,15 +233,27 @@ class SqliteStore:
     # -- runs and leases --------------------------------------------------------------
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
-        params = {"task_id": parse_id("T", new.task_id), "stage": TaskState(new.stage).value,
-                  "role": new.role, "max_attempts": new.max_attempts}
+        params = {
+            "task_id": parse_id("T", new.task_id),
+            "stage": TaskState(new.stage).value,
+            "role": new.role,
+            "max_attempts": new.max_attempts,
+        }
         async with self._write() as db:
             rows = await db.execute_fetchall(sql.INSERT_RUN, params)
             if not rows:
                 raise checks.task_not_found(format_id("T", params["task_id"]))
             run = _run(rows[0])
-            event = await _insert_event(db, RunQueued(at=run.enqueued_at, task_id=run.task_id,
-                                                      run_id=run.id, stage=run.stage, role=run.role))
+            event = await _insert_event(
+                db,
+                RunQueued(
+                    at=run.enqueued_at,
+                    task_id=run.task_id,
+                    run_id=run.id,
+                    stage=run.stage,
+                    role=run.role,
+                ),
+            )
         return run, event
 
     async def get_run(self, run_id: str) -> Run | None:
@@ -261,16 +293,27 @@ class SqliteStore:
         checks.finished_outcome(outcome)
         usage = outcome.usage
         params = {
-            **_lease_params(lease), **outcome.model_dump(exclude={"usage"}), "status": outcome.status.value,
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens,
+            **_lease_params(lease),
+            **outcome.model_dump(exclude={"usage"}),
+            "status": outcome.status.value,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
             "usage_model": usage.model,
         }
         async with self._write() as db:
             run = _run(await self._under_lease(db, sql.COMPLETE_RUN, params, lease))
-            event = RunFinished(at=run.finished_at, task_id=run.task_id, run_id=run.id, status=run.status,
-                                exit_code=run.exit_code, error=run.error, usage=run.usage,
-                                cost_usd=run.cost_usd)
+            event = RunFinished(
+                at=run.finished_at,
+                task_id=run.task_id,
+                run_id=run.id,
+                status=run.status,
+                exit_code=run.exit_code,
+                error=run.error,
+                usage=run.usage,
+                cost_usd=run.cost_usd,
+            )
             event = await _insert_event(db, event)
         return run, event
 
@@ -290,7 +333,9 @@ class SqliteStore:
             raise checks.run_not_found(lease.run_id)
         r = current[0]
         ago = r["now"] - r["lease_expires_at"] if r["lease_expires_at"] is not None else None
-        raise checks.lease_lost(lease, status=r["status"], token=r["lease_token"], expired_ago_s=ago)
+        raise checks.lease_lost(
+            lease, status=r["status"], token=r["lease_token"], expired_ago_s=ago
+        )
 
     async def cancel_runs(self, task_id: str) -> list[Run]:
         tid = parse_id("T", task_id)
@@ -300,10 +345,14 @@ class SqliteStore:
             rows = await db.execute_fetchall(sql.CANCEL_RUNS, (tid,))
         return _runs(rows)
 
-    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+    async def reap_expired(
+        self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
+    ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
         async with self._write() as db:
-            rows = await db.execute_fetchall(sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
+            rows = await db.execute_fetchall(
+                sql.REAP_EXPIRED, {"delay": first, "max_delay": longest}
+            )
         return _runs(rows)
 
     # -- artifacts --------------------------------------------------------------------
@@ -353,10 +402,13 @@ class SqliteStore:
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         async with self._write() as db:
             if previous is None:
-                moved = await db.execute_fetchall(sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash))
+                moved = await db.execute_fetchall(
+                    sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash)
+                )
             else:
                 moved = await db.execute_fetchall(
-                    sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash))
+                    sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
+                )
             if not moved:
                 now = await db.execute_fetchall(sql.GET_AUDIT_ANCHOR)
                 if now and (now[0]["seq"], now[0]["hash"]) == (anchor.seq, anchor.hash):
@@ -420,38 +472,77 @@ async def _insert_event(db: aiosqlite.Connection, event: Event) -> Event:
     task = parse_id("T", event.task_id) if event.task_id is not None else None
     run = parse_id("R", event.run_id) if event.run_id is not None else None
     payload = json.dumps(event.payload(), separators=(",", ":"))
-    ((new_id,),) = await db.execute_fetchall(sql.INSERT_EVENT, (_ts(event.at), event.kind, task, run, payload))
-    return event.model_copy(update={"id": new_id, "task_id": _id("T", task), "run_id": _id("R", run)})
+    ((new_id,),) = await db.execute_fetchall(
+        sql.INSERT_EVENT, (_ts(event.at), event.kind, task, run, payload)
+    )
+    return event.model_copy(
+        update={"id": new_id, "task_id": _id("T", task), "run_id": _id("R", run)}
+    )
 
 
 def _event(r: Row) -> Event:
-    return Event.restore(r["kind"], json.loads(r["payload"]), id=r["id"], at=_dt(r["at"]),
-                         task_id=_id("T", r["task_id"]), run_id=_id("R", r["run_id"]))
+    return Event.restore(
+        r["kind"],
+        json.loads(r["payload"]),
+        id=r["id"],
+        at=_dt(r["at"]),
+        task_id=_id("T", r["task_id"]),
+        run_id=_id("R", r["run_id"]),
+    )
 
 
 def _task(r: Row) -> Task:
     return Task(
-        id=format_id("T", r["id"]), project=r["project"], title=r["title"], type=r["type"],
-        description=r["description"], state=r["state"], resume_state=r["resume_state"],
-        archived=bool(r["archived"]), merged=bool(r["merged"]), qa_loops=r["qa_loops"],
-        review_loops=r["review_loops"], error=r["error"], approved_plan_sha=r["approved_plan_sha"],
+        id=format_id("T", r["id"]),
+        project=r["project"],
+        title=r["title"],
+        type=r["type"],
+        description=r["description"],
+        state=r["state"],
+        resume_state=r["resume_state"],
+        archived=bool(r["archived"]),
+        merged=bool(r["merged"]),
+        qa_loops=r["qa_loops"],
+        review_loops=r["review_loops"],
+        error=r["error"],
+        approved_plan_sha=r["approved_plan_sha"],
         checks_passed=None if r["checks_passed"] is None else bool(r["checks_passed"]),
         review_verdict=r["review_verdict"],
-        created_at=_dt(r["created_at"]), state_since=_dt(r["state_since"]),
+        created_at=_dt(r["created_at"]),
+        state_since=_dt(r["state_since"]),
     )
 
 
 def _run(r: Row) -> Run:
-    usage = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"],
-                  cache_read_tokens=r["cache_read_tokens"], cache_write_tokens=r["cache_write_tokens"],
-                  model=r["usage_model"])
+    usage = Usage(
+        input_tokens=r["input_tokens"],
+        output_tokens=r["output_tokens"],
+        cache_read_tokens=r["cache_read_tokens"],
+        cache_write_tokens=r["cache_write_tokens"],
+        model=r["usage_model"],
+    )
     return Run(
-        id=format_id("R", r["id"]), task_id=format_id("T", r["task_id"]), stage=r["stage"], role=r["role"],
-        status=r["status"], attempts=r["attempts"], max_attempts=r["max_attempts"], worker=r["worker"],
-        lease_token=r["lease_token"], lease_expires_at=_dt(r["lease_expires_at"]), adapter=r["adapter"],
-        adapter_reason=r["adapter_reason"], cli_version=r["cli_version"], model=r["model"],
-        exit_code=r["exit_code"], error=r["error"], usage=usage, cost_usd=r["cost_usd"],
-        enqueued_at=_dt(r["enqueued_at"]), started_at=_dt(r["started_at"]), finished_at=_dt(r["finished_at"]),
+        id=format_id("R", r["id"]),
+        task_id=format_id("T", r["task_id"]),
+        stage=r["stage"],
+        role=r["role"],
+        status=r["status"],
+        attempts=r["attempts"],
+        max_attempts=r["max_attempts"],
+        worker=r["worker"],
+        lease_token=r["lease_token"],
+        lease_expires_at=_dt(r["lease_expires_at"]),
+        adapter=r["adapter"],
+        adapter_reason=r["adapter_reason"],
+        cli_version=r["cli_version"],
+        model=r["model"],
+        exit_code=r["exit_code"],
+        error=r["error"],
+        usage=usage,
+        cost_usd=r["cost_usd"],
+        enqueued_at=_dt(r["enqueued_at"]),
+        started_at=_dt(r["started_at"]),
+        finished_at=_dt(r["finished_at"]),
     )
 
 
@@ -460,8 +551,13 @@ def _runs(rows: Iterable[Row]) -> list[Run]:
 
 
 def _lease(r: Row) -> Lease:
-    return Lease(run_id=format_id("R", r["id"]), task_id=format_id("T", r["task_id"]),
-                 token=r["lease_token"], worker=r["worker"], expires_at=_dt(r["lease_expires_at"]))
+    return Lease(
+        run_id=format_id("R", r["id"]),
+        task_id=format_id("T", r["task_id"]),
+        token=r["lease_token"],
+        worker=r["worker"],
+        expires_at=_dt(r["lease_expires_at"]),
+    )
 
 
 def _lease_params(lease: Lease) -> dict[str, Any]:
@@ -469,8 +565,20 @@ def _lease_params(lease: Lease) -> dict[str, Any]:
 
 
 def _artifact(r: Row, *, size: int | None = None) -> Artifact:
-    meta = ArtifactMeta(kind=r["kind"], media_type=r["media_type"], task_id=_id("T", r["task_id"]),
-                        run_id=_id("R", r["run_id"]), role=r["role"], adapter=r["adapter"],
-                        cli_version=r["cli_version"], model=r["model"])
-    return Artifact(id=format_id("A", r["id"]), sha256=r["sha256"], size=r["size"] if size is None else size,
-                    meta=meta, created_at=_dt(r["created_at"]))
+    meta = ArtifactMeta(
+        kind=r["kind"],
+        media_type=r["media_type"],
+        task_id=_id("T", r["task_id"]),
+        run_id=_id("R", r["run_id"]),
+        role=r["role"],
+        adapter=r["adapter"],
+        cli_version=r["cli_version"],
+        model=r["model"],
+    )
+    return Artifact(
+        id=format_id("A", r["id"]),
+        sha256=r["sha256"],
+        size=r["size"] if size is None else size,
+        meta=meta,
+        created_at=_dt(r["created_at"]),
+    )

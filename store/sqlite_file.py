@@ -50,8 +50,10 @@ async def connect(path: Path) -> aiosqlite.Connection:
             return await _connect(path)
         except _Locked:
             if attempt == OPEN_ATTEMPTS:
-                raise StoreUnavailable(f"cannot open the store {path}: it stayed locked",
-                                       hint="another process holds it; try again") from None
+                raise StoreUnavailable(
+                    f"cannot open the store {path}: it stayed locked",
+                    hint="another process holds it; try again",
+                ) from None
             await asyncio.sleep(0.02 * attempt)
     raise AssertionError("unreachable")
 
@@ -126,7 +128,9 @@ def _check_file(path: Path) -> None:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     elif 0 < path.stat().st_size < _SMALLEST_SQLITE_FILE:  # an empty file is a new database
-        raise StoreError(f"{path} is not a T25 database (it is not SQLite at all)", hint=_FOREIGN_HINT)
+        raise StoreError(
+            f"{path} is not a T25 database (it is not SQLite at all)", hint=_FOREIGN_HINT
+        )
 
 
 async def _check_identity(db: aiosqlite.Connection, path: Path) -> None:
@@ -190,7 +194,9 @@ def _statements(script: str) -> Iterable[str]:
     for piece in script.split(";"):
         pending += piece + ";"
         if sqlite3.complete_statement(pending):
-            code = "\n".join(line for line in pending.splitlines() if not line.lstrip().startswith("--"))
+            code = "\n".join(
+                line for line in pending.splitlines() if not line.lstrip().startswith("--")
+            )
             if code.strip(" \n;"):
                 yield pending
             pending = ""

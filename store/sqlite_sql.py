@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     name       TEXT NOT NULL,
     applied_at REAL NOT NULL
 ) STRICT"""
-HAS_SCHEMA_MIGRATIONS = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"
+HAS_SCHEMA_MIGRATIONS = (
+    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"
+)
 APPLIED_MIGRATIONS = "SELECT id, name FROM schema_migrations ORDER BY id"
 RECORD_MIGRATION = f"INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, {NOW})"
 
@@ -55,7 +57,9 @@ def update_task(set_columns: list[str], *, with_state: bool) -> str:
 
 # -- events -------------------------------------------------------------------------------
 
-INSERT_EVENT = "INSERT INTO events (at, kind, task_id, run_id, payload) VALUES (?, ?, ?, ?, ?) RETURNING id"
+INSERT_EVENT = (
+    "INSERT INTO events (at, kind, task_id, run_id, payload) VALUES (?, ?, ?, ?, ?) RETURNING id"
+)
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
@@ -81,7 +85,9 @@ WHERE id = (
 RETURNING *"""
 
 # The condition that a lease still holds: current token, still running, deadline ahead.
-_LEASE_HOLDS = f"id = :id AND lease_token = :token AND status = 'running' AND lease_expires_at > {NOW}"
+_LEASE_HOLDS = (
+    f"id = :id AND lease_token = :token AND status = 'running' AND lease_expires_at > {NOW}"
+)
 
 HEARTBEAT = f"UPDATE runs SET lease_expires_at = {NOW} + :ttl WHERE {_LEASE_HOLDS} RETURNING *"
 
@@ -148,6 +154,8 @@ LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (s
 
 GET_AUDIT_ANCHOR = "SELECT seq, hash FROM audit_anchor WHERE id = 1"
 INSERT_AUDIT_ANCHOR = "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id"
-MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id"
+MOVE_AUDIT_ANCHOR = (
+    "UPDATE audit_anchor SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id"
+)
 
 COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"

@@ -19,9 +19,13 @@ from core.worker.worker import CheckRunner
 
 
 def local_workers(
-    control: ControlPlane, adapters: Mapping[str, AgentAdapter] | None = None,
-    run_check: CheckRunner | None = None, *, count: int | None = None,
-    lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
+    control: ControlPlane,
+    adapters: Mapping[str, AgentAdapter] | None = None,
+    run_check: CheckRunner | None = None,
+    *,
+    count: int | None = None,
+    lease_ttl_s: float = 30.0,
+    heartbeat_s: float = 2.0,
 ) -> WorkerPool:
     """`count` workers in this process (default: `limits.workers`), leasing from `control`."""
     if adapters is None:
@@ -30,19 +34,37 @@ def local_workers(
         adapters = builtin_adapters()
     if run_check is None:
         from adapters.checks import run_check
-    return WorkerPool(LocalRunQueue(control), control.workspace, adapters, run_check,
-                      count=control.config.limits.workers if count is None else count,
-                      lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s, live=control.live,
-                      wake=control.work_queued)
+    return WorkerPool(
+        LocalRunQueue(control),
+        control.workspace,
+        adapters,
+        run_check,
+        count=control.config.limits.workers if count is None else count,
+        lease_ttl_s=lease_ttl_s,
+        heartbeat_s=heartbeat_s,
+        live=control.live,
+        wake=control.work_queued,
+    )
 
 
 def local_sweeper(
-    control: ControlPlane, adapters: Mapping[str, AgentAdapter] | None = None,
-    run_check: CheckRunner | None = None, *, workers: int | None = None,
-    lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0, sweep_s: float = 0.5,
+    control: ControlPlane,
+    adapters: Mapping[str, AgentAdapter] | None = None,
+    run_check: CheckRunner | None = None,
+    *,
+    workers: int | None = None,
+    lease_ttl_s: float = 30.0,
+    heartbeat_s: float = 2.0,
+    sweep_s: float = 0.5,
     store_patience_s: float = STORE_PATIENCE_S,
 ) -> Sweeper:
     """The sweeper of `control`, driving `workers` in-process workers (0: none)."""
-    pool = local_workers(control, adapters, run_check, count=workers, lease_ttl_s=lease_ttl_s,
-                         heartbeat_s=heartbeat_s)
+    pool = local_workers(
+        control,
+        adapters,
+        run_check,
+        count=workers,
+        lease_ttl_s=lease_ttl_s,
+        heartbeat_s=heartbeat_s,
+    )
     return Sweeper(control, pool, sweep_s=sweep_s, store_patience_s=store_patience_s)

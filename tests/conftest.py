@@ -13,8 +13,13 @@ import pytest
 from core.workspace.git import git_sync
 
 
-def make_repo(path: Path, branch: str = "trunk", files: dict[str, str] | None = None, *,
-              exclude_factory: bool = False) -> Path:
+def make_repo(
+    path: Path,
+    branch: str = "trunk",
+    files: dict[str, str] | None = None,
+    *,
+    exclude_factory: bool = False,
+) -> Path:
     """A real repository with one commit on `branch` (deliberately not always `main`).
 
     `files` are the committed files (default: a tiny app.py); `exclude_factory` keeps
@@ -52,9 +57,13 @@ def t25(repo: Path):
 
     def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
         done = subprocess.run(
-            [sys.executable, "-m", "t25_tui", *args], cwd=cwd or repo,
-            env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=120,
+            [sys.executable, "-m", "t25_tui", *args],
+            cwd=cwd or repo,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
@@ -67,7 +76,8 @@ def shop(tmp_path: Path) -> Path:
     repo = make_repo(tmp_path / "shop", branch="trunk")
     (repo / "test_app.py").write_text(
         "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
-        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n")
+        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n"
+    )
     git_sync("add", "-A", cwd=repo)
     git_sync("commit", "-q", "-m", "tests", cwd=repo)
     (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")

@@ -46,32 +46,67 @@ class Cluster:
 
     def _as_postgres(self, *argv: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        subprocess.run([*prefix, *argv], check=True, capture_output=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
+        subprocess.run(
+            [*prefix, *argv], check=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL
+        )
 
     def create(self) -> None:
-        self._as_postgres(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust",
-                          "-U", "postgres", "--no-sync")
+        self._as_postgres(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+        )
         self.start()
 
     def start(self) -> None:
         options = f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l",
-                          str(self.root / "log"), "-o", options, "-w", "start")
+        self._as_postgres(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
 
     def stop(self) -> None:
-        self._as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast",
-                          "-w", "stop")
+        self._as_postgres(
+            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"
+        )
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def psql(self, statement: str, database: str = "postgres") -> str:
         psql = shutil.which("psql") or str(self.bindir / "psql")
-        done = subprocess.run([psql, "-h", "127.0.0.1", "-p", str(self.port),
-                               "-U", "postgres", "-d", database, "-Atc", statement],
-                              check=True, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                psql,
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-Atc",
+                statement,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         return done.stdout.strip()
 
     def new_database(self, name: str) -> str:
@@ -80,13 +115,18 @@ class Cluster:
 
     def terminate(self, database: str) -> int:
         """End every backend of `database` (and only of it); how many there were."""
-        return int(self.psql(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                             f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"))
+        return int(
+            self.psql(
+                f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+            )
+        )
 
     def destroy(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            self._as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m",
-                              "immediate", "-w", "stop")
+            self._as_postgres(
+                str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+            )
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -98,7 +138,9 @@ def pg_cluster() -> Iterator[Cluster]:
         if REQUIRE_PG:
             pytest.fail(f"T25_REQUIRE_PG=1 but {reason}")
         pytest.skip(reason)
-    root = Path(tempfile.mkdtemp(prefix="t25-pg-"))  # not under pytest's 0700 tmp: postgres reads it
+    root = Path(
+        tempfile.mkdtemp(prefix="t25-pg-")
+    )  # not under pytest's 0700 tmp: postgres reads it
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
     cluster = Cluster(bindir, root)
@@ -151,14 +193,18 @@ class HalfOpenLink:
     async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         server_r, server_w = await asyncio.open_connection("127.0.0.1", self.target)
         self._writers += [client_w, server_w]
-        for pipe in (self._pipe(client_r, server_w, 0.0),
-                     self._pipe(server_r, client_w, self.hang_up_after_s)):
+        for pipe in (
+            self._pipe(client_r, server_w, 0.0),
+            self._pipe(server_r, client_w, self.hang_up_after_s),
+        ):
             task = asyncio.create_task(pipe)
             self._pipes.add(task)
             task.add_done_callback(self._pipes.discard)
 
     @staticmethod
-    async def _pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter, hang_up_after_s: float) -> None:
+    async def _pipe(
+        r: asyncio.StreamReader, w: asyncio.StreamWriter, hang_up_after_s: float
+    ) -> None:
         with contextlib.suppress(ConnectionError):
             while data := await r.read(65536):
                 w.write(data)

@@ -134,14 +134,16 @@ def _legacy_line(seq: int, prev: str, **fields) -> tuple[str, str]:
 
 
 def test_a_log_written_with_raw_separators_verifies_shows_them_and_catches_later_tampering(
-        t25, repo):
+    t25, repo
+):
     assert t25("init").code == 0
     for n in (1, 2, 3, 4):
         assert t25("task", "new", f"task {n}").code == 0
     lines, prev = [], GENESIS
     for seq, sep in enumerate(SEPARATORS, start=1):
-        line, prev = _legacy_line(seq, prev, actor=f"ana{sep}", task=f"T-{seq}",
-                                  decision="cancel", reason=f"not{sep}now")
+        line, prev = _legacy_line(
+            seq, prev, actor=f"ana{sep}", task=f"T-{seq}", decision="cancel", reason=f"not{sep}now"
+        )
         lines.append(line)
     path = repo / ".factory" / "audit.jsonl"
     path.write_bytes("".join(line + "\n" for line in lines).encode())

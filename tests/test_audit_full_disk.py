@@ -49,8 +49,10 @@ def factory_on_tmpfs(repo: Path, tmp_path: Path):
     """The repository with its `.factory/` on a 256 KiB tmpfs, and its store kept elsewhere
     (so only the audit log's disk is full)."""
     (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
-    config = {"projects": [{"name": "shop", "repo": "."}],
-              "store": {"url": f"sqlite:///{tmp_path / 'db' / 't25.db'}"}}
+    config = {
+        "projects": [{"name": "shop", "repo": "."}],
+        "store": {"url": f"sqlite:///{tmp_path / 'db' / 't25.db'}"},
+    }
     (repo / "t25.yaml").write_text(yaml.safe_dump(config))
     (tmp_path / "db").mkdir()
     mounted = repo / ".factory"
@@ -74,7 +76,8 @@ def _state(t25, ref: str) -> str:
 
 
 def test_a_full_disk_refuses_decisions_from_the_command_line_and_changes_nothing(
-        t25, factory_on_tmpfs):
+    t25, factory_on_tmpfs
+):
     repo, disk = factory_on_tmpfs
     for n in (1, 2, 3):
         assert t25("task", "new", f"task {n}").code == 0
@@ -117,8 +120,9 @@ async def test_a_full_disk_refuses_decisions_over_rest_and_changes_nothing(facto
         api = make_api(control, worker_credential=None, operator_token=None)
         async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
             for _ in range(2):
-                refused = await client.post("/tasks/T-2/cancel",
-                                            json={"actor": "ana", "reason": LONG})
+                refused = await client.post(
+                    "/tasks/T-2/cancel", json={"actor": "ana", "reason": LONG}
+                )
                 assert refused.status_code == 503  # not a bad request: the disk
                 assert "could not write the audit log" in refused.json()["error"]
                 assert control.audit.path.read_bytes() == before
@@ -132,8 +136,11 @@ async def test_a_full_disk_refuses_decisions_over_rest_and_changes_nothing(facto
             assert done.status_code == 200 and done.json()["state"] == "CANCELLED"
             audit = (await client.get("/audit")).json()
             assert audit["verified"] and [e["task"] for e in audit["entries"]] == ["T-1", "T-2"]
-        decided = [e.task_id for e in await control.store.events_after(0, limit=1000)
-                   if e.kind == "decision_recorded"]
+        decided = [
+            e.task_id
+            for e in await control.store.events_after(0, limit=1000)
+            if e.kind == "decision_recorded"
+        ]
         assert decided == ["T-1", "T-2"]
     finally:
         await store.close()

@@ -144,9 +144,11 @@ def test_help_is_quick_because_it_imports_nothing_heavy(t25):
     import subprocess
     import sys
 
-    code = ("import sys; from t25_tui.cli.main import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('pydantic', 'yaml', 'textual', 'aiosqlite') if m in sys.modules))")
+    code = (
+        "import sys; from t25_tui.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pydantic', 'yaml', 'textual', 'aiosqlite') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.strip().endswith("[]")
 
@@ -221,11 +223,19 @@ def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
     import sys
 
     assert t25("init").code == 0
-    (repo / "t25.yaml").write_text(PIPELINE_CONFIG.replace(
-        "dev: [{adapter: scripted}]", "dev: [{adapter: scripted, args: [--misbehave, 'slow:1']}]"))
+    (repo / "t25.yaml").write_text(
+        PIPELINE_CONFIG.replace(
+            "dev: [{adapter: scripted}]",
+            "dev: [{adapter: scripted, args: [--misbehave, 'slow:1']}]",
+        )
+    )
     t25("task", "new", "Slow one")
-    runner = subprocess.Popen([sys.executable, "-m", "t25_tui", "run"], cwd=repo,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "t25_tui", "run"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         followed = t25("logs", "T-1", "--follow")
     finally:

@@ -64,21 +64,26 @@ def test_actor_before_or_after_the_command_and_the_later_one_wins(t25, repo):
 def test_config_before_or_after_the_command_and_the_later_one_wins(t25, repo):
     other = repo / "elsewhere"
     other.mkdir()
-    (other / "t25.yaml").write_text("projects: [{name: other, repo: ..}]\n"
-                                    "store: {url: 'sqlite:///other.db'}\n")
+    (other / "t25.yaml").write_text(
+        "projects: [{name: other, repo: ..}]\nstore: {url: 'sqlite:///other.db'}\n"
+    )
     assert t25("task", "new", "filed over there", "--config", "elsewhere/t25.yaml").code == 0
     assert (other / "other.db").is_file()
-    for args in (("--config", "elsewhere/t25.yaml", "task", "list"),
-                 ("task", "list", "--config", "elsewhere/t25.yaml"),
-                 ("--config", "missing.yaml", "task", "list", "--config", "elsewhere/t25.yaml")):
+    for args in (
+        ("--config", "elsewhere/t25.yaml", "task", "list"),
+        ("task", "list", "--config", "elsewhere/t25.yaml"),
+        ("--config", "missing.yaml", "task", "list", "--config", "elsewhere/t25.yaml"),
+    ):
         done = t25(*args)
         assert done.code == 0 and "filed over there" in done.out, (args, done.err)
     done = t25("--config", "elsewhere/t25.yaml", "task", "list", "--config", "missing.yaml")
     assert done.code == 1 and "missing.yaml: no such file" in done.err
 
 
-@pytest.mark.parametrize("args", [("--debug", "task", "list"), ("task", "list", "--debug"),
-                                  ("audit", "verify", "--debug")])
+@pytest.mark.parametrize(
+    "args",
+    [("--debug", "task", "list"), ("task", "list", "--debug"), ("audit", "verify", "--debug")],
+)
 def test_debug_before_or_after_the_command(t25, args):
     done = t25(*args)  # no t25.yaml here: a deliberate error, shown with its traceback
     assert done.code != 0 and "Traceback" in done.err and "ConfigError" in done.err
@@ -100,8 +105,7 @@ def file_many_tasks(repo: Path, count: int) -> None:
             control = ControlPlane(config, store)
             await control.sync_projects()
             for n in range(count):
-                await control.new_task(f"task number {n} with a title of some length",
-                                       actor="test")
+                await control.new_task(f"task number {n} with a title of some length", actor="test")
         finally:
             await store.close()
 
@@ -113,9 +117,17 @@ def test_a_closed_pipe_ends_task_list_quietly_like_cat(t25, repo, tmp_path):
     file_many_tasks(repo, 3000)  # some 200 KB of output: far more than a pipe holds
     errors = tmp_path / "stderr"
     done = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {sys.executable} -m t25_tui task list 2>{errors}"
-                       " | head -1"],
-        cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        [
+            "bash",
+            "-c",
+            f"set -o pipefail; {sys.executable} -m t25_tui task list 2>{errors} | head -1",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     assert done.stdout.split() == ["ID", "STATE", "TYPE", "AGE", "TITLE"]
     assert errors.read_text() == ""
     assert done.returncode == 141  # 128 + SIGPIPE, as for `cat` killed by SIGPIPE
@@ -128,7 +140,12 @@ def test_a_closed_pipe_stops_t25_run_and_hands_its_runs_back(t25, repo, tmp_path
     errors = tmp_path / "stderr"
     done = subprocess.run(
         ["bash", "-c", f"set -o pipefail; {sys.executable} -m t25_tui run 2>{errors} | head -1"],
-        cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     assert done.returncode == 141 and errors.read_text() == ""
     assert done.stdout.startswith("T-") and done.stdout.count("\n") == 1
     db = sqlite3.connect(repo / ".factory" / "t25.db")
@@ -176,12 +193,16 @@ def test_task_show_warns_on_each_corrupted_artifact(t25, repo):
     try:
         with db:
             plan_id, plan_sha = db.execute(
-                "SELECT id, sha256 FROM artifacts WHERE kind = 'plan'").fetchone()
+                "SELECT id, sha256 FROM artifacts WHERE kind = 'plan'"
+            ).fetchone()
             log_id, log_sha = db.execute(
-                "SELECT id, sha256 FROM artifacts WHERE kind = 'log' LIMIT 1").fetchone()
+                "SELECT id, sha256 FROM artifacts WHERE kind = 'log' LIMIT 1"
+            ).fetchone()
             for sha in (plan_sha, log_sha):  # as tests/store/conftest.py tampers a blob
-                db.execute("UPDATE blobs SET content = CAST(content || x'00' AS BLOB) "
-                           "WHERE sha256 = ?", (sha,))
+                db.execute(
+                    "UPDATE blobs SET content = CAST(content || x'00' AS BLOB) WHERE sha256 = ?",
+                    (sha,),
+                )
     finally:
         db.close()
 
@@ -200,12 +221,15 @@ def test_task_show_warns_on_each_corrupted_artifact(t25, repo):
 
 
 def test_an_unknown_adapter_is_refused_with_the_known_names(t25, repo):
-    (repo / "t25.yaml").write_text("projects: [{name: app}]\nroles:\n  dev:\n"
-                                   "    - adapter: clade\n")
+    (repo / "t25.yaml").write_text(
+        "projects: [{name: app}]\nroles:\n  dev:\n    - adapter: clade\n"
+    )
     done = t25("task", "list")
     assert done.code == 1
-    assert ("t25.yaml:4: roles.dev[0].adapter: unknown adapter 'clade' (known: aider, "
-            "claude, codex, gemini, opencode, scripted); did you mean 'claude'?") in done.err
+    assert (
+        "t25.yaml:4: roles.dev[0].adapter: unknown adapter 'clade' (known: aider, "
+        "claude, codex, gemini, opencode, scripted); did you mean 'claude'?"
+    ) in done.err
 
 
 def test_a_repo_that_does_not_exist_is_a_config_error_not_missing_git(t25, repo):

@@ -30,21 +30,28 @@ def plant(repo: Path, task: str, **columns: str) -> None:
     try:
         with db:
             for column, value in columns.items():
-                db.execute(f"UPDATE tasks SET {column} = ? WHERE id = ?",
-                           (value, int(task.removeprefix("T-"))))
+                db.execute(
+                    f"UPDATE tasks SET {column} = ? WHERE id = ?",
+                    (value, int(task.removeprefix("T-"))),
+                )
     finally:
         db.close()
 
 
-@pytest.mark.parametrize(("args", "said"), [
-    ((ESC_TITLE,), "title holds a control character (U+001B at position 6)"),
-    (("two\nlines",), "title holds a line break"),
-    (("x" * (MAX_TITLE + 1),), f"title is {MAX_TITLE + 1:,} characters long"),
-    (("   ",), "title cannot be empty"),
-    (("fine", "--description", "bell \x07"), "description holds a control character"),
-    (("fine", "--description", "x" * (MAX_DESCRIPTION + 1)),
-     f"description is {MAX_DESCRIPTION + 1:,} characters long"),
-])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((ESC_TITLE,), "title holds a control character (U+001B at position 6)"),
+        (("two\nlines",), "title holds a line break"),
+        (("x" * (MAX_TITLE + 1),), f"title is {MAX_TITLE + 1:,} characters long"),
+        (("   ",), "title cannot be empty"),
+        (("fine", "--description", "bell \x07"), "description holds a control character"),
+        (
+            ("fine", "--description", "x" * (MAX_DESCRIPTION + 1)),
+            f"description is {MAX_DESCRIPTION + 1:,} characters long",
+        ),
+    ],
+)
 def test_task_new_refuses_what_no_person_means_to_type(t25, args, said):
     assert t25("init").code == 0
     done = t25("task", "new", *args)
@@ -64,8 +71,12 @@ def test_old_titles_with_escape_sequences_are_escaped_on_the_way_out(t25, repo):
     assert t25("init").code == 0
     (repo / "t25.yaml").write_text(SCRIPTED)
     assert t25("task", "new", "placeholder").code == 0
-    plant(repo, "T-1", title=ESC_TITLE,
-          description="about \x1b[2J\nscripted: question=Which \x1b[31mcolour\x1b[0m?")
+    plant(
+        repo,
+        "T-1",
+        title=ESC_TITLE,
+        description="about \x1b[2J\nscripted: question=Which \x1b[31mcolour\x1b[0m?",
+    )
 
     listed = t25("task", "list")
     shown = t25("task", "show", "T-1")

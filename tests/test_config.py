@@ -132,7 +132,9 @@ def test_relative_paths_resolve_against_the_config_directory(
     monkeypatch.chdir(elsewhere)
     (tmp_path / "code" / "app").mkdir(parents=True)
     (tmp_path / "abs").mkdir()
-    path = write(tmp_path / "conf", f"""
+    path = write(
+        tmp_path / "conf",
+        f"""
         projects:
           - name: app
             repo: ../code/app
@@ -143,7 +145,8 @@ def test_relative_paths_resolve_against_the_config_directory(
           root: wt
         store:
           url: sqlite:///data/t25.db
-    """)
+    """,
+    )
     config = load_config(path)
     conf = (tmp_path / "conf").resolve()
     assert config.project("app").repo == (tmp_path / "code" / "app").resolve()
@@ -168,7 +171,10 @@ def test_t25_database_url_overrides_the_file(here: Path, monkeypatch: pytest.Mon
 
 
 def test_a_full_file_is_read_as_written(here: Path) -> None:
-    config = load_config(write(here, """
+    config = load_config(
+        write(
+            here,
+            """
         projects:
           - name: app
             default_branch: trunk
@@ -185,7 +191,9 @@ def test_a_full_file_is_read_as_written(here: Path) -> None:
           rates:
             claude-sonnet-4-5: {input: 3, output: 15.0}
         serve: {bind: "[::1]:9000"}
-    """))
+    """,
+        )
+    )
     dev = config.roles.chain("dev")
     assert dev is not None and [p.adapter for p in dev] == ["claude", "codex"]
     assert dev[0].args == ["--verbose"]
@@ -216,19 +224,24 @@ def test_config_is_immutable(here: Path) -> None:
 
 def test_serve_bind_parts() -> None:
     assert (ServeConfig(bind="0.0.0.0:80").host, ServeConfig(bind="0.0.0.0:80").port) == (
-        "0.0.0.0", 80)
+        "0.0.0.0",
+        80,
+    )
 
 
 # -- one-line errors: file, line, key, what was expected ---------------------------------
 
 
 def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path) -> None:
-    err = error_of(here, """
+    err = error_of(
+        here,
+        """
         projects:
           - name: app
         limts:
           workers: 2
-    """)
+    """,
+    )
     assert str(err) == (
         "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, qa, cost, "
         "worktrees, store, serve); did you mean 'limits'?"
@@ -240,33 +253,44 @@ KNOWN_ADAPTERS = ("claude", "codex", "gemini", "opencode", "aider", "scripted")
 
 
 def test_an_unknown_adapter_names_its_line_the_known_ones_and_the_close_match(here: Path) -> None:
-    path = write(here, """
+    path = write(
+        here,
+        """
         projects:
           - name: app
         roles:
           dev:
             - adapter: codex
             - adapter: clade
-    """)
+    """,
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(path, adapters=KNOWN_ADAPTERS)
     assert str(caught.value) == (
         "t25.yaml:6: roles.dev[1].adapter: unknown adapter 'clade' (known: aider, claude, "
-        "codex, gemini, opencode, scripted); did you mean 'claude'?")
+        "codex, gemini, opencode, scripted); did you mean 'claude'?"
+    )
     with pytest.raises(ConfigError, match=r"unknown adapter 'zzz' \(known: [a-z, ]+\)$"):
-        load_config(write(here, "projects: [{name: app}]\nroles: {qa: [{adapter: zzz}]}\n",
-                          name="other.yaml"), adapters=KNOWN_ADAPTERS)
+        load_config(
+            write(
+                here, "projects: [{name: app}]\nroles: {qa: [{adapter: zzz}]}\n", name="other.yaml"
+            ),
+            adapters=KNOWN_ADAPTERS,
+        )
     # Without the caller's names (core does not know the registry) any name is kept.
     assert load_config(path).roles.chain("dev")[1].adapter == "clade"
 
 
 def test_a_repo_that_does_not_exist_names_its_line_and_path(here: Path) -> None:
-    err = error_of(here, """
+    err = error_of(
+        here,
+        """
         projects:
           - name: app
           - name: gone
             repo: ../nowhere
-    """)
+    """,
+    )
     assert str(err) == f"t25.yaml:4: projects[1].repo: {here.parent / 'nowhere'} does not exist"
     (here / "a-file").write_text("")
     err = error_of(here, "projects:\n  - name: app\n    repo: a-file\n")
@@ -280,7 +304,9 @@ def test_a_config_from_another_host_is_not_checked_against_this_one(here: Path) 
 
 
 def test_an_unknown_role_lists_the_known_roles(here: Path) -> None:
-    err = error_of(here, """
+    err = error_of(
+        here,
+        """
         projects:
           - name: app
         roles:
@@ -288,7 +314,8 @@ def test_an_unknown_role_lists_the_known_roles(here: Path) -> None:
             - adapter: claude
           devv:
             - adapter: claude
-    """)
+    """,
+    )
     assert str(err) == (
         "t25.yaml:6: roles.devv: unknown key (known: spec, planner, dev, qa, reviewer, "
         "security, docs); did you mean 'dev'?"
@@ -296,7 +323,9 @@ def test_an_unknown_role_lists_the_known_roles(here: Path) -> None:
 
 
 def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
-    err = error_of(here, """
+    err = error_of(
+        here,
+        """
         projects:
           - name: app
         roles:
@@ -305,7 +334,8 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
             - adapter: codex
               args: []
               modle: gpt-5
-    """)
+    """,
+    )
     assert str(err) == (
         "t25.yaml:8: roles.dev[1].modle: unknown key (known: adapter, model, args, timeout_s, "
         "env_passthrough, private_home, sandbox, sandbox_image); "
@@ -316,27 +346,45 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("limits:\n  max_diff_lines: lots\n",
-         "t25.yaml:4: limits.max_diff_lines: expected a whole number, got 'lots'"),
-        ("limits:\n  max_diff_lines: '25'\n",  # no quiet coercion of text to numbers
-         "t25.yaml:4: limits.max_diff_lines: expected a whole number, got '25'"),
-        ("limits:\n  workers: 0\n",
-         "t25.yaml:4: limits.workers: expected a number greater than 0, got 0"),
+        (
+            "limits:\n  max_diff_lines: lots\n",
+            "t25.yaml:4: limits.max_diff_lines: expected a whole number, got 'lots'",
+        ),
+        (
+            "limits:\n  max_diff_lines: '25'\n",  # no quiet coercion of text to numbers
+            "t25.yaml:4: limits.max_diff_lines: expected a whole number, got '25'",
+        ),
+        (
+            "limits:\n  workers: 0\n",
+            "t25.yaml:4: limits.workers: expected a number greater than 0, got 0",
+        ),
         ("limits: 5\n", "t25.yaml:3: limits: expected a mapping of keys, got 5"),
-        ("approval:\n  require_for_risk: [hgih]\n",
-         "t25.yaml:4: approval.require_for_risk[0]: expected one of 'low', 'medium' or 'high', "
-         "got 'hgih'"),
-        ("qa:\n  checks:\n    - name: tests\n      run: [pytest]\n      required: maybe\n",
-         "t25.yaml:7: qa.checks[0].required: expected true or false, got 'maybe'"),
-        ("cost:\n  rates:\n    gpt-4.1: {input: 2}\n",
-         't25.yaml:5: cost.rates["gpt-4.1"].output: required key is missing'),
-        ("roles:\n  security: []\n",
-         "t25.yaml:4: roles.security: expected at least one item, got 0"),
-        ("store:\n  url: mysql://db/t25\n",
-         "t25.yaml:4: store.url: expected sqlite:///path/to/file.db or postgresql://host/db, "
-         "got 'mysql://db/t25'"),
-        ("serve:\n  bind: localhost\n",
-         "t25.yaml:4: serve.bind: expected host:port such as 127.0.0.1:8725, got 'localhost'"),
+        (
+            "approval:\n  require_for_risk: [hgih]\n",
+            "t25.yaml:4: approval.require_for_risk[0]: expected one of 'low', 'medium' or 'high', "
+            "got 'hgih'",
+        ),
+        (
+            "qa:\n  checks:\n    - name: tests\n      run: [pytest]\n      required: maybe\n",
+            "t25.yaml:7: qa.checks[0].required: expected true or false, got 'maybe'",
+        ),
+        (
+            "cost:\n  rates:\n    gpt-4.1: {input: 2}\n",
+            't25.yaml:5: cost.rates["gpt-4.1"].output: required key is missing',
+        ),
+        (
+            "roles:\n  security: []\n",
+            "t25.yaml:4: roles.security: expected at least one item, got 0",
+        ),
+        (
+            "store:\n  url: mysql://db/t25\n",
+            "t25.yaml:4: store.url: expected sqlite:///path/to/file.db or postgresql://host/db, "
+            "got 'mysql://db/t25'",
+        ),
+        (
+            "serve:\n  bind: localhost\n",
+            "t25.yaml:4: serve.bind: expected host:port such as 127.0.0.1:8725, got 'localhost'",
+        ),
     ],
 )
 def test_a_wrong_value_names_line_key_and_expectation(here: Path, text: str, expected: str) -> None:
@@ -345,19 +393,25 @@ def test_a_wrong_value_names_line_key_and_expectation(here: Path, text: str, exp
 
 def test_a_project_needs_a_valid_name(here: Path) -> None:
     assert str(error_of(here, "projects:\n  - repo: .\n")) == (
-        "t25.yaml:2: projects[0].name: required key is missing")
+        "t25.yaml:2: projects[0].name: required key is missing"
+    )
     assert str(error_of(here, "projects:\n  - name: My App\n")).startswith(
-        "t25.yaml:2: projects[0].name: expected lowercase letters")
+        "t25.yaml:2: projects[0].name: expected lowercase letters"
+    )
     assert str(error_of(here, "roles: {}\n")) == "t25.yaml:1: projects: required key is missing"
 
 
 def test_a_qa_command_written_as_a_string_asks_for_a_list(here: Path) -> None:
-    err = error_of(here, MINIMAL + textwrap.dedent("""\
+    err = error_of(
+        here,
+        MINIMAL
+        + textwrap.dedent("""\
         qa:
           checks:
             - name: tests
               run: python -m pytest -q
-    """))
+    """),
+    )
     assert str(err) == (
         "t25.yaml:6: qa.checks[0].run: expected a list of arguments such as "
         "[python, -m, pytest, -q], got a string; T25 never runs a command through a shell"
@@ -370,7 +424,9 @@ def test_a_role_given_one_profile_instead_of_a_list(here: Path) -> None:
 
 
 def test_several_errors_report_the_first_by_line_and_count_the_rest(here: Path) -> None:
-    err = error_of(here, """
+    err = error_of(
+        here,
+        """
         projects:
           - name: app
         serve:
@@ -378,7 +434,8 @@ def test_several_errors_report_the_first_by_line_and_count_the_rest(here: Path) 
         limits:
           workers: x
           max_qa_loops: y
-    """)
+    """,
+    )
     assert str(err) == (
         "t25.yaml:4: serve.bind: expected host:port such as 127.0.0.1:8725, got 'nowhere' "
         "(and 2 more)"
@@ -388,7 +445,8 @@ def test_several_errors_report_the_first_by_line_and_count_the_rest(here: Path) 
 def test_a_key_written_twice_is_an_error(here: Path) -> None:
     err = error_of(here, MINIMAL + "limits:\n  workers: 1\n  workers: 4\n")
     assert str(err) == (
-        "t25.yaml:5: limits.workers: duplicate key (first set on line 4); a key may appear once")
+        "t25.yaml:5: limits.workers: duplicate key (first set on line 4); a key may appear once"
+    )
 
 
 def test_duplicate_project_names_are_refused(here: Path) -> None:
@@ -422,7 +480,8 @@ def test_an_empty_file(here: Path, text: str) -> None:
 @pytest.mark.parametrize(("text", "got"), [("- app\n- web\n", "a list"), ("app\n", "'app'")])
 def test_a_top_level_that_is_not_a_mapping(here: Path, text: str, got: str) -> None:
     assert str(error_of(here, text)) == (
-        f"t25.yaml:1: expected keys such as `projects:` at the top level, got {got}")
+        f"t25.yaml:1: expected keys such as `projects:` at the top level, got {got}"
+    )
 
 
 def test_a_missing_file_points_at_t25_init(here: Path) -> None:
@@ -447,26 +506,76 @@ def test_a_file_outside_the_working_directory_is_named_in_full(
 PROVIDER = "ANTHROPIC_API_KEY"
 SECRETS = [
     # (yaml after MINIMAL, the secret, line, key, where it belongs)
-    ("roles:\n  dev:\n    - adapter: claude\n      args: [--api-key, {s}]\n",
-     "sk-ant-api03-Zx8QvL2mN4pR7sT1uW3yA5bC", 6, "roles.dev[0].args[1]", PROVIDER),
-    ("roles:\n  dev:\n    - adapter: codex\n      args: ['--key={s}']\n",
-     "sk-proj-Q2w3E4r5T6y7U8i9O0pLkJhG", 6, "roles.dev[0].args[0]", PROVIDER),
-    ("roles:\n  spec:\n    - adapter: gemini\n      model: {s}\n",
-     "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", 6, "roles.spec[0].model", PROVIDER),
-    ("qa:\n  checks:\n    - name: gh\n      run: [gh, --token, {s}]\n",
-     "ghp_16C7e42F292c6912E7710c838347Ae178B4a", 6, "qa.checks[0].run[2]", "GH_TOKEN"),
-    ("qa:\n  checks:\n    - name: api\n      run: [curl, -H, 'Authorization: {s}']\n",
-     "Bearer eyJhbGciOiJIUzI1NiJ9.e30.ZRrHA1JJJW", 6, "qa.checks[0].run[2]", "environment"),
-    ("projects_note: {s}\n", "github_pat_11ABCDEFG0123456789_abcdefghij", 3, "projects_note",
-     "GH_TOKEN"),
-    ("roles:\n  dev:\n    - adapter: aider\n      args: [{s}]\n",
-     "AKIAIOSFODNN7EXAMPLE", 6, "roles.dev[0].args[0]", "AWS_ACCESS_KEY_ID"),
-    ("store:\n  url: {s}\n", "postgresql://t25:hunter2@db.example/t25", 4, "store.url",
-     "T25_DATABASE_URL"),
-    ("serve:\n  worker_credential: {s}\n", "wc-2f9a7c", 4, "serve.worker_credential",
-     "FACTORY_WORKER_CREDENTIAL"),
-    ("roles:\n  dev:\n    - adapter: claude\n      api_key: {s}\n", "not-a-known-shape", 6,
-     "roles.dev[0].api_key", PROVIDER),
+    (
+        "roles:\n  dev:\n    - adapter: claude\n      args: [--api-key, {s}]\n",
+        "sk-ant-api03-Zx8QvL2mN4pR7sT1uW3yA5bC",
+        6,
+        "roles.dev[0].args[1]",
+        PROVIDER,
+    ),
+    (
+        "roles:\n  dev:\n    - adapter: codex\n      args: ['--key={s}']\n",
+        "sk-proj-Q2w3E4r5T6y7U8i9O0pLkJhG",
+        6,
+        "roles.dev[0].args[0]",
+        PROVIDER,
+    ),
+    (
+        "roles:\n  spec:\n    - adapter: gemini\n      model: {s}\n",
+        "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+        6,
+        "roles.spec[0].model",
+        PROVIDER,
+    ),
+    (
+        "qa:\n  checks:\n    - name: gh\n      run: [gh, --token, {s}]\n",
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        6,
+        "qa.checks[0].run[2]",
+        "GH_TOKEN",
+    ),
+    (
+        "qa:\n  checks:\n    - name: api\n      run: [curl, -H, 'Authorization: {s}']\n",
+        "Bearer eyJhbGciOiJIUzI1NiJ9.e30.ZRrHA1JJJW",
+        6,
+        "qa.checks[0].run[2]",
+        "environment",
+    ),
+    (
+        "projects_note: {s}\n",
+        "github_pat_11ABCDEFG0123456789_abcdefghij",
+        3,
+        "projects_note",
+        "GH_TOKEN",
+    ),
+    (
+        "roles:\n  dev:\n    - adapter: aider\n      args: [{s}]\n",
+        "AKIAIOSFODNN7EXAMPLE",
+        6,
+        "roles.dev[0].args[0]",
+        "AWS_ACCESS_KEY_ID",
+    ),
+    (
+        "store:\n  url: {s}\n",
+        "postgresql://t25:hunter2@db.example/t25",
+        4,
+        "store.url",
+        "T25_DATABASE_URL",
+    ),
+    (
+        "serve:\n  worker_credential: {s}\n",
+        "wc-2f9a7c",
+        4,
+        "serve.worker_credential",
+        "FACTORY_WORKER_CREDENTIAL",
+    ),
+    (
+        "roles:\n  dev:\n    - adapter: claude\n      api_key: {s}\n",
+        "not-a-known-shape",
+        6,
+        "roles.dev[0].api_key",
+        PROVIDER,
+    ),
     ("store:\n  password: {s}\n", "hunter2", 4, "store.password", "T25_DATABASE_URL"),
 ]
 
@@ -491,14 +600,20 @@ def test_a_key_that_is_itself_a_secret_is_not_printed(here: Path) -> None:
 
 
 def test_lookalikes_are_not_credentials(here: Path) -> None:
-    config = load_config(write(here, MINIMAL + textwrap.dedent("""\
+    config = load_config(
+        write(
+            here,
+            MINIMAL
+            + textwrap.dedent("""\
         roles:
           dev:
             - adapter: claude
               args: [--dangerously-skip-permissions, --max-tokens, "4096"]
         store:
           url: postgresql://t25@db.example/t25
-    """)))
+    """),
+        )
+    )
     assert config.store.url == "postgresql://t25@db.example/t25"
 
 

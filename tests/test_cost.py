@@ -14,10 +14,25 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SONNET = Rate(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 
 
-def run(n: int, role: str, adapter: str | None, model: str | None, cost: float,
-        usage: Usage | None = None) -> Run:
-    return Run(id=f"R-{n}", task_id="T-1", stage=TaskState.SPEC, role=role, adapter=adapter,
-               model=model, cost_usd=cost, usage=usage or Usage(), enqueued_at=NOW)
+def run(
+    n: int,
+    role: str,
+    adapter: str | None,
+    model: str | None,
+    cost: float,
+    usage: Usage | None = None,
+) -> Run:
+    return Run(
+        id=f"R-{n}",
+        task_id="T-1",
+        stage=TaskState.SPEC,
+        role=role,
+        adapter=adapter,
+        model=model,
+        cost_usd=cost,
+        usage=usage or Usage(),
+        enqueued_at=NOW,
+    )
 
 
 def test_input_and_output_at_per_million_rates():
@@ -26,8 +41,12 @@ def test_input_and_output_at_per_million_rates():
 
 
 def test_cache_tokens_use_their_own_rates():
-    usage = Usage(input_tokens=10_000, output_tokens=2_000, cache_read_tokens=500_000,
-                  cache_write_tokens=40_000)
+    usage = Usage(
+        input_tokens=10_000,
+        output_tokens=2_000,
+        cache_read_tokens=500_000,
+        cache_write_tokens=40_000,
+    )
     expected = (10_000 * 3.0 + 2_000 * 15.0 + 500_000 * 0.3 + 40_000 * 3.75) / 1_000_000
     assert estimate(usage, SONNET) == pytest.approx(expected)
     assert expected == pytest.approx(0.36)
@@ -73,8 +92,9 @@ def test_summary_groups_by_role_adapter_and_model():
     assert summary.by_role == pytest.approx({"dev": 1.90, "reviewer": 0.20, "spec": 0.10})
     assert summary.by_adapter == pytest.approx({"claude": 1.60, "codex": 0.60})
     assert summary.by_model == pytest.approx({"opus": 1.50, "gpt-5": 0.60, "sonnet": 0.10})
-    assert summary.usage == Usage(input_tokens=1100, output_tokens=15, cache_read_tokens=50,
-                                  cache_write_tokens=7)
+    assert summary.usage == Usage(
+        input_tokens=1100, output_tokens=15, cache_read_tokens=50, cache_write_tokens=7
+    )
 
 
 def test_groups_are_ordered_by_cost_highest_first():

@@ -24,7 +24,9 @@ from tests.test_serve import serving
 
 def _lines(repo: Path) -> list[dict]:
     path = repo / ".factory" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]] if path.exists() else []
+    return (
+        [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]] if path.exists() else []
+    )
 
 
 async def _events(repo: Path, kind: type) -> list:
@@ -61,8 +63,10 @@ def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_
     queued = asyncio.run(_events(repo, RunQueued))[-1]
     assert decided.id < queued.id  # the run's prompt may read the decision: it comes first
     history = t25("task", "show", "T-1").out
-    assert f"AWAITING_APPROVAL → IMPLEMENTING  by ana  — plan sha256:{requested.plan_sha256} " \
-           "approved: hi" in history
+    assert (
+        f"AWAITING_APPROVAL → IMPLEMENTING  by ana  — plan sha256:{requested.plan_sha256} "
+        "approved: hi" in history
+    )
     assert f"on sha256:{requested.plan_sha256}  — hi" in t25("audit").out
 
     assert t25("run").code == 0
@@ -83,7 +87,10 @@ def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_
     assert merged.code == 0, merged.err
     assert asyncio.run(_task(repo, "T-1")).merged
     assert [line["decision"] for line in _lines(repo)] == ["approve", "merge", "void", "merge"]
-    assert [e.decision for e in asyncio.run(_events(repo, DecisionRecorded))] == ["approve", "merge"]
+    assert [e.decision for e in asyncio.run(_events(repo, DecisionRecorded))] == [
+        "approve",
+        "merge",
+    ]
     verify = t25("audit", "verify")
     assert verify.code == 0 and "4 entries, chain intact" in verify.out
 
@@ -114,9 +121,11 @@ def test_refusals_tied_to_a_tasks_state_say_what_fits_instead(t25, repo):
 def test_an_actor_is_bounded_and_plain_at_the_door(t25, repo):
     assert t25("init").code == 0
     assert t25("task", "new", "Plain").code == 0
-    for actor, why in (("a" * 101, "actor is 101 characters long"),
-                       ("ana\x1b[2J", "actor holds a control character (U+001B"),
-                       ("ana\u2028bo", "actor holds a control character (U+2028")):
+    for actor, why in (
+        ("a" * 101, "actor is 101 characters long"),
+        ("ana\x1b[2J", "actor holds a control character (U+001B"),
+        ("ana\u2028bo", "actor holds a control character (U+2028"),
+    ):
         refused = t25("--actor", actor, "cancel", "T-1")
         assert refused.code == 1 and why in refused.err, refused.err
     refused = t25("cancel", "T-1", "--reason", "not\u0085now")

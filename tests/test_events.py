@@ -50,8 +50,15 @@ async def test_closed_subscription_gets_nothing_more():
 
 def test_events_round_trip_through_their_payload():
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    ev = TaskTransitioned(id=7, at=at, task_id="T-1", from_state=TaskState.SPEC,
-                          to_state=TaskState.PLAN, actor="ana", reason="spec parsed")
+    ev = TaskTransitioned(
+        id=7,
+        at=at,
+        task_id="T-1",
+        from_state=TaskState.SPEC,
+        to_state=TaskState.PLAN,
+        actor="ana",
+        reason="spec parsed",
+    )
     back = Event.restore(ev.kind, ev.payload(), id=7, at=at, task_id="T-1", run_id=None)
     assert back == ev
 

@@ -17,8 +17,14 @@ from tests.conftest import make_repo
 
 def plain_git(*args: str, cwd: Path) -> str:
     """git as an agent would run it: no T25 hardening."""
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -35,8 +41,9 @@ def wt(repo: Path) -> Worktrees:
 @pytest.fixture
 def task() -> Task:
     now = utcnow()
-    return Task(id="T-1", project="demo", title="t", type=TaskType.FEAT,
-                created_at=now, state_since=now)
+    return Task(
+        id="T-1", project="demo", title="t", type=TaskType.FEAT, created_at=now, state_since=now
+    )
 
 
 async def test_nothing_changed_means_no_changes(repo):
@@ -62,7 +69,9 @@ async def test_a_modified_and_a_deleted_file(repo):
     (repo / "app.py").write_text("x = 2  # longer\n")
     (repo / ".gitignore").unlink()
     assert changed(before, await fingerprint(repo)) == [
-        "deleted file .gitignore", "modified file app.py (size, mtime)"]
+        "deleted file .gitignore",
+        "modified file app.py (size, mtime)",
+    ]
 
 
 async def test_a_chmod_is_a_change(repo):
@@ -76,7 +85,8 @@ async def test_staging_without_touching_a_file_is_a_change(repo):
     before = await fingerprint(repo)
     plain_git("add", "app.py", cwd=repo)
     assert changed(before, await fingerprint(repo)) == [
-        "git status of app.py changed from ' M' to 'M '"]
+        "git status of app.py changed from ' M' to 'M '"
+    ]
 
 
 async def test_head_moved(repo):
@@ -85,7 +95,8 @@ async def test_head_moved(repo):
     plain_git("commit", "--quiet", "--allow-empty", "-m", "sneaky", cwd=repo)
     new = plain_git("rev-parse", "HEAD", cwd=repo)
     assert changed(before, await fingerprint(repo)) == [
-        f"HEAD moved from trunk@{old[:12]} to trunk@{new[:12]}"]
+        f"HEAD moved from trunk@{old[:12]} to trunk@{new[:12]}"
+    ]
 
 
 async def test_head_detached(repo):
@@ -93,7 +104,8 @@ async def test_head_detached(repo):
     plain_git("switch", "--quiet", "--detach", cwd=repo)
     sha = plain_git("rev-parse", "HEAD", cwd=repo)[:12]
     assert changed(before, await fingerprint(repo)) == [
-        f"HEAD moved from trunk@{sha} to (detached)@{sha}"]
+        f"HEAD moved from trunk@{sha} to (detached)@{sha}"
+    ]
 
 
 async def test_shared_config_written_from_inside_a_worktree(repo, wt, task):
@@ -111,7 +123,10 @@ async def test_hooks_added_made_executable_and_attributes(repo):
     (hooks / "post-merge").chmod(0o755)
     (repo / ".git" / "info" / "attributes").write_text("* filter=evil\n")
     assert changed(before, await fingerprint(repo)) == [
-        "hook changed: post-merge", "hook added: pre-commit", ".git/info/attributes created"]
+        "hook changed: post-merge",
+        "hook added: pre-commit",
+        ".git/info/attributes created",
+    ]
 
 
 async def test_per_checkout_config_is_watched_too(repo):

@@ -15,21 +15,38 @@ from core.workspace.git import driver_overrides, git, git_bytes, neutral_drivers
 from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
-HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
-         "pre-merge-commit", "post-merge", "reference-transaction", "post-index-change",
-         "pre-auto-gc", "post-rewrite")
+HOOKS = (
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "pre-merge-commit",
+    "post-merge",
+    "reference-transaction",
+    "post-index-change",
+    "pre-auto-gc",
+    "post-rewrite",
+)
 
 
 def plain_git(*args: str, cwd: Path, check: bool = True) -> str:
     """git as an agent would run it: no T25 hardening."""
-    return subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=check,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.strip()
 
 
 def make_task(task_id: str = "T-1") -> Task:
     now = utcnow()
-    return Task(id=task_id, project="demo", title="t", type=TaskType.FEAT,
-                created_at=now, state_since=now)
+    return Task(
+        id=task_id, project="demo", title="t", type=TaskType.FEAT, created_at=now, state_since=now
+    )
 
 
 @pytest.fixture
@@ -54,8 +71,10 @@ class Planted:
 
     def program(self, name: str) -> str:
         script = self.bin / name
-        script.write_text(f"#!/bin/sh\ntouch '{self.dir}/{name}'\n"
-                          'if [ -f "$1" ]; then cat "$1"; else cat; fi\nexit 0\n')
+        script.write_text(
+            f"#!/bin/sh\ntouch '{self.dir}/{name}'\n"
+            'if [ -f "$1" ]; then cat "$1"; else cat; fi\nexit 0\n'
+        )
         script.chmod(0o755)
         return str(script)
 
@@ -76,8 +95,18 @@ def planted(tmp_path: Path) -> Planted:
 
 
 def test_driver_overrides_cover_every_filter_and_merge_driver_name():
-    names = "\0".join(["filter.lfs.clean", "filter.lfs.smudge", "filter.a.b=c d.process",
-                       "merge.ff", "merge.ours.driver", "merge.Evil.name", "other.x.y", ""])
+    names = "\0".join(
+        [
+            "filter.lfs.clean",
+            "filter.lfs.smudge",
+            "filter.a.b=c d.process",
+            "merge.ff",
+            "merge.ours.driver",
+            "merge.Evil.name",
+            "other.x.y",
+            "",
+        ]
+    )
     out = dict(driver_overrides(names))
     for name in ("lfs", "a.b=c d"):
         assert out[f"filter.{name}.clean"] == "" and out[f"filter.{name}.smudge"] == ""
@@ -174,15 +203,15 @@ async def test_planted_filters_never_run(repo, wt, planted, name):
     plain_git("config", f"filter.{name}.smudge", planted.program("smudge"), cwd=repo)
     plain_git("config", f"filter.{name}.required", "true", cwd=repo)
     task = make_task()
-    path = await wt.ensure(task)                       # checkout: smudge
+    path = await wt.ensure(task)  # checkout: smudge
     (path / "notes.txt").write_text("one\nTWO\nthree\nfour\nfive\n")
     (path / "new.txt").write_text("raw content\n")
-    sha = await wt.commit_all(task, "edit")            # add: clean
+    sha = await wt.commit_all(task, "edit")  # add: clean
     await wt.diff_stat(task)
     await wt.diff(task)
-    await wt.merge(task, message="merge")              # checkout into the main checkout
-    await wt.fingerprint()                             # status
-    assert (await wt.cleanup(task)).removed            # status
+    await wt.merge(task, message="merge")  # checkout into the main checkout
+    await wt.fingerprint()  # status
+    assert (await wt.cleanup(task)).removed  # status
     assert planted.ran() == []
     assert plain_git("show", f"{sha}:new.txt", cwd=repo) == "raw content"
     (repo / "other.txt").write_text("control\n")

@@ -40,8 +40,14 @@ def write_config(repo: Path, **overrides) -> None:
     config = {
         "projects": [{"name": "shop", "repo": "."}],
         "roles": {role: [SCRIPTED] for role in ROLES},
-        "limits": {"max_files_changed": 5, "max_diff_lines": 50, "max_review_loops": 2,
-                   "max_qa_loops": 1, "run_timeout_s": 60, "workers": 2},
+        "limits": {
+            "max_files_changed": 5,
+            "max_diff_lines": 50,
+            "max_review_loops": 2,
+            "max_qa_loops": 1,
+            "run_timeout_s": 60,
+            "workers": 2,
+        },
         "qa": {"checks": [{"name": "unit", "run": [sys.executable, "-m", "unittest", "-q"]}]},
         "cost": {"rates": {"scripted-1": {"input": 3.0, "output": 15.0}}},
     }
@@ -69,8 +75,10 @@ class Env:
         return self.control
 
     def sweeper(self, **kw) -> Sweeper:
-        adapters = {"scripted": CliAdapter(ScriptedSpec()),
-                    "scripted-b": CliAdapter(SecondScripted())}
+        adapters = {
+            "scripted": CliAdapter(ScriptedSpec()),
+            "scripted-b": CliAdapter(SecondScripted()),
+        }
         kw.setdefault("heartbeat_s", 0.2)
         return local_sweeper(self.control, adapters, run_check, **kw)
 
@@ -78,8 +86,9 @@ class Env:
         await asyncio.wait_for(self.sweeper(**kw).work(), 120)
 
     async def new(self, title: str = "Add a greeting", description: str = "", **kw):
-        return await self.control.new_task(title, actor="ana", description=description,
-                                           type=kw.get("type", TaskType.FEAT))
+        return await self.control.new_task(
+            title, actor="ana", description=description, type=kw.get("type", TaskType.FEAT)
+        )
 
     async def task(self, ref: str):
         return await self.control.task(ref)
@@ -110,20 +119,36 @@ async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.DONE, task.error
-    assert await env.history(task.id) == [S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW,
-                                          S.PR_OPEN, S.DOCS, S.DONE]
+    assert await env.history(task.id) == [
+        S.SPEC,
+        S.PLAN,
+        S.IMPLEMENTING,
+        S.QA,
+        S.REVIEW,
+        S.PR_OPEN,
+        S.DOCS,
+        S.DONE,
+    ]
     assert task.checks_passed is True and task.review_verdict == "approve"
 
     kinds = {a.meta.kind for a in await control.store.list_artifacts(task_id=task.id)}
-    assert {ArtifactKind.SPEC, ArtifactKind.PLAN, ArtifactKind.DIFF, ArtifactKind.QA_REPORT,
-            ArtifactKind.REVIEW, ArtifactKind.DOCS, ArtifactKind.LOG,
-            ArtifactKind.PROMPT} <= kinds
+    assert {
+        ArtifactKind.SPEC,
+        ArtifactKind.PLAN,
+        ArtifactKind.DIFF,
+        ArtifactKind.QA_REPORT,
+        ArtifactKind.REVIEW,
+        ArtifactKind.DOCS,
+        ArtifactKind.LOG,
+        ArtifactKind.PROMPT,
+    } <= kinds
     runs = await control.store.list_runs(task_id=task.id)
     assert {r.role for r in runs} == {"spec", "planner", "dev", "qa", "reviewer", "pr", "docs"}
     assert all(r.status is RunStatus.SUCCEEDED for r in runs)
     agent_runs = [r for r in runs if r.role != "pr"]
-    assert all(r.adapter == "scripted" and r.cli_version and r.usage.input_tokens > 0
-               for r in agent_runs)
+    assert all(
+        r.adapter == "scripted" and r.cli_version and r.usage.input_tokens > 0 for r in agent_runs
+    )
     assert all(r.cost_usd > 0 for r in agent_runs)
 
     # the agent worked in the task's own worktree, on its own branch
@@ -146,8 +171,11 @@ async def test_a_high_risk_plan_waits_for_approval_and_the_approval_records_its_
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.AWAITING_APPROVAL
-    requested = [e for e in await control.store.events_after(0, task_id=task.id)
-                 if isinstance(e, ApprovalRequested)]
+    requested = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id)
+        if isinstance(e, ApprovalRequested)
+    ]
     assert len(requested) == 1 and requested[0].risk == "high"
 
     with pytest.raises(PolicyRefused, match="a merge needs DONE"):
@@ -171,8 +199,11 @@ async def test_a_rejected_plan_goes_back_to_plan_with_the_reason_in_the_next_pro
     task = await control.reject(task.id, actor="ana", reason="Split the migration out")
     assert task.state is S.PLAN
     await env.work()
-    prompts = [a for a in await control.store.list_artifacts(task_id=task.id)
-               if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "planner"]
+    prompts = [
+        a
+        for a in await control.store.list_artifacts(task_id=task.id)
+        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "planner"
+    ]
     _, latest = await control.store.get_artifact(prompts[-1].id)
     assert "Split the migration out" in latest.decode()
 
@@ -185,10 +216,23 @@ async def test_review_sends_the_task_back_once_with_its_findings_then_passes(env
     assert task.state is S.DONE, task.error
     assert task.review_loops == 1
     assert await env.history(task.id) == [
-        S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.IMPLEMENTING, S.QA, S.REVIEW,
-        S.PR_OPEN, S.DOCS, S.DONE]
-    dev_prompts = [a for a in await control.store.list_artifacts(task_id=task.id)
-                   if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "dev"]
+        S.SPEC,
+        S.PLAN,
+        S.IMPLEMENTING,
+        S.QA,
+        S.REVIEW,
+        S.IMPLEMENTING,
+        S.QA,
+        S.REVIEW,
+        S.PR_OPEN,
+        S.DOCS,
+        S.DONE,
+    ]
+    dev_prompts = [
+        a
+        for a in await control.store.list_artifacts(task_id=task.id)
+        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "dev"
+    ]
     _, second = await control.store.get_artifact(dev_prompts[1].id)
     assert "The change needs another round." in second.decode()
 
@@ -205,7 +249,9 @@ async def test_the_diff_limit_stops_the_task_with_the_numbers(env):
 
 
 async def test_a_failing_check_loops_back_then_asks_a_human(env):
-    checks = {"checks": [{"name": "always-fails", "run": [sys.executable, "-c", "raise SystemExit(3)"]}]}
+    checks = {
+        "checks": [{"name": "always-fails", "run": [sys.executable, "-c", "raise SystemExit(3)"]}]
+    }
     control = await env.open(qa=checks)
     task = await env.new()
     await env.work()
@@ -217,16 +263,23 @@ async def test_a_failing_check_loops_back_then_asks_a_human(env):
 
 
 async def test_an_unparseable_answer_fails_the_task_and_keeps_the_raw_output(env):
-    control = await env.open(roles={"planner": [{"adapter": "scripted", "args": ["--misbehave", "garbage"]}]})
+    control = await env.open(
+        roles={"planner": [{"adapter": "scripted", "args": ["--misbehave", "garbage"]}]}
+    )
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.FAILED
-    plan_run = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "planner")
+    plan_run = next(
+        r for r in await control.store.list_runs(task_id=task.id) if r.role == "planner"
+    )
     assert task.error.startswith(f"PLAN run {plan_run.id}: the answer did not parse")
     assert "no JSON object" in task.error
-    logs = [a for a in await control.store.list_artifacts(task_id=task.id)
-            if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == plan_run.id]
+    logs = [
+        a
+        for a in await control.store.list_artifacts(task_id=task.id)
+        if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == plan_run.id
+    ]
     _, raw = await control.store.get_artifact(logs[0].id)
     assert b"I will not say which" in raw
     # not retried silently: exactly one planner run
@@ -260,13 +313,18 @@ async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
     # the exhausted adapter is skipped until its reset, by every role
     plan = next(r for r in runs if r.role == "planner")
     assert plan.adapter == "scripted-b" and "scripted: quota exhausted until" in plan.adapter_reason
-    started = [e for e in await control.store.events_after(0, task_id=task.id)
-               if isinstance(e, RunStarted) and e.run_id == spec.id]
+    started = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id)
+        if isinstance(e, RunStarted) and e.run_id == spec.id
+    ]
     assert [e.adapter for e in started] == ["scripted", "scripted-b"]
 
 
 async def test_an_agent_writing_outside_its_worktree_is_caught_and_its_run_failed(env):
-    control = await env.open(roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]})
+    control = await env.open(
+        roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]}
+    )
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
@@ -331,8 +389,11 @@ async def test_two_tasks_run_at_once_on_separate_worktrees(env):
 
 
 async def _log(control: ControlPlane, run_id: str) -> str:
-    found = [a for a in await control.store.list_artifacts()
-             if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == run_id]
+    found = [
+        a
+        for a in await control.store.list_artifacts()
+        if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == run_id
+    ]
     _, content = await control.store.get_artifact(found[0].id)
     return content.decode()
 
@@ -353,11 +414,15 @@ async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_sen
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.DONE and task.review_loops == 1
-    review_roles = [r.role for r in await control.store.list_runs(task_id=task.id)
-                    if r.stage is S.REVIEW]
+    review_roles = [
+        r.role for r in await control.store.list_runs(task_id=task.id) if r.stage is S.REVIEW
+    ]
     assert review_roles == ["reviewer", "security", "reviewer", "security"]
-    security_prompt = [a for a in await control.store.list_artifacts(task_id=task.id)
-                       if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"][0]
+    security_prompt = [
+        a
+        for a in await control.store.list_artifacts(task_id=task.id)
+        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"
+    ][0]
     _, text = await control.store.get_artifact(security_prompt.id)
     assert "T25-ROLE: security" in text.decode()
 
@@ -372,7 +437,8 @@ async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_wi
     usage = Usage(input_tokens=1_000_000, output_tokens=0, model="scripted-1")
     priced = AgentResult(adapter="scripted", usage=usage, cost_usd=99.0)
     assert pipeline._cost(priced, "scripted-1") == 3.0
-    unpriced = AgentResult(adapter="claude", usage=usage.model_copy(update={"model": "x"}),
-                           cost_usd=0.42)
+    unpriced = AgentResult(
+        adapter="claude", usage=usage.model_copy(update={"model": "x"}), cost_usd=0.42
+    )
     assert pipeline._cost(unpriced, "x") == 0.42
     assert pipeline._cost(AgentResult(adapter="claude"), "x") == 0.0

@@ -23,8 +23,15 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def task(**fields) -> Task:
-    base = dict(id="T-7", project="demo", title="Add rate limiting", type="feat",
-                state=TaskState.DONE, created_at=NOW, state_since=NOW)
+    base = dict(
+        id="T-7",
+        project="demo",
+        title="Add rate limiting",
+        type="feat",
+        state=TaskState.DONE,
+        created_at=NOW,
+        state_since=NOW,
+    )
     return Task(**{**base, **fields})
 
 
@@ -73,7 +80,8 @@ def test_both_limits_exceeded_in_one_line():
 def test_singular_nouns():
     assert check_diff_limits(stat(1, 0), Limits(max_files_changed=1)) is None
     assert check_diff_limits(stat(0, 2), Limits(max_diff_lines=1)) == (
-        "the change touches 2 lines (limit 1)")
+        "the change touches 2 lines (limit 1)"
+    )
     assert check_diff_limits(DiffStat(added=1), Limits(max_diff_lines=1)) is None
 
 
@@ -126,8 +134,11 @@ def test_summary_counts_in_severity_order():
 
 
 def test_the_models_approve_is_ignored_when_a_major_finding_exists():
-    output = ReviewAnswer(verdict="APPROVE", summary="LGTM, ship it",
-                          findings=[finding("major", "no test for the new branch")])
+    output = ReviewAnswer(
+        verdict="APPROVE",
+        summary="LGTM, ship it",
+        findings=[finding("major", "no test for the new branch")],
+    )
     verdict = evaluate_review(output.findings)
     assert not verdict.approve
     assert verdict.summary.startswith("changes requested")
@@ -186,9 +197,16 @@ def test_only_optional_checks_all_failing_still_passes():
 # -- loops ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("loops", "bound", "again"), [
-    (0, 2, True), (1, 2, True), (2, 2, False), (3, 2, False), (0, 0, False),
-])
+@pytest.mark.parametrize(
+    ("loops", "bound", "again"),
+    [
+        (0, 2, True),
+        (1, 2, True),
+        (2, 2, False),
+        (3, 2, False),
+        (0, 0, False),
+    ],
+)
 def test_loops_are_bounded(loops, bound, again):
     assert may_loop_again(loops, bound) is again
 

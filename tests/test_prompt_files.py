@@ -41,10 +41,13 @@ def holders(tmp_path: Path, tmpdir_: Path):
     worktree.mkdir()
 
     def hold() -> tuple[subprocess.Popen, Path]:
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(worktree)],
-                                  stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "TMPDIR": str(tmpdir_)},
-                                  cwd=Path(__file__).resolve().parents[1])
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(worktree)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TMPDIR": str(tmpdir_)},
+            cwd=Path(__file__).resolve().parents[1],
+        )
         started.append(holder)
         path = Path(holder.stdout.readline().strip())
         assert path.is_file() and path.parent == tmpdir_
@@ -57,8 +60,9 @@ def holders(tmp_path: Path, tmpdir_: Path):
         holder.stdout.close()
 
 
-def test_a_prompt_file_is_private_and_named_after_its_process(tmp_path: Path, tmpdir_: Path,
-                                                              monkeypatch):
+def test_a_prompt_file_is_private_and_named_after_its_process(
+    tmp_path: Path, tmpdir_: Path, monkeypatch
+):
     monkeypatch.setenv("TMPDIR", str(tmpdir_))
     monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
     from adapters.base import sweep_prompt_files
@@ -71,10 +75,12 @@ def test_a_prompt_file_is_private_and_named_after_its_process(tmp_path: Path, tm
     assert not prompt.path.exists()
 
 
-@pytest.mark.parametrize("command", [("run",), ("tui", "--no-workers"),
-                                     ("worker", "--url", "http://127.0.0.1:9")])
-def test_a_killed_processs_prompt_file_is_swept_and_a_live_ones_kept(t25, tmpdir_, holders,
-                                                                     command):
+@pytest.mark.parametrize(
+    "command", [("run",), ("tui", "--no-workers"), ("worker", "--url", "http://127.0.0.1:9")]
+)
+def test_a_killed_processs_prompt_file_is_swept_and_a_live_ones_kept(
+    t25, tmpdir_, holders, command
+):
     killed, left = holders()
     _live, kept = holders()
     killed.send_signal(signal.SIGKILL)

@@ -27,8 +27,15 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 async def branch(tmp_path: Path):
     repo = make_repo(tmp_path / "repo")
     worktrees = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="test")
-    task = Task(id="T-4", project="p", title="Add a greeting", type=TaskType.FEAT,
-                description="Say hello", created_at=NOW, state_since=NOW)
+    task = Task(
+        id="T-4",
+        project="p",
+        title="Add a greeting",
+        type=TaskType.FEAT,
+        description="Say hello",
+        created_at=NOW,
+        state_since=NOW,
+    )
     path = await worktrees.ensure(task)
     (path / "hello.txt").write_text("hello\n")
     await worktrees.commit_all(task, "T-4: Add a greeting")
@@ -41,7 +48,9 @@ async def test_without_a_remote_the_local_branch_is_the_review_unit(branch):
     assert note == "branch feat/T-4 is the review unit (no git remote 'origin'): 1 file, +1 -0"
 
 
-async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(branch, tmp_path, monkeypatch):
+async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(
+    branch, tmp_path, monkeypatch
+):
     repo, worktrees, task = branch
     origin = tmp_path / "origin.git"
     git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
@@ -50,9 +59,11 @@ async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(branch, t
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     gh = bin_dir / "gh"
-    gh.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                  f"json.dump({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}, open({str(calls)!r}, 'w'))\n"
-                  "print('https://github.invalid/shop/pull/7')\n")
+    gh.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}, open({str(calls)!r}, 'w'))\n"
+        "print('https://github.invalid/shop/pull/7')\n"
+    )
     gh.chmod(gh.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
@@ -61,8 +72,18 @@ async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(branch, t
     pushed = git_sync("rev-parse", "refs/heads/feat/T-4", cwd=origin)
     assert pushed == git_sync("rev-parse", "feat/T-4", cwd=repo)
     call = json.loads(calls.read_text())
-    assert call["argv"] == ["pr", "create", "--head", "feat/T-4", "--base", "trunk",
-                            "--title", "Add a greeting (T-4)", "--body", "Say hello"]
+    assert call["argv"] == [
+        "pr",
+        "create",
+        "--head",
+        "feat/T-4",
+        "--base",
+        "trunk",
+        "--title",
+        "Add a greeting (T-4)",
+        "--body",
+        "Say hello",
+    ]
     assert Path(call["cwd"]) == worktrees.path_for("T-4")
 
 

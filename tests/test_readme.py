@@ -15,7 +15,7 @@ README = (ROOT / "README.md").read_text()
 def _commands() -> list[str]:
     lines = README.splitlines()
     start = lines.index("```sh") + 1
-    return lines[start:lines.index("```", start)]
+    return lines[start : lines.index("```", start)]
 
 
 def test_the_readme_opens_with_exactly_two_commands():
@@ -93,7 +93,7 @@ def test_the_global_options_paragraph_names_the_parsers_global_options():
     from t25_tui.cli.main import build_parser
 
     top = {o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")}
-    paragraph = README[README.index("Every command takes"):].split("\n\n")[0]
+    paragraph = README[README.index("Every command takes") :].split("\n\n")[0]
     assert set(re.findall(r"`(--[a-z]+)", paragraph)) == top - {"--help"}
     assert "before\nthe command or after it" in paragraph
 
@@ -101,8 +101,7 @@ def test_the_global_options_paragraph_names_the_parsers_global_options():
 # -- the cockpit's keys ------------------------------------------------------------------------
 
 # How the README writes a key, as Textual names it.
-KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "?": "question_mark",
-             "/": "slash"}
+KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "?": "question_mark", "/": "slash"}
 # Keys the widgets themselves handle: moving in a list, opening the selected item, and the
 # app's own `key_escape` that clears the filter.
 WIDGET_KEYS = {"up", "down", "enter", "escape"}
@@ -120,9 +119,11 @@ def all_bindings() -> dict[str, set[str]]:
 
     classes = [T25App]
     for module in (detail, dialogs, help, inbox, panes, board, logpane):
-        classes += [c for c in vars(module).values()
-                    if isinstance(c, type) and c.__module__ == module.__name__
-                    and "BINDINGS" in vars(c)]
+        classes += [
+            c
+            for c in vars(module).values()
+            if isinstance(c, type) and c.__module__ == module.__name__ and "BINDINGS" in vars(c)
+        ]
     return {c.__name__: keys_of(c.BINDINGS) for c in classes}
 
 
@@ -160,6 +161,11 @@ def test_the_quick_start_keys_do_what_it_says():
     def action(cls, key: str) -> str:
         return next(b.action for b in cls.BINDINGS if key in b.key.split(","))
 
-    assert [action(T25App, "i"), action(Inbox, "a"), action(ApprovalDialog, "a"),
-            action(T25App, "m"), action(ConfirmDialog, "y"), action(T25App, "q")] == [
-        "inbox", "app.decide", "approve", "merge", "yes", "quit"]
+    assert [
+        action(T25App, "i"),
+        action(Inbox, "a"),
+        action(ApprovalDialog, "a"),
+        action(T25App, "m"),
+        action(ConfirmDialog, "y"),
+        action(T25App, "q"),
+    ] == ["inbox", "app.decide", "approve", "merge", "yes", "quit"]

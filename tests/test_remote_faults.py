@@ -28,14 +28,23 @@ def control_plane(repo: Path, dev_args: list[str]):
     write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]})
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}"], cwd=repo, env=ENV,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [*CMD, "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=repo,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     started: list[subprocess.Popen] = []
 
     def worker(*extra: str) -> subprocess.Popen:
-        p = subprocess.Popen([*CMD, "worker", "--url", url, "--lease-ttl", "2",
-                              "--heartbeat", "0.5", *extra], cwd=repo, env=ENV,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [*CMD, "worker", "--url", url, "--lease-ttl", "2", "--heartbeat", "0.5", *extra],
+            cwd=repo,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         started.append(p)
         return p
 
@@ -135,8 +144,11 @@ def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
         assert leaving.wait(timeout=30) == 0
         dev = _dev_run(client)
         assert dev["status"] == "queued" and dev["attempts"] == 0
-        agents = [p for p in Path("/proc").iterdir() if p.name.isdigit()
-                  and _cwd_under(p, shop / ".factory")]
+        agents = [
+            p
+            for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _cwd_under(p, shop / ".factory")
+        ]
         assert agents == []
 
 

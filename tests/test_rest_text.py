@@ -23,11 +23,14 @@ def serve(t25, repo):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "t25_tui", "serve", "--bind",
-                             f"127.0.0.1:{port}"], cwd=repo, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={k: v for k, v in os.environ.items()
-                                 if k != "T25_OPERATOR_TOKEN"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "t25_tui", "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=repo,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "T25_OPERATOR_TOKEN"},
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -46,13 +49,16 @@ def serve(t25, repo):
         proc.wait(timeout=60)
 
 
-@pytest.mark.parametrize(("body", "said"), [
-    ({"title": "nul \x00 here"}, "title holds a control character (U+0000"),
-    ({"title": "evil \x1b]0;pwned\x07"}, "title holds a control character (U+001B"),
-    ({"title": "two\nlines"}, "title holds a line break"),
-    ({"title": "x" * (MAX_TITLE + 1)}, "at most 200"),
-    ({"title": "fine", "description": "nul \x00"}, "description holds a control character"),
-])
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"title": "nul \x00 here"}, "title holds a control character (U+0000"),
+        ({"title": "evil \x1b]0;pwned\x07"}, "title holds a control character (U+001B"),
+        ({"title": "two\nlines"}, "title holds a line break"),
+        ({"title": "x" * (MAX_TITLE + 1)}, "at most 200"),
+        ({"title": "fine", "description": "nul \x00"}, "description holds a control character"),
+    ],
+)
 def test_rest_refuses_control_characters_and_long_titles_at_the_door(serve, body, said):
     answer = httpx.post(f"{serve}/tasks", json=body, timeout=30)
     assert 400 <= answer.status_code < 500, answer.text

@@ -52,8 +52,9 @@ WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
 async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
     control, client = api
     assert (await client.get("/health")).json()["ok"] is True
-    made = await client.post("/tasks", json={"title": "Add a greeting", "type": "fix",
-                                             "actor": "ana"})
+    made = await client.post(
+        "/tasks", json={"title": "Add a greeting", "type": "fix", "actor": "ana"}
+    )
     assert made.status_code == 201 and made.json()["id"] == "T-1"
     assert [t["id"] for t in (await client.get("/tasks")).json()] == ["T-1"]
     refused = await client.post("/tasks/T-1/retry", json={"actor": "ana"})
@@ -75,11 +76,13 @@ async def test_bad_input_gets_a_4xx_with_a_json_error(api):
     bad = await client.post("/tasks", json={"title": "", "surprise": 1})
     assert bad.status_code == 422 and set(bad.json()) == {"error", "hint"}
     assert "title" in bad.json()["error"] and "surprise" not in bad.json()["error"]
-    garbage = await client.post("/tasks", content=b"{not json",
-                                headers={"content-type": "application/json"})
+    garbage = await client.post(
+        "/tasks", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert garbage.status_code == 422 and "not valid JSON" in garbage.json()["error"]
-    huge = await client.post("/tasks", content=b"x" * (65 * 2**20),
-                             headers={"content-type": "application/json"})
+    huge = await client.post(
+        "/tasks", content=b"x" * (65 * 2**20), headers={"content-type": "application/json"}
+    )
     assert huge.status_code == 413 and set(huge.json()) == {"error", "hint"}
 
 
@@ -87,8 +90,12 @@ async def test_worker_endpoints_need_the_credential(api):
     _, client = api
     assert (await client.post("/worker/claim", json={"worker": "w"})).status_code == 401
     wrong = {"Authorization": "Bearer nope"}
-    assert (await client.post("/worker/claim", json={"worker": "w"}, headers=wrong)).status_code == 401
-    assert (await client.post("/worker/claim", json={"worker": "w"}, headers=WORKER)).status_code == 204
+    assert (
+        await client.post("/worker/claim", json={"worker": "w"}, headers=wrong)
+    ).status_code == 401
+    assert (
+        await client.post("/worker/claim", json={"worker": "w"}, headers=WORKER)
+    ).status_code == 204
 
 
 async def test_beyond_loopback_operators_need_a_token(shop):
@@ -109,8 +116,9 @@ async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
     await control.new_task("Add a greeting", actor="ana")
     task = await control.task("T-1")
     await control.enter(task, task.state.__class__("SPEC"), actor="t25")
-    claim = (await client.post("/worker/claim", json={"worker": "w1", "ttl_s": 30},
-                               headers=WORKER)).json()
+    claim = (
+        await client.post("/worker/claim", json={"worker": "w1", "ttl_s": 30}, headers=WORKER)
+    ).json()
     lease = claim["lease"]
     await control.cancel("T-1", actor="ana")  # the token goes stale
     stale = {"lease": lease, "ttl_s": 30}
@@ -121,7 +129,9 @@ async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
     assert (await client.post("/worker/complete", json=report, headers=WORKER)).status_code == 409
     run = await control.store.get_run(lease["run_id"])
     assert run.status is RunStatus.CANCELLED
-    texts = [e for e in await control.store.events_after(0, task_id="T-1") if e.kind == "run_output"]
+    texts = [
+        e for e in await control.store.events_after(0, task_id="T-1") if e.kind == "run_output"
+    ]
     assert texts == []
 
 
@@ -159,8 +169,9 @@ async def test_every_sse_stream_starts_with_a_retry_field(api):
     assert set(blocks[0]) == {"retry"} and 1000 <= int(blocks[0]["retry"]) <= 10_000  # ms
 
 
-async def _read_sse(client: httpx.AsyncClient, headers: dict, *, until: int,
-                    blocks: list[dict] | None = None) -> list[dict]:
+async def _read_sse(
+    client: httpx.AsyncClient, headers: dict, *, until: int, blocks: list[dict] | None = None
+) -> list[dict]:
     """The first `until` events of /events (blocks with an event or data); every block,
     the `retry:` one included, also goes to `blocks`."""
     events, current = [], {}
@@ -188,20 +199,33 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
     port = free_port()
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
     cmd = [sys.executable, "-m", "t25_tui"]
-    serve = subprocess.Popen([*cmd, "serve", "--bind", f"127.0.0.1:{port}"], cwd=shop, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [*cmd, "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=shop,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers = []
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: answers(url))
-        workers = [subprocess.Popen([*cmd, "worker", "--url", url], cwd=shop, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                   for _ in range(2)]
+        workers = [
+            subprocess.Popen(
+                [*cmd, "worker", "--url", url],
+                cwd=shop,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
         with httpx.Client(base_url=url, timeout=10) as client:
             assert client.post("/tasks", json={"title": "Over the wire"}).status_code == 201
             assert client.post("/tasks", json={"title": "And another"}).status_code == 201
-            wait_until(lambda: all(t["state"] == "DONE" for t in client.get("/tasks").json()),
-                        timeout=90)
+            wait_until(
+                lambda: all(t["state"] == "DONE" for t in client.get("/tasks").json()), timeout=90
+            )
             runs = client.get("/tasks/T-1").json()["runs"]
         assert all("-r" in r["worker"] for r in runs if r["worker"])
         assert {r["status"] for r in runs} == {"succeeded"}
@@ -216,8 +240,9 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
 
 def test_lease_and_outcome_models_round_trip_as_json():
     # What crosses the wire must come back identical.
-    lease = Lease(run_id="R-1", task_id="T-1", token=3, worker="w",
-                  expires_at="2026-01-01T00:00:00+00:00")
+    lease = Lease(
+        run_id="R-1", task_id="T-1", token=3, worker="w", expires_at="2026-01-01T00:00:00+00:00"
+    )
     assert Lease.model_validate_json(lease.model_dump_json()) == lease
     outcome = RunOutcome(status=RunStatus.SUCCEEDED)
     assert RunOutcome.model_validate_json(outcome.model_dump_json()) == outcome

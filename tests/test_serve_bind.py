@@ -39,9 +39,15 @@ def _listening(port: int) -> bool:
 def test_serve_beyond_loopback_without_a_token_refuses_to_start(shop, bind):
     write_config(shop)
     port = free_port()
-    done = subprocess.run([*CMD, "serve", "--bind", bind.format(port=port)], cwd=shop,
-                          env=_env(), capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [*CMD, "serve", "--bind", bind.format(port=port)],
+        cwd=shop,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and "T25_OPERATOR_TOKEN" in lines[0] and "Traceback" not in done.stderr
@@ -53,9 +59,15 @@ def test_serve_beyond_loopback_without_a_token_refuses_to_start(shop, bind):
 def test_the_cockpit_serving_beyond_loopback_without_a_token_refuses_too(shop):
     write_config(shop)
     port = free_port()
-    done = subprocess.run([*CMD, "tui", "--serve", f":{port}", "--no-workers"], cwd=shop,
-                          env=_env(), capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [*CMD, "tui", "--serve", f":{port}", "--no-workers"],
+        cwd=shop,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1 and "T25_OPERATOR_TOKEN" in done.stderr
     assert not _listening(port)
 
@@ -64,8 +76,13 @@ def test_the_cockpit_serving_beyond_loopback_without_a_token_refuses_too(shop):
 def test_serve_on_loopback_starts_without_a_token(shop, host):
     write_config(shop)
     port = free_port()
-    serve = subprocess.Popen([*CMD, "serve", "--bind", f"{host}:{port}"], cwd=shop, env=_env(),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [*CMD, "serve", "--bind", f"{host}:{port}"],
+        cwd=shop,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://{host}:{port}"
     try:
         wait_until(lambda: serve.poll() is not None or answers(url))
@@ -79,9 +96,13 @@ def test_serve_on_loopback_starts_without_a_token(shop, host):
 def test_serve_on_every_interface_with_a_token_starts_and_wants_it(shop):
     write_config(shop)
     port = free_port()
-    serve = subprocess.Popen([*CMD, "serve", "--bind", f":{port}"], cwd=shop,
-                             env=_env(T25_OPERATOR_TOKEN="op-token-7"),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [*CMD, "serve", "--bind", f":{port}"],
+        cwd=shop,
+        env=_env(T25_OPERATOR_TOKEN="op-token-7"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: serve.poll() is not None or answers(url))
@@ -93,11 +114,24 @@ def test_serve_on_every_interface_with_a_token_starts_and_wants_it(shop):
         serve.wait(timeout=30)
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.255.0.9", True), ("::1", True), ("[::1]", True),
-    ("localhost", True), ("LocalHost", True),
-    ("", False), ("0.0.0.0", False), ("::", False), ("[::]", False), ("::ffff:127.0.0.1", False),
-    ("10.0.0.1", False), ("factory.example", False), ("localhost.example", False),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.255.0.9", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LocalHost", True),
+        ("", False),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("[::]", False),
+        ("::ffff:127.0.0.1", False),
+        ("10.0.0.1", False),
+        ("factory.example", False),
+        ("localhost.example", False),
+    ],
+)
 def test_only_127_8_and_ipv6_loopback_and_localhost_count_as_loopback(host, loopback):
     assert is_loopback(host) is loopback

@@ -55,9 +55,14 @@ async def serving(repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | 
     port = free_port()
     err = tmp_path / f"serve-{port}.err"
     with err.open("w") as sink:
-        proc = subprocess.Popen([*CMD, "serve", "--bind", f"127.0.0.1:{port}", *args], cwd=repo,
-                                env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=sink)
+        proc = subprocess.Popen(
+            [*CMD, "serve", "--bind", f"127.0.0.1:{port}", *args],
+            cwd=repo,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             serve = Serve(proc, client, err)
@@ -111,8 +116,9 @@ class Stream:
             await self.task
 
     async def _read(self) -> None:
-        async with httpx.AsyncClient(base_url=str(self.serve.client.base_url),
-                                     timeout=httpx.Timeout(30, read=None)) as client:
+        async with httpx.AsyncClient(
+            base_url=str(self.serve.client.base_url), timeout=httpx.Timeout(30, read=None)
+        ) as client:
             async with aconnect_sse(client, "GET", "/events") as source:
                 source.response.raise_for_status()
                 self.attached.set()
@@ -126,8 +132,11 @@ class Stream:
     async def caught_up(self) -> bool:
         assert self.task is not None and not self.task.done(), "the event stream ended"
         health = await self.serve.client.get("/health")
-        return health.status_code == 200 and bool(self.events) and \
-            self.events[-1][0] == health.json()["last_event_id"]
+        return (
+            health.status_code == 200
+            and bool(self.events)
+            and self.events[-1][0] == health.json()["last_event_id"]
+        )
 
     def assert_whole(self) -> None:
         """Every event from the first, in order, each once: no gap, no duplicate."""
@@ -146,8 +155,10 @@ async def test_serve_outlives_terminated_backends_of_its_store(shop, tmp_path, c
     two workers use them (asyncpg's InternalClientError once escaped and ended serve, exit 0)."""
     write_config(shop)
     name, _ = _database(cluster)
-    async with HalfOpenLink(cluster.port) as link, \
-            serving(shop, tmp_path, "--workers", "2", env={DATABASE_URL_ENV: link.url(name)}) as serve:
+    async with (
+        HalfOpenLink(cluster.port) as link,
+        serving(shop, tmp_path, "--workers", "2", env={DATABASE_URL_ENV: link.url(name)}) as serve,
+    ):
         terminated = 0
         for round_ in range(5):
             ref = await _new_task(serve, f"task {round_}")
@@ -160,17 +171,24 @@ async def test_serve_outlives_terminated_backends_of_its_store(shop, tmp_path, c
 
 @pytest.mark.postgres
 async def test_serve_answers_503_through_a_postgres_outage_and_its_stream_goes_on_whole(
-        shop, tmp_path, cluster):
+    shop, tmp_path, cluster
+):
     write_config(shop)
     _, url = _database(cluster)
-    async with serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve, Stream(serve) as stream:
+    async with (
+        serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve,
+        Stream(serve) as stream,
+    ):
         for title in ("one", "two"):
             await _new_task(serve, title)
         await until(stream.caught_up, what="the stream caught up")
 
         cluster.stop()
-        for answer in (await serve.client.get("/health"), await serve.client.get("/tasks"),
-                       await serve.client.post("/tasks", json={"title": "during"})):
+        for answer in (
+            await serve.client.get("/health"),
+            await serve.client.get("/tasks"),
+            await serve.client.post("/tasks", json={"title": "during"}),
+        ):
             assert answer.status_code == 503, answer.text
             assert answer.headers["Retry-After"].isdigit()
             body = answer.json()
@@ -214,16 +232,21 @@ async def test_serve_waits_out_a_sqlite_file_locked_past_its_busy_timeout(shop, 
 
 @pytest.mark.postgres
 async def test_serve_gives_up_with_one_line_when_the_store_stays_away_past_its_patience(
-        shop, tmp_path, cluster):
+    shop, tmp_path, cluster
+):
     write_config(shop)
     _, url = _database(cluster)
-    async with serving(shop, tmp_path, "--store-patience", "1", env={DATABASE_URL_ENV: url}) as serve:
+    async with serving(
+        shop, tmp_path, "--store-patience", "1", env={DATABASE_URL_ENV: url}
+    ) as serve:
         cluster.stop()
         await until(lambda: serve.proc.poll() is not None, what="serve exited")
     assert serve.proc.returncode == 1
     err = serve.stderr()
-    assert "t25: error: the store has been unavailable for over 1 s (cannot reach the Postgres " \
-           "store at " in err, err
+    assert (
+        "t25: error: the store has been unavailable for over 1 s (cannot reach the Postgres "
+        "store at " in err
+    ), err
     assert "hint: start T25 again once the store is back" in err
     assert "Traceback" not in err
 
@@ -237,8 +260,10 @@ async def test_serve_exits_non_zero_when_its_database_refuses_it_for_good(shop, 
         await until(lambda: serve.proc.poll() is not None, what="serve exited")
     assert serve.proc.returncode == 1
     err = serve.stderr()
-    assert f't25: error: the Postgres store at {url} refused T25: database "{name}" does not exist' \
-           in err, err
+    assert (
+        f't25: error: the Postgres store at {url} refused T25: database "{name}" does not exist'
+        in err
+    ), err
     assert "Traceback" not in err
 
 

@@ -63,7 +63,9 @@ async def exchange(url: str, head: str, *parts: bytes) -> tuple[int, dict, dict]
 
 def _head(path: str, length: int | None, *, token: str | None = None) -> str:
     lines = [f"POST {path} HTTP/1.1", "Host: t25", "Content-Type: application/json"]
-    lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+    lines.append(
+        f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
+    )
     if token:
         lines.append(f"Authorization: Bearer {token}")
     return "\n".join(lines) + "\n"
@@ -88,9 +90,13 @@ async def test_an_operator_body_without_the_token_is_refused_before_it_is_sent(g
 async def test_a_declared_size_over_the_cap_is_refused_before_it_is_sent(open_loopback):
     status, _, body = await exchange(open_loopback, _head("/tasks", BODY_CAP + 1))
     assert status == 413 and f"{BODY_CAP:,}" in body["error"]
-    events = await exchange(open_loopback, _head("/worker/events", OUTPUT_CAP + 1, token=CREDENTIAL))
+    events = await exchange(
+        open_loopback, _head("/worker/events", OUTPUT_CAP + 1, token=CREDENTIAL)
+    )
     assert events[0] == 413
-    done = await exchange(open_loopback, _head("/worker/complete", COMPLETION_CAP + 1, token=CREDENTIAL))
+    done = await exchange(
+        open_loopback, _head("/worker/complete", COMPLETION_CAP + 1, token=CREDENTIAL)
+    )
     assert done[0] == 413
 
 
@@ -106,9 +112,16 @@ async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_l
     # A completion with a 5 MB log passes the size check and reaches the lease check (409);
     # the same bytes to an operator endpoint are refused for their size.
     log = "A" * (5 * 2**20)
-    report = {"lease": {"run_id": "R-1", "task_id": "T-1", "token": 1, "worker": "w",
-                        "expires_at": "2030-01-01T00:00:00Z"},
-              "report": {"result": {"adapter": "scripted", "log": log}}}
+    report = {
+        "lease": {
+            "run_id": "R-1",
+            "task_id": "T-1",
+            "token": 1,
+            "worker": "w",
+            "expires_at": "2030-01-01T00:00:00Z",
+        },
+        "report": {"result": {"adapter": "scripted", "log": log}},
+    }
     async with httpx.AsyncClient(base_url=open_loopback, timeout=30) as client:
         done = await client.post("/worker/complete", json=report, headers=WORKER)
         assert done.status_code == 404 and done.json()["error"] == "there is no run R-1"
@@ -119,11 +132,13 @@ async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_l
 async def test_a_million_keys_are_refused_without_a_million_errors(open_loopback):
     many = json.dumps({f"k{n}": 1 for n in range(10**6)}).encode()
     async with httpx.AsyncClient(base_url=open_loopback, timeout=60) as client:
-        operator = await client.post("/tasks", content=many,
-                                     headers={"content-type": "application/json"})
+        operator = await client.post(
+            "/tasks", content=many, headers={"content-type": "application/json"}
+        )
         assert operator.status_code == 413  # over the operator cap: not even read
-        worker = await client.post("/worker/complete", content=many,
-                                   headers={**WORKER, "content-type": "application/json"})
+        worker = await client.post(
+            "/worker/complete", content=many, headers={**WORKER, "content-type": "application/json"}
+        )
         assert worker.status_code == 422
         assert f"no T25 endpoint takes more than {MAX_FIELDS}" in worker.json()["error"]
         assert (await client.get("/health")).status_code == 200
@@ -132,7 +147,8 @@ async def test_a_million_keys_are_refused_without_a_million_errors(open_loopback
 async def test_a_refused_body_still_sent_whole_gets_its_answer(open_loopback):
     # An ordinary client sends all of its body before it reads: it must see the 413.
     async with httpx.AsyncClient(base_url=open_loopback, timeout=30) as client:
-        refused = await client.post("/tasks", content=b"x" * (20 * 2**20),
-                                    headers={"content-type": "application/json"})
+        refused = await client.post(
+            "/tasks", content=b"x" * (20 * 2**20), headers={"content-type": "application/json"}
+        )
         assert refused.status_code == 413
         assert (await client.get("/health")).status_code == 200  # the connection is usable

@@ -54,9 +54,18 @@ async def test_ids_past_64_bits_or_not_ascii_are_no_ids(api):
     control, client = api
     for n in range(3):
         await control.new_task(f"task {n}", actor="ana")
-    for path in (f"/tasks/{HUGE}", f"/tasks/T-{HUGE}0", "/tasks/T-\u0663", "/tasks/T-0",
-                 f"/runs/R-{HUGE}", f"/artifacts/A-{HUGE}", f"/runs?task={HUGE}",
-                 f"/artifacts?task=T-{HUGE}", f"/tasks/{HUGE}/events", f"/audit?task={HUGE}"):
+    for path in (
+        f"/tasks/{HUGE}",
+        f"/tasks/T-{HUGE}0",
+        "/tasks/T-\u0663",
+        "/tasks/T-0",
+        f"/runs/R-{HUGE}",
+        f"/artifacts/A-{HUGE}",
+        f"/runs?task={HUGE}",
+        f"/artifacts?task=T-{HUGE}",
+        f"/tasks/{HUGE}/events",
+        f"/audit?task={HUGE}",
+    ):
         body = refused(await client.get(path), 404)
         assert "is not a" in body["error"] and body["hint"]
     refused(await client.post(f"/tasks/{HUGE}/cancel", json={}), 404)
@@ -66,12 +75,26 @@ async def test_ids_past_64_bits_or_not_ascii_are_no_ids(api):
 
 async def test_lease_tokens_and_run_ids_past_64_bits_are_refused(api):
     _, client = api
-    lease = {"run_id": "R-1", "task_id": "T-1", "token": 1, "worker": "w",
-             "expires_at": "2030-01-01T00:00:00Z"}
-    extra = {"/worker/heartbeat": {}, "/worker/release": {}, "/worker/prompt": {},
-             "/worker/events": {"events": []}, "/worker/complete": {"report": {}}}
-    for bad in ({"token": 2**63}, {"token": 10**30}, {"run_id": f"R-{HUGE}"},
-                {"task_id": "T-\u0663"}):
+    lease = {
+        "run_id": "R-1",
+        "task_id": "T-1",
+        "token": 1,
+        "worker": "w",
+        "expires_at": "2030-01-01T00:00:00Z",
+    }
+    extra = {
+        "/worker/heartbeat": {},
+        "/worker/release": {},
+        "/worker/prompt": {},
+        "/worker/events": {"events": []},
+        "/worker/complete": {"report": {}},
+    }
+    for bad in (
+        {"token": 2**63},
+        {"token": 10**30},
+        {"run_id": f"R-{HUGE}"},
+        {"task_id": "T-\u0663"},
+    ):
         for path, rest in extra.items():
             body = {"lease": {**lease, **bad}, **rest}
             refused(await client.post(path, json=body, headers=WORKER), 422)
@@ -93,8 +116,12 @@ async def test_text_with_nul_controls_or_lone_surrogates_is_refused(api):
     for path, body, status in sends:
         refused(await client.post(path, json=body, headers=WORKER), status)
     surrogate = b'{"title": "ECHO-MARK \\ud800"}'
-    body = refused(await client.post("/tasks", content=surrogate,
-                                     headers={"content-type": "application/json"}), 422)
+    body = refused(
+        await client.post(
+            "/tasks", content=surrogate, headers={"content-type": "application/json"}
+        ),
+        422,
+    )
     assert "not valid JSON" in body["error"]
     assert [t.title for t in await control.store.list_tasks()] == ["a task"]
     assert (await control.task("T-1")).state is TaskState.RECEIVED
@@ -106,16 +133,36 @@ async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
     await control.enter(await control.task("T-1"), TaskState.SPEC, actor="t25")
     claim = (await client.post("/worker/claim", json={"worker": "w1"}, headers=WORKER)).json()
     lease = claim["lease"]
-    out = {"lease": lease, "events": [
-        {"kind": "run_started", "worker": "w1\x00", "adapter": "scripted"},
-        {"kind": "run_output", "stream": "stdout", "text": "binary \x00 out"}]}
+    out = {
+        "lease": lease,
+        "events": [
+            {"kind": "run_started", "worker": "w1\x00", "adapter": "scripted"},
+            {"kind": "run_output", "stream": "stdout", "text": "binary \x00 out"},
+        ],
+    }
     assert (await client.post("/worker/events", json=out, headers=WORKER)).status_code == 204
-    lone = ('{"lease": %s, "events": [{"kind": "run_output", "stream": "stdout", '
-            '"text": "ECHO-MARK \\udc80"}]}' % __import__("json").dumps(lease)).encode()
-    refused(await client.post("/worker/events", content=lone,
-                              headers={**WORKER, "content-type": "application/json"}), 422)
-    report = {"lease": lease, "report": {"error": "the agent said \x00", "result": {
-        "adapter": "scripted\x00", "final_text": "\x00", "error": "\x00", "log": "AAE="}}}
+    lone = (
+        '{"lease": %s, "events": [{"kind": "run_output", "stream": "stdout", '
+        '"text": "ECHO-MARK \\udc80"}]}' % __import__("json").dumps(lease)
+    ).encode()
+    refused(
+        await client.post(
+            "/worker/events", content=lone, headers={**WORKER, "content-type": "application/json"}
+        ),
+        422,
+    )
+    report = {
+        "lease": lease,
+        "report": {
+            "error": "the agent said \x00",
+            "result": {
+                "adapter": "scripted\x00",
+                "final_text": "\x00",
+                "error": "\x00",
+                "log": "AAE=",
+            },
+        },
+    }
     done = await client.post("/worker/complete", json=report, headers=WORKER)
     assert done.status_code == 200, done.text
     events = (await client.get("/tasks/T-1/events")).json()
@@ -131,8 +178,11 @@ async def test_an_in_process_agents_nul_output_is_kept(api):
     control, client = api
     await control.new_task("a task", actor="ana")
     await control.record(RunOutput(task_id="T-1", stream="stdout", text="a\x00b"))
-    said = [e["text"] for e in (await client.get("/tasks/T-1/events")).json()
-            if e["kind"] == "run_output"]
+    said = [
+        e["text"]
+        for e in (await client.get("/tasks/T-1/events")).json()
+        if e["kind"] == "run_output"
+    ]
     assert said in (["a\x00b"], ["a\ufffdb"])  # Postgres cannot hold NUL: U+FFFD
 
 
@@ -143,17 +193,27 @@ async def test_a_refusal_names_a_few_fields_and_never_their_values(api):
     assert "title" in error and "and 46 more" in error
     enum = refused(await client.post("/tasks", json={"title": "t", "type": MARK}), 422)["error"]
     assert "type" in enum and "'feat'" in enum
-    kind = {"lease": {"run_id": "R-1", "task_id": "T-1", "token": 1, "worker": "w",
-                      "expires_at": "2030-01-01T00:00:00Z"},
-            "events": [{"kind": MARK, "stream": "stdout", "text": MARK}]}
+    kind = {
+        "lease": {
+            "run_id": "R-1",
+            "task_id": "T-1",
+            "token": 1,
+            "worker": "w",
+            "expires_at": "2030-01-01T00:00:00Z",
+        },
+        "events": [{"kind": MARK, "stream": "stdout", "text": MARK}],
+    }
     refused(await client.post("/worker/events", json=kind, headers=WORKER), 422)
 
 
-@pytest.mark.parametrize(("pattern", "check"), [
-    (ONE_LINE_REQUIRED, text.title),
-    (MULTI_LINE, text.description),
-    (MULTI_LINE_REQUIRED, lambda s: text.reason(s, required=True)),
-])
+@pytest.mark.parametrize(
+    ("pattern", "check"),
+    [
+        (ONE_LINE_REQUIRED, text.title),
+        (MULTI_LINE, text.description),
+        (MULTI_LINE_REQUIRED, lambda s: text.reason(s, required=True)),
+    ],
+)
 def test_the_documented_patterns_are_core_texts_rules(pattern, check):
     # The OpenAPI document promises the same text core.domain.text accepts, character by character.
     def accepted(s: str) -> bool:

@@ -30,14 +30,21 @@ async def test_every_route_declares_its_credential_and_its_refusals(shop, token)
     doc = make_api(control, worker_credential=WORKER, operator_token=token).openapi()
     await env.close()
     schemes = doc["components"]["securitySchemes"]
-    assert schemes["workerCredential"] == {**schemes["workerCredential"], "type": "http",
-                                           "scheme": "bearer"}
+    assert schemes["workerCredential"] == {
+        **schemes["workerCredential"],
+        "type": "http",
+        "scheme": "bearer",
+    }
     assert ("operatorToken" in schemes) is (token is not None)
     for path, operations in doc["paths"].items():
         for method, op in operations.items():
-            wanted = ([{"workerCredential": []}] if path.startswith("/worker/")
-                      else None if path == "/health" or token is None
-                      else [{"operatorToken": []}])
+            wanted = (
+                [{"workerCredential": []}]
+                if path.startswith("/worker/")
+                else None
+                if path == "/health" or token is None
+                else [{"operatorToken": []}]
+            )
             assert op.get("security") == wanted, (method, path)
             codes = set(op["responses"])
             assert {"408", "413", "422", "503"} <= codes, (method, path)
@@ -49,10 +56,13 @@ async def test_every_route_declares_its_credential_and_its_refusals(shop, token)
 
 
 # Without credentials every answer is the Gate's, whatever the store: that run is on SQLite only.
-@pytest.fixture(params=[pytest.param(("sqlite", True), id="sqlite-credentials"),
-                        pytest.param(("sqlite", False), id="sqlite-anonymous"),
-                        pytest.param(("postgres", True), id="postgres-credentials",
-                                     marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=[
+        pytest.param(("sqlite", True), id="sqlite-credentials"),
+        pytest.param(("sqlite", False), id="sqlite-anonymous"),
+        pytest.param(("postgres", True), id="postgres-credentials", marks=pytest.mark.postgres),
+    ]
+)
 async def real_serve(request, shop):
     """`t25 serve` as a process, with an operator token and a worker credential; and whether
     schemathesis is to send them."""
@@ -65,9 +75,13 @@ async def real_serve(request, shop):
         env["T25_DATABASE_URL"] = backend.url
     write_config(shop)
     port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "t25_tui", "serve", "--bind",
-                              f"127.0.0.1:{port}"], cwd=shop, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "t25_tui", "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=shop,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers(url))
@@ -84,15 +98,41 @@ def test_schemathesis_finds_nothing(real_serve, tmp_path):
     config = tmp_path / "schemathesis.toml"
     config.write_text(
         f'[auth.openapi.operatorToken]\nbearer = "{OPERATOR}"\n'
-        f'[auth.openapi.workerCredential]\nbearer = "{WORKER}"\n' if credentials else "")
+        f'[auth.openapi.workerCredential]\nbearer = "{WORKER}"\n'
+        if credentials
+        else ""
+    )
     done = subprocess.run(
-        [str(SCHEMATHESIS), "--config-file", str(config), "--no-color", "run",
-         f"{url}/openapi.json", "--checks", "all", "--max-examples", str(MAX_EXAMPLES),
-         "--seed", "25", "--generation-deterministic",
-         # /events answers a stream that never ends; tests/test_serve.py reads it.
-         "--exclude-path", "/events",
-         "--workers", "1", "--request-timeout", "10", "--max-failures", "20"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        [
+            str(SCHEMATHESIS),
+            "--config-file",
+            str(config),
+            "--no-color",
+            "run",
+            f"{url}/openapi.json",
+            "--checks",
+            "all",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            "--seed",
+            "25",
+            "--generation-deterministic",
+            # /events answers a stream that never ends; tests/test_serve.py reads it.
+            "--exclude-path",
+            "/events",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "10",
+            "--max-failures",
+            "20",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     summary = done.stdout[-6000:]
     assert done.returncode == 0, summary
     assert " passed" in summary and "failure" not in summary.split("SUMMARY")[-1]

@@ -22,7 +22,7 @@ from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
 from tests.waiting import answers, free_port, wait_until
 
-SHORT_S = 0.5   # the deadlines of the in-process serve
+SHORT_S = 0.5  # the deadlines of the in-process serve
 BOUND_S = 20.0  # how long a test waits for what must happen well before
 
 
@@ -42,8 +42,9 @@ async def _connect(url: str):
     return await asyncio.open_connection(host, int(port))
 
 
-async def _closed_by_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                            trickle: bytes) -> bool:
+async def _closed_by_server(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, trickle: bytes
+) -> bool:
     """Send `trickle` a byte at a time until the server closes the connection (True), or
     until it is all sent and BOUND_S has passed (False)."""
     deadline = time.monotonic() + BOUND_S
@@ -102,8 +103,10 @@ async def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(impat
 async def test_a_stalled_body_gets_408(impatient):
     reader, writer = await _connect(impatient)
     try:
-        writer.write(b"POST /tasks HTTP/1.1\r\nHost: t25\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 100\r\n\r\n{\"title\": ")
+        writer.write(
+            b"POST /tasks HTTP/1.1\r\nHost: t25\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100\r\n\r\n{"title": '
+        )
         await writer.drain()
         status = await asyncio.wait_for(reader.readline(), BOUND_S)
         assert status.startswith(b"HTTP/1.1 408")
@@ -121,9 +124,14 @@ def test_trickling_clients_past_the_descriptor_limit_do_not_stop_serve(shop):
     def few_descriptors() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
-    serve = subprocess.Popen([sys.executable, "-m", "t25_tui", "serve", "--bind",
-                              f"127.0.0.1:{port}"], cwd=shop, env=env, preexec_fn=few_descriptors,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "t25_tui", "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=shop,
+        env=env,
+        preexec_fn=few_descriptors,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     slow: list[socket.socket] = []
     try:

@@ -9,18 +9,34 @@ from core.domain.states import TRANSITIONS, WORKING, assert_transition
 from core.errors import IllegalTransition
 
 # The seeds' pipeline, written out independently of the table it checks.
-HAPPY = [S.RECEIVED, S.SPEC, S.PLAN, S.AWAITING_APPROVAL, S.IMPLEMENTING, S.QA, S.REVIEW,
-         S.PR_OPEN, S.DOCS, S.DONE]
+HAPPY = [
+    S.RECEIVED,
+    S.SPEC,
+    S.PLAN,
+    S.AWAITING_APPROVAL,
+    S.IMPLEMENTING,
+    S.QA,
+    S.REVIEW,
+    S.PR_OPEN,
+    S.DOCS,
+    S.DONE,
+]
 EXPECTED = {
     *zip(HAPPY, HAPPY[1:]),
-    (S.PLAN, S.IMPLEMENTING),            # no approval required
-    (S.AWAITING_APPROVAL, S.PLAN),       # plan rejected
-    (S.QA, S.IMPLEMENTING), (S.REVIEW, S.IMPLEMENTING),  # the loops
-    (S.RECEIVED, S.FAILED), (S.RECEIVED, S.CANCELLED),
-    (S.AWAITING_APPROVAL, S.FAILED), (S.AWAITING_APPROVAL, S.CANCELLED),
+    (S.PLAN, S.IMPLEMENTING),  # no approval required
+    (S.AWAITING_APPROVAL, S.PLAN),  # plan rejected
+    (S.QA, S.IMPLEMENTING),
+    (S.REVIEW, S.IMPLEMENTING),  # the loops
+    (S.RECEIVED, S.FAILED),
+    (S.RECEIVED, S.CANCELLED),
+    (S.AWAITING_APPROVAL, S.FAILED),
+    (S.AWAITING_APPROVAL, S.CANCELLED),
     *((w, e) for w in WORKING for e in (S.NEEDS_INPUT, S.FAILED, S.CANCELLED)),
-    *((S.NEEDS_INPUT, w) for w in WORKING), (S.NEEDS_INPUT, S.FAILED), (S.NEEDS_INPUT, S.CANCELLED),
-    *((S.FAILED, w) for w in WORKING), (S.FAILED, S.CANCELLED),
+    *((S.NEEDS_INPUT, w) for w in WORKING),
+    (S.NEEDS_INPUT, S.FAILED),
+    (S.NEEDS_INPUT, S.CANCELLED),
+    *((S.FAILED, w) for w in WORKING),
+    (S.FAILED, S.CANCELLED),
 }
 
 

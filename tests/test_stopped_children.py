@@ -31,9 +31,9 @@ Start = Callable[[list[str], Path], Awaitable[object]]
 
 STARTERS: dict[str, Start] = {
     # agent CLIs, QA checks, version and sandbox probes
-    "run_process": lambda argv, cwd: run_process(argv, cwd=cwd, env=minimal_env(),
-                                                 timeout_s=600, abort=asyncio.Event(),
-                                                 grace_s=0.5),
+    "run_process": lambda argv, cwd: run_process(
+        argv, cwd=cwd, env=minimal_env(), timeout_s=600, abort=asyncio.Event(), grace_s=0.5
+    ),
     # every git call, the push and `gh pr create`
     "run_command": lambda argv, cwd: run_command(argv, cwd=cwd, env=git_env()),
 }
@@ -62,8 +62,10 @@ def children(monkeypatch) -> list[asyncio.subprocess.Process]:
 def sleeper(up: Path, *, ignore_sigterm: bool = False) -> list[str]:
     """A child that marks `up` once it runs, then sleeps (deaf to SIGTERM if asked)."""
     deaf = "signal.signal(signal.SIGTERM, signal.SIG_IGN); " if ignore_sigterm else ""
-    code = (f"import pathlib, signal, sys, time; {deaf}"
-            "pathlib.Path(sys.argv[1]).touch(); time.sleep(300)")
+    code = (
+        f"import pathlib, signal, sys, time; {deaf}"
+        "pathlib.Path(sys.argv[1]).touch(); time.sleep(300)"
+    )
     return [sys.executable, "-c", code, str(up)]
 
 
@@ -104,7 +106,8 @@ async def test_cancelled_while_the_child_runs(start, children, tmp_path):
 
 
 async def test_cancelled_while_the_child_starts_and_again_while_waiting_for_it(
-        start, children, tmp_path, monkeypatch):
+    start, children, tmp_path, monkeypatch
+):
     fds = open_fds()
     me = asyncio.current_task()
     record = asyncio.create_subprocess_exec
@@ -124,7 +127,8 @@ async def test_cancelled_while_the_child_starts_and_again_while_waiting_for_it(
 
 
 def test_cancelled_as_the_loop_closes_leaves_nothing_for_the_garbage_collector(
-        start, children, tmp_path):
+    start, children, tmp_path
+):
     up = tmp_path / "up"
 
     async def main() -> None:
@@ -145,7 +149,8 @@ def test_cancelled_as_the_loop_closes_leaves_nothing_for_the_garbage_collector(
 
 
 async def test_a_command_cancelled_twice_is_killed_without_waiting_out_the_grace(
-        children, tmp_path):
+    children, tmp_path
+):
     # git gets TERM_GRACE_S to remove its *.lock files; a second cancellation means hurry.
     up = tmp_path / "up"
     me = asyncio.current_task()

@@ -43,8 +43,13 @@ class CountedSweeper(Sweeper):
 def sweeper_of(env: Env, **kw) -> CountedSweeper:
     kw.setdefault("heartbeat_s", 0.2)
     sweeping = {k: kw.pop(k) for k in ("sweep_s", "store_patience_s") if k in kw}
-    pool = local_workers(env.control, {"scripted": CliAdapter(ScriptedSpec())}, run_check,
-                         count=kw.pop("workers", None), **kw)
+    pool = local_workers(
+        env.control,
+        {"scripted": CliAdapter(ScriptedSpec())},
+        run_check,
+        count=kw.pop("workers", None),
+        **kw,
+    )
     return CountedSweeper(env.control, pool, **sweeping)
 
 
@@ -83,7 +88,9 @@ async def test_sweep_passes_leave_no_task_behind(env, workers):
 
 
 @pytest.mark.postgres
-async def test_the_sweeper_rides_out_a_postgres_outage_and_says_so_once(env, cluster, monkeypatch, caplog):
+async def test_the_sweeper_rides_out_a_postgres_outage_and_says_so_once(
+    env, cluster, monkeypatch, caplog
+):
     """`t25 run --follow` and the cockpit: workers and sweep pause while Postgres is down,
     and the work goes on once it is back. One line when it goes, one when it is back."""
     monkeypatch.setenv(DATABASE_URL_ENV, cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}"))
@@ -117,15 +124,20 @@ async def test_the_sweeper_rides_out_a_postgres_outage_and_says_so_once(env, clu
 
 
 @pytest.mark.postgres
-async def test_the_sweeper_gives_up_when_the_store_stays_away_past_its_patience(env, cluster, monkeypatch):
+async def test_the_sweeper_gives_up_when_the_store_stays_away_past_its_patience(
+    env, cluster, monkeypatch
+):
     monkeypatch.setenv(DATABASE_URL_ENV, cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}"))
     await env.open()
     sweeper = sweeper_of(env, workers=1, store_patience_s=1.0)
     working = asyncio.create_task(sweeper.work(follow=True))
     await until(lambda: sweeper.finished >= 1, what="a first pass")
     cluster.stop()
-    with pytest.raises(StoreError, match=r"the store has been unavailable for over 1 s "
-                                         r"\(cannot reach the Postgres store") as e:
+    with pytest.raises(
+        StoreError,
+        match=r"the store has been unavailable for over 1 s "
+        r"\(cannot reach the Postgres store",
+    ) as e:
         await asyncio.wait_for(working, 60)
     assert not isinstance(e.value, StoreUnavailable)  # the sweeper is over, not paused
     assert "--store-patience" in e.value.hint
@@ -143,7 +155,9 @@ def _said(caplog, text: str) -> bool:
 
 
 @pytest.mark.postgres
-def test_t25_run_ends_with_a_clear_error_when_the_store_is_gone_at_start(shop, t25, cluster, monkeypatch):
+def test_t25_run_ends_with_a_clear_error_when_the_store_is_gone_at_start(
+    shop, t25, cluster, monkeypatch
+):
     url = cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}")
     write_config(shop)
     cluster.stop()

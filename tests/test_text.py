@@ -8,8 +8,22 @@ from core.domain import text
 from core.errors import InvalidInput
 
 
-@pytest.mark.parametrize("bad", ["\x1b[2J", "a\x00b", "x\u2028y", "x\u2029y", "x\x85y",
-                                 "x\ud800y", "x\u202ey", "a\nb", "a\rb", "a\tb", "\x7f"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "\x1b[2J",
+        "a\x00b",
+        "x\u2028y",
+        "x\u2029y",
+        "x\x85y",
+        "x\ud800y",
+        "x\u202ey",
+        "a\nb",
+        "a\rb",
+        "a\tb",
+        "\x7f",
+    ],
+)
 def test_a_title_refuses_control_characters_and_line_breaks_without_echoing_them(bad):
     with pytest.raises(InvalidInput) as refused:
         text.title(f"Fix {bad} login")

@@ -23,19 +23,30 @@ NASTY_BRANCH = "tr$unk;touch${IFS}PWNED|`touch${IFS}PWNED`&'q'\"(x)!#>y<{z}"
 
 def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
     now = utcnow()
-    return Task(id=task_id, project="demo", title="a change", type=kind,
-                created_at=now, state_since=now)
+    return Task(
+        id=task_id, project="demo", title="a change", type=kind, created_at=now, state_since=now
+    )
 
 
 def plain_git(*args: str, cwd: Path) -> str:
     """git as an agent or a person would run it: no T25 hardening at all."""
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.strip()
 
 
 def new_repo(path: Path, branch: str = "trunk") -> Path:
-    return make_repo(path, branch, {"app.py": "def hello():\n    return 'hi'\n",
-                                    ".gitignore": "*.log\n"}, exclude_factory=True)
+    return make_repo(
+        path,
+        branch,
+        {"app.py": "def hello():\n    return 'hi'\n", ".gitignore": "*.log\n"},
+        exclude_factory=True,
+    )
 
 
 @pytest.fixture
@@ -123,8 +134,22 @@ async def test_a_worktree_switched_to_another_branch_is_not_adopted(wt):
         await wt.commit_all(make_task(), "wrong branch")
 
 
-@pytest.mark.parametrize("bad", ["..", "../escape", "T-1/../../x", "a/b", ".hidden", "",
-                                 "T-1\n", "T 1", "x" * 65, "/abs", "T-1.lock"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "..",
+        "../escape",
+        "T-1/../../x",
+        "a/b",
+        ".hidden",
+        "",
+        "T-1\n",
+        "T 1",
+        "x" * 65,
+        "/abs",
+        "T-1.lock",
+    ],
+)
 async def test_unsafe_task_ids_are_refused_before_any_git_call(repo, wt, bad):
     with pytest.raises(WorktreeRefused, match="cannot name a worktree"):
         wt.path_for(bad)
@@ -240,9 +265,14 @@ RACER = textwrap.dedent("""
 
 
 def spawn(script: str, *args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=PROJECT, text=True,
-                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(PROJECT)},
-                            **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=PROJECT,
+        text=True,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        **kw,
+    )
 
 
 async def test_a_worktree_locked_by_another_process_is_busy_naming_its_pid(repo, wt):
@@ -309,9 +339,14 @@ async def test_commit_all_commits_what_the_agent_changed_and_diff_stat_counts_it
     sha = await wt.commit_all(task, "T-1: greet and leave")
     assert sha == head(repo, "refs/heads/feat/T-1")
     assert plain_git("log", "-1", "--format=%an|%s", sha, cwd=repo) == (
-        "Test Operator|T-1: greet and leave")
+        "Test Operator|T-1: greet and leave"
+    )
     assert plain_git("ls-tree", "--name-only", sha, cwd=repo).split() == [
-        ".gitignore", "app.py", "logo.png", "new.py"]
+        ".gitignore",
+        "app.py",
+        "logo.png",
+        "new.py",
+    ]
     stat = await wt.diff_stat(task)
     assert stat == DiffStat(files=("app.py", "logo.png", "new.py"), added=8, deleted=1)
     text = await wt.diff(task)
@@ -339,7 +374,8 @@ async def test_a_rename_counts_as_one_file(wt):
 
 
 async def test_commit_all_uses_t25_identity_when_the_repository_has_none(
-        tmp_path, monkeypatch, repo, wt):
+    tmp_path, monkeypatch, repo, wt
+):
     monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
     for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(var, raising=False)
@@ -350,17 +386,21 @@ async def test_commit_all_uses_t25_identity_when_the_repository_has_none(
     (path / "x.py").write_text("x = 1\n")
     sha = await wt.commit_all(task, "by T25")
     assert plain_git("log", "-1", "--format=%an <%ae>|%cn <%ce>", sha, cwd=repo) == (
-        "T25 <t25@localhost>|T25 <t25@localhost>")
+        "T25 <t25@localhost>|T25 <t25@localhost>"
+    )
 
 
 # -- cleanup ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("make_dirt", "expected"), [
-    (lambda p: (p / "app.py").write_text("changed\n"), "1 uncommitted file(s): app.py"),
-    (lambda p: (p / "notes.md").write_text("draft\n"), "1 untracked file(s): notes.md"),
-    (lambda p: (p / "build.log").write_text("output\n"), "1 ignored file(s): build.log"),
-])
+@pytest.mark.parametrize(
+    ("make_dirt", "expected"),
+    [
+        (lambda p: (p / "app.py").write_text("changed\n"), "1 uncommitted file(s): app.py"),
+        (lambda p: (p / "notes.md").write_text("draft\n"), "1 untracked file(s): notes.md"),
+        (lambda p: (p / "build.log").write_text("output\n"), "1 ignored file(s): build.log"),
+    ],
+)
 async def test_cleanup_keeps_a_tree_with_anything_that_could_be_lost(wt, make_dirt, expected):
     task = make_task()
     path = await wt.ensure(task)
@@ -447,8 +487,9 @@ async def test_merge_is_refused_when_the_main_checkout_is_dirty(repo, wt):
     task = await _task_with_commit(wt)
     before = head(repo)
     (repo / "app.py").write_text("half-done edit\n")
-    with pytest.raises(MergeRefused,
-                       match=r"uncommitted changes to 1 tracked file\(s\): app.py") as err:
+    with pytest.raises(
+        MergeRefused, match=r"uncommitted changes to 1 tracked file\(s\): app.py"
+    ) as err:
         await wt.merge(task, message="merge")
     assert err.value.hint
     assert head(repo) == before and (repo / "app.py").read_text() == "half-done edit\n"
@@ -479,8 +520,9 @@ async def test_a_conflicting_merge_is_aborted_and_names_the_files(repo, wt):
     (repo / "app.py").write_text("def hello():\n    return 'from trunk'\n")
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = head(repo)
-    with pytest.raises(MergeRefused,
-                       match="conflicts in app.py; the merge was aborted and trunk is unchanged"):
+    with pytest.raises(
+        MergeRefused, match="conflicts in app.py; the merge was aborted and trunk is unchanged"
+    ):
         await wt.merge(task, message="merge")
     assert head(repo) == before
     assert plain_git("status", "--porcelain", cwd=repo) == ""
@@ -492,8 +534,10 @@ async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt)
     task = await _task_with_commit(wt, "feature.py")
     (repo / "feature.py").write_text("an untracked file the merge would overwrite\n")
     before = head(repo)
-    with pytest.raises(MergeRefused, match="git refused to merge feat/T-1 into trunk: "
-                                           ".*overwritten by merge: feature.py"):
+    with pytest.raises(
+        MergeRefused,
+        match="git refused to merge feat/T-1 into trunk: .*overwritten by merge: feature.py",
+    ):
         await wt.merge(task, message="merge")
     assert head(repo) == before
     assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"

@@ -34,7 +34,9 @@ def wait_until(check: Callable[[], object], timeout: float = 30.0, what: str = "
     raise AssertionError(f"{what} not met in {timeout:g} s")
 
 
-async def until(check: Callable[[], object], timeout: float = 60.0, what: str = "condition") -> None:
+async def until(
+    check: Callable[[], object], timeout: float = 60.0, what: str = "condition"
+) -> None:
     """Wait for `check()` (a value or a coroutine's), bounded in time; async, so whatever else
     this event loop runs (a server, a relay) goes on meanwhile."""
     deadline = time.monotonic() + timeout

@@ -140,8 +140,9 @@ class ProjectConfig(_Section):
         # Checked only for a file read on this host (`load_config`): a Config that a
         # remote cockpit receives from `t25 serve` names the serve host's directories.
         if _on_this_host(info) and not value.is_dir():
-            raise ValueError(f"{value} does not exist" if not value.exists()
-                             else f"{value} is not a directory")
+            raise ValueError(
+                f"{value} does not exist" if not value.exists() else f"{value} is not a directory"
+            )
         return value
 
 
@@ -162,9 +163,9 @@ class AgentProfile(_Section):
     # Names (never values) of variables the CLI itself needs, e.g. its own login's
     # ANTHROPIC_API_KEY; passed through only when set. T25's own secrets never are.
     env_passthrough: list[str] = []
-    private_home: bool = False            # a fresh HOME and CLI config dir per run
+    private_home: bool = False  # a fresh HOME and CLI config dir per run
     sandbox: Literal["none", "bwrap", "docker"] = "none"
-    sandbox_image: str | None = None      # required with sandbox: docker
+    sandbox_image: str | None = None  # required with sandbox: docker
 
     @field_validator("adapter")
     @classmethod
@@ -179,8 +180,10 @@ class AgentProfile(_Section):
     def _env_names(cls, names: list[str]) -> list[str]:
         for name in names:
             if not _ENV_NAME.fullmatch(name):
-                raise ValueError(f"expected environment variable names such as "
-                                 f"ANTHROPIC_API_KEY, got {show(name)}")
+                raise ValueError(
+                    f"expected environment variable names such as "
+                    f"ANTHROPIC_API_KEY, got {show(name)}"
+                )
             if name in _NEVER_PASSED:
                 raise ValueError(f"{name} is T25's own secret and never reaches an agent")
         return names
@@ -313,8 +316,7 @@ class StoreConfig(_Section):
     def _url(cls, value: str, info: ValidationInfo) -> str:
         if not re.match(r"(sqlite:///.|postgres(ql)?://)", value):
             raise ValueError(
-                "expected sqlite:///path/to/file.db or postgresql://host/db, "
-                f"got {show(value)}"
+                f"expected sqlite:///path/to/file.db or postgresql://host/db, got {show(value)}"
             )
         return absolute_sqlite_url(value, _root(info))
 
@@ -342,7 +344,7 @@ class ServeConfig(_Section):
 def absolute_sqlite_url(url: str, root: Path) -> str:
     """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
     prefix = "sqlite:///"
-    rest = url[len(prefix):]
+    rest = url[len(prefix) :]
     if not url.startswith(prefix) or rest.startswith("/") or rest.startswith(":memory:"):
         return url
     return prefix + str((root / Path(rest).expanduser()).resolve())
@@ -406,8 +408,10 @@ class Config(_Section):
             if project.name == name:
                 return project
         known = ", ".join(project.name for project in self.projects)
-        raise ConfigError(f"unknown project {name!r} (known: {known})",
-                          hint=f"projects are listed under `projects:` in {self.path}")
+        raise ConfigError(
+            f"unknown project {name!r} (known: {known})",
+            hint=f"projects are listed under `projects:` in {self.path}",
+        )
 
     def rate_for(self, model: str | None) -> Rate | None:
         return self.cost.rate_for(model)
@@ -429,13 +433,16 @@ def load_config(path: Path, *, adapters: Iterable[str] | None = None) -> Config:
     except FileNotFoundError:
         raise ConfigError(f"{name}: no such file", hint=INIT_HINT) from None
     except IsADirectoryError:
-        raise ConfigError(f"{name}: is a directory, not a config file",
-                          hint=f"point --config at the {CONFIG_FILENAME} inside it") from None
+        raise ConfigError(
+            f"{name}: is a directory, not a config file",
+            hint=f"point --config at the {CONFIG_FILENAME} inside it",
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{name}: is not UTF-8 text", hint="save it as UTF-8") from None
     except OSError as exc:
-        raise ConfigError(f"{name}: cannot be read ({exc.strerror})",
-                          hint="check the file's permissions") from None
+        raise ConfigError(
+            f"{name}: cannot be read ({exc.strerror})", hint="check the file's permissions"
+        ) from None
     return parse_config(text, path, adapters=adapters)
 
 
@@ -456,11 +463,14 @@ def parse_config(text: str, path: Path, *, adapters: Iterable[str] | None = None
 
 def _require_mapping(source: ConfigSource) -> None:
     if source.data is None:
-        raise ConfigError(f"{source.name}:1: the file is empty; expected at least a "
-                          "`projects:` list", hint="copy t25.yaml.example, or " + INIT_HINT)
+        raise ConfigError(
+            f"{source.name}:1: the file is empty; expected at least a `projects:` list",
+            hint="copy t25.yaml.example, or " + INIT_HINT,
+        )
     if not isinstance(source.data, dict):
-        raise source.error((), f"expected keys such as `projects:` at the top level, "
-                               f"got {show(source.data)}")
+        raise source.error(
+            (), f"expected keys such as `projects:` at the top level, got {show(source.data)}"
+        )
 
 
 def find_config(start: Path, explicit: Path | None = None) -> Path:
@@ -469,8 +479,10 @@ def find_config(start: Path, explicit: Path | None = None) -> Path:
     if explicit is not None:
         explicit = Path(explicit).expanduser().absolute()
         if not explicit.is_file():
-            raise ConfigError(f"{_display(explicit)}: no such file",
-                              hint=f"check the --config path, or {INIT_HINT}")
+            raise ConfigError(
+                f"{_display(explicit)}: no such file",
+                hint=f"check the --config path, or {INIT_HINT}",
+            )
         return explicit
     start = Path(start).expanduser().absolute()
     here = start if start.is_dir() else start.parent
@@ -480,13 +492,16 @@ def find_config(start: Path, explicit: Path | None = None) -> Path:
             return candidate
         if (directory / ".git").exists():  # a file in a worktree, a directory otherwise
             break
-    raise ConfigError(f"no {CONFIG_FILENAME} in {here} or above it (up to {directory})",
-                      hint=INIT_HINT)
+    raise ConfigError(
+        f"no {CONFIG_FILENAME} in {here} or above it (up to {directory})", hint=INIT_HINT
+    )
 
 
 def default_config_text() -> str:
     """The shipped t25.yaml.example: every key, commented, with its default."""
-    return resources.files("core.config.data").joinpath("t25.yaml.example").read_text(encoding="utf-8")
+    return (
+        resources.files("core.config.data").joinpath("t25.yaml.example").read_text(encoding="utf-8")
+    )
 
 
 def _display(path: Path) -> str:

@@ -33,13 +33,22 @@ _SHAPES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(_NOT_BEFORE + r"sk-ant-[A-Za-z0-9_-]{8,}"), "an Anthropic API key", PROVIDER),
     (re.compile(_NOT_BEFORE + r"sk-[A-Za-z0-9_-]{16,}"), "an API key", PROVIDER),
     (re.compile(_NOT_BEFORE + r"AIza[0-9A-Za-z_-]{35}"), "a Google API key", PROVIDER),
-    (re.compile(_NOT_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})"),
-     "a GitHub token", "the gh CLI's own login or the GH_TOKEN environment variable"),
-    (re.compile(_NOT_BEFORE + r"glpat-[A-Za-z0-9_-]{16,}"),
-     "a GitLab token", "glab's own login or the GITLAB_TOKEN environment variable"),
+    (
+        re.compile(_NOT_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})"),
+        "a GitHub token",
+        "the gh CLI's own login or the GH_TOKEN environment variable",
+    ),
+    (
+        re.compile(_NOT_BEFORE + r"glpat-[A-Za-z0-9_-]{16,}"),
+        "a GitLab token",
+        "glab's own login or the GITLAB_TOKEN environment variable",
+    ),
     (re.compile(_NOT_BEFORE + r"xox[bpas]-[A-Za-z0-9-]{10,}"), "a Slack token", ELSEWHERE),
-    (re.compile(_NOT_BEFORE + r"AKIA[0-9A-Z]{16}"),
-     "an AWS access key", "your AWS profile or the AWS_ACCESS_KEY_ID environment variable"),
+    (
+        re.compile(_NOT_BEFORE + r"AKIA[0-9A-Z]{16}"),
+        "an AWS access key",
+        "your AWS profile or the AWS_ACCESS_KEY_ID environment variable",
+    ),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "a bearer token", ELSEWHERE),
 ]
 _URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
@@ -70,12 +79,14 @@ def _check_key(source: ConfigSource, parent: Loc, key: str) -> None:
     found = _credential_in(key, parent)
     if found:  # the key itself is a secret: do not print it, point at its parent
         what, where = found
-        raise source.error(parent, _refusal(f"holds a key that looks like {what}", where),
-                           hint=_HINT)
+        raise source.error(
+            parent, _refusal(f"holds a key that looks like {what}", where), hint=_HINT
+        )
     if _is_secret_name(key):
         loc = (*parent, key)
-        raise source.error(loc, _refusal("is named like a secret", _pointer_for_name(loc)),
-                           hint=_HINT)
+        raise source.error(
+            loc, _refusal("is named like a secret", _pointer_for_name(loc)), hint=_HINT
+        )
 
 
 def _credential_in(text: str, loc: Loc) -> tuple[str, str] | None:

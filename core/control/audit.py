@@ -81,12 +81,26 @@ def _digest(fields: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _seal(seq: int, prev: str, *, actor: str, task: str | None, decision: str, reason: str,
-          bound_to: str | None = None, voids: int | None = None) -> dict:
+def _seal(
+    seq: int,
+    prev: str,
+    *,
+    actor: str,
+    task: str | None,
+    decision: str,
+    reason: str,
+    bound_to: str | None = None,
+    voids: int | None = None,
+) -> dict:
     """A line's fields with their hash; `bound_to` and `voids` only when set."""
     body: dict = {
-        "seq": seq, "ts": utcnow().isoformat(), "actor": actor, "task": task,
-        "decision": decision, "reason": reason, "prev": prev,
+        "seq": seq,
+        "ts": utcnow().isoformat(),
+        "actor": actor,
+        "task": task,
+        "decision": decision,
+        "reason": reason,
+        "prev": prev,
     }
     if bound_to is not None:
         body["bound_to"] = bound_to
@@ -161,12 +175,20 @@ class AuditLog:
             finally:
                 fh.close()  # and with it the file lock
 
-    async def append(self, *, actor: str, task: str | None, decision: str, reason: str = "",
-                     bound_to: str | None = None) -> AuditEntry:
+    async def append(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry:
         """Write one decision's line on its own (a decider that needs no effect applied)."""
         async with self.writer() as w:
-            return await w.append(actor=actor, task=task, decision=decision, reason=reason,
-                                  bound_to=bound_to)
+            return await w.append(
+                actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
+            )
 
     def entries(self, *, task: str | None = None) -> list[AuditEntry]:
         """Every well-formed entry, oldest first (use `verify` to check the chain)."""
@@ -190,8 +212,10 @@ class AuditLog:
         verdict = verify_lines(lines, anchor)
         aside = await asyncio.to_thread(self.set_aside)
         if aside:
-            note += (f"; {len(aside)} torn line{'s' if len(aside) > 1 else ''} (never anchored) "
-                     f"set aside beside it, the newest in {aside[-1].name}")
+            note += (
+                f"; {len(aside)} torn line{'s' if len(aside) > 1 else ''} (never anchored) "
+                f"set aside beside it, the newest in {aside[-1].name}"
+            )
         return Verdict(verdict.ok, verdict.lines, verdict.message + note, verdict.bad_line)
 
     def set_aside(self) -> list[Path]:
@@ -220,7 +244,8 @@ class AuditLog:
                     if loop.time() > deadline:
                         raise AuditError(
                             f"another T25 process has held the audit log {self.path} for "
-                            f"{LOCK_WAIT_S:.0f} s", hint="try again when its decision is done"
+                            f"{LOCK_WAIT_S:.0f} s",
+                            hint="try again when its decision is done",
                         ) from None
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 0.05)
@@ -241,9 +266,11 @@ class AuditLog:
             return None
 
     def _unwritable(self, exc: OSError) -> AuditError:
-        return AuditError(f"could not write the audit log {self.path}: {exc.strerror or exc}",
-                          hint="free space on its disk or fix its permissions; "
-                               "the decision was not recorded and changed nothing")
+        return AuditError(
+            f"could not write the audit log {self.path}: {exc.strerror or exc}",
+            hint="free space on its disk or fix its permissions; "
+            "the decision was not recorded and changed nothing",
+        )
 
     def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
         """Find where the log ends; set a torn tail aside (or refuse if it was anchored)."""
@@ -252,7 +279,8 @@ class AuditLog:
             raise AuditError(
                 f"line {tail.next_line} of {self.path} is damaged, and the store anchors line "
                 f"{anchor.seq if anchor else 0}; refusing to extend it",
-                hint="run `t25 audit verify` to see what is wrong")
+                hint="run `t25 audit verify` to see what is wrong",
+            )
         if tail.torn:
             try:
                 self._move_aside(fh, tail)
@@ -260,8 +288,9 @@ class AuditLog:
                 raise self._unwritable(exc) from exc
         return tail
 
-    def _settled_lines(self, fh: BinaryIO | None,
-                       anchor: AuditAnchor | None) -> tuple[list[tuple[int, str]], str]:
+    def _settled_lines(
+        self, fh: BinaryIO | None, anchor: AuditAnchor | None
+    ) -> tuple[list[tuple[int, str]], str]:
         """The lines to verify, with a torn, never-anchored tail set aside (or left out and
         named, when it cannot be moved)."""
         if fh is None:
@@ -272,10 +301,12 @@ class AuditLog:
             try:
                 self._move_aside(fh, tail)
             except OSError as exc:
-                note = (f"; line {tail.next_line} is a torn write (never anchored) that could "
-                        f"not be set aside: {exc.strerror or exc}")
+                note = (
+                    f"; line {tail.next_line} is a torn write (never anchored) that could "
+                    f"not be set aside: {exc.strerror or exc}"
+                )
                 fh.seek(0)
-                return _split(fh.read()[:tail.end]), note
+                return _split(fh.read()[: tail.end]), note
         fh.seek(0)
         return _split(fh.read()), note
 
@@ -299,8 +330,11 @@ class AuditLog:
             _fsync_dir(self.path.parent)
             os.ftruncate(fh.fileno(), tail.end)
             os.fsync(fh.fileno())
-            log.warning("t25: the audit log's last line was torn (a write that did not finish, "
-                        "never anchored); moved to %s", side)
+            log.warning(
+                "t25: the audit log's last line was torn (a write that did not finish, "
+                "never anchored); moved to %s",
+                side,
+            )
             tail.torn = b""
             return
         raise FileExistsError(f"no free name for a torn line beside {self.path}")
@@ -309,33 +343,63 @@ class AuditLog:
 class AuditWriter:
     """The log held by one decider (`AuditLog.writer`): append lines, void one."""
 
-    def __init__(self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None,
-                 tail: _Tail) -> None:
+    def __init__(
+        self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None, tail: _Tail
+    ) -> None:
         self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
 
-    async def append(self, *, actor: str, task: str | None, decision: str, reason: str = "",
-                     bound_to: str | None = None) -> AuditEntry:
+    async def append(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry:
         """The decision's line, fsync'ed and anchored; AuditError (nothing kept) otherwise."""
         if decision not in DECISIONS:
             raise ValueError(f"unknown decision {decision!r}")
-        return await self._write({"actor": actor, "task": task, "decision": decision,
-                                  "reason": reason, "bound_to": bound_to})
+        return await self._write(
+            {
+                "actor": actor,
+                "task": task,
+                "decision": decision,
+                "reason": reason,
+                "bound_to": bound_to,
+            }
+        )
 
     async def void(self, entry: AuditEntry, why: str) -> AuditEntry:
         """Say in the log that the decision on `entry`'s line did not take effect, and why."""
         reason = f"the {entry.decision} on line {entry.seq} did not take effect: {why}"
-        return await self._write({"actor": T25_ACTOR, "task": entry.task, "decision": VOID,
-                                  "reason": printable(reason)[:MAX_REASON], "voids": entry.seq})
+        return await self._write(
+            {
+                "actor": T25_ACTOR,
+                "task": entry.task,
+                "decision": VOID,
+                "reason": printable(reason)[:MAX_REASON],
+                "voids": entry.seq,
+            }
+        )
 
     async def _write(self, fields: dict) -> AuditEntry:
         tail = self._tail
         seq, prev = (1, GENESIS) if tail.last is None else (tail.last.seq + 1, tail.last.hash)
         lines: list[dict] = []
         for orphan in tail.unanchored:  # first: lines no decider anchored took no effect
-            lines.append(_seal(
-                seq, prev, actor=T25_ACTOR, task=orphan.task, decision=VOID, voids=orphan.seq,
-                reason=f"the {orphan.decision} on line {orphan.seq} did not take effect: it was "
-                       "never anchored (its decider stopped before acknowledging it)"))
+            lines.append(
+                _seal(
+                    seq,
+                    prev,
+                    actor=T25_ACTOR,
+                    task=orphan.task,
+                    decision=VOID,
+                    voids=orphan.seq,
+                    reason=f"the {orphan.decision} on line {orphan.seq} did not take effect: it was "
+                    "never anchored (its decider stopped before acknowledging it)",
+                )
+            )
             seq, prev = seq + 1, lines[-1]["hash"]
         lines.append(_seal(seq, prev, **fields))
         data = b"".join(_line(fields) for fields in lines)
@@ -406,7 +470,7 @@ def _find_tail(fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
     tail = _Tail(last=entries[whole - 1] if whole else None, end=end, torn=data[end:])
     if anchor and 0 < anchor.seq < whole:
         at = entries[anchor.seq - 1]
-        after = entries[anchor.seq:whole]
+        after = entries[anchor.seq : whole]
         if at is not None and at.hash == anchor.hash and all(e is not None for e in after):
             tail.unanchored = [e for e in after if e is not None]
     return tail
@@ -422,7 +486,7 @@ def _last_line(fh: BinaryIO, size: int) -> bytes:
         buf = fh.read(step) + buf
         cut = buf.rfind(b"\n", 0, len(buf) - 1)
         if cut >= 0:
-            return buf[cut + 1:]
+            return buf[cut + 1 :]
     return buf
 
 
@@ -430,6 +494,7 @@ def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Ve
     """Walk the chain line by line, then hold its end against the anchor."""
     prev, count = GENESIS, 0
     for number, raw in lines:
+
         def bad(why: str, number: int = number) -> Verdict:
             return Verdict(False, len(lines), f"line {number}: {why}", bad_line=number)
 
@@ -441,27 +506,44 @@ def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Ve
         if entry.seq != number:
             return bad(f"has sequence number {entry.seq}; lines were deleted or reordered")
         if entry.prev != prev:
-            return bad("does not follow the line before it; a line was deleted, reordered or edited")
+            return bad(
+                "does not follow the line before it; a line was deleted, reordered or edited"
+            )
         body = {k: v for k, v in fields.items() if k != "hash"}
         if _digest(body) != entry.hash:
             return bad("its content does not match its hash; the line was edited")
         prev, count = entry.hash, number
     if anchor is None:
         if count:
-            return Verdict(False, count, f"the store holds no anchor but the log has {count} lines",
-                           bad_line=1)
+            return Verdict(
+                False, count, f"the store holds no anchor but the log has {count} lines", bad_line=1
+            )
         return Verdict(True, 0, "the audit log is empty")
     if count < anchor.seq:
-        return Verdict(False, count, f"truncated: the store anchors line {anchor.seq}, "
-                       f"the log ends at line {count}", bad_line=count + 1)
+        return Verdict(
+            False,
+            count,
+            f"truncated: the store anchors line {anchor.seq}, the log ends at line {count}",
+            bad_line=count + 1,
+        )
     anchored_hash = json.loads(lines[anchor.seq - 1][1])["hash"]
     if anchored_hash != anchor.hash:
-        return Verdict(False, count, f"line {anchor.seq}: does not match the hash anchored in the "
-                       "store; the log was rewritten", bad_line=anchor.seq)
+        return Verdict(
+            False,
+            count,
+            f"line {anchor.seq}: does not match the hash anchored in the "
+            "store; the log was rewritten",
+            bad_line=anchor.seq,
+        )
     if count > anchor.seq:
-        return Verdict(False, count, f"line {anchor.seq + 1}: was never anchored in the store "
-                       "(appended outside T25, or written by a process that stopped before "
-                       "acknowledging it)", bad_line=anchor.seq + 1)
+        return Verdict(
+            False,
+            count,
+            f"line {anchor.seq + 1}: was never anchored in the store "
+            "(appended outside T25, or written by a process that stopped before "
+            "acknowledging it)",
+            bad_line=anchor.seq + 1,
+        )
     return Verdict(True, count, f"{count} entries, chain intact, anchored at line {count}")
 
 

@@ -79,18 +79,33 @@ class Pipeline:
                 findings = await self._round_findings(task, blocking_only=True)
             if task.checks_passed is False:
                 qa = await self._latest_json(task, ArtifactKind.QA_REPORT)
-                failed = [c for c in QAReport.model_validate(qa).checks if not c.passed] if qa else []
-        diff = await self._latest_text(task, ArtifactKind.DIFF) if run.stage in (
-            S.QA, S.REVIEW, S.DOCS) else ""
+                failed = (
+                    [c for c in QAReport.model_validate(qa).checks if not c.passed] if qa else []
+                )
+        diff = (
+            await self._latest_text(task, ArtifactKind.DIFF)
+            if run.stage in (S.QA, S.REVIEW, S.DOCS)
+            else ""
+        )
         decisions = await self.control.decisions(task.id)
-        loops = {S.QA: task.qa_loops, S.REVIEW: task.review_loops,
-                 S.IMPLEMENTING: task.qa_loops + task.review_loops}
+        loops = {
+            S.QA: task.qa_loops,
+            S.REVIEW: task.review_loops,
+            S.IMPLEMENTING: task.qa_loops + task.review_loops,
+        }
         return PromptContext(
-            task=task, stage=run.stage, role=run.role, round=1 + loops.get(run.stage, 0),
-            spec=spec, plan=plan, findings=findings, failed_checks=failed,
+            task=task,
+            stage=run.stage,
+            role=run.role,
+            round=1 + loops.get(run.stage, 0),
+            spec=spec,
+            plan=plan,
+            findings=findings,
+            failed_checks=failed,
             reject_reasons=[d.reason for d in decisions if d.decision == "reject"],
             answers=[d.reason for d in decisions if d.decision == "answer"],
-            check_results=checks, diff=diff or "",
+            check_results=checks,
+            diff=diff or "",
         )
 
     # -- completion --------------------------------------------------------------------------
@@ -153,8 +168,10 @@ class Pipeline:
             output = parse_answer(run.stage, text)
         except AnswerInvalid as exc:
             return await self._fail(
-                task, f"{run.stage} run {run.id}: the answer did not parse: {exc.message} "
-                      "(the raw output is kept in the run's log)")
+                task,
+                f"{run.stage} run {run.id}: the answer did not parse: {exc.message} "
+                "(the raw output is kept in the run's log)",
+            )
         if output.question:
             return await self._ask(task, output.question)
         match run.stage:
@@ -177,13 +194,24 @@ class Pipeline:
     async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
         artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
         if not policies.requires_plan_approval(plan, self.control.config.approval):
-            return await self.control.enter(task, S.IMPLEMENTING, actor=T25,
-                                      reason=f"{plan.risk}-risk plan needs no approval")
-        task = await self.control.transition(task, S.AWAITING_APPROVAL, actor=T25,
-                                       reason=f"{plan.risk}-risk plan needs a human approval")
-        await self.control.record(ApprovalRequested(task_id=task.id, run_id=run.id,
-                                              plan_sha256=artifact.sha256, risk=plan.risk,
-                                              files=list(plan.files)))
+            return await self.control.enter(
+                task, S.IMPLEMENTING, actor=T25, reason=f"{plan.risk}-risk plan needs no approval"
+            )
+        task = await self.control.transition(
+            task,
+            S.AWAITING_APPROVAL,
+            actor=T25,
+            reason=f"{plan.risk}-risk plan needs a human approval",
+        )
+        await self.control.record(
+            ApprovalRequested(
+                task_id=task.id,
+                run_id=run.id,
+                plan_sha256=artifact.sha256,
+                risk=plan.risk,
+                files=list(plan.files),
+            )
+        )
         return task
 
     async def _implemented(self, task: Task, run: Run, report: RunReport) -> Task:
@@ -193,17 +221,21 @@ class Pipeline:
         over = policies.check_diff_limits(stat, self.control.config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
-        return await self.control.enter(task, S.QA, actor=T25,
-                                  reason=stat.summary())
+        return await self.control.enter(task, S.QA, actor=T25, reason=stat.summary())
 
     async def _qa(self, task: Task, run: Run, report: RunReport, output: StageAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)
-        qa = QAReport(checks=list(report.checks), passed=verdict.passed, summary=output.summary,
-                      concerns=list(output.concerns))
+        qa = QAReport(
+            checks=list(report.checks),
+            passed=verdict.passed,
+            summary=output.summary,
+            concerns=list(output.concerns),
+        )
         await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
         if verdict.passed:
-            return await self.control.enter(task, S.REVIEW, actor=T25, reason=verdict.summary,
-                                      checks_passed=True)
+            return await self.control.enter(
+                task, S.REVIEW, actor=T25, reason=verdict.summary, checks_passed=True
+            )
         return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
 
     async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer) -> Task:
@@ -213,23 +245,31 @@ class Pipeline:
             return task
         verdict = policies.evaluate_review(await self._round_findings(task))
         if verdict.approve:
-            return await self.control.enter(task, S.PR_OPEN, actor=T25, reason=verdict.summary,
-                                      review_verdict="approve")
-        return await self._send_back(task, "review", verdict.summary,
-                                     review_verdict="changes_requested")
+            return await self.control.enter(
+                task, S.PR_OPEN, actor=T25, reason=verdict.summary, review_verdict="approve"
+            )
+        return await self._send_back(
+            task, "review", verdict.summary, review_verdict="changes_requested"
+        )
 
     async def _send_back(self, task: Task, loop: str, why: str, **fields) -> Task:
         """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
         limits = self.control.config.limits
-        done, bound = ((task.qa_loops, limits.max_qa_loops) if loop == "qa"
-                       else (task.review_loops, limits.max_review_loops))
+        done, bound = (
+            (task.qa_loops, limits.max_qa_loops)
+            if loop == "qa"
+            else (task.review_loops, limits.max_review_loops)
+        )
         if policies.may_loop_again(done, bound):
             fields[f"{loop}_loops"] = done + 1
             return await self.control.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
         task = await self.control.update(task, actor=T25, **fields)
-        return await self._ask(task, f"{loop.upper()} sent the task back {done} times "
-                                     f"(limit {bound}) and it still fails: {why}. "
-                                     "Answer with guidance to try again.")
+        return await self._ask(
+            task,
+            f"{loop.upper()} sent the task back {done} times "
+            f"(limit {bound}) and it still fails: {why}. "
+            "Answer with guidance to try again.",
+        )
 
     async def _ask(self, task: Task, question: str) -> Task:
         stage = task.state
@@ -243,17 +283,34 @@ class Pipeline:
     # -- artifacts ---------------------------------------------------------------------------
 
     async def _keep(self, run: Run, kind: ArtifactKind, content: bytes, media: str) -> Artifact:
-        meta = ArtifactMeta(kind=kind, media_type=media, task_id=run.task_id, run_id=run.id,
-                            role=run.role, adapter=run.adapter, cli_version=run.cli_version,
-                            model=run.model)
+        meta = ArtifactMeta(
+            kind=kind,
+            media_type=media,
+            task_id=run.task_id,
+            run_id=run.id,
+            role=run.role,
+            adapter=run.adapter,
+            cli_version=run.cli_version,
+            model=run.model,
+        )
         artifact = await self.control.store.put_artifact(content, meta)
-        await self.control.record(ArtifactStored(task_id=run.task_id, run_id=run.id,
-                                           artifact_id=artifact.id, artifact_kind=kind.value,
-                                           sha256=artifact.sha256))
+        await self.control.record(
+            ArtifactStored(
+                task_id=run.task_id,
+                run_id=run.id,
+                artifact_id=artifact.id,
+                artifact_kind=kind.value,
+                sha256=artifact.sha256,
+            )
+        )
         return artifact
 
     async def latest(self, task: Task, kind: ArtifactKind) -> tuple[Artifact, bytes] | None:
-        found = [a for a in await self.control.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
+        found = [
+            a
+            for a in await self.control.store.list_artifacts(task_id=task.id)
+            if a.meta.kind is kind
+        ]
         return await self.control.store.get_artifact(found[-1].id) if found else None
 
     async def _latest_text(self, task: Task, kind: ArtifactKind) -> str | None:
@@ -270,8 +327,11 @@ class Pipeline:
 
     async def _round_findings(self, task: Task, *, blocking_only: bool = False) -> list[Finding]:
         """Findings of every review run (reviewer, security) since REVIEW was last entered."""
-        runs = [r for r in await self.control.store.list_runs(task_id=task.id)
-                if r.stage is S.REVIEW and r.status is RunStatus.SUCCEEDED]
+        runs = [
+            r
+            for r in await self.control.store.list_runs(task_id=task.id)
+            if r.stage is S.REVIEW and r.status is RunStatus.SUCCEEDED
+        ]
         if not runs:
             return []
         last_round = _last_round(runs)

@@ -101,8 +101,10 @@ def evaluate_qa(results: Sequence[CheckResult]) -> QAVerdict:
     optional = tuple(r for r in results if not r.required and not r.passed)
     ok = sum(r.passed for r in results)
     if failures:
-        summary = (f"required {_n(len(failures), 'check')} failed: "
-                   f"{_names(failures)} ({ok} of {len(results)} passed)")
+        summary = (
+            f"required {_n(len(failures), 'check')} failed: "
+            f"{_names(failures)} ({ok} of {len(results)} passed)"
+        )
     elif optional:
         summary = f"{ok} of {len(results)} checks passed; optional failed: {_names(optional)}"
     else:

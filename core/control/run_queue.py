@@ -20,7 +20,10 @@ class LocalRunQueue:
         lease = await self.control.store.claim_run(worker, ttl_s)
         if lease is None:
             return None
-        run, task = await self.control.store.get_run(lease.run_id), await self.control.store.get_task(lease.task_id)
+        run, task = (
+            await self.control.store.get_run(lease.run_id),
+            await self.control.store.get_task(lease.task_id),
+        )
         return Claim(lease, run, task)
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:

@@ -51,8 +51,12 @@ ARCHIVABLE = frozenset({TaskState.DONE, TaskState.CANCELLED, TaskState.FAILED})
 
 # The role whose run works each stage; PR_OPEN is done by T25 itself (no agent).
 STAGE_ROLE = {
-    TaskState.SPEC: "spec", TaskState.PLAN: "planner", TaskState.IMPLEMENTING: "dev",
-    TaskState.QA: "qa", TaskState.REVIEW: "reviewer", TaskState.PR_OPEN: "pr",
+    TaskState.SPEC: "spec",
+    TaskState.PLAN: "planner",
+    TaskState.IMPLEMENTING: "dev",
+    TaskState.QA: "qa",
+    TaskState.REVIEW: "reviewer",
+    TaskState.PR_OPEN: "pr",
     TaskState.DOCS: "docs",
 }
 
@@ -87,8 +91,11 @@ class ControlPlane:
         out = []
         for p in self.config.projects:
             branch = p.default_branch or default_branch(Path(p.repo))
-            out.append(await self.store.upsert_project(
-                Project(name=p.name, repo_path=str(p.repo), default_branch=branch)))
+            out.append(
+                await self.store.upsert_project(
+                    Project(name=p.name, repo_path=str(p.repo), default_branch=branch)
+                )
+            )
         return out
 
     def worktrees(self, project: str) -> Worktrees:
@@ -122,8 +129,9 @@ class ControlPlane:
             fields.setdefault("resume_state", resume or task.resume_state)
         elif task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             fields.setdefault("resume_state", None)
-        event = TaskTransitioned(task_id=task.id, from_state=task.state, to_state=to,
-                                 actor=actor, reason=reason)
+        event = TaskTransitioned(
+            task_id=task.id, from_state=task.state, to_state=to, actor=actor, reason=reason
+        )
         updated, stored = await self.store.apply_transition(task.id, task.state, event, fields)
         self.bus.publish(stored)
         return updated
@@ -131,7 +139,8 @@ class ControlPlane:
     async def enqueue(self, task: Task, role: str | None = None) -> Run:
         """Queue the run that works the task's current stage."""
         run, event = await self.store.enqueue_run(
-            NewRun(task_id=task.id, stage=task.state, role=role or STAGE_ROLE[task.state]))
+            NewRun(task_id=task.id, stage=task.state, role=role or STAGE_ROLE[task.state])
+        )
         self.bus.publish(event)
         self.work_queued.set()
         return run
@@ -161,19 +170,28 @@ class ControlPlane:
 
         async def check(task: Task) -> str:
             self._expect(task, TaskState.AWAITING_APPROVAL, "approved")
-            plans = [a for a in await self.store.list_artifacts(task_id=task.id)
-                     if a.meta.kind is ArtifactKind.PLAN]
+            plans = [
+                a
+                for a in await self.store.list_artifacts(task_id=task.id)
+                if a.meta.kind is ArtifactKind.PLAN
+            ]
             if not plans:
-                raise PolicyRefused(f"{task.id} has no plan to approve",
-                                    hint=f"t25 task show {task.id}")
+                raise PolicyRefused(
+                    f"{task.id} has no plan to approve", hint=f"t25 task show {task.id}"
+                )
             artifact, _ = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
             return f"sha256:{artifact.sha256}"
 
         async def effect(task: Task, bound_to: str | None) -> Task:
             assert bound_to is not None
             why = f"plan {bound_to} approved" + (f": {reason}" if reason else "")
-            return await self.transition(task, TaskState.IMPLEMENTING, actor=actor, reason=why,
-                                         approved_plan_sha=bound_to.removeprefix("sha256:"))
+            return await self.transition(
+                task,
+                TaskState.IMPLEMENTING,
+                actor=actor,
+                reason=why,
+                approved_plan_sha=bound_to.removeprefix("sha256:"),
+            )
 
         return await self._decide("approve", ref, actor, reason, check, effect, then=self.enqueue)
 
@@ -182,8 +200,10 @@ class ControlPlane:
         """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
         actor = valid_actor(actor)
         if not reason.strip():
-            raise PolicyRefused("a rejection needs a reason; the planner reads it",
-                                hint=f't25 reject {ref} --reason "what is wrong with the plan"')
+            raise PolicyRefused(
+                "a rejection needs a reason; the planner reads it",
+                hint=f't25 reject {ref} --reason "what is wrong with the plan"',
+            )
         reason = valid_reason(reason)
 
         async def check(task: Task) -> None:
@@ -201,12 +221,14 @@ class ControlPlane:
 
         async def check(task: Task) -> None:
             self._expect(task, TaskState.NEEDS_INPUT, "answered")
-            assert_transition(task.state, task.resume_state or TaskState.SPEC,
-                              resume_state=task.resume_state)
+            assert_transition(
+                task.state, task.resume_state or TaskState.SPEC, resume_state=task.resume_state
+            )
 
         async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(task, task.resume_state or TaskState.SPEC, actor=actor,
-                                         reason="operator answered")
+            return await self.transition(
+                task, task.resume_state or TaskState.SPEC, actor=actor, reason="operator answered"
+            )
 
         return await self._decide("answer", ref, actor, text, check, effect, then=self.enqueue)
 
@@ -216,18 +238,23 @@ class ControlPlane:
         actor, reason = valid_actor(actor), valid_reason(reason)
 
         async def check(task: Task) -> None:
-            refusal = merge_refusal(task, checks_passed=task.checks_passed,
-                                    review_approved=task.review_verdict == "approve"
-                                    if task.review_verdict else None)
+            refusal = merge_refusal(
+                task,
+                checks_passed=task.checks_passed,
+                review_approved=task.review_verdict == "approve" if task.review_verdict else None,
+            )
             if refusal:
                 raise PolicyRefused(
                     f"{task.id} cannot be merged: {refusal}",
-                    hint=f"t25 archive {task.id}" if task.merged and not task.archived
-                    else f"t25 task show {task.id}")
+                    hint=f"t25 archive {task.id}"
+                    if task.merged and not task.archived
+                    else f"t25 task show {task.id}",
+                )
 
         async def effect(task: Task, _: str | None) -> Task:
             await self.worktrees(task.project).merge(
-                task, message=f"Merge {task.branch}: {task.title} ({task.id})")
+                task, message=f"Merge {task.branch}: {task.title} ({task.id})"
+            )
             return await self.update(task, actor=actor, merged=True)
 
         task = await self._decide("merge", ref, actor, reason, check, effect)
@@ -237,12 +264,19 @@ class ControlPlane:
     def _expect(self, task: Task, state: TaskState, done: str) -> None:
         """Refuse a decision on a task that is not in `state`, saying what would fit."""
         if task.state is not state:
-            raise PolicyRefused(f"{task.id} is {task.state}; only a task in {state} can be {done}",
-                                hint=_what_fits(task))
+            raise PolicyRefused(
+                f"{task.id} is {task.state}; only a task in {state} can be {done}",
+                hint=_what_fits(task),
+            )
 
     async def new_task(
-        self, title: str, *, actor: str, type: TaskType = TaskType.FEAT,
-        description: str = "", project: str | None = None,
+        self,
+        title: str,
+        *,
+        actor: str,
+        type: TaskType = TaskType.FEAT,
+        description: str = "",
+        project: str | None = None,
     ) -> Task:
         """File a task. The title and description are checked here, the one door every
         face (command line, cockpit, REST) comes through: bounded, no control characters,
@@ -252,7 +286,8 @@ class ControlPlane:
         title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
         task, event = await self.store.create_task(
-            NewTask(project=name, title=title, type=type, description=description), actor=actor)
+            NewTask(project=name, title=title, type=type, description=description), actor=actor
+        )
         self.bus.publish(event)
         return task
 
@@ -264,8 +299,10 @@ class ControlPlane:
             if task.state in TERMINAL:
                 raise PolicyRefused(
                     f"{task.id} is already {task.state}; there is nothing to cancel",
-                    hint=f"t25 archive {task.id} takes it off the board" if not task.archived
-                    else f"t25 task show {task.id}")
+                    hint=f"t25 archive {task.id} takes it off the board"
+                    if not task.archived
+                    else f"t25 task show {task.id}",
+                )
 
         async def effect(task: Task, _: str | None) -> Task:
             return await self.transition(task, TaskState.CANCELLED, actor=actor, reason=reason)
@@ -283,14 +320,18 @@ class ControlPlane:
 
         async def check(task: Task) -> None:
             if task.state is not TaskState.FAILED:
-                raise PolicyRefused(f"{task.id} is {task.state}; only a FAILED task can be retried",
-                                    hint=_what_fits(task))
-            assert_transition(task.state, task.resume_state or TaskState.SPEC,
-                              resume_state=task.resume_state)
+                raise PolicyRefused(
+                    f"{task.id} is {task.state}; only a FAILED task can be retried",
+                    hint=_what_fits(task),
+                )
+            assert_transition(
+                task.state, task.resume_state or TaskState.SPEC, resume_state=task.resume_state
+            )
 
         async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(task, task.resume_state or TaskState.SPEC, actor=actor,
-                                         reason=reason, error=None)
+            return await self.transition(
+                task, task.resume_state or TaskState.SPEC, actor=actor, reason=reason, error=None
+            )
 
         return await self._decide("retry", ref, actor, reason, check, effect, then=self.enqueue)
 
@@ -300,12 +341,15 @@ class ControlPlane:
 
         async def check(task: Task) -> None:
             if task.archived:
-                raise PolicyRefused(f"{task.id} is already archived",
-                                    hint="t25 task list --all shows archived tasks")
+                raise PolicyRefused(
+                    f"{task.id} is already archived",
+                    hint="t25 task list --all shows archived tasks",
+                )
             if task.state not in ARCHIVABLE:
                 raise PolicyRefused(
                     f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
-                    hint=f"cancel it first: t25 cancel {task.id}")
+                    hint=f"cancel it first: t25 cancel {task.id}",
+                )
 
         async def effect(task: Task, _: str | None) -> Task:
             return await self.update(task, actor=actor, archived=True)
@@ -317,7 +361,9 @@ class ControlPlane:
     async def _clean(self, task: Task) -> None:
         """Remove a finished task's worktree, or record why it was kept (never forced)."""
         done = await self.worktrees(task.project).cleanup(task)
-        await self.record(WorktreeCleaned(task_id=task.id, removed=done.removed, reason=done.reason))
+        await self.record(
+            WorktreeCleaned(task_id=task.id, removed=done.removed, reason=done.reason)
+        )
 
     async def update(self, task: Task, *, actor: str, **fields: Any) -> Task:
         """Change non-state fields of a task still in the state it was read in."""
@@ -327,7 +373,11 @@ class ControlPlane:
         return updated
 
     async def _decide(
-        self, decision: str, ref: str, actor: str, reason: str,
+        self,
+        decision: str,
+        ref: str,
+        actor: str,
+        reason: str,
         check: Callable[[Task], Awaitable[str | None]],
         effect: Callable[[Task, str | None], Awaitable[Task]],
         then: Callable[[Task], Awaitable[Any]] | None = None,
@@ -346,8 +396,9 @@ class ControlPlane:
         async with self.audit.writer() as log:
             task = await self.task(ref)
             bound_to = await check(task)
-            entry = await log.append(actor=actor, task=task.id, decision=decision,
-                                     reason=reason, bound_to=bound_to)
+            entry = await log.append(
+                actor=actor, task=task.id, decision=decision, reason=reason, bound_to=bound_to
+            )
             try:
                 task = await effect(task, bound_to)
             except Exception as exc:
@@ -357,8 +408,15 @@ class ControlPlane:
                     exc.add_note(f"the audit log could not say so either: {unvoided}")
                 raise
             # Announced before its follow-up: the next run's prompt reads the reason from it.
-            await self.record(DecisionRecorded(task_id=task.id, decision=decision, actor=actor,
-                                               reason=reason, bound_to=bound_to))
+            await self.record(
+                DecisionRecorded(
+                    task_id=task.id,
+                    decision=decision,
+                    actor=actor,
+                    reason=reason,
+                    bound_to=bound_to,
+                )
+            )
         if then is not None:
             await then(task)
         return task

@@ -72,8 +72,11 @@ class StoreWatch:
         if self._since is None:
             self._since = asyncio.get_running_loop().time()
             self.back.clear()
-            log.warning("t25: the store is unavailable (%s); the sweeper waits for it, "
-                        "retrying with backoff", exc.message)
+            log.warning(
+                "t25: the store is unavailable (%s); the sweeper waits for it, "
+                "retrying with backoff",
+                exc.message,
+            )
 
     def retry_in(self, exc: StoreUnavailable) -> float:
         """The pause before the next try; StoreError once the outage outlasted the patience."""
@@ -83,8 +86,11 @@ class StoreWatch:
             raise StoreError(
                 f"the store has been unavailable for over {self.patience_s:g} s ({exc.message})",
                 hint="start T25 again once the store is back; "
-                     "`t25 serve --store-patience S` sets how long serve waits") from exc
-        self._pause = FIRST_PAUSE_S if self._pause is None else min(self._pause * 2, LONGEST_PAUSE_S)
+                "`t25 serve --store-patience S` sets how long serve waits",
+            ) from exc
+        self._pause = (
+            FIRST_PAUSE_S if self._pause is None else min(self._pause * 2, LONGEST_PAUSE_S)
+        )
         return self._pause
 
     def answered(self) -> None:
@@ -98,8 +104,14 @@ class StoreWatch:
 class Sweeper:
     """Keeps tasks moving for `t25 run`, `t25 serve` and the cockpit; drives `workers`."""
 
-    def __init__(self, control: ControlPlane, pool: Workers | None = None, *, sweep_s: float = 0.5,
-                 store_patience_s: float = STORE_PATIENCE_S) -> None:
+    def __init__(
+        self,
+        control: ControlPlane,
+        pool: Workers | None = None,
+        *,
+        sweep_s: float = 0.5,
+        store_patience_s: float = STORE_PATIENCE_S,
+    ) -> None:
         self.control = control
         self.pool = pool
         self.sweep_s = sweep_s
@@ -138,9 +150,13 @@ class Sweeper:
             task = await store.get_task(run.task_id)
             if run.status is RunStatus.FAILED and task and task.state is run.stage:
                 with contextlib.suppress(StaleState):  # the task moved on meanwhile
-                    await self.control.transition(task, TaskState.FAILED, actor="t25",
-                                            reason=run.error or "",
-                                            error=f"{run.stage} run {run.id}: {run.error}")
+                    await self.control.transition(
+                        task,
+                        TaskState.FAILED,
+                        actor="t25",
+                        reason=run.error or "",
+                        error=f"{run.stage} run {run.id}: {run.error}",
+                    )
         active = {r.task_id for s in ACTIVE for r in await store.list_runs(status=s)}
         for task in await store.list_tasks(states=[TaskState.RECEIVED, *WORKING]):
             if task.id not in active and task.id not in self.control.live:

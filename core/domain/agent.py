@@ -30,28 +30,29 @@ class AgentRequest(BaseModel):
     args: tuple[str, ...] = ()
     timeout_s: float = 1800.0
     env_passthrough: tuple[str, ...] = ()  # the CLI's own login variables, passed when set
-    private_home: bool = False              # a fresh HOME and config dir for this run
-    sandbox: str = "none"                   # none | bwrap | docker
-    sandbox_image: str | None = None        # the image a docker sandbox runs
+    private_home: bool = False  # a fresh HOME and config dir for this run
+    sandbox: str = "none"  # none | bwrap | docker
+    sandbox_image: str | None = None  # the image a docker sandbox runs
 
 
 class Failure(StrEnum):
     """Why an agent run did not produce a usable final answer."""
 
-    EXIT = "exit"          # exited non-zero, or reported an error
-    TIMEOUT = "timeout"    # ran past its timeout; its process group was killed
-    ABORTED = "aborted"    # stopped by T25 (task cancelled, lease lost, shutdown)
-    QUOTA = "quota"        # quota or rate limit exhausted: try the next adapter
+    EXIT = "exit"  # exited non-zero, or reported an error
+    TIMEOUT = "timeout"  # ran past its timeout; its process group was killed
+    ABORTED = "aborted"  # stopped by T25 (task cancelled, lease lost, shutdown)
+    QUOTA = "quota"  # quota or rate limit exhausted: try the next adapter
     OVERLOAD = "overload"  # the provider is transiently overloaded: retry after a pause
-    SPAWN = "spawn"        # could not be started at all
+    SPAWN = "spawn"  # could not be started at all
 
 
 class AgentResult(BaseModel):
     """What an adapter reports when its process has ended."""
 
     # The log is raw bytes: base64 in JSON, so a remote worker can send any output back.
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64",
-                              val_json_bytes="base64")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    )
 
     adapter: str
     cli_version: str | None = None

@@ -121,7 +121,7 @@ def _balanced_objects(text: str) -> list[str]:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                found.append(text[start:i + 1])
+                found.append(text[start : i + 1])
     return found
 
 

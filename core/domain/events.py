@@ -43,8 +43,14 @@ class Event(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The event as one flat JSON object, as REST and SSE carry it."""
-        return {"id": self.id, "kind": self.kind, "at": self.at.isoformat(),
-                "task_id": self.task_id, "run_id": self.run_id, **self.payload()}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "at": self.at.isoformat(),
+            "task_id": self.task_id,
+            "run_id": self.run_id,
+            **self.payload(),
+        }
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Event:
@@ -56,13 +62,19 @@ class Event(BaseModel):
 
     @staticmethod
     def restore(
-        kind: str, payload: dict[str, Any], *, id: int, at: datetime,
-        task_id: str | None, run_id: str | None,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        id: int,
+        at: datetime,
+        task_id: str | None,
+        run_id: str | None,
     ) -> Event:
         cls = Event.registry.get(kind)
         if cls is None:  # written by a newer T25: keep it readable rather than failing
-            return UnknownEvent(id=id, at=at, task_id=task_id, run_id=run_id,
-                                original_kind=kind, data=payload)
+            return UnknownEvent(
+                id=id, at=at, task_id=task_id, run_id=run_id, original_kind=kind, data=payload
+            )
         return cls(id=id, at=at, task_id=task_id, run_id=run_id, **payload)
 
 

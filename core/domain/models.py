@@ -158,8 +158,17 @@ class Task(_Value):
 
 # The task fields a state change or an operator decision may set; nothing else mutates.
 MUTABLE_TASK_FIELDS = frozenset(
-    {"resume_state", "archived", "merged", "qa_loops", "review_loops", "error", "approved_plan_sha",
-     "checks_passed", "review_verdict"}
+    {
+        "resume_state",
+        "archived",
+        "merged",
+        "qa_loops",
+        "review_loops",
+        "error",
+        "approved_plan_sha",
+        "checks_passed",
+        "review_verdict",
+    }
 )
 
 
@@ -291,5 +300,5 @@ class CheckResult(_Value):
     required: bool = True
     passed: bool
     exit_code: int | None = None
-    excerpt: str = ""          # the tail of its output
+    excerpt: str = ""  # the tail of its output
     duration_s: float = 0.0

@@ -13,12 +13,12 @@ class RunReport(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result: AgentResult | None = None   # None for a stage T25 does itself (PR_OPEN)
+    result: AgentResult | None = None  # None for a stage T25 does itself (PR_OPEN)
     adapter_reason: str | None = None
     prompt: str | None = None
-    error: str | None = None            # the worker could not run it at all
-    violation: tuple[str, ...] = ()     # what the run changed in the main checkout
+    error: str | None = None  # the worker could not run it at all
+    violation: tuple[str, ...] = ()  # what the run changed in the main checkout
     diff_stat: DiffStat | None = None
     diff: str | None = None
     checks: tuple[CheckResult, ...] = ()
-    note: str = ""                      # what a T25-run stage did
+    note: str = ""  # what a T25-run stage did

@@ -37,8 +37,9 @@ _UNSAFE = re.compile(
 _UNSAFE_ONE_LINE = re.compile(f"[\n\t]|{_UNSAFE.pattern}")
 
 
-def checked(text: str, *, what: str, limit: int, multiline: bool = False,
-            required: bool = False) -> str:
+def checked(
+    text: str, *, what: str, limit: int, multiline: bool = False, required: bool = False
+) -> str:
     """`text` as it may enter T25 (a title stripped, line ends normalised), or InvalidInput."""
     if multiline:
         text = text.replace("\r\n", "\n")
@@ -47,15 +48,17 @@ def checked(text: str, *, what: str, limit: int, multiline: bool = False,
     if required and not text.strip():
         raise InvalidInput(f"{what} cannot be empty")
     if len(text) > limit:
-        raise InvalidInput(f"{what} is {len(text):,} characters long; at most {limit:,} are kept",
-                           hint=f"shorten the {what}")
+        raise InvalidInput(
+            f"{what} is {len(text):,} characters long; at most {limit:,} are kept",
+            hint=f"shorten the {what}",
+        )
     found = (_UNSAFE if multiline else _UNSAFE_ONE_LINE).search(text)
     if found:
         kind = "a line break" if found.group() in "\n\t" else "a control character"
         raise InvalidInput(
             f"{what} holds {kind} (U+{ord(found.group()):04X} at position {found.start() + 1})",
-            hint=f"the {what} must be plain text"
-                 + ("" if multiline else " on one line"))
+            hint=f"the {what} must be plain text" + ("" if multiline else " on one line"),
+        )
     return text
 
 

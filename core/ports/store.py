@@ -154,7 +154,9 @@ class Store(Protocol):
         """Cancel every queued or running run of a task; running leases become stale."""
         ...
 
-    async def reap_expired(self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0) -> list[Run]:
+    async def reap_expired(
+        self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
+    ) -> list[Run]:
         """Return runs whose lease lapsed to the queue, or fail them once they used
         `max_attempts`. A requeued run is claimable again after a backoff:
         `retry_delay_s` after its first attempt, doubling with each attempt used, at

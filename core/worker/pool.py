@@ -33,15 +33,32 @@ class WorkerPool:
     """`count` workers of this process; `start` them, `wait` between passes, `stop` them."""
 
     def __init__(
-        self, runs: RunQueue, workspace: Workspace, adapters: Mapping[str, AgentAdapter],
-        run_check: CheckRunner, *, count: int, lease_ttl_s: float = 30.0,
-        heartbeat_s: float = 2.0, live: dict[str, asyncio.Event] | None = None,
+        self,
+        runs: RunQueue,
+        workspace: Workspace,
+        adapters: Mapping[str, AgentAdapter],
+        run_check: CheckRunner,
+        *,
+        count: int,
+        lease_ttl_s: float = 30.0,
+        heartbeat_s: float = 2.0,
+        live: dict[str, asyncio.Event] | None = None,
         wake: asyncio.Event | None = None,
     ) -> None:
         quota = QuotaBook()
         self.workers = [
-            Worker(runs, workspace, adapters, run_check, quota=quota, name=f"{host_name()}-w{i}",
-                   lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s, live=live, wake=wake)
+            Worker(
+                runs,
+                workspace,
+                adapters,
+                run_check,
+                quota=quota,
+                name=f"{host_name()}-w{i}",
+                lease_ttl_s=lease_ttl_s,
+                heartbeat_s=heartbeat_s,
+                live=live,
+                wake=wake,
+            )
             for i in range(1, count + 1)
         ]
         self._running: list[asyncio.Task[None]] = []

@@ -31,7 +31,7 @@ from core.workspace.worktrees import Workspace, Worktrees
 log = logging.getLogger("t25.worker")
 
 CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
-OUTPUT_FLUSH_S = 0.05        # batch run output into events at most this often ...
+OUTPUT_FLUSH_S = 0.05  # batch run output into events at most this often ...
 OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
 LOCK_RETRY_S = 0.5
 OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
@@ -46,15 +46,24 @@ class Worker:
     """Runs leased runs one at a time until stopped."""
 
     def __init__(
-        self, runs: RunQueue, workspace: Workspace, adapters: Mapping[str, AgentAdapter],
-        run_check: CheckRunner, *, name: str | None = None, quota: QuotaBook | None = None,
-        lease_ttl_s: float = 30.0, heartbeat_s: float = 2.0,
-        live: dict[str, asyncio.Event] | None = None, wake: asyncio.Event | None = None,
+        self,
+        runs: RunQueue,
+        workspace: Workspace,
+        adapters: Mapping[str, AgentAdapter],
+        run_check: CheckRunner,
+        *,
+        name: str | None = None,
+        quota: QuotaBook | None = None,
+        lease_ttl_s: float = 30.0,
+        heartbeat_s: float = 2.0,
+        live: dict[str, asyncio.Event] | None = None,
+        wake: asyncio.Event | None = None,
         overload_backoff_s: tuple[float, ...] | None = None,
     ) -> None:
         # Pauses before retrying an overloaded provider on the same adapter.
-        self.overload_backoff_s = OVERLOAD_BACKOFF_S if overload_backoff_s is None \
-            else overload_backoff_s
+        self.overload_backoff_s = (
+            OVERLOAD_BACKOFF_S if overload_backoff_s is None else overload_backoff_s
+        )
         self.runs = runs
         self.workspace = workspace
         self.config = workspace.config
@@ -79,8 +88,10 @@ class Worker:
                     await asyncio.wait_for(self._wake(), poll_s)
 
     async def _wake(self) -> None:
-        waits = [asyncio.ensure_future(self.wake.wait()),
-                 asyncio.ensure_future(self.stopping.wait())]
+        waits = [
+            asyncio.ensure_future(self.wake.wait()),
+            asyncio.ensure_future(self.stopping.wait()),
+        ]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -114,7 +125,9 @@ class Worker:
                 return  # the lease was lost: whatever we have is not ours to report
             beat.cancel()
             try:
-                await self.runs.complete(lease, report)  # heartbeats move the deadline, not the token
+                await self.runs.complete(
+                    lease, report
+                )  # heartbeats move the deadline, not the token
             except LeaseLost as exc:
                 log.info("dropping the result of %s: %s", run.id, exc)
             except StaleState as exc:  # another decider moved the task first: it won
@@ -154,12 +167,18 @@ class Worker:
             before = await worktrees.fingerprint()
             result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
             violation = changed(before, await worktrees.fingerprint())
-            report = dict(result=result, adapter_reason=reason, prompt=prompt,
-                          violation=tuple(violation), checks=tuple(checks))
+            report = dict(
+                result=result,
+                adapter_reason=reason,
+                prompt=prompt,
+                violation=tuple(violation),
+                checks=tuple(checks),
+            )
             if run.stage is TaskState.IMPLEMENTING and result.ok and not violation:
                 await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
-                report.update(diff_stat=await worktrees.diff_stat(task),
-                              diff=await worktrees.diff(task))
+                report.update(
+                    diff_stat=await worktrees.diff_stat(task), diff=await worktrees.diff(task)
+                )
             return RunReport(**report)
 
     @contextlib.asynccontextmanager
@@ -199,27 +218,47 @@ class Worker:
             profile = chosen.profile
             reason = "; ".join([*notes, chosen.reason])
             version = await chosen.adapter.version()
-            await self.runs.record(lease, RunStarted(
-                task_id=task.id, run_id=run.id, worker=self.name, adapter=profile.adapter,
-                adapter_reason=reason, cli_version=version, model=profile.model,
-                attempt=run.attempts))
+            await self.runs.record(
+                lease,
+                RunStarted(
+                    task_id=task.id,
+                    run_id=run.id,
+                    worker=self.name,
+                    adapter=profile.adapter,
+                    adapter_reason=reason,
+                    cli_version=version,
+                    model=profile.model,
+                    attempt=run.attempts,
+                ),
+            )
             request = AgentRequest(
-                task_id=task.id, run_id=run.id, role=run.role, stage=run.stage, prompt=prompt,
-                cwd=cwd, model=profile.model, args=tuple(profile.args),
+                task_id=task.id,
+                run_id=run.id,
+                role=run.role,
+                stage=run.stage,
+                prompt=prompt,
+                cwd=cwd,
+                model=profile.model,
+                args=tuple(profile.args),
                 timeout_s=float(self.config.timeout_for(profile)),
                 env_passthrough=tuple(profile.env_passthrough),
-                private_home=profile.private_home, sandbox=profile.sandbox,
-                sandbox_image=profile.sandbox_image)
+                private_home=profile.private_home,
+                sandbox=profile.sandbox,
+                sandbox_image=profile.sandbox_image,
+            )
             # A transient overload is retried on the same adapter after a growing pause; the
             # retries happen inside this run, so they cost the task no attempt.
             for pause in (*self.overload_backoff_s, None):
-                async with OutputStream(lambda e: self.runs.record(lease, e), task.id,
-                                        run.id) as stream:
+                async with OutputStream(
+                    lambda e: self.runs.record(lease, e), task.id, run.id
+                ) as stream:
                     result = await chosen.adapter.run(request, stream.write, abort)
                 if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
                     break
-                notes.append(f"{profile.adapter}: overloaded, retried after {pause:g} s "
-                             f"({result.error or 'no detail'})")
+                notes.append(
+                    f"{profile.adapter}: overloaded, retried after {pause:g} s "
+                    f"({result.error or 'no detail'})"
+                )
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(abort.wait(), pause)
             reason = "; ".join([*notes, chosen.reason])
@@ -227,8 +266,10 @@ class Worker:
                 # Still overloaded after the retries: the next adapter may serve; this one is
                 # skipped only for this run (an overload is not an exhausted quota).
                 overloaded, tried = result, tried | {profile.adapter}
-                notes.append(f"{profile.adapter}: still overloaded after "
-                             f"{len(self.overload_backoff_s)} retries")
+                notes.append(
+                    f"{profile.adapter}: still overloaded after "
+                    f"{len(self.overload_backoff_s)} retries"
+                )
                 continue
             if result.failure is not Failure.QUOTA:
                 return result, reason
@@ -240,7 +281,9 @@ class Worker:
 class OutputStream:
     """Batches an agent's output into RunOutput events: a short timer, or a size bound."""
 
-    def __init__(self, record: Callable[[Event], Awaitable[None]], task_id: str, run_id: str) -> None:
+    def __init__(
+        self, record: Callable[[Event], Awaitable[None]], task_id: str, run_id: str
+    ) -> None:
         self.record = record
         self.task_id, self.run_id = task_id, run_id
         self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
@@ -260,8 +303,11 @@ class OutputStream:
                 if parts:
                     text = "".join(parts)
                     parts.clear()
-                    await self.record(RunOutput(task_id=self.task_id, run_id=self.run_id,
-                                                  stream=stream, text=text))
+                    await self.record(
+                        RunOutput(
+                            task_id=self.task_id, run_id=self.run_id, stream=stream, text=text
+                        )
+                    )
             self.size = 0
 
     async def _tick(self) -> None:

@@ -48,12 +48,12 @@ Stat = tuple[int, int, int]  # size, mtime_ns, mode (size and mtime are 0 for a 
 class Fingerprint:
     """What the main checkout looked like at one moment; compare two with `changed`."""
 
-    head_ref: str | None                 # "refs/heads/trunk", None when detached or unborn
-    head_sha: str | None                 # None on an unborn branch
-    status: Mapping[str, str]            # path -> porcelain v1 XY code ("??", "!!", " M", …)
-    index: Mapping[str, str]             # path -> "mode blob stage"
-    files: Mapping[str, Stat]            # path -> lstat summary
-    git_files: Mapping[str, str]         # "config", "hooks/pre-commit", … -> "mode:sha256"
+    head_ref: str | None  # "refs/heads/trunk", None when detached or unborn
+    head_sha: str | None  # None on an unborn branch
+    status: Mapping[str, str]  # path -> porcelain v1 XY code ("??", "!!", " M", …)
+    index: Mapping[str, str]  # path -> "mode blob stage"
+    files: Mapping[str, Stat]  # path -> lstat summary
+    git_files: Mapping[str, str]  # "config", "hooks/pre-commit", … -> "mode:sha256"
     config: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> key=value
 
 
@@ -65,28 +65,56 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
     # Only `status` can run a repository's filters (to compare content); the other reads
     # run nothing, so they skip the driver lookup. All of them run at once.
     dirs, head_ref, head_sha, raw_status, raw_index = await asyncio.gather(
-        git("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", cwd=repo,
-            drivers_from=()),
+        git(
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+            cwd=repo,
+            drivers_from=(),
+        ),
         git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False, drivers_from=()),
-        git("rev-parse", "--quiet", "--verify", "HEAD^{commit}", cwd=repo, check=False,
-            drivers_from=()),
+        git(
+            "rev-parse",
+            "--quiet",
+            "--verify",
+            "HEAD^{commit}",
+            cwd=repo,
+            check=False,
+            drivers_from=(),
+        ),
         # --ignore-submodules=all: a submodule's status would be computed by a child git
         # reading the submodule's own config; its files are covered by the walk instead.
-        git_bytes("status", "--porcelain=v1", "-z", "--ignored=traditional",
-                  "--untracked-files=normal", "--ignore-submodules=all", cwd=repo),
+        git_bytes(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=normal",
+            "--ignore-submodules=all",
+            cwd=repo,
+        ),
         git_bytes("ls-files", "--stage", "-z", cwd=repo, drivers_from=()),
     )
     git_dir, common = (Path(p) for p in dirs.splitlines())
     head_ref, head_sha = head_ref or None, head_sha or None
     files, git_files = await asyncio.to_thread(_scan, repo, skip, git_dir, common)
-    config = {name: await _config_entries(path, repo)
-              for name, path in (("config", common / "config"),
-                                 ("config.worktree", git_dir / "config.worktree"))
-              if path.is_file()}
+    config = {
+        name: await _config_entries(path, repo)
+        for name, path in (
+            ("config", common / "config"),
+            ("config.worktree", git_dir / "config.worktree"),
+        )
+        if path.is_file()
+    }
     return Fingerprint(
-        head_ref=head_ref, head_sha=head_sha,
+        head_ref=head_ref,
+        head_sha=head_sha,
         status={p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)},
-        index=_index(raw_index), files=files, git_files=git_files, config=config,
+        index=_index(raw_index),
+        files=files,
+        git_files=git_files,
+        config=config,
     )
 
 
@@ -132,8 +160,9 @@ def _under(rel: str, skip: tuple[str, ...]) -> bool:
     return any(rel == s or rel.startswith(s + "/") for s in skip)
 
 
-def _scan(repo: Path, skip: tuple[str, ...], git_dir: Path,
-          common: Path) -> tuple[dict[str, Stat], dict[str, str]]:
+def _scan(
+    repo: Path, skip: tuple[str, ...], git_dir: Path, common: Path
+) -> tuple[dict[str, Stat], dict[str, str]]:
     files: dict[str, Stat] = {}
     stack = [""]
     while stack:
@@ -175,8 +204,7 @@ def _hash_into(into: dict[str, str], name: str, path: Path) -> None:
     """Record mode and content (or a symlink's target): `chmod +x` on a hook matters."""
     try:
         st = path.lstat()
-        body = (os.readlink(path).encode() if stat.S_ISLNK(st.st_mode)
-                else path.read_bytes())
+        body = os.readlink(path).encode() if stat.S_ISLNK(st.st_mode) else path.read_bytes()
     except FileNotFoundError:
         return
     into[name] = f"{st.st_mode:o}:{hashlib.sha256(body).hexdigest()}"
@@ -185,8 +213,9 @@ def _hash_into(into: dict[str, str], name: str, path: Path) -> None:
 async def _config_entries(path: Path, repo: Path) -> tuple[str, ...]:
     """`key=value` lines of one config file, to say *what* changed in it. `--file` reads
     just that file (no includes) and runs nothing; an unparsable file yields ()."""
-    out = await git_bytes("config", "--file", str(path), "--null", "--list", cwd=repo,
-                          check=False, drivers_from=())
+    out = await git_bytes(
+        "config", "--file", str(path), "--null", "--list", cwd=repo, check=False, drivers_from=()
+    )
     return tuple(sorted(e.replace("\n", "=", 1) for e in os.fsdecode(out).split("\0") if e))
 
 
@@ -220,8 +249,15 @@ def _file_change(path: str, old: Stat | None, new: Stat | None) -> str | None:
         return f"deleted {kind} {path}"
     if stat.S_IFMT(old[2]) != stat.S_IFMT(new[2]):
         return f"{path} changed type"
-    what = [w for w, a, b in (("size", old[0], new[0]), ("mtime", old[1], new[1]),
-                              ("mode", old[2], new[2])) if a != b]
+    what = [
+        w
+        for w, a, b in (
+            ("size", old[0], new[0]),
+            ("mtime", old[1], new[1]),
+            ("mode", old[2], new[2]),
+        )
+        if a != b
+    ]
     return f"modified {kind} {path} ({', '.join(what)})"
 
 

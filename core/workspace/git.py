@@ -41,27 +41,44 @@ from core.errors import GitError
 
 # Repository-configured programs T25's own git calls must never run.
 SAFE_CONFIG = (
-    "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",      # no hook of any kind (pre-commit, post-checkout, …)
-    "-c", "core.pager=cat",
-    "-c", "core.editor=true",
-    "-c", "sequence.editor=true",
-    "-c", "core.askPass=",
-    "-c", "core.sshCommand=false",
-    "-c", "credential.helper=",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",  # no hook of any kind (pre-commit, post-checkout, …)
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "sequence.editor=true",
+    "-c",
+    "core.askPass=",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "credential.helper=",
     # Fails closed: a `git diff` that forgets --no-ext-diff errors instead of running one.
-    "-c", "diff.external=",
-    "-c", "protocol.ext.allow=never",
+    "-c",
+    "diff.external=",
+    "-c",
+    "protocol.ext.allow=never",
     # Signing and signature checks run gpg.program / gpg.ssh.program, which a repo can set.
-    "-c", "commit.gpgSign=false",
-    "-c", "tag.gpgSign=false",
-    "-c", "merge.verifySignatures=false",
-    "-c", "log.showSignature=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "tag.gpgSign=false",
+    "-c",
+    "merge.verifySignatures=false",
+    "-c",
+    "log.showSignature=false",
     # A submodule has its own config and hooks; T25 never descends into one.
-    "-c", "submodule.recurse=false",
+    "-c",
+    "submodule.recurse=false",
     # No background gc/maintenance started as a side effect of a commit.
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
 )
 
 # Config sections whose programs are chosen per driver name (see the module docstring).
@@ -72,11 +89,25 @@ def git_env(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
     """A minimal environment: nothing inherited can point git at another repository
     (GIT_DIR, GIT_INDEX_FILE), another program (GIT_EXTERNAL_DIFF, GIT_ASKPASS) or more
     config (GIT_CONFIG_PARAMETERS). `overrides` become command-line-scope config."""
-    keep = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
-            "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
+    keep = (
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "TMPDIR",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    )
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat",
-               GIT_CONFIG_NOSYSTEM="1")
+    env.update(
+        LC_ALL="C",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_PAGER="cat",
+        GIT_CONFIG_NOSYSTEM="1",
+    )
     if overrides:
         env["GIT_CONFIG_COUNT"] = str(len(overrides))
         for i, (key, value) in enumerate(overrides):
@@ -100,8 +131,14 @@ def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
     Filters and merge drivers are not neutralised here (see `run_git`): use it only in a
     repository no agent has touched, or for calls that stage and check out nothing."""
     try:
-        done = subprocess.run(_argv(args), cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            _argv(args),
+            cwd=cwd,
+            env=git_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
     except OSError as exc:
         raise _not_started(args, cwd, exc) from None
     if check and done.returncode != 0:
@@ -128,8 +165,12 @@ def driver_overrides(names: str) -> tuple[tuple[str, str], ...]:
             found[section.lower()].add(name)
     out: list[tuple[str, str]] = []
     for name in sorted(found["filter"]):
-        out += [(f"filter.{name}.clean", ""), (f"filter.{name}.smudge", ""),
-                (f"filter.{name}.process", ""), (f"filter.{name}.required", "false")]
+        out += [
+            (f"filter.{name}.clean", ""),
+            (f"filter.{name}.smudge", ""),
+            (f"filter.{name}.process", ""),
+            (f"filter.{name}.required", "false"),
+        ]
     out += [(f"merge.{name}.driver", "false") for name in sorted(found["merge"])]
     return tuple(out)
 
@@ -147,8 +188,9 @@ class Completed:
 TERM_GRACE_S = 5.0
 
 
-async def _spawn(args: tuple[str, ...], cwd: Path,
-                 overrides: Sequence[tuple[str, str]]) -> Completed:
+async def _spawn(
+    args: tuple[str, ...], cwd: Path, overrides: Sequence[tuple[str, str]]
+) -> Completed:
     try:
         return await run_command(_argv(args), cwd=cwd, env=git_env(overrides))
     except OSError as exc:
@@ -164,8 +206,10 @@ def _not_started(args: tuple[str, ...], cwd: Path, exc: OSError) -> GitError:
         return GitError("git is not installed or not on PATH")
     if exc.errno == errno.E2BIG:  # Linux caps one argument at 128 KiB, all of them at ~2 MiB
         longest = max(len(os.fsencode(a)) for a in args)
-        return GitError(f"git cannot be started: one of its arguments is "
-                        f"{longest:,} bytes, more than the system allows ({exc.strerror})")
+        return GitError(
+            f"git cannot be started: one of its arguments is "
+            f"{longest:,} bytes, more than the system allows ({exc.strerror})"
+        )
     return GitError(f"git cannot be started in {cwd}: {exc.strerror}")
 
 
@@ -191,10 +235,17 @@ async def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> asyncio.sub
     """Start `argv`; a cancellation that lands meanwhile lets the start finish and then ends
     the command (asyncio alone kills only the leader, and leaves it unreaped if cancelled
     once more while waiting for it)."""
-    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    ))
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    )
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
@@ -216,8 +267,11 @@ def _gone(proc: asyncio.subprocess.Process) -> bool:
     """Reaped, both pipes closed and so is the transport that held them."""
     transport = proc._transport  # type: ignore[attr-defined]  # no public way to ask
     pipes = (transport.get_pipe_transport(fd) for fd in (1, 2))
-    return (proc.returncode is not None and transport.is_closing()
-            and all(pipe.get_extra_info("pipe").closed for pipe in pipes))
+    return (
+        proc.returncode is not None
+        and transport.is_closing()
+        and all(pipe.get_extra_info("pipe").closed for pipe in pipes)
+    )
 
 
 async def let_go(proc: asyncio.subprocess.Process) -> None:
@@ -270,8 +324,9 @@ async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:
     (a linked worktree may add its own in `config.worktree`). Reading config runs nothing."""
     names: list[bytes] = []
     for d in dirs:
-        done = await _spawn(("config", "--null", "--name-only", "--get-regexp",
-                             r"^(filter|merge)\."), d, ())
+        done = await _spawn(
+            ("config", "--null", "--name-only", "--get-regexp", r"^(filter|merge)\."), d, ()
+        )
         names.append(done.out)  # exit 1 just means "none configured"
     return driver_overrides(os.fsdecode(b"\0".join(names)))
 
@@ -285,8 +340,9 @@ async def run_git(*args: str, cwd: Path, drivers_from: Iterable[Path] | None = N
     return await _spawn(args, cwd, overrides)
 
 
-async def git_bytes(*args: str, cwd: Path, check: bool = True,
-                    drivers_from: Iterable[Path] | None = None) -> bytes:
+async def git_bytes(
+    *args: str, cwd: Path, check: bool = True, drivers_from: Iterable[Path] | None = None
+) -> bytes:
     """Like `git`, but stdout unstripped and undecoded (for `-z` output and raw paths)."""
     done = await run_git(*args, cwd=cwd, drivers_from=drivers_from)
     if check and done.code != 0:
@@ -294,8 +350,9 @@ async def git_bytes(*args: str, cwd: Path, check: bool = True,
     return done.out
 
 
-async def git(*args: str, cwd: Path, check: bool = True,
-              drivers_from: Iterable[Path] | None = None) -> str:
+async def git(
+    *args: str, cwd: Path, check: bool = True, drivers_from: Iterable[Path] | None = None
+) -> str:
     """Run git without blocking the event loop; return its stripped stdout."""
     out = await git_bytes(*args, cwd=cwd, check=check, drivers_from=drivers_from)
     return out.decode(errors="replace").strip()
@@ -324,17 +381,22 @@ def repo_root(path: Path) -> Path | None:
 
 def default_branch(repo: Path) -> str:
     """The branch tasks start from: origin's HEAD when there is one, else the checked-out one."""
-    remote = git_sync("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD",
-                      cwd=repo, check=False)
+    remote = git_sync(
+        "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", cwd=repo, check=False
+    )
     if remote:
         return remote.split("/", 1)[1]
     branch = git_sync("symbolic-ref", "--quiet", "--short", "HEAD", cwd=repo, check=False)
     if not branch and repo_root(repo) is None:
-        raise GitError(f"{repo} is not a git repository",
-                       hint="point `repo:` in t25.yaml at one, or run `git init` there")
+        raise GitError(
+            f"{repo} is not a git repository",
+            hint="point `repo:` in t25.yaml at one, or run `git init` there",
+        )
     if not branch:
-        raise GitError(f"cannot tell the default branch of {repo}: HEAD is detached",
-                       hint="set default_branch for this project in t25.yaml")
+        raise GitError(
+            f"cannot tell the default branch of {repo}: HEAD is detached",
+            hint="set default_branch for this project in t25.yaml",
+        )
     return branch
 
 

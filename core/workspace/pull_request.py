@@ -22,11 +22,26 @@ from core.errors import PublishFailed
 from core.workspace.git import git, git_env, run_command
 from core.workspace.worktrees import Worktrees
 
-PUSH_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-               "-c", "protocol.ext.allow=never")
+PUSH_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "protocol.ext.allow=never",
+)
 # What a push may need from the operator's session to reach the remote.
-TRANSPORT_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST",
-                 "XDG_CONFIG_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
+TRANSPORT_ENV = (
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_HOST",
+    "XDG_CONFIG_HOME",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+)
 
 
 async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
@@ -39,12 +54,30 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
         return f"branch {task.branch} is the review unit ({why}): {stat.summary()}"
     env = {**git_env(), **{k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}}
     ref = f"refs/heads/{task.branch}"
-    await _run(["git", *PUSH_CONFIG, "push", "--", "origin", f"{ref}:{ref}"],
-               worktrees.repo, env, "git push")
-    url = await _run([gh, "pr", "create", "--head", task.branch,
-                      "--base", worktrees.default_branch,
-                      "--title", f"{task.title} ({task.id})", "--body", body or task.description
-                      or task.title], worktrees.path_for(task.id), env, "gh pr create")
+    await _run(
+        ["git", *PUSH_CONFIG, "push", "--", "origin", f"{ref}:{ref}"],
+        worktrees.repo,
+        env,
+        "git push",
+    )
+    url = await _run(
+        [
+            gh,
+            "pr",
+            "create",
+            "--head",
+            task.branch,
+            "--base",
+            worktrees.default_branch,
+            "--title",
+            f"{task.title} ({task.id})",
+            "--body",
+            body or task.description or task.title,
+        ],
+        worktrees.path_for(task.id),
+        env,
+        "gh pr create",
+    )
     return f"pushed {task.branch} to origin and opened {url.splitlines()[-1] if url else 'a pull request'}"
 
 
@@ -52,6 +85,8 @@ async def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> st
     done = await run_command(argv, cwd=cwd, env=env)  # a cancelled push leaves no child behind
     if done.code != 0:
         detail = done.err.strip().splitlines()
-        raise PublishFailed(f"{what} failed: {detail[-1] if detail else f'exit {done.code}'}",
-                            hint="fix the remote or gh login, then `t25 retry`")
+        raise PublishFailed(
+            f"{what} failed: {detail[-1] if detail else f'exit {done.code}'}",
+            hint="fix the remote or gh login, then `t25 retry`",
+        )
     return done.out.decode(errors="replace").strip()

@@ -105,15 +105,20 @@ class WorktreeLock:
             if self.held_here:
                 raise WorktreeBusy(
                     f"the worktree of {self.task_id} is already locked by this process "
-                    f"(pid {os.getpid()})", hint="finish the work that holds it first")
+                    f"(pid {os.getpid()})",
+                    hint="finish the work that holds it first",
+                )
             # O_NOFOLLOW: a planted symlink cannot make us create or truncate another file.
             # O_CLOEXEC: an agent started while we hold the lock must not inherit it.
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o600)
+                fd = os.open(
+                    self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+                )
             except OSError as exc:  # ELOOP: someone put a link where the lock file goes
-                raise WorktreeRefused(f"cannot open the lock file {self.path}: {exc.strerror}",
-                                      hint=f"remove {self.path}; T25 recreates it") from None
+                raise WorktreeRefused(
+                    f"cannot open the lock file {self.path}: {exc.strerror}",
+                    hint=f"remove {self.path}; T25 recreates it",
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -177,13 +182,16 @@ class Worktrees:
         if not isinstance(task_id, str) or not _TASK_ID.fullmatch(task_id):
             raise WorktreeRefused(
                 f"{task_id!r} cannot name a worktree: a task id is letters, digits, '-' and '_'",
-                hint="task ids look like T-7")
+                hint="task ids look like T-7",
+            )
         root = self._real_root()
         path = root / task_id
         if path.is_symlink() or path.resolve() != path:
             raise WorktreeRefused(
                 f"{path} is a symbolic link (to {os.path.realpath(path)}); T25 never follows "
-                "one out of the worktree root", hint=f"remove the link {path}, then try again")
+                "one out of the worktree root",
+                hint=f"remove the link {path}, then try again",
+            )
         return path
 
     def _real_root(self) -> Path:
@@ -195,7 +203,8 @@ class Worktrees:
         if real != expected:
             raise WorktreeRefused(
                 f"the worktree root {self.root} leads to {real} through a symbolic link",
-                hint="point worktrees.root at a real directory, or remove the link")
+                hint="point worktrees.root at a real directory, or remove the link",
+            )
         return real
 
     def _meta_dir(self) -> Path:
@@ -203,8 +212,10 @@ class Worktrees:
         meta = root / META_DIR
         meta.mkdir(parents=True, exist_ok=True)
         if meta.is_symlink() or not meta.is_dir() or self._real_root() != root:
-            raise WorktreeRefused(f"{meta} is not a plain directory inside the worktree root",
-                                  hint=f"remove {meta}; T25 recreates it")
+            raise WorktreeRefused(
+                f"{meta} is not a plain directory inside the worktree root",
+                hint=f"remove {meta}; T25 recreates it",
+            )
         return meta
 
     def _lock_path(self, task_id: str) -> Path:
@@ -226,15 +237,18 @@ class Worktrees:
         except OSError as exc:  # ELOOP: the record itself is a symlink
             raise WorktreeRefused(
                 f"the ownership record {record} cannot be trusted: {exc.strerror}",
-                hint=f"remove {record} and the worktree it describes") from None
+                hint=f"remove {record} and the worktree it describes",
+            ) from None
         with os.fdopen(fd, encoding="utf-8") as fh:
             try:
                 data = json.load(fh)
             except ValueError:
                 data = None
         if not isinstance(data, dict):
-            raise WorktreeRefused(f"the ownership record {record} is unreadable",
-                                  hint=f"remove {record} and the worktree it describes")
+            raise WorktreeRefused(
+                f"the ownership record {record} is unreadable",
+                hint=f"remove {record} and the worktree it describes",
+            )
         return data
 
     def _write_record(self, task: Task, path: Path) -> None:
@@ -242,8 +256,11 @@ class Worktrees:
         record = self._record_path(task.id)
         tmp = record.with_name(f".{task.id}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
-        body = {**self._record_for(task, path),
-                "created_at": datetime.now(UTC).isoformat(), "version": 1}
+        body = {
+            **self._record_for(task, path),
+            "created_at": datetime.now(UTC).isoformat(),
+            "version": 1,
+        }
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(tmp, flags, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -285,8 +302,14 @@ class Worktrees:
         return out
 
     async def _rev(self, ref: str, cwd: Path | None = None) -> str | None:
-        sha = await git("rev-parse", "--quiet", "--verify", f"{ref}^{{commit}}",
-                        cwd=cwd or self.repo, check=False)
+        sha = await git(
+            "rev-parse",
+            "--quiet",
+            "--verify",
+            f"{ref}^{{commit}}",
+            cwd=cwd or self.repo,
+            check=False,
+        )
         return sha or None
 
     async def _git_common_dir(self, cwd: Path) -> Path:
@@ -299,32 +322,38 @@ class Worktrees:
         if record is None:
             raise WorktreeRefused(
                 f"{path} exists but T25 has no ownership record for it",
-                hint="T25 adopts only worktrees it created: move that directory away, then retry")
+                hint="T25 adopts only worktrees it created: move that directory away, then retry",
+            )
         for key, want in self._record_for(task, path).items():
             if record.get(key) != want:
                 raise WorktreeRefused(
                     f"the ownership record of {path} does not match: {key} is "
                     f"{record.get(key)!r}, expected {want!r}",
-                    hint="another T25 installation or task owns it; leave it or remove it yourself")
+                    hint="another T25 installation or task owns it; leave it or remove it yourself",
+                )
         entry = (await self._listing()).get(path)
         if entry is None:
             raise WorktreeRefused(
                 f"{path} exists but `git worktree list` does not list it",
-                hint="it is not a worktree of this repository; move it away, then retry")
+                hint="it is not a worktree of this repository; move it away, then retry",
+            )
         if not path.is_dir():
             raise WorktreeRefused(
                 f"git lists {path} as a worktree but the directory is gone",
-                hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry")
+                hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry",
+            )
         if entry.get("branch") != f"refs/heads/{task.branch}":
             now = entry.get("branch", "a detached HEAD").removeprefix("refs/heads/")
             raise WorktreeRefused(
                 f"{path} is on {now}, not on the task branch {task.branch}",
-                hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up")
+                hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up",
+            )
         if self._common_dir is None:
             self._common_dir = await self._git_common_dir(self.repo)
         if await self._git_common_dir(path) != self._common_dir:
-            raise WorktreeRefused(f"{path} belongs to another git repository",
-                                  hint="move it away, then retry")
+            raise WorktreeRefused(
+                f"{path} belongs to another git repository", hint="move it away, then retry"
+            )
 
     # -- the operations
 
@@ -339,13 +368,15 @@ class Worktrees:
             if path in await self._listing():
                 raise WorktreeRefused(
                     f"git lists {path} as a worktree but the directory is gone",
-                    hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry")
+                    hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry",
+                )
             record = self._read_record(task.id)
             if record is not None and record.get("owner") != self.owner:
                 raise WorktreeRefused(
                     f"{self._record_path(task.id)} records another T25 installation "
                     f"({record.get('owner')!r}) for {task.id}",
-                    hint="two installations share this worktree root; give each its own")
+                    hint="two installations share this worktree root; give each its own",
+                )
             await self._create(task, path)
             await self._verify(task, path)
             return path
@@ -355,7 +386,8 @@ class Worktrees:
         if await self._rev(start) is None:
             raise WorktreeRefused(
                 f"the default branch {self.default_branch!r} has no commit in {self.repo}",
-                hint="set default_branch for this project in t25.yaml to an existing branch")
+                hint="set default_branch for this project in t25.yaml to an existing branch",
+            )
         # The record goes first: a crash after it leaves a record without a tree, which the
         # next ensure() rewrites; the other order would leave a tree nobody may adopt.
         self._write_record(task, path)
@@ -365,8 +397,17 @@ class Worktrees:
                 args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
             else:
                 # A full ref as start point: `trunk` could also be a tag or a file name.
-                args = ("worktree", "add", "--quiet", "--no-track", "-b", task.branch,
-                        "--", str(path), start)
+                args = (
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "--no-track",
+                    "-b",
+                    task.branch,
+                    "--",
+                    str(path),
+                    start,
+                )
             # `git worktree add` of several tasks at once race on the repository's shared
             # admin directory (.git/worktrees): one at a time in this process, and once
             # more when another process was adding one at the same moment.
@@ -377,9 +418,10 @@ class Worktrees:
             await asyncio.sleep(0.2)
         if done.code != 0:
             self._record_path(task.id).unlink(missing_ok=True)
-            raise WorktreeRefused(f"git could not create the worktree of {task.id}: "
-                                  f"{_git_reason(done.err)}",
-                                  hint="fix what git reports, then retry")
+            raise WorktreeRefused(
+                f"git could not create the worktree of {task.id}: {_git_reason(done.err)}",
+                hint="fix what git reports, then retry",
+            )
 
     async def commit_all(self, task: Task, message: str) -> str | None:
         """Commit everything changed in the worktree on the task branch; None if nothing
@@ -388,24 +430,35 @@ class Worktrees:
         with self._working_on(task.id):
             await self._verify(task, path)
             await git("add", "--all", cwd=path)
-            staged = await run_git("diff", "--cached", "--quiet", "--no-ext-diff",
-                                   "--no-textconv", cwd=path)
+            staged = await run_git(
+                "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", cwd=path
+            )
             if staged.code == 0:
                 return None
             identity: list[str] = []
             for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY):
                 if not await git("config", key, cwd=path, check=False, drivers_from=()):
                     identity += ["-c", f"{key}={fallback}"]
-            await git(*identity, "commit", "--quiet", "--no-verify", "--no-gpg-sign",
-                      "-m", message, cwd=path)
+            await git(
+                *identity,
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "--no-gpg-sign",
+                "-m",
+                message,
+                cwd=path,
+            )
             return await git("rev-parse", "HEAD", cwd=path)
 
     async def _range(self, task: Task) -> tuple[str, str]:
         """(merge-base with the default branch, tip of the task branch)."""
         tip = await self._rev(f"refs/heads/{task.branch}")
         if tip is None:
-            raise WorktreeRefused(f"the task branch {task.branch} does not exist",
-                                  hint="the task has no worktree yet; nothing to compare")
+            raise WorktreeRefused(
+                f"the task branch {task.branch} does not exist",
+                hint="the task has no worktree yet; nothing to compare",
+            )
         base = await git("merge-base", f"refs/heads/{self.default_branch}", tip, cwd=self.repo)
         return base, tip
 
@@ -413,8 +466,19 @@ class Worktrees:
         """Files, added and deleted lines of the task branch since it left the default
         branch; a binary file counts as a file with no lines."""
         base, tip = await self._range(task)
-        raw = await git_bytes("diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
-                              "--no-color", base, tip, "--", cwd=self.repo)
+        raw = await git_bytes(
+            "diff",
+            "--numstat",
+            "-z",
+            "-M",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            base,
+            tip,
+            "--",
+            cwd=self.repo,
+        )
         fields = os.fsdecode(raw).split("\0")
         files, added, deleted, i = [], 0, 0, 0
         while i < len(fields):
@@ -433,9 +497,19 @@ class Worktrees:
     async def diff(self, task: Task) -> str:
         """The unified diff of the task branch since it left the default branch."""
         base, tip = await self._range(task)
-        raw = await git_bytes("diff", "-M", "--no-ext-diff", "--no-textconv", "--no-color",
-                              "--src-prefix=a/", "--dst-prefix=b/", base, tip, "--",
-                              cwd=self.repo)
+        raw = await git_bytes(
+            "diff",
+            "-M",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            base,
+            tip,
+            "--",
+            cwd=self.repo,
+        )
         return raw.decode(errors="replace")
 
     async def cleanup(self, task: Task) -> Cleanup:
@@ -450,22 +524,37 @@ class Worktrees:
                 return Cleanup(False, f"kept {path}: {exc.message}; {exc.hint}")
             dirt = await self._dirt(path)
             if dirt:
-                return Cleanup(False, f"kept {path}: {dirt}; commit, move or delete them, "
-                                      "then clean up again")
+                return Cleanup(
+                    False, f"kept {path}: {dirt}; commit, move or delete them, then clean up again"
+                )
             # Never --force: if git sees something we did not, git's refusal stands.
             async with self._admin:
-                done = await run_git("worktree", "remove", "--", str(path), cwd=self.repo,
-                                     drivers_from=(self.repo, path))
+                done = await run_git(
+                    "worktree",
+                    "remove",
+                    "--",
+                    str(path),
+                    cwd=self.repo,
+                    drivers_from=(self.repo, path),
+                )
             if done.code != 0:
-                return Cleanup(False, f"kept {path}: git refused to remove it "
-                                      f"({_git_reason(done.err)})")
+                return Cleanup(
+                    False, f"kept {path}: git refused to remove it ({_git_reason(done.err)})"
+                )
             self._record_path(task.id).unlink(missing_ok=True)
             return Cleanup(True, f"removed {path}; branch {task.branch} kept")
 
     async def _dirt(self, path: Path) -> str:
         """'' for a clean tree, else '2 uncommitted, 1 ignored file(s): a.py, b.log …'."""
-        raw = await git_bytes("status", "--porcelain=v1", "-z", "--ignored=traditional",
-                              "--untracked-files=all", "--ignore-submodules=all", cwd=path)
+        raw = await git_bytes(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+            cwd=path,
+        )
         groups: dict[str, list[str]] = {"uncommitted": [], "untracked": [], "ignored": []}
         for xy, name in status_entries(raw):
             kind = {"??": "untracked", "!!": "ignored"}.get(xy, "uncommitted")
@@ -486,40 +575,67 @@ class Worktrees:
                 now = head.removeprefix("refs/heads/") if head else "a detached HEAD"
                 raise MergeRefused(
                     f"the main checkout is on {now}, not on {default}",
-                    hint=f"switch it to {default} (git switch {default}), then merge")
+                    hint=f"switch it to {default} (git switch {default}), then merge",
+                )
             if await self._rev("MERGE_HEAD") is not None:
-                raise MergeRefused("a merge is already in progress in the main checkout",
-                                   hint="finish it or abort it (git merge --abort) first")
-            raw = await git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no",
-                                  "--ignore-submodules=all", cwd=self.repo)
+                raise MergeRefused(
+                    "a merge is already in progress in the main checkout",
+                    hint="finish it or abort it (git merge --abort) first",
+                )
+            raw = await git_bytes(
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=no",
+                "--ignore-submodules=all",
+                cwd=self.repo,
+            )
             dirty = [name for _, name in status_entries(raw)]
             if dirty:
                 raise MergeRefused(
                     f"the main checkout has uncommitted changes to {len(dirty)} tracked "
-                    f"file(s): {_names(dirty)}", hint="commit or stash them, then merge")
+                    f"file(s): {_names(dirty)}",
+                    hint="commit or stash them, then merge",
+                )
             tip = await self._rev(f"refs/heads/{branch}")
             if tip is None:
-                raise MergeRefused(f"the task branch {branch} does not exist",
-                                   hint="nothing to merge")
+                raise MergeRefused(
+                    f"the task branch {branch} does not exist", hint="nothing to merge"
+                )
             before = await git("rev-parse", "HEAD", cwd=self.repo)
             ahead = await git("rev-list", "--count", f"{before}..{tip}", cwd=self.repo)
             if ahead == "0":
-                raise MergeRefused(f"{branch} has no commits beyond {default}",
-                                   hint="nothing to merge")
+                raise MergeRefused(
+                    f"{branch} has no commits beyond {default}", hint="nothing to merge"
+                )
             # The sha checked above, not the name: the branch cannot move in between.
             # Explicit flags beat branch.<name>.mergeOptions and merge.* config.
             done = await run_git(
-                "merge", "--no-ff", "--commit", "--no-squash", "--no-edit", "--no-verify",
-                "--no-gpg-sign", "--no-verify-signatures", "--no-autostash", "--quiet",
-                "-m", message, tip, cwd=self.repo)
+                "merge",
+                "--no-ff",
+                "--commit",
+                "--no-squash",
+                "--no-edit",
+                "--no-verify",
+                "--no-gpg-sign",
+                "--no-verify-signatures",
+                "--no-autostash",
+                "--quiet",
+                "-m",
+                message,
+                tip,
+                cwd=self.repo,
+            )
             if done.code != 0:
                 await self._refuse_failed_merge(task, tip, before, done.err)
             after = await git("rev-parse", "HEAD", cwd=self.repo)
             parents = (await git("rev-list", "--parents", "-n", "1", after, cwd=self.repo)).split()
             if parents[1:] != [before, tip]:  # cannot happen with --no-ff; checked anyway
-                raise T25Error(f"the merge produced {after[:12]}, whose parents are not "
-                               f"{default} and {branch}",
-                               hint="inspect the main checkout's history")
+                raise T25Error(
+                    f"the merge produced {after[:12]}, whose parents are not "
+                    f"{default} and {branch}",
+                    hint="inspect the main checkout's history",
+                )
             return after
 
     async def _refuse_failed_merge(self, task: Task, tip: str, before: str, err: str) -> None:
@@ -533,9 +649,12 @@ class Worktrees:
             raise MergeRefused(
                 f"merging {branch} into {default} conflicts in {_names(files)}; the merge "
                 f"was aborted and {state}",
-                hint=f"bring {branch} up to date with {default} and resolve them, then merge")
-        raise MergeRefused(f"git refused to merge {branch} into {default}: {_git_reason(err)}",
-                           hint="fix what git reports in the main checkout, then merge")
+                hint=f"bring {branch} up to date with {default} and resolve them, then merge",
+            )
+        raise MergeRefused(
+            f"git refused to merge {branch} into {default}: {_git_reason(err)}",
+            hint="fix what git reports in the main checkout, then merge",
+        )
 
     async def fingerprint(self) -> Fingerprint:
         """The main checkout's fingerprint, leaving out this worktree root."""
@@ -575,8 +694,11 @@ class Workspace:
             p = self.config.project(project)
             repo = Path(p.repo)
             self._by_project[project] = Worktrees(
-                repo, self.config.worktrees.root, p.default_branch or default_branch(repo),
-                owner=self.owner)
+                repo,
+                self.config.worktrees.root,
+                p.default_branch or default_branch(repo),
+                owner=self.owner,
+            )
         return self._by_project[project]
 
 

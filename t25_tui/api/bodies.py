@@ -42,27 +42,46 @@ _REFUSED = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u2
 # What str.strip() removes: a one-line text is stripped before it is checked, so its ends may
 # hold any of these; a required text needs one character that is neither this nor refused.
 _SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-ONE_LINE_REQUIRED = (rf"^[{_SPACE}]*[^\t\n{_REFUSED}]*[^{_SPACE}{_REFUSED}]"
-                     rf"[^\t\n{_REFUSED}]*[{_SPACE}]*$")
+ONE_LINE_REQUIRED = (
+    rf"^[{_SPACE}]*[^\t\n{_REFUSED}]*[^{_SPACE}{_REFUSED}]"
+    rf"[^\t\n{_REFUSED}]*[{_SPACE}]*$"
+)
 MULTI_LINE = rf"^(?:[^{_REFUSED}]|\r\n)*$"  # a CRLF is taken as a line end
-MULTI_LINE_REQUIRED = (rf"^(?:[^{_REFUSED}]|\r\n)*[^{_SPACE}{_REFUSED}]"
-                       rf"(?:[^{_REFUSED}]|\r\n)*$")
+MULTI_LINE_REQUIRED = (
+    rf"^(?:[^{_REFUSED}]|\r\n)*[^{_SPACE}{_REFUSED}]"
+    rf"(?:[^{_REFUSED}]|\r\n)*$"
+)
 
 
 def _typed(check, *, limit: int, pattern: str, required: bool = False) -> Any:
     """A str field checked by `check` (core.domain.text), documented as `pattern` and `limit`."""
-    return Annotated[str, Field(min_length=1 if required else 0, max_length=limit,
-                                json_schema_extra={"pattern": pattern}), AfterValidator(check)]
+    return Annotated[
+        str,
+        Field(
+            min_length=1 if required else 0,
+            max_length=limit,
+            json_schema_extra={"pattern": pattern},
+        ),
+        AfterValidator(check),
+    ]
 
 
 Title = _typed(text.title, limit=MAX_TITLE, pattern=ONE_LINE_REQUIRED, required=True)
 Description = _typed(text.description, limit=MAX_DESCRIPTION, pattern=MULTI_LINE)
 Actor = _typed(text.actor, limit=MAX_ACTOR, pattern=ONE_LINE_REQUIRED, required=True)
 Reason = _typed(text.reason, limit=MAX_REASON, pattern=MULTI_LINE)
-Answer = _typed(partial(text.reason, what="answer", required=True), limit=MAX_REASON,
-                pattern=MULTI_LINE_REQUIRED, required=True)
-WorkerName = _typed(partial(text.checked, what="worker name", limit=MAX_WORKER_NAME, required=True),
-                    limit=MAX_WORKER_NAME, pattern=ONE_LINE_REQUIRED, required=True)
+Answer = _typed(
+    partial(text.reason, what="answer", required=True),
+    limit=MAX_REASON,
+    pattern=MULTI_LINE_REQUIRED,
+    required=True,
+)
+WorkerName = _typed(
+    partial(text.checked, what="worker name", limit=MAX_WORKER_NAME, required=True),
+    limit=MAX_WORKER_NAME,
+    pattern=ONE_LINE_REQUIRED,
+    required=True,
+)
 
 # -- what a worker sends ---------------------------------------------------------------------
 
@@ -241,8 +260,13 @@ class ErrorBody(BaseModel):
 # -- refusals --------------------------------------------------------------------------------
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,40}$")
-_PLACES = {"body": "body", "query": "query parameter", "path": "path parameter",
-           "header": "header", "cookie": "cookie"}
+_PLACES = {
+    "body": "body",
+    "query": "query parameter",
+    "path": "path parameter",
+    "header": "header",
+    "cookie": "cookie",
+}
 
 
 def invalid_request(errors: Sequence[dict[str, Any]]) -> dict[str, str | None]:
@@ -250,8 +274,10 @@ def invalid_request(errors: Sequence[dict[str, Any]]) -> dict[str, str | None]:
     shown = [_described(e) for e in errors[:MAX_LISTED]]
     more = len(errors) - len(shown)
     listed = "; ".join(shown) + (f"; and {more:,} more" if more else "")
-    return {"error": f"the request is not valid: {listed}",
-            "hint": "/openapi.json describes every endpoint's fields and their bounds"}
+    return {
+        "error": f"the request is not valid: {listed}",
+        "hint": "/openapi.json describes every endpoint's fields and their bounds",
+    }
 
 
 def _described(error: dict[str, Any]) -> str:
@@ -266,6 +292,7 @@ def _described(error: dict[str, Any]) -> str:
     else:
         message = text.printable(str(error.get("msg", what)))[:200]
     where = _PLACES.get(str(place), "body")
-    names = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" if _NAME.match(str(p)) else ".…"
-                    for p in path).lstrip(".")
+    names = "".join(
+        f"[{p}]" if isinstance(p, int) else f".{p}" if _NAME.match(str(p)) else ".…" for p in path
+    ).lstrip(".")
     return f"{where} {names}: {message}" if names else f"{where} {message}"

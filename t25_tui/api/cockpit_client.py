@@ -79,15 +79,17 @@ class RemoteControlPlane:
         try:
             raw = await http.request("GET", "/config", refusals={401: ConfigError})
         except ConfigError as exc:
-            raise ConfigError(f"{http.url} refused this cockpit: {exc.message}",
-                              hint=f"set {OPERATOR_ENV} to the token `t25 serve` was started "
-                                   "with") from None
+            raise ConfigError(
+                f"{http.url} refused this cockpit: {exc.message}",
+                hint=f"set {OPERATOR_ENV} to the token `t25 serve` was started with",
+            ) from None
         try:
             config = Config.model_validate_json(raw.content)
         except ValueError as exc:
             raise ControlPlaneUnreachable(
                 f"{http.url} answered /config with something that is not a T25 configuration",
-                hint="is that a `t25 serve` of the same T25 version?") from exc
+                hint="is that a `t25 serve` of the same T25 version?",
+            ) from exc
         health = (await http.request("GET", "/health")).json()
         return cls(http, config, int(health["last_event_id"]))
 
@@ -108,11 +110,25 @@ class RemoteControlPlane:
     async def task(self, ref: str) -> Task:
         return Task.model_validate((await self.get(f"/tasks/{_ref(ref)}"))["task"])
 
-    async def new_task(self, title: str, *, actor: str, type: TaskType = TaskType.FEAT,
-                       description: str = "", project: str | None = None) -> Task:
-        return await self.post("/tasks", {"title": title, "type": TaskType(type).value,
-                                          "description": description, "project": project,
-                                          "actor": actor})
+    async def new_task(
+        self,
+        title: str,
+        *,
+        actor: str,
+        type: TaskType = TaskType.FEAT,
+        description: str = "",
+        project: str | None = None,
+    ) -> Task:
+        return await self.post(
+            "/tasks",
+            {
+                "title": title,
+                "type": TaskType(type).value,
+                "description": description,
+                "project": project,
+                "actor": actor,
+            },
+        )
 
     async def answer(self, ref: str, text: str, *, actor: str) -> Task:
         return await self.post(f"/tasks/{_ref(ref)}/answer", {"text": text, "actor": actor})
@@ -157,8 +173,9 @@ class RemoteControlPlane:
     async def _stream(self) -> None:
         headers = {"Last-Event-ID": str(self.cursor)}
         timeout = httpx.Timeout(10.0, read=SILENCE_S)
-        async with aconnect_sse(self.http.client, "GET", "/events", headers=headers,
-                                timeout=timeout) as source:
+        async with aconnect_sse(
+            self.http.client, "GET", "/events", headers=headers, timeout=timeout
+        ) as source:
             if source.response.status_code != 200:
                 await source.response.aread()
                 raise ControlPlaneUnreachable(f"/events answered {source.response.status_code}")
@@ -190,14 +207,24 @@ class RemoteStore:
     async def last_event_id(self) -> int:
         return self.remote.cursor  # the event stream keeps it current; no request needed
 
-    async def list_tasks(self, *, states: list[TaskState] | None = None,
-                         project: str | None = None, include_archived: bool = False) -> list[Task]:
-        found = await self.remote.get("/tasks", state=[s.value for s in states or ()] or None,
-                                      project=project, archived=include_archived)
+    async def list_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+    ) -> list[Task]:
+        found = await self.remote.get(
+            "/tasks",
+            state=[s.value for s in states or ()] or None,
+            project=project,
+            archived=include_archived,
+        )
         return [Task.model_validate(t) for t in found]
 
-    async def list_runs(self, *, task_id: str | None = None,
-                        status: RunStatus | None = None) -> list[Run]:
+    async def list_runs(
+        self, *, task_id: str | None = None, status: RunStatus | None = None
+    ) -> list[Run]:
         found = await self.remote.get("/runs", task=task_id, status=status and status.value)
         return [Run.model_validate(r) for r in found]
 
@@ -205,25 +232,28 @@ class RemoteStore:
         return await self.remote.get("/cost/tasks")
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
-        return [Artifact.model_validate(a)
-                for a in await self.remote.get("/artifacts", task=task_id)]
+        return [
+            Artifact.model_validate(a) for a in await self.remote.get("/artifacts", task=task_id)
+        ]
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
-        response = await self.remote.http.request("GET", f"/artifacts/{_ref(artifact_id)}",
-                                                  refusals=REFUSALS)
+        response = await self.remote.http.request(
+            "GET", f"/artifacts/{_ref(artifact_id)}", refusals=REFUSALS
+        )
         artifact = Artifact.model_validate_json(response.headers["X-T25-Artifact"])
         if hashlib.sha256(response.content).hexdigest() != artifact.sha256:
-            raise ArtifactCorrupted(f"{artifact.id} arrived damaged: its content does not match "
-                                    "its SHA-256")
+            raise ArtifactCorrupted(
+                f"{artifact.id} arrived damaged: its content does not match its SHA-256"
+            )
         return artifact, response.content
 
-    async def events_after(self, after_id: int, *, task_id: str,
-                           limit: int = 1000) -> list[Event]:
+    async def events_after(self, after_id: int, *, task_id: str, limit: int = 1000) -> list[Event]:
         """One task's events after `after_id` (the control plane serves them per task)."""
         out: list[Event] = []
         while len(out) < limit:
-            page = await self.remote.get(f"/tasks/{_ref(task_id)}/events", after=after_id,
-                                         limit=min(PAGE, limit - len(out)))
+            page = await self.remote.get(
+                f"/tasks/{_ref(task_id)}/events", after=after_id, limit=min(PAGE, limit - len(out))
+            )
             out.extend(Event.from_json(e) for e in page)
             if len(page) < PAGE:
                 break

@@ -31,9 +31,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
 
 HEADER_TIMEOUT_S = 10.0  # a request head (request line and headers) arrives within this
-BODY_IDLE_S = 30.0       # a body may pause this long between two reads (nginx: 60 s)
-KEEP_ALIVE_S = 5         # an idle connection between two requests is closed after this
-DRAIN_S = 5.0            # the rest of a refused body is read and thrown away this long at most
+BODY_IDLE_S = 30.0  # a body may pause this long between two reads (nginx: 60 s)
+KEEP_ALIVE_S = 5  # an idle connection between two requests is closed after this
+DRAIN_S = 5.0  # the rest of a refused body is read and thrown away this long at most
 
 # JSON may spell any character as a `\uXXXX` escape, and one outside the BMP as a pair of
 # them: 12 bytes for one character. Caps are sized from that worst case, so no body a
@@ -73,16 +73,26 @@ class Refusal(Exception):
     ordinary client, which sends its whole body before it reads, gets to see the answer.
     `close` ends the connection instead."""
 
-    def __init__(self, status: int, error: str, hint: str | None = None, *,
-                 headers: dict[str, str] | None = None, close: bool = False) -> None:
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        hint: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        close: bool = False,
+    ) -> None:
         super().__init__(error)
         self.status, self.error, self.hint = status, error, hint
         self.headers = {**(headers or {}), **({"Connection": "close"} if close else {})}
 
     async def answer(self, send) -> None:
         body = json.dumps({"error": self.error, "hint": self.hint}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                   *((k.lower().encode(), v.encode()) for k, v in self.headers.items())]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *((k.lower().encode(), v.encode()) for k, v in self.headers.items()),
+        ]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
@@ -129,17 +139,26 @@ class Gate:
         given = _bearer(scope)
         if path.startswith(WORKER_PREFIX):
             if self.worker is None:
-                raise Refusal(503, "this control plane was started without "
-                                   "FACTORY_WORKER_CREDENTIAL; it accepts no workers",
-                              hint="restart `t25 serve` with FACTORY_WORKER_CREDENTIAL set")
+                raise Refusal(
+                    503,
+                    "this control plane was started without "
+                    "FACTORY_WORKER_CREDENTIAL; it accepts no workers",
+                    hint="restart `t25 serve` with FACTORY_WORKER_CREDENTIAL set",
+                )
             if not hmac.compare_digest(given, self.worker):
-                raise Refusal(401, "the worker credential is missing or wrong",
-                              hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
-                              headers={"WWW-Authenticate": 'Bearer realm="worker"'})
+                raise Refusal(
+                    401,
+                    "the worker credential is missing or wrong",
+                    hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
+                    headers={"WWW-Authenticate": 'Bearer realm="worker"'},
+                )
         elif self.operator is not None and not hmac.compare_digest(given, self.operator):
-            raise Refusal(401, "an operator token is required",
-                          hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
-                          headers={"WWW-Authenticate": 'Bearer realm="operator"'})
+            raise Refusal(
+                401,
+                "an operator token is required",
+                hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
+                headers={"WWW-Authenticate": 'Bearer realm="operator"'},
+            )
 
     async def _body(self, scope, receive) -> bytes | None:
         cap = body_cap(scope["path"])
@@ -151,8 +170,12 @@ class Gate:
             try:
                 message = await asyncio.wait_for(receive(), self.body_idle_s)
             except TimeoutError:
-                raise Refusal(408, f"the request body stalled for {self.body_idle_s:g} s",
-                              hint="send the body without pausing", close=True) from None
+                raise Refusal(
+                    408,
+                    f"the request body stalled for {self.body_idle_s:g} s",
+                    hint="send the body without pausing",
+                    close=True,
+                ) from None
             if message["type"] == "http.disconnect":
                 return None
             chunk = message.get("body", b"")
@@ -177,23 +200,29 @@ def _check_json(scope, body: bytes) -> None:
     try:
         parsed = pydantic_core.from_json(body, allow_inf_nan=False)
     except ValueError as exc:
-        raise Refusal(422, f"the request body is not valid JSON ({exc})",
-                      hint="send UTF-8 JSON; a surrogate escape must be one of a pair") from None
+        raise Refusal(
+            422,
+            f"the request body is not valid JSON ({exc})",
+            hint="send UTF-8 JSON; a surrogate escape must be one of a pair",
+        ) from None
     pending = [parsed]
     while pending:
         value = pending.pop()
         if isinstance(value, dict):
             if len(value) > MAX_FIELDS:
-                raise Refusal(422, f"the request body has an object of {len(value):,} fields; "
-                                   f"no T25 endpoint takes more than {MAX_FIELDS}",
-                              hint="/openapi.json describes every endpoint's fields")
+                raise Refusal(
+                    422,
+                    f"the request body has an object of {len(value):,} fields; "
+                    f"no T25 endpoint takes more than {MAX_FIELDS}",
+                    hint="/openapi.json describes every endpoint's fields",
+                )
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
 
 
 def _content_type(scope) -> str:
-    """"json" for a JSON media type, "" for none, "other" for any other (FastAPI's reading)."""
+    """ "json" for a JSON media type, "" for none, "other" for any other (FastAPI's reading)."""
     for name, value in scope["headers"]:
         if name == b"content-type":
             kind = value.split(b";")[0].strip().lower()
@@ -202,8 +231,11 @@ def _content_type(scope) -> str:
 
 
 def _too_large(cap: int) -> Refusal:
-    return Refusal(413, f"the request body is over this endpoint's {cap:,} bytes",
-                   hint="see the endpoint's limits in the README (Production)")
+    return Refusal(
+        413,
+        f"the request body is over this endpoint's {cap:,} bytes",
+        hint="see the endpoint's limits in the README (Production)",
+    )
 
 
 def _bearer(scope) -> bytes:
@@ -244,7 +276,9 @@ class DeadlineProtocol(H11Protocol):
     def _watch(self) -> None:
         if self.conn.their_state is h11.IDLE:  # waiting for a head
             self._arm(self.header_timeout_s)
-        elif self.conn.their_state is h11.SEND_BODY and self.conn.our_state is not h11.SEND_RESPONSE:
+        elif (
+            self.conn.their_state is h11.SEND_BODY and self.conn.our_state is not h11.SEND_RESPONSE
+        ):
             self._arm(self.drain_s)  # answered already: what comes is thrown away
         else:  # a request is in: the app, and the Gate's body deadline, have it
             self._cancel()
@@ -261,6 +295,7 @@ class DeadlineProtocol(H11Protocol):
     def _too_slow(self) -> None:
         self._deadline = None
         if not self.transport.is_closing():
-            self.logger.info("closing a connection whose client was too slow (state %s)",
-                             self.conn.their_state)
+            self.logger.info(
+                "closing a connection whose client was too slow (state %s)", self.conn.their_state
+            )
             self.transport.close()

@@ -83,9 +83,17 @@ RETRY_MS = 3000  # an SSE client that lost its stream reconnects after this (`re
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
 SHUTDOWN_GRACE_S = 10.0  # a stopping serve waits this long for requests in flight
-STATUS = {NotFound: 404, ConfigError: 400, PolicyRefused: 409, IllegalTransition: 409,
-          StaleState: 409, LeaseLost: 409, ArtifactCorrupted: 422, StoreUnavailable: 503,
-          AuditError: 503}
+STATUS = {
+    NotFound: 404,
+    ConfigError: 400,
+    PolicyRefused: 409,
+    IllegalTransition: 409,
+    StaleState: 409,
+    LeaseLost: 409,
+    ArtifactCorrupted: 422,
+    StoreUnavailable: 503,
+    AuditError: 503,
+}
 RETRY_AFTER_S = 2  # what a 503 (the store unavailable for now) tells a client to wait
 HEADERS = {StoreUnavailable: {"Retry-After": str(RETRY_AFTER_S)}}
 TAIL_PAUSES_S = (0.5, 10.0)  # the tail retrying an unavailable store: 0.5 s doubling to 10 s
@@ -99,7 +107,7 @@ _ANSWERS = {
     413: "the request body is over this endpoint's cap",
     422: "the request does not match this endpoint's fields",
     503: "the control plane cannot serve this now (no worker credential, the store is down, "
-         "the audit log cannot be written)",
+    "the audit log cannot be written)",
 }
 _EVENT_ID = re.compile(r"[0-9]{1,19}", re.ASCII)
 
@@ -120,20 +128,32 @@ def parse_bind(bind: str) -> tuple[str, int]:
     """`HOST:PORT` (`[::1]:8725` for IPv6; `:8725` for every interface) as (host, port)."""
     host, colon, port = bind.rpartition(":")
     if not colon or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-        raise ConfigError(f"serve cannot listen on {bind!r}: expected HOST:PORT",
-                          hint="for example --bind 127.0.0.1:8725")
+        raise ConfigError(
+            f"serve cannot listen on {bind!r}: expected HOST:PORT",
+            hint="for example --bind 127.0.0.1:8725",
+        )
     return host.strip("[]"), int(port)
 
 
-def make_api(control: ControlPlane, *, worker_credential: str | None, operator_token: str | None,
-             loopback: bool = True) -> FastAPI:
+def make_api(
+    control: ControlPlane,
+    *,
+    worker_credential: str | None,
+    operator_token: str | None,
+    loopback: bool = True,
+) -> FastAPI:
     """The REST/SSE app over one control plane. Tests, `t25 serve` and `t25 tui --serve` share it."""
     if not loopback and not operator_token:
-        raise ConfigError("serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
-                          hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1")
-    api = FastAPI(title="T25 control plane", version="1",
-                  description="Tasks, runs, artifacts, events, decisions and the worker lease "
-                              "protocol of one T25 installation.")
+        raise ConfigError(
+            "serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
+            hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1",
+        )
+    api = FastAPI(
+        title="T25 control plane",
+        version="1",
+        description="Tasks, runs, artifacts, events, decisions and the worker lease "
+        "protocol of one T25 installation.",
+    )
     pipeline = Pipeline(control)
     store = control.store
     tail = api.state.tail = Tail(store)
@@ -142,8 +162,9 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
     async def refused(_: Request, exc: T25Error) -> JSONResponse:
         status = next((code for kind, code in STATUS.items() if isinstance(exc, kind)), 400)
         headers = next((h for kind, h in HEADERS.items() if isinstance(exc, kind)), None)
-        return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=status,
-                            headers=headers)
+        return JSONResponse(
+            {"error": exc.message, "hint": exc.hint}, status_code=status, headers=headers
+        )
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -153,17 +174,31 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # Starlette names the methods of one route; a path has several
-            headers["Allow"] = ", ".join(sorted(
-                {m for r in api.routes if isinstance(r, APIRoute)
-                 and r.matches(request.scope)[0] is Match.PARTIAL for m in r.methods}))
-        return JSONResponse({"error": str(exc.detail), "hint": None}, status_code=exc.status_code,
-                            headers=headers)
+            headers["Allow"] = ", ".join(
+                sorted(
+                    {
+                        m
+                        for r in api.routes
+                        if isinstance(r, APIRoute) and r.matches(request.scope)[0] is Match.PARTIAL
+                        for m in r.methods
+                    }
+                )
+            )
+        return JSONResponse(
+            {"error": str(exc.detail), "hint": None}, status_code=exc.status_code, headers=headers
+        )
 
     # The Gate checks the credentials; these only declare them in the OpenAPI document.
-    operator = HTTPBearer(scheme_name="operatorToken", auto_error=False,
-                          description="T25_OPERATOR_TOKEN, as `Authorization: Bearer …`")
-    worker = HTTPBearer(scheme_name="workerCredential", auto_error=False,
-                        description="FACTORY_WORKER_CREDENTIAL, as `Authorization: Bearer …`")
+    operator = HTTPBearer(
+        scheme_name="operatorToken",
+        auto_error=False,
+        description="T25_OPERATOR_TOKEN, as `Authorization: Bearer …`",
+    )
+    worker = HTTPBearer(
+        scheme_name="workerCredential",
+        auto_error=False,
+        description="FACTORY_WORKER_CREDENTIAL, as `Authorization: Bearer …`",
+    )
     op = [Security(operator)] if operator_token else []
     wk = [Security(worker)]
 
@@ -179,26 +214,36 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
 
     projects = tuple(p.name for p in control.config.projects)
     Project = Literal[projects]  # type: ignore[valid-type]
-    NewTask = create_model("NewTaskBody", __base__=NewTaskBody,
-                           project=(Project | None, None))  # type: ignore[call-overload]
+    NewTask = create_model("NewTaskBody", __base__=NewTaskBody, project=(Project | None, None))  # type: ignore[call-overload]
 
     @api.get("/health", responses=answers(secured=False))
     async def health() -> dict[str, Any]:
-        return {"ok": True, "store": store.url.split(":", 1)[0],
-                "last_event_id": await store.last_event_id()}
+        return {
+            "ok": True,
+            "store": store.url.split(":", 1)[0],
+            "last_event_id": await store.last_event_id(),
+        }
 
     # -- tasks and decisions ----------------------------------------------------------------
 
     @api.get("/tasks", dependencies=op, response_model=list[Task], responses=read)
-    async def tasks(state: Annotated[list[TaskState] | None, Query()] = None,
-                    project: Project | None = None, archived: bool = False) -> Response:
+    async def tasks(
+        state: Annotated[list[TaskState] | None, Query()] = None,
+        project: Project | None = None,
+        archived: bool = False,
+    ) -> Response:
         found = await store.list_tasks(states=state, project=project, include_archived=archived)
         return json_list(Task, found)
 
     @api.post("/tasks", dependencies=op, status_code=201, response_model=Task, responses=decide)
     async def new_task(body: NewTask) -> dict:  # type: ignore[valid-type]
-        task = await control.new_task(body.title, actor=body.actor or "api", type=body.type,
-                                      description=body.description, project=body.project)
+        task = await control.new_task(
+            body.title,
+            actor=body.actor or "api",
+            type=body.type,
+            description=body.description,
+            project=body.project,
+        )
         return task.model_dump(mode="json")
 
     @api.get("/tasks/{ref}", dependencies=op, responses=read)
@@ -206,21 +251,28 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
         found = await control.task(ref)
         runs = await store.list_runs(task_id=found.id)
         artifacts = await store.list_artifacts(task_id=found.id)
-        return {"task": found.model_dump(mode="json"),
-                "runs": [r.model_dump(mode="json") for r in runs],
-                "artifacts": [a.model_dump(mode="json") for a in artifacts],
-                "cost": cost.summarize(runs).model_dump(mode="json")}
+        return {
+            "task": found.model_dump(mode="json"),
+            "runs": [r.model_dump(mode="json") for r in runs],
+            "artifacts": [a.model_dump(mode="json") for a in artifacts],
+            "cost": cost.summarize(runs).model_dump(mode="json"),
+        }
 
     for verb in ("approve", "reject", "cancel", "retry", "archive", "merge"):
         _decision_route(api, control, verb, op, decide)
 
     @api.post("/tasks/{ref}/answer", dependencies=op, response_model=Task, responses=decide)
     async def answer(ref: str, body: AnswerBody) -> dict:
-        return (await control.answer(ref, body.text, actor=body.actor or "api")).model_dump(mode="json")
+        return (await control.answer(ref, body.text, actor=body.actor or "api")).model_dump(
+            mode="json"
+        )
 
     @api.get("/tasks/{ref}/events", dependencies=op, responses=read)
-    async def task_events(ref: str, after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-                          limit: Annotated[int, Query(ge=1, le=5000)] = 1000) -> list[dict]:
+    async def task_events(
+        ref: str,
+        after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+        limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
+    ) -> list[dict]:
         """One task's events after `after`, oldest first (its history and its agents' output)."""
         found = await control.task(ref)
         return [e.to_json() for e in await store.events_after(after, task_id=found.id, limit=limit)]
@@ -242,25 +294,42 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
         found = await store.list_artifacts(task_id=task_id(task) if task else None)
         return json_list(Artifact, found)
 
-    artifact_content = {"content": {kind: {} for kind in (
-        "text/plain", "text/markdown", "text/x-diff", "application/json")},
-        "description": "the artifact's content, as it was kept"}
+    artifact_content = {
+        "content": {
+            kind: {} for kind in ("text/plain", "text/markdown", "text/x-diff", "application/json")
+        },
+        "description": "the artifact's content, as it was kept",
+    }
 
-    @api.get("/artifacts/{ref}", dependencies=op, response_class=Response,
-             responses={200: artifact_content, **read})
+    @api.get(
+        "/artifacts/{ref}",
+        dependencies=op,
+        response_class=Response,
+        responses={200: artifact_content, **read},
+    )
     async def artifact(ref: str) -> Response:
         """The content, verified against its SHA-256; its provenance is in `X-T25-Artifact`."""
         meta, content = await store.get_artifact(artifact_id(ref))
-        return Response(content, media_type=meta.meta.media_type,
-                        headers={"X-T25-SHA256": meta.sha256, "X-T25-Kind": meta.meta.kind,
-                                 "X-T25-Artifact": json.dumps(meta.model_dump(mode="json"))})
+        return Response(
+            content,
+            media_type=meta.meta.media_type,
+            headers={
+                "X-T25-SHA256": meta.sha256,
+                "X-T25-Kind": meta.meta.kind,
+                "X-T25-Artifact": json.dumps(meta.model_dump(mode="json")),
+            },
+        )
 
     @api.get("/audit", dependencies=op, responses=read)
     async def audit(task: str | None = None) -> dict:
         entries, verdict = await control.audit.snapshot(task=task_id(task) if task else None)
-        return {"entries": [e.model_dump(mode="json") for e in entries],
-                "verified": verdict.ok, "verification": verdict.message,
-                "lines": verdict.lines, "bad_line": verdict.bad_line}
+        return {
+            "entries": [e.model_dump(mode="json") for e in entries],
+            "verified": verdict.ok,
+            "verification": verdict.message,
+            "lines": verdict.lines,
+            "bad_line": verdict.bad_line,
+        }
 
     @api.get("/config", dependencies=op, responses=read)
     async def configuration() -> dict:
@@ -314,17 +383,24 @@ def make_api(control: ControlPlane, *, worker_credential: str | None, operator_t
 
     # -- workers ----------------------------------------------------------------------------
 
-    @api.post("/worker/claim", dependencies=wk, responses={
-        204: {"description": "no run is waiting"}, **answers(400)})
+    @api.post(
+        "/worker/claim",
+        dependencies=wk,
+        responses={204: {"description": "no run is waiting"}, **answers(400)},
+    )
     async def claim(body: ClaimBody) -> Response:
         lease = await store.claim_run(body.worker, body.ttl_s)
         if lease is None:
             return Response(status_code=204)
         claimed = await store.get_run(lease.run_id)
         task = await store.get_task(lease.task_id)
-        return JSONResponse({"lease": lease.model_dump(mode="json"),
-                             "run": claimed.model_dump(mode="json"),
-                             "task": task.model_dump(mode="json")})
+        return JSONResponse(
+            {
+                "lease": lease.model_dump(mode="json"),
+                "run": claimed.model_dump(mode="json"),
+                "task": task.model_dump(mode="json"),
+            }
+        )
 
     @api.post("/worker/heartbeat", dependencies=wk, responses=lease)
     async def heartbeat(body: LeaseBody) -> dict:
@@ -462,15 +538,22 @@ def json_list(model: type[BaseModel], items: list) -> Response:
     return Response(_list_of(model).dump_json(items), media_type="application/json")
 
 
-def _decision_route(api: FastAPI, control: ControlPlane, verb: str, deps: list, responses: dict) -> None:
+def _decision_route(
+    api: FastAPI, control: ControlPlane, verb: str, deps: list, responses: dict
+) -> None:
     async def decide(ref: str, body: DecisionBody) -> dict:
         task = await getattr(control, verb)(ref, actor=body.actor or "api", reason=body.reason)
         return task.model_dump(mode="json")
 
     decide.__name__ = verb
-    api.post(f"/tasks/{{ref}}/{verb}", dependencies=deps, name=verb, response_model=Task,
-             responses=responses,
-             summary=f"{verb.capitalize()} a task (the same decision as `t25 {verb}`)")(decide)
+    api.post(
+        f"/tasks/{{ref}}/{verb}",
+        dependencies=deps,
+        name=verb,
+        response_model=Task,
+        responses=responses,
+        summary=f"{verb.capitalize()} a task (the same decision as `t25 {verb}`)",
+    )(decide)
 
 
 def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True):
@@ -482,12 +565,19 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
     host, port = parse_bind(bind)
     token = os.environ.get(OPERATOR_ENV)
     if not is_loopback(host) and not token:
-        where = ("every interface" if host in ("", "0.0.0.0", "::")
-                 else f"{host}, which is not loopback")
-        raise ConfigError(f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
-                          hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1")
-    api = make_api(control, worker_credential=os.environ.get(CREDENTIAL_ENV),
-                   operator_token=token, loopback=is_loopback(host))
+        where = (
+            "every interface" if host in ("", "0.0.0.0", "::") else f"{host}, which is not loopback"
+        )
+        raise ConfigError(
+            f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
+            hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1",
+        )
+    api = make_api(
+        control,
+        worker_credential=os.environ.get(CREDENTIAL_ENV),
+        operator_token=token,
+        loopback=is_loopback(host),
+    )
     return server_for(api, host, port, handle_signals=handle_signals)
 
 
@@ -511,7 +601,16 @@ def server_for(api: FastAPI, host: str, port: int, *, handle_signals: bool = Tru
             api.state.tail.close()
             await super().shutdown(sockets)
 
-    return Server(uvicorn.Config(api, host=host, port=port, log_level="warning",
-                                 lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                                 http=DeadlineProtocol, ws="none",
-                                 timeout_keep_alive=KEEP_ALIVE_S))
+    return Server(
+        uvicorn.Config(
+            api,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            http=DeadlineProtocol,
+            ws="none",
+            timeout_keep_alive=KEEP_ALIVE_S,
+        )
+    )

@@ -31,15 +31,23 @@ class Http:
     def __init__(self, url: str, secret: str | None, *, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self.client = httpx.AsyncClient(
-            base_url=self.url, timeout=timeout_s,
-            headers={"Authorization": f"Bearer {secret}"} if secret else {})
+            base_url=self.url,
+            timeout=timeout_s,
+            headers={"Authorization": f"Bearer {secret}"} if secret else {},
+        )
 
     async def close(self) -> None:
         await self.client.aclose()
 
-    async def request(self, method: str, path: str, *,
-                      refusals: dict[int, type[T25Error]] | None = None,
-                      otherwise: type[T25Error] = T25Error, **kw: Any) -> httpx.Response:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        refusals: dict[int, type[T25Error]] | None = None,
+        otherwise: type[T25Error] = T25Error,
+        **kw: Any,
+    ) -> httpx.Response:
         """Send one request; a status of 400 or more raises `refusals[status]` (or
         `otherwise`) carrying the control plane's own message and hint."""
         try:
@@ -47,7 +55,8 @@ class Http:
         except httpx.HTTPError as exc:
             raise ControlPlaneUnreachable(
                 f"{self.url}{path}: {exc or type(exc).__name__}",
-                hint="is `t25 serve` running there, and reachable from this host?") from exc
+                hint="is `t25 serve` running there, and reachable from this host?",
+            ) from exc
         if response.status_code >= 400:
             error, hint = refusal(response)
             if response.status_code in (refusals or {}):  # an answer the caller expects
@@ -75,8 +84,9 @@ def refusal(response: httpx.Response) -> tuple[str, str | None]:
 class HttpRunQueue:
     """The run queue (core.ports.RunQueue) of a `t25 serve`, over its REST API."""
 
-    def __init__(self, url: str, credential: str, *, lease_ttl_s: float = 30.0,
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, url: str, credential: str, *, lease_ttl_s: float = 30.0, timeout_s: float = 30.0
+    ) -> None:
         self.lease_ttl_s = lease_ttl_s  # every call that proves the lease also extends it
         self.http = Http(url, credential, timeout_s=timeout_s)
 
@@ -85,34 +95,42 @@ class HttpRunQueue:
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         # 409: the lease is gone. Anything else refused is retried with backoff.
-        return await self.http.request("POST", path, json=body, refusals={409: LeaseLost},
-                                       otherwise=ControlPlaneUnreachable)
+        return await self.http.request(
+            "POST", path, json=body, refusals={409: LeaseLost}, otherwise=ControlPlaneUnreachable
+        )
 
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
         response = await self._post("/worker/claim", {"worker": worker, "ttl_s": ttl_s})
         if response.status_code == 204:
             return None
         data = response.json()
-        return Claim(Lease.model_validate(data["lease"]), Run.model_validate(data["run"]),
-                     Task.model_validate(data["task"]))
+        return Claim(
+            Lease.model_validate(data["lease"]),
+            Run.model_validate(data["run"]),
+            Task.model_validate(data["task"]),
+        )
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         response = await self._post("/worker/heartbeat", _lease(lease) | {"ttl_s": ttl_s})
         return Lease.model_validate(response.json())
 
     async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        body = _lease(lease) | {"ttl_s": self.lease_ttl_s,
-                                "checks": [c.model_dump(mode="json") for c in checks]}
+        body = _lease(lease) | {
+            "ttl_s": self.lease_ttl_s,
+            "checks": [c.model_dump(mode="json") for c in checks],
+        }
         return (await self._post("/worker/prompt", body)).json()["prompt"]
 
     async def record(self, lease: Lease, event: Event) -> None:
         raw = {"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})}
-        await self._post("/worker/events", _lease(lease) | {"ttl_s": self.lease_ttl_s,
-                                                            "events": [raw]})
+        await self._post(
+            "/worker/events", _lease(lease) | {"ttl_s": self.lease_ttl_s, "events": [raw]}
+        )
 
     async def complete(self, lease: Lease, report: RunReport) -> None:
-        await self._post("/worker/complete", _lease(lease) | {
-            "report": report.model_dump(mode="json")})
+        await self._post(
+            "/worker/complete", _lease(lease) | {"report": report.model_dump(mode="json")}
+        )
 
     async def release(self, lease: Lease) -> None:
         await self._post("/worker/release", _lease(lease))
@@ -122,8 +140,15 @@ def _lease(lease: Lease) -> dict[str, Any]:
     return {"lease": lease.model_dump(mode="json")}
 
 
-async def work_remotely(url: str, credential: str, config, *, workers: int,
-                        lease_ttl_s: float = 30.0, heartbeat_s: float = 5.0) -> None:
+async def work_remotely(
+    url: str,
+    credential: str,
+    config,
+    *,
+    workers: int,
+    lease_ttl_s: float = 30.0,
+    heartbeat_s: float = 5.0,
+) -> None:
     """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
     from adapters.checks import run_check
     from adapters.registry import builtin_adapters
@@ -134,9 +159,19 @@ async def work_remotely(url: str, credential: str, config, *, workers: int,
     runs = HttpRunQueue(url, credential, lease_ttl_s=lease_ttl_s)
     workspace = Workspace(config, owner=owner_of(url))
     quota = QuotaBook()
-    crew = [Worker(runs, workspace, builtin_adapters(), run_check, quota=quota,
-                   name=f"{host_name()}-r{i}", lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s)
-            for i in range(1, workers + 1)]
+    crew = [
+        Worker(
+            runs,
+            workspace,
+            builtin_adapters(),
+            run_check,
+            quota=quota,
+            name=f"{host_name()}-r{i}",
+            lease_ttl_s=lease_ttl_s,
+            heartbeat_s=heartbeat_s,
+        )
+        for i in range(1, workers + 1)
+    ]
     running = [asyncio.create_task(_keep_working(w)) for w in crew]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

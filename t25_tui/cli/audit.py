@@ -21,8 +21,12 @@ def show(args: argparse.Namespace) -> int:
         if not entries:
             print("no decisions recorded" + (f" for {wanted}" if wanted else ""))
         for e in entries:
-            parts = [(f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
-                      f"{printable(e.actor)}")]
+            parts = [
+                (
+                    f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
+                    f"{printable(e.actor)}"
+                )
+            ]
             if e.bound_to:
                 parts.append(f"on {printable(e.bound_to)}")
             if e.reason:
@@ -39,8 +43,10 @@ def verify(args: argparse.Namespace) -> int:
     async def body(control: ControlPlane) -> bool:
         verdict = await control.audit.verify()
         stream = sys.stdout if verdict.ok else sys.stderr
-        print(f"{'ok' if verdict.ok else 'TAMPERED'}: {control.audit.path}: {verdict.message}",
-              file=stream)
+        print(
+            f"{'ok' if verdict.ok else 'TAMPERED'}: {control.audit.path}: {verdict.message}",
+            file=stream,
+        )
         return verdict.ok
 
     return 0 if run(args, body) else 1

@@ -21,8 +21,9 @@ def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
     """The t25.yaml the command works with, refusing adapters T25 does not ship (unless
     `any_adapter`: `t25 doctor` lists every problem rather than stop at the first)."""
     explicit = Path(args.config) if args.config else None
-    return load_config(find_config(Path.cwd(), explicit),
-                       adapters=None if any_adapter else adapter_names())
+    return load_config(
+        find_config(Path.cwd(), explicit), adapters=None if any_adapter else adapter_names()
+    )
 
 
 def adapter_names() -> list[str]:

@@ -15,9 +15,15 @@ from t25_tui.cli.context import actor_of, run
 def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
     async def body(control: ControlPlane) -> None:
         sub = control.bus.subscribe()
-        task = await getattr(control, verb)(args.id, *extra, actor=actor_of(args),
-                                            **({"reason": args.reason} if "reason" in args else {}))
-        print(f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}")
+        task = await getattr(control, verb)(
+            args.id,
+            *extra,
+            actor=actor_of(args),
+            **({"reason": args.reason} if "reason" in args else {}),
+        )
+        print(
+            f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}"
+        )
         while (event := sub.get_nowait()) is not None:
             if isinstance(event, DecisionRecorded) and event.bound_to:
                 print(f"  recorded on {event.bound_to}")

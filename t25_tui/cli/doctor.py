@@ -41,15 +41,18 @@ def _config(args: argparse.Namespace) -> tuple[Config, str | None]:
             find_config(Path.cwd())
         except ConfigError:
             example = parse_config(default_config_text(), Path.cwd() / CONFIG_FILENAME)
-            return example, (f"no {CONFIG_FILENAME} here yet, so this checks the roles "
-                             "`t25 init` would configure")
+            return example, (
+                f"no {CONFIG_FILENAME} here yet, so this checks the roles "
+                "`t25 init` would configure"
+            )
     return config_of(args, any_adapter=True), None
 
 
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-           for row in rows]
+    out = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows
+    ]
     out.insert(1, "  ".join("-" * width for width in widths))
     return out
 
@@ -68,24 +71,45 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
     versions = await asyncio.gather(*(adapters[name].version() for name in known))
     version_of = dict(zip(known, versions))
 
-    rows = [["adapter", "found", "version", "supported", "output", "usage", "cost", "resume",
-             "sandbox flags"]]
+    rows = [
+        [
+            "adapter",
+            "found",
+            "version",
+            "supported",
+            "output",
+            "usage",
+            "cost",
+            "resume",
+            "sandbox flags",
+        ]
+    ]
     problems: list[str] = []
     for name in used:
         adapter = adapters.get(name)
         if not isinstance(adapter, CliAdapter):
             rows.append([name, "-", "-", "-", "-", "-", "-", "-", "-"])
             known = sorted(adapters)
-            problems.append(f"{name}: no such adapter (known: {', '.join(known)})"
-                            + did_you_mean(name, known))
+            problems.append(
+                f"{name}: no such adapter (known: {', '.join(known)})" + did_you_mean(name, known)
+            )
             continue
         spec, path, version = adapter.spec, adapter.locate(), version_of.get(name)
         supported, note = spec.check_version(version) if path else (False, "not installed")
         caps = spec.capabilities
-        rows.append([name, path or "no", version or "-",
-                     ("yes" if supported else "no") + (" (newer)" if "newer" in note else ""),
-                     caps.structured_output, "yes" if caps.usage else "no",
-                     "yes" if caps.cost else "no", caps.resume, caps.sandbox_flags])
+        rows.append(
+            [
+                name,
+                path or "no",
+                version or "-",
+                ("yes" if supported else "no") + (" (newer)" if "newer" in note else ""),
+                caps.structured_output,
+                "yes" if caps.usage else "no",
+                "yes" if caps.cost else "no",
+                caps.resume,
+                caps.sandbox_flags,
+            ]
+        )
         if path is None:
             problems.append(f"{name}: `{spec.binary}` not found on PATH")
         elif not supported or "newer" in note:
@@ -101,20 +125,28 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
             adapter = adapters.get(profile.adapter)
             spec = adapter.spec if isinstance(adapter, CliAdapter) else None
             if spec is not None:
-                problems += [f"{where}: {p}" for p in spec.config_problems(profile.model,
-                                                                             list(profile.args))]
+                problems += [
+                    f"{where}: {p}" for p in spec.config_problems(profile.model, list(profile.args))
+                ]
             for env in profile.env_passthrough:
                 if env not in os.environ:
                     problems.append(f"{where}: env_passthrough {env} is not set here")
             if profile.private_home and spec is not None:
-                logins = [v for v in (*spec.login_env, *profile.env_passthrough)
-                          if "KEY" in v or "TOKEN" in v]
+                logins = [
+                    v
+                    for v in (*spec.login_env, *profile.env_passthrough)
+                    if "KEY" in v or "TOKEN" in v
+                ]
                 if logins and not any(v in os.environ for v in logins):
-                    problems.append(f"{where}: private_home hides the login in your HOME and "
-                                    f"none of {', '.join(logins)} is set")
+                    problems.append(
+                        f"{where}: private_home hides the login in your HOME and "
+                        f"none of {', '.join(logins)} is set"
+                    )
             if profile.sandbox != "none" and not profile.private_home:
-                problems.append(f"{where}: sandbox {profile.sandbox} without private_home: "
-                                "your HOME is read-only inside, and most CLIs write to it")
+                problems.append(
+                    f"{where}: sandbox {profile.sandbox} without private_home: "
+                    "your HOME is read-only inside, and most CLIs write to it"
+                )
             key = (profile.sandbox, profile.sandbox_image)
             if key not in sandboxes:
                 try:
@@ -128,10 +160,14 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
                 usable = profile.adapter
         all_ok &= usable is not None
         chain_text = " -> ".join(p.adapter for p in chain)
-        roles_out.append(f"  {role:<9} {chain_text:<30} "
-                         f"{'plays: ' + usable if usable else 'NO USABLE ADAPTER'}")
+        roles_out.append(
+            f"  {role:<9} {chain_text:<30} {'plays: ' + usable if usable else 'NO USABLE ADAPTER'}"
+        )
 
     lines = [f"t25 doctor: {config.path}", "", *_table(rows), "", "roles:", *roles_out, ""]
-    lines += ["problems:", *(f"  - {p}" for p in dict.fromkeys(problems))] if problems \
+    lines += (
+        ["problems:", *(f"  - {p}" for p in dict.fromkeys(problems))]
+        if problems
         else ["problems: none"]
+    )
     return lines, all_ok

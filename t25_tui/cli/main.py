@@ -18,8 +18,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
-STATES = ("RECEIVED", "SPEC", "PLAN", "AWAITING_APPROVAL", "IMPLEMENTING", "QA", "REVIEW",
-          "PR_OPEN", "DOCS", "DONE", "NEEDS_INPUT", "FAILED", "CANCELLED")
+STATES = (
+    "RECEIVED",
+    "SPEC",
+    "PLAN",
+    "AWAITING_APPROVAL",
+    "IMPLEMENTING",
+    "QA",
+    "REVIEW",
+    "PR_OPEN",
+    "DOCS",
+    "DONE",
+    "NEEDS_INPUT",
+    "FAILED",
+    "CANCELLED",
+)
 
 
 def _command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -40,10 +53,16 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     command overrides one given before it and an absent one changes nothing."""
     kept = {} if defaults else {"default": argparse.SUPPRESS}
     group = parser.add_argument_group("global options")
-    group.add_argument("--config", metavar="PATH", help="t25.yaml to use (default: the nearest "
-                       "t25.yaml from the current directory up to the repository root)", **kept)
-    group.add_argument("--actor", help="who is deciding (default: your OS user and git "
-                       "identity)", **kept)
+    group.add_argument(
+        "--config",
+        metavar="PATH",
+        help="t25.yaml to use (default: the nearest "
+        "t25.yaml from the current directory up to the repository root)",
+        **kept,
+    )
+    group.add_argument(
+        "--actor", help="who is deciding (default: your OS user and git identity)", **kept
+    )
     group.add_argument("--debug", action="store_true", help="show tracebacks on errors", **kept)
 
 
@@ -60,63 +79,96 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="t25",
         description="T25 runs coding-agent CLIs through a governed pipeline, each task in its "
-                    "own git worktree; humans approve risky plans and merge.",
+        "own git worktree; humans approve risky plans and merge.",
         epilog="Start with `t25 init` in a git repository, or `t25 demo` for a tour.",
     )
     _global_options(parser, defaults=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
-                                parser_class=_Subcommand)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", parser_class=_Subcommand
+    )
 
-    def add(name: str, handler: str, help: str, *, runs_agents: bool = False,
-            **kw) -> argparse.ArgumentParser:
+    def add(
+        name: str, handler: str, help: str, *, runs_agents: bool = False, **kw
+    ) -> argparse.ArgumentParser:
         """A command; one that `runs_agents` first sweeps the prompt files a killed T25 left."""
         p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
         p.set_defaults(handler=_command(handler), runs_agents=runs_agents)
         return p
 
     add("init", "setup:init", "create t25.yaml and .factory/ in this git repository")
-    demo = add("demo", "setup:demo",
-               "a guided tour: tasks through the whole pipeline on a sample repository")
-    demo.add_argument("--dir", metavar="PATH",
-                      help="create the sample repository here and keep it (default: a "
-                           "throwaway temp directory)")
-    demo.add_argument("--tui", action="store_true",
-                      help="open the cockpit on the sample repository with tasks flowing")
+    demo = add(
+        "demo",
+        "setup:demo",
+        "a guided tour: tasks through the whole pipeline on a sample repository",
+    )
+    demo.add_argument(
+        "--dir",
+        metavar="PATH",
+        help="create the sample repository here and keep it (default: a throwaway temp directory)",
+    )
+    demo.add_argument(
+        "--tui",
+        action="store_true",
+        help="open the cockpit on the sample repository with tasks flowing",
+    )
 
-    task = sub.add_parser("task", help="file, list and inspect tasks",
-                          description="File, list and inspect tasks.")
+    task = sub.add_parser(
+        "task", help="file, list and inspect tasks", description="File, list and inspect tasks."
+    )
     task_sub = task.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
     new = task_sub.add_parser("new", help="file a new task", description="File a new task.")
     new.add_argument("title", help="what should change, in a sentence")
-    new.add_argument("--type", choices=TASK_TYPES, default="feat",
-                     help="kind of change; names the branch (default: feat)")
+    new.add_argument(
+        "--type",
+        choices=TASK_TYPES,
+        default="feat",
+        help="kind of change; names the branch (default: feat)",
+    )
     new.add_argument("--description", default="", help="more detail for the agents")
     new.add_argument("--project", help="project from t25.yaml (default: the first)")
     new.set_defaults(handler=_command("tasks:new"))
     lst = task_sub.add_parser("list", help="list tasks", description="List tasks.")
-    lst.add_argument("--state", choices=STATES, type=str.upper, action="append",
-                     help="only tasks in this state (repeatable)")
+    lst.add_argument(
+        "--state",
+        choices=STATES,
+        type=str.upper,
+        action="append",
+        help="only tasks in this state (repeatable)",
+    )
     lst.add_argument("--project", help="only this project's tasks")
     lst.add_argument("--all", action="store_true", help="include archived tasks")
     lst.set_defaults(handler=_command("tasks:list_"))
-    show = task_sub.add_parser("show", help="a task's history, runs, artifacts and cost",
-                               description="Show a task's history, runs, artifacts and cost.")
+    show = task_sub.add_parser(
+        "show",
+        help="a task's history, runs, artifacts and cost",
+        description="Show a task's history, runs, artifacts and cost.",
+    )
     show.add_argument("id", help="task id, e.g. T-7 or 7")
     show.set_defaults(handler=_command("tasks:show"))
 
-    for name, verb in (("cancel", "stop a task and its runs"),
-                       ("retry", "send a FAILED task back to the stage that failed"),
-                       ("archive", "hide a finished, failed or cancelled task from the board")):
+    for name, verb in (
+        ("cancel", "stop a task and its runs"),
+        ("retry", "send a FAILED task back to the stage that failed"),
+        ("archive", "hide a finished, failed or cancelled task from the board"),
+    ):
         p = add(name, f"decisions:{name}", verb)
         p.add_argument("id", help="task id, e.g. T-7 or 7")
         p.add_argument("--reason", default="", help="why (kept in the audit log)")
 
-    run = add("run", "run:run_", "work the queue until nothing can move without a human",
-              runs_agents=True)
-    run.add_argument("--follow", action="store_true",
-                     help="keep going, picking up new tasks and decisions, until interrupted")
-    run.add_argument("--workers", type=int, metavar="N",
-                     help="runs at once (default: limits.workers in t25.yaml)")
+    run = add(
+        "run", "run:run_", "work the queue until nothing can move without a human", runs_agents=True
+    )
+    run.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep going, picking up new tasks and decisions, until interrupted",
+    )
+    run.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="runs at once (default: limits.workers in t25.yaml)",
+    )
     p = add("approve", "decisions:approve", "approve the plan a task is waiting on")
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--comment", help="a note kept in the audit log")
@@ -126,56 +178,112 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("answer", "decisions:answer", "answer the question of a NEEDS_INPUT task")
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("text", help="the answer; the agent reads it")
-    p = add("merge", "decisions:merge",
-            "merge a DONE task's branch into the default branch (after checks and review)")
+    p = add(
+        "merge",
+        "decisions:merge",
+        "merge a DONE task's branch into the default branch (after checks and review)",
+    )
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--reason", default="", help="a note kept in the audit log")
     p = add("logs", "run:logs", "agent output of a task's runs, or of one run")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
 
-    p = add("serve", "serve:serve", "the control plane over REST and SSE, for remote workers",
-            runs_agents=True)
-    p.add_argument("--bind", metavar="HOST:PORT",
-                   help="address to listen on (default: serve.bind in t25.yaml, loopback)")
-    p.add_argument("--workers", type=int, default=0, metavar="N",
-                   help="also run N workers in this process (default: 0, remote workers only)")
-    p.add_argument("--store-patience", type=float, default=300.0, metavar="S",
-                   help="give up (exit 1) when the store stays unavailable this long "
-                        "(default: 300)")
-    p = add("worker", "serve:worker",
-            "work runs leased from a `t25 serve` control plane, in this host's repositories",
-            runs_agents=True)
+    p = add(
+        "serve",
+        "serve:serve",
+        "the control plane over REST and SSE, for remote workers",
+        runs_agents=True,
+    )
+    p.add_argument(
+        "--bind",
+        metavar="HOST:PORT",
+        help="address to listen on (default: serve.bind in t25.yaml, loopback)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N workers in this process (default: 0, remote workers only)",
+    )
+    p.add_argument(
+        "--store-patience",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="give up (exit 1) when the store stays unavailable this long (default: 300)",
+    )
+    p = add(
+        "worker",
+        "serve:worker",
+        "work runs leased from a `t25 serve` control plane, in this host's repositories",
+        runs_agents=True,
+    )
     p.add_argument("--url", required=True, help="the control plane, e.g. http://10.0.0.5:8725")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="runs at once (default: 1)")
-    p.add_argument("--lease-ttl", type=float, default=30.0, metavar="S",
-                   help="seconds a claim lasts without a heartbeat (default: 30)")
-    p.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
-                   help="seconds between heartbeats (default: 5)")
+    p.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds a claim lasts without a heartbeat (default: 30)",
+    )
+    p.add_argument(
+        "--heartbeat",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between heartbeats (default: 5)",
+    )
 
-    tui = add("tui", "tui:tui", "the cockpit: a full-screen board, logs, approvals, cost and audit",
-              runs_agents=True)
-    tui.add_argument("--workers", type=int, metavar="N",
-                     help="in-process workers (default: limits.workers in t25.yaml)")
-    tui.add_argument("--no-workers", action="store_true",
-                     help="only watch and decide; another process works the queue")
-    tui.add_argument("--serve", nargs="?", const="", metavar="HOST:PORT",
-                     help="also serve the REST/SSE control plane, so remote workers can attach "
-                          "(default address: serve.bind in t25.yaml)")
-    tui.add_argument("--url", metavar="URL",
-                     help="attach to the `t25 serve` at URL instead (e.g. http://factory:8725): "
-                          "no local t25.yaml or store; the token, when serve needs one, comes "
-                          "from T25_OPERATOR_TOKEN")
+    tui = add(
+        "tui",
+        "tui:tui",
+        "the cockpit: a full-screen board, logs, approvals, cost and audit",
+        runs_agents=True,
+    )
+    tui.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="in-process workers (default: limits.workers in t25.yaml)",
+    )
+    tui.add_argument(
+        "--no-workers",
+        action="store_true",
+        help="only watch and decide; another process works the queue",
+    )
+    tui.add_argument(
+        "--serve",
+        nargs="?",
+        const="",
+        metavar="HOST:PORT",
+        help="also serve the REST/SSE control plane, so remote workers can attach "
+        "(default address: serve.bind in t25.yaml)",
+    )
+    tui.add_argument(
+        "--url",
+        metavar="URL",
+        help="attach to the `t25 serve` at URL instead (e.g. http://factory:8725): "
+        "no local t25.yaml or store; the token, when serve needs one, comes "
+        "from T25_OPERATOR_TOKEN",
+    )
 
-    add("doctor", "doctor:doctor",
-        "check every configured agent CLI: found, version, capabilities, what looks wrong")
+    add(
+        "doctor",
+        "doctor:doctor",
+        "check every configured agent CLI: found, version, capabilities, what looks wrong",
+    )
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     verify = audit_sub.add_parser(
-        "verify", help="check the log's hash chain against the store's anchor",
+        "verify",
+        help="check the log's hash chain against the store's anchor",
         description="Check the audit log's hash chain against the store's anchor; "
-                    "exit 1 and name the first bad line if anything was changed.")
+        "exit 1 and name the first bad line if anything was changed.",
+    )
     verify.set_defaults(handler=_command("audit:verify"))
     return parser
 
@@ -222,8 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if exc.hint:
                 print(f"  hint: {printable(exc.hint)}", file=sys.stderr)
             return 1
-        print(f"t25: unexpected error: {type(exc).__name__}: {printable(str(exc))}",
-              file=sys.stderr)
+        print(
+            f"t25: unexpected error: {type(exc).__name__}: {printable(str(exc))}", file=sys.stderr
+        )
         print("  hint: run again with --debug for the traceback", file=sys.stderr)
         return 1
 

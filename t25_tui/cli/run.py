@@ -42,11 +42,15 @@ def describe(event: Event) -> str | None:
             return f"{event.task_id}  {event.run_id} {event.status}: {printable(event.error or '')}"
         case ApprovalRequested():
             files = printable(", ".join(event.files)) or "no files"
-            return (f"{event.task_id}  needs approval: {printable(event.risk)}-risk plan touching "
-                    f"{files} — t25 approve {event.task_id}")
+            return (
+                f"{event.task_id}  needs approval: {printable(event.risk)}-risk plan touching "
+                f"{files} — t25 approve {event.task_id}"
+            )
         case InputRequested():
-            return (f"{event.task_id}  asks: {printable(event.question)} — "
-                    f"t25 answer {event.task_id} \"…\"")
+            return (
+                f"{event.task_id}  asks: {printable(event.question)} — "
+                f't25 answer {event.task_id} "…"'
+            )
     return None
 
 
@@ -71,8 +75,9 @@ def run_(args: argparse.Namespace) -> int:
         from t25_tui.runtime import local_sweeper
 
         printer = asyncio.create_task(report())
-        working = asyncio.create_task(local_sweeper(control, workers=args.workers)
-                                      .work(follow=args.follow))
+        working = asyncio.create_task(
+            local_sweeper(control, workers=args.workers).work(follow=args.follow)
+        )
         try:
             await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -90,16 +95,19 @@ def run_(args: argparse.Namespace) -> int:
         while (item := sub.get_nowait()) is not None:
             show(item)
         sub.close()
-        waiting = await control.store.list_tasks(states=[*HUMAN_NEEDED, TaskState.DONE,
-                                                         TaskState.FAILED])
+        waiting = await control.store.list_tasks(
+            states=[*HUMAN_NEEDED, TaskState.DONE, TaskState.FAILED]
+        )
         pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
         if pending:
             print("\nwaiting for a human:")
             for t in pending:
-                what = {TaskState.AWAITING_APPROVAL: f"t25 approve {t.id}  (or reject)",
-                        TaskState.NEEDS_INPUT: f"t25 answer {t.id} \"…\"",
-                        TaskState.DONE: f"t25 merge {t.id}",
-                        TaskState.FAILED: f"t25 task show {t.id}; t25 retry {t.id}"}[t.state]
+                what = {
+                    TaskState.AWAITING_APPROVAL: f"t25 approve {t.id}  (or reject)",
+                    TaskState.NEEDS_INPUT: f't25 answer {t.id} "…"',
+                    TaskState.DONE: f"t25 merge {t.id}",
+                    TaskState.FAILED: f"t25 task show {t.id}; t25 retry {t.id}",
+                }[t.state]
                 print(f"  {t.id}  {t.state:<17}  {what}")
         else:
             print("\nnothing is waiting for a human")
@@ -119,7 +127,9 @@ def logs(args: argparse.Namespace) -> int:
             if the_run is None:
                 from core.errors import NotFound
 
-                raise NotFound(f"no run {run_id(ref)}", hint="`t25 task show ID` lists a task's runs")
+                raise NotFound(
+                    f"no run {run_id(ref)}", hint="`t25 task show ID` lists a task's runs"
+                )
             tid, only_run = the_run.task_id, the_run.id
         else:
             tid, only_run = (await control.task(task_id(ref))).id, None
@@ -151,5 +161,9 @@ async def _finished(control: ControlPlane, tid: str, only_run: str | None) -> bo
         r = await control.store.get_run(only_run)
         return r is not None and r.finished_at is not None
     task = await control.store.get_task(tid)
-    return task is None or task.state in (TaskState.DONE, TaskState.CANCELLED, TaskState.FAILED,
-                                          *HUMAN_NEEDED)
+    return task is None or task.state in (
+        TaskState.DONE,
+        TaskState.CANCELLED,
+        TaskState.FAILED,
+        *HUMAN_NEEDED,
+    )

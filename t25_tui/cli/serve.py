@@ -31,12 +31,20 @@ def serve(args: argparse.Namespace) -> int:
         async with open_control_plane(args) as control:
             bind = args.bind or control.config.serve.bind
             server = http_server(control, bind)
-            sweeper = local_sweeper(control, workers=args.workers, store_patience_s=args.store_patience)
-            print(f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
-                  f"{args.workers} in-process worker(s)", flush=True)
+            sweeper = local_sweeper(
+                control, workers=args.workers, store_patience_s=args.store_patience
+            )
+            print(
+                f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
+                f"{args.workers} in-process worker(s)",
+                flush=True,
+            )
             if not os.environ.get(CREDENTIAL_ENV):
-                print(f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
+                    file=sys.stderr,
+                    flush=True,
+                )
             sweeping = asyncio.create_task(sweeper.work(follow=True))
 
             def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
@@ -64,12 +72,22 @@ def worker(args: argparse.Namespace) -> int:
 
     credential = os.environ.get(CREDENTIAL_ENV)
     if not credential:
-        raise ConfigError(f"{CREDENTIAL_ENV} is not set",
-                          hint="export the credential the control plane was started with")
+        raise ConfigError(
+            f"{CREDENTIAL_ENV} is not set",
+            hint="export the credential the control plane was started with",
+        )
     config = config_of(args)
     print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
     if not 0 < args.heartbeat < args.lease_ttl:
         raise ConfigError("--heartbeat must be positive and shorter than --lease-ttl")
-    asyncio.run(work_remotely(args.url, credential, config, workers=args.workers,
-                              lease_ttl_s=args.lease_ttl, heartbeat_s=args.heartbeat))
+    asyncio.run(
+        work_remotely(
+            args.url,
+            credential,
+            config,
+            workers=args.workers,
+            lease_ttl_s=args.lease_ttl,
+            heartbeat_s=args.heartbeat,
+        )
+    )
     return 0

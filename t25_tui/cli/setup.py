@@ -23,12 +23,16 @@ def init(args: argparse.Namespace) -> int:
 
     root = repo_root(Path.cwd())
     if root is None:
-        raise T25Error(f"{Path.cwd()} is not inside a git repository",
-                       hint="run `git init` first, or cd into your repository")
+        raise T25Error(
+            f"{Path.cwd()} is not inside a git repository",
+            hint="run `git init` first, or cd into your repository",
+        )
     target = Path(args.config).resolve() if args.config else root / "t25.yaml"
     if target.exists():
-        raise ConfigError(f"{target} already exists; T25 is already set up here",
-                          hint="edit it, or remove it to start over (.factory/ is kept)")
+        raise ConfigError(
+            f"{target} already exists; T25 is already set up here",
+            hint="edit it, or remove it to start over (.factory/ is kept)",
+        )
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(default_config_text())
     try:
@@ -60,8 +64,9 @@ def _exclude(root: Path, pattern: str) -> None:
     lines = exclude.read_text().splitlines() if exclude.exists() else []
     if pattern not in lines and pattern.strip("/") not in lines:
         with exclude.open("a") as fh:
-            fh.write(("" if not lines or exclude.read_text().endswith("\n") else "\n")
-                     + pattern + "\n")
+            fh.write(
+                ("" if not lines or exclude.read_text().endswith("\n") else "\n") + pattern + "\n"
+            )
 
 
 DEMO_CONFIG = """\
@@ -92,25 +97,50 @@ cost:
 
 _TOUR = [
     ("Set T25 up in the repository: t25.yaml and .factory/", ["init"]),
-    ("File three tasks. The scripted agent reads directives from a description: the second "
-     "plans a high-risk change,\n# the third gets sent back once by review",
-     ["task", "new", "Add a greeting endpoint", "--type", "feat"]),
-    (None, ["task", "new", "Rotate the session signing key", "--type", "feat",
-            "--description", "Touches authentication.\nscripted: risk=high"]),
-    (None, ["task", "new", "Validate the page size", "--type", "fix",
-            "--description", "Reject sizes over 100.\nscripted: review=changes-once"]),
+    (
+        "File three tasks. The scripted agent reads directives from a description: the second "
+        "plans a high-risk change,\n# the third gets sent back once by review",
+        ["task", "new", "Add a greeting endpoint", "--type", "feat"],
+    ),
+    (
+        None,
+        [
+            "task",
+            "new",
+            "Rotate the session signing key",
+            "--type",
+            "feat",
+            "--description",
+            "Touches authentication.\nscripted: risk=high",
+        ],
+    ),
+    (
+        None,
+        [
+            "task",
+            "new",
+            "Validate the page size",
+            "--type",
+            "fix",
+            "--description",
+            "Reject sizes over 100.\nscripted: review=changes-once",
+        ],
+    ),
     ("Work the queue until nothing can move without a human", ["run"]),
-    ("A merge before the checks and the review have passed is refused, with the reason",
-     ["merge", "T-2"]),
-    ("The high-risk plan waits for a human: approve it (the approval records the plan's hash)",
-     ["approve", "T-2", "--comment", "key rotation reviewed with security"]),
+    (
+        "A merge before the checks and the review have passed is refused, with the reason",
+        ["merge", "T-2"],
+    ),
+    (
+        "The high-risk plan waits for a human: approve it (the approval records the plan's hash)",
+        ["approve", "T-2", "--comment", "key rotation reviewed with security"],
+    ),
     (None, ["run"]),
     ("A task's history, runs, artifacts and cost", ["task", "show", "T-3"]),
     ("Merging is a human action", ["merge", "T-1"]),
     (None, ["merge", "T-2"]),
     (None, ["merge", "T-3"]),
-    ("Every decision is in the hash-chained audit log, and the chain verifies",
-     ["audit"]),
+    ("Every decision is in the hash-chained audit log, and the chain verifies", ["audit"]),
     (None, ["audit", "verify"]),
 ]
 
@@ -145,13 +175,16 @@ def _tour(repo: Path) -> None:
         subprocess.run(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, check=False)
         if argv == ["init"]:
             (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
-            print("(the demo replaces t25.yaml with one where T25's scripted agent plays "
-                  "every role)")
+            print(
+                "(the demo replaces t25.yaml with one where T25's scripted agent plays every role)"
+            )
         print(flush=True)
     print("$ git log --oneline --graph trunk")
     print(git_sync("log", "--oneline", "--graph", "trunk", cwd=repo))
-    print("\nThat was the tour. In your own repository: t25 init, name your agent CLIs in "
-          "t25.yaml, then t25 task new.")
+    print(
+        "\nThat was the tour. In your own repository: t25 init, name your agent CLIs in "
+        "t25.yaml, then t25 task new."
+    )
 
 
 def _demo_tui(args: argparse.Namespace) -> int:
@@ -177,11 +210,16 @@ def _cockpit_on(repo: Path, args: argparse.Namespace) -> int:
     (repo / "t25.yaml").write_text(DEMO_CONFIG.replace("PYTHON", sys.executable))
     for _, argv in _TOUR:
         if argv[:2] == ["task", "new"]:
-            subprocess.run([sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv],
-                           cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           check=True)
-    tui_args = argparse.Namespace(config=str(repo / "t25.yaml"),
-                                  actor=args.actor or "demo-operator", debug=args.debug)
+            subprocess.run(
+                [sys.executable, "-m", "t25_tui", "--actor", "demo-operator", *argv],
+                cwd=repo,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
+    tui_args = argparse.Namespace(
+        config=str(repo / "t25.yaml"), actor=args.actor or "demo-operator", debug=args.debug
+    )
     code = asyncio.run(cockpit(tui_args))
     print(f"The demo repository was {repo}" + ("" if args.dir else " (now removed)."))
     return code

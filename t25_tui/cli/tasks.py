@@ -25,8 +25,13 @@ CORRUPTED_EXIT = 1
 
 def new(args: argparse.Namespace) -> int:
     async def body(control: ControlPlane) -> None:
-        task = await control.new_task(args.title, actor=actor_of(args), type=TaskType(args.type),
-                                      description=args.description, project=args.project)
+        task = await control.new_task(
+            args.title,
+            actor=actor_of(args),
+            type=TaskType(args.type),
+            description=args.description,
+            project=args.project,
+        )
         print(f"{task.id}  {task.state}  {task.branch}  {printable(task.title)}")
 
     run(args, body)
@@ -38,18 +43,23 @@ def list_(args: argparse.Namespace) -> int:
         if args.project is not None:
             await _known_project(control, args.project)
         states = [TaskState(s) for s in args.state] if args.state else None
-        tasks = await control.store.list_tasks(states=states, project=args.project,
-                                               include_archived=args.all)
+        tasks = await control.store.list_tasks(
+            states=states, project=args.project, include_archived=args.all
+        )
         if not tasks:
-            print("no tasks" + (" match" if states or args.project else
-                                " yet — file one with: t25 task new \"…\""))
+            print(
+                "no tasks"
+                + (" match" if states or args.project else ' yet — file one with: t25 task new "…"')
+            )
             return
         width = max(len(t.id) for t in tasks)
         print(f"{'ID':<{width}}  {'STATE':<17}  {'TYPE':<8}  {'AGE':>4}  TITLE")
         for t in tasks:
             flag = " (archived)" if t.archived else ""
-            print(f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since):>4}  "
-                  f"{printable(t.title)}{flag}")
+            print(
+                f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since):>4}  "
+                f"{printable(t.title)}{flag}"
+            )
 
     run(args, body)
     return 0
@@ -57,11 +67,15 @@ def list_(args: argparse.Namespace) -> int:
 
 async def _known_project(control: ControlPlane, name: str) -> None:
     """A project the store knows (the configured ones, and any that still has tasks)."""
-    known = sorted({p.name for p in await control.store.list_projects()}
-                   | {p.name for p in control.config.projects})
+    known = sorted(
+        {p.name for p in await control.store.list_projects()}
+        | {p.name for p in control.config.projects}
+    )
     if name not in known:
-        raise ConfigError(f"unknown project {printable(name)!r} (known: {', '.join(known)})",
-                          hint=f"projects are listed under `projects:` in {control.config.path}")
+        raise ConfigError(
+            f"unknown project {printable(name)!r} (known: {', '.join(known)})",
+            hint=f"projects are listed under `projects:` in {control.config.path}",
+        )
 
 
 def show(args: argparse.Namespace) -> int:
@@ -69,8 +83,10 @@ def show(args: argparse.Namespace) -> int:
         task = await control.task(args.id)
         store = control.store
         print(f"{task.id}  {printable(task.title)}")
-        print(f"  state    {task.state}{'  (archived)' if task.archived else ''}"
-              f"  for {age(task.state_since)}")
+        print(
+            f"  state    {task.state}{'  (archived)' if task.archived else ''}"
+            f"  for {age(task.state_since)}"
+        )
         print(f"  type     {task.type}   branch {task.branch}   project {task.project}")
         if task.description:
             about = printable(task.description.strip(), multiline=True)
@@ -81,8 +97,10 @@ def show(args: argparse.Namespace) -> int:
         for event in await store.events_after(0, task_id=task.id, limit=100_000):
             if isinstance(event, TaskTransitioned):
                 why = f"  — {printable(event.reason)}" if event.reason else ""
-                print(f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state} → {event.to_state}"
-                      f"  by {printable(event.actor)}{why}")
+                print(
+                    f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state} → {event.to_state}"
+                    f"  by {printable(event.actor)}{why}"
+                )
         runs = await store.list_runs(task_id=task.id)
         print("runs" if runs else "runs     none yet")
         per_role: dict[str, float] = defaultdict(float)
@@ -90,19 +108,26 @@ def show(args: argparse.Namespace) -> int:
         for r in runs:
             per_role[r.role] += r.cost_usd
             tokens = r.usage.input_tokens + r.usage.output_tokens
-            print(f"  {r.id:<{width}}  {r.stage:<12} {r.role:<9} {r.status:<9} "
-                  f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
-                  f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else ""))
+            print(
+                f"  {r.id:<{width}}  {r.stage:<12} {r.role:<9} {r.status:<9} "
+                f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
+                f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else "")
+            )
         artifacts = await store.list_artifacts(task_id=task.id)
         corrupted = {a.id: exc for a in artifacts if (exc := await _corruption(control, a))}
         # Prompts and logs are counted, not listed, unless one of them is corrupted.
-        shown = [a for a in artifacts if a.id in corrupted
-                 or a.meta.kind not in (ArtifactKind.PROMPT, ArtifactKind.LOG)]
+        shown = [
+            a
+            for a in artifacts
+            if a.id in corrupted or a.meta.kind not in (ArtifactKind.PROMPT, ArtifactKind.LOG)
+        ]
         print("artifacts" if artifacts else "artifacts none yet")
         width = max((len(a.id) for a in shown), default=0)
         for a in shown:
-            print(f"  {a.id:<{width}}  {a.meta.kind:<9} {a.size:>7} B  sha256:{a.sha256[:12]}  "
-                  f"from {a.meta.run_id or '-'} ({a.meta.role or '-'})")
+            print(
+                f"  {a.id:<{width}}  {a.meta.kind:<9} {a.size:>7} B  sha256:{a.sha256[:12]}  "
+                f"from {a.meta.run_id or '-'} ({a.meta.role or '-'})"
+            )
             if a.id in corrupted:
                 print(f"  {'':<{width}}  warning: {corrupted[a.id].message}")
         if len(shown) < len(artifacts):
@@ -112,9 +137,11 @@ def show(args: argparse.Namespace) -> int:
         print(f"cost     ${total:.4f}" + (f"  ({roles})" if roles else ""))
         if corrupted:
             sys.stdout.flush()
-            print(f"t25: warning: {len(corrupted)} of {task.id}'s artifacts no longer match "
-                  f"their SHA-256\n  hint: {next(iter(corrupted.values())).hint}",
-                  file=sys.stderr)
+            print(
+                f"t25: warning: {len(corrupted)} of {task.id}'s artifacts no longer match "
+                f"their SHA-256\n  hint: {next(iter(corrupted.values())).hint}",
+                file=sys.stderr,
+            )
         return not corrupted
 
     return 0 if run(args, body) else CORRUPTED_EXIT

@@ -19,8 +19,10 @@ from t25_tui.cli.context import actor_of, open_control_plane
 def tui(args: argparse.Namespace) -> int:
     if args.url:
         if args.serve is not None or args.workers is not None or args.no_workers:
-            raise ConfigError("--url attaches to a control plane that has its own workers and "
-                              "serve; --serve, --workers and --no-workers do not apply")
+            raise ConfigError(
+                "--url attaches to a control plane that has its own workers and "
+                "serve; --serve, --workers and --no-workers do not apply"
+            )
         return asyncio.run(attached(args))
     if not args.config and not _offer_config(args):
         return 1
@@ -59,8 +61,9 @@ def _offer_config(args: argparse.Namespace) -> bool:
     return True
 
 
-async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
-                  no_workers: bool = False) -> int:
+async def cockpit(
+    args: argparse.Namespace, *, workers: int | None = None, no_workers: bool = False
+) -> int:
     from adapters.registry import builtin_adapters
     from t25_tui.runtime import local_sweeper
     from t25_tui.tui.app import calm_garbage_collector, make_app
@@ -69,14 +72,21 @@ async def cockpit(args: argparse.Namespace, *, workers: int | None = None,
     async with open_control_plane(args) as control:
         adapters = builtin_adapters()
         sweeper = None if no_workers else local_sweeper(control, workers=workers)
-        app = make_app(control, sweeper=sweeper, actor=actor_of(args), adapters=adapters,
-                       setup_note=missing_agents(control.config, adapters), handle_signals=True)
+        app = make_app(
+            control,
+            sweeper=sweeper,
+            actor=actor_of(args),
+            adapters=adapters,
+            setup_note=missing_agents(control.config, adapters),
+            handle_signals=True,
+        )
         server = serving = None
         if getattr(args, "serve", None) is not None:
             from t25_tui.api.server import http_server
 
-            server = http_server(control, args.serve or control.config.serve.bind,
-                                 handle_signals=False)
+            server = http_server(
+                control, args.serve or control.config.serve.bind, handle_signals=False
+            )
             serving = asyncio.create_task(server.serve())
         calm_garbage_collector()
         try:

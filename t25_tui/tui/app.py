@@ -108,10 +108,20 @@ class T25App(App[None]):
         Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
     ]
 
-    def __init__(self, control: ControlPlane | RemoteControlPlane, *, sweeper: Sweeper | None = None, clock: Clock | None = None,
-                 actor: str = "operator", adapters: Mapping[str, AgentAdapter] | None = None,
-                 poll_s: float = 1.0, refresh_s: float = 5.0, setup_note: str | None = None,
-                 handle_signals: bool = False, link: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        control: ControlPlane | RemoteControlPlane,
+        *,
+        sweeper: Sweeper | None = None,
+        clock: Clock | None = None,
+        actor: str = "operator",
+        adapters: Mapping[str, AgentAdapter] | None = None,
+        poll_s: float = 1.0,
+        refresh_s: float = 5.0,
+        setup_note: str | None = None,
+        handle_signals: bool = False,
+        link: Callable[[], str] | None = None,
+    ) -> None:
         super().__init__()
         self.control = control
         self.sweeper = sweeper
@@ -138,16 +148,26 @@ class T25App(App[None]):
     def compose(self) -> ComposeResult:
         yield Static("T25", id="status")
         # Always laid out (one line), so opening it never re-lays-out the board.
-        yield Input(placeholder="/ filter: project:NAME type:feat|fix|… words — enter applies, "
-                                "escape clears", id="filter", compact=True)
+        yield Input(
+            placeholder="/ filter: project:NAME type:feat|fix|… words — enter applies, "
+            "escape clears",
+            id="filter",
+            compact=True,
+        )
         yield Board(id="board")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.run_worker(bridge.pump(self.control.bus, self.post_message), name="bridge",
-                        group="bridge", exit_on_error=False)
+        self.run_worker(
+            bridge.pump(self.control.bus, self.post_message),
+            name="bridge",
+            group="bridge",
+            exit_on_error=False,
+        )
         if self.sweeper is not None:
-            self.run_worker(self._run_sweeper(), name="sweeper", group="sweeper", exit_on_error=False)
+            self.run_worker(
+                self._run_sweeper(), name="sweeper", group="sweeper", exit_on_error=False
+            )
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -169,10 +189,15 @@ class T25App(App[None]):
             error = event.worker.error
             if isinstance(error, ControlPlaneUnreachable):
                 return  # the status line already says the link is down, and it reconnects
-            text = error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
-            self.notify(printable(f"{event.worker.name or 'a worker'} failed: {text}"),
-                        markup=False, severity="error",
-                        timeout=30)
+            text = (
+                error.message if isinstance(error, T25Error) else f"{type(error).__name__}: {error}"
+            )
+            self.notify(
+                printable(f"{event.worker.name or 'a worker'} failed: {text}"),
+                markup=False,
+                severity="error",
+                timeout=30,
+            )
 
     # -- shutting down -------------------------------------------------------------------------
 
@@ -272,10 +297,14 @@ class T25App(App[None]):
         if self.status_note:
             parts.append(self.status_note)
         # Content's plain strings are never read as markup; printable escapes the rest.
-        self.query_one("#status", Static).update(Content.assemble(
-            ("T25", "bold"), f" {len(self.cards)} tasks · ",
-            (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
-            *(f" · {printable(part)}" for part in parts)))
+        self.query_one("#status", Static).update(
+            Content.assemble(
+                ("T25", "bold"),
+                f" {len(self.cards)} tasks · ",
+                (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
+                *(f" · {printable(part)}" for part in parts),
+            )
+        )
 
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
@@ -295,7 +324,9 @@ class T25App(App[None]):
         self.schedule_refresh()
         screen = self.screen
         if hasattr(screen, "refresh_task") and getattr(screen, "task_id", None) in (
-                None, message.task_id):
+            None,
+            message.task_id,
+        ):
             screen.refresh_task()
 
     def on_run_output_arrived(self, message: bridge.RunOutputArrived) -> None:
@@ -304,8 +335,13 @@ class T25App(App[None]):
             listener(message.event)
 
     def on_human_needed(self, message: bridge.HumanNeeded) -> None:
-        self.notify(printable(message.text), title="a human is needed", severity="warning",
-                    timeout=12, markup=False)
+        self.notify(
+            printable(message.text),
+            title="a human is needed",
+            severity="warning",
+            timeout=12,
+            markup=False,
+        )
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
         if self.link and self.loaded.is_set():
@@ -396,14 +432,14 @@ class T25App(App[None]):
     def get_system_commands(self, screen) -> Any:
         yield from super().get_system_commands(screen)
         for action, title, help_text in COMMANDS:
-            yield SystemCommand(f"T25: {title}", help_text,
-                                lambda a=action: self.run_action(a))
+            yield SystemCommand(f"T25: {title}", help_text, lambda a=action: self.run_action(a))
 
     # -- operator actions: every one calls the ControlPlane -------------------------------------------
 
     @work(group="actions", exit_on_error=False)
-    async def act(self, verb: str, call: Callable[[], Any],
-                  refused: Callable[[str], None] | None = None) -> None:
+    async def act(
+        self, verb: str, call: Callable[[], Any], refused: Callable[[str], None] | None = None
+    ) -> None:
         """Run one ControlPlane call; a refusal is shown with its reason, never swallowed
         (by `refused`, when the caller has a better place for it than a message)."""
         try:
@@ -425,9 +461,17 @@ class T25App(App[None]):
 
         def filed(req: NewTaskRequest | None) -> None:
             if req:
-                self.act("new task", lambda: self.control.new_task(
-                    req.title, actor=self.actor, type=req.type, description=req.description,
-                    project=req.project), refused=lambda why: self.action_new_task(req, why))
+                self.act(
+                    "new task",
+                    lambda: self.control.new_task(
+                        req.title,
+                        actor=self.actor,
+                        type=req.type,
+                        description=req.description,
+                        project=req.project,
+                    ),
+                    refused=lambda why: self.action_new_task(req, why),
+                )
 
         self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
 
@@ -440,10 +484,16 @@ class T25App(App[None]):
         f = self.control
         task = await f.task(tid)
         if task.state is TaskState.AWAITING_APPROVAL:
-            plans = [a for a in await f.store.list_artifacts(task_id=tid)
-                     if a.meta.kind is ArtifactKind.PLAN]
-            raw = (await f.store.get_artifact(plans[-1].id))[1].decode(errors="replace") \
-                if plans else ""
+            plans = [
+                a
+                for a in await f.store.list_artifacts(task_id=tid)
+                if a.meta.kind is ArtifactKind.PLAN
+            ]
+            raw = (
+                (await f.store.get_artifact(plans[-1].id))[1].decode(errors="replace")
+                if plans
+                else ""
+            )
 
             def decided(d: Decision | None) -> None:
                 if d and d.verb == "approve":
@@ -460,14 +510,17 @@ class T25App(App[None]):
                 if text:
                     self.act("answer", lambda: f.answer(tid, text, actor=self.actor))
 
-            self.push_screen(AnswerDialog(task, asked[-1].question if asked else task.error or ""),
-                             answered)
+            self.push_screen(
+                AnswerDialog(task, asked[-1].question if asked else task.error or ""), answered
+            )
         elif task.state is TaskState.DONE and not task.merged:
             self.action_merge()
         elif task.state is TaskState.FAILED:
             self.action_retry()
         else:
-            self.status(f"{tid} is {task.state}: nothing to decide ({human_needed(task) or 'working'})")
+            self.status(
+                f"{tid} is {task.state}: nothing to decide ({human_needed(task) or 'working'})"
+            )
 
     def action_merge(self) -> None:
         if not (tid := self._need_task()):
@@ -477,9 +530,13 @@ class T25App(App[None]):
             if reason is not None:
                 self.act("merge", lambda: self.control.merge(tid, actor=self.actor, reason=reason))
 
-        self.push_screen(ConfirmDialog(
-            f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
-            "checks passed and review approved."), confirmed)
+        self.push_screen(
+            ConfirmDialog(
+                f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
+                "checks passed and review approved."
+            ),
+            confirmed,
+        )
 
     def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
         if not (tid := self._need_task()):

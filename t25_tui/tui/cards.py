@@ -79,8 +79,10 @@ class Card:
 
     def lines(self, now: datetime) -> tuple[str, str]:
         t = self.task
-        head = (f"{t.id} {t.type.value} {age(t.state_since, now)} "
-                f"q{t.qa_loops} r{t.review_loops} ${self.cost:.2f}")
+        head = (
+            f"{t.id} {t.type.value} {age(t.state_since, now)} "
+            f"q{t.qa_loops} r{t.review_loops} ${self.cost:.2f}"
+        )
         return head, t.title
 
 
@@ -124,6 +126,9 @@ class BoardFilter:
         return True
 
     def describe(self) -> str:
-        parts = [f"project:{self.project}" if self.project else "",
-                 f"type:{self.type}" if self.type else "", self.text]
+        parts = [
+            f"project:{self.project}" if self.project else "",
+            f"type:{self.type}" if self.type else "",
+            self.text,
+        ]
         return " ".join(p for p in parts if p)

@@ -95,5 +95,13 @@ async def pump(bus: EventBus, post) -> None:
         sub.close()
 
 
-__all__ = ["DecisionRecorded", "HumanNeeded", "RunOutputArrived", "StoreResync", "TaskChanged",
-           "human_message", "pump", "translate"]
+__all__ = [
+    "DecisionRecorded",
+    "HumanNeeded",
+    "RunOutputArrived",
+    "StoreResync",
+    "TaskChanged",
+    "human_message",
+    "pump",
+    "translate",
+]

@@ -29,8 +29,11 @@ def missing_agents(config: Config, adapters: Mapping[str, AgentAdapter]) -> str 
         found = False
         for profile in chain:
             adapter = adapters.get(profile.adapter)
-            name = (f"{binary_of(adapter)} (adapter {profile.adapter})" if adapter
-                    else f"adapter {profile.adapter!r}: T25 has no such adapter")
+            name = (
+                f"{binary_of(adapter)} (adapter {profile.adapter})"
+                if adapter
+                else f"adapter {profile.adapter!r}: T25 has no such adapter"
+            )
             looked.setdefault(name, []).append(role)
             if adapter is not None and adapter.locate():
                 found = True
@@ -41,9 +44,13 @@ def missing_agents(config: Config, adapters: Mapping[str, AgentAdapter]) -> str 
         return None
     lines = [f"No agent CLI can play: {', '.join(unplayable)}.", "", "T25 looked for:"]
     lines += [f"  {name}  — for {', '.join(roles)}" for name, roles in looked.items()]
-    lines += [f"on PATH={os.environ.get('PATH', '')}", "",
-              f"Install one of them, or name a CLI you have under `roles:` in {config.path.name}:",
-              "  roles:", "    dev: [{adapter: " + (next(iter(sorted(adapters)), "claude")) + "}]",
-              f"Adapters T25 knows: {', '.join(sorted(adapters))}.",
-              "Press p in the cockpit to see each role's chain."]
+    lines += [
+        f"on PATH={os.environ.get('PATH', '')}",
+        "",
+        f"Install one of them, or name a CLI you have under `roles:` in {config.path.name}:",
+        "  roles:",
+        "    dev: [{adapter: " + (next(iter(sorted(adapters)), "claude")) + "}]",
+        f"Adapters T25 knows: {', '.join(sorted(adapters))}.",
+        "Press p in the cockpit to see each role's chain.",
+    ]
     return "\n".join(lines)

@@ -80,8 +80,10 @@ async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> No
         await asyncio.sleep(0.02)
 
 
-def prompt_for(stage: str, body: str = "", *, task: str = "T-7", round_: int = 1,
-               role: str = "dev") -> str:
+def prompt_for(
+    stage: str, body: str = "", *, task: str = "T-7", round_: int = 1, role: str = "dev"
+) -> str:
     """A prompt with the header lines T25 puts atop every prompt."""
-    return (f"T25-STAGE: {stage}\nT25-ROLE: {role}\nT25-TASK: {task}\nT25-ROUND: {round_}\n\n"
-            f"{body}\n")
+    return (
+        f"T25-STAGE: {stage}\nT25-ROLE: {role}\nT25-TASK: {task}\nT25-ROUND: {round_}\n\n{body}\n"
+    )

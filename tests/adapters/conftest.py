@@ -23,13 +23,26 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_request(workdir: Path) -> Callable[..., AgentRequest]:
-    def make(stage: str = "PLAN", body: str = "", *, prompt: str | None = None,
-             args: tuple[str, ...] = (), round_: int = 1, **fields) -> AgentRequest:
+    def make(
+        stage: str = "PLAN",
+        body: str = "",
+        *,
+        prompt: str | None = None,
+        args: tuple[str, ...] = (),
+        round_: int = 1,
+        **fields,
+    ) -> AgentRequest:
         fields.setdefault("cwd", workdir)
-        return AgentRequest(task_id="T-7", run_id="R-1", role="dev", stage=TaskState(stage),
-                            prompt=prompt if prompt is not None else
-                            prompt_for(stage, body, round_=round_),
-                            args=args, **fields)
+        return AgentRequest(
+            task_id="T-7",
+            run_id="R-1",
+            role="dev",
+            stage=TaskState(stage),
+            prompt=prompt if prompt is not None else prompt_for(stage, body, round_=round_),
+            args=args,
+            **fields,
+        )
+
     return make
 
 

@@ -1,7 +1,7 @@
 """A minimal stand-in for an agent CLI: it reports exactly what it was given, as one JSON line.
 
-    echo_cli.py -p PROMPT | --prompt-file PATH      report argv, environment, cwd and prompt
-    echo_cli.py --version [COUNTER_FILE]            print a version (and count the call)
+echo_cli.py -p PROMPT | --prompt-file PATH      report argv, environment, cwd and prompt
+echo_cli.py --version [COUNTER_FILE]            print a version (and count the call)
 """
 
 import json

@@ -9,8 +9,12 @@ from core.config.schema import QACheck
 
 
 def check(*code: str, timeout_s: int = 60, required: bool = True) -> QACheck:
-    return QACheck(name="unit", run=[sys.executable, "-c", "\n".join(code)],
-                   timeout_s=timeout_s, required=required)
+    return QACheck(
+        name="unit",
+        run=[sys.executable, "-c", "\n".join(code)],
+        timeout_s=timeout_s,
+        required=required,
+    )
 
 
 async def test_a_check_that_exits_zero_passes(tmp_path):
@@ -20,8 +24,12 @@ async def test_a_check_that_exits_zero_passes(tmp_path):
 
 
 async def test_a_check_that_exits_non_zero_fails_with_the_tail_of_its_output(tmp_path):
-    code = ("import sys", "print('noise ' * 20_000)", "print('FAILED test_login', file=sys.stderr)",
-            "sys.exit(1)")
+    code = (
+        "import sys",
+        "print('noise ' * 20_000)",
+        "print('FAILED test_login', file=sys.stderr)",
+        "sys.exit(1)",
+    )
     result = await run_check(check(*code, required=False), tmp_path)
     assert not result.passed and result.exit_code == 1 and result.required is False
     assert result.excerpt.rstrip().endswith("FAILED test_login")
@@ -29,8 +37,10 @@ async def test_a_check_that_exits_non_zero_fails_with_the_tail_of_its_output(tmp
 
 
 async def test_a_check_that_runs_too_long_fails_saying_so(tmp_path):
-    result = await run_check(check("import time", "print('starting', flush=True)",
-                                   "time.sleep(3600)", timeout_s=1), tmp_path)
+    result = await run_check(
+        check("import time", "print('starting', flush=True)", "time.sleep(3600)", timeout_s=1),
+        tmp_path,
+    )
     assert not result.passed and result.exit_code is None
     assert "starting" in result.excerpt and "timed out after 1 s" in result.excerpt
 
@@ -43,7 +53,10 @@ async def test_a_missing_command_fails_saying_so(tmp_path):
 
 async def test_a_check_runs_in_the_worktree_without_t25_secrets(tmp_path, monkeypatch):
     monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "worker-secret")
-    code = ("import os", "print(os.getcwd())",
-            "print('LEAKED' if 'FACTORY_WORKER_CREDENTIAL' in os.environ else 'clean')")
+    code = (
+        "import os",
+        "print(os.getcwd())",
+        "print('LEAKED' if 'FACTORY_WORKER_CREDENTIAL' in os.environ else 'clean')",
+    )
     result = await run_check(check(*code), tmp_path)
     assert result.excerpt.split() == [str(tmp_path), "clean"]

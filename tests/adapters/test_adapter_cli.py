@@ -42,8 +42,12 @@ async def test_t25_secrets_never_reach_the_agent(echo, make_request, monkeypatch
     result = await run(echo, make_request())
     assert result.ok, result.error
     env = json.loads(result.final_text)["env"]
-    for secret in ("FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL", "ANTHROPIC_API_KEY",
-                   "PYTEST_CURRENT_TEST"):
+    for secret in (
+        "FACTORY_WORKER_CREDENTIAL",
+        "T25_DATABASE_URL",
+        "ANTHROPIC_API_KEY",
+        "PYTEST_CURRENT_TEST",
+    ):
         assert secret not in env
     assert "hunter2" not in json.dumps(env)
     assert env["TERM"] == "dumb"
@@ -53,7 +57,9 @@ async def test_t25_secrets_never_reach_the_agent(echo, make_request, monkeypatch
 
 
 async def test_a_hostile_prompt_reaches_the_cli_literally(echo, make_request, workdir):
-    prompt = "--help --dangerously-skip-permissions $(rm -rf x); `touch pwned` | tee out && 'q\" \\\n* ~"
+    prompt = (
+        "--help --dangerously-skip-permissions $(rm -rf x); `touch pwned` | tee out && 'q\" \\\n* ~"
+    )
     (workdir / "x").mkdir()
     result = await run(echo, make_request(prompt=prompt))
     assert result.ok, result.error
@@ -70,7 +76,8 @@ async def test_a_small_prompt_goes_inline(echo, make_request):
 
 
 async def test_a_prompt_over_100_kb_in_bytes_goes_through_a_private_temp_file(
-        scripted, make_request, workdir):
+    scripted, make_request, workdir
+):
     # 60,000 characters, 120,000 bytes: the threshold counts bytes.
     prompt = prompt_for("QA", "é" * 60_000)
     assert len(prompt) < PROMPT_FILE_THRESHOLD < len(prompt.encode())
@@ -87,8 +94,9 @@ async def test_a_prompt_over_100_kb_in_bytes_goes_through_a_private_temp_file(
 
 async def test_the_temp_file_is_removed_after_a_timeout_too(scripted, make_request):
     prompt = prompt_for("QA", "z" * 150_000)
-    result = await run(scripted, make_request(prompt=prompt, args=("--misbehave", "hang"),
-                                              timeout_s=1))
+    result = await run(
+        scripted, make_request(prompt=prompt, args=("--misbehave", "hang"), timeout_s=1)
+    )
     assert result.failure is Failure.TIMEOUT
     init = json.loads(result.log.decode().splitlines()[0])
     assert not Path(init["prompt_file"]).exists()
@@ -131,7 +139,9 @@ async def test_a_quota_error_is_a_quota_failure_with_its_reset_time(scripted, ma
 async def test_a_non_zero_exit_is_an_exit_failure_with_a_useful_error(scripted, make_request):
     result = await run(scripted, make_request(args=("--misbehave", "exit:3")))
     assert result.failure is Failure.EXIT and result.exit_code == 3
-    assert result.error == "exited with status 3: t25-scripted-agent: exiting with status 3 on purpose"
+    assert (
+        result.error == "exited with status 3: t25-scripted-agent: exiting with status 3 on purpose"
+    )
 
 
 async def test_an_error_the_cli_reports_is_an_exit_failure(scripted, make_request):
@@ -149,8 +159,9 @@ async def test_a_timeout_kills_the_agent_and_its_children(scripted, make_request
 
 async def test_abort_stops_the_agent_and_its_children(scripted, make_request):
     sink, abort = Sink(), asyncio.Event()
-    running = asyncio.create_task(run(scripted, make_request(args=("--misbehave", "hang")),
-                                      sink, abort))
+    running = asyncio.create_task(
+        run(scripted, make_request(args=("--misbehave", "hang")), sink, abort)
+    )
     await eventually(lambda: any(e.get("subtype") == "spawned" for e in sink.events()))
     abort.set()
     result = await running

@@ -19,10 +19,25 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-async def run(argv: list[str], tmp_path: Path, *, sink: Sink | None = None,
-              abort: asyncio.Event | None = None, timeout_s: float = 60, **kw):
-    return await run_process(argv, cwd=tmp_path, env=minimal_env(), timeout_s=timeout_s,
-                             abort=abort or asyncio.Event(), on_output=sink, grace_s=0.5, **kw)
+async def run(
+    argv: list[str],
+    tmp_path: Path,
+    *,
+    sink: Sink | None = None,
+    abort: asyncio.Event | None = None,
+    timeout_s: float = 60,
+    **kw,
+):
+    return await run_process(
+        argv,
+        cwd=tmp_path,
+        env=minimal_env(),
+        timeout_s=timeout_s,
+        abort=abort or asyncio.Event(),
+        on_output=sink,
+        grace_s=0.5,
+        **kw,
+    )
 
 
 # A leader that starts a child in its own group; the child ignores SIGTERM, so only the
@@ -44,8 +59,9 @@ def child_pid(sink: Sink) -> int | None:
 
 async def test_a_line_longer_than_64_kib_arrives_intact(tmp_path):
     sink = Sink()
-    done = await run(py("import sys; sys.stdout.write('a' * 300_000 + '\\nend\\n')"), tmp_path,
-                     sink=sink)
+    done = await run(
+        py("import sys; sys.stdout.write('a' * 300_000 + '\\nend\\n')"), tmp_path, sink=sink
+    )
     assert done.exit_code == 0
     assert done.stdout == b"a" * 300_000 + b"\nend\n"
     assert sink.text() == "a" * 300_000 + "\nend\n"
@@ -86,8 +102,9 @@ async def test_a_character_split_across_reads_survives(tmp_path):
 
 async def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
     sink = Sink()
-    done = await run(py("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe bytes\\n')"),
-                     tmp_path, sink=sink)
+    done = await run(
+        py("import sys; sys.stdout.buffer.write(b'ok \\xff\\xfe bytes\\n')"), tmp_path, sink=sink
+    )
     assert done.exit_code == 0
     assert sink.text() == "ok \ufffd\ufffd bytes\n"
 
@@ -193,8 +210,13 @@ async def test_a_file_that_is_not_executable_is_a_result(tmp_path):
 
 
 async def test_a_missing_working_directory_is_a_result(tmp_path):
-    done = await run_process([sys.executable, "-c", "pass"], cwd=tmp_path / "gone",
-                             env=minimal_env(), timeout_s=10, abort=asyncio.Event())
+    done = await run_process(
+        [sys.executable, "-c", "pass"],
+        cwd=tmp_path / "gone",
+        env=minimal_env(),
+        timeout_s=10,
+        abort=asyncio.Event(),
+    )
     assert done.spawn_error == f"working directory not found: {tmp_path / 'gone'}"
 
 
@@ -204,8 +226,14 @@ async def test_a_failing_sink_is_raised_once_the_child_has_ended(tmp_path):
 
     code = "import sys; sys.stdout.write('x' * 1_000_000)"
     with pytest.raises(RuntimeError, match="sink broke"):
-        await run_process(py(code), cwd=tmp_path, env=minimal_env(), timeout_s=60,
-                          abort=asyncio.Event(), on_output=broken)
+        await run_process(
+            py(code),
+            cwd=tmp_path,
+            env=minimal_env(),
+            timeout_s=60,
+            abort=asyncio.Event(),
+            on_output=broken,
+        )
 
 
 def test_the_minimal_environment_holds_no_secrets(monkeypatch):

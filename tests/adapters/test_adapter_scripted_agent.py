@@ -26,8 +26,14 @@ from core.domain.answers import (
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
 
-STAGES = {"SPEC": SpecAnswer, "PLAN": PlanAnswer, "IMPLEMENTING": DevAnswer, "QA": QAAnswer,
-          "REVIEW": ReviewAnswer, "DOCS": DocsAnswer}
+STAGES = {
+    "SPEC": SpecAnswer,
+    "PLAN": PlanAnswer,
+    "IMPLEMENTING": DevAnswer,
+    "QA": QAAnswer,
+    "REVIEW": ReviewAnswer,
+    "DOCS": DocsAnswer,
+}
 
 
 async def answer(adapter, request):
@@ -51,18 +57,24 @@ async def test_implementing_really_changes_the_worktree(scripted, make_request, 
     dev = await answer(scripted, make_request("IMPLEMENTING", round_=2, cwd=repo))
     assert dev.files_changed == [changes_file("T-7")]
     assert (repo / changes_file("T-7")).read_text() == "- T-7 round 2: scripted change\n"
-    assert git_sync("status", "--porcelain", "-uall", cwd=repo).strip() == f"?? {changes_file('T-7')}"
+    assert (
+        git_sync("status", "--porcelain", "-uall", cwd=repo).strip() == f"?? {changes_file('T-7')}"
+    )
 
 
-@pytest.mark.parametrize("how", [{"body": "scripted: review=changes-once"},
-                                 {"args": ("--misbehave", "review-changes-once")}])
+@pytest.mark.parametrize(
+    "how",
+    [{"body": "scripted: review=changes-once"}, {"args": ("--misbehave", "review-changes-once")}],
+)
 async def test_review_asks_for_changes_once(scripted, make_request, how):
-    first = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=1,
-                                                args=how.get("args", ())))
+    first = await answer(
+        scripted, make_request("REVIEW", how.get("body", ""), round_=1, args=how.get("args", ()))
+    )
     assert [f.severity for f in first.findings] == ["major"]
     assert first.verdict == "APPROVE"  # the model's word, which T25 ignores
-    second = await answer(scripted, make_request("REVIEW", how.get("body", ""), round_=2,
-                                                 args=how.get("args", ())))
+    second = await answer(
+        scripted, make_request("REVIEW", how.get("body", ""), round_=2, args=how.get("args", ()))
+    )
     assert second.findings == []
 
 
@@ -70,15 +82,18 @@ async def test_a_question_directive_asks_until_answered(scripted, make_request):
     body = "Add a limit.\nscripted: question=What is the limit?"
     result = await scripted.run(make_request("SPEC", body), Sink(), asyncio.Event())
     assert extract_json(result.final_text) == {"question": "What is the limit?"}
-    answered = await answer(scripted, make_request("SPEC", body + "\n\n## Operator answers\n10/min"))
+    answered = await answer(
+        scripted, make_request("SPEC", body + "\n\n## Operator answers\n10/min")
+    )
     assert isinstance(answered, SpecAnswer) and answered.question is None
 
 
 async def test_escape_writes_into_the_main_checkout(scripted, make_request, repo, tmp_path):
     worktree = tmp_path / "worktrees" / "T-7"
     git_sync("worktree", "add", "--quiet", "-b", "feat/T-7", str(worktree), cwd=repo)
-    result = await scripted.run(make_request("QA", cwd=worktree, args=("--misbehave", "escape")),
-                                Sink(), asyncio.Event())
+    result = await scripted.run(
+        make_request("QA", cwd=worktree, args=("--misbehave", "escape")), Sink(), asyncio.Event()
+    )
     assert result.ok
     assert (repo / ESCAPE_FILE).is_file()
     assert not (worktree / ESCAPE_FILE).exists()
@@ -88,8 +103,9 @@ async def test_escape_writes_into_the_main_checkout(scripted, make_request, repo
 
 def agent(*args: str) -> subprocess.CompletedProcess:
     binary = builtin_adapters()["scripted"].locate()
-    return subprocess.run([binary, *args], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)
+    return subprocess.run(
+        [binary, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+    )
 
 
 def test_version_and_usage_errors():
@@ -108,11 +124,18 @@ def test_a_prompt_that_looks_like_options_is_a_value():
 
 
 def test_the_agent_imports_neither_pydantic_nor_t25():
-    code = ("import sys, adapters.scripted_agent; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pydantic', 'core', 'store', 't25_tui', 'textual')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, adapters.scripted_agent; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'core', 'store', 't25_tui', 'textual')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.stdout.strip() == "[]"
 
 

@@ -42,8 +42,9 @@ async def test_login_variables_pass_and_t25_secrets_never_do(make_request, monke
     monkeypatch.setenv("UNRELATED_SECRET", "nope")
     monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "worker-secret")
     monkeypatch.setenv("T25_DATABASE_URL", "postgresql://u:pw@db/t25")
-    request = make_request(env_passthrough=("MY_PROVIDER_KEY", "FACTORY_WORKER_CREDENTIAL",
-                                            "T25_DATABASE_URL"))
+    request = make_request(
+        env_passthrough=("MY_PROVIDER_KEY", "FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL")
+    )
     report, _ = await report_of(CliAdapter(LoginEcho()), request)
     env = report["env"]
     assert env["ECHO_LOGIN_TOKEN"] == "user-login" and env["MY_PROVIDER_KEY"] == "from-profile"
@@ -82,8 +83,9 @@ async def _bwrap_usable() -> str | None:
     return None
 
 
-async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(make_request,
-                                                                          workdir, tmp_path):
+async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(
+    make_request, workdir, tmp_path
+):
     reason = await _bwrap_usable()
     if reason:
         pytest.skip(f"bwrap cannot run here: {reason}")
@@ -102,7 +104,8 @@ async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(make_r
         "except OSError as e:\n    out['outside'] = type(e).__name__\n"
         f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); out['net'] = 'open'\n"
         "except OSError as e:\n    out['net'] = type(e).__name__\n"
-        "print(json.dumps(out))\n")
+        "print(json.dumps(out))\n"
+    )
 
     class Probe(EchoSpec):
         def build_argv(self, request, prompt):
@@ -134,8 +137,9 @@ async def test_a_sandbox_that_cannot_be_had_refuses_the_run(make_request, monkey
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap, no docker on this PATH
     for sandbox, image in (("bwrap", None), ("docker", "t25/agent:1")):
-        result = await CliAdapter(Marker()).run(make_request(sandbox=sandbox, sandbox_image=image),
-                                                Sink(), asyncio.Event())
+        result = await CliAdapter(Marker()).run(
+            make_request(sandbox=sandbox, sandbox_image=image), Sink(), asyncio.Event()
+        )
         assert result.failure is Failure.SPAWN
         assert f"sandbox {sandbox} cannot be had" in result.error and "refused" in result.error
     assert not marker.exists()
@@ -143,8 +147,10 @@ async def test_a_sandbox_that_cannot_be_had_refuses_the_run(make_request, monkey
 
 async def test_docker_without_an_engine_says_so(tmp_path, monkeypatch):
     fake = tmp_path / "docker"
-    fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at "
-                    "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at "
+        "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     with pytest.raises(SandboxUnavailable, match="no Docker engine answers: Cannot connect"):
@@ -154,8 +160,11 @@ async def test_docker_without_an_engine_says_so(tmp_path, monkeypatch):
 def test_docker_argv_has_no_network_and_mounts_the_worktree(tmp_path):
     cwd, home = tmp_path / "wt", tmp_path / "home"
     argv = sandbox_for("docker", image="t25/agent:1").wrap(
-        ["/usr/local/bin/claude", "-p", "--", "--literal $(x)"], cwd=cwd,
-        env={"ANTHROPIC_API_KEY": "secret-value", "HOME": str(home)}, writable=[home])
+        ["/usr/local/bin/claude", "-p", "--", "--literal $(x)"],
+        cwd=cwd,
+        env={"ANTHROPIC_API_KEY": "secret-value", "HOME": str(home)},
+        writable=[home],
+    )
     assert argv[1:3] == ["run", "--rm"]
     assert argv[argv.index("--network") + 1] == "none"
     assert f"{cwd}:{cwd}" in argv and f"{home}:{home}" in argv
@@ -165,10 +174,11 @@ def test_docker_argv_has_no_network_and_mounts_the_worktree(tmp_path):
 
 
 def test_bwrap_argv(tmp_path):
-    argv = Bubblewrap().wrap(["/bin/agent", "x"], cwd=tmp_path, env={}, writable=[],
-                             readable=[tmp_path / "prompt.md"])
+    argv = Bubblewrap().wrap(
+        ["/bin/agent", "x"], cwd=tmp_path, env={}, writable=[], readable=[tmp_path / "prompt.md"]
+    )
     assert "--unshare-all" in argv and argv[-3:] == ["--", "/bin/agent", "x"]
-    assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind"):][:3]
+    assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind") :][:3]
     assert shutil.which("python3") or sys.executable
 
 

@@ -29,10 +29,15 @@ def read(name: str) -> str:
 
 def outcome(spec, stdout: str, *, stderr: str = "", code: int = 0):
     """What CliAdapter makes of a process that printed `stdout` and exited with `code`."""
-    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev", stage=TaskState.IMPLEMENTING,
-                           prompt="p", cwd=Path("/tmp"))
-    done = ProcessResult(exit_code=code, stdout=stdout.encode(), stderr=stderr.encode(),
-                         log=b"")
+    request = AgentRequest(
+        task_id="T-1",
+        run_id="R-1",
+        role="dev",
+        stage=TaskState.IMPLEMENTING,
+        prompt="p",
+        cwd=Path("/tmp"),
+    )
+    done = ProcessResult(exit_code=code, stdout=stdout.encode(), stderr=stderr.encode(), log=b"")
     return CliAdapter(spec)._result(request, "x", done)
 
 
@@ -48,12 +53,18 @@ def test_claude_success_with_a_write_tool():
     assert parsed.cost_usd == pytest.approx(0.00846)
 
 
-@pytest.mark.parametrize("capture, failure", [
-    ("err-429", Failure.QUOTA), ("err-usage", Failure.QUOTA),
-    ("err-quota", Failure.QUOTA), ("err-usage-oauth", Failure.QUOTA),
-    ("err-529", Failure.OVERLOAD), ("err-500", Failure.OVERLOAD),
-    ("err-max-turns", Failure.EXIT),
-])
+@pytest.mark.parametrize(
+    "capture, failure",
+    [
+        ("err-429", Failure.QUOTA),
+        ("err-usage", Failure.QUOTA),
+        ("err-quota", Failure.QUOTA),
+        ("err-usage-oauth", Failure.QUOTA),
+        ("err-529", Failure.OVERLOAD),
+        ("err-500", Failure.OVERLOAD),
+        ("err-max-turns", Failure.EXIT),
+    ],
+)
 def test_claude_errors_are_classified_from_its_real_messages(capture, failure):
     result = outcome(ClaudeSpec(), read(f"claude/{capture}.stream.jsonl"), code=1)
     assert result.failure is failure, result.error
@@ -90,10 +101,17 @@ def test_codex_file_changes_are_reported():
     assert parsed.files_changed == ("/scratch/repo-codex-A6iP/hello.txt",)
 
 
-@pytest.mark.parametrize("capture, failure", [
-    ("err-429", Failure.QUOTA), ("err-429default", Failure.QUOTA), ("err-quota", Failure.QUOTA),
-    ("err-usage", Failure.QUOTA), ("err-529", Failure.OVERLOAD), ("err-500", Failure.OVERLOAD),
-])
+@pytest.mark.parametrize(
+    "capture, failure",
+    [
+        ("err-429", Failure.QUOTA),
+        ("err-429default", Failure.QUOTA),
+        ("err-quota", Failure.QUOTA),
+        ("err-usage", Failure.QUOTA),
+        ("err-529", Failure.OVERLOAD),
+        ("err-500", Failure.OVERLOAD),
+    ],
+)
 def test_codex_errors_are_classified(capture, failure):
     result = outcome(CodexSpec(), read(f"codex/{capture}.jsonl"), code=1)
     assert result.failure is failure, result.error
@@ -110,8 +128,11 @@ def test_codex_usage_limit_names_a_reset_in_the_next_day_at_most():
 
 @pytest.mark.parametrize("capture", ["ok", "ok-write_file", "err-429x2"])
 def test_gemini_success(capture):
-    result = outcome(GeminiSpec(), read(f"gemini/{capture}.stream-json.jsonl"),
-                     stderr=read("gemini/err-429x2.stderr-no-stacktraces.txt"))
+    result = outcome(
+        GeminiSpec(),
+        read(f"gemini/{capture}.stream-json.jsonl"),
+        stderr=read("gemini/err-429x2.stderr-no-stacktraces.txt"),
+    )
     assert result.ok and result.final_text == DONE, result.error  # retried 429s on stderr
     assert (result.usage.input_tokens, result.usage.output_tokens) == (3000, 60)
     assert result.usage.model == "gemini-3.8-flash"
@@ -119,21 +140,28 @@ def test_gemini_success(capture):
 
 def test_gemini_write_file_is_a_file_change():
     assert GeminiSpec().parse(read("gemini/ok-write_file.stream-json.jsonl")).files_changed == (
-        "hello.txt",)
+        "hello.txt",
+    )
 
 
-@pytest.mark.parametrize("capture, code, failure", [
-    ("err-quota2", 173, Failure.QUOTA), ("err-429", 173, Failure.QUOTA),
-    ("err-529", 247, Failure.OVERLOAD), ("err-500", 244, Failure.OVERLOAD),
-])
+@pytest.mark.parametrize(
+    "capture, code, failure",
+    [
+        ("err-quota2", 173, Failure.QUOTA),
+        ("err-429", 173, Failure.QUOTA),
+        ("err-529", 247, Failure.OVERLOAD),
+        ("err-500", 244, Failure.OVERLOAD),
+    ],
+)
 def test_gemini_errors_are_classified(capture, code, failure):
     result = outcome(GeminiSpec(), read(f"gemini/{capture}.stream-json.jsonl"), code=code)
     assert result.failure is failure, result.error
 
 
 def test_gemini_quota_with_empty_stdout_is_read_from_stderr():
-    result = outcome(GeminiSpec(), "", stderr=read("gemini/err-quota2.text-mode.stderr.txt"),
-                     code=1)
+    result = outcome(
+        GeminiSpec(), "", stderr=read("gemini/err-quota2.text-mode.stderr.txt"), code=1
+    )
     assert result.failure is Failure.QUOTA and "daily quota" in result.error
 
 
@@ -174,8 +202,10 @@ def test_aider_rate_limits_are_quota_although_it_exits_0(capture):
 
 
 def test_unknown_events_and_fields_are_ignored():
-    noise = '{"type":"mystery","x":1}\n{"type":"result","is_error":false,"result":"ok",' \
-            '"new_field":{"a":[1]},"usage":{"input_tokens":"lots"}}\nnot json\n[1,2]\n'
+    noise = (
+        '{"type":"mystery","x":1}\n{"type":"result","is_error":false,"result":"ok",'
+        '"new_field":{"a":[1]},"usage":{"input_tokens":"lots"}}\nnot json\n[1,2]\n'
+    )
     parsed = ClaudeSpec().parse(noise)
     assert parsed.final_text == "ok" and parsed.usage.input_tokens == 0
     for spec in (CodexSpec(), GeminiSpec(), OpencodeSpec(), AiderSpec()):
@@ -184,32 +214,50 @@ def test_unknown_events_and_fields_are_ignored():
 
 def test_classification_of_plain_messages():
     assert classify_error("You’ve hit your usage limit. … try again at 5:08 AM.") is Failure.QUOTA
-    assert classify_error("Selected model is at capacity. Please try a different model.") \
+    assert (
+        classify_error("Selected model is at capacity. Please try a different model.")
         is Failure.OVERLOAD
+    )
     assert classify_error("permission denied: /etc/passwd") is None
     now = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
-    assert reset_time("Please try again in 90s.", now) == datetime(2026, 11, 30, 3, 1, 30,
-                                                                  tzinfo=UTC)
+    assert reset_time("Please try again in 90s.", now) == datetime(
+        2026, 11, 30, 3, 1, 30, tzinfo=UTC
+    )
 
 
-@pytest.mark.parametrize("spec", [ClaudeSpec(), CodexSpec(), GeminiSpec(), OpencodeSpec(),
-                                  AiderSpec()])
+@pytest.mark.parametrize(
+    "spec", [ClaudeSpec(), CodexSpec(), GeminiSpec(), OpencodeSpec(), AiderSpec()]
+)
 def test_a_prompt_with_dashes_and_metacharacters_stays_one_literal_argument(spec):
     prompt = "--help; rm -rf / $(id) `x` | & > out"
-    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev", stage=TaskState.IMPLEMENTING,
-                           prompt=prompt, cwd=Path("/tmp"), model="m", args=("--extra",))
+    request = AgentRequest(
+        task_id="T-1",
+        run_id="R-1",
+        role="dev",
+        stage=TaskState.IMPLEMENTING,
+        prompt=prompt,
+        cwd=Path("/tmp"),
+        model="m",
+        args=("--extra",),
+    )
     argv = spec.build_argv(request, PromptArg(text=prompt))
     literal = [a for a in argv if prompt in a]
     assert len(literal) == 1
-    assert (literal[0] == prompt and argv[argv.index(prompt) - 1] == "--") or \
-        literal[0].endswith("=" + prompt)
+    assert (literal[0] == prompt and argv[argv.index(prompt) - 1] == "--") or literal[0].endswith(
+        "=" + prompt
+    )
     assert "--extra" in argv
 
 
-@pytest.mark.parametrize("spec, version, supported, newer", [
-    (ClaudeSpec(), "2.1.197", True, False), (ClaudeSpec(), "2.5.0", True, True),
-    (ClaudeSpec(), "1.0.3", False, False), (CodexSpec(), None, False, False),
-])
+@pytest.mark.parametrize(
+    "spec, version, supported, newer",
+    [
+        (ClaudeSpec(), "2.1.197", True, False),
+        (ClaudeSpec(), "2.5.0", True, True),
+        (ClaudeSpec(), "1.0.3", False, False),
+        (CodexSpec(), None, False, False),
+    ],
+)
 def test_versions_against_the_supported_range(spec, version, supported, newer):
     ok, note = spec.check_version(version)
     assert ok is supported and ("newer" in note) is newer

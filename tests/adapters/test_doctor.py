@@ -6,13 +6,17 @@ import yaml
 
 
 def write(repo, roles) -> None:
-    (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [{"name": "app"}],
-                                                   "roles": roles}))
+    (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [{"name": "app"}], "roles": roles}))
 
 
 def test_doctor_reports_each_adapter_and_passes_when_every_role_can_run(repo, t25):
-    write(repo, {role: [{"adapter": "scripted"}] for role in
-                 ("spec", "planner", "dev", "qa", "reviewer", "docs")})
+    write(
+        repo,
+        {
+            role: [{"adapter": "scripted"}]
+            for role in ("spec", "planner", "dev", "qa", "reviewer", "docs")
+        },
+    )
     done = t25("doctor")
     assert done.code == 0, done.out + done.err
     assert "scripted" in done.out and "plays: scripted" in done.out
@@ -20,11 +24,18 @@ def test_doctor_reports_each_adapter_and_passes_when_every_role_can_run(repo, t2
 
 
 def test_doctor_fails_when_a_role_has_no_usable_adapter_and_says_what_is_wrong(repo, t25):
-    roles = {role: [{"adapter": "scripted"}] for role in
-             ("spec", "planner", "qa", "reviewer", "docs")}
-    roles["dev"] = [{"adapter": "nosuch"},
-                    {"adapter": "scripted", "env_passthrough": ["T25_TEST_UNSET_VAR"],
-                     "sandbox": "docker", "sandbox_image": "t25/agent:1"}]
+    roles = {
+        role: [{"adapter": "scripted"}] for role in ("spec", "planner", "qa", "reviewer", "docs")
+    }
+    roles["dev"] = [
+        {"adapter": "nosuch"},
+        {
+            "adapter": "scripted",
+            "env_passthrough": ["T25_TEST_UNSET_VAR"],
+            "sandbox": "docker",
+            "sandbox_image": "t25/agent:1",
+        },
+    ]
     write(repo, roles)
     done = t25("doctor", env={"PATH": "/nonexistent-bin:/usr/bin:/bin"})
     assert done.code == 1

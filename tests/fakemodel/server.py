@@ -26,46 +26,127 @@ from typing import Any
 ERRORS: dict[str, dict[str, tuple[int, dict, dict]]] = {
     # api -> kind -> (status, body, headers)
     "anthropic": {
-        "429": (429, {"type": "error", "error": {"type": "rate_limit_error", "message":
-                "This request would exceed the rate limit for your organization of 50 "
-                "requests per minute."}}, {"retry-after": "60"}),
-        "quota": (400, {"type": "error", "error": {"type": "invalid_request_error", "message":
-                  "Your credit balance is too low to access the Anthropic API. Please go to "
-                  "Plans & Billing to upgrade or purchase credits."}}, {}),
-        "usage": (429, {"type": "error", "error": {"type": "rate_limit_error", "message":
-                  "This request would exceed your account's rate limit. Please try again "
-                  "later."}}, {"anthropic-ratelimit-unified-status": "rejected",
-                               "anthropic-ratelimit-unified-reset": "1796015794"}),
-        "overload": (529, {"type": "error", "error": {"type": "overloaded_error",
-                                                     "message": "Overloaded"}}, {}),
+        "429": (
+            429,
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "This request would exceed the rate limit for your organization of 50 "
+                    "requests per minute.",
+                },
+            },
+            {"retry-after": "60"},
+        ),
+        "quota": (
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your credit balance is too low to access the Anthropic API. Please go to "
+                    "Plans & Billing to upgrade or purchase credits.",
+                },
+            },
+            {},
+        ),
+        "usage": (
+            429,
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "This request would exceed your account's rate limit. Please try again "
+                    "later.",
+                },
+            },
+            {
+                "anthropic-ratelimit-unified-status": "rejected",
+                "anthropic-ratelimit-unified-reset": "1796015794",
+            },
+        ),
+        "overload": (
+            529,
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            {},
+        ),
     },
     "openai": {
-        "429": (429, {"error": {"message": "Rate limit reached for requests. Please try again "
-                                           "in 1s.", "type": "requests", "param": None,
-                                "code": "rate_limit_exceeded"}}, {"retry-after": "1"}),
-        "quota": (429, {"error": {"message": "You exceeded your current quota, please check "
-                                             "your plan and billing details.",
-                                  "type": "insufficient_quota", "param": None,
-                                  "code": "insufficient_quota"}}, {}),
-        "usage": (429, {"error": {"type": "usage_limit_reached", "message":
-                                  "The usage limit has been reached", "plan_type": "plus",
-                                  "resets_in_seconds": 3600}}, {}),
-        "overload": (529, {"error": {"message": "The server is overloaded.",
-                                     "type": "server_is_overloaded",
-                                     "code": "server_is_overloaded"}}, {}),
+        "429": (
+            429,
+            {
+                "error": {
+                    "message": "Rate limit reached for requests. Please try again in 1s.",
+                    "type": "requests",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            {"retry-after": "1"},
+        ),
+        "quota": (
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota, please check "
+                    "your plan and billing details.",
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            },
+            {},
+        ),
+        "usage": (
+            429,
+            {
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "The usage limit has been reached",
+                    "plan_type": "plus",
+                    "resets_in_seconds": 3600,
+                }
+            },
+            {},
+        ),
+        "overload": (
+            529,
+            {
+                "error": {
+                    "message": "The server is overloaded.",
+                    "type": "server_is_overloaded",
+                    "code": "server_is_overloaded",
+                }
+            },
+            {},
+        ),
     },
     "gemini": {
-        "quota": (429, {"error": {"code": 429, "message": "You exceeded your current quota, "
-                                  "please check your plan and billing details.",
-                                  "status": "RESOURCE_EXHAUSTED", "details": [
-                                      {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                                       "violations": [{
-                                           "quotaMetric": "generativelanguage.googleapis.com/"
-                                                          "generate_content_free_tier_requests",
-                                           "quotaId": "GenerateRequestsPerDayPerProjectPerModel"
-                                                      "-FreeTier"}]},
-                                      {"@type": "type.googleapis.com/google.rpc.Help",
-                                       "links": []}]}}, {}),
+        "quota": (
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "message": "You exceeded your current quota, "
+                    "please check your plan and billing details.",
+                    "status": "RESOURCE_EXHAUSTED",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [
+                                {
+                                    "quotaMetric": "generativelanguage.googleapis.com/"
+                                    "generate_content_free_tier_requests",
+                                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                                }
+                            ],
+                        },
+                        {"@type": "type.googleapis.com/google.rpc.Help", "links": []},
+                    ],
+                }
+            },
+            {},
+        ),
     },
 }
 
@@ -119,9 +200,14 @@ class FakeModel:
             self.faults.append(Fault(kind, times, api))
 
     def proxy_env(self) -> dict[str, str]:
-        return {"HTTPS_PROXY": self.base_url, "HTTP_PROXY": self.base_url,
-                "https_proxy": self.base_url, "http_proxy": self.base_url,
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        return {
+            "HTTPS_PROXY": self.base_url,
+            "HTTP_PROXY": self.base_url,
+            "https_proxy": self.base_url,
+            "http_proxy": self.base_url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
 
     def _fault_for(self, api: str) -> str | None:
         with self.lock:
@@ -137,127 +223,296 @@ class FakeModel:
         return f"printf '%s' {_shell_quote(self.content)} > {_shell_quote(self.file)}"
 
     def anthropic(self, body: dict) -> list[tuple[str, dict]]:
-        done = any(isinstance(block, dict) and block.get("type") == "tool_result"
-                   for m in body.get("messages", []) if m.get("role") == "user"
-                   and isinstance(m.get("content"), list) for block in m["content"])
+        done = any(
+            isinstance(block, dict) and block.get("type") == "tool_result"
+            for m in body.get("messages", [])
+            if m.get("role") == "user" and isinstance(m.get("content"), list)
+            for block in m["content"]
+        )
         tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         model = body.get("model", "claude-fake")
         mid = f"msg_fake{next(self.ids)}"
-        events = [("message_start", {"type": "message_start", "message": {
-            "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": self.usage_in, "output_tokens": 1,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})]
+        events = [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {
+                            "input_tokens": self.usage_in,
+                            "output_tokens": 1,
+                            "cache_creation_input_tokens": 0,
+                            "cache_read_input_tokens": 0,
+                        },
+                    },
+                },
+            )
+        ]
         if done or "Bash" not in tools:
             text = self.final if done else _schema_answer(body) or self.final
-            events += [("content_block_start", {"type": "content_block_start", "index": 0,
-                        "content_block": {"type": "text", "text": ""}}),
-                       ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "text_delta", "text": text}}),
-                       ("content_block_stop", {"type": "content_block_stop", "index": 0})]
+            events += [
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": text},
+                    },
+                ),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ]
             stop = "end_turn"
         else:
-            events += [("content_block_start", {"type": "content_block_start", "index": 0,
-                        "content_block": {"type": "tool_use", "id": f"toolu_fake{next(self.ids)}",
-                                          "name": "Bash", "input": {}}}),
-                       ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(
-                            {"command": self.command(), "description": "write the file"})}}),
-                       ("content_block_stop", {"type": "content_block_stop", "index": 0})]
+            events += [
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": f"toolu_fake{next(self.ids)}",
+                            "name": "Bash",
+                            "input": {},
+                        },
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(
+                                {"command": self.command(), "description": "write the file"}
+                            ),
+                        },
+                    },
+                ),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ]
             stop = "tool_use"
-        events += [("message_delta", {"type": "message_delta", "delta": {
-                        "stop_reason": stop, "stop_sequence": None},
-                        "usage": {"output_tokens": self.usage_out}}),
-                   ("message_stop", {"type": "message_stop"})]
+        events += [
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": self.usage_out},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
         return events
 
     def responses(self, body: dict) -> list[tuple[str | None, dict]]:
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-        done = any(i.get("type") in ("function_call_output", "custom_tool_call_output")
-                   for i in items)
+        done = any(
+            i.get("type") in ("function_call_output", "custom_tool_call_output") for i in items
+        )
         tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         rid = f"resp_fake{next(self.ids)}"
         if done:
-            item = {"type": "message", "id": f"msg_{rid}", "role": "assistant",
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": self.final, "annotations": []}]}
+            item = {
+                "type": "message",
+                "id": f"msg_{rid}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": self.final, "annotations": []}],
+            }
         elif "apply_patch" in tools:
             lines = "".join(f"+{line}\n" for line in self.content.splitlines())
-            item = {"type": "custom_tool_call", "id": f"ctc_{rid}", "status": "completed",
-                    "call_id": f"call_{rid}", "name": "apply_patch",
-                    "input": f"*** Begin Patch\n*** Add File: {self.file}\n{lines}*** End Patch\n"}
+            item = {
+                "type": "custom_tool_call",
+                "id": f"ctc_{rid}",
+                "status": "completed",
+                "call_id": f"call_{rid}",
+                "name": "apply_patch",
+                "input": f"*** Begin Patch\n*** Add File: {self.file}\n{lines}*** End Patch\n",
+            }
         else:
-            item = {"type": "function_call", "id": f"fc_{rid}", "status": "completed",
-                    "call_id": f"call_{rid}", "name": "exec_command",
-                    "arguments": json.dumps({"cmd": self.command()})}
-        usage = {"input_tokens": self.usage_in, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": self.usage_out,
-                 "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": self.usage_in + self.usage_out}
-        response = {"id": rid, "object": "response", "model": body.get("model"),
-                    "status": "completed", "output": [item], "usage": usage}
+            item = {
+                "type": "function_call",
+                "id": f"fc_{rid}",
+                "status": "completed",
+                "call_id": f"call_{rid}",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": self.command()}),
+            }
+        usage = {
+            "input_tokens": self.usage_in,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": self.usage_out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.usage_in + self.usage_out,
+        }
+        response = {
+            "id": rid,
+            "object": "response",
+            "model": body.get("model"),
+            "status": "completed",
+            "output": [item],
+            "usage": usage,
+        }
         events: list[tuple[str | None, dict]] = [
-            ("response.created", {"type": "response.created", "response": {
-                **response, "status": "in_progress", "output": []}}),
-            ("response.output_item.added", {"type": "response.output_item.added",
-                                            "output_index": 0, "item": item})]
+            (
+                "response.created",
+                {
+                    "type": "response.created",
+                    "response": {**response, "status": "in_progress", "output": []},
+                },
+            ),
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+            ),
+        ]
         if item["type"] == "message":
-            events.append(("response.output_text.delta", {
-                "type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
-                "content_index": 0, "delta": self.final}))
-        events += [("response.output_item.done", {"type": "response.output_item.done",
-                                                  "output_index": 0, "item": item}),
-                   ("response.completed", {"type": "response.completed", "response": response})]
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": self.final,
+                    },
+                )
+            )
+        events += [
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+            ),
+            ("response.completed", {"type": "response.completed", "response": response}),
+        ]
         return events
 
     def chat(self, body: dict) -> list[dict]:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         done = any(m.get("role") == "tool" for m in messages)
-        tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or []
-                 if isinstance(t, dict)}
+        tools = {
+            (t.get("function") or {}).get("name")
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+        }
         cid, model = f"chatcmpl-fake{next(self.ids)}", body.get("model", "fake-model")
-        base = {"id": cid, "object": "chat.completion.chunk", "created": 1796000000,
-                "model": model}
+        base = {"id": cid, "object": "chat.completion.chunk", "created": 1796000000, "model": model}
         if done or not tools:
             text = self.final if done or tools else _chat_text(self, messages)
-            chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant",
-                                                                   "content": text},
-                                            "finish_reason": None}]},
-                      {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+            chunks = [
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": text},
+                            "finish_reason": None,
+                        }
+                    ],
+                },
+                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            ]
         else:
-            name, args = ("bash", {"command": self.command(), "description": "write the file"}) \
-                if "bash" in tools else ("write", {"filePath": self.file, "content": self.content})
-            chunks = [{**base, "choices": [{"index": 0, "delta": {
-                "role": "assistant", "content": None, "tool_calls": [{
-                    "index": 0, "id": f"call_fake{next(self.ids)}", "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)}}]},
-                "finish_reason": None}]},
-                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
-        chunks.append({**base, "choices": [], "usage": {
-            "prompt_tokens": self.usage_in, "completion_tokens": self.usage_out,
-            "total_tokens": self.usage_in + self.usage_out}})
+            name, args = (
+                ("bash", {"command": self.command(), "description": "write the file"})
+                if "bash" in tools
+                else ("write", {"filePath": self.file, "content": self.content})
+            )
+            chunks = [
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "role": "assistant",
+                                "content": None,
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": f"call_fake{next(self.ids)}",
+                                        "type": "function",
+                                        "function": {"name": name, "arguments": json.dumps(args)},
+                                    }
+                                ],
+                            },
+                            "finish_reason": None,
+                        }
+                    ],
+                },
+                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            ]
+        chunks.append(
+            {
+                **base,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": self.usage_in,
+                    "completion_tokens": self.usage_out,
+                    "total_tokens": self.usage_in + self.usage_out,
+                },
+            }
+        )
         return chunks
 
     def gemini(self, body: dict, model: str = "gemini-fake") -> dict:
         contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
-        done = any(isinstance(p, dict) and "functionResponse" in p
-                   for c in contents for p in c.get("parts") or [])
+        done = any(
+            isinstance(p, dict) and "functionResponse" in p
+            for c in contents
+            for p in c.get("parts") or []
+        )
         config = body.get("generationConfig") or {}
         if config.get("responseJsonSchema") or config.get("responseSchema"):
-            parts = [{"text": _schema_answer({"schema": config.get("responseJsonSchema")
-                                              or config.get("responseSchema")}) or "{}"}]
+            parts = [
+                {
+                    "text": _schema_answer(
+                        {"schema": config.get("responseJsonSchema") or config.get("responseSchema")}
+                    )
+                    or "{}"
+                }
+            ]
         elif done:
             parts = [{"text": self.final}]
         else:
-            parts = [{"functionCall": {"name": "write_file", "args": {
-                "file_path": self.file, "content": self.content}},
-                "thoughtSignature": "skip_thought_signature_validator"}]
-        return {"candidates": [{"content": {"role": "model", "parts": parts},
-                                "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": self.usage_in,
-                                  "candidatesTokenCount": self.usage_out,
-                                  "totalTokenCount": self.usage_in + self.usage_out},
-                "modelVersion": model}
+            parts = [
+                {
+                    "functionCall": {
+                        "name": "write_file",
+                        "args": {"file_path": self.file, "content": self.content},
+                    },
+                    "thoughtSignature": "skip_thought_signature_validator",
+                }
+            ]
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": self.usage_in,
+                "candidatesTokenCount": self.usage_out,
+                "totalTokenCount": self.usage_in + self.usage_out,
+            },
+            "modelVersion": model,
+        }
 
 
 def _shell_quote(text: str) -> str:
@@ -276,15 +531,22 @@ def _schema_answer(body: dict) -> str | None:
     """A JSON answer to a side request that demands a schema (titles, routing)."""
     schema = body.get("schema")
     if schema is None:
-        fmt = ((body.get("output_config") or {}).get("format") or {})
+        fmt = (body.get("output_config") or {}).get("format") or {}
         schema = fmt.get("schema")
     if not isinstance(schema, dict):
         return None
     out: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         kind = str((prop or {}).get("type", "string")).lower()
-        out[name] = 10 if kind in ("integer", "number") else False if kind == "boolean" \
-            else [] if kind == "array" else "Add greeting"
+        out[name] = (
+            10
+            if kind in ("integer", "number")
+            else False
+            if kind == "boolean"
+            else []
+            if kind == "array"
+            else "Add greeting"
+        )
     return json.dumps(out)
 
 
@@ -297,8 +559,9 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
 
         def _refuse(self) -> None:
             with fake.lock:
-                fake.escapes.append({"method": self.command, "target": self.path,
-                                     "host": self.headers.get("Host")})
+                fake.escapes.append(
+                    {"method": self.command, "target": self.path, "host": self.headers.get("Host")}
+                )
             body = b"blocked by the T25 fake model server: no internet in tests\n"
             self.send_response(403, "blocked by t25 fake model")
             self.send_header("Content-Length", str(len(body)))
@@ -320,8 +583,9 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                 return {}
             return value if isinstance(value, dict) else {}
 
-        def _send(self, status: int, body: bytes, content_type: str,
-                  headers: dict | None = None) -> None:
+        def _send(
+            self, status: int, body: bytes, content_type: str, headers: dict | None = None
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
@@ -334,8 +598,10 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(value).encode(), "application/json", headers)
 
         def _sse(self, events: list[tuple[str | None, dict]], done: bool = False) -> None:
-            text = "".join((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
-                           for name, data in events) + ("data: [DONE]\n\n" if done else "")
+            text = "".join(
+                (f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
+                for name, data in events
+            ) + ("data: [DONE]\n\n" if done else "")
             self._send(200, text.encode(), "text/event-stream", {"Cache-Control": "no-cache"})
 
         def do_GET(self) -> None:
@@ -352,13 +618,25 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                 return self._refuse()
             body = self._body()
             path = self.path.split("?")[0]
-            api = ("anthropic" if path.endswith("/messages") else
-                   "openai" if path.endswith(("/responses", "/chat/completions")) else
-                   "gemini" if ":streamGenerateContent" in path or ":generateContent" in path
-                   else None)
+            api = (
+                "anthropic"
+                if path.endswith("/messages")
+                else "openai"
+                if path.endswith(("/responses", "/chat/completions"))
+                else "gemini"
+                if ":streamGenerateContent" in path or ":generateContent" in path
+                else None
+            )
             with fake.lock:
-                fake.requests.append({"method": "POST", "path": self.path, "api": api,
-                                      "model": body.get("model"), "body": body})
+                fake.requests.append(
+                    {
+                        "method": "POST",
+                        "path": self.path,
+                        "api": api,
+                        "model": body.get("model"),
+                        "body": body,
+                    }
+                )
             if api is None:
                 return self._json(404, {"error": {"message": f"no such endpoint {path}"}})
             if kind := fake._fault_for(api):
@@ -407,9 +685,19 @@ def _chat_message(chunks: list[dict]) -> dict:
     delta = chunks[0]["choices"][0]["delta"]
     message = {"role": "assistant", "content": delta.get("content")}
     if delta.get("tool_calls"):
-        message["tool_calls"] = [{k: v for k, v in call.items() if k != "index"}
-                                 for call in delta["tool_calls"]]
-    return {"id": chunks[0]["id"], "object": "chat.completion", "model": chunks[0]["model"],
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": chunks[1]["choices"][0]["finish_reason"]}],
-            "usage": chunks[-1]["usage"]}
+        message["tool_calls"] = [
+            {k: v for k, v in call.items() if k != "index"} for call in delta["tool_calls"]
+        ]
+    return {
+        "id": chunks[0]["id"],
+        "object": "chat.completion",
+        "model": chunks[0]["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": chunks[1]["choices"][0]["finish_reason"],
+            }
+        ],
+        "usage": chunks[-1]["usage"],
+    }

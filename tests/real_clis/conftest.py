@@ -18,15 +18,23 @@ import pytest
 from tests.fakemodel.server import FakeModel
 
 REPO = Path(__file__).resolve().parents[2]
-BIN_DIR = Path(os.environ.get("T25_CLI_BIN_DIR") or REPO / ".tools" / "npm" / "node_modules" / ".bin")
+BIN_DIR = Path(
+    os.environ.get("T25_CLI_BIN_DIR") or REPO / ".tools" / "npm" / "node_modules" / ".bin"
+)
 AIDER_DIR = REPO / ".tools" / "aider" / "bin"  # aider's own virtual environment
 SEARCH = f"{BIN_DIR}{os.pathsep}{AIDER_DIR}"
 REQUIRED = os.environ.get("T25_REQUIRE_REAL_CLIS") == "1"
 # The dev stage's answer, as the IMPLEMENTING stage must parse it.
-FINAL = json.dumps({"summary": "Added greeting.txt with a greeting",
-                    "files_changed": ["greeting.txt"]})
-MODELS = {"claude": "claude-sonnet-4-5", "codex": "gpt-5.5", "gemini": "gemini-2.5-pro",
-          "opencode": "fake/fake-model", "aider": "openai/fake-model"}
+FINAL = json.dumps(
+    {"summary": "Added greeting.txt with a greeting", "files_changed": ["greeting.txt"]}
+)
+MODELS = {
+    "claude": "claude-sonnet-4-5",
+    "codex": "gpt-5.5",
+    "gemini": "gemini-2.5-pro",
+    "opencode": "fake/fake-model",
+    "aider": "openai/fake-model",
+}
 
 
 def need(binary: str) -> None:
@@ -55,12 +63,26 @@ def fake(monkeypatch, tmp_path) -> Iterator[FakeModel]:
         monkeypatch.setenv("OPENAI_API_BASE", server.base_url + "/v1")  # aider's endpoint
         monkeypatch.setenv("OPENAI_API_KEY", "dummy-openai")
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENCODE_CONFIG_CONTENT", json.dumps({
-            "autoupdate": False, "share": "disabled",
-            "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "fake",
-                                  "options": {"baseURL": server.base_url + "/v1",
-                                              "apiKey": "dummy-openai"},
-                                  "models": {"fake-model": {"name": "fake-model"}}}}}))
+        monkeypatch.setenv(
+            "OPENCODE_CONFIG_CONTENT",
+            json.dumps(
+                {
+                    "autoupdate": False,
+                    "share": "disabled",
+                    "provider": {
+                        "fake": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "fake",
+                            "options": {
+                                "baseURL": server.base_url + "/v1",
+                                "apiKey": "dummy-openai",
+                            },
+                            "models": {"fake-model": {"name": "fake-model"}},
+                        }
+                    },
+                }
+            ),
+        )
         # T25's own secrets are in the environment too: they must never reach an agent.
         monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "worker-secret-never-passed")
         yield server
@@ -68,11 +90,12 @@ def fake(monkeypatch, tmp_path) -> Iterator[FakeModel]:
 
 def profile(cli: str, fake: FakeModel) -> dict:
     """A t25.yaml profile that runs `cli` against the fake, with a private HOME."""
-    entry: dict = {"adapter": cli, "model": MODELS[cli], "private_home": True,
-                   "timeout_s": 120}
+    entry: dict = {"adapter": cli, "model": MODELS[cli], "private_home": True, "timeout_s": 120}
     if cli == "codex":
-        provider = (f'{{name="fake", base_url="{fake.base_url}/v1", wire_api="responses", '
-                    'env_key="FAKE_API_KEY", request_max_retries=0, stream_max_retries=0}')
+        provider = (
+            f'{{name="fake", base_url="{fake.base_url}/v1", wire_api="responses", '
+            'env_key="FAKE_API_KEY", request_max_retries=0, stream_max_retries=0}'
+        )
         entry["args"] = ["-c", "model_provider=fake", "-c", f"model_providers.fake={provider}"]
         entry["env_passthrough"] = ["FAKE_API_KEY"]
     return entry

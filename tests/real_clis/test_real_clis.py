@@ -28,9 +28,17 @@ from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
 from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
 
 CLIS = ("claude", "codex", "gemini", "opencode", "aider")
-RATES = {name: {"input": 3.0, "output": 15.0} for name in (
-    "claude-sonnet-4-5", "gpt-5.5", "gemini-2.5-pro", "fake/fake-model", "openai/fake-model",
-    "scripted-1")}
+RATES = {
+    name: {"input": 3.0, "output": 15.0}
+    for name in (
+        "claude-sonnet-4-5",
+        "gpt-5.5",
+        "gemini-2.5-pro",
+        "fake/fake-model",
+        "openai/fake-model",
+        "scripted-1",
+    )
+}
 
 
 async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[float, ...] = ()):
@@ -79,15 +87,21 @@ async def test_a_real_cli_plays_the_dev_stage_of_a_whole_pipeline(cli, fake, sho
 
 
 # Which error each first adapter gets, and who takes over.
-FALLBACKS = [("claude", "quota", "codex"), ("claude", "429", "gemini"),
-             ("claude", "usage", "aider"), ("codex", "quota", "claude"),
-             ("codex", "usage", "gemini"), ("gemini", "quota", "claude")]
+FALLBACKS = [
+    ("claude", "quota", "codex"),
+    ("claude", "429", "gemini"),
+    ("claude", "usage", "aider"),
+    ("codex", "quota", "claude"),
+    ("codex", "usage", "gemini"),
+    ("gemini", "quota", "claude"),
+]
 API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini"}
 
 
 @pytest.mark.parametrize("first, error, second", FALLBACKS)
-async def test_quota_on_the_first_adapter_falls_back_to_the_second(first, error, second, fake,
-                                                                   shop):
+async def test_quota_on_the_first_adapter_falls_back_to_the_second(
+    first, error, second, fake, shop
+):
     need(first)
     need(second)
     fake.fail_next(error, times=100, api=API[first])
@@ -110,18 +124,27 @@ async def test_an_overloaded_provider_is_retried_with_backoff(fake, shop):
 
 @pytest.mark.parametrize("cli", CLIS)
 async def test_a_prompt_with_dashes_and_shell_metacharacters_reaches_the_model_literally(
-        cli, fake, tmp_path):
+    cli, fake, tmp_path
+):
     need(cli)
     work = tmp_path / "work"
     work.mkdir()
     git_sync("init", "-q", cwd=work)
     prompt = "--version; touch pwned $(touch pwned2) `touch pwned3` | cat > pwned4 & echo"
     entry = profile(cli, fake)
-    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
-                           stage=TaskState.IMPLEMENTING, prompt=prompt, cwd=work,
-                           model=MODELS[cli], args=tuple(entry.get("args", ())),
-                           env_passthrough=tuple(entry.get("env_passthrough", ())),
-                           private_home=True, timeout_s=120)
+    request = AgentRequest(
+        task_id="T-1",
+        run_id="R-1",
+        role="dev",
+        stage=TaskState.IMPLEMENTING,
+        prompt=prompt,
+        cwd=work,
+        model=MODELS[cli],
+        args=tuple(entry.get("args", ())),
+        env_passthrough=tuple(entry.get("env_passthrough", ())),
+        private_home=True,
+        timeout_s=120,
+    )
 
     async def sink(stream: str, text: str) -> None:
         pass
@@ -138,9 +161,17 @@ async def test_a_prompt_with_dashes_and_shell_metacharacters_reaches_the_model_l
 async def test_a_quota_failure_is_classified_and_carries_the_message(fake, tmp_path):
     need("claude")
     fake.fail_next("quota", times=10, api="anthropic")
-    request = AgentRequest(task_id="T-1", run_id="R-1", role="dev",
-                           stage=TaskState.IMPLEMENTING, prompt="hi", cwd=tmp_path,
-                           model=MODELS["claude"], private_home=True, timeout_s=60)
+    request = AgentRequest(
+        task_id="T-1",
+        run_id="R-1",
+        role="dev",
+        stage=TaskState.IMPLEMENTING,
+        prompt="hi",
+        cwd=tmp_path,
+        model=MODELS["claude"],
+        private_home=True,
+        timeout_s=60,
+    )
 
     async def sink(stream: str, text: str) -> None:
         pass
@@ -149,16 +180,17 @@ async def test_a_quota_failure_is_classified_and_carries_the_message(fake, tmp_p
     assert result.failure is Failure.QUOTA and "Credit balance is too low" in result.error
 
 
-async def test_a_provider_still_overloaded_after_the_retries_falls_back_to_the_next(fake,
-                                                                                    shop):
+async def test_a_provider_still_overloaded_after_the_retries_falls_back_to_the_next(fake, shop):
     need("claude")
     need("codex")
     fake.fail_next("overload", times=100, api="anthropic")
-    task, dev, _ = await run_pipeline(shop, [profile("claude", fake), profile("codex", fake)],
-                                      backoff=(0.05,))
+    task, dev, _ = await run_pipeline(
+        shop, [profile("claude", fake), profile("codex", fake)], backoff=(0.05,)
+    )
     assert task.state is TaskState.DONE, task.error
-    assert dev.adapter == "codex" and "claude: still overloaded after 1 retries" in \
-        dev.adapter_reason
+    assert (
+        dev.adapter == "codex" and "claude: still overloaded after 1 retries" in dev.adapter_reason
+    )
 
 
 async def test_an_overload_with_no_one_to_fall_back_to_fails_the_task_saying_so(fake, shop):

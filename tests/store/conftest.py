@@ -52,7 +52,10 @@ class SqliteBackend:
             db = sqlite3.connect(self.path)
             try:
                 with db:
-                    db.execute("UPDATE blobs SET content = CAST(content || x'00' AS BLOB) WHERE sha256 = ?", (sha256,))
+                    db.execute(
+                        "UPDATE blobs SET content = CAST(content || x'00' AS BLOB) WHERE sha256 = ?",
+                        (sha256,),
+                    )
             finally:
                 db.close()
 
@@ -139,7 +142,9 @@ class PostgresBackend:
 
         con = await asyncpg.connect(self.url)
         try:
-            await con.execute("UPDATE blobs SET content = content || '\\x00'::bytea WHERE sha256 = $1", sha256)
+            await con.execute(
+                "UPDATE blobs SET content = content || '\\x00'::bytea WHERE sha256 = $1", sha256
+            )
         finally:
             await con.close()
 
@@ -195,4 +200,6 @@ def corrupt_blob(backend: Backend) -> Callable[[str], Awaitable[None]]:
 
 @pytest.fixture
 async def project(store: Store) -> Project:
-    return await store.upsert_project(Project(name="demo", repo_path="/srv/demo", default_branch="main"))
+    return await store.upsert_project(
+        Project(name="demo", repo_path="/srv/demo", default_branch="main")
+    )

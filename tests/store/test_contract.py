@@ -49,7 +49,9 @@ async def new_task(store: Store, title: str = "add rate limiting", **kw: object)
 
 async def leased_run(store: Store, *, ttl_s: float = 30.0, max_attempts: int = 3) -> Lease:
     task = await new_task(store)
-    await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec", max_attempts=max_attempts))
+    await store.enqueue_run(
+        NewRun(task_id=task.id, stage=S.SPEC, role="spec", max_attempts=max_attempts)
+    )
     lease = await store.claim_run("w1", ttl_s)
     assert lease is not None
     return lease
@@ -74,19 +76,26 @@ def test_every_protocol_method_is_implemented(store: Store) -> None:
 async def test_projects_upsert_and_list(store: Store) -> None:
     await store.upsert_project(Project(name="web", repo_path="/srv/web", default_branch="main"))
     await store.upsert_project(Project(name="api", repo_path="/srv/api", default_branch="main"))
-    moved = await store.upsert_project(Project(name="web", repo_path="/srv/web2", default_branch="trunk"))
+    moved = await store.upsert_project(
+        Project(name="web", repo_path="/srv/web2", default_branch="trunk")
+    )
 
     assert moved == Project(name="web", repo_path="/srv/web2", default_branch="trunk")
     assert await store.list_projects() == [
-        Project(name="api", repo_path="/srv/api", default_branch="main"), moved]
+        Project(name="api", repo_path="/srv/api", default_branch="main"),
+        moved,
+    ]
 
 
 # -- tasks ------------------------------------------------------------------------------------
 
 
-async def test_create_task_assigns_ids_and_writes_task_created(store: Store, project: Project) -> None:
+async def test_create_task_assigns_ids_and_writes_task_created(
+    store: Store, project: Project
+) -> None:
     first, created = await store.create_task(
-        NewTask(project="demo", title="add rate limiting", type=TaskType.FIX, description="login"), actor="alice"
+        NewTask(project="demo", title="add rate limiting", type=TaskType.FIX, description="login"),
+        actor="alice",
     )
     second = await new_task(store, "second")
 
@@ -94,7 +103,12 @@ async def test_create_task_assigns_ids_and_writes_task_created(store: Store, pro
     assert first.state == S.RECEIVED and first.type == TaskType.FIX and first.description == "login"
     assert first.created_at.tzinfo is not None and first.created_at.utcoffset() == timedelta(0)
     assert isinstance(created, TaskCreated) and created.id > 0
-    assert (created.task_id, created.title, created.project, created.actor) == ("T-1", "add rate limiting", "demo", "alice")
+    assert (created.task_id, created.title, created.project, created.actor) == (
+        "T-1",
+        "add rate limiting",
+        "demo",
+        "alice",
+    )
     assert await store.events_after(0, task_id="T-1") == [created]
     assert await store.get_task("T-1") == first
     assert await store.get_task("t1") == first  # ids are accepted the way people type them
@@ -113,7 +127,9 @@ async def test_list_tasks_filters(store: Store, project: Project) -> None:
     b = await new_task(store, "b")
     c, _ = await store.create_task(NewTask(project="other", title="c"), actor="alice")
     b, _ = await store.apply_transition(b.id, S.RECEIVED, move(b, S.SPEC), {})
-    await store.update_task(c.id, S.RECEIVED, {"archived": True}, TaskUpdated(fields={"archived": True}, actor="bob"))
+    await store.update_task(
+        c.id, S.RECEIVED, {"archived": True}, TaskUpdated(fields={"archived": True}, actor="bob")
+    )
 
     assert [t.id for t in await store.list_tasks()] == [a.id, b.id]
     assert [t.id for t in await store.list_tasks(include_archived=True)] == [a.id, b.id, c.id]
@@ -124,11 +140,15 @@ async def test_list_tasks_filters(store: Store, project: Project) -> None:
     assert await store.list_tasks(project="other") == []
 
 
-async def test_apply_transition_moves_the_task_and_writes_the_event(store: Store, project: Project) -> None:
+async def test_apply_transition_moves_the_task_and_writes_the_event(
+    store: Store, project: Project
+) -> None:
     task = await new_task(store)
     event = TaskTransitioned(from_state=S.RECEIVED, to_state=S.SPEC, actor="alice", reason="go")
 
-    moved, written = await store.apply_transition(task.id, S.RECEIVED, event, {"error": None, "qa_loops": 2})
+    moved, written = await store.apply_transition(
+        task.id, S.RECEIVED, event, {"error": None, "qa_loops": 2}
+    )
 
     assert moved.state == S.SPEC and moved.qa_loops == 2
     assert moved.state_since >= task.state_since
@@ -137,7 +157,9 @@ async def test_apply_transition_moves_the_task_and_writes_the_event(store: Store
     assert await store.get_task(task.id) == moved
 
 
-async def test_apply_transition_from_a_stale_state_changes_nothing(store: Store, project: Project) -> None:
+async def test_apply_transition_from_a_stale_state_changes_nothing(
+    store: Store, project: Project
+) -> None:
     task = await new_task(store)
     await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {})
     before = await store.last_event_id()
@@ -166,17 +188,25 @@ async def test_two_deciders_racing_from_the_same_state_one_wins(
     assert len(wins) == 1 and len(losses) == 1, results
     (winner, event) = wins[0]
     assert (await store.get_task(task.id)) == winner
-    transitions = [e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)]
+    transitions = [
+        e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)
+    ]
     assert transitions == [event]
 
 
 async def test_unknown_task_is_not_found(store: Store, project: Project) -> None:
     with pytest.raises(NotFound, match="T-42") as e:
-        await store.apply_transition("T-42", S.RECEIVED, TaskTransitioned(
-            from_state=S.RECEIVED, to_state=S.SPEC, actor="a"), {})
+        await store.apply_transition(
+            "T-42",
+            S.RECEIVED,
+            TaskTransitioned(from_state=S.RECEIVED, to_state=S.SPEC, actor="a"),
+            {},
+        )
     assert e.value.hint
     with pytest.raises(NotFound, match="T-42"):
-        await store.update_task("T-42", S.RECEIVED, {"archived": True}, TaskUpdated(fields={}, actor="a"))
+        await store.update_task(
+            "T-42", S.RECEIVED, {"archived": True}, TaskUpdated(fields={}, actor="a")
+        )
     with pytest.raises(NotFound, match="T-42"):
         await store.enqueue_run(NewRun(task_id="T-42", stage=S.SPEC, role="spec"))
     with pytest.raises(NotFound, match="T-42"):
@@ -191,24 +221,38 @@ async def test_only_mutable_fields_can_be_set(store: Store, project: Project) ->
     with pytest.raises(ValueError, match="title"):
         await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"title": "sneaky"})
     with pytest.raises(ValueError, match="state"):
-        await store.update_task(task.id, S.RECEIVED, {"state": "DONE"}, TaskUpdated(fields={}, actor="a"))
+        await store.update_task(
+            task.id, S.RECEIVED, {"state": "DONE"}, TaskUpdated(fields={}, actor="a")
+        )
     with pytest.raises(ValueError):
-        await store.update_task(task.id, S.RECEIVED, {"qa_loops": "many"}, TaskUpdated(fields={}, actor="a"))
+        await store.update_task(
+            task.id, S.RECEIVED, {"qa_loops": "many"}, TaskUpdated(fields={}, actor="a")
+        )
     assert await store.get_task(task.id) == task
     assert len(await store.events_after(0)) == 1
 
 
-async def test_update_task_is_compare_and_set_without_a_state_change(store: Store, project: Project) -> None:
+async def test_update_task_is_compare_and_set_without_a_state_change(
+    store: Store, project: Project
+) -> None:
     task = await new_task(store)
     fields = {"archived": True, "resume_state": S.SPEC, "approved_plan_sha": "ab" * 32}
 
-    updated, event = await store.update_task(task.id, S.RECEIVED, fields, TaskUpdated(fields={"archived": True}, actor="bob"))
+    updated, event = await store.update_task(
+        task.id, S.RECEIVED, fields, TaskUpdated(fields={"archived": True}, actor="bob")
+    )
 
     assert updated.state == S.RECEIVED and updated.state_since == task.state_since
-    assert updated.archived and updated.resume_state == S.SPEC and updated.approved_plan_sha == "ab" * 32
+    assert (
+        updated.archived
+        and updated.resume_state == S.SPEC
+        and updated.approved_plan_sha == "ab" * 32
+    )
     assert isinstance(event, TaskUpdated) and event.id > 0 and event.task_id == task.id
     with pytest.raises(StaleState, match="RECEIVED, not PLAN"):
-        await store.update_task(task.id, S.PLAN, {"merged": True}, TaskUpdated(fields={}, actor="bob"))
+        await store.update_task(
+            task.id, S.PLAN, {"merged": True}, TaskUpdated(fields={}, actor="bob")
+        )
     assert await store.get_task(task.id) == updated
 
 
@@ -219,8 +263,10 @@ async def test_event_ids_are_monotonic_and_events_after_pages(
     store: Store, second_store: Store, project: Project
 ) -> None:
     task = await new_task(store)
-    written = [await s.append_event(DecisionRecorded(task_id=task.id, decision="retry", actor=f"op{i}"))
-               for i, s in enumerate([store, second_store] * 5)]
+    written = [
+        await s.append_event(DecisionRecorded(task_id=task.id, decision="retry", actor=f"op{i}"))
+        for i, s in enumerate([store, second_store] * 5)
+    ]
 
     ids = [e.id for e in written]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
@@ -250,8 +296,14 @@ async def test_events_after_filters_by_task(store: Store, project: Project) -> N
 
 
 async def test_appended_event_round_trips(store: Store) -> None:
-    event = RunFinished(task_id="T-3", run_id="R-9", status=RunStatus.FAILED, exit_code=2,
-                        usage=Usage(input_tokens=5, model="m"), cost_usd=0.25)
+    event = RunFinished(
+        task_id="T-3",
+        run_id="R-9",
+        status=RunStatus.FAILED,
+        exit_code=2,
+        usage=Usage(input_tokens=5, model="m"),
+        cost_usd=0.25,
+    )
 
     written = await store.append_event(event)
 
@@ -271,7 +323,11 @@ async def test_enqueue_and_claim(store: Store, project: Project) -> None:
     assert isinstance(queued, RunQueued) and queued.run_id == run.id and queued.task_id == task.id
 
     lease = await store.claim_run("w1", 30)
-    assert lease is not None and (lease.run_id, lease.task_id, lease.worker) == (run.id, task.id, "w1")
+    assert lease is not None and (lease.run_id, lease.task_id, lease.worker) == (
+        run.id,
+        task.id,
+        "w1",
+    )
     assert lease.token == 1
     assert timedelta(seconds=20) < lease.expires_at - run.enqueued_at < timedelta(seconds=40)
     running = await store.get_run(run.id)
@@ -283,12 +339,17 @@ async def test_enqueue_and_claim(store: Store, project: Project) -> None:
 
 async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
     task = await new_task(store)
-    runs = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role=f"r{i}")))[0] for i in range(3)]
+    runs = [
+        (await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role=f"r{i}")))[0]
+        for i in range(3)
+    ]
     leases = [await store.claim_run("w", 30) for _ in runs]
     assert [lease.run_id for lease in leases if lease] == [r.id for r in runs]
 
 
-async def test_each_run_is_claimed_exactly_once(store: Store, second_store: Store, project: Project) -> None:
+async def test_each_run_is_claimed_exactly_once(
+    store: Store, second_store: Store, project: Project
+) -> None:
     task = await new_task(store)
     for i in range(60):
         await store.enqueue_run(NewRun(task_id=task.id, stage=S.IMPLEMENTING, role=f"dev{i}"))
@@ -299,12 +360,16 @@ async def test_each_run_is_claimed_exactly_once(store: Store, second_store: Stor
             got.append(lease)
         return got
 
-    per_worker = await asyncio.gather(*(claimer([store, second_store][i % 2], f"w{i}") for i in range(8)))
+    per_worker = await asyncio.gather(
+        *(claimer([store, second_store][i % 2], f"w{i}") for i in range(8))
+    )
 
     claimed = [lease.run_id for leases in per_worker for lease in leases]
     assert len(claimed) == 60 and len(set(claimed)) == 60
     runs = await store.list_runs(task_id=task.id)
-    assert all(r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs)
+    assert all(
+        r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs
+    )
 
 
 async def test_heartbeat_extends_a_live_lease(store: Store, project: Project) -> None:
@@ -343,19 +408,41 @@ async def test_completion_after_expiry_is_rejected(store: Store, project: Projec
     assert await store.last_event_id() == before_events
 
 
-async def test_complete_run_records_the_outcome_and_run_finished(store: Store, project: Project) -> None:
+async def test_complete_run_records_the_outcome_and_run_finished(
+    store: Store, project: Project
+) -> None:
     lease = await leased_run(store)
-    outcome = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0, adapter="claude", adapter_reason="first choice",
-                         cli_version="1.2.3", model="sonnet", cost_usd=0.42,
-                         usage=Usage(input_tokens=10, output_tokens=20, cache_read_tokens=3, cache_write_tokens=4, model="sonnet"))
+    outcome = RunOutcome(
+        status=RunStatus.SUCCEEDED,
+        exit_code=0,
+        adapter="claude",
+        adapter_reason="first choice",
+        cli_version="1.2.3",
+        model="sonnet",
+        cost_usd=0.42,
+        usage=Usage(
+            input_tokens=10,
+            output_tokens=20,
+            cache_read_tokens=3,
+            cache_write_tokens=4,
+            model="sonnet",
+        ),
+    )
 
     run, event = await store.complete_run(lease, outcome)
 
     assert run.status == RunStatus.SUCCEEDED and run.exit_code == 0 and run.usage == outcome.usage
     assert (run.adapter, run.adapter_reason, run.cli_version, run.model, run.cost_usd) == (
-        "claude", "first choice", "1.2.3", "sonnet", 0.42)
+        "claude",
+        "first choice",
+        "1.2.3",
+        "sonnet",
+        0.42,
+    )
     assert run.finished_at is not None and run.lease_expires_at is None
-    assert isinstance(event, RunFinished) and event.run_id == run.id and event.usage == outcome.usage
+    assert (
+        isinstance(event, RunFinished) and event.run_id == run.id and event.usage == outcome.usage
+    )
     assert (await store.events_after(event.id - 1)) == [event]
     assert await store.get_run(run.id) == run
     with pytest.raises(LeaseLost):  # a lease ends with its run
@@ -368,14 +455,24 @@ async def test_text_an_agent_wrote_may_hold_nul(store: Store, project: Project) 
     # An agent's error, model name or output reaches the store from an in-process worker with
     # nothing in between. Postgres text cannot hold NUL: it is kept as U+FFFD, never an error.
     lease = await leased_run(store)
-    outcome = RunOutcome(status=RunStatus.FAILED, exit_code=1, error="died\x00here", model="m\x00",
-                         adapter_reason="chain\x00", usage=Usage(model="m\x00"))
+    outcome = RunOutcome(
+        status=RunStatus.FAILED,
+        exit_code=1,
+        error="died\x00here",
+        model="m\x00",
+        adapter_reason="chain\x00",
+        usage=Usage(model="m\x00"),
+    )
 
     run, _ = await store.complete_run(lease, outcome)
 
     assert run.error in ("died\x00here", "died\ufffdhere") and run.model in ("m\x00", "m\ufffd")
-    task, _ = await store.update_task(lease.task_id, S.RECEIVED, {"error": "x\x00"},
-                                      TaskUpdated(task_id=lease.task_id, fields={"error": "x\x00"}, actor="t25"))
+    task, _ = await store.update_task(
+        lease.task_id,
+        S.RECEIVED,
+        {"error": "x\x00"},
+        TaskUpdated(task_id=lease.task_id, fields={"error": "x\x00"}, actor="t25"),
+    )
     assert task.error in ("x\x00", "x\ufffd")
     assert (await store.get_task(lease.task_id)) == task
 
@@ -434,7 +531,9 @@ async def test_run_fails_once_it_used_its_attempts(store: Store, project: Projec
     assert await store.claim_run("w3", 30) is None
 
 
-async def test_release_hands_the_run_back_without_counting_an_attempt(store: Store, project: Project) -> None:
+async def test_release_hands_the_run_back_without_counting_an_attempt(
+    store: Store, project: Project
+) -> None:
     lease = await leased_run(store)
 
     released = await store.release_run(lease)
@@ -481,11 +580,21 @@ async def test_list_runs_filters(store: Store, project: Project) -> None:
 # -- artifacts --------------------------------------------------------------------------------
 
 
-async def test_artifact_content_is_stored_once_with_each_provenance(store: Store, project: Project) -> None:
+async def test_artifact_content_is_stored_once_with_each_provenance(
+    store: Store, project: Project
+) -> None:
     lease = await leased_run(store)
     content = b"# Plan\nrisk: low\n"
-    meta = ArtifactMeta(kind=ArtifactKind.PLAN, media_type="text/markdown", task_id=lease.task_id,
-                        run_id=lease.run_id, role="planner", adapter="claude", cli_version="1.0", model="m")
+    meta = ArtifactMeta(
+        kind=ArtifactKind.PLAN,
+        media_type="text/markdown",
+        task_id=lease.task_id,
+        run_id=lease.run_id,
+        role="planner",
+        adapter="claude",
+        cli_version="1.0",
+        model="m",
+    )
 
     first = await store.put_artifact(content, meta)
     second = await store.put_artifact(content, meta.model_copy(update={"adapter": "codex"}))
@@ -496,7 +605,10 @@ async def test_artifact_content_is_stored_once_with_each_provenance(store: Store
     for artifact in (first, second):
         read, body = await store.get_artifact(artifact.id)
         assert read == artifact and body == content
-    assert [a.id for a in await store.list_artifacts(task_id=lease.task_id)] == [first.id, second.id]
+    assert [a.id for a in await store.list_artifacts(task_id=lease.task_id)] == [
+        first.id,
+        second.id,
+    ]
     assert [a.id for a in await store.list_artifacts()] == [first.id, second.id]
 
 
@@ -525,7 +637,11 @@ async def test_corrupted_artifact_is_detected(store: Store, project: Project, co
 
 async def test_audit_anchor_is_compare_and_set(store: Store, second_store: Store) -> None:
     assert await store.get_audit_anchor() is None
-    one, two, three = AuditAnchor(seq=1, hash="a"), AuditAnchor(seq=2, hash="b"), AuditAnchor(seq=3, hash="c")
+    one, two, three = (
+        AuditAnchor(seq=1, hash="a"),
+        AuditAnchor(seq=2, hash="b"),
+        AuditAnchor(seq=3, hash="c"),
+    )
 
     await store.set_audit_anchor(one, previous=None)
     with pytest.raises(StaleState):
@@ -558,14 +674,18 @@ async def test_a_cancelled_call_is_all_or_nothing_and_leaves_the_store_usable(
     store: Store, project: Project, steps: int
 ) -> None:
     task = await new_task(store)
-    call = asyncio.create_task(store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"qa_loops": 1}))
+    call = asyncio.create_task(
+        store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"qa_loops": 1})
+    )
     await asyncio.sleep(steps * 0.00005)  # cancel at a different point of the transaction each time
     call.cancel()
     await asyncio.gather(call, return_exceptions=True)
 
     now = await store.get_task(task.id)
     assert now is not None
-    moves = [e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)]
+    moves = [
+        e for e in await store.events_after(0, task_id=task.id) if isinstance(e, TaskTransitioned)
+    ]
     assert (now.state, now.qa_loops, len(moves)) in {(S.RECEIVED, 0, 0), (S.SPEC, 1, 1)}
     await store.apply_transition(task.id, now.state, move(now, S.CANCELLED), {})
 
@@ -574,7 +694,9 @@ async def test_the_event_of_a_change_is_about_that_task(store: Store, project: P
     a, b = await new_task(store, "a"), await new_task(store, "b")
     with pytest.raises(ValueError, match="T-2"):
         await store.apply_transition(a.id, S.RECEIVED, move(b, S.SPEC), {})
-    with pytest.raises(ValueError):  # a state change is recorded as a TaskTransitioned from `expected`
+    with pytest.raises(
+        ValueError
+    ):  # a state change is recorded as a TaskTransitioned from `expected`
         await store.apply_transition(a.id, S.SPEC, move(a, S.PLAN), {})
     assert await store.get_task(a.id) == a
 
@@ -599,7 +721,9 @@ async def test_wait_for_events_wakes_a_reader_in_another_instance(
     assert await store.wait_for_events(written.id, 0) is False
 
 
-async def test_wait_for_events_wakes_a_reader_of_the_same_instance(store: Store, project: Project) -> None:
+async def test_wait_for_events_wakes_a_reader_of_the_same_instance(
+    store: Store, project: Project
+) -> None:
     waiting = asyncio.create_task(store.wait_for_events(await store.last_event_id(), 30))
     await asyncio.sleep(0.02)
     task = await new_task(store)
@@ -610,7 +734,9 @@ async def test_wait_for_events_wakes_a_reader_of_the_same_instance(store: Store,
 # -- crash loops ------------------------------------------------------------------------------
 
 
-async def until_claimed(store: Store, worker: str, ttl_s: float, *, within_s: float = 10.0) -> Lease:
+async def until_claimed(
+    store: Store, worker: str, ttl_s: float, *, within_s: float = 10.0
+) -> Lease:
     for _ in range(int(within_s / 0.02)):
         if (lease := await store.claim_run(worker, ttl_s)) is not None:
             return lease
@@ -622,7 +748,9 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
     store: Store, project: Project
 ) -> None:
     crashing = await expire(store, max_attempts=3)  # attempt 1 lapses: its worker "died"
-    healthy, _ = await store.enqueue_run(NewRun(task_id=crashing.task_id, stage=S.SPEC, role="healthy"))
+    healthy, _ = await store.enqueue_run(
+        NewRun(task_id=crashing.task_id, stage=S.SPEC, role="healthy")
+    )
 
     (reaped,) = await store.reap_expired(retry_delay_s=0.5)  # back in 0.5 s
     assert reaped.status == RunStatus.QUEUED and reaped.error == "lease expired on attempt 1 of 3"
@@ -652,7 +780,9 @@ async def test_backoff_never_exceeds_its_longest_delay(store: Store, project: Pr
     await store.reap_expired(retry_delay_s=0.1, max_retry_delay_s=0.1)
     await until_claimed(store, "w2", 0.05)
     await asyncio.sleep(0.2)
-    await store.reap_expired(retry_delay_s=0.1, max_retry_delay_s=0.1)  # would be 0.2 s, capped at 0.1
+    await store.reap_expired(
+        retry_delay_s=0.1, max_retry_delay_s=0.1
+    )  # would be 0.2 s, capped at 0.1
     await asyncio.sleep(0.15)
     again = await store.claim_run("w3", 30)
     assert again is not None and again.run_id == lease.run_id

@@ -27,17 +27,27 @@ TASKS = 150  # two processes × cancel and archive × 150 tasks: 600 decisions
 
 async def _decider(config: Path, actor: str, tasks: list[str]) -> asyncio.subprocess.Process:
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.store.decider", str(config), actor, *tasks, cwd=ROOT,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "tests.store.decider",
+        str(config),
+        actor,
+        *tasks,
+        cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
     assert await asyncio.wait_for(child.stdout.readline(), 60) == b"ready\n"
     return child
 
 
 async def test_two_processes_deciding_at_once_apply_each_decision_once(
-        backend: Backend, tmp_path: Path) -> None:
+    backend: Backend, tmp_path: Path
+) -> None:
     repo = make_repo(tmp_path / "repo", exclude_factory=True)
-    (repo / "t25.yaml").write_text(yaml.safe_dump(
-        {"projects": [{"name": "shop", "repo": "."}], "store": {"url": backend.url}}))
+    (repo / "t25.yaml").write_text(
+        yaml.safe_dump({"projects": [{"name": "shop", "repo": "."}], "store": {"url": backend.url}})
+    )
     config = load_config(repo / "t25.yaml")
     store = await backend.open()
     try:
@@ -57,19 +67,23 @@ async def test_two_processes_deciding_at_once_apply_each_decision_once(
         assert len(outcomes) == 4 * TASKS
         failed = [o for o in outcomes if o["outcome"] not in ("applied", "refused")]
         assert failed == []
-        applied = Counter((o["task"], o["verb"], o["actor"]) for o in outcomes
-                          if o["outcome"] == "applied")
+        applied = Counter(
+            (o["task"], o["verb"], o["actor"]) for o in outcomes if o["outcome"] == "applied"
+        )
         assert sorted((task, verb) for task, verb, _ in applied) == sorted(
-            (task, verb) for task in tasks for verb in ("cancel", "archive"))
+            (task, verb) for task in tasks for verb in ("cancel", "archive")
+        )
 
         audit = AuditLog(repo / ".factory" / "audit.jsonl", store)
         lines = Counter((e.task, e.decision, e.actor) for e in audit.entries())
         assert lines == applied  # no line for a refused decision, none voided
         verdict = await audit.verify()
         assert verdict.ok and verdict.lines == 2 * TASKS, verdict.message
-        events = Counter((e.task_id, e.decision, e.actor)
-                         for e in await store.events_after(0, limit=100_000)
-                         if isinstance(e, DecisionRecorded))
+        events = Counter(
+            (e.task_id, e.decision, e.actor)
+            for e in await store.events_after(0, limit=100_000)
+            if isinstance(e, DecisionRecorded)
+        )
         assert events == applied
         for task in tasks:
             assert (await control.task(task)).archived
@@ -87,8 +101,9 @@ async def test_deciders_on_two_checkouts_sharing_postgres_take_turns(pg_template
         release = await first.lock_audit()
         waiting = asyncio.create_task(second.lock_audit())
         for _ in range(500):  # until the second store's backend waits on the advisory lock
-            if await watcher.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-                                      " AND NOT granted"):
+            if await watcher.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ):
                 break
             await asyncio.sleep(0.02)
         else:
@@ -96,8 +111,12 @@ async def test_deciders_on_two_checkouts_sharing_postgres_take_turns(pg_template
         assert not waiting.done()
         await release()
         release_second = await asyncio.wait_for(waiting, 30)
-        assert await watcher.fetchval(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") == 1
+        assert (
+            await watcher.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            )
+            == 1
+        )
         await release_second()
     finally:
         await watcher.close()

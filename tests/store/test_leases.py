@@ -62,7 +62,9 @@ async def test_sixteen_claimers_claim_each_of_a_thousand_runs_exactly_once(
     claimed = Counter(lease.run_id for leases in per_worker for lease in leases)
     assert len(claimed) == 1000 and set(claimed.values()) == {1}
     runs = await stores[0].list_runs(task_id=task_id)
-    assert all(r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs)
+    assert all(
+        r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs
+    )
     assert sum(1 for leases in per_worker if leases) > 1  # the claimers really overlapped
 
 
@@ -93,7 +95,9 @@ async def test_completion_racing_the_reaper_at_the_deadline_has_exactly_one_winn
         *(reap_at(offset) for offset in offsets),
     )
     completed = dict(zip((lease.run_id for lease in leases), results[: len(leases)]))
-    reaped = set().union(*results[len(leases):], {r.id for r in await reaper.reap_expired()})  # the next cycle
+    reaped = set().union(
+        *results[len(leases) :], {r.id for r in await reaper.reap_expired()}
+    )  # the next cycle
 
     finished = {e.run_id for e in await worker.events_after(0) if isinstance(e, RunFinished)}
     for lease in leases:
@@ -104,7 +108,11 @@ async def test_completion_racing_the_reaper_at_the_deadline_has_exactly_one_winn
         if won_by_worker:
             assert run.status == RunStatus.SUCCEEDED and lease.run_id in finished
         else:
-            assert run.status == RunStatus.QUEUED and run.exit_code is None and lease.run_id not in finished
+            assert (
+                run.status == RunStatus.QUEUED
+                and run.exit_code is None
+                and lease.run_id not in finished
+            )
 
 
 async def test_a_stale_worker_is_rejected_and_nothing_it_sent_is_attached(
@@ -118,7 +126,10 @@ async def test_a_stale_worker_is_rejected_and_nothing_it_sent_is_attached(
     await reaper.reap_expired()
     fresh = await new_worker.claim_run("new", 30)  # ... and the run is someone else's now
     assert fresh is not None and fresh.run_id == stale.run_id and fresh.token > stale.token
-    before_run, before_events = await new_worker.get_run(fresh.run_id), await new_worker.last_event_id()
+    before_run, before_events = (
+        await new_worker.get_run(fresh.run_id),
+        await new_worker.last_event_id(),
+    )
 
     late = RunOutcome(status=RunStatus.FAILED, exit_code=9, error="late", adapter="x", cost_usd=9.0)
     with pytest.raises(LeaseLost, match="stale"):
@@ -135,14 +146,24 @@ async def test_a_stale_worker_is_rejected_and_nothing_it_sent_is_attached(
     assert run.worker == "new" and event.run_id == run.id
 
 
-async def test_crashing_workers_cannot_hold_up_the_queue(stores: list[Store], project: Project) -> None:
+async def test_crashing_workers_cannot_hold_up_the_queue(
+    stores: list[Store], project: Project
+) -> None:
     """Runs whose workers keep dying fail after their attempts; the rest all finish."""
     store = stores[0]
     task, _ = await store.create_task(NewTask(project="demo", title="mixed"), actor="alice")
-    crashers = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="qa", max_attempts=2)))[0].id
-                for _ in range(3)]
-    healthy = [(await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="ok", max_attempts=10)))[0].id
-               for _ in range(20)]
+    crashers = [
+        (await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="qa", max_attempts=2)))[
+            0
+        ].id
+        for _ in range(3)
+    ]
+    healthy = [
+        (await store.enqueue_run(NewRun(task_id=task.id, stage=S.QA, role="ok", max_attempts=10)))[
+            0
+        ].id
+        for _ in range(20)
+    ]
     done: set[str] = set()
 
     async def worker(s: Store, name: str) -> None:
@@ -162,7 +183,9 @@ async def test_crashing_workers_cannot_hold_up_the_queue(stores: list[Store], pr
                 done.add(lease.run_id)
         raise AssertionError("the queue did not drain")
 
-    await asyncio.wait_for(asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate(stores[:4]))), 60)
+    await asyncio.wait_for(
+        asyncio.gather(*(worker(s, f"w{i}") for i, s in enumerate(stores[:4]))), 60
+    )
 
     for run_id in crashers:
         run = await store.get_run(run_id)

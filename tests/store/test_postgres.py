@@ -75,15 +75,21 @@ async def test_concurrent_first_opens_apply_each_migration_once(empty_database: 
         rows = await con.fetch("SELECT id, name FROM schema_migrations ORDER BY id")
     finally:
         await con.close()
-    assert [(r["id"], r["name"]) for r in rows] == [(m.id, m.name) for m in migrations.load("postgres")]
+    assert [(r["id"], r["name"]) for r in rows] == [
+        (m.id, m.name) for m in migrations.load("postgres")
+    ]
 
 
 async def test_times_are_timestamptz(pg: PostgresBackend) -> None:
     con = await raw(pg.url)
     try:
-        types = {(r["table_name"], r["column_name"]): r["data_type"] for r in await con.fetch(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND column_name LIKE ANY (ARRAY['%_at', 'at', 'not_before', 'state_since'])")}
+        types = {
+            (r["table_name"], r["column_name"]): r["data_type"]
+            for r in await con.fetch(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND column_name LIKE ANY (ARRAY['%_at', 'at', 'not_before', 'state_since'])"
+            )
+        }
     finally:
         await con.close()
     assert types[("runs", "lease_expires_at")] == "timestamp with time zone"
@@ -97,7 +103,9 @@ async def test_a_foreign_database_is_refused_untouched(empty_database: str) -> N
         with pytest.raises(StoreError, match="is not a T25 database") as e:
             await open_store(empty_database)
         assert e.value.hint
-        tables = await con.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        tables = await con.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        )
         assert [r["tablename"] for r in tables] == ["notes"]
         assert await con.fetchval("SELECT body FROM notes") == "keep me"
     finally:
@@ -132,7 +140,9 @@ async def terminate(url: str, *, waiting_on_a_lock: bool = False) -> int:
             killed = await con.fetchval(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND application_name = 't25' "
-                "AND ($1 = false OR wait_event_type = 'Lock')", waiting_on_a_lock)
+                "AND ($1 = false OR wait_event_type = 'Lock')",
+                waiting_on_a_lock,
+            )
             if killed:
                 return killed
             await asyncio.sleep(0.01)
@@ -151,10 +161,14 @@ async def test_terminated_idle_connections_are_replaced_and_a_committed_claim_su
 
     extended = await store.heartbeat(lease, 30)  # on a fresh connection
     run, _ = await store.complete_run(extended, RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0))
-    assert run.status == RunStatus.SUCCEEDED and run.lease_token == lease.token and run.attempts == 1
+    assert (
+        run.status == RunStatus.SUCCEEDED and run.lease_token == lease.token and run.attempts == 1
+    )
 
 
-async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(store: PostgresStore) -> None:
+async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(
+    store: PostgresStore,
+) -> None:
     lease = await leased(store)
     await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.SPEC, role="second"))
     blocker = await raw(store.url)
@@ -175,20 +189,24 @@ async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(st
     assert second is not None and second.run_id != lease.run_id
     running = await store.list_runs(status=RunStatus.RUNNING)
     assert sorted((r.id, r.lease_token) for r in running) == sorted(
-        [(lease.run_id, lease.token), (second.run_id, second.token)])
+        [(lease.run_id, lease.token), (second.run_id, second.token)]
+    )
 
 
 # -- the event log ---------------------------------------------------------------------------
 
 
-async def test_a_reader_never_pages_past_an_event_still_being_committed(store: PostgresStore) -> None:
+async def test_a_reader_never_pages_past_an_event_still_being_committed(
+    store: PostgresStore,
+) -> None:
     slow = await raw(store.url)
     try:
         tx = slow.transaction()
         await tx.start()
         early = await slow.fetchval(
             "INSERT INTO events (at, kind, payload) VALUES (now(), 'decision_recorded', "
-            "'{\"decision\": \"slow\", \"actor\": \"a\", \"reason\": \"\"}') RETURNING id")
+            '\'{"decision": "slow", "actor": "a", "reason": ""}\') RETURNING id'
+        )
         late = await store.append_event(DecisionRecorded(decision="fast", actor="b"))
         assert late.id > early
         reading = asyncio.create_task(store.events_after(0))
@@ -202,15 +220,18 @@ async def test_a_reader_never_pages_past_an_event_still_being_committed(store: P
     assert await store.last_event_id() == late.id
 
 
-async def test_notifications_are_coalesced_per_process(store: PostgresStore, pg: PostgresBackend) -> None:
+async def test_notifications_are_coalesced_per_process(
+    store: PostgresStore, pg: PostgresBackend
+) -> None:
     heard: list[str] = []
     listener = await raw(pg.url)
     await listener.add_listener(CHANNEL, lambda *args: heard.append(args[-1]))
     try:
         loop = asyncio.get_running_loop()
         start = loop.time()
-        await asyncio.gather(*(store.append_event(DecisionRecorded(decision=f"d{i}", actor="a"))
-                               for i in range(200)))
+        await asyncio.gather(
+            *(store.append_event(DecisionRecorded(decision=f"d{i}", actor="a")) for i in range(200))
+        )
         await asyncio.sleep(0.2)
         elapsed = loop.time() - start
     finally:
@@ -219,12 +240,16 @@ async def test_notifications_are_coalesced_per_process(store: PostgresStore, pg:
     assert len(heard) < 200
 
 
-async def test_a_rolled_back_event_id_leaves_a_hole_that_never_stalls_a_reader(store: PostgresStore) -> None:
+async def test_a_rolled_back_event_id_leaves_a_hole_that_never_stalls_a_reader(
+    store: PostgresStore,
+) -> None:
     con = await raw(store.url)
     try:
         tx = con.transaction()
         await tx.start()
-        lost = await con.fetchval("INSERT INTO events (at, kind, payload) VALUES (now(), 'x', '{}') RETURNING id")
+        lost = await con.fetchval(
+            "INSERT INTO events (at, kind, payload) VALUES (now(), 'x', '{}') RETURNING id"
+        )
         await tx.rollback()
     finally:
         await con.close()
@@ -235,7 +260,9 @@ async def test_a_rolled_back_event_id_leaves_a_hole_that_never_stalls_a_reader(s
     assert await store.last_event_id() == after.id
 
 
-async def test_a_write_in_flight_after_the_settled_events_does_not_hold_up_a_reader(store: PostgresStore) -> None:
+async def test_a_write_in_flight_after_the_settled_events_does_not_hold_up_a_reader(
+    store: PostgresStore,
+) -> None:
     first = await store.append_event(DecisionRecorded(decision="settled", actor="a"))
     slow = await raw(store.url)
     try:

@@ -22,8 +22,12 @@ async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     await backend.drop()
 
 
-async def pool_on(url: str, *, max_size: int = 2, min_size: int = 1, **options: float) -> ConnectionPool:
-    pool = ConnectionPool(url, min_size=min_size, max_size=max_size, application_name="t25-pool-test", **options)
+async def pool_on(
+    url: str, *, max_size: int = 2, min_size: int = 1, **options: float
+) -> ConnectionPool:
+    pool = ConnectionPool(
+        url, min_size=min_size, max_size=max_size, application_name="t25-pool-test", **options
+    )
     await pool.start()
     return pool
 
@@ -33,7 +37,8 @@ async def backends(url: str) -> int:
     try:
         return await con.fetchval(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 't25-pool-test' "
-            "AND datname = current_database()")  # this test's database: other runs may share the server
+            "AND datname = current_database()"
+        )  # this test's database: other runs may share the server
     finally:
         await con.close()
 
@@ -87,7 +92,9 @@ async def test_a_cancelled_waiter_takes_no_connection_with_it(url: str) -> None:
         await pool.close()
 
 
-async def test_a_statement_whose_borrower_was_cancelled_is_cancelled_before_the_next_one(url: str) -> None:
+async def test_a_statement_whose_borrower_was_cancelled_is_cancelled_before_the_next_one(
+    url: str,
+) -> None:
     pool = await pool_on(url, max_size=1)
     try:
         con = await pool.acquire()
@@ -108,9 +115,13 @@ async def test_a_statement_whose_borrower_was_cancelled_is_cancelled_before_the_
         assert await asyncio.wait_for(again.fetchval("SELECT 1"), 5) == 1  # not 30 s later
         admin = await asyncpg.connect(url)
         try:
-            assert await admin.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND state = 'active' "
-                "AND pid <> pg_backend_pid()") == 0
+            assert (
+                await admin.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND state = 'active' "
+                    "AND pid <> pg_backend_pid()"
+                )
+                == 0
+            )
         finally:
             await admin.close()
         pool.release(again)

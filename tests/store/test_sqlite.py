@@ -42,9 +42,19 @@ async def test_a_new_store_is_a_wal_t25_database(tmp_path: Path) -> None:
 
     assert query(path, "PRAGMA journal_mode") == [("wal",)]
     assert query(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
-    tables = {name for (name,) in query(path, "SELECT name FROM sqlite_schema WHERE type = 'table'")}
-    assert {"projects", "tasks", "events", "runs", "blobs", "artifacts", "audit_anchor",
-            "schema_migrations"} <= tables
+    tables = {
+        name for (name,) in query(path, "SELECT name FROM sqlite_schema WHERE type = 'table'")
+    }
+    assert {
+        "projects",
+        "tasks",
+        "events",
+        "runs",
+        "blobs",
+        "artifacts",
+        "audit_anchor",
+        "schema_migrations",
+    } <= tables
 
 
 async def test_migrations_are_applied_once_and_recorded(tmp_path: Path) -> None:
@@ -69,12 +79,17 @@ async def test_two_processes_creating_the_store_at_once_migrate_it_once(tmp_path
     finally:
         for store in stores:
             await store.close()
-    assert query(path, "SELECT count(*) FROM schema_migrations") == [(len(migrations.load("sqlite")),)]
+    assert query(path, "SELECT count(*) FROM schema_migrations") == [
+        (len(migrations.load("sqlite")),)
+    ]
 
 
 def test_migration_files_are_numbered_consecutively() -> None:
-    names = sorted(entry.name for entry in resources.files("store.migrations").joinpath("sqlite").iterdir()
-                   if entry.name.endswith(".sql"))
+    names = sorted(
+        entry.name
+        for entry in resources.files("store.migrations").joinpath("sqlite").iterdir()
+        if entry.name.endswith(".sql")
+    )
     assert names, "no migrations shipped"
     for expected, name in enumerate(names, start=1):
         assert re.fullmatch(r"\d{4}_[a-z0-9_]+\.sql", name), name
@@ -82,7 +97,9 @@ def test_migration_files_are_numbered_consecutively() -> None:
 
 
 @pytest.mark.parametrize("content", [b"hello, this is not a database at all\n", b"x"])
-async def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path, content: bytes) -> None:
+async def test_a_file_that_is_not_sqlite_is_refused_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
     path = tmp_path / "notes.db"
     path.write_bytes(content)
 
@@ -94,11 +111,14 @@ async def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path, co
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
 
 
-@pytest.mark.parametrize("setup", [
-    "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')",
-    "PRAGMA application_id = 1234",  # someone else's, even with no tables yet
-    "PRAGMA journal_mode = WAL; CREATE TABLE notes (body TEXT)",
-])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')",
+        "PRAGMA application_id = 1234",  # someone else's, even with no tables yet
+        "PRAGMA journal_mode = WAL; CREATE TABLE notes (body TEXT)",
+    ],
+)
 async def test_a_foreign_sqlite_database_is_refused_untouched(tmp_path: Path, setup: str) -> None:
     path = tmp_path / "other.db"
     db = sqlite3.connect(path)
@@ -124,7 +144,9 @@ async def test_a_store_from_a_newer_t25_is_refused(tmp_path: Path) -> None:
     await opened(path)
     db = sqlite3.connect(path)
     with db:
-        db.execute("INSERT INTO schema_migrations (id, name, applied_at) VALUES (9999, 'future', 0)")
+        db.execute(
+            "INSERT INTO schema_migrations (id, name, applied_at) VALUES (9999, 'future', 0)"
+        )
     db.close()
 
     with pytest.raises(StoreError, match="newer T25") as e:
@@ -141,7 +163,9 @@ async def test_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         await store.close()
     assert (tmp_path / ".factory" / "t25.db").exists()
 
-    with pytest.raises(StoreError, match="cannot reach the Postgres store at postgresql://t25:\\*\\*\\*@") as e:
+    with pytest.raises(
+        StoreError, match="cannot reach the Postgres store at postgresql://t25:\\*\\*\\*@"
+    ) as e:
         await open_store("postgresql://t25:secret@127.0.0.1:1/t25")  # nothing listens on port 1
     assert e.value.hint and "secret" not in str(e.value)
     with pytest.raises(StoreError, match="mysql") as e:
@@ -154,11 +178,15 @@ async def test_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_importing_the_store_package_loads_no_driver() -> None:
     code = "import sys, store; print(sorted(m for m in ('aiosqlite', 'asyncpg', 'sqlite3') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
-async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(tmp_path: Path) -> None:
+async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(
+    tmp_path: Path,
+) -> None:
     """Opening the file again must not drop this process's locks on it: another process
     closing its last connection would then delete the WAL under us and lose our commits."""
     path = tmp_path / "t25.db"
@@ -166,12 +194,15 @@ async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(tm
     second = await open_store(url(path))  # the same file, in the same process
     try:
         await first.upsert_project(Project(name="p", repo_path="/p", default_branch="main"))
-        code = ("import asyncio, sys; from store import open_store\n"
-                "async def main():\n"
-                "    s = await open_store(sys.argv[1]); await s.last_event_id(); await s.close()\n"
-                "asyncio.run(main())")
-        child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, url(path),
-                                                     cwd=Path(__file__).parents[2])
+        code = (
+            "import asyncio, sys; from store import open_store\n"
+            "async def main():\n"
+            "    s = await open_store(sys.argv[1]); await s.last_event_id(); await s.close()\n"
+            "asyncio.run(main())"
+        )
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", code, url(path), cwd=Path(__file__).parents[2]
+        )
         assert await child.wait() == 0
         # Had this process lost its locks, that close would have deleted the WAL under us.
         assert path.with_name(path.name + "-wal").exists()

@@ -25,12 +25,15 @@ PROJECT = Project(name="demo", repo_path="/srv/demo", default_branch="main")
 
 async def _some_work(store, n: int) -> None:
     """`n` operations at once, so the pool holds several connections afterwards."""
-    await asyncio.gather(*(store.create_task(NewTask(project="demo", title=f"t{i}"), actor="ana")
-                           for i in range(n)))
+    await asyncio.gather(
+        *(store.create_task(NewTask(project="demo", title=f"t{i}"), actor="ana") for i in range(n))
+    )
 
 
 @pytest.mark.postgres
-async def test_terminated_backends_behind_a_half_open_link_are_retried_on_fresh_connections(cluster):
+async def test_terminated_backends_behind_a_half_open_link_are_retried_on_fresh_connections(
+    cluster,
+):
     """asyncpg takes a connection whose backend was terminated for open until it hears the
     hang-up; used before that, it raises InternalClientError ("another operation (2) is in
     progress"). The store drops it (and the idle ones beside it) and goes on."""
@@ -59,9 +62,14 @@ async def test_a_stopped_server_is_store_unavailable_and_the_same_store_recovers
         await store.upsert_project(PROJECT)
         task, _ = await store.create_task(NewTask(project="demo", title="before"), actor="ana")
         cluster.stop()
-        calls = [store.list_tasks(), store.get_task(task.id), store.events_after(0),
-                 store.last_event_id(), store.wait_for_events(10**6, 0.5),
-                 store.create_task(NewTask(project="demo", title="during"), actor="ana")]
+        calls = [
+            store.list_tasks(),
+            store.get_task(task.id),
+            store.events_after(0),
+            store.last_event_id(),
+            store.wait_for_events(10**6, 0.5),
+            store.create_task(NewTask(project="demo", title="during"), actor="ana"),
+        ]
         for call in calls:
             with pytest.raises(StoreUnavailable, match="cannot reach the Postgres store") as e:
                 await call
@@ -98,8 +106,12 @@ db.execute("ROLLBACK")
 
 def hold_exclusive_lock(path: Path) -> subprocess.Popen:
     """Another process holding BEGIN EXCLUSIVE on the file until its stdin says go."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     assert holder.stdout.readline().strip() == "locked"
     return holder
 

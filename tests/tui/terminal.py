@@ -18,13 +18,16 @@ import termios
 import time
 from pathlib import Path
 
-ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78NOPc\\]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
+ANSI = re.compile(
+    rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78NOPc\\]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)"
+)
 T25 = Path(sys.executable).with_name("t25")
 
 
 class Terminal:
-    def __init__(self, cwd: Path, *args: str, size: tuple[int, int] = (100, 30),
-                 command: str = "tui") -> None:
+    def __init__(
+        self, cwd: Path, *args: str, size: tuple[int, int] = (100, 30), command: str = "tui"
+    ) -> None:
         self.raw = b""
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes `t25 tui` on the pty
@@ -62,7 +65,9 @@ class Terminal:
         end = time.monotonic() + timeout
         while needle not in self.text():
             if time.monotonic() > end:
-                raise AssertionError(f"{needle!r} never appeared; screen tail:\n{self.text()[-2000:]}")
+                raise AssertionError(
+                    f"{needle!r} never appeared; screen tail:\n{self.text()[-2000:]}"
+                )
             self.read()
 
     def type(self, keys: str | bytes) -> None:

@@ -81,8 +81,9 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
 async def test_changes_and_agent_output_arrive_live_over_sse(served):
     seeded, url = served
     local = seeded.control
-    run = [r for r in await local.store.list_runs(task_id="T-3")
-           if r.status is RunStatus.RUNNING][-1]
+    run = [r for r in await local.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][
+        -1
+    ]
     async with attach(url, TOKEN) as remote:
         app = remote_app(seeded, remote)
         async with app.run_test(size=(120, 36), notifications=True) as pilot:
@@ -92,15 +93,27 @@ async def test_changes_and_agent_output_arrive_live_over_sse(served):
 
             assert app.board.focus_task("T-3")
             await pilot.press("l")
-            await until(pilot, lambda: isinstance(app.screen, TaskDetail)
-                        and app.screen.query_one(LogPane).replayed)
+            await until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed
+                ),
+            )
             pane = app.screen.query_one(LogPane)
             assert any("hunk 8" in line for line in pane.output.lines)  # history, over REST
             for i in range(50):
-                await local.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout",
-                                             text=f"reviewer: finding {i}\n"))
-            await until(pilot, lambda: [line for line in pane.output.lines if line][-1]
-                        == "reviewer: finding 49")
+                await local.record(
+                    RunOutput(
+                        task_id="T-3",
+                        run_id=run.id,
+                        stream="stdout",
+                        text=f"reviewer: finding {i}\n",
+                    )
+                )
+            await until(
+                pilot,
+                lambda: [line for line in pane.output.lines if line][-1] == "reviewer: finding 49",
+            )
             shown = [line for line in pane.output.lines if line.startswith("reviewer: finding")]
             assert shown == [f"reviewer: finding {i}" for i in range(50)]  # no gap, no repeat
 
@@ -109,8 +122,9 @@ async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seed
     """serve stops (its SSE streams end with it); work goes on in the store; a serve comes
     back on the same address and the cockpit's stream resumes from its last event id."""
     local = seeded.control
-    run = [r for r in await local.store.list_runs(task_id="T-3")
-           if r.status is RunStatus.RUNNING][-1]
+    run = [r for r in await local.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][
+        -1
+    ]
     port = free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)
     url = await first.__aenter__()
@@ -126,8 +140,9 @@ async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seed
         await _until(lambda: not remote.connected)
         assert remote.link() == f"reconnecting to {url}…"
         for i in range(30):  # what another process does meanwhile, on the same store
-            await local.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout",
-                                         text=f"while away {i}\n"))
+            await local.record(
+                RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=f"while away {i}\n")
+            )
         await local.cancel("T-8", actor="ops", reason="during the drop")
         newest = await local.store.last_event_id()
 

@@ -42,14 +42,19 @@ async def test_cards_move_live_and_escapes_are_visible(seeded):
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
-        for state, tid in ((TaskState.NEEDS_INPUT, "T-4"), (TaskState.FAILED, "T-5"),
-                           (TaskState.CANCELLED, "T-6")):
+        for state, tid in (
+            (TaskState.NEEDS_INPUT, "T-4"),
+            (TaskState.FAILED, "T-5"),
+            (TaskState.CANCELLED, "T-6"),
+        ):
             assert app.board.column(state).cards.get_option_at_index(0).id == tid
         task = await f.task("T-9")
         await f.transition(task, TaskState.SPEC, actor="t25", reason="picked up")
         spec = app.board.column(TaskState.SPEC).cards
-        await until(pilot, lambda: "T-9" in {spec.get_option_at_index(i).id
-                                             for i in range(spec.option_count)})
+        await until(
+            pilot,
+            lambda: "T-9" in {spec.get_option_at_index(i).id for i in range(spec.option_count)},
+        )
 
 
 async def test_follow_a_live_log(seeded):
@@ -61,14 +66,19 @@ async def test_follow_a_live_log(seeded):
         await settle_board(app, pilot)
         assert app.board.focus_task("T-3")
         await pilot.press("l")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail)
-                    and app.screen.query_one(LogPane).replayed)
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+        )
         pane = app.screen.query_one(LogPane)
         assert pane.run_id == run.id
         await until(pilot, lambda: any("hunk 8" in line for line in pane.output.lines))
         for i in range(200):  # the agent keeps streaming
-            await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout",
-                                     text=f"reviewer: finding {i}\n"))
+            await f.record(
+                RunOutput(
+                    task_id="T-3", run_id=run.id, stream="stdout", text=f"reviewer: finding {i}\n"
+                )
+            )
         await until(pilot, lambda: last_line(pane) == "reviewer: finding 199")
         assert pane.following and pane.output.is_vertical_scroll_end
         await pilot.press("f")  # pause following

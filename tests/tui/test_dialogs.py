@@ -41,8 +41,9 @@ async def two_projects(tmp_path: Path):
         _sample_repo(repo)
         (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (shop / ".factory").mkdir()
-    (shop / "t25.yaml").write_text(CONFIG.replace(
-        "    repo: .\n", f"    repo: .\n  - name: billing\n    repo: {billing}\n", 1))
+    (shop / "t25.yaml").write_text(
+        CONFIG.replace("    repo: .\n", f"    repo: .\n  - name: billing\n    repo: {billing}\n", 1)
+    )
     config = load_config(shop / "t25.yaml")
     control = ControlPlane(config, await open_store(config.store_url))
     await control.sync_projects()
@@ -92,8 +93,11 @@ async def test_tab_reaches_every_field_and_files_a_task_with_all_of_them(two_pro
         await until_async(pilot, lambda: only_task(two_projects))
     task = await only_task(two_projects)
     assert (task.title, task.type, task.description, task.project) == (
-        "Refund a cancelled order", TaskType.FIX,
-        "Money goes back\nto the card it came from.", "billing")
+        "Refund a cancelled order",
+        TaskType.FIX,
+        "Money goes back\nto the card it came from.",
+        "billing",
+    )
 
 
 async def test_ctrl_s_files_the_task_from_inside_the_description(two_projects):
@@ -141,8 +145,13 @@ async def test_text_the_core_refuses_is_refused_in_the_dialog_with_nothing_lost(
         title.value = "Fix the footer"
         dialog.query_one("#description", TextArea).post_message(events.Paste("\u202eevil"))
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: "description holds a control character (U+202E"
-                    in str(dialog.query_one("#refusal").render()))
+        await until(
+            pilot,
+            lambda: (
+                "description holds a control character (U+202E"
+                in str(dialog.query_one("#refusal").render())
+            ),
+        )
         assert focused(app) == "description"
         assert len(await f.store.list_tasks()) == before  # nothing was filed
 
@@ -163,22 +172,28 @@ async def test_a_draft_the_control_plane_could_not_take_comes_back_whole(seeded)
             await settle_board(app, pilot)
             await pilot.press("n")
             await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
-            await pilot.press(*"Send invoices by mail", "tab", "enter", "down", "enter", "tab",
-                              *"Every Monday.")
+            await pilot.press(
+                *"Send invoices by mail", "tab", "enter", "down", "enter", "tab", *"Every Monday."
+            )
             await first.__aexit__(None, None, None)
             await pilot.press("ctrl+s")
-            await until(pilot, lambda: isinstance(app.screen, NewTaskDialog)
-                        and app.screen.query_one("#refusal").display)
+            await until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, NewTaskDialog)
+                    and app.screen.query_one("#refusal").display
+                ),
+            )
             dialog = app.screen
             assert "is `t25 serve` running there" in str(dialog.query_one("#refusal").render())
             assert dialog.query_one("#title", Input).value == "Send invoices by mail"
             assert dialog.query_one("#type", Select).value is TaskType.FIX
             assert dialog.query_one("#description", TextArea).text == "Every Monday."
-            async with serving(make_api(local, worker_credential=None, operator_token=TOKEN),
-                               port):
+            async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
                 await pilot.press("ctrl+s")
-                await until_async(pilot, lambda: _titled(local, "Send invoices by mail"),
-                                  timeout=30)
+                await until_async(
+                    pilot, lambda: _titled(local, "Send invoices by mail"), timeout=30
+                )
     made = next(t for t in await local.store.list_tasks() if t.title == "Send invoices by mail")
     assert (made.type, made.description) == (TaskType.FIX, "Every Monday.")
 
@@ -245,7 +260,9 @@ async def test_the_answer_and_confirm_dialogs_reach_their_buttons_by_tab(seeded)
         await until_async(pilot, lambda: _state_is(seeded, "T-7", TaskState.CANCELLED))
     entries = seeded.control.audit.entries()
     assert [(e.task, e.decision, e.reason) for e in entries[-2:]] == [
-        ("T-4", "answer", "EUR"), ("T-7", "cancel", "not this quarter")]
+        ("T-4", "answer", "EUR"),
+        ("T-7", "cancel", "not this quarter"),
+    ]
 
 
 async def _titled(f, title):

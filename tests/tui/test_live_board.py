@@ -55,9 +55,9 @@ async def test_the_board_moves_after_a_new_task_is_filed(seeded, other_process):
         await other_process.cancel("T-9", actor="someone-else", reason="from another shell")
         await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
         await other_process.new_task("Filed from another shell", actor="someone-else")
-        await until(pilot, lambda: any(c.task.title == "Filed from another shell"
-                                       for c in app.cards))
-
+        await until(
+            pilot, lambda: any(c.task.title == "Filed from another shell" for c in app.cards)
+        )
 
 
 async def test_cancelled_board_reads_leave_no_refresh_behind(seeded, other_process):
@@ -72,14 +72,20 @@ async def test_cancelled_board_reads_leave_no_refresh_behind(seeded, other_proce
         await other_process.cancel("T-9", actor="someone-else", reason="from another shell")
         await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
 
+
 @pytest.fixture
 def t25_serve(seeded):
     """A real `t25 serve` process over the seeded repository's store."""
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, "T25_OPERATOR_TOKEN": TOKEN}
-    serve = subprocess.Popen([str(T25), "serve", "--bind", url.removeprefix("http://")],
-                             cwd=seeded.repo, env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    serve = subprocess.Popen(
+        [str(T25), "serve", "--bind", url.removeprefix("http://")],
+        cwd=seeded.repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while not answers(url):
@@ -98,9 +104,12 @@ def t25_serve(seeded):
 
 
 async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
-    async with attach(t25_serve, TOKEN) as remote, httpx.AsyncClient(
-            base_url=t25_serve, timeout=10,
-            headers={"Authorization": f"Bearer {TOKEN}"}) as other_client:
+    async with (
+        attach(t25_serve, TOKEN) as remote,
+        httpx.AsyncClient(
+            base_url=t25_serve, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as other_client,
+    ):
         app = make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
         async with app.run_test(size=(120, 36)) as pilot:
             await settle_board(app, pilot)
@@ -120,17 +129,21 @@ async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
             await pilot.press("n")
             await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
             await pilot.press(*"Filed in the attached cockpit", "enter")
-            await until(pilot, lambda: any(c.task.title == "Filed in the attached cockpit"
-                                           for c in app.cards))
+            await until(
+                pilot,
+                lambda: any(c.task.title == "Filed in the attached cockpit" for c in app.cards),
+            )
 
-            cancelled = await other_client.post("/tasks/T-9/cancel", json={
-                "actor": "someone-else", "reason": "from another client"})
+            cancelled = await other_client.post(
+                "/tasks/T-9/cancel", json={"actor": "someone-else", "reason": "from another client"}
+            )
             assert cancelled.status_code == 200, cancelled.text
             await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
             made = await other_client.post("/tasks", json={"title": "Filed by another client"})
             assert made.status_code == 201, made.text
-            await until(pilot, lambda: any(c.task.title == "Filed by another client"
-                                           for c in app.cards))
+            await until(
+                pilot, lambda: any(c.task.title == "Filed by another client" for c in app.cards)
+            )
 
 
 async def test_the_board_comes_back_after_its_reads_failed(seeded):
@@ -151,10 +164,10 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
             read = app.refresh_board()  # a read with nothing to answer it
             await until(pilot, lambda: read.state is WorkerState.ERROR)
             await local.cancel("T-9", actor="someone-else", reason="while the link was down")
-            async with serving(make_api(local, worker_credential=None, operator_token=TOKEN),
-                               port):
-                await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED,
-                            timeout=30)
+            async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
+                await until(
+                    pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED, timeout=30
+                )
 
 
 async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
@@ -169,7 +182,8 @@ async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
             while not stop.is_set() and n < 100_000:
                 n += 1
                 seeded.control.bus.publish(
-                    TaskUpdated(id=10_000 + n, task_id="T-1", fields={}, actor="elsewhere"))
+                    TaskUpdated(id=10_000 + n, task_id="T-1", fields={}, actor="elsewhere")
+                )
                 await asyncio.sleep(0)
 
         async with app.run_test(size=(120, 36)) as pilot:

@@ -19,8 +19,14 @@ async def test_palette_lists_every_action_and_help_lists_the_keys(seeded):
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
-        for key, pane in (("c", CostPane), ("u", AuditPane), ("p", ProfilesPane),
-                          ("f5", CostPane), ("f6", AuditPane), ("f7", ProfilesPane)):
+        for key, pane in (
+            ("c", CostPane),
+            ("u", AuditPane),
+            ("p", ProfilesPane),
+            ("f5", CostPane),
+            ("f6", AuditPane),
+            ("f7", ProfilesPane),
+        ):
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, pane) and app.screen.ready)
         await pilot.press("u")

@@ -15,8 +15,14 @@ from tests.tui.terminal import T25, Terminal
 
 def test_without_a_config_it_says_how_to_create_one(tmp_path):
     _sample_repo(tmp_path)
-    done = subprocess.run([str(T25), "tui"], cwd=tmp_path, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)
+    done = subprocess.run(
+        [str(T25), "tui"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert "t25 init" in done.stderr
 
@@ -43,18 +49,26 @@ def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
     from adapters.registry import builtin_adapters
 
     (tmp_path / "t25.yaml").write_text(
-        "projects: [{name: shop, repo: .}]\n"
-        "roles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n")
-    note = missing_agents(load_config(tmp_path / "t25.yaml"), {
-        k: v for k, v in builtin_adapters().items()})
+        "projects: [{name: shop, repo: .}]\nroles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n"
+    )
+    note = missing_agents(
+        load_config(tmp_path / "t25.yaml"), {k: v for k, v in builtin_adapters().items()}
+    )
     assert note is not None
     assert "adapter 'claude': T25 has no such adapter" in note or "claude" in note
     assert "nosuch" in note and "roles:" in note and "PATH=" in note
 
 
 def test_help_does_not_import_textual():
-    code = ("import sys; from t25_tui.cli.main import build_parser; build_parser(); "
-            "print('textual' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[2], check=True)
+    code = (
+        "import sys; from t25_tui.cli.main import build_parser; build_parser(); "
+        "print('textual' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        check=True,
+    )
     assert out.stdout.strip() == "False"

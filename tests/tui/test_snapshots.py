@@ -46,6 +46,7 @@ def _then(*keys: str):
             await pilot.press(key)
             await pilot.pause(0.1)
         await _ready(pilot)
+
     return run_before
 
 
@@ -55,6 +56,7 @@ def _open(task: str, *keys: str):
         pilot.app.board.focus_task(task)
         await pilot.press("enter", *keys)
         await _ready(pilot)
+
     return run_before
 
 
@@ -80,6 +82,7 @@ def test_approval_dialog(snap_compare, seeded_app):
         pilot.app.board.focus_task("T-2")
         await pilot.press("a")
         await pilot.pause(0.5)
+
     assert snap_compare(seeded_app(), terminal_size=(100, 30), run_before=run_before)
 
 

@@ -36,26 +36,48 @@ def clean(text: str) -> bool:
 async def hostile(seeded):
     """T-11 waits for approval of a hostile plan; T-12 asks a hostile question."""
     f = seeded.control
-    task, _ = await f.store.create_task(NewTask(project="shop", title=TITLE, type=TaskType.FIX,
-                                                description=HOSTILE), actor="old-data")
+    task, _ = await f.store.create_task(
+        NewTask(project="shop", title=TITLE, type=TaskType.FIX, description=HOSTILE),
+        actor="old-data",
+    )
     task = await walk(f, task, TaskState.PLAN)
     await run_stage(f, task, output=f"planner: {HOSTILE}\n")
-    await artifact(f, task, ArtifactKind.PLAN, json.dumps({
-        "steps": [f"step {HOSTILE}"], "files": [f"app/{HOSTILE}.py"], "risk": "low",
-        "rationale": HOSTILE}), "application/json")
-    await artifact(f, task, ArtifactKind.DIFF, f"--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n"
-                   f"-removed\n+added {HOSTILE}\n", "text/x-diff")
-    await f.transition(task, TaskState.AWAITING_APPROVAL, actor=f"t25 {HOSTILE}",
-                       reason=f"because {HOSTILE}")
-    await f.record(ApprovalRequested(task_id=task.id, plan_sha256="0" * 64, risk="low",
-                                     files=[HOSTILE]))
+    await artifact(
+        f,
+        task,
+        ArtifactKind.PLAN,
+        json.dumps(
+            {
+                "steps": [f"step {HOSTILE}"],
+                "files": [f"app/{HOSTILE}.py"],
+                "risk": "low",
+                "rationale": HOSTILE,
+            }
+        ),
+        "application/json",
+    )
+    await artifact(
+        f,
+        task,
+        ArtifactKind.DIFF,
+        f"--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-removed\n+added {HOSTILE}\n",
+        "text/x-diff",
+    )
+    await f.transition(
+        task, TaskState.AWAITING_APPROVAL, actor=f"t25 {HOSTILE}", reason=f"because {HOSTILE}"
+    )
+    await f.record(
+        ApprovalRequested(task_id=task.id, plan_sha256="0" * 64, risk="low", files=[HOSTILE])
+    )
     asking, _ = await f.store.create_task(NewTask(project="shop", title=TITLE), actor="old-data")
     asking = await walk(f, asking, TaskState.SPEC)
     await run_stage(f, asking, status=RunStatus.FAILED)
-    await f.transition(asking, TaskState.NEEDS_INPUT, actor="t25", reason=HOSTILE,
-                       error=f"spec failed: {HOSTILE}")
-    await f.record(InputRequested(task_id=asking.id, stage=TaskState.SPEC,
-                                  question=f"which one? {HOSTILE}"))
+    await f.transition(
+        asking, TaskState.NEEDS_INPUT, actor="t25", reason=HOSTILE, error=f"spec failed: {HOSTILE}"
+    )
+    await f.record(
+        InputRequested(task_id=asking.id, stage=TaskState.SPEC, question=f"which one? {HOSTILE}")
+    )
     return seeded, task.id, asking.id
 
 
@@ -116,8 +138,9 @@ async def test_notifications_show_stored_text_escaped_and_literal(seeded):
     app = app_for(seeded)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         await settle_board(app, pilot)
-        await f.record(InputRequested(task_id="T-7", stage=TaskState.SPEC,
-                                      question=f"which? {HOSTILE}"))
+        await f.record(
+            InputRequested(task_id="T-7", stage=TaskState.SPEC, question=f"which? {HOSTILE}")
+        )
         await until(pilot, lambda: any("which?" in n.message for n in app._notifications))
         note = next(n for n in app._notifications if "which?" in n.message)
         assert note.message == f"T-7 asks: which? {printable(HOSTILE)}"
@@ -131,8 +154,9 @@ async def test_cost_and_audit_panes_show_stored_text_escaped_and_literal(seeded)
     f = seeded.control
     model = "scripted-1\x1b[2J[red]x[/red]"  # as an agent CLI reported it
     await run_stage(f, await f.task("T-7"), model=model)
-    await f.audit.append(actor="[red]ana[/red]", task="T-7", decision="cancel",
-                         reason="keep [b]both[/b] keys")
+    await f.audit.append(
+        actor="[red]ana[/red]", task="T-7", decision="cancel", reason="keep [b]both[/b] keys"
+    )
     app = app_for(seeded)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle_board(app, pilot)

@@ -25,8 +25,14 @@ def make_repo(path: Path, config: str) -> Path:
 
 
 def t25(repo: Path, *args: str) -> str:
-    return subprocess.run([str(T25), "--actor", "ssh-operator", *args], cwd=repo, check=True,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout
+    return subprocess.run(
+        [str(T25), "--actor", "ssh-operator", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
 
 
 def db(repo: Path, sql: str) -> list[tuple]:
@@ -43,8 +49,14 @@ def wait(condition, timeout: float = 60.0) -> None:
 
 def test_operator_approves_over_a_terminal(tmp_path):
     repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
-    t25(repo, "task", "new", "Rotate the session signing key",
-        "--description", "scripted: risk=high")
+    t25(
+        repo,
+        "task",
+        "new",
+        "Rotate the session signing key",
+        "--description",
+        "scripted: risk=high",
+    )
     term = Terminal(repo, size=(100, 30))
     try:
         term.wait_for("AWAITING_APPROVAL 1", timeout=90)
@@ -53,8 +65,11 @@ def test_operator_approves_over_a_terminal(tmp_path):
         term.type("a")
         term.wait_for("Approve the plan of T-1")
         term.type("a")
-        wait(lambda: db(repo, "SELECT state FROM tasks WHERE id = 1")[0][0]
-             not in ("AWAITING_APPROVAL",))
+        wait(
+            lambda: (
+                db(repo, "SELECT state FROM tasks WHERE id = 1")[0][0] not in ("AWAITING_APPROVAL",)
+            )
+        )
         term.type("q")
         assert term.wait_exit() == 0
     finally:
@@ -80,8 +95,9 @@ def _agents_in(repo: Path) -> list[int]:
 
 @pytest.mark.parametrize("how", ["hangup"])
 def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
-    config = DEMO_CONFIG.replace("spec: [{adapter: scripted}]",
-                                 "spec: [{adapter: scripted, args: [--misbehave, hang]}]")
+    config = DEMO_CONFIG.replace(
+        "spec: [{adapter: scripted}]", "spec: [{adapter: scripted, args: [--misbehave, hang]}]"
+    )
     repo = make_repo(tmp_path / "shop", config)
     t25(repo, "task", "new", "Add a greeting endpoint")
     term = Terminal(repo)
@@ -94,15 +110,16 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     finally:
         term.kill()
     wait(lambda: not _agents_in(repo), timeout=10)
-    (status, worker), = db(repo, "SELECT status, worker FROM runs")
+    ((status, worker),) = db(repo, "SELECT status, worker FROM runs")
     assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
     assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
     assert "SPEC" in t25(repo, "task", "list")
 
 
 def test_the_readme_demo_opens_the_cockpit_with_tasks_flowing(tmp_path):
-    term = Terminal(tmp_path, "--tui", "--dir", str(tmp_path / "shop"), command="demo",
-                    size=(120, 36))
+    term = Terminal(
+        tmp_path, "--tui", "--dir", str(tmp_path / "shop"), command="demo", size=(120, 36)
+    )
     try:
         term.wait_for("AWAITING_APPROVAL 1", timeout=120)  # the high-risk plan waits for a human
         term.type("q")
@@ -147,18 +164,23 @@ def test_an_operator_attaches_to_a_remote_serve_and_approves(tmp_path, monkeypat
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
     monkeypatch.setenv("T25_OPERATOR_TOKEN", "op-token-9")
-    serve = subprocess.Popen([str(T25), "serve", "--bind", url.removeprefix("http://"),
-                              "--workers", "1"], cwd=repo, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    api = httpx.Client(base_url=url, timeout=10,
-                       headers={"Authorization": "Bearer op-token-9"})
+    serve = subprocess.Popen(
+        [str(T25), "serve", "--bind", url.removeprefix("http://"), "--workers", "1"],
+        cwd=repo,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    api = httpx.Client(base_url=url, timeout=10, headers={"Authorization": "Bearer op-token-9"})
     laptop = tmp_path / "laptop"
     laptop.mkdir()
     term = None
     try:
         wait(lambda: _answers(api), timeout=30)
-        api.post("/tasks", json={"title": "Rotate the session signing key",
-                                 "description": "scripted: risk=high"}).raise_for_status()
+        api.post(
+            "/tasks",
+            json={"title": "Rotate the session signing key", "description": "scripted: risk=high"},
+        ).raise_for_status()
         term = Terminal(laptop, "--url", url, size=(110, 30))
         term.wait_for("AWAITING_APPROVAL 1", timeout=90)
         assert f"attached to {url}" in term.text()

@@ -25,8 +25,14 @@ from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.widgets.logpane import LogPane
 
 LEXERS = {"application/json": "json", "text/x-diff": "diff", "text/markdown": "markdown"}
-SHOWN = (ArtifactKind.SPEC, ArtifactKind.PLAN, ArtifactKind.QA_REPORT, ArtifactKind.REVIEW,
-         ArtifactKind.DIFF, ArtifactKind.DOCS)
+SHOWN = (
+    ArtifactKind.SPEC,
+    ArtifactKind.PLAN,
+    ArtifactKind.QA_REPORT,
+    ArtifactKind.REVIEW,
+    ArtifactKind.DIFF,
+    ArtifactKind.DOCS,
+)
 
 
 def lexer_for(artifact: Artifact, text: str) -> str:
@@ -51,7 +57,9 @@ class TaskDetail(Screen):
         Binding("n", "log('next_match')", "next match", show=False, id="detail.next"),
     ]
 
-    def __init__(self, control: ControlPlane, task_id: str, clock: Clock, *, tab: str = "history") -> None:
+    def __init__(
+        self, control: ControlPlane, task_id: str, clock: Clock, *, tab: str = "history"
+    ) -> None:
         super().__init__()
         self.control = control
         self.task_id = task_id
@@ -81,8 +89,19 @@ class TaskDetail(Screen):
         history = self.query_one("#history-table", DataTable)
         history.add_columns("time", "change", "actor", "reason")
         runs = self.query_one("#runs-table", DataTable)
-        runs.add_columns("run", "stage", "role", "status", "adapter", "cli", "model",
-                         "took", "exit", "tokens in/out", "cost")
+        runs.add_columns(
+            "run",
+            "stage",
+            "role",
+            "status",
+            "adapter",
+            "cli",
+            "model",
+            "took",
+            "exit",
+            "tokens in/out",
+            "cost",
+        )
         self.reload(first=True)
 
     def action_tab(self, tab: str) -> None:
@@ -101,16 +120,20 @@ class TaskDetail(Screen):
         task = await self.control.task(self.task_id)
         events = await store.events_after(0, task_id=self.task_id, limit=1_000_000)
         self.runs = await store.list_runs(task_id=self.task_id)
-        self.artifacts = [a for a in await store.list_artifacts(task_id=self.task_id)
-                          if a.meta.kind in SHOWN]
+        self.artifacts = [
+            a for a in await store.list_artifacts(task_id=self.task_id) if a.meta.kind in SHOWN
+        ]
         now = self.clock()
         cost = sum(r.cost_usd for r in self.runs)
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
-        head = [(task.id, "bold"), f"  {printable(task.title)}\n{task.state} for "
-                f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
-                f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
-                f"{task.review_loops} · ${cost:.4f}"]
+        head = [
+            (task.id, "bold"),
+            f"  {printable(task.title)}\n{task.state} for "
+            f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
+            f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
+            f"{task.review_loops} · ${cost:.4f}",
+        ]
         if need:
             head += ["\n", (f"⚑ {need}", "bold yellow")]
         if task.error:
@@ -121,34 +144,59 @@ class TaskDetail(Screen):
         history.clear()
         for e in events:
             if isinstance(e, TaskTransitioned):
-                history.add_row(f"{e.at:%Y-%m-%d %H:%M:%S}", f"{e.from_state} → {e.to_state}",
-                                literal(e.actor), literal(e.reason))
+                history.add_row(
+                    f"{e.at:%Y-%m-%d %H:%M:%S}",
+                    f"{e.from_state} → {e.to_state}",
+                    literal(e.actor),
+                    literal(e.reason),
+                )
             elif isinstance(e, DecisionRecorded):
-                history.add_row(f"{e.at:%Y-%m-%d %H:%M:%S}", literal(f"decision: {e.decision}"),
-                                literal(e.actor), literal(e.reason))
+                history.add_row(
+                    f"{e.at:%Y-%m-%d %H:%M:%S}",
+                    literal(f"decision: {e.decision}"),
+                    literal(e.actor),
+                    literal(e.reason),
+                )
 
         runs = self.query_one("#runs-table", DataTable)
         runs.clear()
         for r in self.runs:
             took = ((r.finished_at or now) - r.started_at).total_seconds() if r.started_at else None
-            runs.add_row(r.id, r.stage.value, literal(r.role), r.status.value,
-                         literal(r.adapter or "-"), literal(r.cli_version or "-"),
-                         literal(r.model or r.usage.model or "-"), duration(took),
-                         "-" if r.exit_code is None else str(r.exit_code),
-                         f"{r.usage.input_tokens}/{r.usage.output_tokens}", f"${r.cost_usd:.4f}",
-                         key=r.id)
+            runs.add_row(
+                r.id,
+                r.stage.value,
+                literal(r.role),
+                r.status.value,
+                literal(r.adapter or "-"),
+                literal(r.cli_version or "-"),
+                literal(r.model or r.usage.model or "-"),
+                duration(took),
+                "-" if r.exit_code is None else str(r.exit_code),
+                f"{r.usage.input_tokens}/{r.usage.output_tokens}",
+                f"${r.cost_usd:.4f}",
+                key=r.id,
+            )
 
         listing = self.query_one("#artifact-list", OptionList)
         highlighted = listing.highlighted
         listing.clear_options()
-        listing.add_options([Option(literal(f"{a.meta.kind.value} {a.id} ({a.meta.run_id or '-'})"),
-                                    id=a.id) for a in self.artifacts])
+        listing.add_options(
+            [
+                Option(literal(f"{a.meta.kind.value} {a.id} ({a.meta.run_id or '-'})"), id=a.id)
+                for a in self.artifacts
+            ]
+        )
         if self.artifacts:
-            listing.highlighted = highlighted if highlighted is not None else len(self.artifacts) - 1
+            listing.highlighted = (
+                highlighted if highlighted is not None else len(self.artifacts) - 1
+            )
         self.ready = True
         pane = self.query_one(LogPane)
-        if self.runs and (first or pane.run_id is None or pane.following) \
-                and pane.run_id != self.runs[-1].id:
+        if (
+            self.runs
+            and (first or pane.run_id is None or pane.following)
+            and pane.run_id != self.runs[-1].id
+        ):
             pane.show_run(self.runs[-1].id)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -167,12 +215,15 @@ class TaskDetail(Screen):
             except ValueError:
                 pass
         meta = artifact.meta
-        title = (f"{meta.kind.value} · sha256:{artifact.sha256[:12]} · {artifact.size} B · "
-                 f"{meta.role or '-'} via {meta.adapter or '-'} {meta.cli_version or ''}")
+        title = (
+            f"{meta.kind.value} · sha256:{artifact.sha256[:12]} · {artifact.size} B · "
+            f"{meta.role or '-'} via {meta.adapter or '-'} {meta.cli_version or ''}"
+        )
         self.query_one("#artifact-view").border_title = literal(title)
         text = printable(text, multiline=True)  # an agent wrote it: escaped before it is shown
         self.query_one("#artifact-text", Static).update(
-            Syntax(text, lexer_for(artifact, text), word_wrap=True, theme="ansi_dark"))
+            Syntax(text, lexer_for(artifact, text), word_wrap=True, theme="ansi_dark")
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "runs-table" and event.row_key.value:

@@ -89,17 +89,22 @@ class ApprovalDialog(ModalScreen[Decision | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(_title(self.task_, f"Approve the plan of {self.task_.id}: "),
-                        classes="dialog-title")
+            yield Label(
+                _title(self.task_, f"Approve the plan of {self.task_.id}: "), classes="dialog-title"
+            )
             with VerticalScroll(classes="dialog-body"):
                 yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
-            yield Input(placeholder="why reject? (the planner reads it) — or a comment to "
-                                    "approve with", id="reason", compact=True)
+            yield Input(
+                placeholder="why reject? (the planner reads it) — or a comment to approve with",
+                id="reason",
+                compact=True,
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Approve", id="approve", variant="success", compact=True)
                 yield Button("Reject", id="reject", variant="error", compact=True)
-            yield Label("a approve · r reject with a reason · tab moves · esc close",
-                        classes="dialog-keys")
+            yield Label(
+                "a approve · r reject with a reason · tab moves · esc close", classes="dialog-keys"
+            )
 
     def _reason(self) -> str:
         return self.query_one("#reason", Input).value.strip()
@@ -112,8 +117,7 @@ class ApprovalDialog(ModalScreen[Decision | None]):
         if not self._reason():
             self.query_one("#reason", Input).focus()
             if warn:
-                self.notify("a rejection needs a reason: the planner reads it",
-                            severity="warning")
+                self.notify("a rejection needs a reason: the planner reads it", severity="warning")
             return
         self.dismiss(Decision("reject", self._reason()))
 
@@ -141,11 +145,18 @@ class AnswerDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(_title(self.task_, f"{self.task_.id} asks: ",
-                               f" ({self.task_.resume_state or 'its stage'} is waiting)"),
-                        classes="dialog-title")
-            yield Static(literal(self.question or "(no question recorded)", multiline=True),
-                         classes="dialog-body")
+            yield Label(
+                _title(
+                    self.task_,
+                    f"{self.task_.id} asks: ",
+                    f" ({self.task_.resume_state or 'its stage'} is waiting)",
+                ),
+                classes="dialog-title",
+            )
+            yield Static(
+                literal(self.question or "(no question recorded)", multiline=True),
+                classes="dialog-body",
+            )
             yield Input(placeholder="your answer — enter sends it", id="answer", compact=True)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Send", id="send", variant="primary", compact=True)
@@ -187,13 +198,18 @@ class ConfirmDialog(ModalScreen[str | None]):
         with Vertical(classes="dialog-box small"):
             yield Static(Text(self.question), classes="dialog-title")
             if self.with_reason:
-                yield Input(placeholder="reason (kept in the audit log) — enter confirms",
-                            id="reason", compact=True)
+                yield Input(
+                    placeholder="reason (kept in the audit log) — enter confirms",
+                    id="reason",
+                    compact=True,
+                )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes", id="yes", variant="primary", compact=True)
                 yield Button("No", id="no", compact=True)
-            yield Label("y yes · n no" if not self.with_reason else "enter yes · esc no",
-                        classes="dialog-keys")
+            yield Label(
+                "y yes · n no" if not self.with_reason else "enter yes · esc no",
+                classes="dialog-keys",
+            )
 
     def on_mount(self) -> None:
         if self.with_reason:
@@ -252,8 +268,9 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
         Binding("escape", "dismiss(None)", "close", id="new.close"),
     ]
 
-    def __init__(self, projects: list[str], *, draft: NewTaskRequest | None = None,
-                 refusal: str = "") -> None:
+    def __init__(
+        self, projects: list[str], *, draft: NewTaskRequest | None = None, refusal: str = ""
+    ) -> None:
         super().__init__(classes="dialog")
         self.projects = projects
         self.draft = draft
@@ -265,27 +282,52 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
             yield Label("New task", classes="dialog-title")
             with Horizontal(classes="field"):
                 yield Label("title", classes="field-name")
-                yield Input(draft.title if draft else "", placeholder="what should change",
-                            id="title", compact=True)
+                yield Input(
+                    draft.title if draft else "",
+                    placeholder="what should change",
+                    id="title",
+                    compact=True,
+                )
             with Horizontal(classes="field"):
                 yield Label("type", classes="field-name")
-                yield Select([(t.value, t) for t in TaskType], allow_blank=False, compact=True,
-                             value=draft.type if draft else TaskType.FEAT, id="type")
+                yield Select(
+                    [(t.value, t) for t in TaskType],
+                    allow_blank=False,
+                    compact=True,
+                    value=draft.type if draft else TaskType.FEAT,
+                    id="type",
+                )
             with Horizontal(classes="field tall"):
                 yield Label("description", classes="field-name")
-                yield TextArea(draft.description if draft else "", id="description",
-                               compact=True, soft_wrap=True, show_line_numbers=False,
-                               placeholder="optional; enter starts a new line")
+                yield TextArea(
+                    draft.description if draft else "",
+                    id="description",
+                    compact=True,
+                    soft_wrap=True,
+                    show_line_numbers=False,
+                    placeholder="optional; enter starts a new line",
+                )
             with Horizontal(classes="field"):
                 yield Label("project", classes="field-name")
-                yield Select([(p, p) for p in self.projects], allow_blank=False, compact=True,
-                             value=(draft.project if draft and draft.project in self.projects
-                                    else self.projects[0]), id="project")
+                yield Select(
+                    [(p, p) for p in self.projects],
+                    allow_blank=False,
+                    compact=True,
+                    value=(
+                        draft.project
+                        if draft and draft.project in self.projects
+                        else self.projects[0]
+                    ),
+                    id="project",
+                )
             yield Static(literal(self.refusal, multiline=True), id="refusal")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("File task", id="file", variant="primary", compact=True)
-            yield Label("tab / shift+tab next / previous field · enter in the title, ctrl+s or "
-                        "File task files it · esc close", classes="dialog-keys")
+            yield Label(
+                "tab / shift+tab next / previous field · enter in the title, ctrl+s or "
+                "File task files it · esc close",
+                classes="dialog-keys",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#refusal").display = bool(self.refusal)
@@ -302,8 +344,14 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
         except InvalidInput as exc:
             return self._refuse(exc, "#description")
         project = self.query_one("#project", Select).value
-        self.dismiss(NewTaskRequest(title, self.query_one("#type", Select).value, description,
-                                    project if isinstance(project, str) else None))
+        self.dismiss(
+            NewTaskRequest(
+                title,
+                self.query_one("#type", Select).value,
+                description,
+                project if isinstance(project, str) else None,
+            )
+        )
 
     def _refuse(self, exc: InvalidInput, field: str) -> None:
         refusal = self.query_one("#refusal", Static)

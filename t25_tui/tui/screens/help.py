@@ -10,29 +10,58 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
-    ("Everywhere", [
-        ("? / F1", "this help"), ("ctrl+p", "command palette (every action)"),
-        ("b / F2", "board"), ("i / F3", "inbox: what waits for you"),
-        ("c / F5", "cost"), ("u / F6", "audit"), ("p / F7", "agent profiles and policies"),
-        ("q / ctrl+q", "quit (agents stop, their runs go back to the queue)"),
-    ]),
-    ("Board", [
-        ("← →", "previous / next column"), ("↑ ↓", "previous / next card"),
-        ("enter", "task detail"), ("l", "the task's live log"), ("/", "filter: project:P type:T words"),
-        ("escape", "clear the filter"),
-    ]),
-    ("On the selected task", [
-        ("a", "decide: approve/reject a plan, answer a question, or merge"),
-        ("m", "merge (refused with the reason until checks pass and review approves)"),
-        ("n", "new task"), ("x", "cancel"), ("r", "retry a FAILED task"), ("z", "archive"),
-    ]),
+    (
+        "Everywhere",
+        [
+            ("? / F1", "this help"),
+            ("ctrl+p", "command palette (every action)"),
+            ("b / F2", "board"),
+            ("i / F3", "inbox: what waits for you"),
+            ("c / F5", "cost"),
+            ("u / F6", "audit"),
+            ("p / F7", "agent profiles and policies"),
+            ("q / ctrl+q", "quit (agents stop, their runs go back to the queue)"),
+        ],
+    ),
+    (
+        "Board",
+        [
+            ("← →", "previous / next column"),
+            ("↑ ↓", "previous / next card"),
+            ("enter", "task detail"),
+            ("l", "the task's live log"),
+            ("/", "filter: project:P type:T words"),
+            ("escape", "clear the filter"),
+        ],
+    ),
+    (
+        "On the selected task",
+        [
+            ("a", "decide: approve/reject a plan, answer a question, or merge"),
+            ("m", "merge (refused with the reason until checks pass and review approves)"),
+            ("n", "new task"),
+            ("x", "cancel"),
+            ("r", "retry a FAILED task"),
+            ("z", "archive"),
+        ],
+    ),
     ("Task detail", [("1 2 3 4", "history · artifacts · runs · log"), ("escape", "back")]),
     ("Log", [("f", "pause / resume following"), ("/", "search"), ("n", "next match")]),
     ("Dialogs", [("tab / shift+tab", "next / previous field or button"), ("escape", "close")]),
-    ("Approval dialog", [("a", "approve (with the comment typed, if any)"),
-                         ("r", "reject: type the reason, enter sends it")]),
-    ("New task dialog", [("ctrl+s", "file it, from any field"),
-                         ("enter", "in the title: file it; in the description: a new line")]),
+    (
+        "Approval dialog",
+        [
+            ("a", "approve (with the comment typed, if any)"),
+            ("r", "reject: type the reason, enter sends it"),
+        ],
+    ),
+    (
+        "New task dialog",
+        [
+            ("ctrl+s", "file it, from any field"),
+            ("enter", "in the title: file it; in the description: a new line"),
+        ],
+    ),
 ]
 
 

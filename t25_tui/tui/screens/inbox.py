@@ -52,10 +52,17 @@ class Inbox(Screen):
         table.clear()
         now = self.clock()
         for t in waiting:
-            table.add_row(t.id, t.state.value, human_needed(t), age(t.state_since, now),
-                          literal(t.title), key=t.id)
+            table.add_row(
+                t.id,
+                t.state.value,
+                human_needed(t),
+                age(t.state_since, now),
+                literal(t.title),
+                key=t.id,
+            )
         self.query_one("#inbox-head", Static).update(
-            f"Waiting for you: {len(waiting)}" if waiting else "Nothing is waiting for you")
+            f"Waiting for you: {len(waiting)}" if waiting else "Nothing is waiting for you"
+        )
         if keep and keep in [t.id for t in waiting]:
             table.move_cursor(row=table.get_row_index(keep))
 

@@ -30,13 +30,17 @@ BAR = 12
 
 def bars(title: str, values: Mapping[str, float], *, money: bool = True) -> Table:
     """A horizontal bar chart: reads better than a column of figures when shares matter."""
-    table = Table(title=title, title_justify="left", show_header=False, box=None, expand=False,
-                  padding=(0, 1))
+    table = Table(
+        title=title, title_justify="left", show_header=False, box=None, expand=False, padding=(0, 1)
+    )
     top = max(values.values(), default=0.0) or 1.0
     for name, value in values.items():
         filled = round(BAR * value / top)
-        table.add_row(literal(name), Text("█" * filled + "·" * (BAR - filled), style="cyan"),
-                      f"${value:.4f}" if money else str(value))
+        table.add_row(
+            literal(name),
+            Text("█" * filled + "·" * (BAR - filled), style="cyan"),
+            f"${value:.4f}" if money else str(value),
+        )
     if not values:
         table.add_row("(no runs yet)", "", "")
     return table
@@ -87,7 +91,8 @@ class CostPane(_Pane):
         tokens = total.usage.input_tokens + total.usage.output_tokens
         self.query_one("#cost-summary", Static).update(
             f"Cost (estimate): today ${day.total_usd:.4f} · total ${total.total_usd:.4f} "
-            f"over {total.runs} runs, {tokens:,} tokens")
+            f"over {total.runs} runs, {tokens:,} tokens"
+        )
         chart = Table.grid(padding=(0, 4))
         chart.add_row(bars("by role", total.by_role), bars("by model", total.by_model))
         self.query_one("#cost-chart", Static).update(chart)
@@ -95,8 +100,9 @@ class CostPane(_Pane):
         groups.clear()
         for label, attr in (("role", "by_role"), ("adapter", "by_adapter"), ("model", "by_model")):
             for name, usd in getattr(total, attr).items():
-                groups.add_row(label, literal(name), f"${getattr(day, attr).get(name, 0.0):.4f}",
-                               f"${usd:.4f}")
+                groups.add_row(
+                    label, literal(name), f"${getattr(day, attr).get(name, 0.0):.4f}", f"${usd:.4f}"
+                )
         per_task: dict[str, list[Run]] = defaultdict(list)
         for r in runs:
             per_task[r.task_id].append(r)
@@ -105,12 +111,20 @@ class CostPane(_Pane):
         ranked = sorted(per_task.items(), key=lambda kv: -sum(r.cost_usd for r in kv[1]))
         for task_id, task_runs in ranked[:50]:
             s = summarize(task_runs)
-            tasks.add_row(task_id, str(s.runs), f"{s.usage.input_tokens + s.usage.output_tokens:,}",
-                          f"${s.total_usd:.4f}")
+            tasks.add_row(
+                task_id,
+                str(s.runs),
+                f"{s.usage.input_tokens + s.usage.output_tokens:,}",
+                f"${s.total_usd:.4f}",
+            )
         rates = self.control.config.cost.rates
-        lines = ["Rates in use (USD per million tokens: input / output / cache read / cache write):"]
-        lines += [f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
-                  for model, r in rates.items()] or ["  none configured: every run costs $0"]
+        lines = [
+            "Rates in use (USD per million tokens: input / output / cache read / cache write):"
+        ]
+        lines += [
+            f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
+            for model, r in rates.items()
+        ] or ["  none configured: every run costs $0"]
         self.query_one("#cost-rates", Static).update(literal("\n".join(lines), multiline=True))
         self.ready = True
 
@@ -132,23 +146,39 @@ class AuditPane(_Pane):
         entries, verdict = await self.control.audit.snapshot()
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
-            status.update(literal(f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
-                                  style="bold green"))
+            status.update(
+                literal(
+                    f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
+                    style="bold green",
+                )
+            )
         else:
-            status.update(literal(f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
-                                  style="bold red"))
+            status.update(
+                literal(
+                    f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
+                    style="bold red",
+                )
+            )
         table = self.query_one(DataTable)
         table.clear()
         for e in reversed(entries):
-            table.add_row(str(e.seq), f"{e.ts:%Y-%m-%d %H:%M:%S}", literal(e.actor),
-                          literal(e.task or "-"), literal(e.decision), literal(e.reason))
+            table.add_row(
+                str(e.seq),
+                f"{e.ts:%Y-%m-%d %H:%M:%S}",
+                literal(e.actor),
+                literal(e.task or "-"),
+                literal(e.decision),
+                literal(e.reason),
+            )
         self.ready = True
 
 
 class ProfilesPane(_Pane):
     """Per project: each role's adapter chain with the binary found (or not), and the policies."""
 
-    def __init__(self, control: ControlPlane, clock: Clock, adapters: Mapping[str, AgentAdapter]) -> None:
+    def __init__(
+        self, control: ControlPlane, clock: Clock, adapters: Mapping[str, AgentAdapter]
+    ) -> None:
         super().__init__(control, clock)
         self.adapters = adapters
 
@@ -166,11 +196,16 @@ class ProfilesPane(_Pane):
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
         config = self.control.config
-        projects = [f"project {p.name}: {p.repo} (default branch {p.default_branch or 'from git'})"
-                    for p in config.projects]
-        self.query_one("#profiles-projects", Static).update(literal(
-            "\n".join(projects) + "\nroles apply to every project; first usable adapter plays",
-            multiline=True))
+        projects = [
+            f"project {p.name}: {p.repo} (default branch {p.default_branch or 'from git'})"
+            for p in config.projects
+        ]
+        self.query_one("#profiles-projects", Static).update(
+            literal(
+                "\n".join(projects) + "\nroles apply to every project; first usable adapter plays",
+                multiline=True,
+            )
+        )
         table = self.query_one(DataTable)
         table.clear()
         for role in ROLES:
@@ -188,9 +223,14 @@ class ProfilesPane(_Pane):
                     path = await asyncio.to_thread(adapter.locate)
                     found = path or f"not found ({binary_of(adapter)})"
                     version = (await adapter.version() or "?") if path else "-"
-                table.add_row(role if i == 1 else "", str(i), literal(profile.adapter),
-                              literal(profile.model or "(default)"), literal(found),
-                              literal(version))
+                table.add_row(
+                    role if i == 1 else "",
+                    str(i),
+                    literal(profile.adapter),
+                    literal(profile.model or "(default)"),
+                    literal(found),
+                    literal(version),
+                )
         lim, appr = config.limits, config.approval
         policy = [
             "Policies in force:",
@@ -198,12 +238,18 @@ class ProfilesPane(_Pane):
             f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
             f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
             f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
-            "  qa.checks " + (", ".join(f"{c.name}{'' if c.required else ' (optional)'}"
-                                       for c in config.qa.checks) or "(none)"),
+            "  qa.checks "
+            + (
+                ", ".join(
+                    f"{c.name}{'' if c.required else ' (optional)'}" for c in config.qa.checks
+                )
+                or "(none)"
+            ),
             "  merge: a human, after the required checks pass and review approves",
         ]
-        self.query_one("#profiles-policy", Static).update(literal("\n".join(policy),
-                                                                  multiline=True))
+        self.query_one("#profiles-policy", Static).update(
+            literal("\n".join(policy), multiline=True)
+        )
         self.ready = True
 
 

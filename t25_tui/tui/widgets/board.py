@@ -70,8 +70,13 @@ class Column(Vertical):
                 items.append(None)
             items.append(Option(text, id=task_id))
         if more:
-            items.append(Option(Text(f"… {more} more (filter with /)", style="dim"),
-                                id=f"more-{self.state.value}", disabled=True))
+            items.append(
+                Option(
+                    Text(f"… {more} more (filter with /)", style="dim"),
+                    id=f"more-{self.state.value}",
+                    disabled=True,
+                )
+            )
         options.add_options(items)
         self.shown = drawn
         if keep and any(i == keep for i, _ in drawn):

@@ -32,7 +32,7 @@ def _split_lines(text: str, count: int) -> tuple[str, str]:
         cut = text.find("\n", cut + 1)
         if cut < 0:
             return text, ""
-    return text[:cut + 1], text[cut + 1:]
+    return text[: cut + 1], text[cut + 1 :]
 
 
 class LogPane(Vertical):
@@ -44,8 +44,16 @@ class LogPane(Vertical):
         Binding("n", "next_match", "next match", id="log.next"),
     ]
 
-    def __init__(self, control: ControlPlane, task_id: str, run_id: str | None, *,
-                 max_lines: int = MAX_LINES, flush_s: float = FLUSH_S, id: str | None = None) -> None:
+    def __init__(
+        self,
+        control: ControlPlane,
+        task_id: str,
+        run_id: str | None,
+        *,
+        max_lines: int = MAX_LINES,
+        flush_s: float = FLUSH_S,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes="logpane")
         self.control = control
         self.task_id = task_id
@@ -54,10 +62,10 @@ class LogPane(Vertical):
         self.flush_s = flush_s
         self.following = True
         self.replayed = False
-        self.cursor = 0            # the last event id written (replay and live)
+        self.cursor = 0  # the last event id written (replay and live)
         self._held: list[RunOutput] = []
         self._buffer: list[str] = []
-        self.written = 0           # characters written, for tests and the benchmark
+        self.written = 0  # characters written, for tests and the benchmark
         self._query = ""
         self._match_line = -1
 
@@ -150,7 +158,7 @@ class LogPane(Vertical):
             for _ in range(self.max_lines + 1):
                 cut = text.rfind("\n", 0, cut)
             self.written -= len(text) - (cut + 1)
-            text = text[cut + 1:]
+            text = text[cut + 1 :]
             self.output.clear()
         head, rest = _split_lines(text, LINES_PER_TICK)
         if rest:
@@ -195,4 +203,5 @@ class LogPane(Vertical):
         self.output.scroll_to(y=max(hit - 2, 0), animate=False)
         count = sum(needle in line.lower() for line in lines)
         self.query_one(".log-status", Static).update(
-            self._status(f"“{self._query}” line {hit + 1} ({count} matches, n for next)"))
+            self._status(f"“{self._query}” line {hit + 1} ({count} matches, n for next)")
+        )
