@@ -10,8 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from core.control.service import ControlPlane
+from core.domain.decisions import Decision, Verb
 from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
 from core.errors import InvalidInput
 from core.workspace.git import git_sync
@@ -150,5 +152,22 @@ async def test_a_five_megabyte_actor_is_refused_over_rest_and_in_the_factory(sho
                 await control.cancel("T-1", actor=actor)
         assert not control.audit.path.exists() or control.audit.entries() == []
         assert (await control.task("T-1")).state.value == "RECEIVED"
+    finally:
+        await env.close()
+
+
+async def test_a_decision_is_a_value_every_face_hands_to_decide(shop):
+    env = Env(shop)
+    control = await env.open()
+    try:
+        await control.new_task("a task", actor="ana")
+        done = await control.decide(
+            Decision(verb=Verb.CANCEL, task="t1", actor="ana", text="not now")
+        )
+        assert done.state.value == "CANCELLED"
+        [entry] = control.audit.entries(task="T-1")
+        assert (entry.decision, entry.actor, entry.reason) == ("cancel", "ana", "not now")
+        with pytest.raises(ValidationError):
+            Decision(verb="approve", task="T-1", actor="ana", surprise=1)  # type: ignore[call-arg]
     finally:
         await env.close()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.control.audit import AuditLog
 from core.control.policies import merge_refusal
+from core.domain.decisions import Decision, Verb
 from core.domain.events import (
     DecisionRecorded,
     Event,
@@ -161,6 +162,21 @@ class ControlPlane:
     #
     # Each decision checks its text at the door, then goes through `_decide`: checked against
     # the task as it is now, written to the audit log, and only then applied.
+
+    async def decide(self, decision: Decision) -> Task:
+        """The one way in for an operator decision, whichever face it comes from."""
+        verb, ref, actor, text = decision.verb, decision.task, decision.actor, decision.text
+        if verb is Verb.ANSWER:
+            return await self.answer(ref, text, actor=actor)
+        method = {
+            Verb.APPROVE: self.approve,
+            Verb.REJECT: self.reject,
+            Verb.MERGE: self.merge,
+            Verb.CANCEL: self.cancel,
+            Verb.RETRY: self.retry,
+            Verb.ARCHIVE: self.archive,
+        }
+        return await method[verb](ref, actor=actor, reason=text)
 
     @_whole
     async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:

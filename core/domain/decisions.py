@@ -1,0 +1,39 @@
+"""An operator decision as a value: what was decided, on which task, by whom, bound to what.
+
+Every face builds a `Decision` and hands it to `ControlPlane.decide` — the command line,
+the cockpit, the REST API and a remote cockpit alike — so a decision can be checked,
+audited, sent over the wire and tested as one thing. `text` is the decision's words: a
+rejection's reason, an answer, an approval's comment, a note for the audit log.
+`bound_to` is what the operator was shown, when the decision names it (the SHA-256 of the
+plan approved): a decision bound to something that has changed since is refused.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Verb(StrEnum):
+    """What an operator can decide about a task."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+    ANSWER = "answer"
+    MERGE = "merge"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    ARCHIVE = "archive"
+
+
+class Decision(BaseModel):
+    """One operator decision, before it is checked, recorded and applied."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verb: Verb
+    task: str
+    actor: str
+    text: str = ""
+    bound_to: str | None = None
