@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
-from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo
+from t25_tui.cli.setup import DEMO_CONFIG
+from t25_tui.tui.sample_data import make_sample_repo
 from tests.tui.terminal import T25, Terminal
 
 
@@ -40,7 +41,7 @@ def rss_mb(pid: int | str = "self") -> float:
 
 def make_repo(where: Path, config: str) -> Path:
     where.mkdir(parents=True)
-    _sample_repo(where)
+    make_sample_repo(where)
     (where / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (where / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
     (where / ".factory").mkdir()

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo
+from t25_tui.cli.setup import DEMO_CONFIG
+from t25_tui.tui.sample_data import make_sample_repo
 from tests.tui.terminal import T25, Terminal
 
 
 def make_repo(path: Path, config: str) -> Path:
     path.mkdir(parents=True)
-    _sample_repo(path)
+    make_sample_repo(path)
     (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (path / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
     return path
