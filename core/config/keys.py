@@ -73,23 +73,31 @@ def key_name(written: str) -> str:
     """A key as the cockpit binds it (`?` -> `question_mark`, `F4` -> `f4`); ValueError for
     a key a terminal may not send as itself."""
     key = written.strip()
-    if len(key) == 1:
-        if key in string.ascii_lowercase or key in string.digits:
-            return key
-        if key in string.punctuation:
-            return character_key(key)
-        if key in string.ascii_uppercase:
-            raise ValueError(f"a capital letter needs shift; write {key.lower()!r}")
+    name = _typed_key(key) if len(key) == 1 else _named_key(key.lower())
+    if name is None:
         raise ValueError(f"{EXPECTED}, got {show(written)}")
-    key = key.lower()
+    return name
+
+
+def _typed_key(char: str) -> str | None:
+    """The key that types `char`, if it is a lowercase letter, a digit or punctuation."""
+    if char in string.ascii_uppercase:
+        raise ValueError(f"a capital letter needs shift; write {char.lower()!r}")
+    if char in string.ascii_lowercase or char in string.digits or char in string.punctuation:
+        return character_key(char)
+    return None
+
+
+def _named_key(key: str) -> str | None:
+    """`key` if it names a key that survives SSH: a named key, punctuation, ctrl+letter."""
     if key in _NAMED or key in _PUNCTUATION:
         return key
     modifier, _, base = key.partition("+")
-    if modifier == "ctrl" and len(base) == 1 and base in string.ascii_lowercase:
-        if base in _NOT_WITH_CTRL:
-            raise ValueError(f"{key} is taken by the terminal or the cockpit; choose another")
-        return key
-    raise ValueError(f"{EXPECTED}, got {show(written)}")
+    if modifier != "ctrl" or len(base) != 1 or base not in string.ascii_lowercase:
+        return None
+    if base in _NOT_WITH_CTRL:
+        raise ValueError(f"{key} is taken by the terminal or the cockpit; choose another")
+    return key
 
 
 def _keys(value: Any) -> list[str]:
@@ -101,17 +109,22 @@ def _keys(value: Any) -> list[str]:
         raise ValueError("expected at least one key")
     names: list[str] = []
     for key in written:
-        if isinstance(key, int) and not isinstance(key, bool) and 0 <= key <= 9:
-            key = str(key)  # `detail.history: 1` is the key 1, not a number
-        if not isinstance(key, str):
-            raise ValueError(f"expected a key, got {show(key)}")
-        if "," in key.strip() and key.strip() != ",":
-            raise ValueError(f"write several keys as a list, such as [{key}], got {show(key)}")
-        name = key_name(key)
+        name = key_name(_one_key(key))
         if name in names:
             raise ValueError(f"{show(key)} is listed twice")
         names.append(name)
     return names
+
+
+def _one_key(key: Any) -> str:
+    """One key as written: text, or a digit YAML read as a number (`detail.history: 1`)."""
+    if isinstance(key, int) and not isinstance(key, bool) and 0 <= key <= 9:
+        return str(key)
+    if not isinstance(key, str):
+        raise ValueError(f"expected a key, got {show(key)}")
+    if "," in key.strip() and key.strip() != ",":
+        raise ValueError(f"write several keys as a list, such as [{key}], got {show(key)}")
+    return key
 
 
 Keys = Annotated[list[str], BeforeValidator(_keys)]
@@ -131,13 +144,21 @@ def keymap_problems(
     """(command id, what is wrong) for each `keys:` entry that cannot be bound as written."""
     in_effect = {name: tuple(keys.get(name, c.keys)) for name, c in commands.items()}
     for name, chosen in keys.items():
-        command = commands.get(name)
-        if command is None:
+        if name not in commands:
             yield name, unknown_name("command", name, sorted(commands))
             continue
         for key in chosen:
-            for other, keys_of_other in in_effect.items():
-                shared = [p for p in commands[other].bound_in if p in command.bound_in]
-                if other != name and shared and key in keys_of_other:
-                    clash = f"{show(key)} already runs {other} on {shared[0]}"
-                    yield name, f"{clash}; a key runs one command in a place: give one another"
+            for other, where in _also_bound(key, name, in_effect, commands):
+                clash = f"{show(key)} already runs {other} on {where}"
+                yield name, f"{clash}; a key runs one command in a place: give one another"
+
+
+def _also_bound(
+    key: str, name: str, in_effect: Mapping[str, tuple[str, ...]], commands: Mapping[str, Bindable]
+) -> Iterator[tuple[str, str]]:
+    """(command, place) for each other command `key` runs where command `name` works."""
+    places = commands[name].bound_in
+    for other, keys_of_other in in_effect.items():
+        shared = [place for place in commands[other].bound_in if place in places]
+        if other != name and shared and key in keys_of_other:
+            yield other, shared[0]

@@ -231,8 +231,14 @@ def bindings(node: Node) -> list[BindingType]:
 
 
 def held_in_dialogs() -> frozenset[str]:
-    """The app's actions that wait while a dialog is open (quitting does not)."""
-    return frozenset(c.action for c in commands_on(Node.APP) if not c.in_dialogs)
+    """The app's actions that wait while a dialog is open: those of its own commands and
+    each one the palette can run (quitting does not wait)."""
+    on_app = set(commands_on(Node.APP))
+    return frozenset(
+        c.action.removeprefix("app.")
+        for c in COMMANDS
+        if (c in on_app or c.title is not None) and not c.in_dialogs
+    )
 
 
 def bindable() -> dict[str, Bindable]:

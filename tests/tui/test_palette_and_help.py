@@ -7,6 +7,7 @@ import re
 import string
 
 from textual.keys import _character_to_key, _normalize_key_list
+from textual.widgets._footer import FooterKey
 
 from core.config.keys import key_name
 from t25_tui.tui.app import T25App
@@ -73,6 +74,22 @@ def test_the_configuration_names_a_typed_key_as_textual_does():
         assert key_name(char) == _character_to_key(char), char
 
 
+async def test_the_footer_shows_each_commands_description_as_its_tooltip(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("enter")  # the board's own open key: the task detail
+        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await pilot.pause()
+        shown = {key.action: key.tooltip for key in app.screen.query(FooterKey)}
+        for node in (Node.DETAIL, Node.APP):
+            for command in commands_on(node):
+                if command.show and command.action in shown:
+                    assert shown[command.action] == command.description, command.id
+        assert shown["follow_log"] == BY_ID["log.follow"].description
+        assert shown["inbox"] == BY_ID["inbox"].description
+
+
 async def test_the_palette_lists_every_command_with_its_keys_and_runs_it(seeded):
     app = app_for(seeded)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -96,6 +113,24 @@ def help_rows(text: str) -> dict[str, str]:
             if len(cells) == 3:
                 rows[cells[2]] = cells[0]
     return rows
+
+
+async def test_while_a_dialog_is_open_the_palette_runs_only_quit_of_the_cockpits(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        dialog = app.screen
+        palette = {c.title: c for c in app.get_system_commands(app.screen)}
+        for command in COMMANDS:
+            if command.title is not None and command.id != "quit":
+                await palette[f"T25: {command.title}"].callback()
+                await pilot.pause()
+                assert app.screen is dialog, command.id
+        await palette["T25: Quit"].callback()
+        await until(pilot, lambda: not app.is_running)
 
 
 async def test_the_help_screen_lists_every_command_with_its_keys_and_id(seeded):
