@@ -168,7 +168,7 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
             await local.cancel("T-9", actor="someone-else", reason="while the link was down")
             async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
                 await until(
-                    pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED, timeout=30
+                    pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED, within_s=30
                 )
 
 
