@@ -186,7 +186,7 @@ COMMANDS: tuple[Command, ...] = (
 # fmt: on
 BY_ID: Mapping[str, Command] = {c.id: c for c in COMMANDS}
 
-# Keys the widgets themselves handle: the help screen lists them beside the commands.
+# Keys Textual and the widgets handle themselves: the help screen lists them beside the commands.
 WIDGET_KEYS: Mapping[Place, tuple[tuple[str, str], ...]] = {
     Place.EVERYWHERE: (
         ("ctrl+p", "the command palette: every command by name"),
