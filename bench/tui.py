@@ -69,9 +69,7 @@ async def fill(repo: Path, n: int) -> None:
         task, _ = await f.store.create_task(
             NewTask(project="shop", title=f"Task number {i}"), actor="bench"
         )
-        run, _ = await f.store.enqueue_run(
-            NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec")
-        )
+        await f.store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec"))
         lease = await f.store.claim_run("bench", 60)
         await f.store.complete_run(
             lease,
@@ -227,7 +225,7 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
                 time.sleep(0.25)
                 term.read(0.05)
             moves = []  # a light repaint: the filter bar opens (escape closes it again)
-            for n in range(presses):
+            for _ in range(presses):
                 term.read(0.05)
                 term.raw = b""
                 sent = time.monotonic()

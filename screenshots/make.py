@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from t25_tui.tui.app import make_app  # noqa: E402
 from t25_tui.tui.sample_data import seed  # noqa: E402
+from t25_tui.tui.screens.base import T25Screen  # noqa: E402
 
 
 async def shoot(
@@ -36,7 +37,7 @@ async def shoot(
                 await pilot.press(key)
                 await pilot.pause(0.15)
             for _ in range(100):
-                if getattr(app.screen, "ready", True):
+                if not isinstance(app.screen, T25Screen) or app.screen.ready:
                     break
                 await pilot.pause(0.05)
             await pilot.pause(0.5)

@@ -244,7 +244,7 @@ def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path)
     )
     assert str(err) == (
         "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, qa, cost, "
-        "worktrees, store, serve); did you mean 'limits'?"
+        "worktrees, store, serve, keys); did you mean 'limits'?"
     )
     assert err.hint and "t25.yaml.example" in err.hint
 
@@ -361,8 +361,10 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
         ("limits: 5\n", "t25.yaml:3: limits: expected a mapping of keys, got 5"),
         (
             "approval:\n  require_for_risk: [hgih]\n",
-            "t25.yaml:4: approval.require_for_risk[0]: expected one of 'low', 'medium' or 'high', "
-            "got 'hgih'",
+            (
+                "t25.yaml:4: approval.require_for_risk[0]: expected one of 'low', 'medium' or 'high', "
+                "got 'hgih'"
+            ),
         ),
         (
             "qa:\n  checks:\n    - name: tests\n      run: [pytest]\n      required: maybe\n",
@@ -378,8 +380,10 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
         ),
         (
             "store:\n  url: mysql://db/t25\n",
-            "t25.yaml:4: store.url: expected sqlite:///path/to/file.db or postgresql://host/db, "
-            "got 'mysql://db/t25'",
+            (
+                "t25.yaml:4: store.url: expected sqlite:///path/to/file.db or postgresql://host/db, "
+                "got 'mysql://db/t25'"
+            ),
         ),
         (
             "serve:\n  bind: localhost\n",

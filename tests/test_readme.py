@@ -1,6 +1,6 @@
 """The README says what T25 does: its first lines are the two commands (CI runs the second
-verbatim), its command table is the parser's, its key table the cockpit's bindings, and the
-keys its quick start names do what it says."""
+verbatim), its command table is the parser's, its key table the cockpit's command table,
+and the keys its quick start names do what it says."""
 
 from __future__ import annotations
 
@@ -102,29 +102,20 @@ def test_the_global_options_paragraph_names_the_parsers_global_options():
 
 # How the README writes a key, as Textual names it.
 KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "?": "question_mark", "/": "slash"}
-# Keys the widgets themselves handle: moving in a list, opening the selected item, and the
-# app's own `key_escape` that clears the filter.
-WIDGET_KEYS = {"up", "down", "enter", "escape"}
+# Keys no command of the table holds: moving in a list (the widget's), and the app's own
+# `key_escape` that clears the filter.
+WIDGET_KEYS = {"up", "down", "escape"}
 
 
-def keys_of(bindings) -> set[str]:
-    return {key.strip() for b in bindings for key in b.key.split(",")}
+def toolkit_keys() -> set[str]:
+    """Keys Textual binds for every app: the command palette, quitting, interrupting."""
+    from textual.app import App
 
-
-def all_bindings() -> dict[str, set[str]]:
-    """Every binding of the cockpit, by class: the app, its screens, dialogs and widgets."""
     from t25_tui.tui.app import T25App
-    from t25_tui.tui.screens import detail, dialogs, help, inbox, panes
-    from t25_tui.tui.widgets import board, logpane
 
-    classes = [T25App]
-    for module in (detail, dialogs, help, inbox, panes, board, logpane):
-        classes += [
-            c
-            for c in vars(module).values()
-            if isinstance(c, type) and c.__module__ == module.__name__ and "BINDINGS" in vars(c)
-        ]
-    return {c.__name__: keys_of(c.BINDINGS) for c in classes}
+    return {T25App.COMMAND_PALETTE_BINDING} | {
+        b.key for b in App.BINDINGS if not isinstance(b, tuple)
+    }
 
 
 def documented_keys() -> set[str]:
@@ -135,16 +126,30 @@ def documented_keys() -> set[str]:
     return keys
 
 
-def test_every_key_of_the_cockpit_is_in_the_key_table():
-    from t25_tui.tui.app import T25App
+def test_every_key_the_board_answers_is_in_the_key_table():
+    """The commands of the app (on every screen) and of the board, from the one table."""
+    from t25_tui.tui.commands import Node, commands_on
 
-    app_keys = keys_of(T25App.BINDINGS) | {T25App.COMMAND_PALETTE_BINDING}
-    assert app_keys - documented_keys() == set()
+    board_keys = {k for node in (Node.APP, Node.BOARD) for c in commands_on(node) for k in c.keys}
+    assert board_keys - documented_keys() == set()
 
 
-def test_every_key_in_the_key_table_is_bound():
-    bound = set().union(*all_bindings().values()) | WIDGET_KEYS | {"ctrl+p"}
+def test_every_key_in_the_key_table_is_a_commands_or_the_toolkits():
+    from t25_tui.tui.commands import COMMANDS
+
+    bound = {key for c in COMMANDS for key in c.keys} | WIDGET_KEYS | toolkit_keys()
     assert documented_keys() - bound == set()
+
+
+def runs(screen: str, key: str) -> str:
+    """The command `key` runs on `screen`: the screen's own, else the app's."""
+    from t25_tui.tui.commands import Node, commands_on
+
+    for node in (Node[screen], Node.APP):
+        for command in commands_on(node):
+            if key in command.keys:
+                return command.id
+    raise AssertionError(f"{key} runs nothing on {screen}")
 
 
 def test_the_quick_start_keys_do_what_it_says():
@@ -154,18 +159,11 @@ def test_the_quick_start_keys_do_what_it_says():
     # What each one does, on the screen it is pressed in: the board opens the inbox, the
     # inbox opens the task's decision, the approval dialog approves, the board (or inbox)
     # merges, the confirmation confirms, and the app quits.
-    from t25_tui.tui.app import T25App
-    from t25_tui.tui.screens.dialogs import ApprovalDialog, ConfirmDialog
-    from t25_tui.tui.screens.inbox import Inbox
-
-    def action(cls, key: str) -> str:
-        return next(b.action for b in cls.BINDINGS if key in b.key.split(","))
-
     assert [
-        action(T25App, "i"),
-        action(Inbox, "a"),
-        action(ApprovalDialog, "a"),
-        action(T25App, "m"),
-        action(ConfirmDialog, "y"),
-        action(T25App, "q"),
-    ] == ["inbox", "app.decide", "approve", "merge", "yes", "quit"]
+        runs("BOARD", "i"),
+        runs("INBOX", "a"),
+        runs("APPROVAL", "a"),
+        runs("BOARD", "m"),
+        runs("CONFIRM", "y"),
+        runs("BOARD", "q"),
+    ] == ["inbox", "decide", "approval.approve", "merge", "confirm.yes", "quit"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -37,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.secrets import refuse_credentials
 from core.config.source import (
     ConfigSource,
@@ -374,6 +375,7 @@ class Config(_Section):
     worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
     store: StoreConfig = Field(default_factory=dict, validate_default=True)
     serve: ServeConfig = ServeConfig()
+    keys: dict[str, Keys] = {}  # the cockpit's commands on other keys (core.config.keys)
 
     # Not a key of the file: set by load_config. A Config built in memory acts as if
     # it were read from ./t25.yaml, matching how its relative paths were resolved.
@@ -423,9 +425,15 @@ class Config(_Section):
 # -- loading -----------------------------------------------------------------------------
 
 
-def load_config(path: Path, *, adapters: Iterable[str] | None = None) -> Config:
+def load_config(
+    path: Path,
+    *,
+    adapters: Iterable[str] | None = None,
+    commands: Mapping[str, Bindable] | None = None,
+) -> Config:
     """Read and validate a t25.yaml; every problem is a one-line ConfigError. With
-    `adapters` (the names the caller can run), a profile naming another is refused."""
+    `adapters` (the names the caller can run), a profile naming another is refused; with
+    `commands` (the cockpit's), so is a `keys:` entry the cockpit could not bind."""
     path = Path(path).expanduser().absolute()
     name = _display(path)
     try:
@@ -443,10 +451,16 @@ def load_config(path: Path, *, adapters: Iterable[str] | None = None) -> Config:
         raise ConfigError(
             f"{name}: cannot be read ({exc.strerror})", hint="check the file's permissions"
         ) from None
-    return parse_config(text, path, adapters=adapters)
+    return parse_config(text, path, adapters=adapters, commands=commands)
 
 
-def parse_config(text: str, path: Path, *, adapters: Iterable[str] | None = None) -> Config:
+def parse_config(
+    text: str,
+    path: Path,
+    *,
+    adapters: Iterable[str] | None = None,
+    commands: Mapping[str, Bindable] | None = None,
+) -> Config:
     """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
     path = Path(path).expanduser().absolute()
     source = parse_source(text, _display(path))
@@ -457,6 +471,8 @@ def parse_config(text: str, path: Path, *, adapters: Iterable[str] | None = None
         config = Config.model_validate(source.data, context=context)
     except ValidationError as exc:
         raise validation_error(source, exc, Config) from None
+    if commands is not None and (wrong := next(keymap_problems(config.keys, commands), None)):
+        raise source.error(("keys", wrong[0]), wrong[1], hint=KEYS_HINT)
     config._path = path
     return config
 

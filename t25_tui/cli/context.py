@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from core.config.keys import Bindable
 from core.config.schema import Config, find_config, load_config
 from core.control.service import ControlPlane
 from core.workspace.git import identity
@@ -22,8 +23,17 @@ def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
     `any_adapter`: `t25 doctor` lists every problem rather than stop at the first)."""
     explicit = Path(args.config) if args.config else None
     return load_config(
-        find_config(Path.cwd(), explicit), adapters=None if any_adapter else adapter_names()
+        find_config(Path.cwd(), explicit),
+        adapters=None if any_adapter else adapter_names(),
+        commands=cockpit_commands(),
     )
+
+
+def cockpit_commands() -> dict[str, Bindable]:
+    """The cockpit's commands, so a `keys:` entry it could not bind is refused at load."""
+    from t25_tui.tui.commands import bindable  # a table: no Textual
+
+    return bindable()
 
 
 def adapter_names() -> list[str]:

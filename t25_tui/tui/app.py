@@ -14,26 +14,27 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
-from core.domain.events import InputRequested, RunOutput
-from core.domain.models import ArtifactKind, TaskState
+from core.domain.events import InputRequested
+from core.domain.models import ArtifactKind, Task, TaskState
 from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
 from core.ports import AgentAdapter
 from t25_tui.tui import messages as bridge
 from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
+from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
+from t25_tui.tui.screens.base import Cockpit, T25Screen
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
@@ -52,61 +53,22 @@ from t25_tui.tui.widgets.board import Board
 if TYPE_CHECKING:
     from t25_tui.api.cockpit_client import RemoteControlPlane
 
-# (action, title, help) — the command palette lists every one of these.
-COMMANDS = [
-    ("help", "Help", "every key binding"),
-    ("board", "Board", "a column per pipeline state"),
-    ("inbox", "Inbox", "everything waiting for a human"),
-    ("cost", "Cost", "spend per task, role, adapter and model"),
-    ("audit", "Audit", "operator decisions and the chain's verification"),
-    ("profiles", "Agent profiles and policies", "each role's adapters, binaries, versions"),
-    ("new_task", "New task", "file a task"),
-    ("open", "Open task", "the selected task's detail"),
-    ("log", "Log", "the selected task's live log"),
-    ("decide", "Decide", "approve/reject, answer or merge the selected task"),
-    ("merge", "Merge", "merge the selected DONE task"),
-    ("cancel", "Cancel task", "stop the selected task and its runs"),
-    ("retry", "Retry task", "send the selected FAILED task back"),
-    ("archive", "Archive task", "hide the selected finished task"),
-    ("filter", "Filter the board", "project:P type:T words"),
-    ("quit", "Quit", "stop the agents (their runs go back to the queue) and leave"),
-]
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
-HELD_IN_DIALOGS = {action for action, _, _ in COMMANDS} - {"quit"}
+HELD_IN_DIALOGS = held_in_dialogs()
 BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
-class T25App(App[None]):
-    """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles."""
+class T25App(Cockpit):
+    """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles.
+
+    Its commands, and every screen's, are the rows of `t25_tui.tui.commands`; the keys
+    `t25.yaml`'s `keys:` moves go to Textual's keymap, which rebinds them by id."""
 
     CSS_PATH = "t25.tcss"
     TITLE = "T25"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = [
-        Binding("question_mark", "help", "help", id="help"),
-        Binding("f1", "help", "help", show=False, id="help.f1"),
-        Binding("b", "board", "board", show=False, id="board"),
-        Binding("f2", "board", "board", show=False, id="board.f2"),
-        Binding("i", "inbox", "inbox", id="inbox"),
-        Binding("f3", "inbox", "inbox", show=False, id="inbox.f3"),
-        Binding("c", "cost", "cost", show=False, id="cost"),
-        Binding("f5", "cost", "cost", show=False, id="cost.f5"),
-        Binding("u", "audit", "audit", show=False, id="audit"),
-        Binding("f6", "audit", "audit", show=False, id="audit.f6"),
-        Binding("p", "profiles", "agents", show=False, id="profiles"),
-        Binding("f7", "profiles", "agents", show=False, id="profiles.f7"),
-        Binding("n", "new_task", "new", id="new_task"),
-        Binding("a", "decide", "decide", id="decide"),
-        Binding("m", "merge", "merge", show=False, id="merge"),
-        Binding("x", "cancel", "cancel", show=False, id="cancel"),
-        Binding("r", "retry", "retry", show=False, id="retry"),
-        Binding("z", "archive", "archive", show=False, id="archive"),
-        Binding("l", "log", "log", show=False, id="log"),
-        Binding("slash", "filter", "filter", id="filter"),
-        Binding("q", "quit", "quit", id="quit"),
-        Binding("ctrl+q", "quit", "quit", show=False, id="quit.ctrl"),
-    ]
+    BINDINGS = bindings(Node.APP)
 
     def __init__(
         self,
@@ -132,7 +94,8 @@ class T25App(App[None]):
         self.setup_note = setup_note
         self.handle_signals = handle_signals
         self.link = link  # attached to a remote control plane: the connection's state
-        self.output_listeners: set[Callable[[RunOutput], None]] = set()
+        self.keymap = Keymap(control.config.keys)
+        self.set_keymap(self.keymap.textual())
         self.filter = BoardFilter()
         self.cards: list[Card] = []
         self.seen_event_id = 0
@@ -141,7 +104,7 @@ class T25App(App[None]):
         self.stopping = False
         self._board_stale = False  # something changed since the board was last read
         self._board_reads = 0  # reads in flight
-        self._sweeper_task: asyncio.Task | None = None
+        self._sweeper_task: asyncio.Task[None] | None = None
 
     # -- layout and start --------------------------------------------------------------------
 
@@ -166,7 +129,10 @@ class T25App(App[None]):
         )
         if self.sweeper is not None:
             self.run_worker(
-                self._run_sweeper(), name="sweeper", group="sweeper", exit_on_error=False
+                self._run_sweeper(self.sweeper),
+                name="sweeper",
+                group="sweeper",
+                exit_on_error=False,
             )
         if self.handle_signals:
             loop = asyncio.get_running_loop()
@@ -179,9 +145,9 @@ class T25App(App[None]):
         if self.setup_note:
             self.push_screen(MessageDialog("No agent CLI found", self.setup_note))
 
-    async def _run_sweeper(self) -> None:
+    async def _run_sweeper(self, sweeper: Sweeper) -> None:
         self._sweeper_task = asyncio.current_task()
-        await self.sweeper.work(follow=True)
+        await sweeper.work(follow=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a worker's failure becomes visible."""
@@ -288,12 +254,7 @@ class T25App(App[None]):
     def show_status(self, shown: int | None = None) -> None:
         """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
-        workers = self.sweeper.pool.size if self.sweeper and self.sweeper.pool else 0
-        parts = [self.link() if self.link else f"{workers} workers" if workers else "workers off"]
-        if self.filter:
-            if shown is None:
-                shown = sum(1 for c in self.cards if self.filter.matches(c.task))
-            parts.append(f"filter: {self.filter.describe()} ({shown})")
+        parts = [self._who_works(), *self._filter_note(shown)]
         if self.status_note:
             parts.append(self.status_note)
         # Content's plain strings are never read as markup; printable escapes the rest.
@@ -305,6 +266,20 @@ class T25App(App[None]):
                 *(f" · {printable(part)}" for part in parts),
             )
         )
+
+    def _who_works(self) -> str:
+        """The status line's word on who does the work: the remote link, or the workers."""
+        if self.link:
+            return self.link()
+        workers = self.sweeper.pool.size if self.sweeper and self.sweeper.pool else 0
+        return f"{workers} workers" if workers else "workers off"
+
+    def _filter_note(self, shown: int | None) -> list[str]:
+        if not self.filter:
+            return []
+        if shown is None:
+            shown = sum(1 for c in self.cards if self.filter.matches(c.task))
+        return [f"filter: {self.filter.describe()} ({shown})"]
 
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
@@ -322,17 +297,14 @@ class T25App(App[None]):
         if not self.screen_stack:
             return  # the cockpit is closing: its screens are gone, events still arrive
         self.schedule_refresh()
-        screen = self.screen
-        if hasattr(screen, "refresh_task") and getattr(screen, "task_id", None) in (
-            None,
-            message.task_id,
-        ):
-            screen.refresh_task()
+        if isinstance(self.screen, T25Screen):
+            self.screen.task_changed(message.task_id)
 
     def on_run_output_arrived(self, message: bridge.RunOutputArrived) -> None:
         self.seen_event_id = max(self.seen_event_id, message.event.id)
-        for listener in tuple(self.output_listeners):
-            listener(message.event)
+        for screen in self.screen_stack:  # a detail under a dialog keeps its log going
+            if isinstance(screen, T25Screen):
+                screen.run_output(message.event)
 
     def on_human_needed(self, message: bridge.HumanNeeded) -> None:
         self.notify(
@@ -372,39 +344,38 @@ class T25App(App[None]):
     # -- navigation --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS:
-            return False
-        return True
+        return not (isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS)
 
-    def _show(self, screen_type: type, *args: Any) -> None:
+    def _show(self, screen: T25Screen | None) -> None:
+        """`screen` straight above the board (None: the board itself)."""
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        if screen_type is not Board:
-            self.push_screen(screen_type(self.control, self.clock, *args))
+        if screen is not None:
+            self.push_screen(screen)
 
     def action_board(self) -> None:
-        self._show(Board)
+        self._show(None)
 
     def action_inbox(self) -> None:
-        self._show(Inbox)
+        self._show(Inbox(self.control, self.clock))
 
     def action_cost(self) -> None:
-        self._show(CostPane)
+        self._show(CostPane(self.control, self.clock))
 
     def action_audit(self) -> None:
-        self._show(AuditPane)
+        self._show(AuditPane(self.control, self.clock))
 
     def action_profiles(self) -> None:
-        self._show(ProfilesPane, self.adapters)
+        self._show(ProfilesPane(self.control, self.clock, self.adapters))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
     def selected_task(self) -> str | None:
-        tid = getattr(self.screen, "task_id", None)
-        if tid:
-            return tid
-        return self.board.selected() if self.screen is self.screen_stack[0] else None
+        screen = self.screen
+        if isinstance(screen, T25Screen):
+            return screen.selected_task
+        return self.board.selected() if screen is self.screen_stack[0] else None
 
     def _need_task(self) -> str | None:
         tid = self.selected_task()
@@ -429,10 +400,16 @@ class T25App(App[None]):
             else:
                 self.push_screen(TaskDetail(self.control, tid, self.clock, tab="log"))
 
-    def get_system_commands(self, screen) -> Any:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
+        """Textual's own, then every command with a title, with the keys in effect."""
         yield from super().get_system_commands(screen)
-        for action, title, help_text in COMMANDS:
-            yield SystemCommand(f"T25: {title}", help_text, lambda a=action: self.run_action(a))
+        for command in COMMANDS:
+            if command.title is not None:
+                yield SystemCommand(
+                    f"T25: {command.title}",
+                    f"{command.description} ({self.keymap.shown(command.id)})",
+                    lambda action=command.action: self.run_action(action),
+                )
 
     # -- operator actions: every one calls the ControlPlane -------------------------------------------
 
@@ -513,14 +490,19 @@ class T25App(App[None]):
             self.push_screen(
                 AnswerDialog(task, asked[-1].question if asked else task.error or ""), answered
             )
-        elif task.state is TaskState.DONE and not task.merged:
+        else:
+            self._decide_without_a_dialog(task)
+
+    def _decide_without_a_dialog(self, task: Task) -> None:
+        """A DONE task is merged, a FAILED one retried (each asks first); otherwise the
+        status line says why there is nothing to decide."""
+        if task.state is TaskState.DONE and not task.merged:
             self.action_merge()
         elif task.state is TaskState.FAILED:
             self.action_retry()
         else:
-            self.status(
-                f"{tid} is {task.state}: nothing to decide ({human_needed(task) or 'working'})"
-            )
+            why = human_needed(task) or "working"
+            self.status(f"{task.id} is {task.state}: nothing to decide ({why})")
 
     def action_merge(self) -> None:
         if not (tid := self._need_task()):
@@ -578,7 +560,7 @@ def calm_garbage_collector() -> None:
     gc.set_threshold(50_000, 50, 100)
 
 
-def _mute_terminal(app: App) -> None:
+def _mute_terminal(app: App[Any]) -> None:
     """After a hang-up, whatever Textual still writes on its way out goes to /dev/null.
 
     A write to a hung-up terminal fails with EIO, which ends Textual's writer thread; its
@@ -591,6 +573,8 @@ def _mute_terminal(app: App) -> None:
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is None:
+            continue
         try:
             os.dup2(devnull, stream.fileno())
         except (OSError, ValueError, AttributeError):

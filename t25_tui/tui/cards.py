@@ -121,9 +121,7 @@ class BoardFilter:
             return False
         if self.type and task.type.value != self.type:
             return False
-        if self.text and self.text not in f"{task.id} {task.title}".lower():
-            return False
-        return True
+        return not self.text or self.text in f"{task.id} {task.title}".lower()
 
     def describe(self) -> str:
         parts = [

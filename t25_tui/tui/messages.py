@@ -12,6 +12,8 @@ human is needed. The bridge drains a bounded subscription in a worker and posts:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.message import Message
 
 from core.domain.events import (
@@ -84,7 +86,7 @@ def translate(item: Event | Resync) -> list[Message]:
     return out
 
 
-async def pump(bus: EventBus, post) -> None:
+async def pump(bus: EventBus, post: Callable[[Message], object]) -> None:
     """Drain the bus into `post` (the app's post_message) until cancelled."""
     sub = bus.subscribe(maxsize=20_000)
     try:

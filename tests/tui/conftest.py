@@ -24,17 +24,17 @@ def app_for(s: Seeded, **kw) -> T25App:
     return make_app(s.control, clock=s.clock, actor="ana@ops", **kw)
 
 
-async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:
+async def until(pilot, condition: Callable[[], object], within_s: float = 30.0) -> None:
     """Wait for a condition, letting the app run; fail with a clear message on timeout."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within_s
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.02)
 
 
-async def until_async(pilot, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
+async def until_async(pilot, condition, within_s: float = 30.0) -> None:
+    deadline = time.monotonic() + within_s
     while not await condition():
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")

@@ -7,6 +7,7 @@ own factory (its store, its audit) is what changes.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -147,7 +148,7 @@ async def test_a_dropped_link_resumes_with_nothing_missed_and_nothing_twice(seed
         newest = await local.store.last_event_id()
 
         async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
-            await _until(lambda: remote.cursor == newest, timeout=30)
+            await _until(lambda: remote.cursor == newest, within_s=30)
             assert remote.link() == f"attached to {url}"
     items = []
     while (item := seen.get_nowait()) is not None:
@@ -189,10 +190,12 @@ def _card_state(app, tid):
     return next((c.task.state for c in app.cards if c.task.id == tid), None)
 
 
-async def _until(condition, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
+async def _until(condition, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
 
 
 async def test_keepalive_pings_after_an_event_do_not_drop_the_link(served, monkeypatch):

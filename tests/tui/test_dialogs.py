@@ -191,7 +191,7 @@ async def test_a_draft_the_control_plane_could_not_take_comes_back_whole(seeded)
             async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
                 await pilot.press("ctrl+s")
                 await until_async(
-                    pilot, lambda: _titled(local, "Send invoices by mail"), timeout=30
+                    pilot, lambda: _titled(local, "Send invoices by mail"), within_s=30
                 )
     made = next(t for t in await local.store.list_tasks() if t.title == "Send invoices by mail")
     assert (made.type, made.description) == (TaskType.FIX, "Every Monday.")

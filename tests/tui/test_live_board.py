@@ -14,6 +14,7 @@ import time
 
 import httpx
 import pytest
+from textual.widgets import DataTable
 from textual.worker import WorkerState
 
 from core.control.service import ControlPlane
@@ -23,6 +24,7 @@ from store import open_store
 from t25_tui.api.cockpit_client import attach
 from t25_tui.tui.app import make_app
 from t25_tui.tui.screens.dialogs import ApprovalDialog, NewTaskDialog
+from t25_tui.tui.screens.inbox import Inbox
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.terminal import T25
 from tests.waiting import answers, free_port
@@ -166,7 +168,7 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
             await local.cancel("T-9", actor="someone-else", reason="while the link was down")
             async with serving(make_api(local, worker_credential=None, operator_token=TOKEN), port):
                 await until(
-                    pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED, timeout=30
+                    pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED, within_s=30
                 )
 
 
@@ -177,7 +179,7 @@ async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
         app = app_for(seeded)
         stop = asyncio.Event()
 
-        async def flood() -> None:
+        async def flood(stop: asyncio.Event = stop) -> None:
             n = 0
             while not stop.is_set() and n < 100_000:
                 n += 1
@@ -192,3 +194,25 @@ async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
             await pilot.pause(0.05)
         stop.set()
         await flooding
+
+
+async def test_the_inbox_drops_a_task_that_stops_waiting_whichever_row_is_selected(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, Inbox) and app.screen.ready)
+        inbox = app.screen
+        table = inbox.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index("T-2"))
+
+        def listed() -> set[str | None]:
+            return {key.value for key in table.rows}
+
+        assert "T-5" in listed()
+        failed = await seeded.control.task("T-5")
+        await seeded.control.transition(
+            failed, TaskState.IMPLEMENTING, actor="elsewhere", reason="retried by hand"
+        )
+        await until(pilot, lambda: "T-5" not in listed())
+        assert inbox.selected() == "T-2"

@@ -51,9 +51,7 @@ def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
     (tmp_path / "t25.yaml").write_text(
         "projects: [{name: shop, repo: .}]\nroles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n"
     )
-    note = missing_agents(
-        load_config(tmp_path / "t25.yaml"), {k: v for k, v in builtin_adapters().items()}
-    )
+    note = missing_agents(load_config(tmp_path / "t25.yaml"), dict(builtin_adapters()))
     assert note is not None
     assert "adapter 'claude': T25 has no such adapter" in note or "claude" in note
     assert "nosuch" in note and "roles:" in note and "PATH=" in note

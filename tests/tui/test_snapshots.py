@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from t25_tui.tui.sample_data import seed
+from t25_tui.tui.screens.base import T25Screen
 from tests.tui.conftest import app_for, until
 
 
@@ -34,7 +35,8 @@ async def _loaded(pilot) -> None:
 
 async def _ready(pilot) -> None:
     """The screen on top has read the store and drawn it."""
-    await until(pilot, lambda: getattr(pilot.app.screen, "ready", True))
+    screen = pilot.app.screen
+    await until(pilot, lambda: not isinstance(screen, T25Screen) or screen.ready)
     await pilot.pause(0.2)
     await pilot.wait_for_scheduled_animations()
 

@@ -18,6 +18,7 @@ from t25_tui.tui.sample_data import artifact, run_stage, walk
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
+from t25_tui.tui.screens.panes import AuditPane, CostPane
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.screen_text import screen_text
@@ -161,12 +162,12 @@ async def test_cost_and_audit_panes_show_stored_text_escaped_and_literal(seeded)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle_board(app, pilot)
         await pilot.press("c")
-        await until(pilot, lambda: getattr(app.screen, "ready", False))
+        await until(pilot, lambda: isinstance(app.screen, CostPane) and app.screen.ready)
         await pilot.pause()
         cost = screen_text(app)
         assert "scripted-1\\x1b[2J[red]x[/red]" in cost and clean(cost)
         await pilot.press("u")
-        await until(pilot, lambda: getattr(app.screen, "ready", False))
+        await until(pilot, lambda: isinstance(app.screen, AuditPane) and app.screen.ready)
         await pilot.pause()
         audit = screen_text(app)
         assert "[red]ana[/red]" in audit and "keep [b]both[/b] keys" in audit

@@ -111,7 +111,7 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     finally:
         term.kill()
     wait(lambda: not _agents_in(repo), timeout=10)
-    ((status, worker),) = db(repo, "SELECT status, worker FROM runs")
+    ((status, _worker),) = db(repo, "SELECT status, worker FROM runs")
     assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
     assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
     assert "SPEC" in t25(repo, "task", "list")

@@ -7,21 +7,24 @@ a run shows its log; the log follows the newest run by default.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from rich.syntax import Syntax
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from core.control.service import ControlPlane
-from core.domain.events import DecisionRecorded, TaskTransitioned
-from core.domain.models import Artifact, ArtifactKind, Run
+from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
+from core.domain.models import Artifact, ArtifactKind, Run, Task
 from core.domain.text import printable
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
+from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.screens.base import Control, T25Screen
 from t25_tui.tui.widgets.logpane import LogPane
 
 LEXERS = {"application/json": "json", "text/x-diff": "diff", "text/markdown": "markdown"}
@@ -43,29 +46,17 @@ def lexer_for(artifact: Artifact, text: str) -> str:
     return "json" if text.lstrip().startswith("{") else "text"
 
 
-class TaskDetail(Screen):
+class TaskDetail(T25Screen):
     """Everything about one task, and its log. Escape returns to where it was opened."""
 
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "back", id="detail.back"),
-        Binding("1", "tab('history')", "history", id="detail.history"),
-        Binding("2", "tab('artifacts')", "artifacts", id="detail.artifacts"),
-        Binding("3", "tab('runs')", "runs", id="detail.runs"),
-        Binding("4,l", "tab('log')", "log", id="detail.log"),
-        Binding("f", "log('toggle_follow')", "follow/pause", id="detail.follow"),
-        Binding("slash", "log('search')", "search log", id="detail.search"),
-        Binding("n", "log('next_match')", "next match", show=False, id="detail.next"),
-    ]
+    BINDINGS = bindings(Node.DETAIL)
 
     def __init__(
-        self, control: ControlPlane, task_id: str, clock: Clock, *, tab: str = "history"
+        self, control: Control, task_id: str, clock: Clock, *, tab: str = "history"
     ) -> None:
-        super().__init__()
-        self.control = control
+        super().__init__(control, clock)
         self.task_id = task_id
-        self.clock = clock
         self.first_tab = tab
-        self.ready = False  # the first read of the store is on screen
         self.runs: list[Run] = []
         self.artifacts: list[Artifact] = []
 
@@ -109,10 +100,19 @@ class TaskDetail(Screen):
         if tab == "log":
             self.query_one(LogPane).output.focus()
 
-    def action_log(self, what: str) -> None:
-        """The log's keys work from anywhere in the detail: they show the log first."""
+    # The log's keys work from anywhere in the detail: they show the log first.
+
+    def action_follow_log(self) -> None:
         self.action_tab("log")
-        getattr(self.query_one(LogPane), f"action_{what}")()
+        self.query_one(LogPane).action_toggle_follow()
+
+    def action_search_log(self) -> None:
+        self.action_tab("log")
+        self.query_one(LogPane).action_search()
+
+    def action_next_match(self) -> None:
+        self.action_tab("log")
+        self.query_one(LogPane).action_next_match()
 
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:
@@ -124,59 +124,51 @@ class TaskDetail(Screen):
             a for a in await store.list_artifacts(task_id=self.task_id) if a.meta.kind in SHOWN
         ]
         now = self.clock()
+        self._show_head(task, now)
+        self._show_history(events)
+        self._show_runs(now)
+        self._show_artifacts()
+        self.ready = True
+        self._follow_newest_run(first)
+
+    def _show_head(self, task: Task, now: datetime) -> None:
         cost = sum(r.cost_usd for r in self.runs)
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
-        head = [
-            (task.id, "bold"),
+        facts = (
             f"  {printable(task.title)}\n{task.state} for "
             f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
             f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
-            f"{task.review_loops} · ${cost:.4f}",
-        ]
+            f"{task.review_loops} · ${cost:.4f}"
+        )
+        head: list[str | tuple[str, str]] = [(task.id, "bold"), facts]
         if need:
             head += ["\n", (f"⚑ {need}", "bold yellow")]
         if task.error:
             head += ["\n", (f"error: {printable(task.error)}", "red")]
         self.query_one("#detail-head", Static).update(Content.assemble(*head))
 
+    def _show_history(self, events: Sequence[Event]) -> None:
         history = self.query_one("#history-table", DataTable)
         history.clear()
         for e in events:
             if isinstance(e, TaskTransitioned):
-                history.add_row(
-                    f"{e.at:%Y-%m-%d %H:%M:%S}",
-                    f"{e.from_state} → {e.to_state}",
-                    literal(e.actor),
-                    literal(e.reason),
-                )
+                change: str | Text = f"{e.from_state} → {e.to_state}"
             elif isinstance(e, DecisionRecorded):
-                history.add_row(
-                    f"{e.at:%Y-%m-%d %H:%M:%S}",
-                    literal(f"decision: {e.decision}"),
-                    literal(e.actor),
-                    literal(e.reason),
-                )
+                change = literal(f"decision: {e.decision}")
+            else:
+                continue
+            history.add_row(
+                f"{e.at:%Y-%m-%d %H:%M:%S}", change, literal(e.actor), literal(e.reason)
+            )
 
+    def _show_runs(self, now: datetime) -> None:
         runs = self.query_one("#runs-table", DataTable)
         runs.clear()
         for r in self.runs:
-            took = ((r.finished_at or now) - r.started_at).total_seconds() if r.started_at else None
-            runs.add_row(
-                r.id,
-                r.stage.value,
-                literal(r.role),
-                r.status.value,
-                literal(r.adapter or "-"),
-                literal(r.cli_version or "-"),
-                literal(r.model or r.usage.model or "-"),
-                duration(took),
-                "-" if r.exit_code is None else str(r.exit_code),
-                f"{r.usage.input_tokens}/{r.usage.output_tokens}",
-                f"${r.cost_usd:.4f}",
-                key=r.id,
-            )
+            runs.add_row(*run_row(r, now), key=r.id)
 
+    def _show_artifacts(self) -> None:
         listing = self.query_one("#artifact-list", OptionList)
         highlighted = listing.highlighted
         listing.clear_options()
@@ -190,7 +182,10 @@ class TaskDetail(Screen):
             listing.highlighted = (
                 highlighted if highlighted is not None else len(self.artifacts) - 1
             )
-        self.ready = True
+
+    def _follow_newest_run(self, first: bool) -> None:
+        """The log shows the newest run, unless the operator chose another and stopped
+        following."""
         pane = self.query_one(LogPane)
         if (
             self.runs
@@ -230,6 +225,34 @@ class TaskDetail(Screen):
             self.query_one(LogPane).show_run(event.row_key.value)
             self.action_tab("log")
 
-    def refresh_task(self) -> None:
-        """The bridge says this task changed: re-read it."""
-        self.reload()
+    # -- what the app calls ----------------------------------------------------------------
+
+    @property
+    def selected_task(self) -> str | None:
+        return self.task_id
+
+    def task_changed(self, task_id: str | None) -> None:
+        if task_id in (None, self.task_id):
+            self.reload()
+
+    def run_output(self, event: RunOutput) -> None:
+        for pane in self.query(LogPane):
+            pane.take(event)
+
+
+def run_row(r: Run, now: datetime) -> tuple[str | Text, ...]:
+    """A run as the runs table shows it."""
+    took = ((r.finished_at or now) - r.started_at).total_seconds() if r.started_at else None
+    return (
+        r.id,
+        r.stage.value,
+        literal(r.role),
+        r.status.value,
+        literal(r.adapter or "-"),
+        literal(r.cli_version or "-"),
+        literal(r.model or r.usage.model or "-"),
+        duration(took),
+        "-" if r.exit_code is None else str(r.exit_code),
+        f"{r.usage.input_tokens}/{r.usage.output_tokens}",
+        f"${r.cost_usd:.4f}",
+    )

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 import core.domain.text
 from core.domain.models import Task, TaskType
 from core.errors import InvalidInput
 from t25_tui.tui.cards import literal
+from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.screens.base import T25Dialog
 
 RISK_STYLE = {"low": "bold green", "medium": "bold yellow", "high": "bold red"}
 
@@ -36,7 +37,7 @@ class Decision:
     text: str = ""
 
 
-def plan_text(plan: dict | None, raw: str) -> Text:
+def plan_text(plan: dict[str, Any] | None, raw: str) -> Text:
     """The plan as the approver reads it: risk, files, steps, rationale."""
     if plan is None:
         return literal(raw or "(no plan stored)", multiline=True)
@@ -58,7 +59,7 @@ def plan_text(plan: dict | None, raw: str) -> Text:
     return out
 
 
-def parse_plan(raw: str) -> dict | None:
+def parse_plan(raw: str) -> dict[str, Any] | None:
     try:
         plan = json.loads(raw)
     except ValueError:
@@ -73,14 +74,10 @@ def _title(task: Task, before: str, after: str = "") -> Text:
     return out
 
 
-class ApprovalDialog(ModalScreen[Decision | None]):
+class ApprovalDialog(T25Dialog[Decision | None]):
     """A plan waiting for a human: `a` approves, `r` asks for a reason and rejects."""
 
-    BINDINGS = [
-        Binding("a", "approve", "approve", id="approval.approve"),
-        Binding("r", "reject", "reject…", id="approval.reject"),
-        Binding("escape", "dismiss(None)", "close", id="approval.close"),
-    ]
+    BINDINGS = bindings(Node.APPROVAL)
 
     def __init__(self, task: Task, plan_raw: str) -> None:
         super().__init__(classes="dialog")
@@ -102,8 +99,11 @@ class ApprovalDialog(ModalScreen[Decision | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Approve", id="approve", variant="success", compact=True)
                 yield Button("Reject", id="reject", variant="error", compact=True)
+            keys = self.keymap
             yield Label(
-                "a approve · r reject with a reason · tab moves · esc close", classes="dialog-keys"
+                f"{keys.first('approval.approve')} approve · {keys.first('approval.reject')} "
+                f"reject with a reason · tab moves · {keys.first('close')} close",
+                classes="dialog-keys",
             )
 
     def _reason(self) -> str:
@@ -133,10 +133,10 @@ class ApprovalDialog(ModalScreen[Decision | None]):
             self.action_reject(warn=True)
 
 
-class AnswerDialog(ModalScreen[str | None]):
+class AnswerDialog(T25Dialog[str | None]):
     """A NEEDS_INPUT task's question and a line to answer it."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "close", id="answer.close")]
+    BINDINGS = bindings(Node.ANSWER)
 
     def __init__(self, task: Task, question: str) -> None:
         super().__init__(classes="dialog")
@@ -160,7 +160,10 @@ class AnswerDialog(ModalScreen[str | None]):
             yield Input(placeholder="your answer — enter sends it", id="answer", compact=True)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Send", id="send", variant="primary", compact=True)
-            yield Label("enter send · tab to the button · esc close", classes="dialog-keys")
+            yield Label(
+                f"enter send · tab to the button · {self.keymap.first('close')} close",
+                classes="dialog-keys",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#answer").focus()
@@ -181,13 +184,10 @@ class AnswerDialog(ModalScreen[str | None]):
         self._send()
 
 
-class ConfirmDialog(ModalScreen[str | None]):
+class ConfirmDialog(T25Dialog[str | None]):
     """Yes or no, with an optional reason for the audit log; dismisses with the reason."""
 
-    BINDINGS = [
-        Binding("y", "yes", "yes", id="confirm.yes"),
-        Binding("n,escape", "dismiss(None)", "no", id="confirm.no"),
-    ]
+    BINDINGS = bindings(Node.CONFIRM)
 
     def __init__(self, question: str, *, reason: bool = False) -> None:
         super().__init__(classes="dialog")
@@ -206,8 +206,11 @@ class ConfirmDialog(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes", id="yes", variant="primary", compact=True)
                 yield Button("No", id="no", compact=True)
+            keys = self.keymap
             yield Label(
-                "y yes · n no" if not self.with_reason else "enter yes · esc no",
+                f"{keys.first('confirm.yes')} yes · {keys.first('confirm.no')} no"
+                if not self.with_reason
+                else f"enter yes · {keys.first('close')} no",
                 classes="dialog-keys",
             )
 
@@ -230,10 +233,10 @@ class ConfirmDialog(ModalScreen[str | None]):
             self.dismiss(None)
 
 
-class MessageDialog(ModalScreen[None]):
+class MessageDialog(T25Dialog[None]):
     """Says why something was refused, and waits to be read."""
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss(None)", "close", id="message.close")]
+    BINDINGS = bindings(Node.MESSAGE)
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__(classes="dialog")
@@ -244,7 +247,7 @@ class MessageDialog(ModalScreen[None]):
         with Vertical(classes="dialog-box small"):
             yield Label(literal(self.title_), classes="dialog-title")
             yield Static(literal(self.body, multiline=True), id="message-body")
-            yield Label("enter close", classes="dialog-keys")
+            yield Label(f"{self.keymap.first('message.close')} close", classes="dialog-keys")
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,7 @@ class NewTaskRequest:
     project: str | None
 
 
-class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
+class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
     """File a task: title, type, description (several lines), project.
 
     Enter in the title, the File button or ctrl+s (which no field takes for itself) files
@@ -263,10 +266,7 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
     everything typed stays as it was; so does a draft the control plane sent back.
     """
 
-    BINDINGS = [
-        Binding("ctrl+s", "file", "file it", priority=True, id="new.file"),
-        Binding("escape", "dismiss(None)", "close", id="new.close"),
-    ]
+    BINDINGS = bindings(Node.NEW_TASK)
 
     def __init__(
         self, projects: list[str], *, draft: NewTaskRequest | None = None, refusal: str = ""
@@ -323,9 +323,10 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
             yield Static(literal(self.refusal, multiline=True), id="refusal")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("File task", id="file", variant="primary", compact=True)
+            keys = self.keymap
             yield Label(
-                "tab / shift+tab next / previous field · enter in the title, ctrl+s or "
-                "File task files it · esc close",
+                "tab / shift+tab next / previous field · enter in the title, "
+                f"{keys.first('new_task.file')} or File task files it · {keys.first('close')} close",
                 classes="dialog-keys",
             )
 
@@ -337,17 +338,20 @@ class NewTaskDialog(ModalScreen[NewTaskRequest | None]):
         try:
             title = core.domain.text.title(self.query_one("#title", Input).value)
         except InvalidInput as exc:
-            return self._refuse(exc, "#title")
+            self._refuse(exc, "#title")
+            return
         try:
             typed = self.query_one("#description", TextArea).text
             description = core.domain.text.description(typed).strip()
         except InvalidInput as exc:
-            return self._refuse(exc, "#description")
+            self._refuse(exc, "#description")
+            return
         project = self.query_one("#project", Select).value
+        kind = self.query_one("#type", Select).value  # never blank: allow_blank=False
         self.dismiss(
             NewTaskRequest(
                 title,
-                self.query_one("#type", Select).value,
+                kind if isinstance(kind, TaskType) else TaskType.FEAT,
                 description,
                 project if isinstance(project, str) else None,
             )

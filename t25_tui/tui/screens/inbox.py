@@ -1,6 +1,6 @@
 """The inbox: every task waiting for a human — plans to approve, questions, merges.
 
-Enter (or `a`) opens the right dialog for the highlighted task; the app acts on the
+Enter (or decide, `a` unless `keys:` moved it) opens the right dialog for the highlighted task; the app acts on the
 result through the ControlPlane, exactly as `t25 approve|reject|answer|merge` do.
 """
 
@@ -8,29 +8,20 @@ from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from core.control.service import ControlPlane
 from core.domain.models import TaskState
-from t25_tui.tui.cards import Clock, age, human_needed, literal
+from t25_tui.tui.cards import age, human_needed, literal
+from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.screens.base import T25Screen
 
 WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
 
 
-class Inbox(Screen):
+class Inbox(T25Screen):
     """Tasks that need a person, oldest wait first."""
 
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "back", id="inbox.back"),
-        Binding("a", "app.decide", "decide", id="inbox.decide"),
-    ]
-
-    def __init__(self, control: ControlPlane, clock: Clock) -> None:
-        super().__init__()
-        self.control = control
-        self.clock = clock
+    BINDINGS = bindings(Node.INBOX)
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for you", id="inbox-head", classes="pane-title")
@@ -65,6 +56,7 @@ class Inbox(Screen):
         )
         if keep and keep in [t.id for t in waiting]:
             table.move_cursor(row=table.get_row_index(keep))
+        self.ready = True
 
     def selected(self) -> str | None:
         table = self.query_one(DataTable)
@@ -72,12 +64,14 @@ class Inbox(Screen):
             return None
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        await self.run_action("app.decide")
+
+    # -- what the app calls ----------------------------------------------------------------
+
     @property
-    def task_id(self) -> str | None:
+    def selected_task(self) -> str | None:
         return self.selected()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.app.action_decide()  # type: ignore[attr-defined]
-
-    def refresh_task(self) -> None:
-        self.reload()
+    def task_changed(self, task_id: str | None) -> None:
+        self.reload()  # any task may have started or stopped waiting

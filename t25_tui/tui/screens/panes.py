@@ -13,17 +13,18 @@ from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import Worker
 
-from core.config.schema import ROLES
-from core.control.cost import summarize
-from core.control.service import ControlPlane
+from core.config.schema import ROLES, Config
+from core.control.cost import CostSummary, summarize
 from core.domain.models import Run
 from core.ports import AgentAdapter
 from t25_tui.tui.cards import Clock, literal
+from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.readiness import binary_of
+from t25_tui.tui.screens.base import Control, T25Screen
 
 BAR = 12
 
@@ -46,23 +47,17 @@ def bars(title: str, values: Mapping[str, float], *, money: bool = True) -> Tabl
     return table
 
 
-class _Pane(Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "back", id="pane.back"),
-        Binding("r", "reload", "reload", id="pane.reload"),
-    ]
+class _Pane(T25Screen):
+    """A read-only pane: read when shown and on reload."""
 
-    def __init__(self, control: ControlPlane, clock: Clock) -> None:
-        super().__init__()
-        self.control = control
-        self.clock = clock
-        self.ready = False  # set once the first read is on screen
+    BINDINGS = bindings(Node.PANES)
+
+    def reload(self) -> Worker[None]:
+        """Read what the pane shows, and show it (a worker in each pane)."""
+        raise NotImplementedError
 
     def action_reload(self) -> None:
-        self.reload()  # type: ignore[attr-defined]
-
-    def refresh_task(self) -> None:
-        pass
+        self.reload()
 
 
 class CostPane(_Pane):
@@ -88,6 +83,15 @@ class CostPane(_Pane):
         now = self.clock()
         today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
         total, day = summarize(runs), summarize(today)
+        self._show_summary(total, day)
+        self._show_groups(total, day)
+        self._show_tasks(runs)
+        self.query_one("#cost-rates", Static).update(
+            literal("\n".join(rate_lines(self.control.config)), multiline=True)
+        )
+        self.ready = True
+
+    def _show_summary(self, total: CostSummary, day: CostSummary) -> None:
         tokens = total.usage.input_tokens + total.usage.output_tokens
         self.query_one("#cost-summary", Static).update(
             f"Cost (estimate): today ${day.total_usd:.4f} · total ${total.total_usd:.4f} "
@@ -96,13 +100,19 @@ class CostPane(_Pane):
         chart = Table.grid(padding=(0, 4))
         chart.add_row(bars("by role", total.by_role), bars("by model", total.by_model))
         self.query_one("#cost-chart", Static).update(chart)
+
+    def _show_groups(self, total: CostSummary, day: CostSummary) -> None:
         groups = self.query_one("#cost-groups", DataTable)
         groups.clear()
-        for label, attr in (("role", "by_role"), ("adapter", "by_adapter"), ("model", "by_model")):
-            for name, usd in getattr(total, attr).items():
-                groups.add_row(
-                    label, literal(name), f"${getattr(day, attr).get(name, 0.0):.4f}", f"${usd:.4f}"
-                )
+        for label, of_total, of_day in (
+            ("role", total.by_role, day.by_role),
+            ("adapter", total.by_adapter, day.by_adapter),
+            ("model", total.by_model, day.by_model),
+        ):
+            for name, usd in of_total.items():
+                groups.add_row(label, literal(name), f"${of_day.get(name, 0.0):.4f}", f"${usd:.4f}")
+
+    def _show_tasks(self, runs: list[Run]) -> None:
         per_task: dict[str, list[Run]] = defaultdict(list)
         for r in runs:
             per_task[r.task_id].append(r)
@@ -117,16 +127,16 @@ class CostPane(_Pane):
                 f"{s.usage.input_tokens + s.usage.output_tokens:,}",
                 f"${s.total_usd:.4f}",
             )
-        rates = self.control.config.cost.rates
-        lines = [
-            "Rates in use (USD per million tokens: input / output / cache read / cache write):"
-        ]
-        lines += [
-            f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
-            for model, r in rates.items()
-        ] or ["  none configured: every run costs $0"]
-        self.query_one("#cost-rates", Static).update(literal("\n".join(lines), multiline=True))
-        self.ready = True
+
+
+def rate_lines(config: Config) -> list[str]:
+    """The cost rates in use, one model a line."""
+    lines = ["Rates in use (USD per million tokens: input / output / cache read / cache write):"]
+    lines += [
+        f"  {model}: {r.input} / {r.output} / {r.cache_read} / {r.cache_write}"
+        for model, r in config.cost.rates.items()
+    ] or ["  none configured: every run costs $0"]
+    return lines
 
 
 class AuditPane(_Pane):
@@ -177,7 +187,7 @@ class ProfilesPane(_Pane):
     """Per project: each role's adapter chain with the binary found (or not), and the policies."""
 
     def __init__(
-        self, control: ControlPlane, clock: Clock, adapters: Mapping[str, AgentAdapter]
+        self, control: Control, clock: Clock, adapters: Mapping[str, AgentAdapter]
     ) -> None:
         super().__init__(control, clock)
         self.adapters = adapters
@@ -209,21 +219,23 @@ class ProfilesPane(_Pane):
         table = self.query_one(DataTable)
         table.clear()
         for role in ROLES:
-            chain = config.roles.chain(role)
-            if not chain:
-                table.add_row(role, "-", "(not configured)", "", "", "")
-                continue
-            for i, profile in enumerate(chain, 1):
-                adapter = self.adapters.get(profile.adapter)
-                if not self.adapters:  # attached to a remote control plane
-                    found, version = "(on the worker hosts)", "-"
-                elif adapter is None:
-                    found, version = f"no adapter {profile.adapter!r}", "-"
-                else:
-                    path = await asyncio.to_thread(adapter.locate)
-                    found = path or f"not found ({binary_of(adapter)})"
-                    version = (await adapter.version() or "?") if path else "-"
-                table.add_row(
+            for row in await self._chain_rows(config, role):
+                table.add_row(*row)
+        self.query_one("#profiles-policy", Static).update(
+            literal("\n".join(policy_lines(config)), multiline=True)
+        )
+        self.ready = True
+
+    async def _chain_rows(self, config: Config, role: str) -> list[tuple[str | Text, ...]]:
+        """A role's fallback chain: each profile, and the binary it would run (or not)."""
+        chain = config.roles.chain(role)
+        if not chain:
+            return [(role, "-", "(not configured)", "", "", "")]
+        rows: list[tuple[str | Text, ...]] = []
+        for i, profile in enumerate(chain, 1):
+            found, version = await self._binary(profile.adapter)
+            rows.append(
+                (
                     role if i == 1 else "",
                     str(i),
                     literal(profile.adapter),
@@ -231,28 +243,32 @@ class ProfilesPane(_Pane):
                     literal(found),
                     literal(version),
                 )
-        lim, appr = config.limits, config.approval
-        policy = [
-            "Policies in force:",
-            f"  limits.max_files_changed {lim.max_files_changed} · max_diff_lines {lim.max_diff_lines}",
-            f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
-            f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
-            f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
-            "  qa.checks "
-            + (
-                ", ".join(
-                    f"{c.name}{'' if c.required else ' (optional)'}" for c in config.qa.checks
-                )
-                or "(none)"
-            ),
-            "  merge: a human, after the required checks pass and review approves",
-        ]
-        self.query_one("#profiles-policy", Static).update(
-            literal("\n".join(policy), multiline=True)
-        )
-        self.ready = True
+            )
+        return rows
+
+    async def _binary(self, name: str) -> tuple[str, str]:
+        """Where adapter `name`'s CLI is on this host, and its version."""
+        adapter = self.adapters.get(name)
+        if not self.adapters:  # attached to a remote control plane
+            return "(on the worker hosts)", "-"
+        if adapter is None:
+            return f"no adapter {name!r}", "-"
+        path = await asyncio.to_thread(adapter.locate)
+        if not path:
+            return f"not found ({binary_of(adapter)})", "-"
+        return path, await adapter.version() or "?"
 
 
-def binary_of(adapter: AgentAdapter) -> str:
-    spec = getattr(adapter, "spec", None)
-    return getattr(spec, "binary", adapter.name)
+def policy_lines(config: Config) -> list[str]:
+    """The policies in force, as t25.yaml names them."""
+    lim, appr = config.limits, config.approval
+    checks = ", ".join(f"{c.name}{'' if c.required else ' (optional)'}" for c in config.qa.checks)
+    return [
+        "Policies in force:",
+        f"  limits.max_files_changed {lim.max_files_changed} · max_diff_lines {lim.max_diff_lines}",
+        f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
+        f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
+        f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
+        f"  qa.checks {checks or '(none)'}",
+        "  merge: a human, after the required checks pass and review approves",
+    ]

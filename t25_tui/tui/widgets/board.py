@@ -2,17 +2,19 @@
 
 Columns are `OptionList`s (only visible lines are rendered); a refresh replaces only the
 columns whose cards changed, so a store with thousands of tasks repaints cheaply. Left
-and right move between columns; up and down between cards; enter opens a task.
+and right move between columns; up and down between cards; enter opens a task (the
+board's commands, `t25_tui.tui.commands`, so `keys:` can move them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, Vertical
 from textual.message import Message
 from textual.widgets import Label, OptionList
@@ -21,6 +23,9 @@ from textual.widgets.option_list import Option
 from core.domain.models import TaskState
 from core.domain.text import printable
 from t25_tui.tui.cards import CARDS_PER_COLUMN, COLUMNS, Card
+from t25_tui.tui.commands import Node, bindings
+
+Drawn = tuple[tuple[str, Text], ...]  # (task id, card) for each card drawn
 
 
 def render_card(card: Card, now: datetime) -> Text:
@@ -34,18 +39,45 @@ def render_card(card: Card, now: datetime) -> Text:
     return text
 
 
+class Cards(OptionList):
+    """A column's cards. Enter is not the list's own: it is the board's `open` command."""
+
+    inherit_bindings = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        b for b in OptionList.BINDINGS if isinstance(b, Binding) and b.action != "select"
+    ]
+
+
+def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | None]:
+    """The options of a column: its cards with a gap between, and how many more there are."""
+    items: list[Option | None] = []
+    for i, (task_id, text) in enumerate(drawn):
+        if i:
+            items.append(None)
+        items.append(Option(text, id=task_id))
+    if more:
+        items.append(
+            Option(
+                Text(f"… {more} more (filter with /)", style="dim"),
+                id=f"more-{state.value}",
+                disabled=True,
+            )
+        )
+    return items
+
+
 class Column(Vertical):
     """A state's header and its cards."""
 
     def __init__(self, state: TaskState) -> None:
         super().__init__(id=f"col-{state.value}", classes="column")
         self.state = state
-        self.shown: tuple[tuple[str, Text], ...] = ()
+        self.shown: Drawn = ()
         self._key: object = None
 
     def compose(self) -> ComposeResult:
         yield Label(self.state.value, classes="column-title")
-        yield OptionList(id=f"list-{self.state.value}", classes="cards")
+        yield Cards(id=f"list-{self.state.value}", classes="cards")
 
     @property
     def cards(self) -> OptionList:
@@ -61,23 +93,14 @@ class Column(Vertical):
         if key == self._key:
             return
         self._key = key
+        self._redraw(drawn, more)
+
+    def _redraw(self, drawn: Drawn, more: int) -> None:
+        """Replace the cards, keeping the highlight on the card it was on."""
         options = self.cards
         keep = options.highlighted_option.id if options.highlighted_option else None
         options.clear_options()
-        items: list[Option | None] = []
-        for i, (task_id, text) in enumerate(drawn):
-            if i:
-                items.append(None)
-            items.append(Option(text, id=task_id))
-        if more:
-            items.append(
-                Option(
-                    Text(f"… {more} more (filter with /)", style="dim"),
-                    id=f"more-{self.state.value}",
-                    disabled=True,
-                )
-            )
-        options.add_options(items)
+        options.add_options(card_options(self.state, drawn, more))
         self.shown = drawn
         if keep and any(i == keep for i, _ in drawn):
             options.highlighted = options.get_option_index(keep)
@@ -86,10 +109,7 @@ class Column(Vertical):
 class Board(HorizontalScroll):
     """Every state's column side by side; scrolls sideways when the terminal is narrow."""
 
-    BINDINGS = [
-        Binding("left", "column(-1)", "prev column", show=False, id="board.left"),
-        Binding("right", "column(1)", "next column", show=False, id="board.right"),
-    ]
+    BINDINGS = bindings(Node.BOARD)
 
     class Opened(Message):
         """Enter was pressed on a card."""
@@ -116,7 +136,7 @@ class Board(HorizontalScroll):
 
     def selected(self) -> str | None:
         focused = self.screen.focused
-        if isinstance(focused, OptionList) and focused.parent in self.query(Column):
+        if isinstance(focused, Cards) and any(focused.parent is c for c in self.query(Column)):
             option = focused.highlighted_option
             if option is not None and option.id and not option.id.startswith("more-"):
                 return option.id

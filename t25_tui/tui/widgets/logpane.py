@@ -3,22 +3,27 @@
 Writing to a `Log` line by line is slow, so output is buffered and written in batches on
 a short timer (toolong's habit); `max_lines` bounds memory whatever an agent prints.
 Replay reads the run's `RunOutput` events from the store; live events that arrive while
-replaying are held and applied after it, skipping any the replay already wrote.
+replaying are held and applied after it, skipping any the replay already wrote. The screen
+that holds the pane hands it live output (`take`) and runs its keys (the task detail's
+`log.*` commands).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
-from core.control.service import ControlPlane
 from core.domain.events import RunOutput
 from core.domain.text import printable
 from t25_tui.tui.cards import literal
+
+if TYPE_CHECKING:
+    from t25_tui.tui.screens.base import Control
 
 FLUSH_S = 0.1
 MAX_LINES = 20_000
@@ -36,17 +41,11 @@ def _split_lines(text: str, count: int) -> tuple[str, str]:
 
 
 class LogPane(Vertical):
-    """One run's output: `f` pauses or resumes following, `/` searches, `n` finds the next."""
-
-    BINDINGS = [
-        Binding("f", "toggle_follow", "follow/pause", id="log.follow"),
-        Binding("slash", "search", "search", id="log.search"),
-        Binding("n", "next_match", "next match", id="log.next"),
-    ]
+    """One run's output, followed or paused, and searched."""
 
     def __init__(
         self,
-        control: ControlPlane,
+        control: Control,
         task_id: str,
         run_id: str | None,
         *,
@@ -86,12 +85,8 @@ class LogPane(Vertical):
     def on_mount(self) -> None:
         self.query_one(".log-search").display = False
         self.set_interval(self.flush_s, self.flush)
-        self.app.output_listeners.add(self.take)  # type: ignore[attr-defined]
         if self.run_id:
             self.replay()
-
-    def on_unmount(self) -> None:
-        self.app.output_listeners.discard(self.take)  # type: ignore[attr-defined]
 
     def show_run(self, run_id: str) -> None:
         """Switch to another run: clear and replay it."""
