@@ -68,9 +68,7 @@ async def fill(repo: Path, n: int) -> None:
         task, _ = await f.store.create_task(
             NewTask(project="shop", title=f"Task number {i}"), actor="bench"
         )
-        run, _ = await f.store.enqueue_run(
-            NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec")
-        )
+        await f.store.enqueue_run(NewRun(task_id=task.id, stage=TaskState.SPEC, role="spec"))
         lease = await f.store.claim_run("bench", 60)
         await f.store.complete_run(
             lease,
@@ -226,7 +224,7 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
                 time.sleep(0.25)
                 term.read(0.05)
             moves = []  # a light repaint: the filter bar opens (escape closes it again)
-            for n in range(presses):
+            for _ in range(presses):
                 term.read(0.05)
                 term.raw = b""
                 sent = time.monotonic()
@@ -265,13 +263,13 @@ def _count_output(repo: Path) -> int:
 
 
 async def log_flood(megabytes: int) -> None:
+    from t25_tui.runtime import open_sample
     from t25_tui.tui.app import make_app
-    from t25_tui.tui.sample_data import seed
     from t25_tui.tui.screens.detail import TaskDetail
     from t25_tui.tui.widgets.logpane import LogPane
 
     with tempfile.TemporaryDirectory() as tmp:
-        s = await seed(Path(tmp) / "shop")
+        s = await open_sample(Path(tmp) / "shop")
         f = s.control
         run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][
             -1
@@ -314,7 +312,7 @@ async def log_flood(megabytes: int) -> None:
             await watcher
             lines = len(pane.output.lines)
             rss = rss_mb()
-        await f.store.close()
+        await s.close()
     print(
         f"{megabytes} MB through a log pane: recorded in {recorded:.2f}s, on screen after "
         f"{shown:.2f}s; longest UI-loop stall {lag['max'] * 1000:.0f} ms; "

@@ -9,22 +9,23 @@ from pathlib import Path
 
 import pytest
 
+from t25_tui.runtime import open_sample
 from t25_tui.tui.app import T25App, make_app
-from t25_tui.tui.sample_data import Seeded, seed
+from t25_tui.tui.sample_data import Seeded
 
 
 @pytest.fixture
 async def seeded(tmp_path: Path):
-    s = await seed(tmp_path / "shop")
+    s = await open_sample(tmp_path / "shop")
     yield s
-    await s.control.store.close()
+    await s.close()
 
 
 def app_for(s: Seeded, **kw) -> T25App:
     return make_app(s.control, clock=s.clock, actor="ana@ops", **kw)
 
 
-async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:
+async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:  # noqa: ASYNC109 - a bound the loop checks between pilot pauses
     """Wait for a condition, letting the app run; fail with a clear message on timeout."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -33,7 +34,7 @@ async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -
         await pilot.pause(0.02)
 
 
-async def until_async(pilot, condition, timeout: float = 30.0) -> None:
+async def until_async(pilot, condition, timeout: float = 30.0) -> None:  # noqa: ASYNC109 - the same
     deadline = time.monotonic() + timeout
     while not await condition():
         if time.monotonic() > deadline:

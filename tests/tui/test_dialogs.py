@@ -16,9 +16,8 @@ from core.domain.models import TaskState, TaskType
 from store import open_store
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
-from t25_tui.cli.setup import _sample_repo
 from t25_tui.tui.app import make_app
-from t25_tui.tui.sample_data import CONFIG
+from t25_tui.tui.sample_data import CONFIG, make_sample_repo
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
     ApprovalDialog,
@@ -38,7 +37,7 @@ async def two_projects(tmp_path: Path):
     shop, billing = tmp_path / "shop", tmp_path / "billing"
     for repo in (shop, billing):
         repo.mkdir()
-        _sample_repo(repo)
+        make_sample_repo(repo)
         (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (shop / ".factory").mkdir()
     (shop / "t25.yaml").write_text(

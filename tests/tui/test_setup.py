@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 from core.config.schema import load_config
-from t25_tui.cli.setup import _sample_repo
 from t25_tui.tui.readiness import missing_agents
+from t25_tui.tui.sample_data import make_sample_repo
 from tests.tui.terminal import T25, Terminal
 
 
 def test_without_a_config_it_says_how_to_create_one(tmp_path):
-    _sample_repo(tmp_path)
+    make_sample_repo(tmp_path)
     done = subprocess.run(
         [str(T25), "tui"],
         cwd=tmp_path,
@@ -28,7 +28,7 @@ def test_without_a_config_it_says_how_to_create_one(tmp_path):
 
 
 def test_without_a_config_it_offers_to_create_one_in_a_terminal(tmp_path):
-    _sample_repo(tmp_path)
+    make_sample_repo(tmp_path)
     term = Terminal(tmp_path, "--no-workers")
     try:
         term.wait_for("Create t25.yaml")
@@ -51,9 +51,7 @@ def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
     (tmp_path / "t25.yaml").write_text(
         "projects: [{name: shop, repo: .}]\nroles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n"
     )
-    note = missing_agents(
-        load_config(tmp_path / "t25.yaml"), {k: v for k, v in builtin_adapters().items()}
-    )
+    note = missing_agents(load_config(tmp_path / "t25.yaml"), dict(builtin_adapters().items()))
     assert note is not None
     assert "adapter 'claude': T25 has no such adapter" in note or "claude" in note
     assert "nosuch" in note and "roles:" in note and "PATH=" in note

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.cli.setup import DEMO_CONFIG, _sample_repo
+from t25_tui.cli.setup import DEMO_CONFIG
+from t25_tui.tui.sample_data import make_sample_repo
 from tests.tui.terminal import T25, Terminal
 
 
 def make_repo(path: Path, config: str) -> Path:
     path.mkdir(parents=True)
-    _sample_repo(path)
+    make_sample_repo(path)
     (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (path / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
     return path
@@ -110,7 +111,7 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     finally:
         term.kill()
     wait(lambda: not _agents_in(repo), timeout=10)
-    ((status, worker),) = db(repo, "SELECT status, worker FROM runs")
+    ((status, _worker),) = db(repo, "SELECT status, worker FROM runs")
     assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
     assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
     assert "SPEC" in t25(repo, "task", "list")

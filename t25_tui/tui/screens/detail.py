@@ -17,10 +17,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from core.control.service import ControlPlane
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.widgets.logpane import LogPane
 
@@ -58,7 +58,7 @@ class TaskDetail(Screen):
     ]
 
     def __init__(
-        self, control: ControlPlane, task_id: str, clock: Clock, *, tab: str = "history"
+        self, control: Operations, task_id: str, clock: Clock, *, tab: str = "history"
     ) -> None:
         super().__init__()
         self.control = control
@@ -116,23 +116,22 @@ class TaskDetail(Screen):
 
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:
-        store = self.control.store
-        task = await self.control.task(self.task_id)
-        events = await store.events_after(0, task_id=self.task_id, limit=1_000_000)
-        self.runs = await store.list_runs(task_id=self.task_id)
-        self.artifacts = [
-            a for a in await store.list_artifacts(task_id=self.task_id) if a.meta.kind in SHOWN
-        ]
+        detail = await self.control.detail(self.task_id)
+        task, events = detail.task, detail.history
+        self.runs = detail.runs
+        self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
         now = self.clock()
-        cost = sum(r.cost_usd for r in self.runs)
+        cost = detail.cost.total_usd
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
         head = [
             (task.id, "bold"),
-            f"  {printable(task.title)}\n{task.state} for "
-            f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
-            f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
-            f"{task.review_loops} · ${cost:.4f}",
+            (
+                f"  {printable(task.title)}\n{task.state} for "
+                f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
+                f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
+                f"{task.review_loops} · ${cost:.4f}"
+            ),
         ]
         if need:
             head += ["\n", (f"⚑ {need}", "bold yellow")]
@@ -205,7 +204,7 @@ class TaskDetail(Screen):
 
     @work(group="artifact", exclusive=True, exit_on_error=False)
     async def show_artifact(self, artifact_id: str) -> None:
-        artifact, content = await self.control.store.get_artifact(artifact_id)
+        artifact, content = await self.control.artifact(artifact_id)
         text = content.decode(errors="replace")
         if artifact.meta.media_type == "application/json":
             import json

@@ -12,8 +12,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from core.control.service import ControlPlane
 from core.domain.models import TaskState
+from core.ports import Operations
 from t25_tui.tui.cards import Clock, age, human_needed, literal
 
 WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
@@ -27,7 +27,7 @@ class Inbox(Screen):
         Binding("a", "app.decide", "decide", id="inbox.decide"),
     ]
 
-    def __init__(self, control: ControlPlane, clock: Clock) -> None:
+    def __init__(self, control: Operations, clock: Clock) -> None:
         super().__init__()
         self.control = control
         self.clock = clock
@@ -45,7 +45,7 @@ class Inbox(Screen):
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        tasks = await self.control.store.list_tasks(states=WAITING)
+        tasks = await self.control.tasks(states=WAITING)
         waiting = sorted((t for t in tasks if human_needed(t)), key=lambda t: t.state_since)
         table = self.query_one(DataTable)
         keep = self.selected()

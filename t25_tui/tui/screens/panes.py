@@ -20,9 +20,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from core.config.schema import ROLES
 from core.control.cost import summarize
-from core.control.service import ControlPlane
 from core.domain.models import Run
-from core.ports import AgentAdapter
+from core.ports import AgentAdapter, Operations
 from t25_tui.tui.cards import Clock, literal
 
 BAR = 12
@@ -52,7 +51,7 @@ class _Pane(Screen):
         Binding("r", "reload", "reload", id="pane.reload"),
     ]
 
-    def __init__(self, control: ControlPlane, clock: Clock) -> None:
+    def __init__(self, control: Operations, clock: Clock) -> None:
         super().__init__()
         self.control = control
         self.clock = clock
@@ -84,7 +83,7 @@ class CostPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        runs = await self.control.store.list_runs()
+        runs = await self.control.runs()
         now = self.clock()
         today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
         total, day = summarize(runs), summarize(today)
@@ -143,7 +142,8 @@ class AuditPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        entries, verdict = await self.control.audit.snapshot()
+        trail = await self.control.audit_trail()
+        entries, verdict = trail.entries, trail.verdict
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
             status.update(
@@ -177,7 +177,7 @@ class ProfilesPane(_Pane):
     """Per project: each role's adapter chain with the binary found (or not), and the policies."""
 
     def __init__(
-        self, control: ControlPlane, clock: Clock, adapters: Mapping[str, AgentAdapter]
+        self, control: Operations, clock: Clock, adapters: Mapping[str, AgentAdapter]
     ) -> None:
         super().__init__(control, clock)
         self.adapters = adapters

@@ -15,9 +15,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
-from core.control.service import ControlPlane
 from core.domain.events import RunOutput
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.tui.cards import literal
 
 FLUSH_S = 0.1
@@ -46,7 +46,7 @@ class LogPane(Vertical):
 
     def __init__(
         self,
-        control: ControlPlane,
+        control: Operations,
         task_id: str,
         run_id: str | None,
         *,
@@ -126,7 +126,7 @@ class LogPane(Vertical):
         run_id = self.run_id
         after = 0
         while True:
-            events = await self.control.store.events_after(after, task_id=self.task_id, limit=5000)
+            events = await self.control.events(self.task_id, after=after, limit=5000)
             for e in events:
                 after = e.id
                 if isinstance(e, RunOutput) and e.run_id == run_id:
