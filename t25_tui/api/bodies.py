@@ -31,7 +31,7 @@ from core.domain.agent import AgentResult
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
 from core.domain.reports import RunReport
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_REASON, MAX_TITLE
-from t25_tui.api.errors import INVALID_REQUEST
+from t25_tui.api.errors import CODES, INVALID_REQUEST
 
 MAX_WORKER_NAME = 200
 MAX_LISTED = 5  # fields named in one refusal
@@ -269,7 +269,7 @@ class ErrorBody(BaseModel):
 
     error: str
     hint: str | None = None
-    code: str
+    code: str = Field(json_schema_extra={"enum": list(CODES)})
 
 
 # -- answers -----------------------------------------------------------------------------------

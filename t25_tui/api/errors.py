@@ -103,6 +103,9 @@ WIRE_CODES = frozenset(
 )
 
 
+CODES = tuple(sorted({*BY_CODE, *WIRE_CODES}))  # every code a refusal can carry
+
+
 def wire_error(exc: T25Error) -> WireError:
     """The row of the most specific class `exc` is an instance of."""
     for kind in type(exc).__mro__:
