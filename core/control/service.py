@@ -18,12 +18,12 @@ One decision, from the door to its effect:
     followed up           the events published; a cancelled agent of this process stopped;
                           a merged or archived task's worktree cleaned
 
-Counted on the store's side (tests/test_decisions.py counts them on a real store): an
-approval was an fsync and five transactions on Postgres (the audit lock, the anchor,
-the transition, the announcement, the next run), four on SQLite (which needs no lock of
-its own); it is now an fsync and two on Postgres (the lock, the decision), one on SQLite.
-A merge anchors its line before git changes anything, so it keeps an anchor of its own,
-and its worktree's cleaning is recorded after it: an fsync and three on SQLite.
+Counted on a real SQLite store (its statements traced: tests/test_operations.py), an
+approval was an fsync and four write transactions (the anchor, the transition, the
+announcement, the next run), and is now an fsync and one; on Postgres add the audit
+lock's own transaction to each (five, now two). A merge anchors its line before git
+changes anything, so it keeps an anchor of its own and records its worktree's cleaning
+after it: an fsync and three (it was four), by reading the code.
 """
 
 from __future__ import annotations
