@@ -28,7 +28,7 @@ from core.config.schema import Config, load_config
 from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
 from core.control.sweeper import STORE_PATIENCE_S, Sweeper
-from core.domain.clock import Clock
+from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
 from core.errors import ControlPlaneUnreachable, StoreUnavailable
 from core.ports import AgentAdapter, Operations, RunQueue, Store
@@ -87,11 +87,7 @@ async def open_runtime(
 
     store = await open_store(config.store_url, clock=clock)
     try:
-        control = (
-            ControlPlane(config, store)
-            if clock is None
-            else ControlPlane(config, store, clock=clock)
-        )
+        control = ControlPlane(config, store, clock=clock or system_clock)
         await control.sync_projects()
         sweeper = None
         if crew is not None:
