@@ -264,13 +264,13 @@ def _count_output(repo: Path) -> int:
 
 
 async def log_flood(megabytes: int) -> None:
+    from t25_tui.runtime import open_sample
     from t25_tui.tui.app import make_app
-    from t25_tui.tui.sample_data import seed
     from t25_tui.tui.screens.detail import TaskDetail
     from t25_tui.tui.widgets.logpane import LogPane
 
     with tempfile.TemporaryDirectory() as tmp:
-        s = await seed(Path(tmp) / "shop")
+        s = await open_sample(Path(tmp) / "shop")
         f = s.control
         run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][
             -1
@@ -313,7 +313,7 @@ async def log_flood(megabytes: int) -> None:
             await watcher
             lines = len(pane.output.lines)
             rss = rss_mb()
-        await f.store.close()
+        await s.close()
     print(
         f"{megabytes} MB through a log pane: recorded in {recorded:.2f}s, on screen after "
         f"{shown:.2f}s; longest UI-loop stall {lag['max'] * 1000:.0f} ms; "

@@ -17,8 +17,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from t25_tui.runtime import open_sample  # noqa: E402
 from t25_tui.tui.app import make_app  # noqa: E402
-from t25_tui.tui.sample_data import seed  # noqa: E402
 from t25_tui.tui.screens.base import T25Screen  # noqa: E402
 
 
@@ -26,7 +26,7 @@ async def shoot(
     name: str, keys: list[str], *, focus: str | None = None, size: tuple[int, int] = (120, 36)
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        seeded = await seed(Path(tmp) / "shop")
+        seeded = await open_sample(Path(tmp) / "shop")
         app = make_app(seeded.control, clock=seeded.clock, actor="ana@ops")
         async with app.run_test(size=size) as pilot:
             await asyncio.wait_for(app.loaded.wait(), 10)
@@ -42,7 +42,7 @@ async def shoot(
                 await pilot.pause(0.05)
             await pilot.pause(0.5)
             app.save_screenshot(f"{name}.svg", path=str(HERE))
-        await seeded.control.store.close()
+        await seeded.close()
     print(f"screenshots/{name}.svg")
 
 

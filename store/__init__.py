@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from core.errors import StoreError
 
 if TYPE_CHECKING:
+    from core.domain.clock import Clock
     from core.ports import Store
 
 __all__ = ["open_store"]
@@ -31,17 +32,27 @@ __all__ = ["open_store"]
 _ACCEPTED = "sqlite:///path/to/t25.db or postgresql://user@host/database"
 
 
-async def open_store(url: str) -> Store:
+async def open_store(url: str, *, clock: Clock | None = None) -> Store:
     """Open the store at `url`, creating and migrating it as needed.
 
-    StoreError if the URL names no backend T25 has, or the database cannot be used.
+    `clock` stamps what the embedded store writes (a seeded board's timeline); Postgres
+    keeps the database server's clock, the one its workers on many hosts share, and
+    refuses another. StoreError if the URL names no backend T25 has, or the database
+    cannot be used.
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme == "sqlite":
         from store.sqlite import SqliteStore
 
-        return await SqliteStore.open(_sqlite_path(url), url=url)
+        if clock is None:
+            return await SqliteStore.open(_sqlite_path(url), url=url)
+        return await SqliteStore.open(_sqlite_path(url), url=url, clock=clock)
     if scheme in ("postgresql", "postgres"):
+        if clock is not None:
+            raise StoreError(
+                "a Postgres store keeps its server's clock; it takes no other",
+                hint="seed a board with a clock of its own on a SQLite store",
+            )
         from store.postgres import PostgresStore
 
         return await PostgresStore.open(url)

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
+from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -51,6 +51,7 @@ from core.domain.models import (
     parse_id,
 )
 from core.errors import ArtifactCorrupted, AuditError, StaleState
+from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import postgres_schema as schema
 from store import postgres_sql as sql
@@ -212,30 +213,78 @@ class PostgresStore:
         to_state: TaskState | None,
     ) -> tuple[Task, Event]:
         event = checks.event_for_task(tid, event)
-        values = {
-            k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()
-        }
-        statement = sql.update_task(list(values), with_state=to_state is not None)
-        number = parse_id("T", tid)
-        run = parse_id("R", event.run_id) if event.run_id is not None else None
-        args: list[Any] = [
-            number,
-            TaskState(expected).value,
-            _aware(event.at),
-            event.kind,
-            run,
-            _payload(event),
-        ]
-        if to_state is not None:
-            args.append(TaskState(to_state).value)
-        args += list(values.values())
+        statement, args = _cas_statement(tid, expected, values, event, to_state)
         row = await self._written(statement, *args)
         if row is None:
-            now = await self._fetchrow(sql.GET_TASK_STATE, number)
-            if now is None:
-                raise checks.task_not_found(tid)
-            raise checks.stale_task(tid, now["state"], expected)
+            raise await self._run(lambda con, _: _cas_refusal(con, tid, expected))
         return _task(row), event.model_copy(update={"id": row["event_id"], "at": _aware(event.at)})
+
+    async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
+        """One transaction of a few statements: the task's compare-and-set with its event,
+        the announcement, the anchor, the runs cancelled, the run queued. Retried whole on
+        a lost connection; a first try that committed before its reply was lost then
+        finds the task moved (StaleState) and its anchor in place, which is how the
+        control plane tells the two apart."""
+        tid = format_id("T", parse_id("T", write.task_id))
+        number = parse_id("T", tid)
+        to_state = None
+        if isinstance(write.change, TaskTransitioned):
+            to_state = checks.transition_event(tid, write.expected, write.change).to_state
+        change = checks.event_for_task(tid, write.change)
+        announce = checks.event_for_task(tid, write.announce)
+        values = checks.task_fields(dict(write.fields))
+        statement, args = _cas_statement(tid, write.expected, values, change, to_state)
+        new = write.enqueue
+        queued = None if new is None else RunQueued(stage=new.stage, role=new.role)
+
+        async def decide(con: asyncpg.Connection, _: bool) -> tuple[Row, int, Row | None]:
+            async with con.transaction():
+                row = await con.fetchrow(statement, *args)
+                if row is None:
+                    raise await _cas_refusal(con, tid, write.expected)
+                announced = await con.fetchval(
+                    sql.INSERT_EVENT,
+                    _aware(announce.at),
+                    announce.kind,
+                    number,
+                    None,
+                    _payload(announce),
+                )
+                if write.anchor is not None:
+                    await _move_anchor(con, write.anchor, write.previous)
+                if write.cancel_runs:
+                    await con.execute(sql.CANCEL_RUNS, number)
+                run_row = None
+                if new is not None and queued is not None:
+                    run_row = await con.fetchrow(
+                        sql.ENQUEUE_RUN,
+                        number,
+                        TaskState(new.stage).value,
+                        new.role,
+                        new.max_attempts,
+                        _payload(queued),
+                    )
+            return row, announced, run_row
+
+        row, announced, run_row = await self._run(decide)
+        self._signal.written()
+        events = [
+            change.model_copy(update={"id": row["event_id"], "at": _aware(change.at)}),
+            announce.model_copy(update={"id": announced, "at": _aware(announce.at)}),
+        ]
+        if run_row is not None and queued is not None:
+            run = _run(run_row)
+            events.append(
+                queued.model_copy(
+                    update={
+                        "id": run_row["event_id"],
+                        "at": run.enqueued_at,
+                        "task_id": run.task_id,
+                        "run_id": run.id,
+                    }
+                )
+            )
+        return _task(row), events
 
     # -- events -----------------------------------------------------------------------
 
@@ -474,22 +523,7 @@ class PostgresStore:
         return AuditAnchor(seq=row["seq"], hash=row["hash"]) if row else None
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
-        if previous is None:
-            moved = await self._fetchrow(sql.INSERT_AUDIT_ANCHOR, anchor.seq, anchor.hash)
-        else:
-            moved = await self._fetchrow(
-                sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash
-            )
-        if moved is None:
-            now = await self.get_audit_anchor()
-            if now == anchor:
-                return  # already there: the first try committed, its reply was lost
-            held = f"seq {now.seq}" if now else "none"
-            expected = f"seq {previous.seq}" if previous else "none"
-            raise StaleState(
-                f"the audit anchor is at {held}, not {expected}",
-                hint="another process appended to the audit log; re-read it and retry",
-            )
+        await self._run(lambda con, _: _move_anchor(con, anchor, previous))
 
     async def lock_audit(self) -> Callable[[], Awaitable[None]]:
         """A transaction of its own holding the audit log's advisory lock until released:
@@ -531,6 +565,65 @@ class PostgresStore:
 
 
 # -- rows to domain objects -------------------------------------------------------------------
+
+
+def _cas_statement(
+    tid: str,
+    expected: TaskState,
+    values: dict[str, Any],
+    event: Event,
+    to_state: TaskState | None,
+) -> tuple[str, list[Any]]:
+    """The compare-and-set UPDATE of a task with its event, and its arguments."""
+    values = {
+        k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()
+    }
+    statement = sql.update_task(list(values), with_state=to_state is not None)
+    run = parse_id("R", event.run_id) if event.run_id is not None else None
+    args: list[Any] = [
+        parse_id("T", tid),
+        TaskState(expected).value,
+        _aware(event.at),
+        event.kind,
+        run,
+        _payload(event),
+    ]
+    if to_state is not None:
+        args.append(TaskState(to_state).value)
+    return statement, args + list(values.values())
+
+
+async def _cas_refusal(con: asyncpg.Connection, tid: str, expected: TaskState) -> Exception:
+    """Why a task's compare-and-set changed nothing: no such task, or it moved."""
+    now = await con.fetchrow(sql.GET_TASK_STATE, parse_id("T", tid))
+    if now is None:
+        return checks.task_not_found(tid)
+    return checks.stale_task(tid, now["state"], expected)
+
+
+async def _move_anchor(
+    con: asyncpg.Connection, anchor: AuditAnchor, previous: AuditAnchor | None
+) -> None:
+    """The audit anchor's compare-and-set; a move to where it already is succeeds (a retry
+    after a lost reply)."""
+    if previous is None:
+        moved = await con.fetchrow(sql.INSERT_AUDIT_ANCHOR, anchor.seq, anchor.hash)
+    else:
+        moved = await con.fetchrow(
+            sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash
+        )
+    if moved is not None:
+        return
+    row = await con.fetchrow(sql.GET_AUDIT_ANCHOR)
+    now = AuditAnchor(seq=row["seq"], hash=row["hash"]) if row else None
+    if now == anchor:
+        return  # already there: the first try committed, its reply was lost
+    held = f"seq {now.seq}" if now else "none"
+    expected = f"seq {previous.seq}" if previous else "none"
+    raise StaleState(
+        f"the audit anchor is at {held}, not {expected}",
+        hint="another process appended to the audit log; re-read it and retry",
+    )
 
 
 async def _sha256(content: bytes) -> str:

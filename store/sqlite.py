@@ -24,7 +24,8 @@ from typing import Any
 
 import aiosqlite
 
-from core.domain.events import Event, RunFinished, RunQueued, TaskCreated
+from core.domain.clock import Clock, system_clock
+from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -43,6 +44,7 @@ from core.domain.models import (
     parse_id,
 )
 from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
+from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import sqlite_file
 from store import sqlite_sql as sql
@@ -57,8 +59,12 @@ Row = sqlite3.Row
 class SqliteStore:
     """The Store on one SQLite file. Open it with `await SqliteStore.open(path)`."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path, url: str) -> None:
+    def __init__(
+        self, db: aiosqlite.Connection, path: Path, url: str, clock: Clock = system_clock
+    ) -> None:
         self._db = db
+        self._clock = clock
+        self._now = 0.0  # the time of the transaction in progress: what NOW reads
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()  # set (and replaced) after each write of this store
         self.path = path
@@ -67,15 +73,24 @@ class SqliteStore:
     # -- opening and closing ----------------------------------------------------------
 
     @classmethod
-    async def open(cls, path: str | Path, *, url: str | None = None) -> SqliteStore:
+    async def open(
+        cls, path: str | Path, *, url: str | None = None, clock: Clock = system_clock
+    ) -> SqliteStore:
         """Open (creating if needed) the T25 database at `path` and bring its schema up to date.
 
         StoreError if the file is not a T25 database or was written by a newer T25;
-        a foreign file is left exactly as it was.
+        a foreign file is left exactly as it was. `clock` stamps every time the store
+        writes (sqlite_sql.NOW).
         """
-        path = Path(path).expanduser()
+        # `~` may need the password database (no HOME): off the event loop.
+        path = await asyncio.to_thread(Path(path).expanduser)
         db = await sqlite_file.connect(path)
-        return cls(db, path, url or f"sqlite:///{path}")
+        store = cls(db, path, url or f"sqlite:///{path}", clock)
+        await db.create_function("t25_now", 0, store._transaction_time)
+        return store
+
+    def _transaction_time(self) -> float:
+        return self._now
 
     async def close(self) -> None:
         async with self._lock:
@@ -87,12 +102,14 @@ class SqliteStore:
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
         """One BEGIN IMMEDIATE transaction; rolled back if the body raises."""
         async with self._lock, _locked_is_unavailable(self.path), transaction(self._db) as db:
+            self._now = self._clock().timestamp()  # taken once the file's write lock is held
             yield db
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
     async def _read(self, statement: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         async with self._lock, _locked_is_unavailable(self.path):
+            self._now = self._clock().timestamp()
             return list(await self._db.execute_fetchall(statement, params))
 
     # -- projects ---------------------------------------------------------------------
@@ -175,24 +192,27 @@ class SqliteStore:
         event: Event,
         state: dict[str, Any] | None,
     ) -> tuple[Task, Event]:
-        event = checks.event_for_task(tid, event)
-        statement = sql.update_task(list(values), with_state=state is not None)
-        params = {
-            **values,
-            **(state or {}),
-            "id": parse_id("T", tid),
-            "expected": TaskState(expected).value,
-        }
         async with self._write() as db:
-            rows = await db.execute_fetchall(statement, params)
-            if not rows:
-                now = await db.execute_fetchall(sql.GET_TASK_STATE, (params["id"],))
-                if not now:
-                    raise checks.task_not_found(tid)
-                raise checks.stale_task(tid, now[0]["state"], expected)
-            task = _task(rows[0])
-            event = await _insert_event(db, event)
-        return task, event
+            return await _cas_in(db, tid, expected, values, event, state)
+
+    async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
+        tid = format_id("T", parse_id("T", write.task_id))
+        state = None
+        if isinstance(write.change, TaskTransitioned):
+            change = checks.transition_event(tid, write.expected, write.change)
+            state = {"state": change.to_state.value, "state_since": _ts(change.at)}
+        values = checks.task_fields(dict(write.fields))
+        announce = checks.event_for_task(tid, write.announce)
+        async with self._write() as db:
+            task, changed = await _cas_in(db, tid, write.expected, values, write.change, state)
+            events = [changed, await _insert_event(db, announce)]
+            if write.anchor is not None:
+                await _move_anchor(db, write.anchor, write.previous)
+            if write.cancel_runs:
+                await db.execute_fetchall(sql.CANCEL_RUNS, (parse_id("T", tid),))
+            if write.enqueue is not None:
+                events.append((await _insert_run(db, write.enqueue))[1])
+        return task, events
 
     # -- events -----------------------------------------------------------------------
 
@@ -233,28 +253,8 @@ class SqliteStore:
     # -- runs and leases --------------------------------------------------------------
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
-        params = {
-            "task_id": parse_id("T", new.task_id),
-            "stage": TaskState(new.stage).value,
-            "role": new.role,
-            "max_attempts": new.max_attempts,
-        }
         async with self._write() as db:
-            rows = await db.execute_fetchall(sql.INSERT_RUN, params)
-            if not rows:
-                raise checks.task_not_found(format_id("T", params["task_id"]))
-            run = _run(rows[0])
-            event = await _insert_event(
-                db,
-                RunQueued(
-                    at=run.enqueued_at,
-                    task_id=run.task_id,
-                    run_id=run.id,
-                    stage=run.stage,
-                    role=run.role,
-                ),
-            )
-        return run, event
+            return await _insert_run(db, new)
 
     async def get_run(self, run_id: str) -> Run | None:
         rows = await self._read(sql.GET_RUN, (parse_id("R", run_id),))
@@ -401,24 +401,7 @@ class SqliteStore:
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         async with self._write() as db:
-            if previous is None:
-                moved = await db.execute_fetchall(
-                    sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash)
-                )
-            else:
-                moved = await db.execute_fetchall(
-                    sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
-                )
-            if not moved:
-                now = await db.execute_fetchall(sql.GET_AUDIT_ANCHOR)
-                if now and (now[0]["seq"], now[0]["hash"]) == (anchor.seq, anchor.hash):
-                    return  # already there
-                held = f"seq {now[0]['seq']}" if now else "none"
-                expected = f"seq {previous.seq}" if previous else "none"
-                raise StaleState(
-                    f"the audit anchor is at {held}, not {expected}",
-                    hint="another process appended to the audit log; re-read it and retry",
-                )
+            await _move_anchor(db, anchor, previous)
 
     async def lock_audit(self) -> Callable[[], Awaitable[None]]:
         """Nothing to take: this file is one checkout's store, and every process deciding on
@@ -446,6 +429,72 @@ async def _locked_is_unavailable(path: Path) -> AsyncIterator[None]:
 
 
 # -- rows to domain objects -------------------------------------------------------------------
+
+
+async def _cas_in(
+    db: aiosqlite.Connection,
+    tid: str,
+    expected: TaskState,
+    values: dict[str, Any],
+    event: Event,
+    state: dict[str, Any] | None,
+) -> tuple[Task, Event]:
+    """A task's compare-and-set and its event, inside the caller's transaction."""
+    event = checks.event_for_task(tid, event)
+    statement = sql.update_task(list(values), with_state=state is not None)
+    params = {
+        **values,
+        **(state or {}),
+        "id": parse_id("T", tid),
+        "expected": TaskState(expected).value,
+    }
+    rows = await db.execute_fetchall(statement, params)
+    if not rows:
+        now = await db.execute_fetchall(sql.GET_TASK_STATE, (params["id"],))
+        if not now:
+            raise checks.task_not_found(tid)
+        raise checks.stale_task(tid, now[0]["state"], expected)
+    return _task(rows[0]), await _insert_event(db, event)
+
+
+async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event]:
+    """A queued run and its RunQueued event, inside the caller's transaction."""
+    params = {
+        "task_id": parse_id("T", new.task_id),
+        "stage": TaskState(new.stage).value,
+        "role": new.role,
+        "max_attempts": new.max_attempts,
+    }
+    rows = await db.execute_fetchall(sql.INSERT_RUN, params)
+    if not rows:
+        raise checks.task_not_found(format_id("T", params["task_id"]))
+    run = _run(rows[0])
+    queued = RunQueued(
+        at=run.enqueued_at, task_id=run.task_id, run_id=run.id, stage=run.stage, role=run.role
+    )
+    return run, await _insert_event(db, queued)
+
+
+async def _move_anchor(
+    db: aiosqlite.Connection, anchor: AuditAnchor, previous: AuditAnchor | None
+) -> None:
+    """The audit anchor's compare-and-set, inside the caller's transaction."""
+    if previous is None:
+        moved = await db.execute_fetchall(sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash))
+    else:
+        moved = await db.execute_fetchall(
+            sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
+        )
+    if not moved:
+        now = await db.execute_fetchall(sql.GET_AUDIT_ANCHOR)
+        if now and (now[0]["seq"], now[0]["hash"]) == (anchor.seq, anchor.hash):
+            return  # already there
+        held = f"seq {now[0]['seq']}" if now else "none"
+        expected = f"seq {previous.seq}" if previous else "none"
+        raise StaleState(
+            f"the audit anchor is at {held}, not {expected}",
+            hint="another process appended to the audit log; re-read it and retry",
+        )
 
 
 async def _sha256(content: bytes) -> str:

@@ -1,14 +1,17 @@
 """The SQL of the SQLite store, one named statement per operation.
 
-Every time is REAL unix-epoch seconds. `NOW` is the database clock: lease deadlines
-and expiry checks use it, never Python's, so every process sharing the file agrees.
-(SQLite 3.40 has no unixepoch('subsec'); julianday('now') has millisecond precision
-and is fixed for the duration of one statement.)
+Every time is REAL unix-epoch seconds. `NOW` is the store's clock: the time its
+transaction began, read once from the clock the store was opened with (the machine's,
+unless a seeded board injects its own) and the same for every statement of it. Lease
+deadlines and expiry checks use it; every process sharing the file is on this machine,
+so they agree. Migrations are stamped by SQLite's own clock (`julianday('now')`, with
+millisecond precision): they run before the store has a clock.
 """
 
 from __future__ import annotations
 
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+NOW = "t25_now()"  # registered on the store's connection (store.sqlite.SqliteStore.open)
+_SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 # -- opening ------------------------------------------------------------------------------
 
@@ -24,7 +27,9 @@ HAS_SCHEMA_MIGRATIONS = (
     "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"
 )
 APPLIED_MIGRATIONS = "SELECT id, name FROM schema_migrations ORDER BY id"
-RECORD_MIGRATION = f"INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, {NOW})"
+RECORD_MIGRATION = (
+    f"INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, {_SQLITE_NOW})"
+)
 
 # -- projects -----------------------------------------------------------------------------
 

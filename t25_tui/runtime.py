@@ -1,21 +1,127 @@
-"""Putting T25 together: the in-process workers and the sweeper that drives them.
+"""Putting T25 together: the one place a process's parts are built and wired.
 
-A control plane (core.control.service.ControlPlane) works its own queue through a
-`WorkerPool` of this process, leasing from it by the in-process run queue, with the
-adapters T25 ships and its QA check runner unless told otherwise. `t25 run`, `t25 serve`,
-the cockpit, the tests and the benchmarks all build it here.
+`open_runtime` opens the store of a configuration, and builds on it the event bus, the
+control plane (core.control.service.ControlPlane, which every face holds as
+`core.ports.Operations`) and, when asked, the sweeper driving this process's own workers.
+Every command of the command line, the cockpit, `t25 serve`, the demo, the screenshots
+and the tests' helpers open it here; none wires those parts itself. `remote_workers` is
+its counterpart for `t25 worker --url`: the same workers, leasing from a `t25 serve`
+elsewhere over HTTP instead of from a control plane of their own.
+
+Time comes from one clock, given here: the control plane stamps its events with it, the
+audit log its lines, the embedded store its rows. A seeded board (t25_tui.tui.sample_data)
+passes a timeline of its own; everything else runs on the machine's clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from core.config.schema import Config, load_config
 from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
 from core.control.sweeper import STORE_PATIENCE_S, Sweeper
-from core.ports import AgentAdapter
+from core.domain.clock import Clock, system_clock
+from core.domain.events import EventBus
+from core.errors import ControlPlaneUnreachable, StoreUnavailable
+from core.ports import AgentAdapter, Operations, RunQueue, Store
 from core.worker.pool import WorkerPool
-from core.worker.worker import CheckRunner
+from core.worker.selection import QuotaBook
+from core.worker.worker import CheckRunner, Worker, host_name
+from core.workspace.worktrees import Workspace, owner_of
+
+if TYPE_CHECKING:
+    from t25_tui.tui.sample_data import Seeded
+
+log = logging.getLogger("t25.remote")
+
+
+@dataclass(frozen=True)
+class Crew:
+    """The workers a runtime drives in its own process, and how they keep time."""
+
+    workers: int | None = None  # None: `limits.workers` of t25.yaml; 0: the sweeper alone
+    lease_ttl_s: float = 30.0
+    heartbeat_s: float = 2.0
+    sweep_s: float = 0.5
+    store_patience_s: float = STORE_PATIENCE_S
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One T25 process's parts: what `open_runtime` built, for as long as it is open."""
+
+    config: Config
+    store: Store
+    bus: EventBus
+    control: ControlPlane
+    sweeper: Sweeper | None  # with `crew`: keeps tasks moving and drives the workers
+
+    @property
+    def operations(self) -> Operations:
+        """The control plane, as a face holds it."""
+        return self.control
+
+
+@asynccontextmanager
+async def open_runtime(
+    config: Config,
+    *,
+    crew: Crew | None = None,
+    clock: Clock | None = None,
+    adapters: Mapping[str, AgentAdapter] | None = None,
+    run_check: CheckRunner | None = None,
+) -> AsyncIterator[Runtime]:
+    """Open `config`'s store and build the control plane on it (its projects registered),
+    with the sweeper and `crew.workers` in-process workers when a `crew` is given (the
+    adapters T25 ships and its QA check runner unless told otherwise). The store closes
+    when the block ends; a sweeper that was started must have been stopped by then."""
+    from store import open_store
+
+    store = await open_store(config.store_url, clock=clock)
+    try:
+        control = ControlPlane(config, store, clock=clock or system_clock)
+        await control.sync_projects()
+        sweeper = None
+        if crew is not None:
+            sweeper = local_sweeper(
+                control,
+                adapters,
+                run_check,
+                workers=crew.workers,
+                lease_ttl_s=crew.lease_ttl_s,
+                heartbeat_s=crew.heartbeat_s,
+                sweep_s=crew.sweep_s,
+                store_patience_s=crew.store_patience_s,
+            )
+        yield Runtime(config, store, control.bus, control, sweeper)
+    finally:
+        await store.close()
+
+
+async def open_sample(repo: Path, *, make_repo: bool = True, seeded: bool = True) -> Seeded:
+    """The sample repository's runtime on a fresh timeline (t25_tui.tui.sample_data), with
+    the demo board seeded on it unless `seeded` is False: what the snapshot tests, the
+    screenshots and the cockpit's benchmark show. Close it with `Seeded.close`."""
+    from t25_tui.tui import sample_data
+
+    path = await asyncio.to_thread(sample_data.write_sample, repo, make_repo=make_repo)
+    timeline = sample_data.Timeline()
+    opened = AsyncExitStack()
+    runtime = await opened.enter_async_context(open_runtime(load_config(path), clock=timeline))
+    try:
+        now = await sample_data.seed(runtime.control) if seeded else timeline()
+    except BaseException:
+        await opened.aclose()
+        raise
+    return sample_data.Seeded(runtime.control, now, repo, opened.aclose)
 
 
 def local_workers(
@@ -28,12 +134,7 @@ def local_workers(
     heartbeat_s: float = 2.0,
 ) -> WorkerPool:
     """`count` workers in this process (default: `limits.workers`), leasing from `control`."""
-    if adapters is None:
-        from adapters.registry import builtin_adapters
-
-        adapters = builtin_adapters()
-    if run_check is None:
-        from adapters.checks import run_check
+    adapters, run_check = _tools(adapters, run_check)
     return WorkerPool(
         LocalRunQueue(control),
         control.workspace,
@@ -68,3 +169,91 @@ def local_sweeper(
         heartbeat_s=heartbeat_s,
     )
     return Sweeper(control, pool, sweep_s=sweep_s, store_patience_s=store_patience_s)
+
+
+def remote_workers(
+    config: Config,
+    runs: RunQueue,
+    *,
+    owner: str,
+    count: int,
+    lease_ttl_s: float = 30.0,
+    heartbeat_s: float = 5.0,
+) -> list[Worker]:
+    """`count` workers of this host, in its own checkouts (`config`), leasing from `runs`:
+    a `t25 serve` elsewhere (`owner`: its URL, whose worktrees these are)."""
+    adapters, run_check = _tools(None, None)
+    workspace = Workspace(config, owner=owner_of(owner))
+    quota = QuotaBook()
+    return [
+        Worker(
+            runs,
+            workspace,
+            adapters,
+            run_check,
+            quota=quota,
+            name=f"{host_name()}-r{i}",
+            lease_ttl_s=lease_ttl_s,
+            heartbeat_s=heartbeat_s,
+        )
+        for i in range(1, count + 1)
+    ]
+
+
+async def work_remotely(
+    url: str,
+    credential: str,
+    config: Config,
+    *,
+    workers: int,
+    lease_ttl_s: float = 30.0,
+    heartbeat_s: float = 5.0,
+) -> None:
+    """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
+    from t25_tui.api.worker_client import HttpRunQueue
+
+    runs = HttpRunQueue(url, credential, lease_ttl_s=lease_ttl_s)
+    crew = remote_workers(
+        config, runs, owner=url, count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
+    )
+    running = [asyncio.create_task(_keep_working(w)) for w in crew]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for t in running:  # a cancelled worker stops its agent and hands its lease back
+            t.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        await runs.close()
+
+
+async def _keep_working(worker: Worker) -> None:
+    """A worker that outlives a control plane restart, or its store's outage: retry with
+    backoff."""
+    delay = 0.5
+    while True:
+        try:
+            await worker.run_forever(poll_s=0.5)
+            return
+        except (ControlPlaneUnreachable, StoreUnavailable) as exc:
+            log.warning("%s; retrying in %.1f s", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+def _tools(
+    adapters: Mapping[str, AgentAdapter] | None, run_check: CheckRunner | None
+) -> tuple[Mapping[str, AgentAdapter], CheckRunner]:
+    """The adapters T25 ships and its QA check runner, unless others are given."""
+    if adapters is None:
+        from adapters.registry import builtin_adapters
+
+        adapters = builtin_adapters()
+    if run_check is None:
+        from adapters.checks import run_check as shipped_check
+
+        run_check = shipped_check
+    return adapters, run_check

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,7 @@ from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
-from store import open_store
-from t25_tui.runtime import local_sweeper
+from t25_tui.runtime import local_sweeper, open_runtime
 
 S = TaskState
 SCRIPTED = {"adapter": "scripted"}
@@ -65,13 +65,13 @@ class Env:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self.control: ControlPlane | None = None
+        self._open = AsyncExitStack()
 
     async def open(self, **overrides) -> ControlPlane:
         write_config(self.repo, **overrides)
         config = load_config(self.repo / "t25.yaml")
-        store = await open_store(config.store_url)
-        self.control = ControlPlane(config, store)
-        await self.control.sync_projects()
+        runtime = await self._open.enter_async_context(open_runtime(config))
+        self.control = runtime.control
         return self.control
 
     def sweeper(self, **kw) -> Sweeper:
@@ -98,8 +98,7 @@ class Env:
         return [e.to_state for e in events if isinstance(e, TaskTransitioned)]
 
     async def close(self) -> None:
-        if self.control:
-            await self.control.store.close()
+        await self._open.aclose()
 
 
 @pytest.fixture
@@ -418,11 +417,11 @@ async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_sen
         r.role for r in await control.store.list_runs(task_id=task.id) if r.stage is S.REVIEW
     ]
     assert review_roles == ["reviewer", "security", "reviewer", "security"]
-    security_prompt = [
+    security_prompt = next(
         a
         for a in await control.store.list_artifacts(task_id=task.id)
         if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "security"
-    ][0]
+    )
     _, text = await control.store.get_artifact(security_prompt.id)
     assert "T25-ROLE: security" in text.decode()
 

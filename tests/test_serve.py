@@ -26,7 +26,7 @@ CREDENTIAL = "worker-secret-42"
 async def serving(api, port: int = 0):
     server = server_for(api, "127.0.0.1", port, handle_signals=False)
     task = asyncio.create_task(server.serve())
-    while not server.started:
+    while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, not an event
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
@@ -40,9 +40,9 @@ async def serving(api, port: int = 0):
 async def api(shop):
     env = Env(shop)
     control = await env.open()
-    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-            yield control, client
+    app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        yield control, client
     await env.close()
 
 
@@ -50,7 +50,7 @@ WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
 
 
 async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
-    control, client = api
+    _, client = api
     assert (await client.get("/health")).json()["ok"] is True
     made = await client.post(
         "/tasks", json={"title": "Add a greeting", "type": "fix", "actor": "ana"}
@@ -74,7 +74,7 @@ async def test_bad_input_gets_a_4xx_with_a_json_error(api):
     assert (await client.get("/tasks/T-99")).status_code == 404
     assert (await client.get("/tasks/nonsense")).json()["error"] == "'nonsense' is not a task id"
     bad = await client.post("/tasks", json={"title": "", "surprise": 1})
-    assert bad.status_code == 422 and set(bad.json()) == {"error", "hint"}
+    assert bad.status_code == 422 and set(bad.json()) == {"error", "hint", "code"}
     assert "title" in bad.json()["error"] and "surprise" not in bad.json()["error"]
     garbage = await client.post(
         "/tasks", content=b"{not json", headers={"content-type": "application/json"}
@@ -83,7 +83,7 @@ async def test_bad_input_gets_a_4xx_with_a_json_error(api):
     huge = await client.post(
         "/tasks", content=b"x" * (65 * 2**20), headers={"content-type": "application/json"}
     )
-    assert huge.status_code == 413 and set(huge.json()) == {"error", "hint"}
+    assert huge.status_code == 413 and set(huge.json()) == {"error", "hint", "code"}
 
 
 async def test_worker_endpoints_need_the_credential(api):

@@ -74,7 +74,7 @@ def _head(path: str, length: int | None, *, token: str | None = None) -> str:
 async def test_a_worker_body_without_the_credential_is_refused_before_it_is_sent(guarded):
     # 63 MB announced, not one byte of it sent: the answer can only come from the headers.
     status, headers, body = await exchange(guarded, _head("/worker/complete", 63 * 10**6))
-    assert status == 401 and set(body) == {"error", "hint"}
+    assert status == 401 and set(body) == {"error", "hint", "code"}
     assert "credential" in body["error"] and headers["www-authenticate"].startswith("Bearer")
     wrong = await exchange(guarded, _head("/worker/events", 10**6, token="op-token"))
     assert wrong[0] == 401  # the operator's token is not a worker's credential
@@ -105,7 +105,7 @@ async def test_a_chunked_body_is_refused_the_moment_it_passes_the_cap(open_loopb
     first, second = b"[" + b" " * (BODY_CAP // 2), b" " * (BODY_CAP - BODY_CAP // 2)
     chunks = [b"%x\r\n%s\r\n" % (len(c), c) for c in (first, second)]
     status, _, body = await exchange(open_loopback, _head("/tasks", None), *chunks)
-    assert status == 413 and set(body) == {"error", "hint"}
+    assert status == 413 and set(body) == {"error", "hint", "code"}
 
 
 async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_loopback):

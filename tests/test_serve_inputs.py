@@ -35,9 +35,9 @@ async def api(request, shop):
         overrides = {"store": {"url": backend.url}}
     env = Env(shop)
     control = await env.open(**overrides)
-    async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            yield control, client
+    app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        yield control, client
     await env.close()
     if backend:
         await backend.drop()
@@ -46,7 +46,7 @@ async def api(request, shop):
 def refused(response: httpx.Response, *statuses: int) -> dict:
     assert response.status_code in statuses, (response.status_code, response.text)
     body = response.json()
-    assert set(body) == {"error", "hint"} and MARK not in response.text
+    assert set(body) == {"error", "hint", "code"} and MARK not in response.text
     return body
 
 
@@ -142,8 +142,8 @@ async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
     }
     assert (await client.post("/worker/events", json=out, headers=WORKER)).status_code == 204
     lone = (
-        '{"lease": %s, "events": [{"kind": "run_output", "stream": "stdout", '
-        '"text": "ECHO-MARK \\udc80"}]}' % __import__("json").dumps(lease)
+        f'{{"lease": {__import__("json").dumps(lease)}, "events": [{{"kind": "run_output", '
+        '"stream": "stdout", "text": "ECHO-MARK \\udc80"}]}'
     ).encode()
     refused(
         await client.post(

@@ -12,11 +12,14 @@ they existed verify as they always did.
 A decision is written first and takes effect after: `AuditLog.writer` holds the log for one
 decision at a time — an exclusive lock on the file for every process on this checkout,
 and the store's `lock_audit` for every process sharing the store — while the decider
-checks the task, appends its line (fsync'ed, then anchored), and applies it. A line that
-cannot be written or anchored is truncated away again, so the log stays whole and the
-decision changes nothing. A decision whose effect then fails is followed by a `void`
-line from T25 saying so and why, as is a line found anchored by no one (its decider
-stopped before its decision took effect).
+checks the task, appends its line (fsync'ed), and applies it. The anchor moves in the
+same store transaction as the decision's effect (`Store.apply_decision`), so an anchored
+line is a decision that took effect; a decision with an effect outside the store (a
+merge changes git) anchors its line before that effect instead. A line that cannot be
+written is truncated away again, so the log stays whole and the decision changes
+nothing. A decision whose effect then fails is followed by a `void` line from T25 saying
+so and why, as is a line found anchored by no one (its decider stopped before its
+decision took effect).
 
 Lines are split on `\\n` only, and written as ASCII JSON, so no other character a reader
 might take for a line break (U+2028, U+2029, U+0085) can appear in them. A torn last line
@@ -33,22 +36,27 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from core.domain.models import AuditAnchor, utcnow
+from core.domain.audit import AuditEntry, AuditTrail, Verdict
+from core.domain.clock import Clock, system_clock
+from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
 from core.ports import Store
 
+__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
+
 GENESIS = "0" * 64
 DECISIONS = frozenset({"approve", "reject", "merge", "cancel", "retry", "archive", "answer"})
+_OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
 VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
 T25_ACTOR = "t25"
 LOCK_WAIT_S = 120.0  # a decider waits this long for another to finish before giving up
@@ -57,59 +65,26 @@ TORN = ".torn-"  # set-aside torn lines: audit.jsonl.torn-20250101T120000Z
 log = logging.getLogger("t25.audit")
 
 
-class AuditEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    seq: int
-    ts: datetime
-    actor: str
-    task: str | None
-    decision: str
-    reason: str
-    prev: str
-    hash: str
-    bound_to: str | None = None
-    voids: int | None = None
-
-    def anchor(self) -> AuditAnchor:
-        return AuditAnchor(seq=self.seq, hash=self.hash)
+def log_path(root: Path) -> Path:
+    """Where the audit log of the installation at `root` (t25.yaml's directory) lives."""
+    return root / ".factory" / "audit.jsonl"
 
 
-def _digest(fields: dict) -> str:
+def _digest(fields: dict[str, object]) -> str:
     # The canonical form hashed is independent of how the line is escaped on disk.
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _seal(
-    seq: int,
-    prev: str,
-    *,
-    actor: str,
-    task: str | None,
-    decision: str,
-    reason: str,
-    bound_to: str | None = None,
-    voids: int | None = None,
-) -> dict:
-    """A line's fields with their hash; `bound_to` and `voids` only when set."""
-    body: dict = {
-        "seq": seq,
-        "ts": utcnow().isoformat(),
-        "actor": actor,
-        "task": task,
-        "decision": decision,
-        "reason": reason,
-        "prev": prev,
-    }
-    if bound_to is not None:
-        body["bound_to"] = bound_to
-    if voids is not None:
-        body["voids"] = voids
+def _seal(seq: int, prev: str, ts: datetime, fields: Mapping[str, object]) -> dict[str, object]:
+    """A line's fields (`actor`, `task`, `decision`, `reason`, and `bound_to` and `voids`
+    only when set) with its place in the chain, its time and its hash."""
+    body: dict[str, object] = {"seq": seq, "ts": ts.isoformat(), "prev": prev}
+    body.update((k, v) for k, v in fields.items() if v is not None or k not in _OPTIONAL)
     return {**body, "hash": _digest(body)}
 
 
-def _line(fields: dict) -> bytes:
+def _line(fields: dict[str, object]) -> bytes:
     """One line as written: ASCII JSON (every other character escaped), then `\\n`."""
     return json.dumps(fields, sort_keys=True, ensure_ascii=True).encode() + b"\n"
 
@@ -119,16 +94,6 @@ def _entry(raw: bytes | str) -> AuditEntry | None:
         return AuditEntry.model_validate_json(raw)
     except (ValueError, ValidationError):
         return None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of `t25 audit verify`: ok, or the first bad line and what is wrong."""
-
-    ok: bool
-    lines: int
-    message: str
-    bad_line: int | None = None
 
 
 @dataclass
@@ -153,9 +118,10 @@ class _Tail:
 class AuditLog:
     """Append decisions durably; read and verify the chain against the store's anchor."""
 
-    def __init__(self, path: Path, store: Store) -> None:
+    def __init__(self, path: Path, store: Store, *, clock: Clock = system_clock) -> None:
         self.path = path
         self.store = store
+        self.clock = clock  # stamps each line (`ts`) and each torn line set aside
         self._lock = asyncio.Lock()  # one holder per process; the file lock is for the others
 
     @asynccontextmanager
@@ -195,9 +161,10 @@ class AuditLog:
         found = (_entry(raw) for _, raw in _split(_read(self.path)))
         return [e for e in found if e is not None and (task is None or e.task == task)]
 
-    async def snapshot(self, *, task: str | None = None) -> tuple[list[AuditEntry], Verdict]:
+    async def trail(self, *, task: str | None = None) -> AuditTrail:
         """The entries and the chain's verdict together, read off the event loop."""
-        return await asyncio.to_thread(self.entries, task=task), await self.verify()
+        entries = await asyncio.to_thread(self.entries, task=task)
+        return AuditTrail(entries=entries, verdict=await self.verify())
 
     async def verify(self) -> Verdict:
         """The chain held against the anchor; a torn tail is set aside first, and named."""
@@ -224,6 +191,10 @@ class AuditLog:
 
     # -- the file, under its lock ---------------------------------------------------------
 
+    @overload
+    async def _locked(self, *, create: Literal[True]) -> BinaryIO: ...
+    @overload
+    async def _locked(self, *, create: bool) -> BinaryIO | None: ...
     async def _locked(self, *, create: bool) -> BinaryIO | None:
         """The log open with its exclusive lock held (None: no log yet, and not `create`)."""
         try:
@@ -312,7 +283,7 @@ class AuditLog:
 
     def _move_aside(self, fh: BinaryIO, tail: _Tail) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
-        stamp = f"{utcnow():%Y%m%dT%H%M%S}Z"
+        stamp = f"{self.clock():%Y%m%dT%H%M%S}Z"
         for n in range(1000):
             side = self.path.with_name(f"{self.path.name}{TORN}{stamp}{f'-{n}' if n else ''}")
             try:
@@ -341,12 +312,26 @@ class AuditLog:
 
 
 class AuditWriter:
-    """The log held by one decider (`AuditLog.writer`): append lines, void one."""
+    """The log held by one decider (`AuditLog.writer`): append lines, void one.
+
+    A line is anchored one of two ways. `append` anchors it itself, at once: for a
+    decision whose effect is outside the store (a merge changes git first). `write`
+    leaves that to the decider, who moves the anchor in the very transaction that
+    applies the decision (`Store.apply_decision`, with `anchor_after`), then says how it
+    went: `anchored`, or `landed` to ask the store when the transaction's outcome is
+    unknown. Either way the line is fsync'ed before anything changes.
+    """
 
     def __init__(
         self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None, tail: _Tail
     ) -> None:
         self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
+        self._undo = tail  # where the log ended before the last write
+
+    @property
+    def anchor(self) -> AuditAnchor | None:
+        """Where the store's anchor is: the line a new anchor moves on from."""
+        return self._anchor
 
     async def append(
         self,
@@ -358,6 +343,23 @@ class AuditWriter:
         bound_to: str | None = None,
     ) -> AuditEntry:
         """The decision's line, fsync'ed and anchored; AuditError (nothing kept) otherwise."""
+        entry = await self.write(
+            actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
+        )
+        await self._anchor_now(entry)
+        return entry
+
+    async def write(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry:
+        """The decision's line, fsync'ed but not anchored yet: the decider moves the anchor
+        with its effect. AuditError (nothing kept) if it cannot be written."""
         if decision not in DECISIONS:
             raise ValueError(f"unknown decision {decision!r}")
         return await self._write(
@@ -370,10 +372,22 @@ class AuditWriter:
             }
         )
 
+    def anchored(self, entry: AuditEntry) -> None:
+        """The decider's transaction moved the store's anchor to `entry`."""
+        self._anchor = entry.anchor()
+
+    async def landed(self, entry: AuditEntry) -> bool:
+        """Whether the store's anchor is at `entry` after all (a transaction that committed
+        but whose reply was lost); if so, it counts as anchored."""
+        if await _holds(self._audit.store, entry.anchor()):
+            self.anchored(entry)
+            return True
+        return False
+
     async def void(self, entry: AuditEntry, why: str) -> AuditEntry:
         """Say in the log that the decision on `entry`'s line did not take effect, and why."""
         reason = f"the {entry.decision} on line {entry.seq} did not take effect: {why}"
-        return await self._write(
+        line = await self._write(
             {
                 "actor": T25_ACTOR,
                 "task": entry.task,
@@ -382,44 +396,51 @@ class AuditWriter:
                 "voids": entry.seq,
             }
         )
+        await self._anchor_now(line)
+        return line
 
-    async def _write(self, fields: dict) -> AuditEntry:
-        tail = self._tail
+    async def _write(self, fields: dict[str, object]) -> AuditEntry:
+        """Append `fields` as the next line (after voids for any lines no decider anchored),
+        durably; the tail moves past it, the anchor does not."""
+        tail, now = self._tail, self._audit.clock()
         seq, prev = (1, GENESIS) if tail.last is None else (tail.last.seq + 1, tail.last.hash)
-        lines: list[dict] = []
+        lines: list[dict[str, object]] = []
         for orphan in tail.unanchored:  # first: lines no decider anchored took no effect
-            lines.append(
-                _seal(
-                    seq,
-                    prev,
-                    actor=T25_ACTOR,
-                    task=orphan.task,
-                    decision=VOID,
-                    voids=orphan.seq,
-                    reason=f"the {orphan.decision} on line {orphan.seq} did not take effect: it was "
-                    "never anchored (its decider stopped before acknowledging it)",
-                )
-            )
-            seq, prev = seq + 1, lines[-1]["hash"]
-        lines.append(_seal(seq, prev, **fields))
+            never_anchored = {
+                "actor": T25_ACTOR,
+                "task": orphan.task,
+                "decision": VOID,
+                "voids": orphan.seq,
+                "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
+                "was never anchored (its decider stopped before acknowledging it)",
+            }
+            lines.append(_seal(seq, prev, now, never_anchored))
+            seq, prev = seq + 1, str(lines[-1]["hash"])
+        lines.append(_seal(seq, prev, now, fields))
         data = b"".join(_line(fields) for fields in lines)
         try:
             await asyncio.to_thread(_append_durably, self._fh, data, tail.end)
         except OSError as exc:
             raise self._audit._unwritable(exc) from exc
         entry = AuditEntry.model_validate(lines[-1])
-        store = self._audit.store
+        self._tail = _Tail(last=entry, end=tail.end + len(data))
+        self._undo = tail  # where the log ended before this write, if its anchor fails
+        return entry
+
+    async def _anchor_now(self, entry: AuditEntry) -> None:
+        """Move the store's anchor to the line just written; if it does not move, the line
+        is cut back off the log and the error raised (the log stays whole)."""
+        store, before = self._audit.store, self._undo
         try:
             await store.set_audit_anchor(entry.anchor(), previous=self._anchor)
         except BaseException as exc:
             if not await _holds(store, entry.anchor()):  # else it landed; only the reply was lost
-                await asyncio.to_thread(_cut_back, self._fh, tail.end)
+                await asyncio.to_thread(_cut_back, self._fh, before.end)
+                self._tail = before
                 raise
             if not isinstance(exc, Exception):
                 raise
         self._anchor = entry.anchor()
-        self._tail = _Tail(last=entry, end=tail.end + len(data))
-        return entry
 
 
 async def _holds(store: Store, anchor: AuditAnchor) -> bool:
@@ -460,20 +481,32 @@ def _find_tail(fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
     if last is not None and (anchor is None or last.seq <= anchor.seq):
         return _Tail(last=last, end=size)
     fh.seek(0)
-    data = fh.read()
+    return _tail_of(fh.read(), anchor)
+
+
+def _tail_of(data: bytes, anchor: AuditAnchor | None) -> _Tail:
+    """The tail found by reading the whole log: the last whole line, the torn bytes after
+    it, and the lines after the anchor."""
     pieces = data.split(b"\n")  # the last piece: b"", or a line without its newline
     entries = [_entry(p) for p in pieces[:-1]]
     whole = len(entries)
     while whole and entries[whole - 1] is None:
         whole -= 1
     end = sum(len(p) + 1 for p in pieces[:whole])
-    tail = _Tail(last=entries[whole - 1] if whole else None, end=end, torn=data[end:])
-    if anchor and 0 < anchor.seq < whole:
-        at = entries[anchor.seq - 1]
-        after = entries[anchor.seq : whole]
-        if at is not None and at.hash == anchor.hash and all(e is not None for e in after):
-            tail.unanchored = [e for e in after if e is not None]
-    return tail
+    last = entries[whole - 1] if whole else None
+    return _Tail(last, end, data[end:], _unanchored(entries[:whole], anchor))
+
+
+def _unanchored(entries: list[AuditEntry | None], anchor: AuditAnchor | None) -> list[AuditEntry]:
+    """The whole lines after the anchored one, when the anchored line is what the store
+    says and every line after it is well-formed (otherwise: damage, for `verify`)."""
+    if anchor is None or not 0 < anchor.seq < len(entries):
+        return []
+    at, after = entries[anchor.seq - 1], entries[anchor.seq :]
+    if at is None or at.hash != anchor.hash:
+        return []
+    whole = [e for e in after if e is not None]
+    return whole if len(whole) == len(after) else []
 
 
 def _last_line(fh: BinaryIO, size: int) -> bytes:
@@ -492,27 +525,39 @@ def _last_line(fh: BinaryIO, size: int) -> bytes:
 
 def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
     """Walk the chain line by line, then hold its end against the anchor."""
-    prev, count = GENESIS, 0
+    broken = _broken_link(lines)
+    if broken is not None:
+        return broken
+    return _against_anchor(lines, anchor)
+
+
+def _broken_link(lines: list[tuple[int, str]]) -> Verdict | None:
+    """The first line that is malformed, out of place, or not what its hash says."""
+    prev = GENESIS
     for number, raw in lines:
-
-        def bad(why: str, number: int = number) -> Verdict:
-            return Verdict(False, len(lines), f"line {number}: {why}", bad_line=number)
-
         try:
             fields = json.loads(raw)
             entry = AuditEntry.model_validate(fields)
         except (ValueError, ValidationError):
-            return bad("is not a well-formed audit entry")
-        if entry.seq != number:
-            return bad(f"has sequence number {entry.seq}; lines were deleted or reordered")
-        if entry.prev != prev:
-            return bad(
-                "does not follow the line before it; a line was deleted, reordered or edited"
-            )
-        body = {k: v for k, v in fields.items() if k != "hash"}
-        if _digest(body) != entry.hash:
-            return bad("its content does not match its hash; the line was edited")
-        prev, count = entry.hash, number
+            why = "is not a well-formed audit entry"
+        else:
+            body = {k: v for k, v in fields.items() if k != "hash"}
+            if entry.seq != number:
+                why = f"has sequence number {entry.seq}; lines were deleted or reordered"
+            elif entry.prev != prev:
+                why = "does not follow the line before it; a line was deleted, reordered or edited"
+            elif _digest(body) != entry.hash:
+                why = "its content does not match its hash; the line was edited"
+            else:
+                prev = entry.hash
+                continue
+        return Verdict(False, len(lines), f"line {number}: {why}", bad_line=number)
+    return None
+
+
+def _against_anchor(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
+    """A whole chain of `lines`, held against the store's anchor: it must end exactly there."""
+    count = len(lines)
     if anchor is None:
         if count:
             return Verdict(
@@ -526,8 +571,7 @@ def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Ve
             f"truncated: the store anchors line {anchor.seq}, the log ends at line {count}",
             bad_line=count + 1,
         )
-    anchored_hash = json.loads(lines[anchor.seq - 1][1])["hash"]
-    if anchored_hash != anchor.hash:
+    if json.loads(lines[anchor.seq - 1][1])["hash"] != anchor.hash:
         return Verdict(
             False,
             count,

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from core.config.schema import Rate
+from core.domain.cost import CostSummary
 from core.domain.models import Run, Usage
+
+__all__ = ["CostSummary", "estimate", "summarize"]
 
 PER = 1_000_000  # rates are per million tokens
 UNKNOWN = "unknown"  # the group of runs with no adapter or model recorded
@@ -38,30 +39,17 @@ def estimate(usage: Usage, rate: Rate | None) -> float:
     ) / PER
 
 
-class CostSummary(BaseModel):
-    """Estimated spend over some runs, grouped the ways an operator asks about it.
-    Each grouping sums to `total_usd`; groups are ordered by cost, highest first."""
-
-    model_config = ConfigDict(frozen=True)
-
-    total_usd: float = 0.0
-    runs: int = 0
-    usage: Usage = Usage()
-    by_role: dict[str, float] = {}
-    by_adapter: dict[str, float] = {}
-    by_model: dict[str, float] = {}
-
-
 def summarize(runs: Sequence[Run]) -> CostSummary:
     """Add up the cost each run recorded (`cost_usd`) and its tokens."""
-    tokens = defaultdict(int)
-    for run in runs:
-        for field in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
-            tokens[field] += getattr(run.usage, field)
     return CostSummary(
         total_usd=sum(run.cost_usd for run in runs),
         runs=len(runs),
-        usage=Usage(**tokens),
+        usage=Usage(
+            input_tokens=sum(run.usage.input_tokens for run in runs),
+            output_tokens=sum(run.usage.output_tokens for run in runs),
+            cache_read_tokens=sum(run.usage.cache_read_tokens for run in runs),
+            cache_write_tokens=sum(run.usage.cache_write_tokens for run in runs),
+        ),
         by_role=_group(runs, lambda run: run.role),
         by_adapter=_group(runs, lambda run: run.adapter or UNKNOWN),
         # The model recorded on the run, else the one its usage report named.

@@ -10,7 +10,8 @@ next stage and queues its run.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -18,8 +19,11 @@ from core.control import cost, policies
 from core.control.prompts import PromptContext, build_prompt
 from core.domain.agent import AgentResult
 from core.domain.answers import (
+    DevAnswer,
+    DocsAnswer,
     Finding,
     PlanAnswer,
+    QAAnswer,
     ReviewAnswer,
     SpecAnswer,
     StageAnswer,
@@ -38,7 +42,6 @@ from core.domain.models import (
     RunStatus,
     Task,
     TaskState,
-    Usage,
 )
 from core.domain.reports import RunReport
 from core.errors import AnswerInvalid
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
 S = TaskState
 T25 = "t25"  # the actor of every decision code makes
+A = TypeVar("A", bound=StageAnswer)
 
 
 class QAReport(BaseModel):
@@ -60,32 +64,25 @@ class QAReport(BaseModel):
 
 
 class Pipeline:
+    """What code decides between stages: the prompt of a run, and the next state after it."""
+
     def __init__(self, control: ControlPlane) -> None:
         self.control = control
 
     # -- prompts ---------------------------------------------------------------------------
 
-    async def prompt_for(self, run: Run, task: Task, *, checks: list[CheckResult] = ()) -> str:
-        ctx = await self._context(run, task, list(checks))
+    async def prompt_for(self, run: Run, task: Task, *, checks: Sequence[CheckResult] = ()) -> str:
+        ctx = await self._context(run, task, tuple(checks))
         return build_prompt(ctx, overrides=self.control.config.project(task.project).prompts)
 
-    async def _context(self, run: Run, task: Task, checks: list[CheckResult]) -> PromptContext:
-        spec = await self._latest_output(task, ArtifactKind.SPEC, SpecAnswer)
-        plan = await self._latest_output(task, ArtifactKind.PLAN, PlanAnswer)
-        findings: list[Finding] = []
-        failed: list[CheckResult] = []
-        if run.stage is S.IMPLEMENTING:
-            if task.review_verdict == "changes_requested":
-                findings = await self._round_findings(task, blocking_only=True)
-            if task.checks_passed is False:
-                qa = await self._latest_json(task, ArtifactKind.QA_REPORT)
-                failed = (
-                    [c for c in QAReport.model_validate(qa).checks if not c.passed] if qa else []
-                )
+    async def _context(
+        self, run: Run, task: Task, checks: tuple[CheckResult, ...]
+    ) -> PromptContext:
+        findings, failed = await self._feedback(run, task)
         diff = (
             await self._latest_text(task, ArtifactKind.DIFF)
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
-            else ""
+            else None
         )
         decisions = await self.control.decisions(task.id)
         loops = {
@@ -98,45 +95,74 @@ class Pipeline:
             stage=run.stage,
             role=run.role,
             round=1 + loops.get(run.stage, 0),
-            spec=spec,
-            plan=plan,
+            spec=await self._latest_output(task, ArtifactKind.SPEC, SpecAnswer),
+            plan=await self._latest_output(task, ArtifactKind.PLAN, PlanAnswer),
             findings=findings,
             failed_checks=failed,
-            reject_reasons=[d.reason for d in decisions if d.decision == "reject"],
-            answers=[d.reason for d in decisions if d.decision == "answer"],
+            reject_reasons=tuple(d.reason for d in decisions if d.decision == "reject"),
+            answers=tuple(d.reason for d in decisions if d.decision == "answer"),
             check_results=checks,
             diff=diff or "",
         )
+
+    async def _feedback(
+        self, run: Run, task: Task
+    ) -> tuple[tuple[Finding, ...], tuple[CheckResult, ...]]:
+        """What an IMPLEMENTING run must act on: the blocking findings of the review that
+        sent it back, and the checks of the QA that did."""
+        if run.stage is not S.IMPLEMENTING:
+            return (), ()
+        findings: list[Finding] = []
+        if task.review_verdict == "changes_requested":
+            findings = await self._round_findings(task, blocking_only=True)
+        failed: tuple[CheckResult, ...] = ()
+        qa = (
+            await self._latest_json(task, ArtifactKind.QA_REPORT)
+            if task.checks_passed is False
+            else None
+        )
+        if qa:
+            failed = tuple(c for c in QAReport.model_validate(qa).checks if not c.passed)
+        return tuple(findings), failed
 
     # -- completion --------------------------------------------------------------------------
 
     async def complete(self, lease: Lease, report: RunReport) -> Task | None:
         """Accept a worker's report under its lease (LeaseLost otherwise), then decide."""
-        result = report.result
-        usage = result.usage if result else None
-        model = (usage.model if usage else None) or (result.model if result else None)
-        failed = bool(report.error or report.violation or (result and not result.ok))
-        outcome = RunOutcome(
-            status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
-            exit_code=result.exit_code if result else None,
-            error=self._failure(report),
-            adapter=result.adapter if result else None,
-            adapter_reason=report.adapter_reason,
-            cli_version=result.cli_version if result else None,
-            model=model,
-            usage=usage or Usage(),
-            cost_usd=self._cost(result, model),
-        )
-        run, event = await self.control.store.complete_run(lease, outcome)
+        run, event = await self.control.store.complete_run(lease, self._outcome(report))
         self.control.bus.publish(event)
         if report.prompt is not None:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
-        if result is not None:
-            await self._keep(run, ArtifactKind.LOG, result.log, "text/plain")
+        if report.result is not None:
+            await self._keep(run, ArtifactKind.LOG, report.result.log, "text/plain")
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
         return await self._decide(task, run, report)
+
+    def _outcome(self, report: RunReport) -> RunOutcome:
+        """What the store keeps of a run's report: its status, agent, usage and cost."""
+        result = report.result
+        if result is None:  # a stage T25 did itself, or a run that could not start
+            failed = bool(report.error or report.violation)
+            return RunOutcome(
+                status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
+                error=self._failure(report),
+                adapter_reason=report.adapter_reason,
+            )
+        model = result.usage.model or result.model
+        failed = bool(report.error or report.violation or not result.ok)
+        return RunOutcome(
+            status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
+            exit_code=result.exit_code,
+            error=self._failure(report),
+            adapter=result.adapter,
+            adapter_reason=report.adapter_reason,
+            cli_version=result.cli_version,
+            model=model,
+            usage=result.usage,
+            cost_usd=self._cost(result, model),
+        )
 
     def _cost(self, result: AgentResult | None, model: str | None) -> float:
         """The configured rates decide; a CLI's own figure counts only for an unpriced model."""
@@ -174,22 +200,26 @@ class Pipeline:
             )
         if output.question:
             return await self._ask(task, output.question)
-        match run.stage:
-            case S.SPEC:
+        return await self._answered(task, run, report, output)
+
+    async def _answered(self, task: Task, run: Run, report: RunReport, output: StageAnswer) -> Task:
+        """Each stage's policy on its answer (parse_answer gives each stage its own kind)."""
+        match output:
+            case SpecAnswer():
                 await self._keep(run, ArtifactKind.SPEC, _json(output), "application/json")
                 return await self.control.enter(task, S.PLAN, actor=T25)
-            case S.PLAN:
+            case PlanAnswer():
                 return await self._planned(task, run, output)
-            case S.IMPLEMENTING:
+            case DevAnswer():
                 return await self._implemented(task, run, report)
-            case S.QA:
+            case QAAnswer():
                 return await self._qa(task, run, report, output)
-            case S.REVIEW:
+            case ReviewAnswer():
                 return await self._reviewed(task, run, output)
-            case S.DOCS:
+            case DocsAnswer():
                 await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
                 return await self.control.transition(task, S.DONE, actor=T25)
-        raise AssertionError(f"no decision for {run.stage}")
+        raise AssertionError(f"no decision for {run.stage} ({type(output).__name__})")
 
     async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
         artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
@@ -223,7 +253,7 @@ class Pipeline:
             return await self._fail(task, f"diff limits exceeded: {over}")
         return await self.control.enter(task, S.QA, actor=T25, reason=stat.summary())
 
-    async def _qa(self, task: Task, run: Run, report: RunReport, output: StageAnswer) -> Task:
+    async def _qa(self, task: Task, run: Run, report: RunReport, output: QAAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)
         qa = QAReport(
             checks=list(report.checks),
@@ -252,7 +282,7 @@ class Pipeline:
             task, "review", verdict.summary, review_verdict="changes_requested"
         )
 
-    async def _send_back(self, task: Task, loop: str, why: str, **fields) -> Task:
+    async def _send_back(self, task: Task, loop: str, why: str, **fields: Any) -> Task:
         """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
         limits = self.control.config.limits
         done, bound = (
@@ -317,11 +347,12 @@ class Pipeline:
         got = await self.latest(task, kind)
         return got[1].decode(errors="replace") if got else None
 
-    async def _latest_json(self, task: Task, kind: ArtifactKind) -> dict | None:
+    async def _latest_json(self, task: Task, kind: ArtifactKind) -> dict[str, Any] | None:
         text = await self._latest_text(task, kind)
-        return json.loads(text) if text else None
+        found = json.loads(text) if text else None
+        return found if isinstance(found, dict) else None
 
-    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[StageAnswer]):
+    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[A]) -> A | None:
         data = await self._latest_json(task, kind)
         return model.model_validate(data) if data else None
 

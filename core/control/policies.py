@@ -99,17 +99,23 @@ def evaluate_qa(results: Sequence[CheckResult]) -> QAVerdict:
         return QAVerdict(True, (), (), "no QA checks configured")
     failures = tuple(r for r in results if r.required and not r.passed)
     optional = tuple(r for r in results if not r.required and not r.passed)
+    return QAVerdict(not failures, failures, optional, _qa_summary(results, failures, optional))
+
+
+def _qa_summary(
+    results: Sequence[CheckResult],
+    failures: Sequence[CheckResult],
+    optional: Sequence[CheckResult],
+) -> str:
     ok = sum(r.passed for r in results)
     if failures:
-        summary = (
+        return (
             f"required {_n(len(failures), 'check')} failed: "
             f"{_names(failures)} ({ok} of {len(results)} passed)"
         )
-    elif optional:
-        summary = f"{ok} of {len(results)} checks passed; optional failed: {_names(optional)}"
-    else:
-        summary = f"all {_n(len(results), 'check')} passed"
-    return QAVerdict(not failures, failures, optional, summary)
+    if optional:
+        return f"{ok} of {len(results)} checks passed; optional failed: {_names(optional)}"
+    return f"all {_n(len(results), 'check')} passed"
 
 
 # -- loops -------------------------------------------------------------------------------------

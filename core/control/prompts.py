@@ -42,6 +42,7 @@ import re
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -332,7 +333,7 @@ def _inline(text: str) -> str:
 
 
 # A short, valid answer per stage; tests check each one parses with `parse_output`.
-EXAMPLES: dict[TaskState, dict] = {
+EXAMPLES: dict[TaskState, dict[str, Any]] = {
     S.SPEC: {
         "summary": "Limit failed logins per client IP so passwords cannot be guessed quickly.",
         "acceptance_criteria": ["The 6th failed login from one IP within a minute gets HTTP 429."],

@@ -1,4 +1,8 @@
-"""The run queue (core.ports.RunQueue) for workers in the control plane's own process."""
+"""The run queue (core.ports.RunQueue) for workers in the control plane's own process.
+
+`t25 serve` answers its remote workers with the same queue (t25_tui.api.routes.worker),
+so a worker is held to the same lease wherever it runs.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +24,12 @@ class LocalRunQueue:
         lease = await self.control.store.claim_run(worker, ttl_s)
         if lease is None:
             return None
-        run, task = (
-            await self.control.store.get_run(lease.run_id),
-            await self.control.store.get_task(lease.task_id),
-        )
+        run, task = await self.leased(lease)
         return Claim(lease, run, task)
+
+    async def leased(self, lease: Lease) -> tuple[Run, Task]:
+        """The run a lease is on, and its task."""
+        return await self.control.run(lease.run_id), await self.control.task(lease.task_id)
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         return await self.control.store.heartbeat(lease, ttl_s)
@@ -39,4 +44,8 @@ class LocalRunQueue:
         await self.pipeline.complete(lease, report)
 
     async def release(self, lease: Lease) -> None:
-        await self.control.store.release_run(lease)
+        await self.released(lease)
+
+    async def released(self, lease: Lease) -> Run:
+        """Hand the run back to the queue; the run as it now is."""
+        return await self.control.store.release_run(lease)

@@ -1,20 +1,45 @@
 """The control plane's service: the one way in for every state change and operator decision.
 
-The command line, the cockpit and the REST API all call these methods; none of them
-re-implements a check, an audit line or an event. A state change goes through
-`ControlPlane.transition` and nowhere else.
+The command line, the cockpit and the REST API all hold it as `core.ports.Operations`:
+its reads are the query service's (core.control.queries), and every operator decision is
+a `Decision` handed to `decide`; none of the faces re-implements a check, an audit line
+or an event. A state change goes through `ControlPlane.transition`, or, for an operator's
+decision, through `decide`, and nowhere else.
+
+One decision, from the door to its effect:
+
+    checked at the door   its actor and its words (core.domain.text); a rejection needs a reason
+    ruled on              under the audit log's writer, against the task as it is now: a
+                          refusal (PolicyRefused) writes nothing
+    recorded              its audit line, fsync'ed
+    applied               one store transaction (Store.apply_decision): the task's change, the
+                          DecisionRecorded announcing it, the audit anchor, and what follows
+                          in the store (the next stage's run, or the task's runs cancelled)
+    followed up           the events published; a cancelled agent of this process stopped;
+                          a merged or archived task's worktree cleaned
+
+Counted on a real SQLite store (its statements traced: tests/test_operations.py), an
+approval was an fsync and four write transactions (the anchor, the transition, the
+announcement, the next run), and is now an fsync and one; on Postgres add the audit
+lock's own transaction to each (five, now two). A merge anchors its line before git
+changes anything, so it keeps an anchor of its own and records its worktree's cleaning
+after it: an fsync and three (it was four), by reading the code.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Callable
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, assert_never
 
-from core.control.audit import AuditLog
+from core.config.schema import Config
+from core.control.audit import AuditLog, AuditWriter, log_path
 from core.control.policies import merge_refusal
+from core.control.queries import Queries
+from core.domain.audit import AuditEntry
+from core.domain.clock import Clock, system_clock
 from core.domain.decisions import Decision, Verb
 from core.domain.events import (
     DecisionRecorded,
@@ -33,18 +58,14 @@ from core.domain.models import (
     Task,
     TaskState,
     TaskType,
-    task_id,
 )
 from core.domain.states import TERMINAL, WORKING, assert_transition
 from core.domain.text import actor as valid_actor
 from core.domain.text import reason as valid_reason
-from core.errors import NotFound, PolicyRefused
-from core.ports import Store
+from core.errors import PolicyRefused
+from core.ports import DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
 from core.workspace.worktrees import Workspace, Worktrees, owner_of
-
-if TYPE_CHECKING:
-    from core.config.schema import Config
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 _RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
@@ -62,25 +83,34 @@ STAGE_ROLE = {
 }
 
 
-def _whole(decision):
-    """An operator decision runs to its end even when its caller is cancelled (a cockpit
-    closing, a dropped connection): a state change is never left without its audit line."""
+@dataclass(frozen=True)
+class Ruling:
+    """What a decision that passed its check does to its task."""
 
-    @functools.wraps(decision)
-    async def run(self, *args: Any, **kwargs: Any):
-        return await asyncio.shield(decision(self, *args, **kwargs))
+    bound_to: str | None = None  # what it was made on (an approval: the plan's `sha256:…`)
+    to: TaskState | None = None  # the state it moves the task to; None: fields only
+    why: str = ""  # the state change's reason
+    fields: dict[str, Any] = field(default_factory=dict)
+    enqueue: bool = False  # queue the run of the stage it moves the task into
+    cancel_runs: bool = False  # end the task's runs
+    merges: bool = False  # merge the task's branch first (git: outside the store)
+    cleans: bool = False  # remove the task's worktree after
 
-    return run
 
+class ControlPlane(Queries, Operations):
+    """The store, the event bus, the audit log and the clock of one T25 installation."""
 
-class ControlPlane:
-    """Holds the store, the event bus and the audit log of one T25 installation."""
-
-    def __init__(self, config: Config, store: Store, bus: EventBus | None = None) -> None:
-        self.config = config
-        self.store = store
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        bus: EventBus | None = None,
+        *,
+        clock: Clock = system_clock,
+    ) -> None:
+        self.clock = clock
+        super().__init__(config, store, AuditLog(log_path(config.root), store, clock=clock))
         self.bus = bus or EventBus()
-        self.audit = AuditLog(config.root / ".factory" / "audit.jsonl", store)
         # Runs going on in this process, by task: cancel stops them at once.
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
@@ -103,20 +133,11 @@ class ControlPlane:
         """The worktrees of one project's repository, owned by this installation."""
         return self.workspace.worktrees(project)
 
-    # -- reading ---------------------------------------------------------------------------
-
-    async def task(self, ref: str) -> Task:
-        tid = task_id(ref)
-        found = await self.store.get_task(tid)
-        if found is None:
-            raise NotFound(f"no task {tid}", hint="`t25 task list` shows the tasks")
-        return found
-
     # -- the one way a state changes ---------------------------------------------------------
 
     async def record(self, event: Event) -> Event:
-        """Persist an event, then publish it."""
-        stored = await self.store.append_event(event)
+        """Stamp an event with this control plane's clock, persist it, then publish it."""
+        stored = await self.store.append_event(event.model_copy(update={"at": self.clock()}))
         self.bus.publish(stored)
         return stored
 
@@ -124,16 +145,37 @@ class ControlPlane:
         self, task: Task, to: TaskState, *, actor: str, reason: str = "", **fields: Any
     ) -> Task:
         """Check the table, compare-and-set from `task.state`, record TaskTransitioned."""
+        event, fields = self._change(task, to, actor=actor, reason=reason, fields=fields)
+        updated, stored = await self.store.apply_transition(task.id, task.state, event, fields)
+        self.bus.publish(stored)
+        return updated
+
+    def _change(
+        self, task: Task, to: TaskState, *, actor: str, reason: str, fields: dict[str, Any]
+    ) -> tuple[TaskTransitioned, dict[str, Any]]:
+        """The event and the fields of a legal move: into NEEDS_INPUT or FAILED it records
+        the stage to resume, and out of them it clears it."""
         assert_transition(task.state, to, resume_state=task.resume_state)
+        fields = dict(fields)
         if to in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             resume = task.state if task.state in WORKING else _RESUME_FROM.get(task.state)
             fields.setdefault("resume_state", resume or task.resume_state)
         elif task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             fields.setdefault("resume_state", None)
         event = TaskTransitioned(
-            task_id=task.id, from_state=task.state, to_state=to, actor=actor, reason=reason
+            at=self.clock(),
+            task_id=task.id,
+            from_state=task.state,
+            to_state=to,
+            actor=actor,
+            reason=reason,
         )
-        updated, stored = await self.store.apply_transition(task.id, task.state, event, fields)
+        return event, fields
+
+    async def update(self, task: Task, *, actor: str, **fields: Any) -> Task:
+        """Change non-state fields of a task still in the state it was read in."""
+        event = TaskUpdated(at=self.clock(), task_id=task.id, fields=fields, actor=actor)
+        updated, stored = await self.store.update_task(task.id, task.state, fields, event)
         self.bus.publish(stored)
         return updated
 
@@ -153,137 +195,6 @@ class ControlPlane:
         task = await self.transition(task, stage, actor=actor, reason=reason, **fields)
         await self.enqueue(task)
         return task
-
-    async def decisions(self, ref: str) -> list[DecisionRecorded]:
-        events = await self.store.events_after(0, task_id=ref, limit=1_000_000)
-        return [e for e in events if isinstance(e, DecisionRecorded)]
-
-    # -- operator actions --------------------------------------------------------------------
-    #
-    # Each decision checks its text at the door, then goes through `_decide`: checked against
-    # the task as it is now, written to the audit log, and only then applied.
-
-    async def decide(self, decision: Decision) -> Task:
-        """The one way in for an operator decision, whichever face it comes from."""
-        verb, ref, actor, text = decision.verb, decision.task, decision.actor, decision.text
-        if verb is Verb.ANSWER:
-            return await self.answer(ref, text, actor=actor)
-        method = {
-            Verb.APPROVE: self.approve,
-            Verb.REJECT: self.reject,
-            Verb.MERGE: self.merge,
-            Verb.CANCEL: self.cancel,
-            Verb.RETRY: self.retry,
-            Verb.ARCHIVE: self.archive,
-        }
-        return await method[verb](ref, actor=actor, reason=text)
-
-    @_whole
-    async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """Approve the plan a task waits on. The audit line is bound to the plan's SHA-256
-        (`bound_to`); `reason` is the approver's comment, beside it."""
-        actor, reason = valid_actor(actor), valid_reason(reason, what="comment")
-
-        async def check(task: Task) -> str:
-            self._expect(task, TaskState.AWAITING_APPROVAL, "approved")
-            plans = [
-                a
-                for a in await self.store.list_artifacts(task_id=task.id)
-                if a.meta.kind is ArtifactKind.PLAN
-            ]
-            if not plans:
-                raise PolicyRefused(
-                    f"{task.id} has no plan to approve", hint=f"t25 task show {task.id}"
-                )
-            artifact, _ = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
-            return f"sha256:{artifact.sha256}"
-
-        async def effect(task: Task, bound_to: str | None) -> Task:
-            assert bound_to is not None
-            why = f"plan {bound_to} approved" + (f": {reason}" if reason else "")
-            return await self.transition(
-                task,
-                TaskState.IMPLEMENTING,
-                actor=actor,
-                reason=why,
-                approved_plan_sha=bound_to.removeprefix("sha256:"),
-            )
-
-        return await self._decide("approve", ref, actor, reason, check, effect, then=self.enqueue)
-
-    @_whole
-    async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
-        """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
-        actor = valid_actor(actor)
-        if not reason.strip():
-            raise PolicyRefused(
-                "a rejection needs a reason; the planner reads it",
-                hint=f't25 reject {ref} --reason "what is wrong with the plan"',
-            )
-        reason = valid_reason(reason)
-
-        async def check(task: Task) -> None:
-            self._expect(task, TaskState.AWAITING_APPROVAL, "rejected")
-
-        async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(task, TaskState.PLAN, actor=actor, reason=reason)
-
-        return await self._decide("reject", ref, actor, reason, check, effect, then=self.enqueue)
-
-    @_whole
-    async def answer(self, ref: str, text: str, *, actor: str) -> Task:
-        """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
-        actor, text = valid_actor(actor), valid_reason(text, what="answer", required=True)
-
-        async def check(task: Task) -> None:
-            self._expect(task, TaskState.NEEDS_INPUT, "answered")
-            assert_transition(
-                task.state, task.resume_state or TaskState.SPEC, resume_state=task.resume_state
-            )
-
-        async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(
-                task, task.resume_state or TaskState.SPEC, actor=actor, reason="operator answered"
-            )
-
-        return await self._decide("answer", ref, actor, text, check, effect, then=self.enqueue)
-
-    @_whole
-    async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """The human merge: only after the checks passed and the verdict is approve."""
-        actor, reason = valid_actor(actor), valid_reason(reason)
-
-        async def check(task: Task) -> None:
-            refusal = merge_refusal(
-                task,
-                checks_passed=task.checks_passed,
-                review_approved=task.review_verdict == "approve" if task.review_verdict else None,
-            )
-            if refusal:
-                raise PolicyRefused(
-                    f"{task.id} cannot be merged: {refusal}",
-                    hint=f"t25 archive {task.id}"
-                    if task.merged and not task.archived
-                    else f"t25 task show {task.id}",
-                )
-
-        async def effect(task: Task, _: str | None) -> Task:
-            await self.worktrees(task.project).merge(
-                task, message=f"Merge {task.branch}: {task.title} ({task.id})"
-            )
-            return await self.update(task, actor=actor, merged=True)
-
-        task = await self._decide("merge", ref, actor, reason, check, effect)
-        await self._clean(task)
-        return task
-
-    def _expect(self, task: Task, state: TaskState, done: str) -> None:
-        """Refuse a decision on a task that is not in `state`, saying what would fit."""
-        if task.state is not state:
-            raise PolicyRefused(
-                f"{task.id} is {task.state}; only a task in {state} can be {done}",
-                hint=_what_fits(task),
-            )
 
     async def new_task(
         self,
@@ -307,72 +218,165 @@ class ControlPlane:
         self.bus.publish(event)
         return task
 
-    @_whole
-    async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        actor, reason = valid_actor(actor), valid_reason(reason)
+    # -- operator decisions ------------------------------------------------------------------
 
-        async def check(task: Task) -> None:
-            if task.state in TERMINAL:
-                raise PolicyRefused(
-                    f"{task.id} is already {task.state}; there is nothing to cancel",
-                    hint=f"t25 archive {task.id} takes it off the board"
-                    if not task.archived
-                    else f"t25 task show {task.id}",
-                )
+    async def decide(self, decision: Decision) -> Task:
+        """The one way in for an operator decision, whichever face it comes from.
 
-        async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(task, TaskState.CANCELLED, actor=actor, reason=reason)
+        A decision runs to its end even when its caller is cancelled (a cockpit closing, a
+        dropped connection): a state change is never left without its audit line, nor an
+        audit line without its effect or its void."""
+        checked = _at_the_door(decision)
+        return await asyncio.shield(self._decide(checked))
 
-        async def then(task: Task) -> None:
-            await self.store.cancel_runs(task.id)
-            if task.id in self.live:
-                self.live[task.id].set()  # stop this process's agent now; others see a stale lease
-
-        return await self._decide("cancel", ref, actor, reason, check, effect, then=then)
-
-    @_whole
-    async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        actor, reason = valid_actor(actor), valid_reason(reason)
-
-        async def check(task: Task) -> None:
-            if task.state is not TaskState.FAILED:
-                raise PolicyRefused(
-                    f"{task.id} is {task.state}; only a FAILED task can be retried",
-                    hint=_what_fits(task),
-                )
-            assert_transition(
-                task.state, task.resume_state or TaskState.SPEC, resume_state=task.resume_state
-            )
-
-        async def effect(task: Task, _: str | None) -> Task:
-            return await self.transition(
-                task, task.resume_state or TaskState.SPEC, actor=actor, reason=reason, error=None
-            )
-
-        return await self._decide("retry", ref, actor, reason, check, effect, then=self.enqueue)
-
-    @_whole
-    async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        actor, reason = valid_actor(actor), valid_reason(reason)
-
-        async def check(task: Task) -> None:
-            if task.archived:
-                raise PolicyRefused(
-                    f"{task.id} is already archived",
-                    hint="t25 task list --all shows archived tasks",
-                )
-            if task.state not in ARCHIVABLE:
-                raise PolicyRefused(
-                    f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
-                    hint=f"cancel it first: t25 cancel {task.id}",
-                )
-
-        async def effect(task: Task, _: str | None) -> Task:
-            return await self.update(task, actor=actor, archived=True)
-
-        task = await self._decide("archive", ref, actor, reason, check, effect)
-        await self._clean(task)
+    async def _decide(self, decision: Decision) -> Task:
+        """While this holds the audit log's writer (one decider at a time, in every process
+        on this log and this store), the task is read afresh and ruled on: a refusal writes
+        nothing. The line is then made durable (AuditError, nothing changed, if it cannot
+        be), and only then does the decision change the task. An effect that fails — a
+        worker moved the task meanwhile, a store fault, a merge git refused — is followed
+        in the log by a void line saying so and why, and its error goes to the caller."""
+        async with self.audit.writer() as log:
+            task = await self.task(decision.task)
+            ruling = await self._rule(task, decision)
+            write = self._write(task, decision, ruling)
+            task, events = await self._apply(log, task, decision, ruling, write)
+        for event in events:  # the announcement before the run it queued: its prompt reads it
+            self.bus.publish(event)
+        if write.enqueue is not None:
+            self.work_queued.set()
+        if ruling.cancel_runs and task.id in self.live:
+            self.live[task.id].set()  # stop this process's agent now; others see a stale lease
+        if ruling.cleans:
+            await self._clean(task)
         return task
+
+    async def _apply(
+        self,
+        log: AuditWriter,
+        task: Task,
+        decision: Decision,
+        ruling: Ruling,
+        write: DecisionWrite,
+    ) -> tuple[Task, list[Event]]:
+        """Record the decision's line, then apply `write` with its anchor in one transaction
+        (a merge: anchored first, git, then the store)."""
+        recorded = log.append if ruling.merges else log.write  # a merge: anchored before git
+        entry = await recorded(
+            actor=decision.actor,
+            task=task.id,
+            decision=decision.verb.value,
+            reason=decision.text,
+            bound_to=ruling.bound_to,
+        )
+        if not ruling.merges:
+            write = dataclasses.replace(write, anchor=entry.anchor(), previous=log.anchor)
+        try:
+            if ruling.merges:
+                message = f"Merge {task.branch}: {task.title} ({task.id})"
+                await self.worktrees(task.project).merge(task, message=message)
+            applied = await self.store.apply_decision(write)
+        except Exception as exc:
+            if write.anchor is not None and await log.landed(entry):
+                return await self.task(task.id), []  # it committed; only the reply was lost
+            await _void(log, entry, exc)
+            raise
+        if write.anchor is not None:
+            log.anchored(entry)
+        return applied
+
+    def _write(self, task: Task, decision: Decision, ruling: Ruling) -> DecisionWrite:
+        """What the decision writes in the store (its anchor is added once its line is)."""
+        now = self.clock()
+        change: Event
+        if ruling.to is None:
+            fields = ruling.fields
+            change = TaskUpdated(at=now, task_id=task.id, fields=fields, actor=decision.actor)
+        else:
+            change, fields = self._change(
+                task, ruling.to, actor=decision.actor, reason=ruling.why, fields=ruling.fields
+            )
+        announce = DecisionRecorded(
+            at=now,
+            task_id=task.id,
+            decision=decision.verb.value,
+            actor=decision.actor,
+            reason=decision.text,
+            bound_to=ruling.bound_to,
+        )
+        enqueue = None
+        if ruling.enqueue and ruling.to is not None:
+            enqueue = NewRun(task_id=task.id, stage=ruling.to, role=STAGE_ROLE[ruling.to])
+        return DecisionWrite(
+            task_id=task.id,
+            expected=task.state,
+            change=change,
+            announce=announce,
+            fields=fields,
+            enqueue=enqueue,
+            cancel_runs=ruling.cancel_runs,
+        )
+
+    async def _rule(self, task: Task, decision: Decision) -> Ruling:
+        """What the decision does to the task as it is now; PolicyRefused if it does not fit."""
+        match decision.verb:
+            case Verb.APPROVE:
+                return await self._approval(task, decision)
+            case Verb.REJECT:
+                _expect(task, TaskState.AWAITING_APPROVAL, "rejected")
+                return Ruling(to=TaskState.PLAN, why=decision.text, enqueue=True)
+            case Verb.ANSWER:
+                _expect(task, TaskState.NEEDS_INPUT, "answered")
+                return Ruling(to=_resumed(task), why="operator answered", enqueue=True)
+            case Verb.MERGE:
+                _mergeable(task)
+                return Ruling(fields={"merged": True}, merges=True, cleans=True)
+            case Verb.CANCEL:
+                _cancellable(task)
+                return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
+            case Verb.RETRY:
+                if task.state is not TaskState.FAILED:
+                    raise PolicyRefused(
+                        f"{task.id} is {task.state}; only a FAILED task can be retried",
+                        hint=_what_fits(task),
+                    )
+                return Ruling(
+                    to=_resumed(task), why=decision.text, fields={"error": None}, enqueue=True
+                )
+            case Verb.ARCHIVE:
+                _archivable(task)
+                return Ruling(fields={"archived": True}, cleans=True)
+        assert_never(decision.verb)
+
+    async def _approval(self, task: Task, decision: Decision) -> Ruling:
+        """An approval is bound to the SHA-256 of the newest plan, re-hashed as it is read;
+        one made on a plan that has changed since (`decision.bound_to`) is refused."""
+        _expect(task, TaskState.AWAITING_APPROVAL, "approved")
+        plans = [
+            a
+            for a in await self.store.list_artifacts(task_id=task.id)
+            if a.meta.kind is ArtifactKind.PLAN
+        ]
+        if not plans:
+            raise PolicyRefused(
+                f"{task.id} has no plan to approve", hint=f"t25 task show {task.id}"
+            )
+        artifact, _ = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
+        plan = f"sha256:{artifact.sha256}"
+        if decision.bound_to is not None and decision.bound_to != plan:
+            raise PolicyRefused(
+                f"the plan of {task.id} changed since it was shown ({decision.bound_to}); "
+                f"it is now {plan}",
+                hint=f"read the new plan (t25 task show {task.id}) and decide again",
+            )
+        why = f"plan {plan} approved" + (f": {decision.text}" if decision.text else "")
+        return Ruling(
+            bound_to=plan,
+            to=TaskState.IMPLEMENTING,
+            why=why,
+            fields={"approved_plan_sha": artifact.sha256},
+            enqueue=True,
+        )
 
     async def _clean(self, task: Task) -> None:
         """Remove a finished task's worktree, or record why it was kept (never forced)."""
@@ -381,61 +385,104 @@ class ControlPlane:
             WorktreeCleaned(task_id=task.id, removed=done.removed, reason=done.reason)
         )
 
-    async def update(self, task: Task, *, actor: str, **fields: Any) -> Task:
-        """Change non-state fields of a task still in the state it was read in."""
-        event = TaskUpdated(task_id=task.id, fields=fields, actor=actor)
-        updated, stored = await self.store.update_task(task.id, task.state, fields, event)
-        self.bus.publish(stored)
-        return updated
+    # -- the decisions by name: one line each over `decide` ----------------------------------
 
-    async def _decide(
-        self,
-        decision: str,
-        ref: str,
-        actor: str,
-        reason: str,
-        check: Callable[[Task], Awaitable[str | None]],
-        effect: Callable[[Task, str | None], Awaitable[Task]],
-        then: Callable[[Task], Awaitable[Any]] | None = None,
-    ) -> Task:
-        """The one way a decision happens: checked, recorded, then applied.
+    async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        """Approve the plan a task waits on; `reason` is the approver's comment."""
+        return await self.decide(Decision(verb=Verb.APPROVE, task=ref, actor=actor, text=reason))
 
-        While this holds the audit log's writer (one decider at a time, in every process on
-        this log and this store), the task is read afresh and `check`ed: a refusal writes
-        nothing. `check` returns what the decision is bound to, if anything. The line is
-        then made durable and anchored (AuditError, nothing changed, if it cannot be), and
-        only then does `effect` change the task. An effect that fails — a worker moved the
-        task meanwhile, a store fault, a merge git refused — is followed in the log by a
-        void line saying so and why, and its error goes to the caller. A decision that took
-        effect is announced with DecisionRecorded, then `then` does what follows from it
-        (queues the next run, cancels the task's runs)."""
-        async with self.audit.writer() as log:
-            task = await self.task(ref)
-            bound_to = await check(task)
-            entry = await log.append(
-                actor=actor, task=task.id, decision=decision, reason=reason, bound_to=bound_to
-            )
-            try:
-                task = await effect(task, bound_to)
-            except Exception as exc:
-                try:
-                    await log.void(entry, str(exc) or type(exc).__name__)
-                except Exception as unvoided:  # noqa: BLE001 - the effect's error is the one to report
-                    exc.add_note(f"the audit log could not say so either: {unvoided}")
-                raise
-            # Announced before its follow-up: the next run's prompt reads the reason from it.
-            await self.record(
-                DecisionRecorded(
-                    task_id=task.id,
-                    decision=decision,
-                    actor=actor,
-                    reason=reason,
-                    bound_to=bound_to,
-                )
-            )
-        if then is not None:
-            await then(task)
-        return task
+    async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
+        """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
+        return await self.decide(Decision(verb=Verb.REJECT, task=ref, actor=actor, text=reason))
+
+    async def answer(self, ref: str, text: str, *, actor: str) -> Task:
+        """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
+        return await self.decide(Decision(verb=Verb.ANSWER, task=ref, actor=actor, text=text))
+
+    async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        """The human merge: only after the checks passed and the verdict is approve."""
+        return await self.decide(Decision(verb=Verb.MERGE, task=ref, actor=actor, text=reason))
+
+    async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        return await self.decide(Decision(verb=Verb.CANCEL, task=ref, actor=actor, text=reason))
+
+    async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        return await self.decide(Decision(verb=Verb.RETRY, task=ref, actor=actor, text=reason))
+
+    async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        return await self.decide(Decision(verb=Verb.ARCHIVE, task=ref, actor=actor, text=reason))
+
+
+def _at_the_door(decision: Decision) -> Decision:
+    """The decision with its actor and words checked (InvalidInput), before anything is
+    read: a rejection needs its reason (the planner reads it), an answer its text."""
+    actor = valid_actor(decision.actor)
+    if decision.verb is Verb.REJECT and not decision.text.strip():
+        raise PolicyRefused(
+            "a rejection needs a reason; the planner reads it",
+            hint=f't25 reject {decision.task} --reason "what is wrong with the plan"',
+        )
+    what = {Verb.APPROVE: "comment", Verb.ANSWER: "answer"}.get(decision.verb, "reason")
+    text = valid_reason(decision.text, what=what, required=decision.verb is Verb.ANSWER)
+    return decision.model_copy(update={"actor": actor, "text": text})
+
+
+async def _void(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:
+    """Say in the log that `entry` did not take effect; the effect's error stays the one raised."""
+    try:
+        await log.void(entry, str(exc) or type(exc).__name__)
+    except Exception as unvoided:  # noqa: BLE001 - the effect's error is the one to report
+        exc.add_note(f"the audit log could not say so either: {unvoided}")
+
+
+def _expect(task: Task, state: TaskState, done: str) -> None:
+    """Refuse a decision on a task that is not in `state`, saying what would fit."""
+    if task.state is not state:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}; only a task in {state} can be {done}",
+            hint=_what_fits(task),
+        )
+
+
+def _resumed(task: Task) -> TaskState:
+    """The stage a NEEDS_INPUT or FAILED task goes back to (IllegalTransition if none)."""
+    stage = task.resume_state or TaskState.SPEC
+    assert_transition(task.state, stage, resume_state=task.resume_state)
+    return stage
+
+
+def _mergeable(task: Task) -> None:
+    review = task.review_verdict == "approve" if task.review_verdict else None
+    refusal = merge_refusal(task, checks_passed=task.checks_passed, review_approved=review)
+    if refusal:
+        raise PolicyRefused(
+            f"{task.id} cannot be merged: {refusal}",
+            hint=f"t25 archive {task.id}"
+            if task.merged and not task.archived
+            else f"t25 task show {task.id}",
+        )
+
+
+def _cancellable(task: Task) -> None:
+    if task.state in TERMINAL:
+        raise PolicyRefused(
+            f"{task.id} is already {task.state}; there is nothing to cancel",
+            hint=f"t25 archive {task.id} takes it off the board"
+            if not task.archived
+            else f"t25 task show {task.id}",
+        )
+
+
+def _archivable(task: Task) -> None:
+    if task.archived:
+        raise PolicyRefused(
+            f"{task.id} is already archived", hint="t25 task list --all shows archived tasks"
+        )
+    if task.state not in ARCHIVABLE:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
+            hint=f"cancel it first: t25 cancel {task.id}",
+        )
 
 
 def _what_fits(task: Task) -> str:

@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from core.control.service import ControlPlane
-from core.domain.models import RunStatus, Task, TaskState, utcnow
+from core.domain.models import RunStatus, Task, TaskState
 from core.domain.states import WORKING
 from core.errors import StaleState, StoreError, StoreUnavailable
 
@@ -81,7 +81,8 @@ class StoreWatch:
     def retry_in(self, exc: StoreUnavailable) -> float:
         """The pause before the next try; StoreError once the outage outlasted the patience."""
         self.down(exc)
-        waited = asyncio.get_running_loop().time() - self._since  # type: ignore[operator]
+        since = self._since if self._since is not None else asyncio.get_running_loop().time()
+        waited = asyncio.get_running_loop().time() - since
         if waited > self.patience_s:
             raise StoreError(
                 f"the store has been unavailable for over {self.patience_s:g} s ({exc.message})",
@@ -145,10 +146,27 @@ class Sweeper:
                 await self.pool.stop()
 
     async def sweep(self) -> None:
+        """One pass: lapsed leases back to the queue (or their task failed), then every
+        task that can move and has nothing queued moved on."""
+        await self._reap()
+        store = self.control.store
+        active = {r.task_id for s in ACTIVE for r in await store.list_runs(status=s)}
+        for task in await store.list_tasks(states=[TaskState.RECEIVED, *WORKING]):
+            if task.id not in active and task.id not in self.control.live:
+                try:
+                    await self.advance(task)
+                except StaleState:
+                    pass  # someone decided first (an operator's cancel, another process)
+
+    async def _reap(self) -> None:
+        """Runs whose lease lapsed go back to the queue; one that used its last attempt
+        fails its task, unless the task moved on meanwhile."""
         store = self.control.store
         for run in await store.reap_expired(retry_delay_s=1.0):
+            if run.status is not RunStatus.FAILED:
+                continue
             task = await store.get_task(run.task_id)
-            if run.status is RunStatus.FAILED and task and task.state is run.stage:
+            if task and task.state is run.stage:
                 with contextlib.suppress(StaleState):  # the task moved on meanwhile
                     await self.control.transition(
                         task,
@@ -157,13 +175,6 @@ class Sweeper:
                         reason=run.error or "",
                         error=f"{run.stage} run {run.id}: {run.error}",
                     )
-        active = {r.task_id for s in ACTIVE for r in await store.list_runs(status=s)}
-        for task in await store.list_tasks(states=[TaskState.RECEIVED, *WORKING]):
-            if task.id not in active and task.id not in self.control.live:
-                try:
-                    await self.advance(task)
-                except StaleState:
-                    pass  # someone decided first (an operator's cancel, another process)
 
     async def advance(self, task: Task) -> None:
         """Queue the next step of a task that can move and has nothing queued."""
@@ -174,9 +185,13 @@ class Sweeper:
         if any(r.status in ACTIVE for r in runs):
             return  # queued or running since the sweep looked
         latest = next((r for r in reversed(runs) if r.stage is task.state), None)
-        if latest and latest.finished_at and latest.finished_at >= task.state_since:
-            if utcnow() - latest.finished_at < STALLED_AFTER:
-                return  # its decision is being made (perhaps by another process)
+        finished = latest.finished_at if latest else None
+        if (
+            finished
+            and finished >= task.state_since
+            and self.control.clock() - finished < STALLED_AFTER
+        ):
+            return  # its decision is being made (perhaps by another process)
         await self.control.enqueue(task)
 
     async def idle(self) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
+from collections.abc import Iterator
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,7 +87,7 @@ OUTPUTS: dict[TaskState, type[StageAnswer]] = {
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
 
 
-def extract_json(text: str) -> dict:
+def extract_json(text: str) -> dict[str, Any]:
     """The JSON object in an agent's final message: the last fenced block, else the text
     itself, else the last balanced {...} in it."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)][::-1]
@@ -103,19 +104,10 @@ def extract_json(text: str) -> dict:
 
 
 def _balanced_objects(text: str) -> list[str]:
-    found, depth, start, in_str, escaped = [], 0, -1, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
+    """Every outermost `{...}` of `text`, braces inside JSON strings not counted."""
+    found, depth, start = [], 0, -1
+    for i, ch in _outside_strings(text):
+        if ch == "{":
             start = i if depth == 0 else start
             depth += 1
         elif ch == "}" and depth:
@@ -123,6 +115,22 @@ def _balanced_objects(text: str) -> list[str]:
             if depth == 0:
                 found.append(text[start : i + 1])
     return found
+
+
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
+    """The characters of `text` outside JSON strings, with their positions."""
+    in_str = escaped = False
+    for i, ch in enumerate(text):
+        if not in_str:
+            in_str = ch == '"'
+            if not in_str:
+                yield i, ch
+        elif escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            in_str = False
 
 
 def parse_answer(stage: TaskState, text: str) -> StageAnswer:

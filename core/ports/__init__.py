@@ -5,12 +5,23 @@
     AgentAdapter  one agent CLI run headless; implemented by the `adapters` package
     RunQueue      what a worker asks of the control plane (claim, heartbeat, prompt, output,
                   completion); in-process by core.control, over HTTP by t25_tui.api
+    Operations    what every face asks of the control plane (reads, new tasks, decisions);
+                  in-process by core.control, over REST by t25_tui.api
 
 The core depends on these protocols only; the packages around it implement them.
 """
 
 from core.ports.agents import AgentAdapter, OutputSink
+from core.ports.operations import Operations
 from core.ports.runs import Claim, RunQueue
-from core.ports.store import Store
+from core.ports.store import DecisionWrite, Store
 
-__all__ = ["AgentAdapter", "Claim", "OutputSink", "RunQueue", "Store"]
+__all__ = [
+    "AgentAdapter",
+    "Claim",
+    "DecisionWrite",
+    "Operations",
+    "OutputSink",
+    "RunQueue",
+    "Store",
+]

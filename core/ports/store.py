@@ -28,13 +28,18 @@ Guarantees a backend must keep (the contract suite in tests/store checks each):
   all their attempts; a run in backoff never holds up the runs behind it.
 - The audit anchor moves by compare-and-set, under `lock_audit`, which serialises every
   process extending the audit log on this store.
+- `apply_decision` writes everything one operator decision changes in one transaction:
+  the task's compare-and-set with its event, the decision's announcement, its audit
+  anchor and what follows from it in the store (the next stage's run, the task's runs
+  cancelled). All of it, or nothing.
 - Artifact content is stored once per SHA-256 however often it is written; reading
   re-hashes it and raises ArtifactCorrupted on a mismatch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain.events import Event
@@ -52,6 +57,28 @@ from core.domain.models import (
     Task,
     TaskState,
 )
+
+
+@dataclass(frozen=True)
+class DecisionWrite:
+    """What one operator decision changes in the store, written in one transaction.
+
+    The decision's audit line is durable before this is written (core.control.audit); its
+    anchor moves here, with the change it records, so an anchored line is a decision that
+    took effect and a line left unanchored (a process that stopped) is one that did not.
+    A decision with an effect outside the store (a merge: git) anchors its line before
+    that effect instead, and leaves `anchor` None here.
+    """
+
+    task_id: str
+    expected: TaskState  # the compare-and-set: the state the decision was checked in
+    change: Event  # TaskTransitioned (a state change) or TaskUpdated (fields only)
+    announce: Event  # DecisionRecorded, written after `change`
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    anchor: AuditAnchor | None = None  # moved from `previous` by compare-and-set
+    previous: AuditAnchor | None = None
+    enqueue: NewRun | None = None  # the run of the stage the decision moves the task into
+    cancel_runs: bool = False  # the task's queued and running runs end (a cancel)
 
 
 @runtime_checkable
@@ -95,6 +122,15 @@ class Store(Protocol):
     ) -> tuple[Task, Event]:
         """Set non-state `fields` (see MUTABLE_TASK_FIELDS) if the task is still in
         `expected`, and write `event`, atomically. StaleState otherwise."""
+        ...
+
+    async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
+        """Apply `write` in one transaction; return the task as it became and the events
+        written, in order (the change, the announcement, then the run queued, if any).
+
+        NotFound for an unknown task; StaleState if the task is no longer in
+        `write.expected` or the anchor is no longer at `write.previous`. Then nothing is
+        written."""
         ...
 
     # -- events ---------------------------------------------------------------------------

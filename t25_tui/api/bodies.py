@@ -10,25 +10,28 @@ position; its `pattern` in the document is the same rule, spelled for JSON Schem
 holds the two together). Text an agent produced (its output, its final answer, its error)
 may hold any character: what a store cannot keep (NUL) is replaced on the way in.
 
-A refused request is answered `{error, hint}`: the fields that were wrong and why, a few at
-most, and never the value that was sent.
+A refused request is answered `{error, hint, code}`: the fields that were wrong and why, a
+few at most, and never the value that was sent.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from fastapi import Response
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 from core.domain import text
 from core.domain.agent import AgentResult
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
 from core.domain.reports import RunReport
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_REASON, MAX_TITLE
+from t25_tui.api.errors import CODES, INVALID_REQUEST
 
 MAX_WORKER_NAME = 200
 MAX_LISTED = 5  # fields named in one refusal
@@ -53,35 +56,39 @@ MULTI_LINE_REQUIRED = (
 )
 
 
-def _typed(check, *, limit: int, pattern: str, required: bool = False) -> Any:
-    """A str field checked by `check` (core.domain.text), documented as `pattern` and `limit`."""
-    return Annotated[
-        str,
-        Field(
-            min_length=1 if required else 0,
-            max_length=limit,
-            json_schema_extra={"pattern": pattern},
-        ),
-        AfterValidator(check),
-    ]
+def _bounds(*, limit: int, pattern: str, required: bool = False) -> Any:
+    """A str field's bounds, as the document states them (`core.domain.text` checks them)."""
+    return Field(
+        min_length=1 if required else 0, max_length=limit, json_schema_extra={"pattern": pattern}
+    )
 
 
-Title = _typed(text.title, limit=MAX_TITLE, pattern=ONE_LINE_REQUIRED, required=True)
-Description = _typed(text.description, limit=MAX_DESCRIPTION, pattern=MULTI_LINE)
-Actor = _typed(text.actor, limit=MAX_ACTOR, pattern=ONE_LINE_REQUIRED, required=True)
-Reason = _typed(text.reason, limit=MAX_REASON, pattern=MULTI_LINE)
-Answer = _typed(
-    partial(text.reason, what="answer", required=True),
-    limit=MAX_REASON,
-    pattern=MULTI_LINE_REQUIRED,
-    required=True,
-)
-WorkerName = _typed(
-    partial(text.checked, what="worker name", limit=MAX_WORKER_NAME, required=True),
-    limit=MAX_WORKER_NAME,
-    pattern=ONE_LINE_REQUIRED,
-    required=True,
-)
+Title = Annotated[
+    str,
+    _bounds(limit=MAX_TITLE, pattern=ONE_LINE_REQUIRED, required=True),
+    AfterValidator(text.title),
+]
+Description = Annotated[
+    str, _bounds(limit=MAX_DESCRIPTION, pattern=MULTI_LINE), AfterValidator(text.description)
+]
+Actor = Annotated[
+    str,
+    _bounds(limit=MAX_ACTOR, pattern=ONE_LINE_REQUIRED, required=True),
+    AfterValidator(text.actor),
+]
+Reason = Annotated[str, _bounds(limit=MAX_REASON, pattern=MULTI_LINE), AfterValidator(text.reason)]
+Answer = Annotated[
+    str,
+    _bounds(limit=MAX_REASON, pattern=MULTI_LINE_REQUIRED, required=True),
+    AfterValidator(partial(text.reason, what="answer", required=True)),
+]
+WorkerName = Annotated[
+    str,
+    _bounds(limit=MAX_WORKER_NAME, pattern=ONE_LINE_REQUIRED, required=True),
+    AfterValidator(partial(text.checked, what="worker name", limit=MAX_WORKER_NAME, required=True)),
+]
+# What an approval was made on: the SHA-256 of the plan the approver read.
+PlanBinding = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
 # -- what a worker sends ---------------------------------------------------------------------
 
@@ -209,13 +216,19 @@ class NewTaskBody(_Body):
     title: Title
     type: TaskType = TaskType.FEAT
     description: Description = ""
-    project: str | None = None  # make_api narrows it to the configured projects
+    # One of t25.yaml's: the document names them (t25_tui.api.document), the route refuses
+    # any other (422).
+    project: str | None = None
     actor: Actor | None = None
 
 
 class DecisionBody(_Body):
     actor: Actor | None = None
     reason: Reason = ""
+
+
+class ApprovalBody(DecisionBody):
+    bound_to: PlanBinding | None = None  # the plan read; refused (409) if it has changed since
 
 
 class AnswerBody(_Body):
@@ -251,10 +264,26 @@ class CompleteBody(_Body):
 
 
 class ErrorBody(BaseModel):
-    """Every refusal: one line for a person, and what to do next when there is something."""
+    """Every refusal: one line for a person, what to do next when there is something, and a
+    stable code (t25_tui.api.errors) from which a client raises the server's error class."""
 
     error: str
     hint: str | None = None
+    code: str = Field(json_schema_extra={"enum": list(CODES)})
+
+
+# -- answers -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _list_of(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]  # a model chosen at run time
+
+
+def json_list(model: type[BaseModel], items: Sequence[BaseModel]) -> Response:
+    """A list of models as JSON in one step: the board of a remote cockpit reads thousands of
+    tasks and runs, and FastAPI's own encoding of that many dicts costs several times more."""
+    return Response(_list_of(model).dump_json(list(items)), media_type="application/json")
 
 
 # -- refusals --------------------------------------------------------------------------------
@@ -269,14 +298,15 @@ _PLACES = {
 }
 
 
-def invalid_request(errors: Sequence[dict[str, Any]]) -> dict[str, str | None]:
-    """`{error, hint}` for pydantic's errors: where and what, for the first MAX_LISTED."""
+def invalid_request(errors: Sequence[Any]) -> dict[str, str | None]:
+    """`{error, hint, code}` for pydantic's errors: where and what, for the first MAX_LISTED."""
     shown = [_described(e) for e in errors[:MAX_LISTED]]
     more = len(errors) - len(shown)
     listed = "; ".join(shown) + (f"; and {more:,} more" if more else "")
     return {
         "error": f"the request is not valid: {listed}",
         "hint": "/openapi.json describes every endpoint's fields and their bounds",
+        "code": INVALID_REQUEST,
     }
 
 

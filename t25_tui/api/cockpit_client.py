@@ -1,9 +1,10 @@
 """`t25 tui --url`: the cockpit attached to a remote `t25 serve`, over REST and SSE.
 
-The cockpit needs a few reads and the operator decisions from its control plane. Here each is
-a REST call, and the control plane runs it through the same ControlPlane method as its own
-command line, so the checks and the audit are the same. Events arrive on one SSE stream
-and are published on a local EventBus, so the app cannot tell this control plane from a local
+`RemoteControlPlane` is the control plane's `Operations` (core.ports) over REST: every read
+and decision the cockpit makes is a request, answered by the serve's own query service
+and `decide`, so the checks and the audit are the same as on its own command line; a
+refusal raises the class the serve raised. Events arrive on one SSE stream and are
+published on a local EventBus, so the app cannot tell this control plane from a local
 one. A stream that breaks is reopened from the last id seen (`Last-Event-ID`): nothing
 is missed, nothing is shown twice, and the board is re-read once the link is back.
 """
@@ -14,7 +15,7 @@ import asyncio
 import hashlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
@@ -23,23 +24,19 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from core.config.schema import Config
-from core.control.audit import AuditEntry, Verdict
+from core.domain.audit import AuditEntry, AuditTrail, Verdict
+from core.domain.cost import CostSummary
+from core.domain.decisions import Decision, Verb
+from core.domain.detail import TaskDetail
 from core.domain.events import Event, EventBus
 from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
-from core.errors import (
-    ArtifactCorrupted,
-    ConfigError,
-    ControlPlaneUnreachable,
-    NotFound,
-    PolicyRefused,
-    T25Error,
-)
+from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
+from core.ports import Operations
 from t25_tui.api.worker_client import Http
 
 log = logging.getLogger("t25.attach")
 
 OPERATOR_ENV = "T25_OPERATOR_TOKEN"
-REFUSALS: dict[int, type[T25Error]] = {404: NotFound, 409: PolicyRefused}
 RETRY_S = (0.5, 10.0)  # first and longest wait before the event stream is reopened
 SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a byte is a dead link
 PAGE = 5000  # the most events the control plane returns per request
@@ -47,7 +44,7 @@ PAGE = 5000  # the most events the control plane returns per request
 
 @asynccontextmanager
 async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteControlPlane]:
-    """A factory backed by the control plane at `url`, following its events until exit."""
+    """The control plane at `url`, following its events until exit."""
     http = Http(url, token if token is not None else os.environ.get(OPERATOR_ENV))
     try:
         control = await RemoteControlPlane.connect(http)
@@ -61,8 +58,8 @@ async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteCont
         await http.close()
 
 
-class RemoteControlPlane:
-    """What the cockpit asks of a ControlPlane (reads, decisions, bus, audit), over REST + SSE."""
+class RemoteControlPlane(Operations):
+    """A `t25 serve`'s control plane, as the cockpit holds it: `Operations` over REST + SSE."""
 
     def __init__(self, http: Http, config: Config, cursor: int) -> None:
         self.http, self.url = http, http.url
@@ -70,8 +67,6 @@ class RemoteControlPlane:
         self.cursor = cursor  # the newest event id this cockpit has been given
         self.connected = False
         self.bus = EventBus()
-        self.store = RemoteStore(self)
-        self.audit = RemoteAudit(self)
 
     @classmethod
     async def connect(cls, http: Http) -> RemoteControlPlane:
@@ -97,18 +92,87 @@ class RemoteControlPlane:
         """The status line's word on the connection."""
         return f"attached to {self.url}" if self.connected else f"reconnecting to {self.url}…"
 
-    # -- reads and decisions -------------------------------------------------------------------
+    # -- reads -----------------------------------------------------------------------------
 
-    async def get(self, path: str, **params: Any) -> Any:
+    async def _get(self, path: str, **params: Any) -> httpx.Response:
         query = {k: v for k, v in params.items() if v is not None}
-        return (await self.http.request("GET", path, params=query, refusals=REFUSALS)).json()
+        return await self.http.request("GET", path, params=query)
 
-    async def post(self, path: str, body: dict[str, Any]) -> Task:
-        response = await self.http.request("POST", path, json=body, refusals=REFUSALS)
-        return Task.model_validate(response.json())
+    async def last_event_id(self) -> int:
+        return self.cursor  # the event stream keeps it current; no request needed
 
     async def task(self, ref: str) -> Task:
-        return Task.model_validate((await self.get(f"/tasks/{_ref(ref)}"))["task"])
+        return (await self.detail(ref)).task
+
+    async def tasks(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+    ) -> list[Task]:
+        wanted = [TaskState(s).value for s in states or ()] or None
+        found = await self._get("/tasks", state=wanted, project=project, archived=archived)
+        return [Task.model_validate(t) for t in found.json()]
+
+    async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
+        found = await self._get(f"/tasks/{_ref(ref)}", verify=verify or None)
+        return TaskDetail.model_validate_json(found.content)
+
+    async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        """One task's events after `after`, in pages of at most PAGE (the serve's bound)."""
+        out: list[Event] = []
+        while len(out) < limit:
+            page = (
+                await self._get(
+                    f"/tasks/{_ref(ref)}/events", after=after, limit=min(PAGE, limit - len(out))
+                )
+            ).json()
+            out.extend(Event.from_json(e) for e in page)
+            if len(page) < PAGE:
+                break
+            after = out[-1].id
+        return out
+
+    async def run(self, ref: str) -> Run:
+        return Run.model_validate_json((await self._get(f"/runs/{_ref(ref)}")).content)
+
+    async def runs(self, *, task: str | None = None, status: RunStatus | None = None) -> list[Run]:
+        found = await self._get("/runs", task=task, status=status and status.value)
+        return [Run.model_validate(r) for r in found.json()]
+
+    async def artifacts(self, *, task: str | None = None) -> list[Artifact]:
+        found = await self._get("/artifacts", task=task)
+        return [Artifact.model_validate(a) for a in found.json()]
+
+    async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
+        """The content, checked here too against its SHA-256: it crossed a network."""
+        response = await self._get(f"/artifacts/{_ref(ref)}")
+        artifact = Artifact.model_validate_json(response.headers["X-T25-Artifact"])
+        if hashlib.sha256(response.content).hexdigest() != artifact.sha256:
+            raise ArtifactCorrupted(
+                f"{artifact.id} arrived damaged: its content does not match its SHA-256"
+            )
+        return artifact, response.content
+
+    async def cost(self) -> CostSummary:
+        return CostSummary.model_validate_json((await self._get("/cost")).content)
+
+    async def cost_by_task(self) -> dict[str, float]:
+        found = (await self._get("/cost/tasks")).json()
+        return {str(task): float(usd) for task, usd in found.items()}
+
+    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
+        data = (await self._get("/audit", task=task)).json()
+        verdict = Verdict(data["verified"], data["lines"], data["verification"], data["bad_line"])
+        entries = [AuditEntry.model_validate(e) for e in data["entries"]]
+        return AuditTrail(entries=entries, verdict=verdict)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def _post(self, path: str, body: dict[str, Any]) -> Task:
+        response = await self.http.request("POST", path, json=body)
+        return Task.model_validate_json(response.content)
 
     async def new_task(
         self,
@@ -119,42 +183,29 @@ class RemoteControlPlane:
         description: str = "",
         project: str | None = None,
     ) -> Task:
-        return await self.post(
-            "/tasks",
-            {
-                "title": title,
-                "type": TaskType(type).value,
-                "description": description,
-                "project": project,
-                "actor": actor,
-            },
-        )
+        body = {
+            "title": title,
+            "type": TaskType(type).value,
+            "description": description,
+            "project": project,
+            "actor": actor,
+        }
+        return await self._post("/tasks", body)
 
-    async def answer(self, ref: str, text: str, *, actor: str) -> Task:
-        return await self.post(f"/tasks/{_ref(ref)}/answer", {"text": text, "actor": actor})
+    async def decide(self, decision: Decision) -> Task:
+        """The decision's route (`/tasks/{id}/{verb}`): its text is an answer's `text`, any
+        other decision's `reason`; an approval sends what it was bound to."""
+        path = f"/tasks/{_ref(decision.task)}/{decision.verb.value}"
+        body: dict[str, Any] = {"actor": decision.actor}
+        if decision.verb is Verb.ANSWER:
+            body["text"] = decision.text
+        else:
+            body["reason"] = decision.text
+        if decision.verb is Verb.APPROVE and decision.bound_to is not None:
+            body["bound_to"] = decision.bound_to
+        return await self._post(path, body)
 
-    async def decide(self, verb: str, ref: str, actor: str, reason: str) -> Task:
-        return await self.post(f"/tasks/{_ref(ref)}/{verb}", {"actor": actor, "reason": reason})
-
-    async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide("approve", ref, actor, reason)
-
-    async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
-        return await self.decide("reject", ref, actor, reason)
-
-    async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide("merge", ref, actor, reason)
-
-    async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide("cancel", ref, actor, reason)
-
-    async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide("retry", ref, actor, reason)
-
-    async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide("archive", ref, actor, reason)
-
-    # -- events --------------------------------------------------------------------------------
+    # -- events ----------------------------------------------------------------------------
 
     async def follow(self) -> None:
         """Publish the control plane's events on the bus, for as long as the cockpit runs."""
@@ -196,81 +247,6 @@ class RemoteControlPlane:
         if up != self.connected:
             self.connected = up
             self.bus.resync()  # the status line changes, and what was missed is re-read
-
-
-class RemoteStore:
-    """The store reads the cockpit makes, answered by the control plane."""
-
-    def __init__(self, remote: RemoteControlPlane) -> None:
-        self.remote = remote
-
-    async def last_event_id(self) -> int:
-        return self.remote.cursor  # the event stream keeps it current; no request needed
-
-    async def list_tasks(
-        self,
-        *,
-        states: list[TaskState] | None = None,
-        project: str | None = None,
-        include_archived: bool = False,
-    ) -> list[Task]:
-        found = await self.remote.get(
-            "/tasks",
-            state=[s.value for s in states or ()] or None,
-            project=project,
-            archived=include_archived,
-        )
-        return [Task.model_validate(t) for t in found]
-
-    async def list_runs(
-        self, *, task_id: str | None = None, status: RunStatus | None = None
-    ) -> list[Run]:
-        found = await self.remote.get("/runs", task=task_id, status=status and status.value)
-        return [Run.model_validate(r) for r in found]
-
-    async def cost_by_task(self) -> dict[str, float]:
-        return await self.remote.get("/cost/tasks")
-
-    async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
-        return [
-            Artifact.model_validate(a) for a in await self.remote.get("/artifacts", task=task_id)
-        ]
-
-    async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
-        response = await self.remote.http.request(
-            "GET", f"/artifacts/{_ref(artifact_id)}", refusals=REFUSALS
-        )
-        artifact = Artifact.model_validate_json(response.headers["X-T25-Artifact"])
-        if hashlib.sha256(response.content).hexdigest() != artifact.sha256:
-            raise ArtifactCorrupted(
-                f"{artifact.id} arrived damaged: its content does not match its SHA-256"
-            )
-        return artifact, response.content
-
-    async def events_after(self, after_id: int, *, task_id: str, limit: int = 1000) -> list[Event]:
-        """One task's events after `after_id` (the control plane serves them per task)."""
-        out: list[Event] = []
-        while len(out) < limit:
-            page = await self.remote.get(
-                f"/tasks/{_ref(task_id)}/events", after=after_id, limit=min(PAGE, limit - len(out))
-            )
-            out.extend(Event.from_json(e) for e in page)
-            if len(page) < PAGE:
-                break
-            after_id = out[-1].id
-        return out
-
-
-class RemoteAudit:
-    """The audit log as the control plane reads and verifies it."""
-
-    def __init__(self, remote: RemoteControlPlane) -> None:
-        self.remote = remote
-
-    async def snapshot(self, *, task: str | None = None) -> tuple[list[AuditEntry], Verdict]:
-        data = await self.remote.get("/audit", task=task)
-        verdict = Verdict(data["verified"], data["lines"], data["verification"], data["bad_line"])
-        return [AuditEntry.model_validate(e) for e in data["entries"]], verdict
 
 
 def _ref(ref: str) -> str:

@@ -26,9 +26,11 @@ import json
 
 import h11
 import pydantic_core
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
+from t25_tui.api import errors as wire
 
 HEADER_TIMEOUT_S = 10.0  # a request head (request line and headers) arrives within this
 BODY_IDLE_S = 30.0  # a body may pause this long between two reads (nginx: 60 s)
@@ -66,7 +68,7 @@ def body_cap(path: str) -> int:
 
 
 class Refusal(Exception):
-    """A request answered before it reaches the app, as `{error, hint}`.
+    """A request answered before it reaches the app, as `{error, hint, code}`.
 
     The answer goes out at once, whatever is left of the body; uvicorn then reads that
     remainder and throws it away (never buffering it) for at most DRAIN_S, so that an
@@ -76,6 +78,7 @@ class Refusal(Exception):
     def __init__(
         self,
         status: int,
+        code: str,
         error: str,
         hint: str | None = None,
         *,
@@ -83,11 +86,11 @@ class Refusal(Exception):
         close: bool = False,
     ) -> None:
         super().__init__(error)
-        self.status, self.error, self.hint = status, error, hint
+        self.status, self.code, self.error, self.hint = status, code, error, hint
         self.headers = {**(headers or {}), **({"Connection": "close"} if close else {})}
 
-    async def answer(self, send) -> None:
-        body = json.dumps({"error": self.error, "hint": self.hint}).encode()
+    async def answer(self, send: Send) -> None:
+        body = json.dumps({"error": self.error, "hint": self.hint, "code": self.code}).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -105,34 +108,38 @@ class Gate:
     in one message, so it never waits on a client.
     """
 
-    def __init__(self, app, *, worker_credential: str | None, operator_token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, worker_credential: str | None, operator_token: str | None
+    ) -> None:
         self.app = app
         self.worker = worker_credential.encode() if worker_credential else None
         self.operator = operator_token.encode() if operator_token else None
         self.body_idle_s = BODY_IDLE_S
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
         try:
             self._admit(scope)
             body = await self._body(scope, receive)
         except Refusal as refusal:
-            return await refusal.answer(send)
+            await refusal.answer(send)
+            return
         if body is None:  # the client went away while sending it
-            return None
+            return
         delivered = False
 
-        async def replay():
+        async def replay() -> Message:
             nonlocal delivered
             if delivered:
                 return await receive()  # from now on only `http.disconnect` can come
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        return await self.app(scope, replay, send)
+        await self.app(scope, replay, send)
 
-    def _admit(self, scope) -> None:
+    def _admit(self, scope: Scope) -> None:
         path = scope["path"]
         if path in OPEN_PATHS:
             return
@@ -141,6 +148,7 @@ class Gate:
             if self.worker is None:
                 raise Refusal(
                     503,
+                    wire.NO_WORKER_CREDENTIAL,
                     "this control plane was started without "
                     "FACTORY_WORKER_CREDENTIAL; it accepts no workers",
                     hint="restart `t25 serve` with FACTORY_WORKER_CREDENTIAL set",
@@ -148,6 +156,7 @@ class Gate:
             if not hmac.compare_digest(given, self.worker):
                 raise Refusal(
                     401,
+                    wire.UNAUTHORIZED,
                     "the worker credential is missing or wrong",
                     hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
                     headers={"WWW-Authenticate": 'Bearer realm="worker"'},
@@ -155,23 +164,26 @@ class Gate:
         elif self.operator is not None and not hmac.compare_digest(given, self.operator):
             raise Refusal(
                 401,
+                wire.UNAUTHORIZED,
                 "an operator token is required",
                 hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
                 headers={"WWW-Authenticate": 'Bearer realm="operator"'},
             )
 
-    async def _body(self, scope, receive) -> bytes | None:
+    async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         cap = body_cap(scope["path"])
         for name, value in scope["headers"]:
             if name == b"content-length" and int(value) > cap:  # h11 has checked it is a number
                 raise _too_large(cap)
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while True:
             try:
                 message = await asyncio.wait_for(receive(), self.body_idle_s)
             except TimeoutError:
                 raise Refusal(
                     408,
+                    wire.BODY_STALLED,
                     f"the request body stalled for {self.body_idle_s:g} s",
                     hint="send the body without pausing",
                     close=True,
@@ -189,7 +201,7 @@ class Gate:
                 return body
 
 
-def _check_json(scope, body: bytes) -> None:
+def _check_json(scope: Scope, body: bytes) -> None:
     """Refuse a JSON body that Python's parser would take but that is not JSON (a lone
     surrogate escape, which no UTF-8 text and so no store can hold; NaN; Infinity), and one
     with an object wider than MAX_FIELDS: pydantic would build an error for each field it
@@ -202,16 +214,18 @@ def _check_json(scope, body: bytes) -> None:
     except ValueError as exc:
         raise Refusal(
             422,
+            wire.INVALID_JSON,
             f"the request body is not valid JSON ({exc})",
             hint="send UTF-8 JSON; a surrogate escape must be one of a pair",
         ) from None
-    pending = [parsed]
+    pending: list[object] = [parsed]
     while pending:
         value = pending.pop()
         if isinstance(value, dict):
             if len(value) > MAX_FIELDS:
                 raise Refusal(
                     422,
+                    wire.INVALID_JSON,
                     f"the request body has an object of {len(value):,} fields; "
                     f"no T25 endpoint takes more than {MAX_FIELDS}",
                     hint="/openapi.json describes every endpoint's fields",
@@ -221,7 +235,7 @@ def _check_json(scope, body: bytes) -> None:
             pending.extend(value)
 
 
-def _content_type(scope) -> str:
+def _content_type(scope: Scope) -> str:
     """ "json" for a JSON media type, "" for none, "other" for any other (FastAPI's reading)."""
     for name, value in scope["headers"]:
         if name == b"content-type":
@@ -233,12 +247,13 @@ def _content_type(scope) -> str:
 def _too_large(cap: int) -> Refusal:
     return Refusal(
         413,
+        wire.BODY_TOO_LARGE,
         f"the request body is over this endpoint's {cap:,} bytes",
         hint="see the endpoint's limits in the README (Production)",
     )
 
 
-def _bearer(scope) -> bytes:
+def _bearer(scope: Scope) -> bytes:
     """The token of `Authorization: Bearer …`, or b"" (which matches no credential)."""
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -261,7 +276,7 @@ class DeadlineProtocol(H11Protocol):
     drain_s = DRAIN_S
     _deadline: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn takes a Transport where asyncio says BaseTransport
         super().connection_made(transport)
         self._watch()
 

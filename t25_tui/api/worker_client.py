@@ -1,17 +1,18 @@
-"""`t25 worker --url`: a worker on the host where the code lives, leasing over HTTP.
+"""The HTTP client of a `t25 serve`, and the run queue a remote worker leases from over it.
 
-It loads the local t25.yaml (repositories, roles, QA checks), claims runs from a
-`t25 serve` control plane, works them in local worktrees with the local agent CLIs,
-streams output back and completes under its fencing token. When the control plane
-answers 409, the lease is gone: the agent is stopped and nothing more is sent. On
-SIGTERM or SIGINT it hands its leases back to the queue.
+`t25 worker --url` (t25_tui.runtime.work_remotely) loads the local t25.yaml (repositories,
+roles, QA checks), claims runs from a `t25 serve` control plane through `HttpRunQueue`,
+works them in local worktrees with the local agent CLIs, streams output back and
+completes under its fencing token. A refusal raises the class the server raised (its
+code, t25_tui.api.errors): when the lease is gone (409 `lease_lost`) the agent is stopped
+and nothing more is sent. On SIGTERM or SIGINT it hands its leases back to the queue.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from core.domain.models import CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
 from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.ports import Claim
+from t25_tui.api import errors as wire
 
 log = logging.getLogger("t25.remote")
 
@@ -44,12 +46,14 @@ class Http:
         method: str,
         path: str,
         *,
-        refusals: dict[int, type[T25Error]] | None = None,
+        refusals: Mapping[int, type[T25Error]] | None = None,
         otherwise: type[T25Error] = T25Error,
         **kw: Any,
     ) -> httpx.Response:
-        """Send one request; a status of 400 or more raises `refusals[status]` (or
-        `otherwise`) carrying the control plane's own message and hint."""
+        """Send one request. A status of 400 or more raises the error class the server
+        raised (its `code`, t25_tui.api.errors) with its message and hint; a refusal that
+        names no class (the Gate's, or a code this client does not know) raises
+        `refusals[status]`, or `otherwise`."""
         try:
             response = await self.client.request(method, path, **kw)
         except httpx.HTTPError as exc:
@@ -58,27 +62,51 @@ class Http:
                 hint="is `t25 serve` running there, and reachable from this host?",
             ) from exc
         if response.status_code >= 400:
-            error, hint = refusal(response)
-            if response.status_code in (refusals or {}):  # an answer the caller expects
-                raise refusals[response.status_code](error, hint=hint)
-            raise otherwise(f"{path} answered {response.status_code}: {error}", hint=hint)
+            said = refusal(response)
+            raised = wire.error_class(said.code)
+            if raised is not None:
+                raise raised(said.error, hint=said.hint)
+            expected = (refusals or {}).get(response.status_code)
+            if expected is not None:  # an answer the caller expects
+                raise expected(said.error, hint=said.hint)
+            raise otherwise(f"{path} answered {response.status_code}: {said.error}", hint=said.hint)
         return response
 
 
-def refusal(response: httpx.Response) -> tuple[str, str | None]:
-    """What a refused request said: T25's `error`/`hint`, FastAPI's `detail`, or the text."""
+@dataclass(frozen=True)
+class Said:
+    """What a refused request was told: T25's `error`, `hint` and `code`, or what there was."""
+
+    error: str
+    hint: str | None = None
+    code: str | None = None
+
+
+def refusal(response: httpx.Response) -> Said:
+    """What a refused request said: T25's `error`/`hint`/`code`, FastAPI's `detail`, or the text."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200] or response.reason_phrase, None
+        return Said(response.text[:200] or response.reason_phrase)
     if not isinstance(body, dict):
-        return str(body)[:200], None
+        return Said(str(body)[:200])
     detail = body.get("detail")
-    if isinstance(detail, list) and detail:  # request validation: name the field
-        first = detail[0]
-        where = ".".join(str(part) for part in first.get("loc", ())[1:])
-        return f"{where}: {first.get('msg')}" if where else str(first.get("msg")), None
-    return str(body.get("error") or detail or body)[:500], body.get("hint")
+    if isinstance(detail, list) and detail:
+        return _first_invalid(detail[0])
+    hint, code = body.get("hint"), body.get("code")
+    return Said(
+        str(body.get("error") or detail or body)[:500],
+        hint=hint if isinstance(hint, str) else None,
+        code=code if isinstance(code, str) else None,
+    )
+
+
+def _first_invalid(first: Any) -> Said:
+    """FastAPI's own request validation: the field, and what was wrong with it."""
+    if not isinstance(first, dict):
+        return Said(str(first)[:200])
+    where = ".".join(str(part) for part in first.get("loc", ())[1:])
+    return Said(f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
 
 
 class HttpRunQueue:
@@ -94,7 +122,9 @@ class HttpRunQueue:
         await self.http.close()
 
     async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        # 409: the lease is gone. Anything else refused is retried with backoff.
+        # The server's error class, from its code: LeaseLost when the lease is gone,
+        # StaleState when a decision beat this run's. A 409 with no code (an older serve)
+        # means the lease is gone; anything else refused is retried with backoff.
         return await self.http.request(
             "POST", path, json=body, refusals={409: LeaseLost}, otherwise=ControlPlaneUnreachable
         )
@@ -119,7 +149,7 @@ class HttpRunQueue:
             "ttl_s": self.lease_ttl_s,
             "checks": [c.model_dump(mode="json") for c in checks],
         }
-        return (await self._post("/worker/prompt", body)).json()["prompt"]
+        return str((await self._post("/worker/prompt", body)).json()["prompt"])
 
     async def record(self, lease: Lease, event: Event) -> None:
         raw = {"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})}
@@ -138,62 +168,3 @@ class HttpRunQueue:
 
 def _lease(lease: Lease) -> dict[str, Any]:
     return {"lease": lease.model_dump(mode="json")}
-
-
-async def work_remotely(
-    url: str,
-    credential: str,
-    config,
-    *,
-    workers: int,
-    lease_ttl_s: float = 30.0,
-    heartbeat_s: float = 5.0,
-) -> None:
-    """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
-    from adapters.checks import run_check
-    from adapters.registry import builtin_adapters
-    from core.worker.selection import QuotaBook
-    from core.worker.worker import Worker, host_name
-    from core.workspace.worktrees import Workspace, owner_of
-
-    runs = HttpRunQueue(url, credential, lease_ttl_s=lease_ttl_s)
-    workspace = Workspace(config, owner=owner_of(url))
-    quota = QuotaBook()
-    crew = [
-        Worker(
-            runs,
-            workspace,
-            builtin_adapters(),
-            run_check,
-            quota=quota,
-            name=f"{host_name()}-r{i}",
-            lease_ttl_s=lease_ttl_s,
-            heartbeat_s=heartbeat_s,
-        )
-        for i in range(1, workers + 1)
-    ]
-    running = [asyncio.create_task(_keep_working(w)) for w in crew]
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for t in running:  # a cancelled worker stops its agent and hands its lease back
-            t.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        await runs.close()
-
-
-async def _keep_working(worker) -> None:
-    """A worker that outlives a control plane restart: retry with backoff."""
-    delay = 0.5
-    while True:
-        try:
-            await worker.run_forever(poll_s=0.5)
-            return
-        except ControlPlaneUnreachable as exc:
-            log.warning("%s; retrying in %.1f s", exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.control.audit import VOID
-from core.control.service import ControlPlane
+from core.control.audit import VOID, log_path
 from core.domain.models import task_id
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.cli.context import run
 
 
 def show(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> None:
-        everything = control.audit.entries()
+    async def body(control: Operations) -> None:
+        everything = (await control.audit_trail()).entries
         voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
         wanted = task_id(args.task) if args.task else None
         entries = [e for e in everything if wanted is None or e.task == wanted]
@@ -40,13 +40,11 @@ def show(args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> bool:
-        verdict = await control.audit.verify()
+    async def body(control: Operations) -> bool:
+        verdict = (await control.audit_trail()).verdict
         stream = sys.stdout if verdict.ok else sys.stderr
-        print(
-            f"{'ok' if verdict.ok else 'TAMPERED'}: {control.audit.path}: {verdict.message}",
-            file=stream,
-        )
+        where = log_path(control.config.root)
+        print(f"{'ok' if verdict.ok else 'TAMPERED'}: {where}: {verdict.message}", file=stream)
         return verdict.ok
 
     return 0 if run(args, body) else 1

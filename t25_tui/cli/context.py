@@ -1,4 +1,10 @@
-"""What every command needs: the configuration, an open store, the control plane, the actor."""
+"""What every command needs: the configuration, the runtime built on it, the actor.
+
+A command that reads or decides gets the control plane as `Operations` (`run`), the one
+surface every face calls; a command that works the queue or serves gets the whole
+runtime (`run_runtime`, `runtime_of`), with its sweeper when it drives workers. Both are
+built by t25_tui.runtime.open_runtime, never here.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from core.config.keys import Bindable
 from core.config.schema import Config, find_config, load_config
-from core.control.service import ControlPlane
 from core.workspace.git import identity
+
+if TYPE_CHECKING:  # the runtime is imported when a command opens it: `t25 --help` stays light
+    from core.ports import Operations
+    from t25_tui.runtime import Crew, Runtime
 
 T = TypeVar("T")
 
@@ -43,31 +52,38 @@ def adapter_names() -> list[str]:
 
 
 @asynccontextmanager
-async def open_control_plane(args: argparse.Namespace) -> AsyncIterator[ControlPlane]:
-    from store import open_store
+async def runtime_of(
+    args: argparse.Namespace, *, crew: Crew | None = None
+) -> AsyncIterator[Runtime]:
+    """The runtime of the command's t25.yaml, with `crew` working in this process if given."""
+    from t25_tui.runtime import open_runtime
 
-    config = config_of(args)
-    store = await open_store(config.store_url)
-    try:
-        control = ControlPlane(config, store)
-        await control.sync_projects()
-        yield control
-    finally:
-        await store.close()
+    async with open_runtime(config_of(args), crew=crew) as runtime:
+        yield runtime
 
 
-def run(args: argparse.Namespace, body: Callable[[ControlPlane], Awaitable[T]]) -> T:
-    """Open the control plane, run `body` with it, close everything."""
+def run(args: argparse.Namespace, body: Callable[[Operations], Awaitable[T]]) -> T:
+    """Open the runtime, run `body` with its control plane, close everything."""
+    return run_runtime(args, lambda runtime: body(runtime.operations))
+
+
+def run_runtime(
+    args: argparse.Namespace,
+    body: Callable[[Runtime], Awaitable[T]],
+    *,
+    crew: Crew | None = None,
+) -> T:
+    """Open the runtime (with `crew`), run `body` with it, close everything."""
 
     async def go() -> T:
-        async with open_control_plane(args) as control:
-            return await body(control)
+        async with runtime_of(args, crew=crew) as runtime:
+            return await body(runtime)
 
     return asyncio.run(go())
 
 
 def actor_of(args: argparse.Namespace) -> str:
-    return args.actor or identity(Path.cwd())
+    return str(args.actor or identity(Path.cwd()))
 
 
 def age(since: datetime, now: datetime | None = None) -> str:

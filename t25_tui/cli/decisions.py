@@ -1,26 +1,24 @@
 """Operator decisions from the command line: cancel, retry, archive, approve, reject,
-answer, merge. Each calls the same ControlPlane method as the cockpit and the REST API."""
+answer, merge. Each builds the `Decision` the cockpit and the REST API build, and hands it
+to the control plane's `decide`."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.control.service import ControlPlane
+from core.domain.decisions import Decision, Verb
 from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.states import WORKING
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.cli.context import actor_of, run
 
 
-def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
-    async def body(control: ControlPlane) -> None:
+def _decide(args: argparse.Namespace, verb: Verb, text: str) -> int:
+    async def body(control: Operations) -> None:
         sub = control.bus.subscribe()
-        task = await getattr(control, verb)(
-            args.id,
-            *extra,
-            actor=actor_of(args),
-            **({"reason": args.reason} if "reason" in args else {}),
-        )
+        decision = Decision(verb=verb, task=args.id, actor=actor_of(args), text=text)
+        task = await control.decide(decision)
         print(
             f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}"
         )
@@ -37,29 +35,28 @@ def _decide(args: argparse.Namespace, verb: str, *extra) -> int:
 
 
 def approve(args: argparse.Namespace) -> int:
-    args.reason = args.comment or ""
-    return _decide(args, "approve")
+    return _decide(args, Verb.APPROVE, args.comment or "")
 
 
 def reject(args: argparse.Namespace) -> int:
-    return _decide(args, "reject")
+    return _decide(args, Verb.REJECT, args.reason)
 
 
 def answer(args: argparse.Namespace) -> int:
-    return _decide(args, "answer", args.text)
+    return _decide(args, Verb.ANSWER, args.text)
 
 
 def merge(args: argparse.Namespace) -> int:
-    return _decide(args, "merge")
+    return _decide(args, Verb.MERGE, args.reason)
 
 
 def cancel(args: argparse.Namespace) -> int:
-    return _decide(args, "cancel")
+    return _decide(args, Verb.CANCEL, args.reason)
 
 
 def retry(args: argparse.Namespace) -> int:
-    return _decide(args, "retry")
+    return _decide(args, Verb.RETRY, args.reason)
 
 
 def archive(args: argparse.Namespace) -> int:
-    return _decide(args, "archive")
+    return _decide(args, Verb.ARCHIVE, args.reason)

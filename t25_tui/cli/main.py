@@ -42,7 +42,10 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        return getattr(importlib.import_module(f"t25_tui.cli.{module}"), func)(args)
+        handler: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"t25_tui.cli.{module}"), func
+        )
+        return handler(args)
 
     return run
 
@@ -51,7 +54,7 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """`--config`, `--actor`, `--debug`. The top-level parser holds their defaults; every
     subcommand takes them too, with SUPPRESS as default, so an option given after the
     command overrides one given before it and an absent one changes nothing."""
-    kept = {} if defaults else {"default": argparse.SUPPRESS}
+    kept: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     group = parser.add_argument_group("global options")
     group.add_argument(
         "--config",
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def add(
-        name: str, handler: str, help: str, *, runs_agents: bool = False, **kw
+        name: str, handler: str, help: str, *, runs_agents: bool = False, **kw: Any
     ) -> argparse.ArgumentParser:
         """A command; one that `runs_agents` first sweeps the prompt files a killed T25 left."""
         p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
@@ -306,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from adapters.base import sweep_prompt_files
 
             sweep_prompt_files()
-        code = args.handler(args)
+        code: int = args.handler(args)
         sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
         return code
     except KeyboardInterrupt:

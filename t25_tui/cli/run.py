@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
-from core.control.service import ControlPlane
 from core.domain.events import (
     ApprovalRequested,
     Event,
@@ -17,10 +17,14 @@ from core.domain.events import (
     RunStarted,
     TaskTransitioned,
 )
-from core.domain.models import TaskState, run_id, task_id
+from core.domain.models import TaskState
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
-from t25_tui.cli.context import run
+from core.ports import Operations
+from t25_tui.cli.context import run, run_runtime
+
+if TYPE_CHECKING:
+    from t25_tui.runtime import Runtime
 
 # `t25 run` exits with this, after its summary, when a task it worked ended FAILED; 1 stays
 # "T25 could not do what was asked" (a broken config, an unreachable store), 2 a usage error.
@@ -55,7 +59,9 @@ def describe(event: Event) -> str | None:
 
 
 def run_(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> bool:
+    async def body(runtime: Runtime) -> bool:
+        control, sweeper = runtime.operations, runtime.sweeper
+        assert sweeper is not None  # the runtime was opened with a crew
         sub = control.bus.subscribe()
         # The bus carries this process's own events only: a task seen going to FAILED here
         # was failed by the runs this `t25 run` worked.
@@ -63,7 +69,7 @@ def run_(args: argparse.Namespace) -> int:
 
         def show(item: Event | Resync) -> None:
             if isinstance(item, TaskTransitioned) and item.to_state is TaskState.FAILED:
-                failed_here.add(item.task_id)
+                failed_here.add(item.task_id or "")
             line = None if isinstance(item, Resync) else describe(item)
             if line:
                 print(line, flush=True)
@@ -72,12 +78,8 @@ def run_(args: argparse.Namespace) -> int:
             async for item in sub:
                 show(item)
 
-        from t25_tui.runtime import local_sweeper
-
         printer = asyncio.create_task(report())
-        working = asyncio.create_task(
-            local_sweeper(control, workers=args.workers).work(follow=args.follow)
-        )
+        working = asyncio.create_task(sweeper.work(follow=args.follow))
         try:
             await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -88,16 +90,15 @@ def run_(args: argparse.Namespace) -> int:
             await asyncio.gather(working, return_exceptions=True)
             printer.cancel()
             await asyncio.gather(printer, return_exceptions=True)
-        if not printer.cancelled() and printer.exception() is not None:
-            raise printer.exception()
+        failed_to_print = None if printer.cancelled() else printer.exception()
+        if failed_to_print is not None:
+            raise failed_to_print
         working.result()
         await asyncio.sleep(0)  # let the last events arrive
         while (item := sub.get_nowait()) is not None:
             show(item)
         sub.close()
-        waiting = await control.store.list_tasks(
-            states=[*HUMAN_NEEDED, TaskState.DONE, TaskState.FAILED]
-        )
+        waiting = await control.tasks(states=[*HUMAN_NEEDED, TaskState.DONE, TaskState.FAILED])
         pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
         if pending:
             print("\nwaiting for a human:")
@@ -116,26 +117,23 @@ def run_(args: argparse.Namespace) -> int:
             print(f"\n{len(failed)} task(s) failed in this run: {', '.join(failed)}")
         return not failed
 
-    return 0 if run(args, body) else TASKS_FAILED_EXIT
+    from t25_tui.runtime import Crew
+
+    worked = run_runtime(args, body, crew=Crew(workers=args.workers))
+    return 0 if worked else TASKS_FAILED_EXIT
 
 
 def logs(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> None:
+    async def body(control: Operations) -> None:
         ref = args.ref.strip()
         if ref[:1].upper() == "R":
-            the_run = await control.store.get_run(run_id(ref))
-            if the_run is None:
-                from core.errors import NotFound
-
-                raise NotFound(
-                    f"no run {run_id(ref)}", hint="`t25 task show ID` lists a task's runs"
-                )
+            the_run = await control.run(ref)
             tid, only_run = the_run.task_id, the_run.id
         else:
-            tid, only_run = (await control.task(task_id(ref))).id, None
+            tid, only_run = (await control.task(ref)).id, None
         after = 0
         while True:
-            events = await control.store.events_after(after, task_id=tid, limit=5000)
+            events = await control.events(tid, after=after, limit=5000)
             for event in events:
                 after = event.id
                 if only_run and event.run_id != only_run:
@@ -156,12 +154,11 @@ def logs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _finished(control: ControlPlane, tid: str, only_run: str | None) -> bool:
+async def _finished(control: Operations, tid: str, only_run: str | None) -> bool:
     if only_run:
-        r = await control.store.get_run(only_run)
-        return r is not None and r.finished_at is not None
-    task = await control.store.get_task(tid)
-    return task is None or task.state in (
+        return (await control.run(only_run)).finished_at is not None
+    task = await control.task(tid)
+    return task.state in (
         TaskState.DONE,
         TaskState.CANCELLED,
         TaskState.FAILED,

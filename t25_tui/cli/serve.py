@@ -8,7 +8,7 @@ import os
 import sys
 
 from core.errors import ConfigError, T25Error
-from t25_tui.cli.context import config_of, open_control_plane
+from t25_tui.cli.context import config_of, runtime_of
 
 CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
 
@@ -21,19 +21,19 @@ def serve(args: argparse.Namespace) -> int:
     with an error, serve stops and the error is raised here, after the server has shut
     down, for the command line to print."""
     from t25_tui.api.server import http_server
-    from t25_tui.runtime import local_sweeper
+    from t25_tui.runtime import Crew
 
     if args.store_patience <= 0:
         raise ConfigError("--store-patience must be a positive number of seconds")
     failed: list[BaseException] = []
+    crew = Crew(workers=args.workers, store_patience_s=args.store_patience)
 
     async def body() -> None:
-        async with open_control_plane(args) as control:
+        async with runtime_of(args, crew=crew) as runtime:
+            control, sweeper = runtime.control, runtime.sweeper
+            assert sweeper is not None  # the runtime was opened with a crew
             bind = args.bind or control.config.serve.bind
             server = http_server(control, bind)
-            sweeper = local_sweeper(
-                control, workers=args.workers, store_patience_s=args.store_patience
-            )
             print(
                 f"t25 serve: control plane on http://{bind} (OpenAPI at /docs); "
                 f"{args.workers} in-process worker(s)",
@@ -47,9 +47,10 @@ def serve(args: argparse.Namespace) -> int:
                 )
             sweeping = asyncio.create_task(sweeper.work(follow=True))
 
-            def stopped(task: asyncio.Task) -> None:  # the sweep must never die quietly
-                if not task.cancelled() and task.exception() is not None:
-                    failed.append(task.exception())
+            def stopped(task: asyncio.Task[None]) -> None:  # the sweep must never die quietly
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    failed.append(error)
                     server.should_exit = True
 
             sweeping.add_done_callback(stopped)
@@ -68,7 +69,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
-    from t25_tui.api.worker_client import work_remotely
+    from t25_tui.runtime import work_remotely
 
     credential = os.environ.get(CREDENTIAL_ENV)
     if not credential:

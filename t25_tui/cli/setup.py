@@ -19,7 +19,7 @@ FACTORY_DIR = ".factory"
 
 def init(args: argparse.Namespace) -> int:
     from core.config.schema import default_config_text, load_config
-    from store import open_store
+    from t25_tui.runtime import open_runtime
 
     root = repo_root(Path.cwd())
     if root is None:
@@ -45,8 +45,8 @@ def init(args: argparse.Namespace) -> int:
     _exclude(root, f"/{FACTORY_DIR}/")
 
     async def create_store() -> None:
-        store = await open_store(config.store_url)
-        await store.close()
+        async with open_runtime(config):
+            pass  # the store is created, migrated and its project registered on opening
 
     asyncio.run(create_store())
     print(f"created {target}")
@@ -98,8 +98,10 @@ cost:
 _TOUR = [
     ("Set T25 up in the repository: t25.yaml and .factory/", ["init"]),
     (
-        "File three tasks. The scripted agent reads directives from a description: the second "
-        "plans a high-risk change,\n# the third gets sent back once by review",
+        (
+            "File three tasks. The scripted agent reads directives from a description: the "
+            "second plans a high-risk change,\n# the third gets sent back once by review"
+        ),
         ["task", "new", "Add a greeting endpoint", "--type", "feat"],
     ),
     (

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 
-from core.control.service import ControlPlane
+from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
-from core.domain.models import Artifact, ArtifactKind, TaskState, TaskType
+from core.domain.models import Artifact, ArtifactKind, Task, TaskState, TaskType
 from core.domain.text import printable
-from core.errors import ArtifactCorrupted, ConfigError
+from core.ports import Operations
 from t25_tui.cli.context import actor_of, age, run
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
 # SHA-256: the task is shown in full, with a warning on each such artifact.
 CORRUPTED_EXIT = 1
+_COUNTED = (ArtifactKind.PROMPT, ArtifactKind.LOG)  # listed only as a count
 
 
 def new(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> None:
+    async def body(control: Operations) -> None:
         task = await control.new_task(
             args.title,
             actor=actor_of(args),
@@ -39,13 +39,9 @@ def new(args: argparse.Namespace) -> int:
 
 
 def list_(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> None:
-        if args.project is not None:
-            await _known_project(control, args.project)
+    async def body(control: Operations) -> None:
         states = [TaskState(s) for s in args.state] if args.state else None
-        tasks = await control.store.list_tasks(
-            states=states, project=args.project, include_archived=args.all
-        )
+        tasks = await control.tasks(states=states, project=args.project, archived=args.all)
         if not tasks:
             print(
                 "no tasks"
@@ -65,92 +61,81 @@ def list_(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _known_project(control: ControlPlane, name: str) -> None:
-    """A project the store knows (the configured ones, and any that still has tasks)."""
-    known = sorted(
-        {p.name for p in await control.store.list_projects()}
-        | {p.name for p in control.config.projects}
-    )
-    if name not in known:
-        raise ConfigError(
-            f"unknown project {printable(name)!r} (known: {', '.join(known)})",
-            hint=f"projects are listed under `projects:` in {control.config.path}",
-        )
-
-
 def show(args: argparse.Namespace) -> int:
-    async def body(control: ControlPlane) -> bool:
-        task = await control.task(args.id)
-        store = control.store
-        print(f"{task.id}  {printable(task.title)}")
-        print(
-            f"  state    {task.state}{'  (archived)' if task.archived else ''}"
-            f"  for {age(task.state_since)}"
-        )
-        print(f"  type     {task.type}   branch {task.branch}   project {task.project}")
-        if task.description:
-            about = printable(task.description.strip(), multiline=True)
-            print(f"  about    {about.replace(chr(10), chr(10) + ' ' * 11)}")
-        if task.error:
-            print(f"  error    {printable(task.error)}")
-        print("history")
-        for event in await store.events_after(0, task_id=task.id, limit=100_000):
-            if isinstance(event, TaskTransitioned):
-                why = f"  — {printable(event.reason)}" if event.reason else ""
-                print(
-                    f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state} → {event.to_state}"
-                    f"  by {printable(event.actor)}{why}"
-                )
-        runs = await store.list_runs(task_id=task.id)
-        print("runs" if runs else "runs     none yet")
-        per_role: dict[str, float] = defaultdict(float)
-        width = max((len(r.id) for r in runs), default=0)
-        for r in runs:
-            per_role[r.role] += r.cost_usd
-            tokens = r.usage.input_tokens + r.usage.output_tokens
-            print(
-                f"  {r.id:<{width}}  {r.stage:<12} {r.role:<9} {r.status:<9} "
-                f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
-                f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else "")
-            )
-        artifacts = await store.list_artifacts(task_id=task.id)
-        corrupted = {a.id: exc for a in artifacts if (exc := await _corruption(control, a))}
-        # Prompts and logs are counted, not listed, unless one of them is corrupted.
-        shown = [
-            a
-            for a in artifacts
-            if a.id in corrupted or a.meta.kind not in (ArtifactKind.PROMPT, ArtifactKind.LOG)
-        ]
-        print("artifacts" if artifacts else "artifacts none yet")
-        width = max((len(a.id) for a in shown), default=0)
-        for a in shown:
-            print(
-                f"  {a.id:<{width}}  {a.meta.kind:<9} {a.size:>7} B  sha256:{a.sha256[:12]}  "
-                f"from {a.meta.run_id or '-'} ({a.meta.role or '-'})"
-            )
-            if a.id in corrupted:
-                print(f"  {'':<{width}}  warning: {corrupted[a.id].message}")
-        if len(shown) < len(artifacts):
-            print(f"  + {len(artifacts) - len(shown)} prompts and logs (t25 logs {task.id})")
-        total = sum(per_role.values())
-        roles = ", ".join(f"{role} ${cost:.4f}" for role, cost in sorted(per_role.items()))
-        print(f"cost     ${total:.4f}" + (f"  ({roles})" if roles else ""))
-        if corrupted:
+    async def body(control: Operations) -> bool:
+        detail = await control.detail(args.id, verify=True)
+        _head(detail.task)
+        _history(detail)
+        _runs(detail)
+        _artifacts(detail)
+        roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
+        print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
+        if detail.damaged:
             sys.stdout.flush()
             print(
-                f"t25: warning: {len(corrupted)} of {task.id}'s artifacts no longer match "
-                f"their SHA-256\n  hint: {next(iter(corrupted.values())).hint}",
+                f"t25: warning: {len(detail.damaged)} of {detail.task.id}'s artifacts no longer "
+                f"match their SHA-256\n  hint: {detail.damaged[0].hint}",
                 file=sys.stderr,
             )
-        return not corrupted
+        return not detail.damaged
 
     return 0 if run(args, body) else CORRUPTED_EXIT
 
 
-async def _corruption(control: ControlPlane, artifact: Artifact) -> ArtifactCorrupted | None:
-    """Why the artifact's stored content cannot be trusted, or None when it re-hashes right."""
-    try:
-        await control.store.get_artifact(artifact.id)
-    except ArtifactCorrupted as exc:
-        return exc
-    return None
+def _head(task: Task) -> None:
+    print(f"{task.id}  {printable(task.title)}")
+    print(
+        f"  state    {task.state}{'  (archived)' if task.archived else ''}"
+        f"  for {age(task.state_since)}"
+    )
+    print(f"  type     {task.type}   branch {task.branch}   project {task.project}")
+    if task.description:
+        about = printable(task.description.strip(), multiline=True)
+        print(f"  about    {about.replace(chr(10), chr(10) + ' ' * 11)}")
+    if task.error:
+        print(f"  error    {printable(task.error)}")
+
+
+def _history(detail: TaskDetail) -> None:
+    print("history")
+    for event in detail.history:
+        if isinstance(event, TaskTransitioned):
+            why = f"  — {printable(event.reason)}" if event.reason else ""
+            print(
+                f"  {event.at:%Y-%m-%d %H:%M:%S}  {event.from_state} → {event.to_state}"
+                f"  by {printable(event.actor)}{why}"
+            )
+
+
+def _runs(detail: TaskDetail) -> None:
+    runs = detail.runs
+    print("runs" if runs else "runs     none yet")
+    width = max((len(r.id) for r in runs), default=0)
+    for r in runs:
+        tokens = r.usage.input_tokens + r.usage.output_tokens
+        print(
+            f"  {r.id:<{width}}  {r.stage:<12} {r.role:<9} {r.status:<9} "
+            f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
+            f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else "")
+        )
+
+
+def _artifacts(detail: TaskDetail) -> None:
+    """Prompts and logs are counted, not listed, unless one of them is damaged."""
+    artifacts, damaged = detail.artifacts, {d.id: d for d in detail.damaged}
+    shown = [a for a in artifacts if a.id in damaged or a.meta.kind not in _COUNTED]
+    print("artifacts" if artifacts else "artifacts none yet")
+    width = max((len(a.id) for a in shown), default=0)
+    for a in shown:
+        print(_artifact_line(a, width))
+        if a.id in damaged:
+            print(f"  {'':<{width}}  warning: {damaged[a.id].error}")
+    if len(shown) < len(artifacts):
+        print(f"  + {len(artifacts) - len(shown)} prompts and logs (t25 logs {detail.task.id})")
+
+
+def _artifact_line(a: Artifact, width: int) -> str:
+    return (
+        f"  {a.id:<{width}}  {a.meta.kind:<9} {a.size:>7} B  sha256:{a.sha256[:12]}  "
+        f"from {a.meta.run_id or '-'} ({a.meta.role or '-'})"
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.config.schema import find_config
 from core.errors import ConfigError
-from t25_tui.cli.context import actor_of, open_control_plane
+from t25_tui.cli.context import actor_of, runtime_of
 
 
 def tui(args: argparse.Namespace) -> int:
@@ -65,34 +65,32 @@ async def cockpit(
     args: argparse.Namespace, *, workers: int | None = None, no_workers: bool = False
 ) -> int:
     from adapters.registry import builtin_adapters
-    from t25_tui.runtime import local_sweeper
+    from t25_tui.runtime import Crew
     from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.tui.readiness import missing_agents
 
-    async with open_control_plane(args) as control:
+    async with runtime_of(args, crew=None if no_workers else Crew(workers=workers)) as runtime:
         adapters = builtin_adapters()
-        sweeper = None if no_workers else local_sweeper(control, workers=workers)
         app = make_app(
-            control,
-            sweeper=sweeper,
+            runtime.operations,
+            sweeper=runtime.sweeper,
             actor=actor_of(args),
             adapters=adapters,
-            setup_note=missing_agents(control.config, adapters),
+            setup_note=missing_agents(runtime.config, adapters),
             handle_signals=True,
         )
         server = serving = None
         if getattr(args, "serve", None) is not None:
             from t25_tui.api.server import http_server
 
-            server = http_server(
-                control, args.serve or control.config.serve.bind, handle_signals=False
-            )
+            bind = args.serve or runtime.config.serve.bind
+            server = http_server(runtime.control, bind, handle_signals=False)
             serving = asyncio.create_task(server.serve())
         calm_garbage_collector()
         try:
             await app.run_async()
         finally:
-            if server is not None:
+            if server is not None and serving is not None:
                 server.should_exit = True
                 await asyncio.gather(serving, return_exceptions=True)
             # However the app ended (quit, hang-up, a lost terminal), the agents stop and

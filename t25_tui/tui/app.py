@@ -1,11 +1,12 @@
 """The cockpit: `make_app` builds it with its services injected.
 
 Tests, the screenshot script, the benchmark and `t25 tui` all call `make_app`, so they
-run the same app. The app owns no domain truth: it reads the store, listens to the bus
-through `t25_tui.tui.messages`, and every operator action calls a `ControlPlane` method — the one
-the command line calls — so the checks and the audit are the same. Attached to a remote
-`t25 serve` (`t25_tui.api.cockpit_client`), the same reads and calls cross REST and the bus is fed by
-the serve's event stream.
+run the same app. The app owns no domain truth: it holds the control plane as
+`core.ports.Operations`, reads through it, listens to its bus through
+`t25_tui.tui.messages`, and every operator action is a `Decision` handed to its `decide` —
+as on the command line — so the checks and the audit are the same. Attached to a remote
+`t25 serve`, the control plane is its REST client, and the bus is fed by the serve's event
+stream; the app cannot tell.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -24,13 +25,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
-from core.domain.events import InputRequested
+from core.domain import decisions
 from core.domain.models import ArtifactKind, Task, TaskState
 from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
-from core.ports import AgentAdapter
+from core.ports import AgentAdapter, Operations
 from t25_tui.tui import messages as bridge
 from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
@@ -49,9 +49,6 @@ from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
-
-if TYPE_CHECKING:
-    from t25_tui.api.cockpit_client import RemoteControlPlane
 
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
@@ -72,7 +69,7 @@ class T25App(Cockpit):
 
     def __init__(
         self,
-        control: ControlPlane | RemoteControlPlane,
+        control: Operations,
         *,
         sweeper: Sweeper | None = None,
         clock: Clock | None = None,
@@ -228,10 +225,9 @@ class T25App(Cockpit):
     async def refresh_board(self) -> None:
         self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
         try:
-            store = self.control.store
-            last = await store.last_event_id()
-            tasks = await store.list_tasks()
-            spent = await store.cost_by_task()
+            last = await self.control.last_event_id()
+            tasks = await self.control.tasks()
+            spent = await self.control.cost_by_task()
         finally:
             self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
@@ -284,7 +280,7 @@ class T25App(Cockpit):
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
         """See what other processes did (a `t25 approve` from another shell)."""
-        if await self.control.store.last_event_id() > self.seen_event_id:
+        if await self.control.last_event_id() > self.seen_event_id:
             self.schedule_refresh()
 
     def on_board_opened(self, message: Board.Opened) -> None:
@@ -459,37 +455,28 @@ class T25App(Cockpit):
     @work(group="actions", exit_on_error=False)
     async def _decide(self, tid: str) -> None:
         f = self.control
-        task = await f.task(tid)
+        detail = await f.detail(tid)
+        task = detail.task
         if task.state is TaskState.AWAITING_APPROVAL:
-            plans = [
-                a
-                for a in await f.store.list_artifacts(task_id=tid)
-                if a.meta.kind is ArtifactKind.PLAN
-            ]
-            raw = (
-                (await f.store.get_artifact(plans[-1].id))[1].decode(errors="replace")
-                if plans
-                else ""
-            )
+            plans = [a for a in detail.artifacts if a.meta.kind is ArtifactKind.PLAN]
+            plan, raw = (await f.artifact(plans[-1].id)) if plans else (None, b"")
+            # The approval is bound to the plan shown: refused if it changed meanwhile.
+            shown = f"sha256:{plan.sha256}" if plan else None
 
             def decided(d: Decision | None) -> None:
                 if d and d.verb == "approve":
-                    self.act("approve", lambda: f.approve(tid, actor=self.actor, reason=d.text))
+                    self.decide(decisions.Verb.APPROVE, tid, d.text, bound_to=shown)
                 elif d:
-                    self.act("reject", lambda: f.reject(tid, actor=self.actor, reason=d.text))
+                    self.decide(decisions.Verb.REJECT, tid, d.text)
 
-            self.push_screen(ApprovalDialog(task, raw), decided)
+            self.push_screen(ApprovalDialog(task, raw.decode(errors="replace")), decided)
         elif task.state is TaskState.NEEDS_INPUT:
-            events = await f.store.events_after(0, task_id=tid, limit=1_000_000)
-            asked = [e for e in events if isinstance(e, InputRequested)]
 
             def answered(text: str | None) -> None:
                 if text:
-                    self.act("answer", lambda: f.answer(tid, text, actor=self.actor))
+                    self.decide(decisions.Verb.ANSWER, tid, text)
 
-            self.push_screen(
-                AnswerDialog(task, asked[-1].question if asked else task.error or ""), answered
-            )
+            self.push_screen(AnswerDialog(task, detail.question or task.error or ""), answered)
         else:
             self._decide_without_a_dialog(task)
 
@@ -504,13 +491,22 @@ class T25App(Cockpit):
             why = human_needed(task) or "working"
             self.status(f"{task.id} is {task.state}: nothing to decide ({why})")
 
+    def decide(
+        self, verb: decisions.Verb, tid: str, text: str = "", *, bound_to: str | None = None
+    ) -> None:
+        """Hand one operator decision to the control plane, as the command line does."""
+        decision = decisions.Decision(
+            verb=verb, task=tid, actor=self.actor, text=text, bound_to=bound_to
+        )
+        self.act(verb.value, lambda: self.control.decide(decision))
+
     def action_merge(self) -> None:
         if not (tid := self._need_task()):
             return
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                self.act("merge", lambda: self.control.merge(tid, actor=self.actor, reason=reason))
+                self.decide(decisions.Verb.MERGE, tid, reason)
 
         self.push_screen(
             ConfirmDialog(
@@ -526,8 +522,7 @@ class T25App(Cockpit):
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                call = getattr(self.control, method)
-                self.act(verb, lambda: call(tid, actor=self.actor, reason=reason))
+                self.decide(decisions.Verb(method), tid, reason)
 
         self.push_screen(ConfirmDialog(question.format(tid=tid), reason=True), confirmed)
 
@@ -586,6 +581,6 @@ def _mute_terminal(app: App[Any]) -> None:
         writer.write = lambda text: None
 
 
-def make_app(control: ControlPlane | RemoteControlPlane, **services: Any) -> T25App:
+def make_app(control: Operations, **services: Any) -> T25App:
     """The cockpit with its services injected: sweeper, clock, actor, adapters, timings."""
     return T25App(control, **services)

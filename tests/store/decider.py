@@ -13,32 +13,28 @@ import sys
 from pathlib import Path
 
 from core.config.schema import load_config
-from core.control.service import ControlPlane
+from core.domain.decisions import Decision, Verb
 from core.errors import PolicyRefused, T25Error
-from store import open_store
+from t25_tui.runtime import open_runtime
 
 
 async def decide(config_path: str, actor: str, tasks: list[str]) -> list[dict]:
-    config = load_config(Path(config_path))
-    store = await open_store(config.store_url)
-    control = ControlPlane(config, store)
     outcomes = []
-    try:
+    async with open_runtime(load_config(Path(config_path))) as runtime:
         print("ready", flush=True)
         await asyncio.to_thread(sys.stdin.readline)
         for ref in tasks:
-            for verb in ("cancel", "archive"):
-                outcome = {"task": ref, "verb": verb, "actor": actor}
+            for verb in (Verb.CANCEL, Verb.ARCHIVE):
+                outcome = {"task": ref, "verb": verb.value, "actor": actor}
+                decision = Decision(verb=verb, task=ref, actor=actor, text=f"{verb} by {actor}")
                 try:
-                    await getattr(control, verb)(ref, actor=actor, reason=f"{verb} by {actor}")
+                    await runtime.operations.decide(decision)
                     outcome["outcome"] = "applied"
                 except PolicyRefused as exc:
                     outcome.update(outcome="refused", why=exc.message)
                 except T25Error as exc:
                     outcome.update(outcome="failed", why=f"{type(exc).__name__}: {exc.message}")
                 outcomes.append(outcome)
-    finally:
-        await store.close()
     return outcomes
 
 

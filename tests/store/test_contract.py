@@ -33,7 +33,7 @@ from core.domain.models import (
     Usage,
 )
 from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
-from core.ports import Store
+from core.ports import DecisionWrite, Store
 
 S = TaskState
 
@@ -65,7 +65,7 @@ async def expire(store: Store, *, max_attempts: int = 3) -> Lease:
 
 def test_every_protocol_method_is_implemented(store: Store) -> None:
     assert isinstance(store, Store)
-    for name, member in inspect.getmembers(Store, inspect.isfunction):
+    for name, _member in inspect.getmembers(Store, inspect.isfunction):
         if not name.startswith("_"):
             assert inspect.iscoroutinefunction(getattr(store, name)), name
 
@@ -483,7 +483,7 @@ async def test_cost_by_task_sums_each_tasks_runs(store: Store, project: Project)
         lease = await leased_run(store)
         await store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED, cost_usd=cost))
     task = await new_task(store)
-    run, _ = await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    _run, _ = await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
     lease = await store.claim_run("w1", 30)
     await store.complete_run(lease, RunOutcome(status=RunStatus.FAILED, cost_usd=0.125))
     await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))  # not run yet
@@ -664,6 +664,100 @@ async def test_racing_anchor_moves_one_wins(store: Store, second_store: Store) -
     )
 
     assert sorted(type(r).__name__ for r in results) == ["NoneType", "StaleState"]
+
+
+# -- a decision, in one transaction -------------------------------------------------------------
+
+
+def _approval(task: Task, *, anchor: AuditAnchor | None, previous: AuditAnchor | None = None):
+    return DecisionWrite(
+        task_id=task.id,
+        expected=task.state,
+        change=move(task, S.IMPLEMENTING),
+        announce=DecisionRecorded(task_id=task.id, decision="approve", actor="alice"),
+        fields={"approved_plan_sha": "ab" * 32},
+        anchor=anchor,
+        previous=previous,
+        enqueue=NewRun(task_id=task.id, stage=S.IMPLEMENTING, role="dev"),
+    )
+
+
+async def _waiting_for_approval(store: Store) -> Task:
+    task = await new_task(store)
+    for to in (S.SPEC, S.PLAN, S.AWAITING_APPROVAL):
+        task, _ = await store.apply_transition(task.id, task.state, move(task, to), {})
+    return task
+
+
+async def test_a_decision_is_one_write_of_its_change_announcement_anchor_and_next_run(
+    store: Store, project: Project
+) -> None:
+    task = await _waiting_for_approval(store)
+    before = await store.last_event_id()
+    line = AuditAnchor(seq=1, hash="a")
+
+    moved, written = await store.apply_decision(_approval(task, anchor=line))
+
+    assert (moved.state, moved.approved_plan_sha) == (S.IMPLEMENTING, "ab" * 32)
+    assert [type(e) for e in written] == [TaskTransitioned, DecisionRecorded, RunQueued]
+    assert [e.id for e in written] == sorted(e.id for e in written) and written[0].id > before
+    assert written == await store.events_after(before, task_id=task.id)  # all of them, in order
+    assert await store.get_audit_anchor() == line
+    (run,) = await store.list_runs(task_id=task.id)
+    assert (run.stage, run.role, run.status, run.id) == (
+        S.IMPLEMENTING,
+        "dev",
+        RunStatus.QUEUED,
+        written[2].run_id,
+    )
+
+
+async def test_a_decision_that_fails_writes_nothing_of_it(
+    store: Store, second_store: Store, project: Project
+) -> None:
+    task = await _waiting_for_approval(store)
+    await store.set_audit_anchor(AuditAnchor(seq=1, hash="a"), previous=None)
+    before = await store.last_event_id()
+
+    with pytest.raises(StaleState):  # the anchor moved (the line it follows is not the newest)
+        await second_store.apply_decision(
+            _approval(
+                task, anchor=AuditAnchor(seq=2, hash="b"), previous=AuditAnchor(seq=1, hash="z")
+            )
+        )
+    await store.apply_transition(task.id, task.state, move(task, S.PLAN), {})
+    after_move = await store.last_event_id()
+    with pytest.raises(StaleState):  # the task moved since it was checked
+        await store.apply_decision(
+            _approval(
+                task, anchor=AuditAnchor(seq=2, hash="b"), previous=AuditAnchor(seq=1, hash="a")
+            )
+        )
+
+    assert [e.id for e in await store.events_after(before)] == [after_move]
+    assert await store.get_audit_anchor() == AuditAnchor(seq=1, hash="a")
+    assert await store.list_runs(task_id=task.id) == []
+    assert (await store.get_task(task.id)).approved_plan_sha is None
+
+
+async def test_a_cancel_ends_the_tasks_runs_with_it(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    task = await store.get_task(lease.task_id)
+    cancel = DecisionWrite(
+        task_id=task.id,
+        expected=task.state,
+        change=TaskUpdated(task_id=task.id, fields={"archived": True}, actor="alice"),
+        announce=DecisionRecorded(task_id=task.id, decision="cancel", actor="alice"),
+        fields={"archived": True},
+        cancel_runs=True,
+    )
+
+    changed, written = await store.apply_decision(cancel)
+
+    assert changed.archived and [type(e) for e in written] == [TaskUpdated, DecisionRecorded]
+    assert [r.status for r in await store.list_runs(task_id=task.id)] == [RunStatus.CANCELLED]
+    with pytest.raises(LeaseLost):
+        await store.heartbeat(lease, 30)
 
 
 # -- robustness -------------------------------------------------------------------------------

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from t25_tui.runtime import open_sample
 from t25_tui.tui.app import T25App, make_app
-from t25_tui.tui.sample_data import Seeded, seed
+from t25_tui.tui.sample_data import Seeded
 
 
 @pytest.fixture
 async def seeded(tmp_path: Path):
-    s = await seed(tmp_path / "shop")
+    s = await open_sample(tmp_path / "shop")
     yield s
-    await s.control.store.close()
+    await s.close()
 
 
 def app_for(s: Seeded, **kw) -> T25App:

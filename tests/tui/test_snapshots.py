@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.tui.sample_data import seed
+from t25_tui.runtime import open_sample
 from t25_tui.tui.screens.base import T25Screen
 from tests.tui.conftest import app_for, until
 
@@ -22,9 +22,9 @@ def seeded_app(tmp_path: Path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
     loop = asyncio.new_event_loop()
-    seeded = loop.run_until_complete(seed(tmp_path / "shop"))
+    seeded = loop.run_until_complete(open_sample(tmp_path / "shop"))
     yield lambda: app_for(seeded)
-    loop.run_until_complete(seeded.control.store.close())
+    loop.run_until_complete(seeded.close())
     loop.close()
 
 

@@ -10,23 +10,17 @@ in effect (`t25.yaml`'s `keys:` may have moved them) for its one-line reminder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias, TypeVar
+from typing import TypeVar
 
 from textual.app import App
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
 from core.domain.events import RunOutput
+from core.ports import Operations
 from t25_tui.tui.cards import Clock
 from t25_tui.tui.commands import Keymap
 
-if TYPE_CHECKING:
-    from core.control.service import ControlPlane
-    from t25_tui.api.cockpit_client import RemoteControlPlane
-
-# What the cockpit reads and decides through: the control plane in this process, or the
-# one a remote `t25 serve` runs (`t25 tui --url`).
-Control: TypeAlias = "ControlPlane | RemoteControlPlane"
 ResultT = TypeVar("ResultT")
 
 
@@ -46,7 +40,7 @@ def cockpit(node: DOMNode) -> Cockpit:
 class T25Screen(Screen[None]):
     """A full screen above the board; the app calls these hooks on it."""
 
-    def __init__(self, control: Control, clock: Clock) -> None:
+    def __init__(self, control: Operations, clock: Clock) -> None:
         super().__init__()
         self.control = control
         self.clock = clock

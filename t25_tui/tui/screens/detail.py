@@ -22,9 +22,10 @@ from textual.widgets.option_list import Option
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run, Task
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
-from t25_tui.tui.screens.base import Control, T25Screen
+from t25_tui.tui.screens.base import T25Screen
 from t25_tui.tui.widgets.logpane import LogPane
 
 LEXERS = {"application/json": "json", "text/x-diff": "diff", "text/markdown": "markdown"}
@@ -52,7 +53,7 @@ class TaskDetail(T25Screen):
     BINDINGS = bindings(Node.DETAIL)
 
     def __init__(
-        self, control: Control, task_id: str, clock: Clock, *, tab: str = "history"
+        self, control: Operations, task_id: str, clock: Clock, *, tab: str = "history"
     ) -> None:
         super().__init__(control, clock)
         self.task_id = task_id
@@ -116,13 +117,10 @@ class TaskDetail(T25Screen):
 
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:
-        store = self.control.store
-        task = await self.control.task(self.task_id)
-        events = await store.events_after(0, task_id=self.task_id, limit=1_000_000)
-        self.runs = await store.list_runs(task_id=self.task_id)
-        self.artifacts = [
-            a for a in await store.list_artifacts(task_id=self.task_id) if a.meta.kind in SHOWN
-        ]
+        detail = await self.control.detail(self.task_id)
+        task, events = detail.task, detail.history
+        self.runs = detail.runs
+        self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
         now = self.clock()
         self._show_head(task, now)
         self._show_history(events)
@@ -200,7 +198,7 @@ class TaskDetail(T25Screen):
 
     @work(group="artifact", exclusive=True, exit_on_error=False)
     async def show_artifact(self, artifact_id: str) -> None:
-        artifact, content = await self.control.store.get_artifact(artifact_id)
+        artifact, content = await self.control.artifact(artifact_id)
         text = content.decode(errors="replace")
         if artifact.meta.media_type == "application/json":
             import json

@@ -36,7 +36,7 @@ class Inbox(T25Screen):
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        tasks = await self.control.store.list_tasks(states=WAITING)
+        tasks = await self.control.tasks(states=WAITING)
         waiting = sorted((t for t in tasks if human_needed(t)), key=lambda t: t.state_since)
         table = self.query_one(DataTable)
         keep = self.selected()

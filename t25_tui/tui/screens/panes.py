@@ -20,11 +20,11 @@ from textual.worker import Worker
 from core.config.schema import ROLES, Config
 from core.control.cost import CostSummary, summarize
 from core.domain.models import Run
-from core.ports import AgentAdapter
+from core.ports import AgentAdapter, Operations
 from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.readiness import binary_of
-from t25_tui.tui.screens.base import Control, T25Screen
+from t25_tui.tui.screens.base import T25Screen
 
 BAR = 12
 
@@ -79,7 +79,7 @@ class CostPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        runs = await self.control.store.list_runs()
+        runs = await self.control.runs()
         now = self.clock()
         today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
         total, day = summarize(runs), summarize(today)
@@ -153,7 +153,8 @@ class AuditPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        entries, verdict = await self.control.audit.snapshot()
+        trail = await self.control.audit_trail()
+        entries, verdict = trail.entries, trail.verdict
         status = self.query_one("#audit-status", Static)
         if verdict.ok:
             status.update(
@@ -187,7 +188,7 @@ class ProfilesPane(_Pane):
     """Per project: each role's adapter chain with the binary found (or not), and the policies."""
 
     def __init__(
-        self, control: Control, clock: Clock, adapters: Mapping[str, AgentAdapter]
+        self, control: Operations, clock: Clock, adapters: Mapping[str, AgentAdapter]
     ) -> None:
         super().__init__(control, clock)
         self.adapters = adapters

@@ -10,7 +10,6 @@ that holds the pane hands it live output (`take`) and runs its keys (the task de
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -20,10 +19,8 @@ from textual.widgets import Input, Log, Static
 
 from core.domain.events import RunOutput
 from core.domain.text import printable
+from core.ports import Operations
 from t25_tui.tui.cards import literal
-
-if TYPE_CHECKING:
-    from t25_tui.tui.screens.base import Control
 
 FLUSH_S = 0.1
 MAX_LINES = 20_000
@@ -45,7 +42,7 @@ class LogPane(Vertical):
 
     def __init__(
         self,
-        control: Control,
+        control: Operations,
         task_id: str,
         run_id: str | None,
         *,
@@ -121,7 +118,7 @@ class LogPane(Vertical):
         run_id = self.run_id
         after = 0
         while True:
-            events = await self.control.store.events_after(after, task_id=self.task_id, limit=5000)
+            events = await self.control.events(self.task_id, after=after, limit=5000)
             for e in events:
                 after = e.id
                 if isinstance(e, RunOutput) and e.run_id == run_id:

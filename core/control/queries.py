@@ -1,0 +1,139 @@
+"""The control plane's reads: one answer to each question a face asks, for every face.
+
+`t25 task show`, `GET /tasks/{id}` and the cockpit's detail screen all read a task's
+detail here, as the lists, an artifact, a task's events, cost and the audit trail are
+read here; REST serves these answers as they are, and the remote cockpit turns them back
+into the same values. Ids are taken as a person types them (`T-7`, `t7`, `7`); one that
+names nothing is NotFound, with a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.config.schema import Config
+from core.control.audit import AuditLog
+from core.control.cost import summarize
+from core.domain.audit import AuditTrail
+from core.domain.cost import CostSummary
+from core.domain.detail import DamagedArtifact, TaskDetail
+from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
+from core.domain.models import (
+    Artifact,
+    Run,
+    RunStatus,
+    Task,
+    TaskState,
+    artifact_id,
+    run_id,
+    task_id,
+)
+from core.domain.text import printable
+from core.errors import ArtifactCorrupted, ConfigError, NotFound
+from core.ports import Store
+
+EVERY_EVENT = 10_000_000  # a task's whole history is read at once: no task has this many
+
+
+class Queries:
+    """The reads of one T25 installation, over its store and its audit log."""
+
+    def __init__(self, config: Config, store: Store, audit: AuditLog) -> None:
+        self.config = config
+        self.store = store
+        self.audit = audit
+
+    async def last_event_id(self) -> int:
+        return await self.store.last_event_id()
+
+    async def task(self, ref: str) -> Task:
+        tid = task_id(ref)
+        found = await self.store.get_task(tid)
+        if found is None:
+            raise NotFound(f"no task {tid}", hint="`t25 task list` shows the tasks")
+        return found
+
+    async def tasks(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+    ) -> list[Task]:
+        if project is not None:
+            await self._known_project(project)
+        return await self.store.list_tasks(
+            states=None if states is None else list(states),
+            project=project,
+            include_archived=archived,
+        )
+
+    async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
+        task = await self.task(ref)
+        events = await self.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        runs = await self.store.list_runs(task_id=task.id)
+        artifacts = await self.store.list_artifacts(task_id=task.id)
+        asked = [e.question for e in events if isinstance(e, InputRequested)]
+        return TaskDetail(
+            task=task,
+            history=[e for e in events if isinstance(e, TaskTransitioned | DecisionRecorded)],
+            runs=runs,
+            artifacts=artifacts,
+            cost=summarize(runs),
+            question=asked[-1] if asked else None,
+            damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
+        )
+
+    async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        task = await self.task(ref)
+        return await self.store.events_after(after, task_id=task.id, limit=limit)
+
+    async def decisions(self, ref: str) -> list[DecisionRecorded]:
+        """The decisions that took effect on a task, oldest first (what its prompts quote)."""
+        events = await self.store.events_after(0, task_id=ref, limit=EVERY_EVENT)
+        return [e for e in events if isinstance(e, DecisionRecorded)]
+
+    async def run(self, ref: str) -> Run:
+        rid = run_id(ref)
+        found = await self.store.get_run(rid)
+        if found is None:
+            raise NotFound(f"no run {rid}", hint="`t25 task show ID` lists a task's runs")
+        return found
+
+    async def runs(self, *, task: str | None = None, status: RunStatus | None = None) -> list[Run]:
+        return await self.store.list_runs(task_id=task_id(task) if task else None, status=status)
+
+    async def artifacts(self, *, task: str | None = None) -> list[Artifact]:
+        return await self.store.list_artifacts(task_id=task_id(task) if task else None)
+
+    async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
+        return await self.store.get_artifact(artifact_id(ref))
+
+    async def cost(self) -> CostSummary:
+        return summarize(await self.store.list_runs())
+
+    async def cost_by_task(self) -> dict[str, float]:
+        return await self.store.cost_by_task()
+
+    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
+        return await self.audit.trail(task=task_id(task) if task else None)
+
+    async def _known_project(self, name: str) -> None:
+        """A project the store knows (the configured ones, and any that still has tasks)."""
+        known = sorted(
+            {p.name for p in await self.store.list_projects()}
+            | {p.name for p in self.config.projects}
+        )
+        if name not in known:
+            raise ConfigError(
+                f"unknown project {printable(name)!r} (known: {', '.join(known)})",
+                hint=f"projects are listed under `projects:` in {self.config.path}",
+            )
+
+    async def _damage(self, artifact: Artifact) -> DamagedArtifact | None:
+        """Why an artifact's stored content cannot be trusted, or None when it re-hashes right."""
+        try:
+            await self.store.get_artifact(artifact.id)
+        except ArtifactCorrupted as exc:
+            return DamagedArtifact(id=artifact.id, error=exc.message, hint=exc.hint)
+        return None

@@ -1,0 +1,54 @@
+"""The audit log as a reader sees it: its lines, and whether the chain holds.
+
+`core.control.audit` writes and verifies the log; these are the values it hands to the
+faces (the command line, the cockpit, REST), so that a face reads the log without
+holding it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.models import AuditAnchor
+
+
+class AuditEntry(BaseModel):
+    """One line of the log: a decision (or T25's `void` of one), chained to the line before."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int
+    ts: datetime
+    actor: str
+    task: str | None
+    decision: str
+    reason: str
+    prev: str
+    hash: str
+    bound_to: str | None = None
+    voids: int | None = None
+
+    def anchor(self) -> AuditAnchor:
+        return AuditAnchor(seq=self.seq, hash=self.hash)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of `t25 audit verify`: ok, or the first bad line and what is wrong."""
+
+    ok: bool
+    lines: int
+    message: str
+    bad_line: int | None = None
+
+
+class AuditTrail(BaseModel):
+    """The entries a reader asked for, oldest first, and the whole chain's verdict."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entries: list[AuditEntry]
+    verdict: Verdict

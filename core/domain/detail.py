@@ -1,0 +1,43 @@
+"""A task's detail: everything the command line, the cockpit and REST show about one task.
+
+`core.control.queries` builds it once for every face (`t25 task show`, `GET /tasks/{id}`,
+the cockpit's detail screen), so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.cost import CostSummary
+from core.domain.events import DecisionRecorded, TaskTransitioned
+from core.domain.models import Artifact, Run, Task
+
+# What a person reads as the task's history: its state changes and the decisions on it.
+# (Its agents' output is its log, read page by page: see Operations.events.)
+HistoryEvent = TaskTransitioned | DecisionRecorded
+
+
+class DamagedArtifact(BaseModel):
+    """An artifact whose stored content no longer matches its SHA-256."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    error: str
+    hint: str | None = None
+
+
+class TaskDetail(BaseModel):
+    """One task, its history, runs, artifacts and cost, read together."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: Task
+    history: list[HistoryEvent] = []
+    runs: list[Run] = []
+    artifacts: list[Artifact] = []
+    cost: CostSummary = CostSummary()
+    # The question a task asked a human, the newest one (NEEDS_INPUT shows it).
+    question: str | None = None
+    # Filled only when the reader asked for the artifacts to be re-hashed (`verify`).
+    damaged: list[DamagedArtifact] = []

@@ -1,0 +1,109 @@
+"""The port every face calls: what the command line, the cockpit and REST ask of T25.
+
+Two implementations, one contract, checked by the type checker (each declares
+`Operations` as its base):
+
+    ControlPlane        core.control.service: the control plane of this process, on its store
+    RemoteControlPlane  t25_tui.api.cockpit_client: a `t25 serve` elsewhere, over REST and SSE
+
+A face holds an `Operations` and nothing more specific, so a cockpit cannot tell a local
+control plane from a remote one, and a check, an audit line or a read can live in one
+place only. Reads go through the control plane's query service (core.control.queries);
+every operator decision is a `Decision` handed to `decide`.
+
+The surface is exactly what the faces use: the configuration and the event bus (the
+cockpit's live board), one task and its detail, the lists, an artifact's content, a
+task's events (its history and its agents' output), cost, the audit trail, and the two
+writes an operator makes, filing a task and deciding on one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core.config.schema import Config
+from core.domain.audit import AuditTrail
+from core.domain.cost import CostSummary
+from core.domain.decisions import Decision
+from core.domain.detail import TaskDetail
+from core.domain.events import Event, EventBus
+from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
+
+
+class Operations(Protocol):
+    """What a face may ask: reads, filing a task, and decisions. All methods are coroutines."""
+
+    config: Config  # t25.yaml as the control plane validated it
+    bus: EventBus  # every event the control plane records, as it records it
+
+    # -- reads ------------------------------------------------------------------------------
+    async def last_event_id(self) -> int:
+        """The newest event id: a reader that has seen it has missed nothing before it."""
+        ...
+
+    async def task(self, ref: str) -> Task:
+        """One task (`T-7`, `t7` or `7`); NotFound if there is none."""
+        ...
+
+    async def tasks(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+    ) -> list[Task]:
+        """Tasks by id, of some states or one project; archived ones only when asked."""
+        ...
+
+    async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
+        """A task with its history, runs, artifacts and cost; `verify` re-hashes every
+        artifact and names the damaged ones."""
+        ...
+
+    async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        """One task's events after `after`, oldest first, at most `limit` (5000 at most
+        over REST: page by the last id)."""
+        ...
+
+    async def run(self, ref: str) -> Run: ...
+
+    async def runs(
+        self, *, task: str | None = None, status: RunStatus | None = None
+    ) -> list[Run]: ...
+
+    async def artifacts(self, *, task: str | None = None) -> list[Artifact]: ...
+
+    async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
+        """An artifact and its content, verified against its SHA-256 (ArtifactCorrupted)."""
+        ...
+
+    async def cost(self) -> CostSummary:
+        """Every run's estimated cost, in total and by role, adapter and model."""
+        ...
+
+    async def cost_by_task(self) -> dict[str, float]:
+        """Each task's summed run cost, by task id (a task with no runs is absent)."""
+        ...
+
+    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
+        """The audit log's entries (one task's, when given) and the whole chain's verdict."""
+        ...
+
+    # -- writes -----------------------------------------------------------------------------
+    async def new_task(
+        self,
+        title: str,
+        *,
+        actor: str,
+        type: TaskType = TaskType.FEAT,
+        description: str = "",
+        project: str | None = None,
+    ) -> Task:
+        """File a task; its title and description are checked at this door."""
+        ...
+
+    async def decide(self, decision: Decision) -> Task:
+        """Check a decision against the task as it is now, record it, apply it; the task
+        as it became. PolicyRefused (nothing recorded) when it does not fit."""
+        ...

@@ -1,0 +1,70 @@
+"""The operator decisions over REST: `POST /tasks/{id}/approve|reject|answer|merge|cancel|retry|archive`.
+
+Each route builds the `Decision` the command line and the cockpit build and hands it to the
+control plane's `decide`: the same check, the same audit line, the same event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import APIRouter
+
+from core.domain.decisions import Decision, Verb
+from core.domain.models import Task
+from t25_tui.api import document
+from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody
+from t25_tui.api.services import API_ACTOR, Ops
+
+router = APIRouter()
+
+
+@router.post(
+    "/tasks/{ref}/approve",
+    response_model=Task,
+    responses=document.DECIDE,
+    summary="Approve a task's plan (the same decision as `t25 approve`)",
+)
+async def approve(control: Ops, ref: str, body: ApprovalBody) -> Task:
+    """`bound_to`, when given, is the plan the approver read (`sha256:…`): if the plan has
+    changed since, the approval is refused (409)."""
+    decision = Decision(
+        verb=Verb.APPROVE,
+        task=ref,
+        actor=body.actor or API_ACTOR,
+        text=body.reason,
+        bound_to=body.bound_to,
+    )
+    return await control.decide(decision)
+
+
+@router.post(
+    "/tasks/{ref}/answer",
+    response_model=Task,
+    responses=document.DECIDE,
+    summary="Answer a task's question (the same decision as `t25 answer`)",
+)
+async def answer(control: Ops, ref: str, body: AnswerBody) -> Task:
+    decision = Decision(verb=Verb.ANSWER, task=ref, actor=body.actor or API_ACTOR, text=body.text)
+    return await control.decide(decision)
+
+
+def _decision(verb: Verb) -> Callable[[Ops, str, DecisionBody], Awaitable[Task]]:
+    async def decide(control: Ops, ref: str, body: DecisionBody) -> Task:
+        decision = Decision(verb=verb, task=ref, actor=body.actor or API_ACTOR, text=body.reason)
+        return await control.decide(decision)
+
+    decide.__name__ = verb.value
+    return decide
+
+
+for _verb in (Verb.REJECT, Verb.CANCEL, Verb.RETRY, Verb.ARCHIVE, Verb.MERGE):
+    router.add_api_route(
+        f"/tasks/{{ref}}/{_verb.value}",
+        _decision(_verb),
+        methods=["POST"],
+        name=_verb.value,
+        response_model=Task,
+        responses=document.DECIDE,
+        summary=f"{_verb.value.capitalize()} a task (the same decision as `t25 {_verb.value}`)",
+    )

@@ -1,0 +1,72 @@
+"""Tasks: file one, list them, read one's detail and its events."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.exceptions import RequestValidationError
+
+from core.domain.detail import TaskDetail
+from core.domain.models import MAX_ID, Task, TaskState
+from core.ports import Operations
+from t25_tui.api import document
+from t25_tui.api.bodies import NewTaskBody, json_list
+from t25_tui.api.services import API_ACTOR, Ops
+
+router = APIRouter()
+
+
+def _configured(control: Operations, project: str | None, *where: str) -> None:
+    """A `project` is one of t25.yaml's, as the document says: 422 otherwise, like any
+    other value the document does not allow (and, like them, without echoing it)."""
+    names = [p.name for p in control.config.projects]
+    if project is not None and project not in names:
+        listed = ", ".join(repr(n) for n in names[:-1])
+        allowed = f"{listed} or {names[-1]!r}" if listed else repr(names[-1])
+        raise RequestValidationError(
+            [{"type": "literal_error", "loc": where, "msg": f"Input should be {allowed}"}]
+        )
+
+
+@router.get("/tasks", response_model=list[Task], responses=document.READ)
+async def tasks(
+    control: Ops,
+    state: Annotated[list[TaskState] | None, Query()] = None,
+    project: str | None = None,
+    archived: bool = False,
+) -> Response:
+    """Tasks in filing order, of some states or one project of t25.yaml's."""
+    _configured(control, project, "query", "project")
+    found = await control.tasks(states=state, project=project, archived=archived)
+    return json_list(Task, found)
+
+
+@router.post("/tasks", status_code=201, response_model=Task, responses=document.DECIDE)
+async def new_task(control: Ops, body: NewTaskBody) -> Task:
+    _configured(control, body.project, "body", "project")
+    return await control.new_task(
+        body.title,
+        actor=body.actor or API_ACTOR,
+        type=body.type,
+        description=body.description,
+        project=body.project,
+    )
+
+
+@router.get("/tasks/{ref}", response_model=TaskDetail, responses=document.READ)
+async def task(control: Ops, ref: str, verify: bool = False) -> TaskDetail:
+    """The task with its history, runs, artifacts and cost (`t25 task show`); `verify`
+    re-hashes every artifact and names the damaged ones."""
+    return await control.detail(ref, verify=verify)
+
+
+@router.get("/tasks/{ref}/events", responses=document.READ)
+async def task_events(
+    control: Ops,
+    ref: str,
+    after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
+) -> list[dict[str, Any]]:
+    """One task's events after `after`, oldest first (its history and its agents' output)."""
+    return [e.to_json() for e in await control.events(ref, after=after, limit=limit)]

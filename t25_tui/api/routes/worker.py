@@ -1,0 +1,72 @@
+"""The lease protocol of remote workers: `POST /worker/claim|heartbeat|prompt|events|complete|release`.
+
+These routes are the control plane's run queue (core.ports.RunQueue) over HTTP: each calls
+the in-process run queue a local worker calls, so a remote worker and a local one are
+held to the same lease. A call under a lease that expired or whose token is stale gets
+409 `lease_lost`, and nothing it sent is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+
+from core.domain.events import Event
+from core.domain.models import Run
+from t25_tui.api import document
+from t25_tui.api.bodies import ClaimBody, CompleteBody, EventsBody, LeaseBody, PromptBody
+from t25_tui.api.services import Runs
+
+router = APIRouter(prefix="/worker")
+
+
+@router.post(
+    "/claim", responses={204: {"description": "no run is waiting"}, **document.answers(400)}
+)
+async def claim(runs: Runs, body: ClaimBody) -> Response:
+    claimed = await runs.claim(body.worker, body.ttl_s)
+    if claimed is None:
+        return Response(status_code=204)
+    return JSONResponse(
+        {
+            "lease": claimed.lease.model_dump(mode="json"),
+            "run": claimed.run.model_dump(mode="json"),
+            "task": claimed.task.model_dump(mode="json"),
+        }
+    )
+
+
+@router.post("/heartbeat", responses=document.LEASE)
+async def heartbeat(runs: Runs, body: LeaseBody) -> dict[str, Any]:
+    return (await runs.heartbeat(body.lease, body.ttl_s)).model_dump(mode="json")
+
+
+@router.post("/prompt", responses=document.LEASE)
+async def prompt(runs: Runs, body: PromptBody) -> dict[str, str]:
+    lease = await runs.heartbeat(body.lease, body.ttl_s)  # only the lease holder may ask
+    run, task = await runs.leased(lease)
+    return {"prompt": await runs.prompt(lease, run, task, list(body.checks))}
+
+
+@router.post("/events", status_code=204, responses=document.LEASE)
+async def run_events(runs: Runs, body: EventsBody) -> Response:
+    lease = await runs.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is not attached
+    for sent in body.events:
+        raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
+        kind = raw.pop("kind")
+        raw.update(task_id=lease.task_id, run_id=lease.run_id)
+        await runs.record(lease, Event.registry[kind].model_validate(raw))
+    return Response(status_code=204)
+
+
+@router.post("/complete", responses=document.LEASE)
+async def complete(runs: Runs, body: CompleteBody) -> dict[str, Any]:
+    task = await runs.pipeline.complete(body.lease, body.report)
+    return {"task": task.model_dump(mode="json") if task else None}
+
+
+@router.post("/release", response_model=Run, responses=document.LEASE)
+async def release(runs: Runs, body: LeaseBody) -> Run:
+    return await runs.released(body.lease)

@@ -1,0 +1,63 @@
+"""What a route takes from the app it is mounted on.
+
+`make_api` puts one `Services` in `app.state`; a route names what it needs as a parameter
+(`control: Control`), and FastAPI hands it over from the request's app. Routes hold no
+closure over a control plane: the routers are modules, and one process could serve two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from starlette.applications import Starlette
+
+from core.control.run_queue import LocalRunQueue
+from core.control.service import ControlPlane
+from core.ports import Operations
+from t25_tui.api.tail import Tail
+
+API_ACTOR = "api"  # who decided, when a request does not say
+
+
+@dataclass(frozen=True)
+class Services:
+    """One serve's control plane, its run queue for remote workers, and its event tail."""
+
+    control: ControlPlane
+    runs: LocalRunQueue
+    tail: Tail
+
+
+def services_in(app: Starlette) -> Services:
+    found = app.state.t25
+    if not isinstance(found, Services):
+        raise TypeError("an app built by make_api holds its Services in app.state.t25")
+    return found
+
+
+def services_of(request: Request) -> Services:
+    return services_in(request.app)
+
+
+def _control(request: Request) -> ControlPlane:
+    return services_of(request).control
+
+
+def _operations(request: Request) -> Operations:
+    return services_of(request).control
+
+
+def _runs(request: Request) -> LocalRunQueue:
+    return services_of(request).runs
+
+
+def _tail(request: Request) -> Tail:
+    return services_of(request).tail
+
+
+Ops = Annotated[Operations, Depends(_operations)]  # what an operator's route calls, as every face
+Control = Annotated[ControlPlane, Depends(_control)]  # the serve's own: its store, for /health
+Runs = Annotated[LocalRunQueue, Depends(_runs)]
+EventTail = Annotated[Tail, Depends(_tail)]
