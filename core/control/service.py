@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.control.audit import AuditLog
 from core.control.policies import merge_refusal
 from core.domain.decisions import Decision, Verb
 from core.domain.events import (
@@ -41,10 +40,11 @@ from core.domain.text import reason as valid_reason
 from core.errors import NotFound, PolicyRefused
 from core.ports import Store
 from core.workspace.git import default_branch
-from core.workspace.worktrees import Workspace, Worktrees, owner_of
 
 if TYPE_CHECKING:
     from core.config.schema import Config
+    from core.control.audit import AuditLog
+    from core.workspace.worktrees import Workspace, Worktrees
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 _RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
@@ -80,12 +80,24 @@ class ControlPlane:
         self.config = config
         self.store = store
         self.bus = bus or EventBus()
-        self.audit = AuditLog(config.root / ".factory" / "audit.jsonl", store)
         # Runs going on in this process, by task: cancel stops them at once.
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
-        self.workspace = Workspace(config, owner=owner_of(store.url))
+
+    # The audit log and the workspace are made, and their modules imported, when a decision
+    # or a run first needs them: a command that only reads (`t25 task list`) never does.
+    @functools.cached_property
+    def audit(self) -> AuditLog:
+        from core.control.audit import AuditLog
+
+        return AuditLog(self.config.root / ".factory" / "audit.jsonl", self.store)
+
+    @functools.cached_property
+    def workspace(self) -> Workspace:
+        from core.workspace.worktrees import Workspace, owner_of
+
+        return Workspace(self.config, owner=owner_of(self.store.url))
 
     async def sync_projects(self) -> list[Project]:
         """Register the configured projects, detecting default branches git knows."""

@@ -27,9 +27,9 @@ def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
 
 
 def adapter_names() -> list[str]:
-    from adapters.registry import builtin_specs
+    from adapters.registry import BUILTIN_NAMES  # the names only: no adapter is imported
 
-    return [spec.name for spec in builtin_specs()]
+    return list(BUILTIN_NAMES)
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+DISTRIBUTION = "t25"  # the name pyproject.toml gives T25's package
 TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
 STATES = (
     "RECEIVED",
@@ -42,7 +43,9 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        return getattr(importlib.import_module(f"t25_tui.cli.{module}"), func)(args)
+        handler: Callable[[argparse.Namespace], int]
+        handler = getattr(importlib.import_module(f"t25_tui.cli.{module}"), func)
+        return handler(args)
 
     return run
 
@@ -51,7 +54,7 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """`--config`, `--actor`, `--debug`. The top-level parser holds their defaults; every
     subcommand takes them too, with SUPPRESS as default, so an option given after the
     command overrides one given before it and an absent one changes nothing."""
-    kept = {} if defaults else {"default": argparse.SUPPRESS}
+    kept: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     group = parser.add_argument_group("global options")
     group.add_argument(
         "--config",
@@ -64,6 +67,31 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         "--actor", help="who is deciding (default: your OS user and git identity)", **kept
     )
     group.add_argument("--debug", action="store_true", help="show tracebacks on errors", **kept)
+
+
+class _Version(argparse.Action):
+    """`t25 --version`: the installed distribution's version, looked up only when asked
+    (argparse's own version action wants the text when the parser is built, and reading
+    package metadata would then slow every command down)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version(DISTRIBUTION)
+        except PackageNotFoundError:  # a bare checkout on sys.path, never installed
+            text = "(not installed)"
+        print(f"t25 {text}")
+        parser.exit()
 
 
 class _Subcommand(argparse.ArgumentParser):
@@ -82,13 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
         "own git worktree; humans approve risky plans and merge.",
         epilog="Start with `t25 init` in a git repository, or `t25 demo` for a tour.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version of T25 and exit")
     _global_options(parser, defaults=True)
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", parser_class=_Subcommand
     )
 
     def add(
-        name: str, handler: str, help: str, *, runs_agents: bool = False, **kw
+        name: str, handler: str, help: str, *, runs_agents: bool = False, **kw: Any
     ) -> argparse.ArgumentParser:
         """A command; one that `runs_agents` first sweeps the prompt files a killed T25 left."""
         p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
@@ -306,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from adapters.base import sweep_prompt_files
 
             sweep_prompt_files()
-        code = args.handler(args)
+        code: int = args.handler(args)
         sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
         return code
     except KeyboardInterrupt:
