@@ -1,4 +1,5 @@
-"""Shared fixtures: real git repositories in temp dirs, and the real `t25` command."""
+"""Shared fixtures: real git repositories in temp dirs, and the real `t25` command; and which
+tests are `slow`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,59 @@ from pathlib import Path
 import pytest
 
 from core.workspace.git import git_sync
+
+# -- slow tests ----------------------------------------------------------------------------
+#
+# A test is `slow` when it starts whole programs: the `t25` binary, `t25 serve` or a remote
+# worker, an agent (the scripted agent or a real CLI), a Postgres cluster of its own, a
+# terminal, the cockpit. `pytest -m "not slow"` is then the unit tests and the store's
+# contract suite on both backends (real git, real SQLite, a Postgres clone per test), in
+# well under half a minute; plain `pytest` and .ci/run still run everything. The marks are
+# given here, from what a test uses and where it lives, so that no test module has to carry
+# one and a new test that uses one of these fixtures is marked by itself.
+
+SLOW_FIXTURES = frozenset(
+    {
+        "t25",  # the real binary
+        "shop",  # the pipeline's sample project: the scripted agent runs in it
+        "pg_cluster",  # a throwaway Postgres cluster, stopped and started for real
+        "fake",  # the fake model server, for the real agent CLIs
+    }
+)
+SLOW_MODULES = (
+    "real_clis/",  # the real agent CLIs
+    "tui/",  # the cockpit under Pilot (its workers run the scripted agent), and in a terminal
+    "test_serve",  # a real uvicorn
+    "test_rest_text.py",
+    "test_remote_faults.py",
+    "test_pipeline.py",  # tasks through the pipeline, with the scripted agent as a child process
+    "test_sweeper.py",
+    "test_decisions.py",
+    "test_cli",  # the `t25` binary
+    "test_startup.py",
+    "test_audit_full_disk.py",
+    "test_prompt_files.py",
+    "test_stopped_children.py",  # agents that leave children behind
+    "test_import_hygiene.py",  # fresh interpreters and lint-imports
+    "test_markers.py",  # pytest itself, collecting
+    "adapters/test_adapter_process.py",  # agent processes under supervision
+    "adapters/test_adapter_cli.py",
+    "adapters/test_adapter_checks.py",
+    "adapters/test_adapter_scripted_agent.py",
+    "adapters/test_doctor.py",
+    "store/test_store_faults.py",  # servers stopped, backends terminated
+    "store/test_decisions_across_processes.py",
+)
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(TESTS).as_posix()
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or where.startswith(
+            SLOW_MODULES
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 def make_repo(

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
 from core.control.audit import AuditLog, AuditWriter, log_path
@@ -65,7 +66,9 @@ from core.domain.text import reason as valid_reason
 from core.errors import PolicyRefused
 from core.ports import DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
-from core.workspace.worktrees import Workspace, Worktrees, owner_of
+
+if TYPE_CHECKING:
+    from core.workspace.worktrees import Workspace, Worktrees
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 _RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
@@ -115,7 +118,14 @@ class ControlPlane(Queries, Operations):
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
-        self.workspace = Workspace(config, owner=owner_of(store.url))
+
+    # The workspace is made, and the worktree machinery imported, when a run or a cleanup
+    # first needs it: a command that only reads (`t25 task list`) never does.
+    @functools.cached_property
+    def workspace(self) -> Workspace:
+        from core.workspace.worktrees import Workspace, owner_of
+
+        return Workspace(self.config, owner=owner_of(self.store.url))
 
     async def sync_projects(self) -> list[Project]:
         """Register the configured projects, detecting default branches git knows."""

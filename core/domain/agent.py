@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.domain.models import TaskState, Usage
 
@@ -18,7 +18,7 @@ from core.domain.models import TaskState, Usage
 class AgentRequest(BaseModel):
     """One run of one role: the prompt, where to run, and the profile's knobs."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     task_id: str
     run_id: str
@@ -51,7 +51,11 @@ class AgentResult(BaseModel):
 
     # The log is raw bytes: base64 in JSON, so a remote worker can send any output back.
     model_config = ConfigDict(
-        frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+        frozen=True,
+        extra="forbid",
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+        defer_build=True,
     )
 
     adapter: str
@@ -59,7 +63,7 @@ class AgentResult(BaseModel):
     model: str | None = None
     exit_code: int | None = None
     final_text: str = ""
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None  # the CLI's own cost figure, when it reports one
     failure: Failure | None = None
     error: str | None = None

@@ -27,7 +27,7 @@ SEVERITIES: tuple[Severity, ...] = ("blocker", "major", "minor", "nit")
 
 class StageAnswer(BaseModel):
     # Unknown fields are dropped (CLIs and models add their own); known ones are strict.
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, defer_build=True)
 
     question: str | None = Field(None, description="set only when a human must answer first")
 
@@ -56,7 +56,7 @@ class QAAnswer(StageAnswer):
 
 
 class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, defer_build=True)
 
     severity: Severity
     message: str = Field(min_length=1)

@@ -30,7 +30,7 @@ class Verb(StrEnum):
 class Decision(BaseModel):
     """One operator decision, before it is checked, recorded and applied."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     verb: Verb
     task: str

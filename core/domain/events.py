@@ -22,7 +22,8 @@ from core.domain.models import RunStatus, TaskState, Usage, utcnow
 class Event(BaseModel):
     """Base of every event. `id` is 0 until the store has written it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use, as the domain values are (see core.domain.models._Value).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     kind: ClassVar[str] = "event"
     registry: ClassVar[dict[str, type[Event]]] = {}
 
@@ -135,7 +136,7 @@ class RunFinished(Event):
     status: RunStatus
     exit_code: int | None = None
     error: str | None = None
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
 
 

@@ -67,7 +67,10 @@ class ArtifactKind(StrEnum):
 
 
 class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Each value builds its validator the first time it is used, not when this module is
+    # imported: `t25 task list` needs a few of them, and building all of them was most of
+    # its start-up. (A default is a factory, never an instance, for the same reason.)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # -- ids ---------------------------------------------------------------------------------

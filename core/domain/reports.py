@@ -11,7 +11,7 @@ from core.domain.models import CheckResult, DiffStat
 class RunReport(BaseModel):
     """What a worker sends back for one run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     result: AgentResult | None = None  # None for a stage T25 does itself (PR_OPEN)
     adapter_reason: str | None = None

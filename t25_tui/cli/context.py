@@ -46,9 +46,9 @@ def cockpit_commands() -> dict[str, Bindable]:
 
 
 def adapter_names() -> list[str]:
-    from adapters.registry import builtin_specs
+    from adapters.registry import BUILTIN_NAMES  # the names only: no adapter is imported
 
-    return [spec.name for spec in builtin_specs()]
+    return list(BUILTIN_NAMES)
 
 
 @asynccontextmanager

@@ -13,11 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.config.schema import ROLES, Config
+from core.config.schema import ROLES, AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
+
+if TYPE_CHECKING:
+    from adapters.base import CliAdapterSpec
+    from core.ports import AgentAdapter
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -51,123 +57,192 @@ def _config(args: argparse.Namespace) -> tuple[Config, str | None]:
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
     ]
     out.insert(1, "  ".join("-" * width for width in widths))
     return out
 
 
+# The adapter table's columns, one row per adapter the configuration names.
+COLUMNS = [
+    "adapter",
+    "found",
+    "version",
+    "supported",
+    "output",
+    "usage",
+    "cost",
+    "resume",
+    "sandbox flags",
+]
+
+
 async def diagnose(config: Config) -> tuple[list[str], bool]:
     """The report's lines, and whether every configured role has a usable adapter."""
-    from adapters.base import CliAdapter
     from adapters.registry import builtin_adapters
-    from adapters.sandbox import SandboxUnavailable, sandbox_for
 
     adapters = builtin_adapters()
-    chains = {role: config.roles.chain(role) for role in ROLES}
-    chains = {role: chain for role, chain in chains.items() if chain}
+    chains = _chains(config)
     used = list(dict.fromkeys(p.adapter for chain in chains.values() for p in chain))
-    known = [name for name in used if name in adapters]
-    versions = await asyncio.gather(*(adapters[name].version() for name in known))
-    version_of = dict(zip(known, versions))
+    versions = await _versions(adapters, used)
 
-    rows = [
-        [
-            "adapter",
-            "found",
-            "version",
-            "supported",
-            "output",
-            "usage",
-            "cost",
-            "resume",
-            "sandbox flags",
-        ]
-    ]
-    problems: list[str] = []
+    rows, problems = [COLUMNS], []
     for name in used:
-        adapter = adapters.get(name)
-        if not isinstance(adapter, CliAdapter):
-            rows.append([name, "-", "-", "-", "-", "-", "-", "-", "-"])
-            known = sorted(adapters)
-            problems.append(
-                f"{name}: no such adapter (known: {', '.join(known)})" + did_you_mean(name, known)
-            )
-            continue
-        spec, path, version = adapter.spec, adapter.locate(), version_of.get(name)
-        supported, note = spec.check_version(version) if path else (False, "not installed")
-        caps = spec.capabilities
-        rows.append(
-            [
-                name,
-                path or "no",
-                version or "-",
-                ("yes" if supported else "no") + (" (newer)" if "newer" in note else ""),
-                caps.structured_output,
-                "yes" if caps.usage else "no",
-                "yes" if caps.cost else "no",
-                caps.resume,
-                caps.sandbox_flags,
-            ]
-        )
-        if path is None:
-            problems.append(f"{name}: `{spec.binary}` not found on PATH")
-        elif not supported or "newer" in note:
-            problems.append(f"{name}: {note}")
+        row, found = _adapter_row(name, adapters, versions.get(name))
+        rows.append(row)
+        problems += found
 
-    sandboxes: dict[tuple[str, str | None], str | None] = {}
-    roles_out: list[str] = []
+    sandboxes = _Sandboxes()
+    roles: list[str] = []
     all_ok = True
     for role, chain in chains.items():
-        usable = None
-        for index, profile in enumerate(chain):
-            where = f"roles.{role}[{index}] ({profile.adapter})"
-            adapter = adapters.get(profile.adapter)
-            spec = adapter.spec if isinstance(adapter, CliAdapter) else None
-            if spec is not None:
-                problems += [
-                    f"{where}: {p}" for p in spec.config_problems(profile.model, list(profile.args))
-                ]
-            for env in profile.env_passthrough:
-                if env not in os.environ:
-                    problems.append(f"{where}: env_passthrough {env} is not set here")
-            if profile.private_home and spec is not None:
-                logins = [
-                    v
-                    for v in (*spec.login_env, *profile.env_passthrough)
-                    if "KEY" in v or "TOKEN" in v
-                ]
-                if logins and not any(v in os.environ for v in logins):
-                    problems.append(
-                        f"{where}: private_home hides the login in your HOME and "
-                        f"none of {', '.join(logins)} is set"
-                    )
-            if profile.sandbox != "none" and not profile.private_home:
-                problems.append(
-                    f"{where}: sandbox {profile.sandbox} without private_home: "
-                    "your HOME is read-only inside, and most CLIs write to it"
-                )
-            key = (profile.sandbox, profile.sandbox_image)
-            if key not in sandboxes:
-                try:
-                    await sandbox_for(profile.sandbox, image=profile.sandbox_image).check()
-                    sandboxes[key] = None
-                except SandboxUnavailable as exc:
-                    sandboxes[key] = str(exc)
-            if sandboxes[key]:
-                problems.append(f"{where}: sandbox {profile.sandbox}: {sandboxes[key]}")
-            elif usable is None and adapter is not None and adapter.locate():
-                usable = profile.adapter
+        usable, found = await _usable(role, chain, adapters, sandboxes)
+        problems += found
         all_ok &= usable is not None
-        chain_text = " -> ".join(p.adapter for p in chain)
-        roles_out.append(
-            f"  {role:<9} {chain_text:<30} {'plays: ' + usable if usable else 'NO USABLE ADAPTER'}"
-        )
+        roles.append(_role_line(role, chain, usable))
+    return _report(config, rows, roles, problems), all_ok
 
-    lines = [f"t25 doctor: {config.path}", "", *_table(rows), "", "roles:", *roles_out, ""]
-    lines += (
-        ["problems:", *(f"  - {p}" for p in dict.fromkeys(problems))]
-        if problems
-        else ["problems: none"]
-    )
-    return lines, all_ok
+
+def _chains(config: Config) -> dict[str, list[AgentProfile]]:
+    """Every configured role's fallback chain, in pipeline order."""
+    return {role: chain for role in ROLES if (chain := config.roles.chain(role))}
+
+
+async def _versions(adapters: Mapping[str, AgentAdapter], used: list[str]) -> dict[str, str | None]:
+    """The version of each used adapter T25 ships, all read at once."""
+    known = [name for name in used if name in adapters]
+    versions = await asyncio.gather(*(adapters[name].version() for name in known))
+    return dict(zip(known, versions, strict=True))
+
+
+def _adapter_row(
+    name: str, adapters: Mapping[str, AgentAdapter], version: str | None
+) -> tuple[list[str], list[str]]:
+    """One adapter's row of the table, and what is wrong with it."""
+    from adapters.base import CliAdapter
+
+    adapter = adapters.get(name)
+    if not isinstance(adapter, CliAdapter):
+        known = sorted(adapters)
+        return [name, *["-"] * (len(COLUMNS) - 1)], [
+            f"{name}: no such adapter (known: {', '.join(known)})" + did_you_mean(name, known)
+        ]
+    spec, path = adapter.spec, adapter.locate()
+    supported, note = spec.check_version(version) if path else (False, "not installed")
+    newer = "newer" in note
+    row = [
+        name,
+        path or "no",
+        version or "-",
+        _yes(supported) + (" (newer)" if newer else ""),
+        *_capabilities(spec),
+    ]
+    if path is None:
+        return row, [f"{name}: `{spec.binary}` not found on PATH"]
+    if not supported or newer:
+        return row, [f"{name}: {note}"]
+    return row, []
+
+
+def _capabilities(spec: CliAdapterSpec) -> list[str]:
+    """The table's last five cells: what the CLI can do headless."""
+    caps = spec.capabilities
+    return [
+        caps.structured_output,
+        _yes(caps.usage),
+        _yes(caps.cost),
+        caps.resume,
+        caps.sandbox_flags,
+    ]
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+async def _usable(
+    role: str,
+    chain: list[AgentProfile],
+    adapters: Mapping[str, AgentAdapter],
+    sandboxes: _Sandboxes,
+) -> tuple[str | None, list[str]]:
+    """The adapter that would play `role` (the first installed one whose sandbox can be
+    had), or None; and what is wrong with each profile of its chain."""
+    from adapters.base import CliAdapter
+
+    usable = None
+    problems: list[str] = []
+    for index, profile in enumerate(chain):
+        where = f"roles.{role}[{index}] ({profile.adapter})"
+        adapter = adapters.get(profile.adapter)
+        spec = adapter.spec if isinstance(adapter, CliAdapter) else None
+        problems += [f"{where}: {p}" for p in _profile_problems(profile, spec)]
+        sandbox = await sandboxes.problem(profile)
+        if sandbox:
+            problems.append(f"{where}: sandbox {profile.sandbox}: {sandbox}")
+        elif usable is None and adapter is not None and adapter.locate():
+            usable = profile.adapter
+    return usable, problems
+
+
+def _profile_problems(profile: AgentProfile, spec: CliAdapterSpec | None) -> list[str]:
+    """What looks wrong in one profile, before its sandbox is tried."""
+    problems = spec.config_problems(profile.model, list(profile.args)) if spec else []
+    problems += [
+        f"env_passthrough {env} is not set here"
+        for env in profile.env_passthrough
+        if env not in os.environ
+    ]
+    problems += _hidden_login(profile, spec)
+    if profile.sandbox != "none" and not profile.private_home:
+        problems.append(
+            f"sandbox {profile.sandbox} without private_home: "
+            "your HOME is read-only inside, and most CLIs write to it"
+        )
+    return problems
+
+
+def _hidden_login(profile: AgentProfile, spec: CliAdapterSpec | None) -> list[str]:
+    """A private HOME hides the CLI's own login: then a key or token must come from the
+    environment, and none of the ones it reads is set."""
+    if not profile.private_home or spec is None:
+        return []
+    logins = [v for v in (*spec.login_env, *profile.env_passthrough) if "KEY" in v or "TOKEN" in v]
+    if not logins or any(v in os.environ for v in logins):
+        return []
+    return [f"private_home hides the login in your HOME and none of {', '.join(logins)} is set"]
+
+
+class _Sandboxes:
+    """Whether each sandbox the profiles ask for can be had here, tried once per kind."""
+
+    def __init__(self) -> None:
+        self._problems: dict[tuple[str, str | None], str | None] = {}
+
+    async def problem(self, profile: AgentProfile) -> str | None:
+        """Why the profile's sandbox cannot be had, or None when it can."""
+        from adapters.sandbox import SandboxUnavailable, sandbox_for
+
+        key = (profile.sandbox, profile.sandbox_image)
+        if key not in self._problems:
+            try:
+                await sandbox_for(profile.sandbox, image=profile.sandbox_image).check()
+                self._problems[key] = None
+            except SandboxUnavailable as exc:
+                self._problems[key] = str(exc)
+        return self._problems[key]
+
+
+def _role_line(role: str, chain: list[AgentProfile], usable: str | None) -> str:
+    chain_text = " -> ".join(p.adapter for p in chain)
+    return f"  {role:<9} {chain_text:<30} {'plays: ' + usable if usable else 'NO USABLE ADAPTER'}"
+
+
+def _report(
+    config: Config, rows: list[list[str]], roles: list[str], problems: list[str]
+) -> list[str]:
+    lines = [f"t25 doctor: {config.path}", "", *_table(rows), "", "roles:", *roles, ""]
+    if not problems:
+        return [*lines, "problems: none"]
+    return [*lines, "problems:", *(f"  - {p}" for p in dict.fromkeys(problems))]

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+DISTRIBUTION = "t25"  # the name pyproject.toml gives T25's package
 TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
 STATES = (
     "RECEIVED",
@@ -42,9 +43,8 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        handler: Callable[[argparse.Namespace], int] = getattr(
-            importlib.import_module(f"t25_tui.cli.{module}"), func
-        )
+        handler: Callable[[argparse.Namespace], int]
+        handler = getattr(importlib.import_module(f"t25_tui.cli.{module}"), func)
         return handler(args)
 
     return run
@@ -69,6 +69,31 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     group.add_argument("--debug", action="store_true", help="show tracebacks on errors", **kept)
 
 
+class _Version(argparse.Action):
+    """`t25 --version`: the installed distribution's version, looked up only when asked
+    (argparse's own version action wants the text when the parser is built, and reading
+    package metadata would then slow every command down)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version(DISTRIBUTION)
+        except PackageNotFoundError:  # a bare checkout on sys.path, never installed
+            text = "(not installed)"
+        print(f"t25 {text}")
+        parser.exit()
+
+
 class _Subcommand(argparse.ArgumentParser):
     """A subcommand's parser, which takes the global options too. Its own subcommands
     (`task new`, `audit verify`) are of this class as well: argparse makes them so."""
@@ -85,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         "own git worktree; humans approve risky plans and merge.",
         epilog="Start with `t25 init` in a git repository, or `t25 demo` for a tour.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version of T25 and exit")
     _global_options(parser, defaults=True)
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", parser_class=_Subcommand

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import yaml
 
 
@@ -43,3 +47,77 @@ def test_doctor_fails_when_a_role_has_no_usable_adapter_and_says_what_is_wrong(r
     assert "nosuch: no such adapter" in done.out
     assert "env_passthrough T25_TEST_UNSET_VAR is not set" in done.out
     assert "sandbox docker" in done.out
+
+
+def test_doctor_reports_every_row_role_and_problem_in_order(repo):
+    """The whole report, line by line (spacing aside): a known CLI that is not installed,
+    two names T25 does not ship, the scripted agent behind an unusable sandbox, and the
+    problems in the order the adapters and then the profiles are met."""
+    write(
+        repo,
+        {
+            "spec": [{"adapter": "claude", "private_home": True}, {"adapter": "scripted"}],
+            "planner": [{"adapter": "nosuch"}],
+            "dev": [
+                {
+                    "adapter": "scripted",
+                    "env_passthrough": ["T25_TEST_UNSET_VAR"],
+                    "sandbox": "docker",
+                    "sandbox_image": "t25/agent:1",
+                }
+            ],
+            "qa": [{"adapter": "scripted"}],
+            "reviewer": [{"adapter": "clade"}, {"adapter": "scripted"}],
+            "docs": [{"adapter": "scripted"}],
+        },
+    )
+    scripted = Path(sys.executable).with_name("t25-scripted-agent")
+    # An environment of its own: no login of the operator's may hide a problem.
+    env = {"PATH": f"{scripted.parent}:/usr/bin:/bin", "HOME": str(repo)}
+    done = subprocess.run(
+        [sys.executable, "-m", "t25_tui", "doctor"],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    known = "aider, claude, codex, gemini, opencode, scripted"
+    claude_caps = "stream-json yes yes --resume SESSION_ID --dangerously-skip-permissions"
+    # Spacing aside: the columns are as wide as the widest cell, the path included.
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert set(lines[3]) == {"-", " "}
+    assert lines[:3] + lines[4:] == [
+        f"t25 doctor: {repo / 't25.yaml'}",
+        "",
+        "adapter found version supported output usage cost resume sandbox flags",
+        f"claude no - no {claude_caps}",
+        f"scripted {scripted} 0.1.0 yes no no no no none",
+        "nosuch - - - - - - - -",
+        "clade - - - - - - - -",
+        "",
+        "roles:",
+        "spec claude -> scripted plays: scripted",
+        "planner nosuch NO USABLE ADAPTER",
+        "dev scripted NO USABLE ADAPTER",
+        "qa scripted plays: scripted",
+        "reviewer clade -> scripted plays: scripted",
+        "docs scripted plays: scripted",
+        "",
+        "problems:",
+        "- claude: `claude` not found on PATH",
+        f"- nosuch: no such adapter (known: {known})",
+        f"- clade: no such adapter (known: {known}); did you mean 'claude'?",
+        (
+            "- roles.spec[0] (claude): private_home hides the login in your HOME and none of "
+            "ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN is set"
+        ),
+        "- roles.dev[0] (scripted): env_passthrough T25_TEST_UNSET_VAR is not set here",
+        (
+            "- roles.dev[0] (scripted): sandbox docker without private_home: your HOME is "
+            "read-only inside, and most CLIs write to it"
+        ),
+        "- roles.dev[0] (scripted): sandbox docker: the docker CLI is not installed",
+    ]

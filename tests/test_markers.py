@@ -1,0 +1,53 @@
+"""`pytest -m "not slow"`: the unit tests and the store contract suite on both backends,
+without the tests that start whole programs (marked in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
+SAMPLE = [
+    "tests/test_policies.py",  # unit
+    "tests/store/test_contract.py",  # the contract suite
+    "tests/test_audit.py",  # unit, but for one test through the binary
+    "tests/test_cli.py",  # the binary
+    "tests/test_pipeline.py",  # the scripted agent through the pipeline
+]
+
+
+def collected(marks: str) -> list[str]:
+    done = subprocess.run(
+        [*PYTEST, "-m", marks, *SAMPLE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_not_slow_is_the_unit_tests_and_the_contract_suite_on_both_backends():
+    fast = collected("not slow")
+    files = {node.split("::")[0] for node in fast}
+    assert files == {
+        "tests/test_policies.py",
+        "tests/store/test_contract.py",
+        "tests/test_audit.py",
+    }
+    contract = [n for n in fast if n.startswith("tests/store/test_contract.py")]
+    assert any(n.endswith("[postgres]") for n in contract)
+    assert any(n.endswith("[sqlite]") for n in contract)
+
+
+def test_slow_is_what_starts_programs_down_to_a_single_test_through_the_binary():
+    slow = collected("slow")
+    files = {node.split("::")[0] for node in slow}
+    assert files == {"tests/test_cli.py", "tests/test_pipeline.py", "tests/test_audit.py"}
+    through_the_binary = "test_a_log_written_with_raw_separators_verifies_shows_them_and_catches"
+    assert [n for n in slow if n.startswith("tests/test_audit.py")] == [
+        f"tests/test_audit.py::{through_the_binary}_later_tampering"
+    ]
