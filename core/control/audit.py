@@ -46,6 +46,7 @@ from typing import BinaryIO, Literal, overload
 from pydantic import ValidationError
 
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
+from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
@@ -60,6 +61,7 @@ _OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
 VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
 T25_ACTOR = "t25"
 LOCK_WAIT_S = 120.0  # a decider waits this long for another to finish before giving up
+LOCK_POLL = Backoff(0.002, 0.05)  # ... looking at the lock again after these pauses
 TORN = ".torn-"  # set-aside torn lines: audit.jsonl.torn-20250101T120000Z
 
 log = logging.getLogger("t25.audit")
@@ -206,7 +208,7 @@ class AuditLog:
         try:
             # Polled rather than blocking a thread: a cancelled waiter must not take the lock later.
             loop = asyncio.get_running_loop()
-            delay, deadline = 0.002, loop.time() + LOCK_WAIT_S
+            pauses, deadline = LOCK_POLL.pauses(), loop.time() + LOCK_WAIT_S
             while True:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -218,8 +220,7 @@ class AuditLog:
                             f"{LOCK_WAIT_S:.0f} s",
                             hint="try again when its decision is done",
                         ) from None
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 0.05)
+                    await asyncio.sleep(next(pauses))
         except BaseException:
             fh.close()
             raise
