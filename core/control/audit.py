@@ -51,7 +51,7 @@ from core.domain.clock import Clock, system_clock
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
-from core.ports import Store
+from core.ports import AuditAnchorStore
 
 __all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
 
@@ -120,7 +120,7 @@ class _Tail:
 class AuditLog:
     """Append decisions durably; read and verify the chain against the store's anchor."""
 
-    def __init__(self, path: Path, store: Store, *, clock: Clock = system_clock) -> None:
+    def __init__(self, path: Path, store: AuditAnchorStore, *, clock: Clock = system_clock) -> None:
         self.path = path
         self.store = store
         self.clock = clock  # stamps each line (`ts`) and each torn line set aside
@@ -444,7 +444,7 @@ class AuditWriter:
         self._anchor = entry.anchor()
 
 
-async def _holds(store: Store, anchor: AuditAnchor) -> bool:
+async def _holds(store: AuditAnchorStore, anchor: AuditAnchor) -> bool:
     try:
         return await store.get_audit_anchor() == anchor
     except Exception:  # noqa: BLE001 - unknown counts as not landed: the line is cut back

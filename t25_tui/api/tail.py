@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from core.domain.backoff import Backoff
 from core.domain.events import Event
 from core.errors import StoreUnavailable
-from core.ports import Store
+from core.ports import EventLog
 
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
@@ -22,7 +22,7 @@ Batches = asyncio.Queue[list[Event] | None]
 class Tail:
     """One reader of the events table for every SSE client of this process.
 
-    Each wake (a write by any process, see Store.wait_for_events) costs one query, not
+    Each wake (a write by any process, see EventLog.wait_for_events) costs one query, not
     one per client. A client subscribes before its own catch-up read, so every event is
     either in that read or in a batch after it; ids already sent are skipped.
 
@@ -31,7 +31,7 @@ class Tail:
     each event written since, in order, once.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventLog) -> None:
         self.store = store
         self.queues: set[Batches] = set()
         self.reader: asyncio.Task[None] | None = None
