@@ -48,6 +48,9 @@ BUSY: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.LockNotAvailableError,
 )
 
+# What the driver raises when it cannot do what it was asked: lost, or refused by the server.
+DRIVER_FAILURES: tuple[type[BaseException], ...] = (*CONNECTION_LOST, asyncpg.PostgresError)
+
 IDLE_LIFETIME_S = 300.0  # asyncpg's default max_inactive_connection_lifetime
 
 _FOREIGN_HINT = (
@@ -152,9 +155,9 @@ class ConnectionPool:
         if self._size < self._max_size:
             self._size += 1
         else:
-            con = await self._wait()
-            if con is not None:
-                return con
+            handed = await self._wait()
+            if handed is not None:
+                return handed
             # else a connection was dropped, and its place passed to us
         try:
             return await self._open()
@@ -290,7 +293,7 @@ async def create_pool(
     )
     try:
         await pool.start()
-    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except DRIVER_FAILURES as exc:
         raise unreachable(url, exc) from exc
     return pool
 
@@ -298,7 +301,7 @@ async def create_pool(
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:
     try:
         return await _connected(url, application_name)
-    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except DRIVER_FAILURES as exc:
         raise unreachable(url, exc) from exc
 
 

@@ -139,15 +139,21 @@ def _check_file(path: Path) -> None:
 
 async def _check_identity(db: aiosqlite.Connection, path: Path) -> None:
     """Ours: it carries T25's application_id, or it is an empty database we may create."""
-    (app_id,) = (await db.execute_fetchall(sql.APPLICATION_ID))[0]
+    (app_id,) = await _first_row(db, sql.APPLICATION_ID)
     if app_id == APPLICATION_ID:
         return
-    (objects,) = (await db.execute_fetchall(sql.COUNT_SCHEMA_OBJECTS))[0]
+    (objects,) = await _first_row(db, sql.COUNT_SCHEMA_OBJECTS)
     if app_id != 0 or objects:
         raise StoreError(
             f"{path} is not a T25 database (application_id {app_id:#x}, {objects} schema objects)",
             hint=_FOREIGN_HINT,
         )
+
+
+async def _first_row(db: aiosqlite.Connection, statement: str) -> sqlite3.Row:
+    """The row of a statement that returns one (a PRAGMA, a count)."""
+    found = list(await db.execute_fetchall(statement))
+    return found[0]
 
 
 async def _migrate(db: aiosqlite.Connection, path: Path) -> None:
