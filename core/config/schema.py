@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -429,11 +429,12 @@ def load_config(
     path: Path,
     *,
     adapters: Iterable[str] | None = None,
-    commands: Mapping[str, Bindable] | None = None,
+    commands: Callable[[], Mapping[str, Bindable]] | None = None,
 ) -> Config:
     """Read and validate a t25.yaml; every problem is a one-line ConfigError. With
     `adapters` (the names the caller can run), a profile naming another is refused; with
-    `commands` (the cockpit's), so is a `keys:` entry the cockpit could not bind."""
+    `commands` (a source of the cockpit's, called only when the file has `keys:`), so is a
+    `keys:` entry the cockpit could not bind."""
     path = Path(path).expanduser().absolute()
     name = _display(path)
     try:
@@ -459,7 +460,7 @@ def parse_config(
     path: Path,
     *,
     adapters: Iterable[str] | None = None,
-    commands: Mapping[str, Bindable] | None = None,
+    commands: Callable[[], Mapping[str, Bindable]] | None = None,
 ) -> Config:
     """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
     path = Path(path).expanduser().absolute()
@@ -471,10 +472,17 @@ def parse_config(
         config = Config.model_validate(source.data, context=context)
     except ValidationError as exc:
         raise validation_error(source, exc, Config) from None
-    if commands is not None and (wrong := next(keymap_problems(config.keys, commands), None)):
-        raise source.error(("keys", wrong[0]), wrong[1], hint=KEYS_HINT)
+    if config.keys and commands is not None:
+        _refuse_unbindable_keys(source, config.keys, commands())
     config._path = path
     return config
+
+
+def _refuse_unbindable_keys(
+    source: ConfigSource, keys: Mapping[str, Sequence[str]], commands: Mapping[str, Bindable]
+) -> None:
+    if wrong := next(keymap_problems(keys, commands), None):
+        raise source.error(("keys", wrong[0]), wrong[1], hint=KEYS_HINT)
 
 
 def _require_mapping(source: ConfigSource) -> None:
