@@ -227,7 +227,8 @@ class RoleChains(_Section):
         """The chain for `role`, or None for a role that is not configured (security)."""
         if role not in ROLES:
             raise ConfigError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
-        return getattr(self, role)
+        chain: list[AgentProfile] | None = getattr(self, role)
+        return chain
 
 
 # -- policy ------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ def absolute_sqlite_url(url: str, root: Path) -> str:
     """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
     prefix = "sqlite:///"
     rest = url[len(prefix) :]
-    if not url.startswith(prefix) or rest.startswith("/") or rest.startswith(":memory:"):
+    if not url.startswith(prefix) or rest.startswith(("/", ":memory:")):
         return url
     return prefix + str((root / Path(rest).expanduser()).resolve())
 

@@ -64,7 +64,7 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
     skip = _skipped(repo, exclude)
     # Only `status` can run a repository's filters (to compare content); the other reads
     # run nothing, so they skip the driver lookup. All of them run at once.
-    dirs, head_ref, head_sha, raw_status, raw_index = await asyncio.gather(
+    dirs, ref, sha, raw_status, raw_index = await asyncio.gather(
         git(
             "rev-parse",
             "--path-format=absolute",
@@ -97,7 +97,6 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
         git_bytes("ls-files", "--stage", "-z", cwd=repo, drivers_from=()),
     )
     git_dir, common = (Path(p) for p in dirs.splitlines())
-    head_ref, head_sha = head_ref or None, head_sha or None
     files, git_files = await asyncio.to_thread(_scan, repo, skip, git_dir, common)
     config = {
         name: await _config_entries(path, repo)
@@ -108,8 +107,8 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
         if path.is_file()
     }
     return Fingerprint(
-        head_ref=head_ref,
-        head_sha=head_sha,
+        head_ref=ref or None,
+        head_sha=sha or None,
         status={p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)},
         index=_index(raw_index),
         files=files,
@@ -220,7 +219,7 @@ async def _config_entries(path: Path, repo: Path) -> tuple[str, ...]:
 
 
 def _index(raw: bytes) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for entry in filter(None, os.fsdecode(raw).split("\0")):
         meta, _, path = entry.partition("\t")
         out[path] = meta if path not in out else f"{out[path]} {meta}"
