@@ -162,6 +162,12 @@ def _under(rel: str, skip: tuple[str, ...]) -> bool:
 def _scan(
     repo: Path, skip: tuple[str, ...], git_dir: Path, common: Path
 ) -> tuple[dict[str, Stat], dict[str, str]]:
+    """The checkout's files, and the repository's own files that can run or redirect code."""
+    return _walk(repo, skip), _git_files(git_dir, common)
+
+
+def _walk(repo: Path, skip: tuple[str, ...]) -> dict[str, Stat]:
+    """Every file and directory of the checkout but `.git` and `skip`, with its stat."""
     files: dict[str, Stat] = {}
     stack = [""]
     while stack:
@@ -183,6 +189,11 @@ def _scan(
                 stack.append(rel)
             else:
                 files[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return files
+
+
+def _git_files(git_dir: Path, common: Path) -> dict[str, str]:
+    """The hashed config, hooks and other files of the repository that can run code."""
     git_files: dict[str, str] = {}
     for name in _COMMON_FILES:
         _hash_into(git_files, name, common / name)
@@ -196,7 +207,7 @@ def _scan(
             path = Path(dirpath) / name
             if not path.is_dir() or path.is_symlink():
                 _hash_into(git_files, f"hooks/{path.relative_to(hooks).as_posix()}", path)
-    return files, git_files
+    return git_files
 
 
 def _hash_into(into: dict[str, str], name: str, path: Path) -> None:
