@@ -98,7 +98,8 @@ class ConnectionPool:
     asyncpg's own pool costs more client CPU per loan than a one-statement claim: every
     release goes through a task (behind `asyncio.shield`) and re-arms an inactivity timer,
     and the client is one thread sharing the CPUs with the server (bench/leases.py: about a
-    third of T25's client time per claim-and-complete). Here a loan is a list pop and a
+    third of T25's client time per claim-and-complete; bench/store_pool.py, a whole pipeline
+    with output streaming and readers: see store/postgres.py). Here a loan is a list pop and a
     return is a list push, neither waiting for a turn of the event loop. Connections open on
     demand up to `max_size`; past that, borrowers wait in line. Like asyncpg's, the pool
     closes connections left idle for `idle_lifetime_s`, down to `min_size`, but checks for
