@@ -47,7 +47,6 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.domain.backoff import retry
 from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import (
     NewRun,
@@ -59,7 +58,7 @@ from core.domain.models import (
     Usage,
 )
 from store import postgres_schema as schema
-from store.postgres import RECONNECT, RETRIES, PostgresStore
+from store.postgres import PostgresStore
 
 T = TypeVar("T")
 DEFAULT_DSN = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -88,7 +87,8 @@ async def _keep_session(con: asyncpg.Connection) -> None:
 
 class AsyncpgPoolStore(PostgresStore):
     """PostgresStore lending connections from `asyncpg.create_pool`: each operation in
-    `async with pool.acquire()`, retried as the store's own `_run` retries."""
+    `async with pool.acquire()`. Without the store's retries on a lost connection: nothing
+    is lost here, and leaving them out can only favour asyncpg's pool."""
 
     @classmethod
     async def open_on_asyncpg_pool(cls, url: str, *, reset: bool) -> AsyncpgPoolStore:
@@ -104,18 +104,8 @@ class AsyncpgPoolStore(PostgresStore):
         return cls(pool, url, "t25")  # the store lends from it as from its own
 
     async def _run(self, op: Callable[[Any, bool], Awaitable[T]]) -> T:
-        async def attempt(n: int) -> T:
-            async with self._pool.acquire() as con:
-                return await op(con, n > 0)
-
-        try:
-            return await retry(
-                attempt, pauses=RECONNECT.pauses(RETRIES), transient=schema.is_transient
-            )
-        except Exception as exc:
-            if schema.is_transient(exc):
-                raise schema.unreachable(self.url, exc) from exc
-            raise
+        async with self._pool.acquire() as con:
+            return await op(con, False)
 
 
 POOLS: dict[str, Callable[[str], Awaitable[PostgresStore]]] = {

@@ -24,14 +24,16 @@ asyncpg's `create_pool`: it wins on the work a control plane does, not only on e
 of 4 stages; 8 workers claim, stream 40 RunOutput events a run with a heartbeat every 10,
 complete and move the task on; 2 readers follow the events as serve's SSE tail does; a
 board reader lists tasks and their costs). Wall time, median of 3 on the 2-CPU
-development machine: 8.7 s on T25's pool, 11.3 s on asyncpg's pool with its session reset
-left out, 12.5 s on asyncpg's pool as it comes (1,830, 1,380 and 1,210 store calls/s, and
-every kind of call's median latency lowest on T25's); with 16 workers queueing for the 10
-connections, 4.7, 5.3 and 8.3 s. The client shares the CPUs with the server, and asyncpg's
-pool costs client CPU on every loan: its release runs as a task behind `asyncio.shield`
-and re-arms an inactivity timer, and by default resets the session, one more round trip.
-A loan of T25's pool is a list pop and its return a list push, with no turn of the event
-loop; the store never changes session state, so it needs no reset.
+development machine (shared, load 2 to 4): 8.7 s on T25's pool, 9.9 s on asyncpg's pool
+with its session reset left out, 10.5 s on asyncpg's pool as it comes (1,870, 1,570 and
+1,430 store calls/s; the median latency of every kind of call lowest on T25's). With 16
+workers queueing for the 10 connections (40 tasks), median of 5: 4.2, 5.2 and 6.3 s (in
+one run of 3 the first two tied at 4.8 s). Why: the client shares the CPUs with the
+server, and asyncpg's pool costs client CPU on every loan (its release runs as a task
+behind `asyncio.shield` and re-arms an inactivity timer, and by default resets the
+session, one more round trip). A loan of T25's pool is a list pop and its return a list
+push, with no turn of the event loop; the store never changes session state, so it needs
+no reset.
 """
 
 from __future__ import annotations
