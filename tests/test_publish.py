@@ -23,10 +23,15 @@ from tests.conftest import make_repo
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def started(repo: Path) -> Worktrees:
+    """The worktrees as T25 makes them when it starts: reading the push settings then."""
+    return Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="test")
+
+
 @pytest.fixture
 async def branch(tmp_path: Path):
     repo = make_repo(tmp_path / "repo")
-    worktrees = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="test")
+    worktrees = started(repo)
     task = Task(
         id="T-4",
         project="p",
@@ -51,10 +56,11 @@ async def test_without_a_remote_the_local_branch_is_the_review_unit(branch):
 async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(
     branch, tmp_path, monkeypatch
 ):
-    repo, worktrees, task = branch
+    repo, _, task = branch
     origin = tmp_path / "origin.git"
     git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
     git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    worktrees = started(repo)
     calls = tmp_path / "gh-calls.json"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -88,8 +94,9 @@ async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(
 
 
 async def test_a_failed_push_says_why(branch, tmp_path, monkeypatch):
-    repo, worktrees, task = branch
+    repo, _, task = branch
     git_sync("remote", "add", "origin", str(tmp_path / "missing.git"), cwd=repo)
+    worktrees = started(repo)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text("#!/bin/sh\nexit 0\n")

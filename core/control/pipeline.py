@@ -135,6 +135,10 @@ class Pipeline:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
         if report.result is not None:
             await self._keep(run, ArtifactKind.LOG, report.result.log, "text/plain")
+        if report.evidence:
+            await self._keep(
+                run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
+            )
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
@@ -178,13 +182,17 @@ class Pipeline:
         if report.error:
             return report.error
         if report.violation:
-            return "the run changed the main checkout: " + "; ".join(report.violation)
+            undone = f" ({report.undone})" if report.undone else ""
+            return "the run changed the main checkout: " + "; ".join(report.violation) + undone
         if report.result and not report.result.ok:
             return report.result.error or f"agent run failed ({report.result.failure})"
         return None
 
     async def _decide(self, task: Task, run: Run, report: RunReport) -> Task:
         why = self._failure(report)
+        if why and report.violation:  # held: retry and merge wait for an acknowledgement
+            error = f"{run.stage} run {run.id} failed: {why}"
+            return await self._fail(task, error, violation=error)
         if why:
             return await self._fail(task, f"{run.stage} run {run.id} failed: {why}")
         if run.stage is S.PR_OPEN:
@@ -307,8 +315,10 @@ class Pipeline:
         await self.control.record(InputRequested(task_id=task.id, stage=stage, question=question))
         return task
 
-    async def _fail(self, task: Task, error: str) -> Task:
-        return await self.control.transition(task, S.FAILED, actor=T25, reason=error, error=error)
+    async def _fail(self, task: Task, error: str, **fields: Any) -> Task:
+        return await self.control.transition(
+            task, S.FAILED, actor=T25, reason=error, error=error, **fields
+        )
 
     # -- artifacts ---------------------------------------------------------------------------
 

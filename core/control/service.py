@@ -344,12 +344,14 @@ class ControlPlane(Queries, Operations):
                 _expect(task, TaskState.NEEDS_INPUT, "answered")
                 return Ruling(to=_resumed(task), why="operator answered", enqueue=True)
             case Verb.MERGE:
+                _not_held(task, "merged")
                 _mergeable(task)
                 return Ruling(fields={"merged": True}, merges=True, cleans=True)
             case Verb.CANCEL:
                 _cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
             case Verb.RETRY:
+                _not_held(task, "retried")
                 if task.state is not TaskState.FAILED:
                     raise PolicyRefused(
                         f"{task.id} is {task.state}; only a FAILED task can be retried",
@@ -361,6 +363,12 @@ class ControlPlane(Queries, Operations):
             case Verb.ARCHIVE:
                 _archivable(task)
                 return Ruling(fields={"archived": True}, cleans=True)
+            case Verb.ACKNOWLEDGE:
+                if task.violation is None:
+                    raise PolicyRefused(
+                        f"{task.id} has no violation to acknowledge", hint=_what_fits(task)
+                    )
+                return Ruling(fields={"violation": None})
         assert_never(decision.verb)
 
     async def _approval(self, task: Task, decision: Decision) -> Ruling:
@@ -427,6 +435,13 @@ class ControlPlane(Queries, Operations):
     async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
         return await self.decide(Decision(verb=Verb.ARCHIVE, task=ref, actor=actor, text=reason))
 
+    async def acknowledge(self, ref: str, *, actor: str, reason: str) -> Task:
+        """Record that a human has seen what a run changed outside its worktree (and what
+        T25 put back): retry and merge may go on."""
+        return await self.decide(
+            Decision(verb=Verb.ACKNOWLEDGE, task=ref, actor=actor, text=reason)
+        )
+
 
 def _at_the_door(decision: Decision) -> Decision:
     """The decision with its actor and words checked (InvalidInput), before anything is
@@ -436,6 +451,11 @@ def _at_the_door(decision: Decision) -> Decision:
         raise PolicyRefused(
             "a rejection needs a reason; the planner reads it",
             hint=f't25 reject {decision.task} --reason "what is wrong with the plan"',
+        )
+    if decision.verb is Verb.ACKNOWLEDGE and not decision.text.strip():
+        raise PolicyRefused(
+            "an acknowledgement needs a reason: what was found and done about it",
+            hint=f't25 acknowledge {decision.task} --reason "what you checked"',
         )
     what = {Verb.APPROVE: "comment", Verb.ANSWER: "answer"}.get(decision.verb, "reason")
     text = valid_reason(decision.text, what=what, required=decision.verb is Verb.ANSWER)
@@ -464,6 +484,16 @@ def _resumed(task: Task) -> TaskState:
     stage = task.resume_state or TaskState.SPEC
     assert_transition(task.state, stage, resume_state=task.resume_state)
     return stage
+
+
+def _not_held(task: Task, done: str) -> None:
+    """Refuse while a run's violation waits for a human to acknowledge it."""
+    if task.violation is not None:
+        raise PolicyRefused(
+            f"{task.id} cannot be {done} until the violation of its run is acknowledged: "
+            f"{task.violation}",
+            hint=f't25 acknowledge {task.id} --reason "what you checked"',
+        )
 
 
 def _mergeable(task: Task) -> None:
@@ -506,6 +536,8 @@ def _what_fits(task: Task) -> str:
         return f't25 approve {task.id}, or t25 reject {task.id} --reason "…"'
     if task.state is TaskState.NEEDS_INPUT:
         return f't25 answer {task.id} "…" answers its question'
+    if task.violation is not None:
+        return f't25 acknowledge {task.id} --reason "…" first: a run broke the invariant'
     if task.state is TaskState.FAILED:
         return f"t25 retry {task.id} runs its stage again"
     return f"t25 task show {task.id} shows where it is"

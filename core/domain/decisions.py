@@ -25,6 +25,7 @@ class Verb(StrEnum):
     CANCEL = "cancel"
     RETRY = "retry"
     ARCHIVE = "archive"
+    ACKNOWLEDGE = "acknowledge"  # a run's violation was seen: retry and merge may go on
 
 
 class Decision(BaseModel):

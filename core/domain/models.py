@@ -64,6 +64,7 @@ class ArtifactKind(StrEnum):
     LOG = "log"
     DOCS = "docs"
     PROMPT = "prompt"
+    VIOLATION = "violation"  # what a run changed outside its worktree, as it left it
 
 
 class _Value(BaseModel):
@@ -151,6 +152,9 @@ class Task(_Value):
     # What code decided at the last QA and REVIEW (None: not decided yet); the merge gate.
     checks_passed: bool | None = None
     review_verdict: str | None = None
+    # What a run changed outside its worktree, until an operator acknowledges it: while it
+    # is set, retry and merge are refused.
+    violation: str | None = None
     created_at: datetime
     state_since: datetime
 
@@ -171,6 +175,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "approved_plan_sha",
         "checks_passed",
         "review_verdict",
+        "violation",
     }
 )
 

@@ -18,6 +18,8 @@ class RunReport(BaseModel):
     prompt: str | None = None
     error: str | None = None  # the worker could not run it at all
     violation: tuple[str, ...] = ()  # what the run changed in the main checkout
+    undone: str = ""  # what T25 put back after it
+    evidence: str = ""  # JSON: the changed copies of what was put back
     diff_stat: DiffStat | None = None
     diff: str | None = None
     checks: tuple[CheckResult, ...] = ()

@@ -3,14 +3,19 @@
 A worker claims the oldest queued run with a deadline and a fencing token, heartbeats
 while it works, and completes under the same token; a completion whose lease expired
 or whose token went stale is rejected by the store and its results are dropped. The
-agent runs in the task's own worktree; the main checkout is fingerprinted before and
-after, and a run that changed it fails. Output streams to the event log as it comes.
+agent runs in the task's own worktree. Every run (the agent, QA's checks, PR_OPEN's
+push) is watched: the main checkout is fingerprinted before and after, and a run that
+changed it fails, with what it changed in the shared git files and refs put back
+(`core.workspace.watch`) and its worktree reset to T25's last commit; so does an
+implementing run whose tree links outside itself. Output streams to the event log as it
+comes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -24,8 +29,8 @@ from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, Claim, RunQueue
 from core.worker.selection import QuotaBook, select_adapter
-from core.workspace.fingerprint import changed
 from core.workspace.pull_request import publish
+from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
@@ -158,31 +163,60 @@ class Worker:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
-            if run.stage is TaskState.PR_OPEN:
-                return RunReport(note=await publish(worktrees, task))
-            checks: list[CheckResult] = []
-            if run.stage is TaskState.QA:
-                checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
-            prompt = await self.runs.prompt(lease, run, task, checks)
-            before = await worktrees.fingerprint()
-            result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
-            violation = changed(before, await worktrees.fingerprint())
-            report = RunReport(
-                result=result,
-                adapter_reason=reason,
-                prompt=prompt,
-                violation=tuple(violation),
-                checks=tuple(checks),
+            last_commit = await worktrees.tip(task)  # T25's: every run before was watched
+            implementing = run.stage is TaskState.IMPLEMENTING
+            watched = await worktrees.watch(task, may_commit=implementing)
+            try:
+                try:
+                    report = await self._stage(lease, run, task, worktrees, path, abort)
+                except T25Error as exc:  # no adapter could run, the push failed, ...
+                    report = RunReport(error=exc.message)
+                undone = await worktrees.watched.finish(watched)
+            finally:
+                worktrees.watched.abandon(watched)  # stopped midway: no longer watched
+            if not undone.changes and implementing and report.result and report.result.ok:
+                undone = await _outward_links(worktrees, task)
+                if not undone.changes:
+                    await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                    return report.model_copy(
+                        update={
+                            "diff_stat": await worktrees.diff_stat(task),
+                            "diff": await worktrees.diff(task),
+                        }
+                    )
+            if not undone.changes:
+                return report
+            # The invariant was broken: nothing the run left is built on.
+            if last_commit is not None:
+                await worktrees.reset(task, last_commit)
+            put_back = ", ".join(undone.put_back) or "nothing to put back"
+            return report.model_copy(
+                update={
+                    "violation": undone.changes,
+                    "undone": f"T25 put back {put_back} and reset the worktree to "
+                    f"{(last_commit or '?')[:12]}",
+                    "evidence": undone.evidence,
+                }
             )
-            if run.stage is TaskState.IMPLEMENTING and result.ok and not violation:
-                await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
-                report = report.model_copy(
-                    update={
-                        "diff_stat": await worktrees.diff_stat(task),
-                        "diff": await worktrees.diff(task),
-                    }
-                )
-            return report
+
+    async def _stage(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        worktrees: Worktrees,
+        path: Path,
+        abort: asyncio.Event,
+    ) -> RunReport:
+        """Do the run's stage: PR_OPEN's push, or QA's checks and the role's agent."""
+        if run.stage is TaskState.PR_OPEN:
+            return RunReport(note=await publish(worktrees, task))
+        checks: list[CheckResult] = []
+        if run.stage is TaskState.QA:
+            checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
+        prompt = await self.runs.prompt(lease, run, task, checks)
+        result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
+        return RunReport(result=result, adapter_reason=reason, prompt=prompt, checks=tuple(checks))
 
     @contextlib.asynccontextmanager
     async def _locked(
@@ -281,6 +315,15 @@ class Worker:
             self.quota.mark(profile.adapter, result.quota_resets_at)
             tried |= {profile.adapter}
             notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
+
+
+async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:
+    """A tree about to be committed that links outside itself, as a violation."""
+    links = await worktrees.outward_links(task)
+    if not links:
+        return Undone()
+    lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)
+    return Undone(lines, evidence=json.dumps({"changes": lines}, indent=2))
 
 
 class OutputStream:

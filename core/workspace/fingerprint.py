@@ -1,47 +1,73 @@
-"""A fingerprint of the main checkout, taken before and after every agent run.
+"""A fingerprint of the main checkout, taken before and after every run.
 
 The invariant is that no agent ever writes the main checkout; only a human merge does.
-An agent runs in its own worktree, but nothing in the operating system stops it from
-writing elsewhere, and a linked worktree can legitimately write the repository's shared
-`.git/config` and `.git/hooks`, which then act in every checkout, the main one included.
-So T25 does not trust: it measures. Anything a run changed here fails the run, with a
-list of what changed that a person can read.
+An agent runs in its own worktree, but nothing in the operating system stops it (or the
+code it wrote, which QA checks run) from writing elsewhere, and a linked worktree can
+legitimately write the repository's shared `.git/config` and `.git/hooks`, which then act
+in every checkout, the main one included. So T25 does not trust: it measures. Anything a
+run changed here fails the run, with a list of what changed that a person can read, and
+`core.workspace.watch` undoes what it can.
 
 What is measured, and why:
 
 * HEAD (its symbolic ref and commit): a commit, reset or checkout in the main checkout.
-* `git status` and the index (staged blob of every path): staging, which changes no file.
+* Every ref (branches, tags, `refs/replace`, notes, remote-tracking refs) but T25's task
+  branches: a planted replace ref or tag changes what the operator's git shows.
+* `git status` and the index (staged blob and the assume-unchanged / skip-worktree flags
+  of every path): staging, or hiding a change from `git status`, which changes no file.
 * Every file and directory outside `.git`, `.factory/` and the worktree root, by lstat
-  (size, mtime_ns, mode): cheap enough for large trees, and it covers ignored and
-  untracked files, which `git status` summarises or hides.
-* `.git/config`, `config.worktree`, `info/attributes` and every file under the hooks
-  directory, by content hash and mode: these are how a worktree plants programs that run
-  in the main checkout (a hook, a filter, `core.hooksPath`, `core.fsmonitor`).
+  (size, mtime, ctime, mode): cheap enough for large trees, and it covers ignored and
+  untracked files, which `git status` summarises or hides. The ctime is set by the kernel
+  on every write, so a file rewritten with its old size and mtime is still seen.
+* The files git reads settings and programs from, by content and mode, so that they can
+  be put back: `.git/config`, `config.worktree` (the main checkout's and the task
+  worktree's), every file under `.git/hooks` and `.git/info`, and the operator's global
+  config (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`). These are how a worktree plants
+  programs that run in the main checkout (a hook, a filter, `core.hooksPath`,
+  `core.fsmonitor`, `core.attributesFile`).
 
 Excluded: `.factory/` (T25's own store, audit log and worktrees) and the worktree root,
-which agents are meant to write. Refs other than HEAD's are not measured: task branches
-live in the shared ref store and move on every agent commit.
+which agents are meant to write, and the task branches of other tasks (`feat/T-2`), which
+their own runs move while this one goes on; the running task's own branch is measured.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.domain.models import TaskType
 from core.workspace.git import git, git_bytes, status_entries
 
 FACTORY_DIR = ".factory"
-# The repository files, relative to the git dirs, whose change means a planted program.
-_COMMON_FILES = ("config", "info/attributes")
-_PER_CHECKOUT_FILES = ("config.worktree",)
-_CONFIG_FILES = frozenset({"config", "config.worktree"})
+# Whole directories of the repository whose files can run or redirect code.
+_COMMON_DIRS = ("hooks", "info")
+# Files read as git config, by name: their change is described key by key.
+_CONFIG_NAMES = frozenset({"config", "config.worktree", ".gitconfig"})
+# T25's task branches (`feat/T-7`), local and remote-tracking.
+TASK_BRANCH = re.compile(
+    rf"refs/(?:heads|remotes/[^/]+)/(?:{'|'.join(t.value for t in TaskType)})/T-[0-9]+"
+)
 
-Stat = tuple[int, int, int]  # size, mtime_ns, mode (size and mtime are 0 for a directory)
+Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, mode (0s for a directory)
+
+
+@dataclass(frozen=True)
+class GitFile:
+    """One file git reads settings or programs from, as it was: enough to put it back."""
+
+    path: Path
+    mode: int
+    body: bytes  # the content, or a symlink's target
+
+    @property
+    def is_link(self) -> bool:
+        return stat.S_ISLNK(self.mode)
 
 
 @dataclass(frozen=True)
@@ -51,20 +77,30 @@ class Fingerprint:
     head_ref: str | None  # "refs/heads/trunk", None when detached or unborn
     head_sha: str | None  # None on an unborn branch
     status: Mapping[str, str]  # path -> porcelain v1 XY code ("??", "!!", " M", …)
-    index: Mapping[str, str]  # path -> "mode blob stage"
+    index: Mapping[str, str]  # path -> "tag mode blob stage" (tag: H, h, S, …)
     files: Mapping[str, Stat]  # path -> lstat summary
-    git_files: Mapping[str, str]  # "config", "hooks/pre-commit", … -> "mode:sha256"
-    config: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> key=value
+    git_files: Mapping[str, GitFile]  # ".git/config", ".git/hooks/pre-commit", "~/.gitconfig"
+    config: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> key=value
+    refs: Mapping[str, str] = field(default_factory=dict)  # refname -> object id
 
 
-async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprint:
+async def fingerprint(
+    repo: Path,
+    *,
+    exclude: Iterable[Path] = (),
+    branch: str | None = None,
+    worktree_git_dir: Path | None = None,
+) -> Fingerprint:
     """Fingerprint the main checkout at `repo`, skipping `.factory/` and `exclude`
-    (pass the worktree root when it is configured somewhere else inside the repository)."""
+    (pass the worktree root when it is configured somewhere else inside the repository).
+
+    `branch` is the task branch of the run being watched, measured among the refs; the
+    config of its worktree, in `worktree_git_dir`, is measured with the shared files."""
     repo = repo.resolve()
     skip = _skipped(repo, exclude)
     # Only `status` can run a repository's filters (to compare content); the other reads
     # run nothing, so they skip the driver lookup. All of them run at once.
-    dirs, ref, sha, raw_status, raw_index = await asyncio.gather(
+    dirs, ref, sha, raw_status, raw_index, raw_refs = await asyncio.gather(
         git(
             "rev-parse",
             "--path-format=absolute",
@@ -94,17 +130,17 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
             "--ignore-submodules=all",
             cwd=repo,
         ),
-        git_bytes("ls-files", "--stage", "-z", cwd=repo, drivers_from=()),
+        git_bytes("ls-files", "--stage", "-v", "-z", cwd=repo, drivers_from=()),
+        git_bytes("for-each-ref", "--format=%(refname)%00%(objectname)", cwd=repo, drivers_from=()),
     )
     git_dir, common = (Path(p) for p in dirs.splitlines())
-    files, git_files = await asyncio.to_thread(_scan, repo, skip, git_dir, common)
+    files, git_files = await asyncio.to_thread(
+        _scan, repo, skip, _git_file_paths(git_dir, common, worktree_git_dir)
+    )
     config = {
-        name: await _config_entries(path, repo)
-        for name, path in (
-            ("config", common / "config"),
-            ("config.worktree", git_dir / "config.worktree"),
-        )
-        if path.is_file()
+        label: await _config_entries(f.path, repo)
+        for label, f in git_files.items()
+        if f.path.name in _CONFIG_NAMES and not f.is_link
     }
     return Fingerprint(
         head_ref=ref or None,
@@ -114,15 +150,17 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
         files=files,
         git_files=git_files,
         config=config,
+        refs=_refs(raw_refs, branch),
     )
 
 
-def changed(before: Fingerprint, after: Fingerprint) -> list[str]:
-    """What differs, one human-readable line per change; [] when nothing does."""
+def changed(before: Fingerprint, after: Fingerprint, *, may_move: Iterable[str] = ()) -> list[str]:
+    """What differs, one human-readable line per change; [] when nothing does. `may_move`
+    names refs the run may move (an implementing agent commits on its own branch)."""
     out: list[str] = []
     if (before.head_ref, before.head_sha) != (after.head_ref, after.head_sha):
         out.append(f"HEAD moved from {_head(before)} to {_head(after)}")
-    out += _git_file_changes(before, after)
+    out += git_changes(before, after, may_move=may_move)
     reported: set[str] = set()
     for path in sorted(before.files.keys() | after.files.keys()):
         line = _file_change(path, before.files.get(path), after.files.get(path))
@@ -135,8 +173,29 @@ def changed(before: Fingerprint, after: Fingerprint) -> list[str]:
             out.append(f"git status of {path} changed from {_xy(old)} to {_xy(new)}")
             reported.add(path.rstrip("/"))
     for path in sorted(before.index.keys() | after.index.keys()):
-        if before.index.get(path) != after.index.get(path) and path not in reported:
-            out.append(f"staged content of {path} changed")
+        old_entry, new_entry = before.index.get(path), after.index.get(path)
+        if old_entry != new_entry and path not in reported:
+            out.append(_index_change(path, old_entry, new_entry))
+    return out
+
+
+def git_changes(
+    before: Fingerprint, after: Fingerprint, *, may_move: Iterable[str] = ()
+) -> list[str]:
+    """The part of `changed` about git's own files and refs: the config, hooks and `info/`
+    files changed, and the refs created, moved or deleted (but HEAD's: "HEAD moved")."""
+    out = _git_file_changes(before, after)
+    allowed = {*may_move, before.head_ref, after.head_ref}
+    for name in sorted(before.refs.keys() | after.refs.keys()):
+        old, new = before.refs.get(name), after.refs.get(name)
+        if old == new or name in allowed:
+            continue
+        if old is None:
+            out.append(f"ref {name} created at {new and new[:12]}")
+        elif new is None:
+            out.append(f"ref {name} deleted (was {old[:12]})")
+        else:
+            out.append(f"ref {name} moved from {old[:12]} to {new[:12]}")
     return out
 
 
@@ -159,11 +218,43 @@ def _under(rel: str, skip: tuple[str, ...]) -> bool:
     return any(rel == s or rel.startswith(s + "/") for s in skip)
 
 
+def _git_file_paths(
+    git_dir: Path, common: Path, worktree_git_dir: Path | None
+) -> tuple[list[tuple[str, Path]], list[tuple[str, Path]]]:
+    """(label, path) of the single files and of the directories to hash whole."""
+    home = Path(os.environ.get("HOME") or Path.home())
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    singles = [
+        (".git/config", common / "config"),
+        (".git/config.worktree", git_dir / "config.worktree"),
+        (_shown_path(home / ".gitconfig", home), home / ".gitconfig"),
+        (_shown_path(xdg / "git" / "config", home), xdg / "git" / "config"),
+    ]
+    if worktree_git_dir is not None:
+        name = worktree_git_dir.name
+        singles.append(
+            (f".git/worktrees/{name}/config.worktree", worktree_git_dir / "config.worktree")
+        )
+    return singles, [(f".git/{d}", common / d) for d in _COMMON_DIRS]
+
+
+def _shown_path(path: Path, home: Path) -> str:
+    return f"~/{path.relative_to(home).as_posix()}" if path.is_relative_to(home) else str(path)
+
+
 def _scan(
-    repo: Path, skip: tuple[str, ...], git_dir: Path, common: Path
-) -> tuple[dict[str, Stat], dict[str, str]]:
-    """The checkout's files, and the repository's own files that can run or redirect code."""
-    return _walk(repo, skip), _git_files(git_dir, common)
+    repo: Path,
+    skip: tuple[str, ...],
+    git_paths: tuple[list[tuple[str, Path]], list[tuple[str, Path]]],
+) -> tuple[dict[str, Stat], dict[str, GitFile]]:
+    """The checkout's files, and the files git reads settings and programs from."""
+    singles, dirs = git_paths
+    git_files: dict[str, GitFile] = {}
+    for label, path in singles:
+        _read_into(git_files, label, path)
+    for label, top in dirs:
+        _read_tree_into(git_files, label, top)
+    return _walk(repo, skip), git_files
 
 
 def _walk(repo: Path, skip: tuple[str, ...]) -> dict[str, Stat]:
@@ -185,39 +276,32 @@ def _walk(repo: Path, skip: tuple[str, ...]) -> dict[str, Stat]:
             except FileNotFoundError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                files[rel] = (0, 0, st.st_mode)  # a directory's mtime moves with its children
+                files[rel] = (0, 0, 0, st.st_mode)  # a directory's times move with its children
                 stack.append(rel)
             else:
-                files[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
+                files[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
     return files
 
 
-def _git_files(git_dir: Path, common: Path) -> dict[str, str]:
-    """The hashed config, hooks and other files of the repository that can run code."""
-    git_files: dict[str, str] = {}
-    for name in _COMMON_FILES:
-        _hash_into(git_files, name, common / name)
-    for name in _PER_CHECKOUT_FILES:
-        _hash_into(git_files, name, git_dir / name)
-    hooks = common / "hooks"
-    if hooks.is_symlink():
-        _hash_into(git_files, "hooks", hooks)
-    for dirpath, dirnames, filenames in os.walk(hooks):
+def _read_tree_into(into: dict[str, GitFile], label: str, top: Path) -> None:
+    """Every file under `top` (the directory itself when it is a link: where it leads)."""
+    if top.is_symlink():
+        _read_into(into, label, top)
+    for dirpath, dirnames, filenames in os.walk(top):
         for name in dirnames + filenames:
             path = Path(dirpath) / name
             if not path.is_dir() or path.is_symlink():
-                _hash_into(git_files, f"hooks/{path.relative_to(hooks).as_posix()}", path)
-    return git_files
+                _read_into(into, f"{label}/{path.relative_to(top).as_posix()}", path)
 
 
-def _hash_into(into: dict[str, str], name: str, path: Path) -> None:
+def _read_into(into: dict[str, GitFile], label: str, path: Path) -> None:
     """Record mode and content (or a symlink's target): `chmod +x` on a hook matters."""
     try:
         st = path.lstat()
         body = os.readlink(path).encode() if stat.S_ISLNK(st.st_mode) else path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return
-    into[name] = f"{st.st_mode:o}:{hashlib.sha256(body).hexdigest()}"
+    into[label] = GitFile(path=path, mode=st.st_mode, body=body)
 
 
 async def _config_entries(path: Path, repo: Path) -> tuple[str, ...]:
@@ -237,6 +321,17 @@ def _index(raw: bytes) -> dict[str, str]:
     return out
 
 
+def _refs(raw: bytes, branch: str | None) -> dict[str, str]:
+    """Every ref but the task branches of other tasks (`branch` is this run's own)."""
+    own = f"refs/heads/{branch}" if branch else None
+    out: dict[str, str] = {}
+    for line in os.fsdecode(raw).splitlines():
+        name, _, sha = line.partition("\0")
+        if name == own or not TASK_BRANCH.fullmatch(name):
+            out[name] = sha
+    return out
+
+
 # -- describing --------------------------------------------------------------------------------
 
 
@@ -252,47 +347,49 @@ def _xy(code: str | None) -> str:
 def _file_change(path: str, old: Stat | None, new: Stat | None) -> str | None:
     if old == new:
         return None
-    kind = "directory" if stat.S_ISDIR((new or old or (0, 0, 0))[2]) else "file"
+    kind = "directory" if stat.S_ISDIR((new or old or (0, 0, 0, 0))[3]) else "file"
     if old is None:
         return f"new {kind} {path}"
     if new is None:
         return f"deleted {kind} {path}"
-    if stat.S_IFMT(old[2]) != stat.S_IFMT(new[2]):
+    if stat.S_IFMT(old[3]) != stat.S_IFMT(new[3]):
         return f"{path} changed type"
     what = [
         w
         for w, a, b in (
             ("size", old[0], new[0]),
             ("mtime", old[1], new[1]),
-            ("mode", old[2], new[2]),
+            ("mode", old[3], new[3]),
         )
         if a != b
     ]
-    return f"modified {kind} {path} ({', '.join(what)})"
+    return f"modified {kind} {path} ({', '.join(what) or 'rewritten with its old size and mtime'})"
+
+
+def _index_change(path: str, old: str | None, new: str | None) -> str:
+    if old and new and old.split(" ", 1)[1:] == new.split(" ", 1)[1:]:
+        return f"index flags of {path} changed (assume-unchanged or skip-worktree)"
+    return f"staged content of {path} changed"
 
 
 def _git_file_changes(before: Fingerprint, after: Fingerprint) -> list[str]:
     out = []
-    for name in sorted(before.git_files.keys() | after.git_files.keys()):
-        old, new = before.git_files.get(name), after.git_files.get(name)
+    for label in sorted(before.git_files.keys() | after.git_files.keys()):
+        old, new = before.git_files.get(label), after.git_files.get(label)
         if old == new:
             continue
-        if name.startswith("hooks/"):
+        if label.startswith(".git/hooks/"):
             verb = "added" if old is None else "removed" if new is None else "changed"
-            out.append(f"hook {verb}: {name.removeprefix('hooks/')}")
-            continue
-        label = f".git/{name}"
-        if old is None or new is None:
+            out.append(f"hook {verb}: {label.removeprefix('.git/hooks/')}")
+        elif old is None or new is None:
             out.append(f"{label} {'created' if old is None else 'deleted'}")
-        elif name in _CONFIG_FILES:
-            out.append(f"{label} changed{_config_delta(before, after, name)}")
         else:
-            out.append(f"{label} changed")
+            out.append(f"{label} changed{_config_delta(before, after, label)}")
     return out
 
 
-def _config_delta(before: Fingerprint, after: Fingerprint, name: str) -> str:
-    old, new = set(before.config.get(name, ())), set(after.config.get(name, ()))
+def _config_delta(before: Fingerprint, after: Fingerprint, label: str) -> str:
+    old, new = set(before.config.get(label, ())), set(after.config.get(label, ()))
     parts = [f"+{e}" for e in sorted(new - old)] + [f"-{e}" for e in sorted(old - new)]
     if not parts:
         return ""

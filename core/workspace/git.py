@@ -81,6 +81,11 @@ SAFE_CONFIG = (
     "maintenance.auto=false",
 )
 
+# The same, as (key, value) pairs for GIT_CONFIG_COUNT: for a program that runs git itself.
+SAFE_OVERRIDES: tuple[tuple[str, str], ...] = tuple(
+    (key, value) for key, _, value in (pair.partition("=") for pair in SAFE_CONFIG[1::2])
+)
+
 # Config sections whose programs are chosen per driver name (see the module docstring).
 _DRIVER_SECTIONS = ("filter", "merge")
 
@@ -107,6 +112,7 @@ def git_env(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
         GIT_OPTIONAL_LOCKS="0",
         GIT_PAGER="cat",
         GIT_CONFIG_NOSYSTEM="1",
+        GIT_NO_REPLACE_OBJECTS="1",  # a planted refs/replace/ cannot swap what T25 reads
     )
     if overrides:
         env["GIT_CONFIG_COUNT"] = str(len(overrides))

@@ -6,9 +6,10 @@ opens a pull request. Otherwise the local branch itself is the unit of review, a
 
 Pushing needs the operator's own transport (SSH agent, credential helper), so unlike
 T25's other git calls it keeps `core.sshCommand` and `credential.helper` from the
-repository's config. That config is the human's: the main checkout, `.git/config`
-included, is fingerprinted around every agent run, and a run that changed it failed.
-Hooks, fsmonitor and the pager stay off.
+repository's config. Where it pushes to is pinned: the URLs and receive-pack of `origin`
+as T25 read them before any run (`core.workspace.push_settings`), given as arguments, and
+the push is refused if anything else it reads has changed since. Hooks, fsmonitor, the
+pager, submodules and signing stay off, for the push and for the git that `gh` runs.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.domain.models import Task
 from core.errors import PublishFailed
-from core.workspace.git import git, git_env, run_command
-from core.workspace.worktrees import Worktrees
+from core.workspace.git import SAFE_OVERRIDES, git_env, run_command
+from core.workspace.push_settings import REMOTE, current_push_settings
+
+if TYPE_CHECKING:
+    from core.workspace.worktrees import Worktrees
 
 PUSH_CONFIG = (
     "-c",
@@ -29,6 +34,10 @@ PUSH_CONFIG = (
     "core.fsmonitor=false",
     "-c",
     "protocol.ext.allow=never",
+    "-c",
+    "push.recurseSubmodules=no",
+    "-c",
+    "push.gpgSign=false",
 )
 # What a push may need from the operator's session to reach the remote.
 TRANSPORT_ENV = (
@@ -47,19 +56,35 @@ TRANSPORT_ENV = (
 async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
     """Push and open a pull request when possible; say what was done, in one line."""
     stat = await worktrees.diff_stat(task)
-    remotes = (await git("remote", cwd=worktrees.repo)).split()
+    pinned = worktrees.push_settings
     gh = shutil.which("gh")
-    if "origin" not in remotes or gh is None:
-        why = "no git remote 'origin'" if "origin" not in remotes else "`gh` is not installed"
+    if not pinned.urls or gh is None:
+        why = f"no git remote '{REMOTE}'" if not pinned.urls else "`gh` is not installed"
         return f"branch {task.branch} is the review unit ({why}): {stat.summary()}"
-    env = {**git_env(), **{k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}}
+    drift = pinned.changed(await current_push_settings(worktrees.repo))
+    if drift:
+        raise PublishFailed(
+            f"the push settings changed since T25 started ({', '.join(drift[:5])}); "
+            "T25 pushes only with the ones the operator had",
+            hint="put them back (or restart T25 to take them as yours), then `t25 retry`",
+        )
+    transport = {k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}
     ref = f"refs/heads/{task.branch}"
-    await _run(
-        ["git", *PUSH_CONFIG, "push", "--", "origin", f"{ref}:{ref}"],
-        worktrees.repo,
-        env,
-        "git push",
-    )
+    for url in pinned.urls:
+        await _run(
+            [
+                "git",
+                *PUSH_CONFIG,
+                "push",
+                f"--receive-pack={pinned.receive_pack}",
+                "--",
+                url,
+                f"{ref}:{ref}",
+            ],
+            worktrees.repo,
+            {**git_env(), **transport},
+            "git push",
+        )
     url = await _run(
         [
             gh,
@@ -75,10 +100,10 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
             body or task.description or task.title,
         ],
         worktrees.path_for(task.id),
-        env,
+        {**git_env(SAFE_OVERRIDES), **transport},  # the git gh runs plants nothing either
         "gh pr create",
     )
-    return f"pushed {task.branch} to origin and opened {url.splitlines()[-1] if url else 'a pull request'}"
+    return f"pushed {task.branch} to {REMOTE} and opened {url.splitlines()[-1] if url else 'a pull request'}"
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> str:

@@ -55,7 +55,9 @@ from core.domain.backoff import Backoff, retry
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import Fingerprint, fingerprint
-from core.workspace.git import default_branch, git, git_bytes, run_git, status_entries
+from core.workspace.git import Completed, default_branch, git, git_bytes, run_git, status_entries
+from core.workspace.push_settings import read_push_settings
+from core.workspace.watch import Watch, Watched
 
 if TYPE_CHECKING:
     from core.config.schema import Config
@@ -182,6 +184,9 @@ class Worktrees:
         self.owner = owner
         self._common_dir: Path | None = None
         self._admin = asyncio.Lock()  # see _create
+        self.watched = Watch(self.repo)  # the runs going on, for `core.workspace.watch`
+        # Read before any run of this process: where PR_OPEN pushes (push_settings.py).
+        self.push_settings = read_push_settings(self.repo)
 
     # -- paths and records
 
@@ -328,8 +333,9 @@ class Worktrees:
         out = await git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=cwd)
         return Path(out).resolve()
 
-    async def _verify(self, task: Task, path: Path) -> None:
-        """Refuse unless `path` is this installation's worktree for `task`, as T25 made it."""
+    async def _verify(self, task: Task, path: Path, *, on_branch: bool = True) -> None:
+        """Refuse unless `path` is this installation's worktree for `task`, as T25 made it
+        (and, `on_branch`, still on the task's branch)."""
         record = self._read_record(task.id)
         if record is None:
             raise WorktreeRefused(
@@ -354,18 +360,32 @@ class Worktrees:
                 f"git lists {path} as a worktree but the directory is gone",
                 hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry",
             )
-        if entry.get("branch") != f"refs/heads/{task.branch}":
+        if on_branch and entry.get("branch") != f"refs/heads/{task.branch}":
             now = entry.get("branch", "a detached HEAD").removeprefix("refs/heads/")
             raise WorktreeRefused(
                 f"{path} is on {now}, not on the task branch {task.branch}",
                 hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up",
             )
+        await self._git_dir_of(path)
+
+    async def _git_dir_of(self, path: Path) -> Path:
+        """The worktree's own git directory, `<common dir>/worktrees/<name>`, refused unless
+        git in `path` uses it and it names `path` back: a `.git` file rewritten (or removed,
+        so that git finds the main checkout's) would send T25's git calls elsewhere."""
         if self._common_dir is None:
             self._common_dir = await self._git_common_dir(self.repo)
-        if await self._git_common_dir(path) != self._common_dir:
+        out = await git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path)
+        git_dir = Path(out).resolve()
+        try:
+            back = (git_dir / "gitdir").read_text(encoding="utf-8").strip()
+        except OSError:
+            back = ""
+        if git_dir.parent != self._common_dir / "worktrees" or Path(back) != path / ".git":
             raise WorktreeRefused(
-                f"{path} belongs to another git repository", hint="move it away, then retry"
+                f"{path} is not a worktree of {self.repo}: git there uses {git_dir}",
+                hint="move it away, then retry",
             )
+        return git_dir
 
     # -- the operations
 
@@ -404,16 +424,20 @@ class Worktrees:
         # next ensure() rewrites; the other order would leave a tree nobody may adopt.
         self._write_record(task, path)
         for pause in (*ADMIN_RACE.pauses(ADMIN_RACE_RETRIES), None):
+            # --no-checkout: git would check the files out in the new worktree reading its
+            # config, which may hold filters the main checkout's does not (`includeIf
+            # "gitdir:**/worktrees/**"`); `_check_out` does it with those switched off.
             args: tuple[str, ...]
             if await self._rev(f"refs/heads/{task.branch}") is not None:
                 # A retry after cleanup: the branch was kept, so check it out again.
-                args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
+                args = ("worktree", "add", "--quiet", "--no-checkout", "--", str(path), task.branch)
             else:
                 # A full ref as start point: `trunk` could also be a tag or a file name.
                 args = (
                     "worktree",
                     "add",
                     "--quiet",
+                    "--no-checkout",
                     "--no-track",
                     "-b",
                     task.branch,
@@ -429,12 +453,40 @@ class Worktrees:
             if done.code == 0 or HALF_WRITTEN not in done.err or pause is None:
                 break
             await asyncio.sleep(pause)
+        if done.code == 0:
+            done = await self._check_out(path)
+            if done.code != 0:  # an empty tree T25 just made: nothing in it to lose
+                async with self._admin:
+                    await run_git("worktree", "remove", "--force", "--", str(path), cwd=self.repo)
         if done.code != 0:
             self._record_path(task.id).unlink(missing_ok=True)
             raise WorktreeRefused(
                 f"git could not create the worktree of {task.id}: {_git_reason(done.err)}",
                 hint="fix what git reports, then retry",
             )
+
+    async def _check_out(self, path: Path) -> Completed:
+        """Fill a worktree made with --no-checkout, every filter switched off as the new
+        worktree's own config names them (`run_git` reads them in `path`)."""
+        return await run_git("reset", "--hard", "--quiet", "--no-recurse-submodules", cwd=path)
+
+    async def reset(self, task: Task, commit: str) -> None:
+        """Put the task's worktree back at `commit` (T25's last commit on the branch): on the
+        task branch, every change, commit of the agent's own and untracked or ignored file
+        gone. After a run that broke the invariant, so nothing it left is built on."""
+        path = self.path_for(task.id)
+        with self._working_on(task.id):
+            await self._verify(task, path, on_branch=False)
+            place = (f"--git-dir={await self._git_dir_of(path)}", f"--work-tree={path}")
+            await git(*place, "symbolic-ref", "HEAD", f"refs/heads/{task.branch}", cwd=path)
+            await git(
+                *place, "reset", "--hard", "--quiet", "--no-recurse-submodules", commit, cwd=path
+            )
+            await git(*place, "clean", "-f", "-f", "-d", "-x", "--quiet", cwd=path)
+
+    async def tip(self, task: Task) -> str | None:
+        """The commit the task branch is at, None before it exists."""
+        return await self._rev(f"refs/heads/{task.branch}")
 
     async def commit_all(self, task: Task, message: str) -> str | None:
         """Commit everything changed in the worktree on the task branch; None if nothing
@@ -443,6 +495,13 @@ class Worktrees:
         with self._working_on(task.id):
             await self._verify(task, path)
             await git("add", "--all", cwd=path)
+            outward = await self._outward_links(path)
+            if outward:
+                raise WorktreeRefused(
+                    f"T25 does not commit a link that leads outside the worktree: "
+                    f"{_names(list(outward))}",
+                    hint="remove the link from the worktree, then retry",
+                )
             staged = await run_git(
                 "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", cwd=path
             )
@@ -463,6 +522,39 @@ class Worktrees:
                 cwd=path,
             )
             return await git("rev-parse", "HEAD", cwd=path)
+
+    async def outward_links(self, task: Task) -> tuple[str, ...]:
+        """The symbolic links `commit_all` would commit, with what came on the branch before,
+        that lead outside the worktree (`etc -> /etc`), as `link -> target`. A link is the
+        one kind of file whose content makes the main checkout, once merged, read or write
+        elsewhere; `commit_all` refuses to commit one."""
+        path = self.path_for(task.id)
+        with self._working_on(task.id):
+            await self._verify(task, path)
+            await git("add", "--all", cwd=path)
+            return await self._outward_links(path)
+
+    async def _outward_links(self, path: Path) -> tuple[str, ...]:
+        """The staged links the branch adds since it left the default branch that resolve
+        outside `path` (an absolute target always counts: it names this machine)."""
+        base = await git(
+            "merge-base", f"refs/heads/{self.default_branch}", "HEAD", cwd=path, drivers_from=()
+        )
+        raw = await git_bytes(
+            "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", base, cwd=path
+        )
+        fields = os.fsdecode(raw).split("\0")
+        top = path.resolve()
+        out = []
+        for meta, name in zip(fields[::2], fields[1::2], strict=False):
+            _old_mode, new_mode, _old, blob = meta.lstrip(":").split()[:4]
+            if new_mode != "120000":
+                continue
+            target = os.fsdecode(await git_bytes("cat-file", "blob", blob, cwd=path))
+            where = Path(os.path.realpath(path / name))
+            if os.path.isabs(target) or not where.is_relative_to(top):
+                out.append(f"{name} -> {target}")
+        return tuple(out)
 
     async def _range(self, task: Task) -> tuple[str, str]:
         """(merge-base with the default branch, tip of the task branch)."""
@@ -669,9 +761,20 @@ class Worktrees:
             hint="fix what git reports in the main checkout, then merge",
         )
 
-    async def fingerprint(self) -> Fingerprint:
-        """The main checkout's fingerprint, leaving out this worktree root."""
-        return await fingerprint(self.repo, exclude=[self.root])
+    async def fingerprint(self, task: Task | None = None) -> Fingerprint:
+        """The main checkout's fingerprint, leaving out this worktree root; for a task's run,
+        with its branch among the refs and its worktree's config among the git files."""
+        if task is None:
+            return await fingerprint(self.repo, exclude=[self.root])
+        git_dir = await self._git_dir_of(self.path_for(task.id))
+        return await fingerprint(
+            self.repo, exclude=[self.root], branch=task.branch, worktree_git_dir=git_dir
+        )
+
+    async def watch(self, task: Task, *, may_commit: bool = False) -> Watched:
+        """Start watching a run of `task` (`may_commit`: its agent may commit on the branch)."""
+        own = (f"refs/heads/{task.branch}",) if may_commit else ()
+        return await self.watched.start(lambda: self.fingerprint(task), may_move=own)
 
 
 def _met_half_written_entry(exc: Exception) -> bool:

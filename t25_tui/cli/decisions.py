@@ -1,5 +1,5 @@
 """Operator decisions from the command line: cancel, retry, archive, approve, reject,
-answer, merge. Each builds the `Decision` the cockpit and the REST API build, and hands it
+answer, merge, acknowledge. Each builds the `Decision` the cockpit and the REST API build, and hands it
 to the control plane's `decide`."""
 
 from __future__ import annotations
@@ -60,3 +60,7 @@ def retry(args: argparse.Namespace) -> int:
 
 def archive(args: argparse.Namespace) -> int:
     return _decide(args, Verb.ARCHIVE, args.reason)
+
+
+def acknowledge(args: argparse.Namespace) -> int:
+    return _decide(args, Verb.ACKNOWLEDGE, args.reason)

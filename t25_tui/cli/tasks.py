@@ -94,6 +94,8 @@ def _head(task: Task) -> None:
         print(f"  about    {about.replace(chr(10), chr(10) + ' ' * 11)}")
     if task.error:
         print(f"  error    {printable(task.error)}")
+    if task.violation:
+        print(f'  held     until acknowledged: t25 acknowledge {task.id} --reason "…"')
 
 
 def _history(detail: TaskDetail) -> None:

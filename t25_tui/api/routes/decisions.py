@@ -1,4 +1,4 @@
-"""The operator decisions over REST: `POST /tasks/{id}/approve|reject|answer|merge|cancel|retry|archive`.
+"""The operator decisions over REST: `POST /tasks/{id}/approve|reject|answer|merge|cancel|retry|archive|acknowledge`.
 
 Each route builds the `Decision` the command line and the cockpit build and hands it to the
 control plane's `decide`: the same check, the same audit line, the same event.
@@ -58,7 +58,7 @@ def _decision(verb: Verb) -> Callable[[Ops, str, DecisionBody], Awaitable[Task]]
     return decide
 
 
-for _verb in (Verb.REJECT, Verb.CANCEL, Verb.RETRY, Verb.ARCHIVE, Verb.MERGE):
+for _verb in (Verb.REJECT, Verb.CANCEL, Verb.RETRY, Verb.ARCHIVE, Verb.MERGE, Verb.ACKNOWLEDGE):
     router.add_api_route(
         f"/tasks/{{ref}}/{_verb.value}",
         _decision(_verb),
