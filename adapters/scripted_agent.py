@@ -228,6 +228,61 @@ def escape() -> None:
     emit(type="tool_use", name="write", path=target)
 
 
+# What `--misbehave plant:WHAT` plants, each once per repository (a file beside it says so,
+# so that a retried run behaves): what it plants appends WHAT to `planted-ran` beside the
+# repository if it ever runs.
+PLANTS = ("fsmonitor", "hookspath", "hook", "attributes", "tag", "symlink", "push")
+
+
+def plant(what: str) -> None:
+    """Plant, from the worktree, what would act outside it, as a prompt-injected agent can."""
+    import shlex
+    import subprocess
+
+    def run_git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=True
+        )
+        return done.stdout.strip()
+
+    common = os.path.abspath(run_git("rev-parse", "--git-common-dir"))
+    beside = os.path.dirname(os.path.dirname(common))
+    once = os.path.join(beside, f"planted-{what}")
+    if os.path.exists(once):
+        return
+    open(once, "w").close()
+    ran = f"echo {what} >> {shlex.quote(os.path.join(beside, 'planted-ran'))}"
+
+    def program(path: str) -> str:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(f"#!/bin/sh\n{ran}\n")
+        os.chmod(path, 0o755)
+        return path
+
+    if what == "fsmonitor":
+        run_git("config", "core.fsmonitor", f"{ran}; exit 1")
+    elif what == "hookspath":
+        hooks = os.path.join(beside, "planted-hooks")
+        for hook in ("pre-commit", "post-commit", "post-checkout"):
+            program(os.path.join(hooks, hook))
+        run_git("config", "core.hooksPath", hooks)
+    elif what == "hook":
+        program(os.path.join(common, "hooks", "pre-commit"))
+    elif what == "attributes":
+        os.makedirs(os.path.join(common, "info"), exist_ok=True)
+        with open(os.path.join(common, "info", "attributes"), "a", encoding="utf-8") as file:
+            file.write("* filter=planted\n")
+    elif what == "tag":
+        run_git("tag", "planted-tag", "HEAD")
+    elif what == "symlink":
+        os.symlink("/etc", "etc-link")
+    elif what == "push":
+        run_git("config", "remote.origin.pushurl", os.path.join(beside, "decoy.git"))
+        run_git("config", "remote.origin.receivepack", f"{ran}; git-receive-pack")
+    emit(type="tool_use", name="bash", planted=what)
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -307,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(float(value))
         elif kind == "escape":
             escape()
+        elif kind == "plant":
+            if value not in PLANTS:
+                raise UsageError(f"--misbehave plant:WHAT takes one of {', '.join(PLANTS)}")
+            plant(value)
         elif kind == "garbage":
             result("I changed some things, but I will not say which.", prompt, model)
             return 0

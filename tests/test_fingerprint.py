@@ -168,3 +168,70 @@ async def test_taking_a_fingerprint_changes_nothing(repo):
     second = await fingerprint(repo)
     assert changed(first, second) == []
     assert (repo / ".git" / "index").read_bytes() == index
+
+
+async def test_every_ref_but_other_tasks_branches(repo, wt, task):
+    path = await wt.ensure(task)
+    before = await wt.fingerprint(task)
+    head = plain_git("rev-parse", "HEAD", cwd=repo)
+    plain_git("tag", "v-planted", cwd=path)
+    plain_git(
+        "replace",
+        "-f",
+        head,
+        plain_git("commit-tree", "-m", "x", f"{head}^{{tree}}", cwd=path),
+        cwd=path,
+    )
+    plain_git("branch", "side", cwd=path)
+    plain_git("branch", "fix/T-9", cwd=path)  # another task's branch: its own run measures it
+    (path / "f.txt").write_text("agent\n")
+    plain_git("add", "f.txt", cwd=path)
+    plain_git("commit", "-qm", "agent", cwd=path)  # this task's own branch moves
+    after = await wt.fingerprint(task)
+    replaced = plain_git("rev-parse", f"refs/replace/{head}", cwd=repo)
+    tip = plain_git("rev-parse", "feat/T-1", cwd=repo)
+    planted = [
+        f"ref refs/heads/side created at {head[:12]}",
+        f"ref refs/replace/{head} created at {replaced[:12]}",
+        f"ref refs/tags/v-planted created at {head[:12]}",
+    ]
+    assert changed(before, after) == [
+        f"ref refs/heads/feat/T-1 moved from {head[:12]} to {tip[:12]}",
+        *planted,
+    ]
+    assert changed(before, after, may_move=["refs/heads/feat/T-1"]) == planted
+
+
+async def test_info_files_index_flags_and_a_rewrite_that_keeps_size_and_mtime(repo):
+    before = await fingerprint(repo)
+    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n*.py\n")
+    plain_git("update-index", "--assume-unchanged", "app.py", cwd=repo)
+    gitignore = repo / ".gitignore"
+    st = gitignore.stat()
+    gitignore.write_text("*.lag\n")  # the same size ...
+    os.utime(gitignore, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... and the old mtime
+    assert changed(before, await fingerprint(repo)) == [
+        ".git/info/exclude changed",
+        "modified file .gitignore (rewritten with its old size and mtime)",
+        "index flags of app.py changed (assume-unchanged or skip-worktree)",
+    ]
+
+
+async def test_the_global_config_and_the_task_worktrees_own_config(
+    repo, wt, task, tmp_path, monkeypatch
+):
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    path = await wt.ensure(task)
+    before = await wt.fingerprint(task)
+    (home / ".gitconfig").write_text("[core]\n\tfsmonitor = /tmp/evil\n")
+    (home / ".config" / "git" / "config").write_text("[core]\n\thooksPath = /tmp/evil\n")
+    admin = plain_git("rev-parse", "--absolute-git-dir", cwd=path)
+    Path(admin, "config.worktree").write_text("[core]\n\tpager = /tmp/evil\n")
+    assert changed(before, await wt.fingerprint(task)) == [
+        ".git/worktrees/T-1/config.worktree created",
+        "~/.config/git/config created",
+        "~/.gitconfig created",
+    ]

@@ -271,3 +271,46 @@ async def test_planted_textconv_and_external_diff_never_run(repo, wt, planted):
     assert planted.ran() == []
     plain_git("diff", "trunk", "feat/T-1", cwd=repo)
     assert planted.ran()
+
+
+async def test_worktree_add_runs_no_filter_the_new_worktrees_own_config_defines(
+    repo, wt, planted, tmp_path
+):
+    """`includeIf "gitdir:**/worktrees/**"` applies in the new worktree, not in the main
+    checkout: git's own checkout during `worktree add` would run its smudge filter."""
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n")
+    plain_git("add", ".gitattributes", cwd=repo)
+    plain_git("commit", "--quiet", "-m", "attributes", cwd=repo)
+    included = tmp_path / "worktrees.gitconfig"
+    smudge, clean = planted.program("smudge"), planted.program("clean")
+    included.write_text(
+        f'[filter "evil"]\n\tsmudge = {smudge}\n\tclean = {clean}\n\trequired = true\n'
+    )
+    plain_git("config", "includeIf.gitdir:**/worktrees/**.path", str(included), cwd=repo)
+    plain_git("config", "includeIf.onbranch:feat/**.path", str(included), cwd=repo)
+
+    task = make_task()
+    path = await wt.ensure(task)
+    assert planted.ran() == []
+    assert (path / "notes.txt").read_text() == "one\ntwo\nthree\nfour\nfive\n"
+    assert await git("status", "--porcelain", cwd=path) == ""  # complete, and clean
+    await wt.commit_all(task, "nothing")
+    assert (await wt.cleanup(task)).removed
+    assert planted.ran() == []
+    # With plain git, the same `worktree add` runs it.
+    plain_git("worktree", "add", "--quiet", str(tmp_path / "plain"), cwd=repo)
+    assert "smudge" in planted.ran()
+
+
+async def test_a_worktree_whose_git_file_is_gone_is_refused_not_taken_for_the_main_checkout(
+    repo, wt
+):
+    """Without its `.git` file, git in the worktree finds the main checkout's repository:
+    T25 would commit the main checkout there."""
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / ".git").unlink()
+    (path / "feature.py").write_text("y = 1\n")
+    with pytest.raises(T25Error, match="is not a worktree of"):
+        await wt.commit_all(task, "feature")
+    assert plain_git("status", "--porcelain", cwd=repo) == ""

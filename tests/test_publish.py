@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.domain.models import Task, TaskType
-from core.errors import T25Error
+from core.errors import PublishFailed, T25Error
 from core.workspace.git import git_sync
 from core.workspace.pull_request import publish
 from core.workspace.worktrees import Worktrees
@@ -104,3 +104,61 @@ async def test_a_failed_push_says_why(branch, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     with pytest.raises(T25Error, match="git push failed"):
         await publish(worktrees, task)
+
+
+def fake_gh(bin_dir: Path) -> None:
+    """A `gh` that, like the real one, runs git in the worktree before it answers."""
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(
+        "#!/bin/sh\ngit status --porcelain >/dev/null\necho https://github.invalid/pr/9\n"
+    )
+    gh.chmod(0o755)
+
+
+async def test_the_push_goes_where_the_operator_configured_whatever_is_planted_later(
+    branch, tmp_path, monkeypatch
+):
+    repo, _, task = branch
+    origin, decoy = tmp_path / "origin.git", tmp_path / "decoy.git"
+    for bare in (origin, decoy):
+        git_sync("init", "--bare", "--quiet", str(bare), cwd=tmp_path)
+    git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    worktrees = started(repo)
+    fake_gh(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    # Planted after T25 started (by a straggler of an earlier run, say): each one would run
+    # a program or send the push elsewhere.
+    marker = tmp_path / "planted-ran"
+    for key, value in (
+        ("remote.origin.pushurl", str(decoy)),
+        ("remote.origin.receivepack", f"touch {marker}; git-receive-pack"),
+        ("core.fsmonitor", f"touch {marker}; false"),
+    ):
+        git_sync("config", key, value, cwd=repo)
+
+    note = await publish(worktrees, task)
+    assert note == "pushed feat/T-4 to origin and opened https://github.invalid/pr/9"
+    assert git_sync("rev-parse", "refs/heads/feat/T-4", cwd=origin) == git_sync(
+        "rev-parse", "feat/T-4", cwd=repo
+    )
+    assert git_sync("for-each-ref", cwd=decoy) == ""
+    assert not marker.exists()
+
+
+async def test_a_push_is_refused_when_what_else_it_reads_changed_since_t25_started(
+    branch, tmp_path, monkeypatch
+):
+    repo, _, task = branch
+    origin = tmp_path / "origin.git"
+    git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
+    git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    worktrees = started(repo)
+    fake_gh(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    git_sync("config", f"url.{tmp_path / 'elsewhere.git'}.pushInsteadOf", str(origin), cwd=repo)
+    with pytest.raises(
+        PublishFailed, match=r"the push settings changed since T25 started \(\+url\."
+    ):
+        await publish(worktrees, task)
+    assert git_sync("for-each-ref", cwd=origin) == ""

@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
+from core.domain.decisions import Verb
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
@@ -56,7 +57,7 @@ from core.ports import AuditAnchorStore
 __all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
 
 GENESIS = "0" * 64
-DECISIONS = frozenset({"approve", "reject", "merge", "cancel", "retry", "archive", "answer"})
+DECISIONS = frozenset(verb.value for verb in Verb)
 _OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
 VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
 T25_ACTOR = "t25"

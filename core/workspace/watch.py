@@ -102,11 +102,15 @@ class Watch:
     ) -> Undone:
         put_back: list[str] = []
         copies: dict[str, object] = {}
-        # Shorter labels first: a planted `.git/hooks` link goes before the hooks under it.
+        # Shorter labels first: a planted `.git/hooks` link goes before the hooks under it,
+        # which are then all written again (the same content, read through the link, is gone).
+        relinked: list[str] = []
         for label in sorted(files.keys() | now.git_files.keys(), key=lambda k: (len(k), k)):
             old, new = files.get(label), now.git_files.get(label)
-            if old == new:
+            if old == new and not any(label.startswith(f"{d}/") for d in relinked):
                 continue
+            if (old and old.is_link) or (new and new.is_link):
+                relinked.append(label)
             try:
                 await asyncio.to_thread(_write_back, old, new)
             except OSError as exc:

@@ -482,10 +482,17 @@ class T25App(Cockpit):
             self._decide_without_a_dialog(task)
 
     def _decide_without_a_dialog(self, task: Task) -> None:
-        """A DONE task is merged, a FAILED one retried (each asks first); otherwise the
-        status line says why there is nothing to decide."""
+        """A DONE task is merged, a FAILED one retried, or its violation acknowledged first
+        (each asks first); otherwise the status line says why there is nothing to decide."""
         if task.state is TaskState.DONE and not task.merged:
             self.action_merge()
+        elif task.violation:
+            self._confirm_with_reason(
+                "acknowledge",
+                "A run of {tid} changed the main checkout; T25 put back what it could. "
+                "Acknowledge it (say what you checked)? Retry and merge wait for this.",
+                "acknowledge",
+            )
         elif task.state is TaskState.FAILED:
             self.action_retry()
         else:

@@ -46,6 +46,8 @@ def human_needed(task: Task) -> str | None:
     """Why a human is needed for this task now, or None."""
     if task.state is TaskState.DONE and not task.merged and not task.archived:
         return "ready to merge"
+    if task.violation:
+        return "a run broke the invariant: acknowledge it"
     return HUMAN_ACTION.get(task.state)
 
 
