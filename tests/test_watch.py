@@ -51,7 +51,7 @@ async def test_the_shared_files_and_refs_come_back_as_they_were(repo, wt):
     exclude = (git_dir / "info" / "exclude").read_bytes()
     head = plain_git("rev-parse", "HEAD", cwd=repo)
     plain_git("branch", "side", cwd=repo)
-    watched = await wt.watch(task)
+    watched = await wt.watch_run(task)
 
     plain_git("config", "core.fsmonitor", "touch /tmp/owned", cwd=path)
     hook.write_text("#!/bin/sh\ntouch /tmp/owned\n")
@@ -64,7 +64,7 @@ async def test_the_shared_files_and_refs_come_back_as_they_were(repo, wt):
     plain_git("commit", "-qm", "on side", cwd=path)
     plain_git("branch", "-f", "side", "HEAD", cwd=path)
 
-    undone = await wt.watched.finish(watched)
+    undone = await wt.watch.finish(watched)
     assert ".git/config changed: +core.fsmonitor=touch /tmp/owned" in undone.changes
     assert set(undone.put_back) >= {
         ".git/config",
@@ -89,7 +89,7 @@ async def test_the_shared_files_and_refs_come_back_as_they_were(repo, wt):
     assert copies[".git/hooks/pre-commit"]["content"] == "#!/bin/sh\n"
     assert copies["refs/tags/planted"] == {"ref": head}
     # A clean run after it finds nothing.
-    assert (await wt.watched.finish(await wt.watch(task))).changes == ()
+    assert (await wt.watch.finish(await wt.watch_run(task))).changes == ()
 
 
 async def test_a_run_that_started_after_a_plant_never_writes_it_back(repo, wt):
@@ -97,13 +97,13 @@ async def test_a_run_that_started_after_a_plant_never_writes_it_back(repo, wt):
     path = await wt.ensure(first)
     await wt.ensure(second)
     config = (repo / ".git" / "config").read_bytes()
-    watching_first = await wt.watch(first)
+    watching_first = await wt.watch_run(first)
     plain_git("config", "core.fsmonitor", "touch /tmp/owned", cwd=path)  # the first run plants
-    watching_second = await wt.watch(second)  # ... and the second starts with it in place
+    watching_second = await wt.watch_run(second)  # ... and the second starts with it in place
 
-    assert (await wt.watched.finish(watching_first)).changes
+    assert (await wt.watch.finish(watching_first)).changes
     assert (repo / ".git" / "config").read_bytes() == config
-    assert (await wt.watched.finish(watching_second)).changes == ()  # not blamed, no undo
+    assert (await wt.watch.finish(watching_second)).changes == ()  # not blamed, no undo
     assert (repo / ".git" / "config").read_bytes() == config
 
 
@@ -112,13 +112,37 @@ async def test_runs_that_overlap_a_plant_both_answer_for_it_and_it_is_put_back_o
     path = await wt.ensure(first)
     await wt.ensure(second)
     config = (repo / ".git" / "config").read_bytes()
-    watching_second = await wt.watch(second)
-    watching_first = await wt.watch(first)
+    watching_second = await wt.watch_run(second)
+    watching_first = await wt.watch_run(first)
     plain_git("config", "core.hooksPath", "/tmp/evil", cwd=path)
 
-    first_undone = await wt.watched.finish(watching_first)
+    first_undone = await wt.watch.finish(watching_first)
     assert first_undone.changes == (".git/config changed: +core.hookspath=/tmp/evil",)
-    second_undone = await wt.watched.finish(watching_second)
+    second_undone = await wt.watch.finish(watching_second)
     assert second_undone.changes == first_undone.changes  # which one planted it, none can say
     assert second_undone.put_back == ()  # already put back: nothing left to write
     assert (repo / ".git" / "config").read_bytes() == config
+
+
+async def test_a_run_that_also_breaks_its_worktree_is_undone_and_the_worktree_reset(repo, wt):
+    task = make_task("T-1")
+    path = await wt.ensure(task)
+    start = plain_git("rev-parse", "HEAD", cwd=path)
+    config = (repo / ".git" / "config").read_bytes()
+    watched = await wt.watch_run(task, may_commit=True)
+    (path / "work.py").write_text("y = 1\n")
+    plain_git("add", "work.py", cwd=path)
+    plain_git("commit", "-qm", "the agent's own", cwd=path)
+    plain_git("switch", "-q", "-c", "elsewhere", cwd=path)
+    (path / "untracked.txt").write_text("x\n")
+    plain_git("config", "core.fsmonitor", "touch /tmp/owned", cwd=path)
+    (path / ".git").unlink()  # and git in the worktree now finds the main checkout's repository
+
+    undone = await wt.watch.finish(watched)  # measured from the repository's side all the same
+    assert undone.changes and (repo / ".git" / "config").read_bytes() == config
+    await wt.reset(task, start)
+    assert plain_git("rev-parse", "HEAD", cwd=path) == start
+    assert plain_git("branch", "--show-current", cwd=path) == "feat/T-1"
+    assert plain_git("rev-parse", "feat/T-1", cwd=repo) == start
+    assert plain_git("status", "--porcelain", "--ignored", cwd=path) == ""
+    assert await wt.ensure(task) == path  # adopted again, as T25 made it

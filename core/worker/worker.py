@@ -165,15 +165,15 @@ class Worker:
             path = await worktrees.ensure(task)
             last_commit = await worktrees.tip(task)  # T25's: every run before was watched
             implementing = run.stage is TaskState.IMPLEMENTING
-            watched = await worktrees.watch(task, may_commit=implementing)
+            watched = await worktrees.watch_run(task, may_commit=implementing)
             try:
                 try:
                     report = await self._stage(lease, run, task, worktrees, path, abort)
                 except T25Error as exc:  # no adapter could run, the push failed, ...
                     report = RunReport(error=exc.message)
-                undone = await worktrees.watched.finish(watched)
+                undone = await worktrees.watch.finish(watched)
             finally:
-                worktrees.watched.abandon(watched)  # stopped midway: no longer watched
+                worktrees.watch.abandon(watched)  # stopped midway: no longer watched
             if not undone.changes and implementing and report.result and report.result.ok:
                 undone = await _outward_links(worktrees, task)
                 if not undone.changes:
@@ -187,14 +187,17 @@ class Worker:
             if not undone.changes:
                 return report
             # The invariant was broken: nothing the run left is built on.
-            if last_commit is not None:
-                await worktrees.reset(task, last_commit)
             put_back = ", ".join(undone.put_back) or "nothing to put back"
+            reset = f"reset the worktree to {(last_commit or '?')[:12]}"
+            try:
+                if last_commit is not None:
+                    await worktrees.reset(task, last_commit)
+            except T25Error as exc:  # the run broke its worktree too: the violation stands
+                reset = f"could not reset the worktree ({exc.message})"
             return report.model_copy(
                 update={
                     "violation": undone.changes,
-                    "undone": f"T25 put back {put_back} and reset the worktree to "
-                    f"{(last_commit or '?')[:12]}",
+                    "undone": f"T25 put back {put_back} and {reset}",
                     "evidence": undone.evidence,
                 }
             )

@@ -137,11 +137,9 @@ async def fingerprint(
     files, git_files = await asyncio.to_thread(
         _scan, repo, skip, _git_file_paths(git_dir, common, worktree_git_dir)
     )
-    config = {
-        label: await _config_entries(f.path, repo)
-        for label, f in git_files.items()
-        if f.path.name in _CONFIG_NAMES and not f.is_link
-    }
+    configs = [(k, f) for k, f in git_files.items() if f.path.name in _CONFIG_NAMES]
+    entries = await asyncio.gather(*(_config_entries(f.path, repo) for _, f in configs))
+    config = {label: found for (label, _), found in zip(configs, entries, strict=True)}
     return Fingerprint(
         head_ref=ref or None,
         head_sha=sha or None,

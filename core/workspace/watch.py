@@ -149,10 +149,11 @@ class Watch:
 
 def _shared(fp: Fingerprint) -> Fingerprint:
     """`fp` with only what every run measures: not a worktree's own config or branch."""
+    own_files, own_refs = _own_files(fp), _own_refs(fp)
     return dataclasses.replace(
         fp,
-        git_files={k: v for k, v in fp.git_files.items() if k not in _own_files(fp)},
-        refs={k: v for k, v in fp.refs.items() if k not in _own_refs(fp)},
+        git_files={k: v for k, v in fp.git_files.items() if k not in own_files},
+        refs={k: v for k, v in fp.refs.items() if k not in own_refs},
     )
 
 

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -184,7 +185,7 @@ class Worktrees:
         self.owner = owner
         self._common_dir: Path | None = None
         self._admin = asyncio.Lock()  # see _create
-        self.watched = Watch(self.repo)  # the runs going on, for `core.workspace.watch`
+        self.watch = Watch(self.repo)  # the runs going on (core.workspace.watch)
         # Read before any run of this process: where PR_OPEN pushes (push_settings.py).
         self.push_settings = read_push_settings(self.repo)
 
@@ -360,32 +361,41 @@ class Worktrees:
                 f"git lists {path} as a worktree but the directory is gone",
                 hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry",
             )
-        if on_branch and entry.get("branch") != f"refs/heads/{task.branch}":
+        if not on_branch:
+            return
+        if entry.get("branch") != f"refs/heads/{task.branch}":
             now = entry.get("branch", "a detached HEAD").removeprefix("refs/heads/")
             raise WorktreeRefused(
                 f"{path} is on {now}, not on the task branch {task.branch}",
                 hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up",
             )
-        await self._git_dir_of(path)
-
-    async def _git_dir_of(self, path: Path) -> Path:
-        """The worktree's own git directory, `<common dir>/worktrees/<name>`, refused unless
-        git in `path` uses it and it names `path` back: a `.git` file rewritten (or removed,
-        so that git finds the main checkout's) would send T25's git calls elsewhere."""
-        if self._common_dir is None:
-            self._common_dir = await self._git_common_dir(self.repo)
+        # A `.git` file rewritten (or removed, so that git finds the main checkout's
+        # repository) would send T25's git calls in the worktree elsewhere.
         out = await git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path)
-        git_dir = Path(out).resolve()
-        try:
-            back = (git_dir / "gitdir").read_text(encoding="utf-8").strip()
-        except OSError:
-            back = ""
-        if git_dir.parent != self._common_dir / "worktrees" or Path(back) != path / ".git":
+        used = Path(out).resolve()
+        if used != await self._admin_dir(path):
             raise WorktreeRefused(
-                f"{path} is not a worktree of {self.repo}: git there uses {git_dir}",
+                f"{path} is not a worktree of {self.repo}: git there uses {used}",
                 hint="move it away, then retry",
             )
-        return git_dir
+
+    async def _admin_dir(self, path: Path) -> Path:
+        """The worktree's entry in the repository (`<common dir>/worktrees/<name>`), found
+        from the repository's side: the one whose `gitdir` names `path`."""
+        if self._common_dir is None:
+            self._common_dir = await self._git_common_dir(self.repo)
+        entries = self._common_dir / "worktrees"
+        for entry in sorted(entries.iterdir()) if entries.is_dir() else ():
+            try:
+                named = (entry / "gitdir").read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            if Path(named) == path / ".git":
+                return entry.resolve()
+        raise WorktreeRefused(
+            f"the repository has no worktree entry for {path}",
+            hint=f"run `git worktree prune` in {self.repo}, then retry",
+        )
 
     # -- the operations
 
@@ -477,7 +487,14 @@ class Worktrees:
         path = self.path_for(task.id)
         with self._working_on(task.id):
             await self._verify(task, path, on_branch=False)
-            place = (f"--git-dir={await self._git_dir_of(path)}", f"--work-tree={path}")
+            git_dir = await self._admin_dir(path)
+            # Whatever the run left at `.git` goes: the file git writes takes its place.
+            dot_git = path / ".git"
+            if dot_git.is_dir() and not dot_git.is_symlink():
+                shutil.rmtree(dot_git)
+            dot_git.unlink(missing_ok=True)
+            dot_git.write_text(f"gitdir: {git_dir}\n", encoding="utf-8")
+            place = (f"--git-dir={git_dir}", f"--work-tree={path}")
             await git(*place, "symbolic-ref", "HEAD", f"refs/heads/{task.branch}", cwd=path)
             await git(
                 *place, "reset", "--hard", "--quiet", "--no-recurse-submodules", commit, cwd=path
@@ -766,15 +783,20 @@ class Worktrees:
         with its branch among the refs and its worktree's config among the git files."""
         if task is None:
             return await fingerprint(self.repo, exclude=[self.root])
-        git_dir = await self._git_dir_of(self.path_for(task.id))
+        return await self._fingerprint(task, await self._admin_dir(self.path_for(task.id)))
+
+    async def _fingerprint(self, task: Task, git_dir: Path) -> Fingerprint:
         return await fingerprint(
             self.repo, exclude=[self.root], branch=task.branch, worktree_git_dir=git_dir
         )
 
-    async def watch(self, task: Task, *, may_commit: bool = False) -> Watched:
-        """Start watching a run of `task` (`may_commit`: its agent may commit on the branch)."""
+    async def watch_run(self, task: Task, *, may_commit: bool = False) -> Watched:
+        """Start watching a run of `task` (`may_commit`: its agent may commit on the branch);
+        `self.watch.finish` ends it. The worktree's entry is found now, before the run: what
+        the run does to it is measured, never followed."""
+        git_dir = await self._admin_dir(self.path_for(task.id))
         own = (f"refs/heads/{task.branch}",) if may_commit else ()
-        return await self.watched.start(lambda: self.fingerprint(task), may_move=own)
+        return await self.watch.start(lambda: self._fingerprint(task, git_dir), may_move=own)
 
 
 def _met_half_written_entry(exc: Exception) -> bool:
