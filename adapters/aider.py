@@ -7,8 +7,9 @@ Everything is read from its text: the answer, "Tokens: N sent, M received. Cost:
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -78,7 +79,9 @@ class AiderSpec(CliAdapterSpec):
     )
 
     # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
-    home_files = {".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'}
+    home_files: ClassVar[dict[str, str]] = {
+        ".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'
+    }
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         # No commits, no .gitignore edits, no history files or repo-map cache in the worktree:
@@ -118,7 +121,7 @@ class AiderSpec(CliAdapterSpec):
             "AIDER_CHECK_UPDATE": "false",
         }
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         sent = received = 0
         cost = 0.0
         for match in _TOKENS.finditer(stdout):
@@ -132,7 +135,7 @@ class AiderSpec(CliAdapterSpec):
             if line.strip() and not line.startswith(_NOISE) and not _ERROR.match(line)
         ]
         model = _MODEL.search(stdout)
-        return ParsedOutput(
+        return CliOutput(
             final_text="" if errors and not sent else "\n".join(answer).strip(),
             is_error=bool(errors) and not sent,
             error=errors[-1] if errors else None,

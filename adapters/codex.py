@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
 from adapters.parsing import json_lines, last_event, openai_usage, text_of
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
@@ -44,7 +45,7 @@ class CodexSpec(CliAdapterSpec):
         resume="exec resume SESSION_ID",
         sandbox_flags="--sandbox workspace-write, approvals never",
     )
-    home_files = {".codex/config.toml": HEADLESS_CONFIG}
+    home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = [
@@ -66,7 +67,7 @@ class CodexSpec(CliAdapterSpec):
     def home_env(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home / ".codex")}
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         items = [
             e["item"]
@@ -90,7 +91,7 @@ class CodexSpec(CliAdapterSpec):
                 or "the turn failed"
             )
         done = last_event(events, "turn.completed") or {}
-        return ParsedOutput(
+        return CliOutput(
             final_text=messages[-1] if messages else "",
             is_error=failed is not None,
             error=error,

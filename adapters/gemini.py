@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import json_lines, last_event, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import count_at, json_lines, last_event, object_at, text_of
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -45,7 +46,7 @@ class GeminiSpec(CliAdapterSpec):
         resume="--resume SESSION",
         sandbox_flags="--yolo",
     )
-    home_files = {".gemini/settings.json": HEADLESS_SETTINGS}
+    home_files: ClassVar[dict[str, str]] = {".gemini/settings.json": HEADLESS_SETTINGS}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = ["-o", "stream-json", "--yolo"]
@@ -57,7 +58,7 @@ class GeminiSpec(CliAdapterSpec):
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         result = last_event(events, "result") or {}
         # The final answer: the assistant's text after its last tool call.
@@ -75,10 +76,12 @@ class GeminiSpec(CliAdapterSpec):
             and isinstance(e.get("parameters"), dict)
             and isinstance(e["parameters"].get("file_path"), str)
         ]
-        stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
-        models = stats.get("models") if isinstance(stats.get("models"), dict) else {}
-        used = {m: v for m, v in models.items() if isinstance(v, dict) and _n(v, "total_tokens")}
-        model = max(used, key=lambda m: _n(used[m], "total_tokens"), default=None)
+        stats = object_at(result, "stats")
+        models = object_at(stats, "models")
+        used = {
+            m: v for m, v in models.items() if isinstance(v, dict) and count_at(v, "total_tokens")
+        }
+        model = max(used, key=lambda m: count_at(used[m], "total_tokens"), default=None)
         is_error = result.get("status") == "error"
         detail = result.get("error")
         error = (
@@ -87,21 +90,16 @@ class GeminiSpec(CliAdapterSpec):
             if is_error
             else None
         )
-        cached = _n(stats, "cached")
-        return ParsedOutput(
+        cached = count_at(stats, "cached")
+        return CliOutput(
             final_text="".join(text).strip(),
             is_error=is_error,
             error=error,
             files_changed=tuple(files),
             usage=Usage(
-                input_tokens=max(_n(stats, "input_tokens") - cached, 0),
-                output_tokens=_n(stats, "output_tokens"),
+                input_tokens=max(count_at(stats, "input_tokens") - cached, 0),
+                output_tokens=count_at(stats, "output_tokens"),
                 cache_read_tokens=cached,
                 model=model,
             ),
         )
-
-
-def _n(mapping: dict, key: str) -> int:
-    value = mapping.get(key)
-    return value if type(value) is int and value >= 0 else 0

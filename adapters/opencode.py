@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import json_lines, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import count_at, json_lines, number, object_at, text_of
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -59,7 +59,7 @@ class OpencodeSpec(CliAdapterSpec):
             problems.append(f"model {profile_model!r}: opencode wants provider/model")
         return problems
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
         text: list[str] = []
@@ -69,32 +69,26 @@ class OpencodeSpec(CliAdapterSpec):
         for kind, part in parts:
             if kind == "tool_use":
                 text = []
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
-                given = state.get("input") if isinstance(state.get("input"), dict) else {}
+                given = object_at(object_at(part, "state"), "input")
                 if part.get("tool") in EDIT_TOOLS and isinstance(given.get("filePath"), str):
                     files.append(given["filePath"])
             elif kind == "text":
                 text.append(text_of(part.get("text")))
             elif kind == "step_finish":
-                tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-                cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-                for key, source in (
-                    ("input", tokens),
-                    ("output", tokens),
-                    ("read", cache),
-                    ("write", cache),
-                ):
-                    value = source.get(key)
-                    usage[key] += value if type(value) is int and value >= 0 else 0
-                if type(part.get("cost")) in (int, float):
-                    cost += part["cost"]
+                tokens = object_at(part, "tokens")
+                cache = object_at(tokens, "cache")
+                usage["input"] += count_at(tokens, "input")
+                usage["output"] += count_at(tokens, "output")
+                usage["read"] += count_at(cache, "read")
+                usage["write"] += count_at(cache, "write")
+                cost += number(part.get("cost")) or 0.0
         errors = [e["error"] for e in events if e.get("type") == "error"]
         error = None
         if errors:
             last = errors[-1] if isinstance(errors[-1], dict) else {}
-            data = last.get("data") if isinstance(last.get("data"), dict) else {}
-            error = text_of(data.get("message")) or text_of(last.get("name")) or "opencode error"
-        return ParsedOutput(
+            message = object_at(last, "data").get("message")
+            error = text_of(message) or text_of(last.get("name")) or "opencode error"
+        return CliOutput(
             final_text="\n".join(t for t in text if t).strip(),
             is_error=bool(errors),
             error=error,
