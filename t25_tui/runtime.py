@@ -25,19 +25,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.schema import Config, load_config
-from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
-from core.control.sweeper import STORE_PATIENCE_S, Sweeper
 from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
 from core.errors import ControlPlaneUnreachable, StoreUnavailable
 from core.ports import AgentAdapter, Operations, RunQueue, Store
-from core.worker.pool import WorkerPool
-from core.worker.selection import QuotaBook
-from core.worker.worker import CheckRunner, Worker, host_name
-from core.workspace.worktrees import Workspace, owner_of
 
+# The workers, the sweeper and the worktree machinery are imported by the functions that
+# build them: a command that only reads (`t25 task list`) never does.
 if TYPE_CHECKING:
+    from core.control.sweeper import Sweeper
+    from core.worker.pool import WorkerPool
+    from core.worker.worker import CheckRunner, Worker
     from t25_tui.tui.sample_data import Seeded
 
 log = logging.getLogger("t25.remote")
@@ -51,7 +50,7 @@ class Crew:
     lease_ttl_s: float = 30.0
     heartbeat_s: float = 2.0
     sweep_s: float = 0.5
-    store_patience_s: float = STORE_PATIENCE_S
+    store_patience_s: float | None = None  # None: the sweeper's own (core.control.sweeper)
 
 
 @dataclass(frozen=True)
@@ -134,6 +133,9 @@ def local_workers(
     heartbeat_s: float = 2.0,
 ) -> WorkerPool:
     """`count` workers in this process (default: `limits.workers`), leasing from `control`."""
+    from core.control.run_queue import LocalRunQueue
+    from core.worker.pool import WorkerPool
+
     adapters, run_check = _tools(adapters, run_check)
     return WorkerPool(
         LocalRunQueue(control),
@@ -157,9 +159,11 @@ def local_sweeper(
     lease_ttl_s: float = 30.0,
     heartbeat_s: float = 2.0,
     sweep_s: float = 0.5,
-    store_patience_s: float = STORE_PATIENCE_S,
+    store_patience_s: float | None = None,
 ) -> Sweeper:
     """The sweeper of `control`, driving `workers` in-process workers (0: none)."""
+    from core.control.sweeper import STORE_PATIENCE_S, Sweeper
+
     pool = local_workers(
         control,
         adapters,
@@ -168,7 +172,8 @@ def local_sweeper(
         lease_ttl_s=lease_ttl_s,
         heartbeat_s=heartbeat_s,
     )
-    return Sweeper(control, pool, sweep_s=sweep_s, store_patience_s=store_patience_s)
+    patience = STORE_PATIENCE_S if store_patience_s is None else store_patience_s
+    return Sweeper(control, pool, sweep_s=sweep_s, store_patience_s=patience)
 
 
 def remote_workers(
@@ -182,6 +187,10 @@ def remote_workers(
 ) -> list[Worker]:
     """`count` workers of this host, in its own checkouts (`config`), leasing from `runs`:
     a `t25 serve` elsewhere (`owner`: its URL, whose worktrees these are)."""
+    from core.worker.selection import QuotaBook
+    from core.worker.worker import Worker, host_name
+    from core.workspace.worktrees import Workspace, owner_of
+
     adapters, run_check = _tools(None, None)
     workspace = Workspace(config, owner=owner_of(owner))
     quota = QuotaBook()

@@ -231,7 +231,7 @@ async def test_a_planted_merge_driver_never_runs_and_the_merge_is_refused(repo, 
     (repo / "notes.txt").write_text("one\ntwo\nthree\nfour\nFIVE\n")
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = plain_git("rev-parse", "HEAD", cwd=repo)
-    with pytest.raises(MergeRefused, match="conflicts in notes.txt"):
+    with pytest.raises(MergeRefused, match=r"conflicts in notes\.txt"):
         await wt.merge(task, message="merge")
     assert planted.ran() == []
     assert plain_git("rev-parse", "HEAD", cwd=repo) == before

@@ -49,12 +49,14 @@ def test_core_imports_no_outer_layer():
         [
             sys.executable,
             "-c",
-            "import sys, pkgutil, importlib, core\n"
-            "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
-            "    importlib.import_module(m.name)\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('store', 'adapters', 't25_tui', 'textual', 'aiosqlite', 'asyncpg', 'httpx'))\n"
-            "print(','.join(bad))",
+            (
+                "import sys, pkgutil, importlib, core\n"
+                "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+                "    importlib.import_module(m.name)\n"
+                "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+                "('store', 'adapters', 't25_tui', 'textual', 'aiosqlite', 'asyncpg', 'httpx'))\n"
+                "print(','.join(bad))"
+            ),
         ],
         capture_output=True,
         text=True,

@@ -23,15 +23,15 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def task(**fields) -> Task:
-    base = dict(
-        id="T-7",
-        project="demo",
-        title="Add rate limiting",
-        type="feat",
-        state=TaskState.DONE,
-        created_at=NOW,
-        state_since=NOW,
-    )
+    base = {
+        "id": "T-7",
+        "project": "demo",
+        "title": "Add rate limiting",
+        "type": "feat",
+        "state": TaskState.DONE,
+        "created_at": NOW,
+        "state_since": NOW,
+    }
     return Task(**{**base, **fields})
 
 

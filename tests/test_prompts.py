@@ -58,16 +58,16 @@ FAILED = CheckResult(name="pytest", passed=False, exit_code=1, excerpt="FAILED t
 
 
 def make_task(**fields) -> Task:
-    base = dict(
-        id="T-7",
-        project="demo",
-        title="Rate-limit logins",
-        type="feat",
-        description=DESCRIPTION,
-        state=S.SPEC,
-        created_at=NOW,
-        state_since=NOW,
-    )
+    base = {
+        "id": "T-7",
+        "project": "demo",
+        "title": "Rate-limit logins",
+        "type": "feat",
+        "description": DESCRIPTION,
+        "state": S.SPEC,
+        "created_at": NOW,
+        "state_since": NOW,
+    }
     return Task(**{**base, **fields})
 
 

@@ -43,7 +43,7 @@ async def branch(tmp_path: Path):
 
 
 async def test_without_a_remote_the_local_branch_is_the_review_unit(branch):
-    repo, worktrees, task = branch
+    _repo, worktrees, task = branch
     note = await publish(worktrees, task)
     assert note == "branch feat/T-4 is the review unit (no git remote 'origin'): 1 file, +1 -0"
 

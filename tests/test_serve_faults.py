@@ -116,18 +116,20 @@ class Stream:
             await self.task
 
     async def _read(self) -> None:
-        async with httpx.AsyncClient(
-            base_url=str(self.serve.client.base_url), timeout=httpx.Timeout(30, read=None)
-        ) as client:
-            async with aconnect_sse(client, "GET", "/events") as source:
-                source.response.raise_for_status()
-                self.attached.set()
-                async for sse in source.aiter_sse():
-                    if not sse.data:  # a keepalive comment: httpx-sse hands it on, empty
-                        continue
-                    assert sse.id.isdigit(), f"an event without an id: {sse!r}"
-                    assert json.loads(sse.data)["kind"] == sse.event, repr(sse)
-                    self.events.append((int(sse.id), sse.event))
+        async with (
+            httpx.AsyncClient(
+                base_url=str(self.serve.client.base_url), timeout=httpx.Timeout(30, read=None)
+            ) as client,
+            aconnect_sse(client, "GET", "/events") as source,
+        ):
+            source.response.raise_for_status()
+            self.attached.set()
+            async for sse in source.aiter_sse():
+                if not sse.data:  # a keepalive comment: httpx-sse hands it on, empty
+                    continue
+                assert sse.id.isdigit(), f"an event without an id: {sse!r}"
+                assert json.loads(sse.data)["kind"] == sse.event, repr(sse)
+                self.events.append((int(sse.id), sse.event))
 
     async def caught_up(self) -> bool:
         assert self.task is not None and not self.task.done(), "the event stream ended"
@@ -163,7 +165,7 @@ async def test_serve_outlives_terminated_backends_of_its_store(shop, tmp_path, c
         for round_ in range(5):
             ref = await _new_task(serve, f"task {round_}")
             terminated += cluster.terminate(name)
-            await until(lambda: _picked_up(serve, ref), what=f"{ref} picked up")
+            await until(lambda ref=ref: _picked_up(serve, ref), what=f"{ref} picked up")
         assert terminated >= 5 and await _healthy(serve)
     err = serve.stderr()
     assert "InternalClientError" not in err and "Traceback" not in err, err

@@ -22,7 +22,7 @@ HAPPY = [
     S.DONE,
 ]
 EXPECTED = {
-    *zip(HAPPY, HAPPY[1:]),
+    *itertools.pairwise(HAPPY),
     (S.PLAN, S.IMPLEMENTING),  # no approval required
     (S.AWAITING_APPROVAL, S.PLAN),  # plan rejected
     (S.QA, S.IMPLEMENTING),
@@ -44,7 +44,7 @@ def test_every_state_is_in_the_table():
     assert set(TRANSITIONS) == set(S)
 
 
-@pytest.mark.parametrize("current,target", list(itertools.product(S, S)))
+@pytest.mark.parametrize(("current", "target"), list(itertools.product(S, S)))
 def test_every_pair_against_the_table(current, target):
     legal = (current, target) in EXPECTED
     assert (target in TRANSITIONS[current]) == legal

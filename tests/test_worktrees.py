@@ -521,7 +521,7 @@ async def test_a_conflicting_merge_is_aborted_and_names_the_files(repo, wt):
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = head(repo)
     with pytest.raises(
-        MergeRefused, match="conflicts in app.py; the merge was aborted and trunk is unchanged"
+        MergeRefused, match=r"conflicts in app\.py; the merge was aborted and trunk is unchanged"
     ):
         await wt.merge(task, message="merge")
     assert head(repo) == before
@@ -536,7 +536,7 @@ async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt)
     before = head(repo)
     with pytest.raises(
         MergeRefused,
-        match="git refused to merge feat/T-1 into trunk: .*overwritten by merge: feature.py",
+        match=r"git refused to merge feat/T-1 into trunk: .*overwritten by merge: feature\.py",
     ):
         await wt.merge(task, message="merge")
     assert head(repo) == before

@@ -13,9 +13,9 @@ written as typed (`?`) or by its name (`question_mark`); it is kept as the name,
 the cockpit binds (Textual's, which `tests/tui` holds this module to).
 
 The commands belong to the cockpit, which core does not import: whoever loads the file
-passes them (`load_config(commands=...)`, as the command line does), and then an unknown id
-or a key that would run two commands in one place is refused with its line, like every
-other mistake in the file.
+passes a source of them (`load_config(commands=...)`, as the command line does, asked for
+only when the file has `keys:`), and then an unknown id or a key that would run two
+commands in one place is refused with its line, like every other mistake in the file.
 """
 
 from __future__ import annotations

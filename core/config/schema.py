@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -227,7 +227,8 @@ class RoleChains(_Section):
         """The chain for `role`, or None for a role that is not configured (security)."""
         if role not in ROLES:
             raise ConfigError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
-        return getattr(self, role)
+        chain: list[AgentProfile] | None = getattr(self, role)
+        return chain
 
 
 # -- policy ------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ def absolute_sqlite_url(url: str, root: Path) -> str:
     """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
     prefix = "sqlite:///"
     rest = url[len(prefix) :]
-    if not url.startswith(prefix) or rest.startswith("/") or rest.startswith(":memory:"):
+    if not url.startswith(prefix) or rest.startswith(("/", ":memory:")):
         return url
     return prefix + str((root / Path(rest).expanduser()).resolve())
 
@@ -429,11 +430,12 @@ def load_config(
     path: Path,
     *,
     adapters: Iterable[str] | None = None,
-    commands: Mapping[str, Bindable] | None = None,
+    commands: Callable[[], Mapping[str, Bindable]] | None = None,
 ) -> Config:
     """Read and validate a t25.yaml; every problem is a one-line ConfigError. With
     `adapters` (the names the caller can run), a profile naming another is refused; with
-    `commands` (the cockpit's), so is a `keys:` entry the cockpit could not bind."""
+    `commands` (a source of the cockpit's, called only when the file has `keys:`), so is a
+    `keys:` entry the cockpit could not bind."""
     path = Path(path).expanduser().absolute()
     name = _display(path)
     try:
@@ -459,7 +461,7 @@ def parse_config(
     path: Path,
     *,
     adapters: Iterable[str] | None = None,
-    commands: Mapping[str, Bindable] | None = None,
+    commands: Callable[[], Mapping[str, Bindable]] | None = None,
 ) -> Config:
     """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
     path = Path(path).expanduser().absolute()
@@ -471,10 +473,17 @@ def parse_config(
         config = Config.model_validate(source.data, context=context)
     except ValidationError as exc:
         raise validation_error(source, exc, Config) from None
-    if commands is not None and (wrong := next(keymap_problems(config.keys, commands), None)):
-        raise source.error(("keys", wrong[0]), wrong[1], hint=KEYS_HINT)
+    if config.keys and commands is not None:
+        _refuse_unbindable_keys(source, config.keys, commands())
     config._path = path
     return config
+
+
+def _refuse_unbindable_keys(
+    source: ConfigSource, keys: Mapping[str, Sequence[str]], commands: Mapping[str, Bindable]
+) -> None:
+    if wrong := next(keymap_problems(keys, commands), None):
+        raise source.error(("keys", wrong[0]), wrong[1], hint=KEYS_HINT)
 
 
 def _require_mapping(source: ConfigSource) -> None:

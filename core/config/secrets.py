@@ -10,6 +10,7 @@ message names the file, line and key, never the secret itself.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import yaml
@@ -103,7 +104,9 @@ def _is_secret_name(key: str) -> bool:
     words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
     if any(w in _SECRET_WORDS for w in words):
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:])) or "apikey" in key.lower()
+    return (
+        any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words)) or "apikey" in key.lower()
+    )
 
 
 def _pointer_for_name(loc: Loc) -> str:

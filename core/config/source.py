@@ -45,25 +45,31 @@ class ConfigSource:
             return 1
         mark = node.start_mark
         for part in loc:
-            if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                        mark, node = key.start_mark, value
-                        break
-                else:
-                    break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-                if not 0 <= part < len(node.value):
-                    break
-                node = node.value[part]
-                mark = node.start_mark
-            else:
+            found = _child(node, part)
+            if found is None:
                 break
+            mark, node = found
         return mark.line + 1
 
     def error(self, loc: Loc, problem: str, *, hint: str | None = FIX_HINT) -> ConfigError:
         where = f"{dotted(loc)}: " if loc else ""
         return ConfigError(f"{self.name}:{self.line_of(loc)}: {where}{problem}", hint=hint)
+
+
+def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Mark, yaml.Node] | None:
+    """Where `part` of `node` starts (a mapping's key, a sequence's item) and its node."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return key.start_mark, value
+    elif (
+        isinstance(node, yaml.SequenceNode)
+        and isinstance(part, int)
+        and 0 <= part < len(node.value)
+    ):
+        item: yaml.Node = node.value[part]
+        return item.start_mark, item
+    return None
 
 
 def dotted(loc: Loc) -> str:

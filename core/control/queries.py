@@ -9,10 +9,11 @@ names nothing is NotFound, with a hint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from core.config.schema import Config
-from core.control.audit import AuditLog
 from core.control.cost import summarize
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary
@@ -32,16 +33,25 @@ from core.domain.text import printable
 from core.errors import ArtifactCorrupted, ConfigError, NotFound
 from core.ports import Store
 
+if TYPE_CHECKING:
+    from core.control.audit import AuditLog
+
 EVERY_EVENT = 10_000_000  # a task's whole history is read at once: no task has this many
 
 
 class Queries:
     """The reads of one T25 installation, over its store and its audit log."""
 
-    def __init__(self, config: Config, store: Store, audit: AuditLog) -> None:
+    def __init__(self, config: Config, store: Store, audit: Callable[[], AuditLog]) -> None:
         self.config = config
         self.store = store
-        self.audit = audit
+        self._open_audit = audit
+
+    @functools.cached_property
+    def audit(self) -> AuditLog:
+        """The audit log, opened (and its module imported) when first used: a command that
+        only lists tasks never needs it."""
+        return self._open_audit()
 
     async def last_event_id(self) -> int:
         return await self.store.last_event_id()

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
-from core.control.audit import AuditLog, AuditWriter, log_path
 from core.control.policies import merge_refusal
 from core.control.queries import Queries
 from core.domain.audit import AuditEntry
@@ -68,6 +67,7 @@ from core.ports import DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
 
 if TYPE_CHECKING:
+    from core.control.audit import AuditLog, AuditWriter
     from core.workspace.worktrees import Workspace, Worktrees
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
@@ -112,12 +112,17 @@ class ControlPlane(Queries, Operations):
         clock: Clock = system_clock,
     ) -> None:
         self.clock = clock
-        super().__init__(config, store, AuditLog(log_path(config.root), store, clock=clock))
+        super().__init__(config, store, self._open_audit_log)
         self.bus = bus or EventBus()
         # Runs going on in this process, by task: cancel stops them at once.
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
+
+    def _open_audit_log(self) -> AuditLog:
+        from core.control.audit import AuditLog, log_path
+
+        return AuditLog(log_path(self.config.root), self.store, clock=self.clock)
 
     # The workspace is made, and the worktree machinery imported, when a run or a cleanup
     # first needs it: a command that only reads (`t25 task list`) never does.

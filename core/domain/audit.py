@@ -18,7 +18,7 @@ from core.domain.models import AuditAnchor
 class AuditEntry(BaseModel):
     """One line of the log: a decision (or T25's `void` of one), chained to the line before."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     seq: int
     ts: datetime
@@ -48,7 +48,7 @@ class Verdict:
 class AuditTrail(BaseModel):
     """The entries a reader asked for, oldest first, and the whole chain's verdict."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     entries: list[AuditEntry]
     verdict: Verdict

@@ -6,7 +6,7 @@ the cockpit's detail screen), so the three cannot drift apart.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.domain.cost import CostSummary
 from core.domain.events import DecisionRecorded, TaskTransitioned
@@ -20,7 +20,7 @@ HistoryEvent = TaskTransitioned | DecisionRecorded
 class DamagedArtifact(BaseModel):
     """An artifact whose stored content no longer matches its SHA-256."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str
     error: str
@@ -30,13 +30,13 @@ class DamagedArtifact(BaseModel):
 class TaskDetail(BaseModel):
     """One task, its history, runs, artifacts and cost, read together."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     task: Task
     history: list[HistoryEvent] = []
     runs: list[Run] = []
     artifacts: list[Artifact] = []
-    cost: CostSummary = CostSummary()
+    cost: CostSummary = Field(default_factory=CostSummary)
     # The question a task asked a human, the newest one (NEEDS_INPUT shows it).
     question: str | None = None
     # Filled only when the reader asked for the artifacts to be re-hashed (`verify`).

@@ -83,6 +83,7 @@ class WorkerPool:
             except StoreUnavailable as exc:
                 outage.down(exc)
                 await outage.back.wait()
+        return None
 
     async def wait(self, seconds: float) -> None:
         """Wait `seconds`, or less if a worker crashed: its error is raised here."""

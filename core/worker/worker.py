@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 from core.config.schema import QACheck
@@ -167,7 +167,7 @@ class Worker:
             before = await worktrees.fingerprint()
             result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
             violation = changed(before, await worktrees.fingerprint())
-            report = dict(
+            report = RunReport(
                 result=result,
                 adapter_reason=reason,
                 prompt=prompt,
@@ -176,13 +176,18 @@ class Worker:
             )
             if run.stage is TaskState.IMPLEMENTING and result.ok and not violation:
                 await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
-                report.update(
-                    diff_stat=await worktrees.diff_stat(task), diff=await worktrees.diff(task)
+                report = report.model_copy(
+                    update={
+                        "diff_stat": await worktrees.diff_stat(task),
+                        "diff": await worktrees.diff(task),
+                    }
                 )
-            return RunReport(**report)
+            return report
 
     @contextlib.asynccontextmanager
-    async def _locked(self, worktrees: Worktrees, task_id: str, abort: asyncio.Event):
+    async def _locked(
+        self, worktrees: Worktrees, task_id: str, abort: asyncio.Event
+    ) -> AsyncIterator[None]:
         """Hold the worktree's lock, waiting while another process still holds it (a worker
         frozen past its lease keeps it until it wakes, learns its lease is gone, and lets go)."""
         while True:
@@ -289,7 +294,7 @@ class OutputStream:
         self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.size = 0
         self.lock = asyncio.Lock()
-        self.timer: asyncio.Task | None = None
+        self.timer: asyncio.Task[None] | None = None
 
     async def write(self, stream: str, text: str) -> None:
         self.pending[stream].append(text)

@@ -64,7 +64,7 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
     skip = _skipped(repo, exclude)
     # Only `status` can run a repository's filters (to compare content); the other reads
     # run nothing, so they skip the driver lookup. All of them run at once.
-    dirs, head_ref, head_sha, raw_status, raw_index = await asyncio.gather(
+    dirs, ref, sha, raw_status, raw_index = await asyncio.gather(
         git(
             "rev-parse",
             "--path-format=absolute",
@@ -97,7 +97,6 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
         git_bytes("ls-files", "--stage", "-z", cwd=repo, drivers_from=()),
     )
     git_dir, common = (Path(p) for p in dirs.splitlines())
-    head_ref, head_sha = head_ref or None, head_sha or None
     files, git_files = await asyncio.to_thread(_scan, repo, skip, git_dir, common)
     config = {
         name: await _config_entries(path, repo)
@@ -108,8 +107,8 @@ async def fingerprint(repo: Path, *, exclude: Iterable[Path] = ()) -> Fingerprin
         if path.is_file()
     }
     return Fingerprint(
-        head_ref=head_ref,
-        head_sha=head_sha,
+        head_ref=ref or None,
+        head_sha=sha or None,
         status={p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)},
         index=_index(raw_index),
         files=files,
@@ -163,6 +162,12 @@ def _under(rel: str, skip: tuple[str, ...]) -> bool:
 def _scan(
     repo: Path, skip: tuple[str, ...], git_dir: Path, common: Path
 ) -> tuple[dict[str, Stat], dict[str, str]]:
+    """The checkout's files, and the repository's own files that can run or redirect code."""
+    return _walk(repo, skip), _git_files(git_dir, common)
+
+
+def _walk(repo: Path, skip: tuple[str, ...]) -> dict[str, Stat]:
+    """Every file and directory of the checkout but `.git` and `skip`, with its stat."""
     files: dict[str, Stat] = {}
     stack = [""]
     while stack:
@@ -184,6 +189,11 @@ def _scan(
                 stack.append(rel)
             else:
                 files[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return files
+
+
+def _git_files(git_dir: Path, common: Path) -> dict[str, str]:
+    """The hashed config, hooks and other files of the repository that can run code."""
     git_files: dict[str, str] = {}
     for name in _COMMON_FILES:
         _hash_into(git_files, name, common / name)
@@ -197,7 +207,7 @@ def _scan(
             path = Path(dirpath) / name
             if not path.is_dir() or path.is_symlink():
                 _hash_into(git_files, f"hooks/{path.relative_to(hooks).as_posix()}", path)
-    return files, git_files
+    return git_files
 
 
 def _hash_into(into: dict[str, str], name: str, path: Path) -> None:
@@ -220,7 +230,7 @@ async def _config_entries(path: Path, repo: Path) -> tuple[str, ...]:
 
 
 def _index(raw: bytes) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for entry in filter(None, os.fsdecode(raw).split("\0")):
         meta, _, path = entry.partition("\t")
         out[path] = meta if path not in out else f"{out[path]} {meta}"

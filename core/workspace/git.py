@@ -278,7 +278,7 @@ async def let_go(proc: asyncio.subprocess.Process) -> None:
     """Close a dead child's pipes and wait until nothing of it is left: reaped, pipes and
     transport closed. Every runner of children (git calls, agents, checks) ends with this."""
     close_pipes(proc)
-    while not _gone(proc):
+    while not _gone(proc):  # noqa: ASYNC110 - asyncio signals neither the reaping nor the closing
         await asyncio.sleep(0.002)
 
 
@@ -303,19 +303,20 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     Cancelled again meanwhile (asyncio.run cancels every task once more as it closes the
     loop), it skips what is left of the grace period but still waits; its caller passes
     the cancellation on in any case."""
-    sig, grace = signal.SIGTERM, TERM_GRACE_S
+    sig = signal.SIGTERM
+    grace_s: float | None = TERM_GRACE_S
     while proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(_reaped(proc), grace)
-        sig, grace = signal.SIGKILL, None
+            await asyncio.wait_for(_reaped(proc), grace_s)
+        sig, grace_s = signal.SIGKILL, None
     await unstoppable(lambda: let_go(proc))
 
 
 async def _reaped(proc: asyncio.subprocess.Process) -> None:
     # Not proc.wait(): that also waits for the pipes, which nobody reads any more.
-    while proc.returncode is None:
+    while proc.returncode is None:  # noqa: ASYNC110 - see let_go
         await asyncio.sleep(0.002)
 
 

@@ -392,6 +392,7 @@ class Worktrees:
         # next ensure() rewrites; the other order would leave a tree nobody may adopt.
         self._write_record(task, path)
         for attempt in (1, 2):
+            args: tuple[str, ...]
             if await self._rev(f"refs/heads/{task.branch}") is not None:
                 # A retry after cleanup: the branch was kept, so check it out again.
                 args = ("worktree", "add", "--quiet", "--", str(path), task.branch)
@@ -436,7 +437,7 @@ class Worktrees:
             if staged.code == 0:
                 return None
             identity: list[str] = []
-            for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY):
+            for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY, strict=True):
                 if not await git("config", key, cwd=path, check=False, drivers_from=()):
                     identity += ["-c", f"{key}={fallback}"]
             await git(
@@ -562,7 +563,7 @@ class Worktrees:
         counts = [f"{len(names)} {kind}" for kind, names in groups.items() if names]
         if not counts:
             return ""
-        return f"{', '.join(counts)} file(s): {_names(sum(groups.values(), []))}"
+        return f"{', '.join(counts)} file(s): {_names([name for names in groups.values() for name in names])}"
 
     async def merge(self, task: Task, *, message: str) -> str:
         """Merge the task branch into the default branch of the main checkout (`--no-ff`);

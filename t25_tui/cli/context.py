@@ -34,12 +34,13 @@ def config_of(args: argparse.Namespace, *, any_adapter: bool = False) -> Config:
     return load_config(
         find_config(Path.cwd(), explicit),
         adapters=None if any_adapter else adapter_names(),
-        commands=cockpit_commands(),
+        commands=cockpit_commands,
     )
 
 
 def cockpit_commands() -> dict[str, Bindable]:
-    """The cockpit's commands, so a `keys:` entry it could not bind is refused at load."""
+    """The cockpit's commands, so a `keys:` entry it could not bind is refused at load
+    (asked for only when t25.yaml has `keys:`)."""
     from t25_tui.tui.commands import bindable  # a table: no Textual
 
     return bindable()

@@ -38,9 +38,9 @@ from t25_tui.tui.screens.base import Cockpit, T25Screen
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
+    ApprovalChoice,
     ApprovalDialog,
     ConfirmDialog,
-    Decision,
     MessageDialog,
     NewTaskDialog,
     NewTaskRequest,
@@ -463,11 +463,12 @@ class T25App(Cockpit):
             # The approval is bound to the plan shown: refused if it changed meanwhile.
             shown = f"sha256:{plan.sha256}" if plan else None
 
-            def decided(d: Decision | None) -> None:
-                if d and d.verb == "approve":
-                    self.decide(decisions.Verb.APPROVE, tid, d.text, bound_to=shown)
-                elif d:
-                    self.decide(decisions.Verb.REJECT, tid, d.text)
+            def decided(choice: ApprovalChoice | None) -> None:
+                if choice is not None:
+                    approving = choice.verb is decisions.Verb.APPROVE
+                    self.decide(
+                        choice.verb, tid, choice.text, bound_to=shown if approving else None
+                    )
 
             self.push_screen(ApprovalDialog(task, raw.decode(errors="replace")), decided)
         elif task.state is TaskState.NEEDS_INPUT:

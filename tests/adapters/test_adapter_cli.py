@@ -117,7 +117,7 @@ async def test_a_successful_run_fills_the_result(scripted, make_request):
     assert result.files_changed == ("changes/T-7.md",)
     assert result.duration_s > 0
     assert result.log.decode() == sink.text()  # nothing on stderr: the log is stdout
-    assert [e["type"] for e in sink.events()][0] == "system"
+    assert next(e["type"] for e in sink.events()) == "system"
 
 
 async def test_the_requested_model_is_passed_and_reported(scripted, make_request):

@@ -54,7 +54,7 @@ def test_claude_success_with_a_write_tool():
 
 
 @pytest.mark.parametrize(
-    "capture, failure",
+    ("capture", "failure"),
     [
         ("err-429", Failure.QUOTA),
         ("err-usage", Failure.QUOTA),
@@ -102,7 +102,7 @@ def test_codex_file_changes_are_reported():
 
 
 @pytest.mark.parametrize(
-    "capture, failure",
+    ("capture", "failure"),
     [
         ("err-429", Failure.QUOTA),
         ("err-429default", Failure.QUOTA),
@@ -145,7 +145,7 @@ def test_gemini_write_file_is_a_file_change():
 
 
 @pytest.mark.parametrize(
-    "capture, code, failure",
+    ("capture", "code", "failure"),
     [
         ("err-quota2", 173, Failure.QUOTA),
         ("err-429", 173, Failure.QUOTA),
@@ -250,7 +250,7 @@ def test_a_prompt_with_dashes_and_metacharacters_stays_one_literal_argument(spec
 
 
 @pytest.mark.parametrize(
-    "spec, version, supported, newer",
+    ("spec", "version", "supported", "newer"),
     [
         (ClaudeSpec(), "2.1.197", True, False),
         (ClaudeSpec(), "2.5.0", True, True),

@@ -610,8 +610,9 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
             with fake.lock:
                 fake.requests.append({"method": "GET", "path": self.path, "api": None})
             self._json(404, {"error": {"message": "not found"}})
+            return None
 
-        do_HEAD = do_GET
+        do_HEAD = do_GET  # noqa: N815 - the name http.server looks up
 
         def do_POST(self) -> None:
             if self.path.startswith(("http://", "https://")):

@@ -98,7 +98,7 @@ FALLBACKS = [
 API = {"claude": "anthropic", "codex": "openai", "gemini": "gemini"}
 
 
-@pytest.mark.parametrize("first, error, second", FALLBACKS)
+@pytest.mark.parametrize(("first", "error", "second"), FALLBACKS)
 async def test_quota_on_the_first_adapter_falls_back_to_the_second(
     first, error, second, fake, shop
 ):

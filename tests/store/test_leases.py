@@ -91,10 +91,10 @@ async def test_completion_racing_the_reaper_at_the_deadline_has_exactly_one_winn
 
     offsets = [-0.03 + 0.005 * i for i in range(len(leases))]  # either side of the deadline
     results = await asyncio.gather(
-        *(complete_at(lease, offset) for lease, offset in zip(leases, offsets)),
+        *(complete_at(lease, offset) for lease, offset in zip(leases, offsets, strict=False)),
         *(reap_at(offset) for offset in offsets),
     )
-    completed = dict(zip((lease.run_id for lease in leases), results[: len(leases)]))
+    completed = dict(zip((lease.run_id for lease in leases), results[: len(leases)], strict=False))
     reaped = set().union(
         *results[len(leases) :], {r.id for r in await reaper.reap_expired()}
     )  # the next cycle

@@ -89,7 +89,7 @@ async def test_opening_a_stopped_server_is_unavailable_and_a_missing_database_is
     with pytest.raises(StoreUnavailable, match="cannot reach the Postgres store"):
         await open_store(cluster.url("t25"))
     cluster.start()
-    with pytest.raises(StoreError, match="refused T25.*does not exist") as e:
+    with pytest.raises(StoreError, match=r"refused T25.*does not exist") as e:
         await open_store(cluster.url(f"t25_missing_{uuid.uuid4().hex[:8]}"))
     assert not isinstance(e.value, StoreUnavailable)  # that will not pass by waiting
 
@@ -135,7 +135,7 @@ async def test_a_sqlite_file_locked_past_the_busy_timeout_is_unavailable_for_wri
             assert "try again" in e.value.hint
         finally:
             let_go(holder)
-        task, _ = await store.create_task(NewTask(project="demo", title="after"), actor="ana")
+        _task, _ = await store.create_task(NewTask(project="demo", title="after"), actor="ana")
         assert [t.title for t in await store.list_tasks()] == ["after"]
     finally:
         await store.close()

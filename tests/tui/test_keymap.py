@@ -38,7 +38,7 @@ def with_keys(seeded, keys: str) -> T25App:
     """The seeded cockpit, its t25.yaml given `keys`, loaded as the command line loads it."""
     path = seeded.control.config.path
     path.write_text(path.read_text() + keys)
-    config = load_config(path, commands=bindable())
+    config = load_config(path, commands=bindable)
     control = ControlPlane(config, seeded.control.store, seeded.control.bus)
     return make_app(control, clock=seeded.clock, actor="ana@ops")
 
@@ -191,12 +191,12 @@ def test_keys_that_fit_load_as_the_names_the_cockpit_binds(tmp_path: Path):
     with pytest.raises(
         ConfigError, match=r"t25.yaml:5: keys.filter: 'question_mark' already runs help"
     ):
-        load_config(path, commands=bindable())
+        load_config(path, commands=bindable)
     path.write_text(
         "projects:\n  - name: app\n"
         "keys:\n  cost: F4\n  filter: '?'\n  help: [h, f1]\n  detail.history: 9\n"
     )
-    config = load_config(path, commands=bindable())
+    config = load_config(path, commands=bindable)
     assert config.keys == {
         "cost": ["f4"],
         "filter": ["question_mark"],

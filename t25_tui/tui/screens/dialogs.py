@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 import core.domain.text
+from core.domain.decisions import Verb
 from core.domain.models import Task, TaskType
 from core.errors import InvalidInput
 from t25_tui.tui.cards import literal
@@ -30,10 +31,11 @@ RISK_STYLE = {"low": "bold green", "medium": "bold yellow", "high": "bold red"}
 
 
 @dataclass(frozen=True)
-class Decision:
-    """What the approval dialog decided: approve (with a comment) or reject (with a reason)."""
+class ApprovalChoice:
+    """What the operator chose in the approval dialog: approve (with a comment) or reject
+    (with a reason). The cockpit turns it into a `core.domain.decisions.Decision`."""
 
-    verb: str  # "approve" | "reject"
+    verb: Literal[Verb.APPROVE, Verb.REJECT]
     text: str = ""
 
 
@@ -74,7 +76,7 @@ def _title(task: Task, before: str, after: str = "") -> Text:
     return out
 
 
-class ApprovalDialog(T25Dialog[Decision | None]):
+class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
     """A plan waiting for a human: `a` approves, `r` asks for a reason and rejects."""
 
     BINDINGS = bindings(Node.APPROVAL)
@@ -110,7 +112,7 @@ class ApprovalDialog(T25Dialog[Decision | None]):
         return self.query_one("#reason", Input).value.strip()
 
     def action_approve(self) -> None:
-        self.dismiss(Decision("approve", self._reason()))
+        self.dismiss(ApprovalChoice(Verb.APPROVE, self._reason()))
 
     def action_reject(self, warn: bool = False) -> None:
         """Reject with the reason typed; without one, go to the reason field first."""
@@ -119,7 +121,7 @@ class ApprovalDialog(T25Dialog[Decision | None]):
             if warn:
                 self.notify("a rejection needs a reason: the planner reads it", severity="warning")
             return
-        self.dismiss(Decision("reject", self._reason()))
+        self.dismiss(ApprovalChoice(Verb.REJECT, self._reason()))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -10,7 +10,6 @@ that holds the pane hands it live output (`take`) and runs its keys (the task de
 
 from __future__ import annotations
 
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
