@@ -7,6 +7,8 @@ here once, so the SQLite and Postgres stores say the same thing.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from enum import Enum
 from typing import Any
 
@@ -15,6 +17,8 @@ from pydantic import TypeAdapter
 from core.domain.events import Event, TaskTransitioned
 from core.domain.models import (
     MUTABLE_TASK_FIELDS,
+    Artifact,
+    AuditAnchor,
     Lease,
     RunOutcome,
     RunStatus,
@@ -23,13 +27,20 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
-from core.errors import LeaseLost, NotFound, StaleState
+from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
 
-_FIELD_TYPES = {
-    name: TypeAdapter(Task.model_fields[name].annotation) for name in MUTABLE_TASK_FIELDS
-}
+
+def _field_type(name: str) -> TypeAdapter[Any]:
+    annotation = Task.model_fields[name].annotation
+    if annotation is None:  # pydantic's type allows it; a Task field always has one
+        raise TypeError(f"Task.{name} has no type")
+    return TypeAdapter(annotation)
+
+
+_FIELD_TYPES = {name: _field_type(name) for name in MUTABLE_TASK_FIELDS}
 
 FINISHED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+HASH_INLINE_MAX = 1 << 20  # bigger contents are hashed off the event loop
 
 
 def task_fields(fields: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +104,24 @@ def backoff(retry_delay_s: float, max_retry_delay_s: float) -> tuple[float, floa
     return first, max(first, float(max_retry_delay_s))
 
 
+async def sha256(content: bytes) -> str:
+    """The hex SHA-256 an artifact's content is stored under."""
+    if len(content) <= HASH_INLINE_MAX:
+        return hashlib.sha256(content).hexdigest()
+    return await asyncio.to_thread(lambda: hashlib.sha256(content).hexdigest())
+
+
+async def verified(artifact: Artifact, content: bytes, *, changed_outside: str) -> None:
+    """ArtifactCorrupted unless `content` hashes to what `artifact` was stored as."""
+    actual = await sha256(content)
+    if actual != artifact.sha256:
+        raise ArtifactCorrupted(
+            f"artifact {artifact.id} is corrupted: its content hashes to {actual}, "
+            f"but it was stored as {artifact.sha256}",
+            hint=f"{changed_outside} was changed outside T25; re-run the stage that produced it",
+        )
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 
@@ -121,6 +150,15 @@ def stale_task(task_id: str, now: str, expected: TaskState) -> StaleState:
     return StaleState(
         f"task {task_id} is now in {now}, not {expected}",
         hint="someone else moved it first; reload the task and decide again",
+    )
+
+
+def stale_anchor(now: AuditAnchor | None, previous: AuditAnchor | None) -> StaleState:
+    held = f"seq {now.seq}" if now else "none"
+    expected = f"seq {previous.seq}" if previous else "none"
+    return StaleState(
+        f"the audit anchor is at {held}, not {expected}",
+        hint="another process appended to the audit log; re-read it and retry",
     )
 
 

@@ -16,22 +16,39 @@ completion finds its own RunFinished on the retry and returns it; a claim leases
 next run, and the one whose lease nobody heard of returns to the queue when its
 deadline passes (the reaper's ordinary work: nothing is lost). Schema, migrations and
 the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
-wake-ups are in `postgres_events`.
+wake-ups are in `postgres_events`; rows become domain objects in `rows`.
+
+The connections come from the store's own pool (`postgres_schema.ConnectionPool`), not
+asyncpg's `create_pool`: it wins on the work a control plane does, not only on empty runs.
+`bench/store_pool.py` runs one store of 1 to 10 connections through a pipeline (60 tasks
+of 4 stages; 8 workers claim, stream 40 RunOutput events a run with a heartbeat every 10,
+complete and move the task on; 2 readers follow the events as serve's SSE tail does; a
+board reader lists tasks and their costs). Wall time, median of 3 on the 2-CPU
+development machine (shared, load 2 to 4): 8.7 s on T25's pool, 9.9 s on asyncpg's pool
+with its session reset left out, 10.5 s on asyncpg's pool as it comes (1,870, 1,570 and
+1,430 store calls/s; the median latency of every kind of call lowest on T25's). With 16
+workers queueing for the 10 connections (40 tasks), median of 5: 4.2, 5.2 and 6.3 s (in
+one run of 3 the first two tied at 4.8 s). Why: the client shares the CPUs with the
+server, and asyncpg's pool costs client CPU on every loan (its release runs as a task
+behind `asyncio.shield` and re-arms an inactivity timer, and by default resets the
+session, one more round trip). A loan of T25's pool is a list pop and its return a list
+push, with no turn of the event loop; the store never changes session state, so it needs
+no reset.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import hashlib
-import json
 import re
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
+from asyncpg import Record
+from asyncpg.transaction import Transaction
 
+from core.domain.backoff import Backoff, retry
 from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
@@ -46,22 +63,23 @@ from core.domain.models import (
     RunStatus,
     Task,
     TaskState,
-    Usage,
     format_id,
     parse_id,
 )
-from core.errors import ArtifactCorrupted, AuditError, StaleState
+from core.errors import AuditError
 from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import postgres_schema as schema
 from store import postgres_sql as sql
+from store import rows
 from store.postgres_events import EventSignal
 
 T = TypeVar("T")
-Row = asyncpg.Record
+Connection: TypeAlias = "asyncpg.Connection[Record]"  # the stubs' generic, not asyncpg's
 
-RETRIES = 3  # fresh connections tried after a lost one
-_HASH_INLINE_MAX = 1 << 20
+RETRIES = 3  # fresh connections tried after a lost one ...
+RECONNECT = Backoff(0.05, 0.2)  # ... after these pauses: 0.05, 0.1, 0.2 s
+ROWS = rows.RowReader(time=rows.as_utc)  # timestamptz: aware datetimes already
 _BOOLEAN_FIELDS = frozenset({"archived", "merged", "checks_passed"})
 
 
@@ -94,12 +112,12 @@ class PostgresStore:
         await self._signal.close()
         await self._pool.close()
 
-    async def _connect_listener(self) -> asyncpg.Connection:
+    async def _connect_listener(self) -> Connection:
         return await schema.connect(self.url, application_name=f"{self._application_name}-listen")
 
     # -- plumbing ---------------------------------------------------------------------
 
-    async def _run(self, op: Callable[[asyncpg.Connection, bool], Awaitable[T]]) -> T:
+    async def _run(self, op: Callable[[Connection, bool], Awaitable[T]]) -> T:
         """Run `op` on a pooled connection; on a lost connection (or a busy server), again
         on a fresh one. Still failing after RETRIES: StoreUnavailable, never the driver's
         exception. A server that refuses the connection itself for good (the database was
@@ -107,36 +125,46 @@ class PostgresStore:
 
         `op` is told whether this is a retry, so a write can tell "did my first try
         commit?" apart from "someone else got there first"."""
-        for attempt in range(RETRIES + 1):
-            try:
-                try:
-                    con = await self._pool.acquire()
-                except asyncpg.PostgresError as exc:
-                    if not schema.is_transient(exc):
-                        raise schema.unreachable(self.url, exc) from exc
-                    raise
-                try:
-                    return await op(con, attempt > 0)
-                except BaseException as exc:
-                    self._pool.discard_if_lost(con, exc)
-                    raise
-                finally:
-                    self._pool.release(con)  # dropped there if the connection was lost
-            except Exception as exc:
-                if not schema.is_transient(exc):
-                    raise
-                if attempt == RETRIES:
-                    raise schema.unreachable(self.url, exc) from exc
-                await asyncio.sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")
 
-    async def _fetch(self, statement: str, *args: Any) -> list[Row]:
+        async def attempt(n: int) -> T:
+            con = await self._acquire()
+            try:
+                return await op(con, n > 0)
+            except BaseException as exc:
+                self._pool.discard_if_lost(con, exc)
+                raise
+            finally:
+                self._pool.release(con)  # dropped there if the connection was lost
+
+        try:
+            return await retry(
+                attempt, pauses=RECONNECT.pauses(RETRIES), transient=schema.is_transient
+            )
+        except Exception as exc:
+            if schema.is_transient(exc):
+                raise schema.unreachable(self.url, exc) from exc
+            raise
+
+    async def _acquire(self) -> Connection:
+        """A pooled connection; StoreError if the server refuses us for good."""
+        try:
+            return await self._pool.acquire()
+        except asyncpg.PostgresError as exc:
+            if not schema.is_transient(exc):
+                raise schema.unreachable(self.url, exc) from exc
+            raise
+
+    async def _fetch(self, statement: str, *args: Any) -> list[Record]:
         return await self._run(lambda con, _: con.fetch(statement, *args))
 
-    async def _fetchrow(self, statement: str, *args: Any) -> Row | None:
+    async def _fetchrow(self, statement: str, *args: Any) -> Record | None:
         return await self._run(lambda con, _: con.fetchrow(statement, *args))
 
-    async def _written(self, statement: str, *args: Any) -> Row | None:
+    async def _returning(self, statement: str, *args: Any) -> Record:
+        """The row of a statement that always returns one (an INSERT ... RETURNING)."""
+        return _returned(await self._fetchrow(statement, *args))
+
+    async def _written(self, statement: str, *args: Any) -> Record | None:
         """A statement that writes an event: readers everywhere hear of it once it committed."""
         row = await self._fetchrow(statement, *args)
         if row is not None:
@@ -146,13 +174,14 @@ class PostgresStore:
     # -- projects ---------------------------------------------------------------------
 
     async def upsert_project(self, project: Project) -> Project:
-        row = await self._fetchrow(
-            sql.UPSERT_PROJECT, project.name, project.repo_path, project.default_branch
+        return rows.project(
+            await self._returning(
+                sql.UPSERT_PROJECT, project.name, project.repo_path, project.default_branch
+            )
         )
-        return Project(**dict(row))  # type: ignore[arg-type]
 
     async def list_projects(self) -> list[Project]:
-        return [Project(**dict(r)) for r in await self._fetch(sql.LIST_PROJECTS)]
+        return [rows.project(r) for r in await self._fetch(sql.LIST_PROJECTS)]
 
     # -- tasks ------------------------------------------------------------------------
 
@@ -168,14 +197,14 @@ class PostgresStore:
         )
         if row is None:
             raise checks.project_not_found(new.project)
-        task = _task(row)
+        task = ROWS.task(row)
         return task, event.model_copy(
             update={"id": row["event_id"], "at": task.created_at, "task_id": task.id}
         )
 
     async def get_task(self, task_id: str) -> Task | None:
         row = await self._fetchrow(sql.GET_TASK, parse_id("T", task_id))
-        return _task(row) if row else None
+        return ROWS.task(row) if row else None
 
     async def list_tasks(
         self,
@@ -186,7 +215,8 @@ class PostgresStore:
     ) -> list[Task]:
         wanted = None if states is None else [TaskState(s).value for s in states]
         return [
-            _task(r) for r in await self._fetch(sql.LIST_TASKS, wanted, project, include_archived)
+            ROWS.task(r)
+            for r in await self._fetch(sql.LIST_TASKS, wanted, project, include_archived)
         ]
 
     async def apply_transition(
@@ -217,7 +247,8 @@ class PostgresStore:
         row = await self._written(statement, *args)
         if row is None:
             raise await self._run(lambda con, _: _cas_refusal(con, tid, expected))
-        return _task(row), event.model_copy(update={"id": row["event_id"], "at": _aware(event.at)})
+        stored = event.model_copy(update={"id": row["event_id"], "at": rows.as_utc(event.at)})
+        return ROWS.task(row), stored
 
     async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
         """One transaction of a few statements: the task's compare-and-set with its event,
@@ -237,14 +268,14 @@ class PostgresStore:
         new = write.enqueue
         queued = None if new is None else RunQueued(stage=new.stage, role=new.role)
 
-        async def decide(con: asyncpg.Connection, _: bool) -> tuple[Row, int, Row | None]:
+        async def decide(con: Connection, _: bool) -> tuple[Record, int, Record | None]:
             async with con.transaction():
                 row = await con.fetchrow(statement, *args)
                 if row is None:
                     raise await _cas_refusal(con, tid, write.expected)
                 announced = await con.fetchval(
                     sql.INSERT_EVENT,
-                    _aware(announce.at),
+                    rows.as_utc(announce.at),
                     announce.kind,
                     number,
                     None,
@@ -264,58 +295,50 @@ class PostgresStore:
                         new.max_attempts,
                         _payload(queued),
                     )
-            return row, announced, run_row
+            return row, int(announced), run_row
 
         row, announced, run_row = await self._run(decide)
         self._signal.written()
         events = [
-            change.model_copy(update={"id": row["event_id"], "at": _aware(change.at)}),
-            announce.model_copy(update={"id": announced, "at": _aware(announce.at)}),
+            change.model_copy(update={"id": row["event_id"], "at": rows.as_utc(change.at)}),
+            announce.model_copy(update={"id": announced, "at": rows.as_utc(announce.at)}),
         ]
         if run_row is not None and queued is not None:
-            run = _run(run_row)
-            events.append(
-                queued.model_copy(
-                    update={
-                        "id": run_row["event_id"],
-                        "at": run.enqueued_at,
-                        "task_id": run.task_id,
-                        "run_id": run.id,
-                    }
-                )
-            )
-        return _task(row), events
+            run = ROWS.run(run_row)
+            events.append(_about_run(queued, run_row, run, run.enqueued_at))
+        return ROWS.task(row), events
 
     # -- events -----------------------------------------------------------------------
 
     async def append_event(self, event: Event) -> Event:
-        task = parse_id("T", event.task_id) if event.task_id is not None else None
-        run = parse_id("R", event.run_id) if event.run_id is not None else None
-        row = await self._written(
-            sql.INSERT_EVENT, _aware(event.at), event.kind, task, run, _payload(event)
+        task = rows.number_or_none("T", event.task_id)
+        run = rows.number_or_none("R", event.run_id)
+        at = rows.as_utc(event.at)
+        row = _returned(
+            await self._written(sql.INSERT_EVENT, at, event.kind, task, run, _payload(event))
         )
         return event.model_copy(
             update={
                 "id": row["id"],
-                "at": _aware(event.at),  # type: ignore[index]
-                "task_id": _id("T", task),
-                "run_id": _id("R", run),
+                "at": at,
+                "task_id": rows.id_or_none("T", task),
+                "run_id": rows.id_or_none("R", run),
             }
         )
 
     async def events_after(
         self, after_id: int, *, task_id: str | None = None, limit: int = 1000
     ) -> list[Event]:
-        task = parse_id("T", task_id) if task_id is not None else None
+        task = rows.number_or_none("T", task_id)
 
-        async def read(con: asyncpg.Connection, _: bool) -> list[Row]:
+        async def read(con: Connection, _: bool) -> list[Record]:
             if task is None:
-                rows = await con.fetch(sql.EVENTS_FROM, after_id, limit)
+                found = await con.fetch(sql.EVENTS_FROM, after_id, limit)
                 settled = next(
-                    (i for i, r in enumerate(rows) if r["id"] != after_id + 1 + i), len(rows)
+                    (i for i, r in enumerate(found) if r["id"] != after_id + 1 + i), len(found)
                 )
-                if settled or not rows:
-                    return rows[:settled]
+                if settled or not found:
+                    return found[:settled]
             horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
             if horizon is None:  # nothing past the cursor yet
                 return []
@@ -323,10 +346,10 @@ class PostgresStore:
                 return await con.fetch(sql.EVENTS_AFTER, after_id, horizon, limit)
             return await con.fetch(sql.TASK_EVENTS_AFTER, after_id, horizon, limit, task)
 
-        return [_event(r) for r in await self._run(read)]
+        return [ROWS.event(r) for r in await self._run(read)]
 
     async def last_event_id(self) -> int:
-        async def read(con: asyncpg.Connection, _: bool) -> int:
+        async def read(con: Connection, _: bool) -> int:
             horizon = await con.fetchval(sql.EVENT_HORIZON, 0, None)
             return 0 if horizon is None else int(await con.fetchval(sql.LAST_EVENT_ID, horizon))
 
@@ -353,38 +376,31 @@ class PostgresStore:
         )
         if row is None:
             raise checks.task_not_found(format_id("T", number))
-        run = _run(row)
-        return run, event.model_copy(
-            update={
-                "id": row["event_id"],
-                "at": run.enqueued_at,
-                "task_id": run.task_id,
-                "run_id": run.id,
-            }
-        )
+        run = ROWS.run(row)
+        return run, _about_run(event, row, run, run.enqueued_at)
 
     async def get_run(self, run_id: str) -> Run | None:
         row = await self._fetchrow(sql.GET_RUN, parse_id("R", run_id))
-        return _run(row) if row else None
+        return ROWS.run(row) if row else None
 
     async def list_runs(
         self, *, task_id: str | None = None, status: RunStatus | None = None
     ) -> list[Run]:
-        task = parse_id("T", task_id) if task_id is not None else None
+        task = rows.number_or_none("T", task_id)
         wanted = RunStatus(status).value if status is not None else None
-        return [_run(r) for r in await self._fetch(sql.LIST_RUNS, task, wanted)]
+        return [ROWS.run(r) for r in await self._fetch(sql.LIST_RUNS, task, wanted)]
 
     async def cost_by_task(self) -> dict[str, float]:
-        rows = await self._fetch(sql.COST_BY_TASK)
-        return {format_id("T", r["task_id"]): r["cost"] for r in rows}
+        costs = await self._fetch(sql.COST_BY_TASK)
+        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         row = await self._fetchrow(sql.CLAIM_RUN, worker, checks.positive_ttl(ttl_s))
-        return _lease(row) if row else None
+        return ROWS.lease(row) if row else None
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         ttl = checks.positive_ttl(ttl_s)
-        return _lease(await self._under_lease(sql.HEARTBEAT, lease, ttl))
+        return ROWS.lease(await self._under_lease(sql.HEARTBEAT, lease, ttl))
 
     async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
         checks.finished_outcome(outcome)
@@ -414,26 +430,19 @@ class PostgresStore:
         )
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()
-        run = _run(row)
-        return run, event.model_copy(
-            update={
-                "id": row["event_id"],
-                "at": run.finished_at,
-                "task_id": run.task_id,
-                "run_id": run.id,
-            }
-        )
+        run = ROWS.run(row)
+        return run, _about_run(event, row, run, run.finished_at)
 
     async def release_run(self, lease: Lease) -> Run:
-        return _run(await self._under_lease(sql.RELEASE_RUN, lease))
+        return ROWS.run(await self._under_lease(sql.RELEASE_RUN, lease))
 
     async def _under_lease(
         self, statement: str, lease: Lease, *args: Any, finished_twice_ok: bool = False
-    ) -> Row:
+    ) -> Record:
         """Run a statement guarded by the lease; LeaseLost (nothing written) if it no longer holds."""
         number = parse_id("R", lease.run_id)
 
-        async def guarded(con: asyncpg.Connection, retried: bool) -> Row:
+        async def guarded(con: Connection, retried: bool) -> Record:
             row = await con.fetchrow(statement, number, lease.token, *args)
             if row is not None:
                 return row
@@ -457,32 +466,32 @@ class PostgresStore:
 
     async def cancel_runs(self, task_id: str) -> list[Run]:
         number = parse_id("T", task_id)
-        rows = await self._fetch(sql.CANCEL_RUNS, number)
-        if not rows and await self._fetchrow(sql.TASK_EXISTS, number) is None:
+        cancelled = await self._fetch(sql.CANCEL_RUNS, number)
+        if not cancelled and await self._fetchrow(sql.TASK_EXISTS, number) is None:
             raise checks.task_not_found(format_id("T", number))
-        return _runs(rows)
+        return ROWS.runs(cancelled)
 
     async def reap_expired(
         self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
     ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
-        return _runs(await self._fetch(sql.REAP_EXPIRED, first, longest))
+        return ROWS.runs(await self._fetch(sql.REAP_EXPIRED, first, longest))
 
     # -- artifacts --------------------------------------------------------------------
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
-        sha = await _sha256(content)
-        task = parse_id("T", meta.task_id) if meta.task_id is not None else None
-        run = parse_id("R", meta.run_id) if meta.run_id is not None else None
+        sha = await checks.sha256(content)
+        task = rows.number_or_none("T", meta.task_id)
+        run = rows.number_or_none("R", meta.run_id)
 
-        async def put(con: asyncpg.Connection, _: bool) -> Row:
+        async def put(con: Connection, _: bool) -> Record:
             async with con.transaction():
                 if task is not None and await con.fetchrow(sql.TASK_EXISTS, task) is None:
                     raise checks.task_not_found(format_id("T", task))
                 if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
                     raise checks.run_not_found(format_id("R", run))
                 await con.execute(sql.INSERT_BLOB, sha, content, len(content))
-                return await con.fetchrow(
+                inserted = await con.fetchrow(
                     sql.INSERT_ARTIFACT,
                     sha,
                     meta.kind.value,
@@ -494,33 +503,28 @@ class PostgresStore:
                     meta.cli_version,
                     meta.model,
                 )
+            return _returned(inserted)
 
-        return _artifact(await self._run(put), size=len(content))
+        return ROWS.artifact(await self._run(put), size=len(content))
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         aid = format_id("A", parse_id("A", artifact_id))
         row = await self._fetchrow(sql.GET_ARTIFACT, parse_id("A", aid))
         if row is None:
             raise checks.artifact_not_found(aid)
-        artifact, content = _artifact(row), bytes(row["content"])
-        actual = await _sha256(content)
-        if actual != artifact.sha256:
-            raise ArtifactCorrupted(
-                f"artifact {aid} is corrupted: its content hashes to {actual}, "
-                f"but it was stored as {artifact.sha256}",
-                hint="the database was changed outside T25; re-run the stage that produced it",
-            )
+        artifact, content = ROWS.artifact(row), bytes(row["content"])
+        await checks.verified(artifact, content, changed_outside="the database")
         return artifact, content
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
-        task = parse_id("T", task_id) if task_id is not None else None
-        return [_artifact(r) for r in await self._fetch(sql.LIST_ARTIFACTS, task)]
+        task = rows.number_or_none("T", task_id)
+        return [ROWS.artifact(r) for r in await self._fetch(sql.LIST_ARTIFACTS, task)]
 
     # -- audit anchor -----------------------------------------------------------------
 
     async def get_audit_anchor(self) -> AuditAnchor | None:
         row = await self._fetchrow(sql.GET_AUDIT_ANCHOR)
-        return AuditAnchor(seq=row["seq"], hash=row["hash"]) if row else None
+        return rows.anchor(row) if row else None
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         await self._run(lambda con, _: _move_anchor(con, anchor, previous))
@@ -530,31 +534,34 @@ class PostgresStore:
         deciders on every checkout sharing this database take turns. It writes nothing; if
         its connection is lost, the lock goes with it (the anchor's compare-and-set still
         stops a second writer). As in `_run`, a lost connection is retried on a fresh one."""
-        for attempt in range(RETRIES + 1):
-            con = None
+
+        async def attempt(_: int) -> Callable[[], Awaitable[None]]:
+            con = await self._pool.acquire()
             try:
-                con = await self._pool.acquire()
                 held = con.transaction()
                 await held.start()
                 await con.execute(sql.LOCK_AUDIT_TIMEOUT)
                 await con.execute(sql.LOCK_AUDIT)
-                return functools.partial(self._unlock_audit, con, held)
-            except BaseException as exc:
-                if con is not None:
-                    self._pool.release(con)  # still in its transaction: the pool closes it
-                if isinstance(exc, asyncpg.exceptions.LockNotAvailableError):
-                    raise AuditError(
-                        "another T25 process has held the audit log's lock on this store for 120 s",
-                        hint="try again when its decision is done",
-                    ) from None
-                if not (isinstance(exc, Exception) and schema.is_connection_lost(exc)):
-                    raise
-                if attempt == RETRIES:
-                    raise schema.unreachable(self.url, exc) from exc
-            await asyncio.sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")
+            except BaseException:
+                self._pool.release(con)  # still in its transaction: the pool closes it
+                raise
+            return functools.partial(self._unlock_audit, con, held)
 
-    async def _unlock_audit(self, con: asyncpg.Connection, held: Any) -> None:
+        try:
+            return await retry(
+                attempt, pauses=RECONNECT.pauses(RETRIES), transient=schema.is_connection_lost
+            )
+        except asyncpg.exceptions.LockNotAvailableError:
+            raise AuditError(
+                "another T25 process has held the audit log's lock on this store for 120 s",
+                hint="try again when its decision is done",
+            ) from None
+        except Exception as exc:
+            if schema.is_connection_lost(exc):
+                raise schema.unreachable(self.url, exc) from exc
+            raise
+
+    async def _unlock_audit(self, con: Connection, held: Transaction) -> None:
         try:
             await held.rollback()
         except Exception as exc:
@@ -564,7 +571,7 @@ class PostgresStore:
             self._pool.release(con)
 
 
-# -- rows to domain objects -------------------------------------------------------------------
+# -- statements ------------------------------------------------------------------------------
 
 
 def _cas_statement(
@@ -579,11 +586,11 @@ def _cas_statement(
         k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()
     }
     statement = sql.update_task(list(values), with_state=to_state is not None)
-    run = parse_id("R", event.run_id) if event.run_id is not None else None
+    run = rows.number_or_none("R", event.run_id)
     args: list[Any] = [
         parse_id("T", tid),
         TaskState(expected).value,
-        _aware(event.at),
+        rows.as_utc(event.at),
         event.kind,
         run,
         _payload(event),
@@ -593,7 +600,7 @@ def _cas_statement(
     return statement, args + list(values.values())
 
 
-async def _cas_refusal(con: asyncpg.Connection, tid: str, expected: TaskState) -> Exception:
+async def _cas_refusal(con: Connection, tid: str, expected: TaskState) -> Exception:
     """Why a task's compare-and-set changed nothing: no such task, or it moved."""
     now = await con.fetchrow(sql.GET_TASK_STATE, parse_id("T", tid))
     if now is None:
@@ -601,9 +608,7 @@ async def _cas_refusal(con: asyncpg.Connection, tid: str, expected: TaskState) -
     return checks.stale_task(tid, now["state"], expected)
 
 
-async def _move_anchor(
-    con: asyncpg.Connection, anchor: AuditAnchor, previous: AuditAnchor | None
-) -> None:
+async def _move_anchor(con: Connection, anchor: AuditAnchor, previous: AuditAnchor | None) -> None:
     """The audit anchor's compare-and-set; a move to where it already is succeeds (a retry
     after a lost reply)."""
     if previous is None:
@@ -615,26 +620,10 @@ async def _move_anchor(
     if moved is not None:
         return
     row = await con.fetchrow(sql.GET_AUDIT_ANCHOR)
-    now = AuditAnchor(seq=row["seq"], hash=row["hash"]) if row else None
+    now = rows.anchor(row) if row else None
     if now == anchor:
         return  # already there: the first try committed, its reply was lost
-    held = f"seq {now.seq}" if now else "none"
-    expected = f"seq {previous.seq}" if previous else "none"
-    raise StaleState(
-        f"the audit anchor is at {held}, not {expected}",
-        hint="another process appended to the audit log; re-read it and retry",
-    )
-
-
-async def _sha256(content: bytes) -> str:
-    if len(content) <= _HASH_INLINE_MAX:
-        return hashlib.sha256(content).hexdigest()
-    return await asyncio.to_thread(lambda: hashlib.sha256(content).hexdigest())
-
-
-def _aware(at: datetime) -> datetime:
-    """A naive time is taken as UTC, never as local time."""
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    raise checks.stale_anchor(now, previous)
 
 
 def _payload(event: Event) -> str:
@@ -648,105 +637,16 @@ def _payload(event: Event) -> str:
 _NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
-def _id(prefix: str, number: int | None) -> str | None:
-    return None if number is None else format_id(prefix, number)
-
-
-def _event(r: Row) -> Event:
-    return Event.restore(
-        r["kind"],
-        json.loads(r["payload"]),
-        id=r["id"],
-        at=r["at"],
-        task_id=_id("T", r["task_id"]),
-        run_id=_id("R", r["run_id"]),
+def _about_run(event: Event, row: Record, run: Run, at: datetime | None) -> Event:
+    """`event` as the statement that changed `run` wrote it: its id (`event_id`), its time,
+    the run's task and the run."""
+    return event.model_copy(
+        update={"id": row["event_id"], "at": at, "task_id": run.task_id, "run_id": run.id}
     )
 
 
-def _task(r: Row) -> Task:
-    return Task(
-        id=format_id("T", r["id"]),
-        project=r["project"],
-        title=r["title"],
-        type=r["type"],
-        description=r["description"],
-        state=r["state"],
-        resume_state=r["resume_state"],
-        archived=r["archived"],
-        merged=r["merged"],
-        qa_loops=r["qa_loops"],
-        review_loops=r["review_loops"],
-        error=r["error"],
-        approved_plan_sha=r["approved_plan_sha"],
-        checks_passed=r["checks_passed"],
-        review_verdict=r["review_verdict"],
-        created_at=r["created_at"],
-        state_since=r["state_since"],
-    )
-
-
-def _run(r: Row) -> Run:
-    usage = Usage(
-        input_tokens=r["input_tokens"],
-        output_tokens=r["output_tokens"],
-        cache_read_tokens=r["cache_read_tokens"],
-        cache_write_tokens=r["cache_write_tokens"],
-        model=r["usage_model"],
-    )
-    return Run(
-        id=format_id("R", r["id"]),
-        task_id=format_id("T", r["task_id"]),
-        stage=r["stage"],
-        role=r["role"],
-        status=r["status"],
-        attempts=r["attempts"],
-        max_attempts=r["max_attempts"],
-        worker=r["worker"],
-        lease_token=r["lease_token"],
-        lease_expires_at=r["lease_expires_at"],
-        adapter=r["adapter"],
-        adapter_reason=r["adapter_reason"],
-        cli_version=r["cli_version"],
-        model=r["model"],
-        exit_code=r["exit_code"],
-        error=r["error"],
-        usage=usage,
-        cost_usd=r["cost_usd"],
-        enqueued_at=r["enqueued_at"],
-        started_at=r["started_at"],
-        finished_at=r["finished_at"],
-    )
-
-
-def _runs(rows: list[Row]) -> list[Run]:
-    return sorted((_run(r) for r in rows), key=lambda run: parse_id("R", run.id))
-
-
-def _lease(r: Row) -> Lease:
-    return Lease(
-        run_id=format_id("R", r["id"]),
-        task_id=format_id("T", r["task_id"]),
-        token=r["lease_token"],
-        worker=r["worker"],
-        expires_at=r["lease_expires_at"],
-    )
-
-
-def _artifact(r: Row, *, size: int | None = None) -> Artifact:
-    meta = ArtifactMeta(
-        kind=r["kind"],
-        media_type=r["media_type"],
-        task_id=_id("T", r["task_id"]),
-        run_id=_id("R", r["run_id"]),
-        role=r["role"],
-        adapter=r["adapter"],
-        cli_version=r["cli_version"],
-        model=r["model"],
-    )
-    return Artifact(
-        id=format_id("A", r["id"]),
-        sha256=r["sha256"],
-        size=r["size"] if size is None else size,
-        meta=meta,
-        created_at=r["created_at"],
-    )
+def _returned(row: Record | None) -> Record:
+    """The row of a statement that always returns one (an INSERT ... RETURNING)."""
+    if row is None:
+        raise AssertionError("a statement that returns its row returned none")
+    return row

@@ -24,11 +24,12 @@ import asyncpg
 
 from core.errors import StoreError
 from store import postgres_sql as sql
-from store.postgres_schema import CONNECTION_LOST, ConnectionPool, is_connection_lost
+from store.postgres_schema import DRIVER_FAILURES, ConnectionPool, is_connection_lost
 
 log = logging.getLogger("t25.store.postgres")
 
 CHANNEL = sql.EVENTS_CHANNEL
+_NOT_SENT: tuple[type[BaseException], ...] = (*DRIVER_FAILURES, asyncpg.InterfaceError)
 COALESCE_S = 0.005  # at most one notification per process this often
 POLL_S = 0.25  # how often a reader without a listening connection looks anyway
 RECHECK_S = 1.0  # ... and one with it: a notification that could not be sent is no hang
@@ -65,7 +66,7 @@ class _ProcessNotifier:
                     await pool.execute(sql.NOTIFY)
                     failure = None
                     break
-                except (asyncpg.PostgresError, asyncpg.InterfaceError, *CONNECTION_LOST) as exc:
+                except _NOT_SENT as exc:
                     failure = exc
             if failure is not None and not self.failing:
                 # a lost wake-up never fails a writer: readers re-check every RECHECK_S.
@@ -154,7 +155,7 @@ class EventSignal:
             self._listener, self._deaf = con, False
             return True
 
-    def _lost(self, con: asyncpg.Connection) -> None:
+    def _lost(self, con: object) -> None:
         if con is self._listener:
             self._listener = None
         self._wake()  # let waiters re-check and listen again

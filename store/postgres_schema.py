@@ -48,6 +48,9 @@ BUSY: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.LockNotAvailableError,
 )
 
+# What the driver raises when it cannot do what it was asked: lost, or refused by the server.
+DRIVER_FAILURES: tuple[type[BaseException], ...] = (*CONNECTION_LOST, asyncpg.PostgresError)
+
 IDLE_LIFETIME_S = 300.0  # asyncpg's default max_inactive_connection_lifetime
 
 _FOREIGN_HINT = (
@@ -95,7 +98,8 @@ class ConnectionPool:
     asyncpg's own pool costs more client CPU per loan than a one-statement claim: every
     release goes through a task (behind `asyncio.shield`) and re-arms an inactivity timer,
     and the client is one thread sharing the CPUs with the server (bench/leases.py: about a
-    third of T25's client time per claim-and-complete). Here a loan is a list pop and a
+    third of T25's client time per claim-and-complete; bench/store_pool.py, a whole pipeline
+    with output streaming and readers: see store/postgres.py). Here a loan is a list pop and a
     return is a list push, neither waiting for a turn of the event loop. Connections open on
     demand up to `max_size`; past that, borrowers wait in line. Like asyncpg's, the pool
     closes connections left idle for `idle_lifetime_s`, down to `min_size`, but checks for
@@ -152,9 +156,9 @@ class ConnectionPool:
         if self._size < self._max_size:
             self._size += 1
         else:
-            con = await self._wait()
-            if con is not None:
-                return con
+            handed = await self._wait()
+            if handed is not None:
+                return handed
             # else a connection was dropped, and its place passed to us
         try:
             return await self._open()
@@ -290,7 +294,7 @@ async def create_pool(
     )
     try:
         await pool.start()
-    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except DRIVER_FAILURES as exc:
         raise unreachable(url, exc) from exc
     return pool
 
@@ -298,7 +302,7 @@ async def create_pool(
 async def connect(url: str, *, application_name: str) -> asyncpg.Connection:
     try:
         return await _connected(url, application_name)
-    except (*CONNECTION_LOST, asyncpg.PostgresError) as exc:
+    except DRIVER_FAILURES as exc:
         raise unreachable(url, exc) from exc
 
 
@@ -340,18 +344,24 @@ async def migrate(url: str, *, application_name: str = "t25") -> None:
         await _close_quietly(con)
 
 
-async def _migrate(con: asyncpg.Connection, url: str) -> None:
-    known = migrations.load("postgres")
+async def _applied(con: asyncpg.Connection, url: str) -> dict[int, Any]:
+    """The migrations already applied, by id (none in an empty schema); a schema that holds
+    relations but no migration table is another program's and refused."""
     relations = [r["relname"] for r in await con.fetch(sql.SCHEMA_RELATIONS)]
-    if relations and "schema_migrations" not in relations:
+    if not relations:
+        return {}
+    if "schema_migrations" not in relations:
         listed = ", ".join(relations[:5]) + (", …" if len(relations) > 5 else "")
         raise StoreError(
             f"{shown(url)} is not a T25 database (its schema holds {len(relations)} other relations: {listed})",
             hint=_FOREIGN_HINT,
         )
-    applied: dict[int, Any] = {}
-    if relations:
-        applied = {r["id"]: r["name"] for r in await con.fetch(sql.APPLIED_MIGRATIONS)}
+    return {r["id"]: r["name"] for r in await con.fetch(sql.APPLIED_MIGRATIONS)}
+
+
+async def _migrate(con: asyncpg.Connection, url: str) -> None:
+    known = migrations.load("postgres")
+    applied = await _applied(con, url)
     newer = sorted(set(applied) - {m.id for m in known})
     if newer:
         raise StoreError(

@@ -6,19 +6,19 @@ transaction: SQLite then serializes writers across processes, and a deferred BEG
 runs each call on the connection's own thread (the event loop never blocks); an
 asyncio.Lock keeps one coroutine's transaction from interleaving with another's.
 
-Opening the file (identity, migrations) is in `sqlite_file`; the SQL is in `sqlite_sql`.
+Opening the file (identity, migrations) is in `sqlite_file`; the SQL is in `sqlite_sql`;
+rows become domain objects in `rows` (times are kept as seconds since the epoch).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,21 +39,21 @@ from core.domain.models import (
     RunStatus,
     Task,
     TaskState,
-    Usage,
     format_id,
     parse_id,
 )
-from core.errors import ArtifactCorrupted, StaleState, StoreUnavailable
+from core.errors import StoreUnavailable
 from core.ports.store import DecisionWrite
 from store import _checks as checks
-from store import sqlite_file
+from store import rows, sqlite_file
 from store import sqlite_sql as sql
 from store.sqlite_file import BUSY_TIMEOUT_MS, transaction
 
-_HASH_INLINE_MAX = 1 << 20  # hash bigger contents off the event loop
 POLL_S = 0.05  # how often a reader waiting for events looks at the file
+ROWS = rows.RowReader(time=rows.from_epoch)
 
 Row = sqlite3.Row
+Params = Sequence[Any] | Mapping[str, Any]
 
 
 class SqliteStore:
@@ -107,20 +107,20 @@ class SqliteStore:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def _read(self, statement: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+    async def _read(self, statement: str, params: Params = ()) -> list[Row]:
         async with self._lock, _locked_is_unavailable(self.path):
             self._now = self._clock().timestamp()
-            return list(await self._db.execute_fetchall(statement, params))
+            return await _all(self._db, statement, params)
 
     # -- projects ---------------------------------------------------------------------
 
     async def upsert_project(self, project: Project) -> Project:
         async with self._write() as db:
-            (row,) = await db.execute_fetchall(sql.UPSERT_PROJECT, project.model_dump())
-        return Project(**dict(row))
+            (row,) = await _all(db, sql.UPSERT_PROJECT, project.model_dump())
+        return rows.project(row)
 
     async def list_projects(self) -> list[Project]:
-        return [Project(**dict(r)) for r in await self._read(sql.LIST_PROJECTS)]
+        return [rows.project(r) for r in await self._read(sql.LIST_PROJECTS)]
 
     # -- tasks ------------------------------------------------------------------------
 
@@ -132,11 +132,11 @@ class SqliteStore:
             "description": new.description,
         }
         async with self._write() as db:
-            rows = await db.execute_fetchall(sql.INSERT_TASK, params)
-            if not rows:
+            inserted = await _all(db, sql.INSERT_TASK, params)
+            if not inserted:
                 raise checks.project_not_found(new.project)
-            task = _task(rows[0])
-            event = TaskCreated(
+            task = ROWS.task(inserted[0])
+            created = TaskCreated(
                 at=task.created_at,
                 task_id=task.id,
                 title=task.title,
@@ -144,12 +144,12 @@ class SqliteStore:
                 project=task.project,
                 actor=actor,
             )
-            event = await _insert_event(db, event)
+            event = await _insert_event(db, created)
         return task, event
 
     async def get_task(self, task_id: str) -> Task | None:
-        rows = await self._read(sql.GET_TASK, (parse_id("T", task_id),))
-        return _task(rows[0]) if rows else None
+        found = await self._read(sql.GET_TASK, (parse_id("T", task_id),))
+        return ROWS.task(found[0]) if found else None
 
     async def list_tasks(
         self,
@@ -158,7 +158,8 @@ class SqliteStore:
         project: str | None = None,
         include_archived: bool = False,
     ) -> list[Task]:
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[str] = []
         if states is not None:
             where.append(f"state IN ({', '.join('?' * len(states))})")
             params += [TaskState(s).value for s in states]
@@ -167,8 +168,8 @@ class SqliteStore:
             params.append(project)
         if not include_archived:
             where.append("archived = 0")
-        rows = await self._read(sql.LIST_TASKS.format(where=" AND ".join(where)), params)
-        return [_task(r) for r in rows]
+        found = await self._read(sql.LIST_TASKS.format(where=" AND ".join(where)), params)
+        return [ROWS.task(r) for r in found]
 
     async def apply_transition(
         self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
@@ -224,12 +225,12 @@ class SqliteStore:
         self, after_id: int, *, task_id: str | None = None, limit: int = 1000
     ) -> list[Event]:
         if task_id is None:
-            rows = await self._read(sql.EVENTS_AFTER, (after_id, limit))
+            found = await self._read(sql.EVENTS_AFTER, (after_id, limit))
         else:
-            rows = await self._read(
+            found = await self._read(
                 sql.TASK_EVENTS_AFTER, (after_id, parse_id("T", task_id), limit)
             )
-        return [_event(r) for r in rows]
+        return [ROWS.event(r) for r in found]
 
     async def last_event_id(self) -> int:
         (row,) = await self._read(sql.LAST_EVENT_ID)
@@ -257,37 +258,38 @@ class SqliteStore:
             return await _insert_run(db, new)
 
     async def get_run(self, run_id: str) -> Run | None:
-        rows = await self._read(sql.GET_RUN, (parse_id("R", run_id),))
-        return _run(rows[0]) if rows else None
+        found = await self._read(sql.GET_RUN, (parse_id("R", run_id),))
+        return ROWS.run(found[0]) if found else None
 
     async def list_runs(
         self, *, task_id: str | None = None, status: RunStatus | None = None
     ) -> list[Run]:
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[int | str] = []
         if task_id is not None:
             where.append("task_id = ?")
             params.append(parse_id("T", task_id))
         if status is not None:
             where.append("status = ?")
             params.append(RunStatus(status).value)
-        rows = await self._read(sql.LIST_RUNS.format(where=" AND ".join(where)), params)
-        return [_run(r) for r in rows]
+        found = await self._read(sql.LIST_RUNS.format(where=" AND ".join(where)), params)
+        return [ROWS.run(r) for r in found]
 
     async def cost_by_task(self) -> dict[str, float]:
-        rows = await self._read(sql.COST_BY_TASK)
-        return {format_id("T", r["task_id"]): r["cost"] for r in rows}
+        costs = await self._read(sql.COST_BY_TASK)
+        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         params = {"worker": worker, "ttl": checks.positive_ttl(ttl_s)}
         async with self._write() as db:
-            rows = await db.execute_fetchall(sql.CLAIM_RUN, params)
-        return _lease(rows[0]) if rows else None
+            claimed = await _all(db, sql.CLAIM_RUN, params)
+        return ROWS.lease(claimed[0]) if claimed else None
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         params = {**_lease_params(lease), "ttl": checks.positive_ttl(ttl_s)}
         async with self._write() as db:
             row = await self._under_lease(db, sql.HEARTBEAT, params, lease)
-        return _lease(row)
+        return ROWS.lease(row)
 
     async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
         checks.finished_outcome(outcome)
@@ -303,9 +305,10 @@ class SqliteStore:
             "usage_model": usage.model,
         }
         async with self._write() as db:
-            run = _run(await self._under_lease(db, sql.COMPLETE_RUN, params, lease))
-            event = RunFinished(
-                at=run.finished_at,
+            row = await self._under_lease(db, sql.COMPLETE_RUN, params, lease)
+            run = ROWS.run(row)
+            finished = RunFinished(
+                at=ROWS.time(row["finished_at"]),
                 task_id=run.task_id,
                 run_id=run.id,
                 status=run.status,
@@ -314,21 +317,22 @@ class SqliteStore:
                 usage=run.usage,
                 cost_usd=run.cost_usd,
             )
-            event = await _insert_event(db, event)
+            event = await _insert_event(db, finished)
         return run, event
 
     async def release_run(self, lease: Lease) -> Run:
         async with self._write() as db:
-            return _run(await self._under_lease(db, sql.RELEASE_RUN, _lease_params(lease), lease))
+            row = await self._under_lease(db, sql.RELEASE_RUN, _lease_params(lease), lease)
+        return ROWS.run(row)
 
     async def _under_lease(
         self, db: aiosqlite.Connection, statement: str, params: dict[str, Any], lease: Lease
     ) -> Row:
         """Run a statement guarded by the lease; LeaseLost (nothing written) if it no longer holds."""
-        rows = await db.execute_fetchall(statement, params)
-        if rows:
-            return rows[0]
-        current = await db.execute_fetchall(sql.GET_RUN_WITH_CLOCK, (params["id"],))
+        done = await _all(db, statement, params)
+        if done:
+            return done[0]
+        current = await _all(db, sql.GET_RUN_WITH_CLOCK, (params["id"],))
         if not current:
             raise checks.run_not_found(lease.run_id)
         r = current[0]
@@ -340,64 +344,56 @@ class SqliteStore:
     async def cancel_runs(self, task_id: str) -> list[Run]:
         tid = parse_id("T", task_id)
         async with self._write() as db:
-            if not await db.execute_fetchall(sql.TASK_EXISTS, (tid,)):
+            if not await _all(db, sql.TASK_EXISTS, (tid,)):
                 raise checks.task_not_found(format_id("T", tid))
-            rows = await db.execute_fetchall(sql.CANCEL_RUNS, (tid,))
-        return _runs(rows)
+            cancelled = await _all(db, sql.CANCEL_RUNS, (tid,))
+        return ROWS.runs(cancelled)
 
     async def reap_expired(
         self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
     ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
         async with self._write() as db:
-            rows = await db.execute_fetchall(
-                sql.REAP_EXPIRED, {"delay": first, "max_delay": longest}
-            )
-        return _runs(rows)
+            reaped = await _all(db, sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
+        return ROWS.runs(reaped)
 
     # -- artifacts --------------------------------------------------------------------
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
-        sha = await _sha256(content)
-        task = parse_id("T", meta.task_id) if meta.task_id is not None else None
-        run = parse_id("R", meta.run_id) if meta.run_id is not None else None
+        sha = await checks.sha256(content)
+        task = rows.number_or_none("T", meta.task_id)
+        run = rows.number_or_none("R", meta.run_id)
         params = {**meta.model_dump(mode="json"), "sha256": sha, "task_id": task, "run_id": run}
         async with self._write() as db:
-            if task is not None and not await db.execute_fetchall(sql.TASK_EXISTS, (task,)):
+            if task is not None and not await _all(db, sql.TASK_EXISTS, (task,)):
                 raise checks.task_not_found(format_id("T", task))
-            if run is not None and not await db.execute_fetchall(sql.RUN_EXISTS, (run,)):
+            if run is not None and not await _all(db, sql.RUN_EXISTS, (run,)):
                 raise checks.run_not_found(format_id("R", run))
             await db.execute_fetchall(sql.INSERT_BLOB, (sha, content, len(content)))
-            (row,) = await db.execute_fetchall(sql.INSERT_ARTIFACT, params)
-        return _artifact(row, size=len(content))
+            (row,) = await _all(db, sql.INSERT_ARTIFACT, params)
+        return ROWS.artifact(row, size=len(content))
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         aid = format_id("A", parse_id("A", artifact_id))
-        rows = await self._read(sql.GET_ARTIFACT, (parse_id("A", aid),))
-        if not rows:
+        found = await self._read(sql.GET_ARTIFACT, (parse_id("A", aid),))
+        if not found:
             raise checks.artifact_not_found(aid)
-        artifact, content = _artifact(rows[0]), bytes(rows[0]["content"])
-        actual = await _sha256(content)
-        if actual != artifact.sha256:
-            raise ArtifactCorrupted(
-                f"artifact {aid} is corrupted: its content hashes to {actual}, "
-                f"but it was stored as {artifact.sha256}",
-                hint="the store file was changed outside T25; re-run the stage that produced it",
-            )
+        artifact, content = ROWS.artifact(found[0]), bytes(found[0]["content"])
+        await checks.verified(artifact, content, changed_outside="the store file")
         return artifact, content
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
-        where, params = "1", ()
+        where, params = "1", tuple[int, ...]()
         if task_id is not None:
             where, params = "artifacts.task_id = ?", (parse_id("T", task_id),)
-        rows = await self._read(sql.LIST_ARTIFACTS.format(where=where), params)
-        return [_artifact(r) for r in rows]
+        found = await self._read(sql.LIST_ARTIFACTS.format(where=where), params)
+        return [ROWS.artifact(r) for r in found]
 
     # -- audit anchor -----------------------------------------------------------------
 
     async def get_audit_anchor(self) -> AuditAnchor | None:
-        rows = await self._read(sql.GET_AUDIT_ANCHOR)
-        return AuditAnchor(seq=rows[0]["seq"], hash=rows[0]["hash"]) if rows else None
+        found = await self._read(sql.GET_AUDIT_ANCHOR)
+        return rows.anchor(found[0]) if found else None
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         async with self._write() as db:
@@ -428,7 +424,12 @@ async def _locked_is_unavailable(path: Path) -> AsyncIterator[None]:
         ) from e
 
 
-# -- rows to domain objects -------------------------------------------------------------------
+# -- statements ------------------------------------------------------------------------------
+
+
+async def _all(db: aiosqlite.Connection, statement: str, params: Params = ()) -> list[Row]:
+    """Every row `statement` returns."""
+    return list(await db.execute_fetchall(statement, params))
 
 
 async def _cas_in(
@@ -442,33 +443,30 @@ async def _cas_in(
     """A task's compare-and-set and its event, inside the caller's transaction."""
     event = checks.event_for_task(tid, event)
     statement = sql.update_task(list(values), with_state=state is not None)
-    params = {
-        **values,
-        **(state or {}),
-        "id": parse_id("T", tid),
-        "expected": TaskState(expected).value,
-    }
-    rows = await db.execute_fetchall(statement, params)
-    if not rows:
-        now = await db.execute_fetchall(sql.GET_TASK_STATE, (params["id"],))
+    number = parse_id("T", tid)
+    params = {**values, **(state or {}), "id": number, "expected": TaskState(expected).value}
+    changed = await _all(db, statement, params)
+    if not changed:
+        now = await _all(db, sql.GET_TASK_STATE, (number,))
         if not now:
             raise checks.task_not_found(tid)
         raise checks.stale_task(tid, now[0]["state"], expected)
-    return _task(rows[0]), await _insert_event(db, event)
+    return ROWS.task(changed[0]), await _insert_event(db, event)
 
 
 async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event]:
     """A queued run and its RunQueued event, inside the caller's transaction."""
+    number = parse_id("T", new.task_id)
     params = {
-        "task_id": parse_id("T", new.task_id),
+        "task_id": number,
         "stage": TaskState(new.stage).value,
         "role": new.role,
         "max_attempts": new.max_attempts,
     }
-    rows = await db.execute_fetchall(sql.INSERT_RUN, params)
-    if not rows:
-        raise checks.task_not_found(format_id("T", params["task_id"]))
-    run = _run(rows[0])
+    inserted = await _all(db, sql.INSERT_RUN, params)
+    if not inserted:
+        raise checks.task_not_found(format_id("T", number))
+    run = ROWS.run(inserted[0])
     queued = RunQueued(
         at=run.enqueued_at, task_id=run.task_id, run_id=run.id, stage=run.stage, role=run.role
     )
@@ -480,154 +478,38 @@ async def _move_anchor(
 ) -> None:
     """The audit anchor's compare-and-set, inside the caller's transaction."""
     if previous is None:
-        moved = await db.execute_fetchall(sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash))
+        moved = await _all(db, sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash))
     else:
-        moved = await db.execute_fetchall(
-            sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
+        moved = await _all(
+            db, sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
         )
-    if not moved:
-        now = await db.execute_fetchall(sql.GET_AUDIT_ANCHOR)
-        if now and (now[0]["seq"], now[0]["hash"]) == (anchor.seq, anchor.hash):
-            return  # already there
-        held = f"seq {now[0]['seq']}" if now else "none"
-        expected = f"seq {previous.seq}" if previous else "none"
-        raise StaleState(
-            f"the audit anchor is at {held}, not {expected}",
-            hint="another process appended to the audit log; re-read it and retry",
-        )
-
-
-async def _sha256(content: bytes) -> str:
-    if len(content) <= _HASH_INLINE_MAX:
-        return hashlib.sha256(content).hexdigest()
-    return await asyncio.to_thread(lambda: hashlib.sha256(content).hexdigest())
+    if moved:
+        return
+    found = await _all(db, sql.GET_AUDIT_ANCHOR)
+    now = rows.anchor(found[0]) if found else None
+    if now == anchor:
+        return  # already there
+    raise checks.stale_anchor(now, previous)
 
 
 def _ts(at: datetime) -> float:
-    if at.tzinfo is None:  # a naive time is taken as UTC, never as local time
-        at = at.replace(tzinfo=UTC)
-    return at.timestamp()
-
-
-def _dt(seconds: float | None) -> datetime | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
-
-
-def _id(prefix: str, number: int | None) -> str | None:
-    return None if number is None else format_id(prefix, number)
+    """A time as SQLite keeps it: seconds since the epoch (a naive time is UTC)."""
+    return rows.as_utc(at).timestamp()
 
 
 async def _insert_event(db: aiosqlite.Connection, event: Event) -> Event:
-    task = parse_id("T", event.task_id) if event.task_id is not None else None
-    run = parse_id("R", event.run_id) if event.run_id is not None else None
+    task = rows.number_or_none("T", event.task_id)
+    run = rows.number_or_none("R", event.run_id)
     payload = json.dumps(event.payload(), separators=(",", ":"))
-    ((new_id,),) = await db.execute_fetchall(
-        sql.INSERT_EVENT, (_ts(event.at), event.kind, task, run, payload)
-    )
+    ((new_id,),) = await _all(db, sql.INSERT_EVENT, (_ts(event.at), event.kind, task, run, payload))
     return event.model_copy(
-        update={"id": new_id, "task_id": _id("T", task), "run_id": _id("R", run)}
-    )
-
-
-def _event(r: Row) -> Event:
-    return Event.restore(
-        r["kind"],
-        json.loads(r["payload"]),
-        id=r["id"],
-        at=_dt(r["at"]),
-        task_id=_id("T", r["task_id"]),
-        run_id=_id("R", r["run_id"]),
-    )
-
-
-def _task(r: Row) -> Task:
-    return Task(
-        id=format_id("T", r["id"]),
-        project=r["project"],
-        title=r["title"],
-        type=r["type"],
-        description=r["description"],
-        state=r["state"],
-        resume_state=r["resume_state"],
-        archived=bool(r["archived"]),
-        merged=bool(r["merged"]),
-        qa_loops=r["qa_loops"],
-        review_loops=r["review_loops"],
-        error=r["error"],
-        approved_plan_sha=r["approved_plan_sha"],
-        checks_passed=None if r["checks_passed"] is None else bool(r["checks_passed"]),
-        review_verdict=r["review_verdict"],
-        created_at=_dt(r["created_at"]),
-        state_since=_dt(r["state_since"]),
-    )
-
-
-def _run(r: Row) -> Run:
-    usage = Usage(
-        input_tokens=r["input_tokens"],
-        output_tokens=r["output_tokens"],
-        cache_read_tokens=r["cache_read_tokens"],
-        cache_write_tokens=r["cache_write_tokens"],
-        model=r["usage_model"],
-    )
-    return Run(
-        id=format_id("R", r["id"]),
-        task_id=format_id("T", r["task_id"]),
-        stage=r["stage"],
-        role=r["role"],
-        status=r["status"],
-        attempts=r["attempts"],
-        max_attempts=r["max_attempts"],
-        worker=r["worker"],
-        lease_token=r["lease_token"],
-        lease_expires_at=_dt(r["lease_expires_at"]),
-        adapter=r["adapter"],
-        adapter_reason=r["adapter_reason"],
-        cli_version=r["cli_version"],
-        model=r["model"],
-        exit_code=r["exit_code"],
-        error=r["error"],
-        usage=usage,
-        cost_usd=r["cost_usd"],
-        enqueued_at=_dt(r["enqueued_at"]),
-        started_at=_dt(r["started_at"]),
-        finished_at=_dt(r["finished_at"]),
-    )
-
-
-def _runs(rows: Iterable[Row]) -> list[Run]:
-    return sorted((_run(r) for r in rows), key=lambda run: parse_id("R", run.id))
-
-
-def _lease(r: Row) -> Lease:
-    return Lease(
-        run_id=format_id("R", r["id"]),
-        task_id=format_id("T", r["task_id"]),
-        token=r["lease_token"],
-        worker=r["worker"],
-        expires_at=_dt(r["lease_expires_at"]),
+        update={
+            "id": new_id,
+            "task_id": rows.id_or_none("T", task),
+            "run_id": rows.id_or_none("R", run),
+        }
     )
 
 
 def _lease_params(lease: Lease) -> dict[str, Any]:
     return {"id": parse_id("R", lease.run_id), "token": lease.token}
-
-
-def _artifact(r: Row, *, size: int | None = None) -> Artifact:
-    meta = ArtifactMeta(
-        kind=r["kind"],
-        media_type=r["media_type"],
-        task_id=_id("T", r["task_id"]),
-        run_id=_id("R", r["run_id"]),
-        role=r["role"],
-        adapter=r["adapter"],
-        cli_version=r["cli_version"],
-        model=r["model"],
-    )
-    return Artifact(
-        id=format_id("A", r["id"]),
-        sha256=r["sha256"],
-        size=r["size"] if size is None else size,
-        meta=meta,
-        created_at=_dt(r["created_at"]),
-    )

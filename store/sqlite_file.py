@@ -18,6 +18,7 @@ from pathlib import Path
 
 import aiosqlite
 
+from core.domain.backoff import Backoff, retry
 from core.errors import StoreError, StoreUnavailable
 from store import migrations
 from store import sqlite_sql as sql
@@ -36,7 +37,10 @@ _FOREIGN_HINT = "point the store at a new file, or at a .factory/t25.db written 
 _OPEN_HINT = "check the file's permissions and the free disk space"
 
 
-OPEN_ATTEMPTS = 50  # switching a new file to WAL takes a lock SQLite's busy timeout skips
+# Switching a new file to WAL takes a lock SQLite's busy timeout skips: an open that meets
+# it is tried again, OPEN_ATTEMPTS times in all, after these pauses (about 23 s in all).
+OPEN_ATTEMPTS = 50
+OPEN_BACKOFF = Backoff(0.02, 0.5)
 
 
 async def connect(path: Path) -> aiosqlite.Connection:
@@ -45,17 +49,17 @@ async def connect(path: Path) -> aiosqlite.Connection:
     Several processes may open a new file at once; the one switching it to WAL holds a
     lock that makes the others fail at once with "database is locked" (SQLite does not
     wait on the busy timeout there), so such an open is retried after a short pause."""
-    for attempt in range(1, OPEN_ATTEMPTS + 1):
-        try:
-            return await _connect(path)
-        except _Locked:
-            if attempt == OPEN_ATTEMPTS:
-                raise StoreUnavailable(
-                    f"cannot open the store {path}: it stayed locked",
-                    hint="another process holds it; try again",
-                ) from None
-            await asyncio.sleep(0.02 * attempt)
-    raise AssertionError("unreachable")
+    try:
+        return await retry(
+            lambda _: _connect(path),
+            pauses=OPEN_BACKOFF.pauses(OPEN_ATTEMPTS - 1),
+            transient=lambda exc: isinstance(exc, _Locked),
+        )
+    except _Locked:
+        raise StoreUnavailable(
+            f"cannot open the store {path}: it stayed locked",
+            hint="another process holds it; try again",
+        ) from None
 
 
 class _Locked(Exception):
@@ -135,15 +139,21 @@ def _check_file(path: Path) -> None:
 
 async def _check_identity(db: aiosqlite.Connection, path: Path) -> None:
     """Ours: it carries T25's application_id, or it is an empty database we may create."""
-    (app_id,) = (await db.execute_fetchall(sql.APPLICATION_ID))[0]
+    (app_id,) = await _first_row(db, sql.APPLICATION_ID)
     if app_id == APPLICATION_ID:
         return
-    (objects,) = (await db.execute_fetchall(sql.COUNT_SCHEMA_OBJECTS))[0]
+    (objects,) = await _first_row(db, sql.COUNT_SCHEMA_OBJECTS)
     if app_id != 0 or objects:
         raise StoreError(
             f"{path} is not a T25 database (application_id {app_id:#x}, {objects} schema objects)",
             hint=_FOREIGN_HINT,
         )
+
+
+async def _first_row(db: aiosqlite.Connection, statement: str) -> sqlite3.Row:
+    """The row of a statement that returns one (a PRAGMA, a count)."""
+    found = list(await db.execute_fetchall(statement))
+    return found[0]
 
 
 async def _migrate(db: aiosqlite.Connection, path: Path) -> None:

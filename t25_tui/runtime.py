@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from core.config.schema import Config, load_config
 from core.control.service import ControlPlane
+from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
 from core.errors import ControlPlaneUnreachable, StoreUnavailable
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from t25_tui.tui.sample_data import Seeded
 
 log = logging.getLogger("t25.remote")
+
+# A remote worker that lost its control plane tries again after 0.5 s, doubling to 10 s;
+# jittered, so the workers of a restarted serve do not all come back at the same instant.
+WORKER_BACKOFF = Backoff(0.5, 10.0, jitter=0.5)
 
 
 @dataclass(frozen=True)
@@ -242,15 +247,15 @@ async def work_remotely(
 async def _keep_working(worker: Worker) -> None:
     """A worker that outlives a control plane restart, or its store's outage: retry with
     backoff."""
-    delay = 0.5
+    pauses = WORKER_BACKOFF.pauses()
     while True:
         try:
             await worker.run_forever(poll_s=0.5)
             return
         except (ControlPlaneUnreachable, StoreUnavailable) as exc:
-            log.warning("%s; retrying in %.1f s", exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+            pause = next(pauses)
+            log.warning("%s; retrying in %.1f s", exc, pause)
+            await asyncio.sleep(pause)
 
 
 def _tools(

@@ -3,6 +3,7 @@ diff, clean up and merge, including the adversarial cases from testing.md."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -312,6 +313,62 @@ async def test_racing_processes_create_the_worktree_once(tmp_path, repo, wt):
     listed = plain_git("worktree", "list", "--porcelain", cwd=repo)
     assert listed.count(f"worktree {wt.path_for('T-1')}\n") == 1
     assert await wt.ensure(make_task()) == wt.path_for("T-1")
+
+
+async def test_a_half_written_worktree_entry_is_waited_out(tmp_path, repo, wt):
+    """The state another process's `git worktree add` leaves for a moment: an entry of
+    .git/worktrees whose commondir is still empty. `git worktree list` dies on it; T25
+    lists again after a pause, and adopts the worktree once the entry is whole."""
+    task = make_task()
+    path = await wt.ensure(task)
+    entry = Path(plain_git("rev-parse", "--absolute-git-dir", cwd=repo)) / "worktrees" / "half"
+    entry.mkdir()
+    (entry / "gitdir").write_text(f"{tmp_path / 'half' / '.git'}\n")
+    (entry / "commondir").write_text("")
+    with pytest.raises(subprocess.CalledProcessError):
+        plain_git("worktree", "list", "--porcelain", "-z", cwd=repo)
+    finished = asyncio.get_running_loop().call_later(
+        0.3, (entry / "commondir").write_text, "../..\n"
+    )
+    try:
+        assert await wt.ensure(task) == path
+    finally:
+        finished.cancel()
+
+
+# Another process adding worktrees: git writes a new entry of .git/worktrees file by file,
+# and `git worktree list` dies on one whose commondir is still empty.
+CREATOR = 'for i in $(seq 1 "$2"); do git worktree add -q --detach "$1-$i" trunk; done'
+
+
+async def test_adopting_a_worktree_survives_other_processes_adding_theirs(tmp_path, repo, wt):
+    """`git worktree list` fails ("failed to read .git/worktrees/<name>/commondir") while
+    another process is creating a worktree; adopting one lists them, and tries again."""
+    tasks = [make_task(f"T-{n}") for n in range(1, 5)]
+    paths = [await wt.ensure(task) for task in tasks]
+    creators = [
+        await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            CREATOR,
+            "creator",
+            str(tmp_path / f"other{n}"),
+            "15",
+            cwd=repo,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        for n in range(4)
+    ]
+    adopted = 0
+    try:
+        while any(c.returncode is None for c in creators) and adopted < 400:
+            assert await asyncio.gather(*(wt.ensure(task) for task in tasks)) == paths
+            adopted += 1
+    finally:
+        await asyncio.wait_for(asyncio.gather(*(c.wait() for c in creators)), 120)
+    assert adopted > 0
 
 
 async def test_a_planted_symlink_in_place_of_the_lock_file_is_not_followed(tmp_path, wt):

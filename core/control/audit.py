@@ -46,11 +46,12 @@ from typing import BinaryIO, Literal, overload
 from pydantic import ValidationError
 
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
+from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
-from core.ports import Store
+from core.ports import AuditAnchorStore
 
 __all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
 
@@ -60,6 +61,7 @@ _OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
 VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
 T25_ACTOR = "t25"
 LOCK_WAIT_S = 120.0  # a decider waits this long for another to finish before giving up
+LOCK_POLL = Backoff(0.002, 0.05)  # ... looking at the lock again after these pauses
 TORN = ".torn-"  # set-aside torn lines: audit.jsonl.torn-20250101T120000Z
 
 log = logging.getLogger("t25.audit")
@@ -118,7 +120,7 @@ class _Tail:
 class AuditLog:
     """Append decisions durably; read and verify the chain against the store's anchor."""
 
-    def __init__(self, path: Path, store: Store, *, clock: Clock = system_clock) -> None:
+    def __init__(self, path: Path, store: AuditAnchorStore, *, clock: Clock = system_clock) -> None:
         self.path = path
         self.store = store
         self.clock = clock  # stamps each line (`ts`) and each torn line set aside
@@ -206,7 +208,7 @@ class AuditLog:
         try:
             # Polled rather than blocking a thread: a cancelled waiter must not take the lock later.
             loop = asyncio.get_running_loop()
-            delay, deadline = 0.002, loop.time() + LOCK_WAIT_S
+            pauses, deadline = LOCK_POLL.pauses(), loop.time() + LOCK_WAIT_S
             while True:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -218,8 +220,7 @@ class AuditLog:
                             f"{LOCK_WAIT_S:.0f} s",
                             hint="try again when its decision is done",
                         ) from None
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 0.05)
+                    await asyncio.sleep(next(pauses))
         except BaseException:
             fh.close()
             raise
@@ -443,7 +444,7 @@ class AuditWriter:
         self._anchor = entry.anchor()
 
 
-async def _holds(store: Store, anchor: AuditAnchor) -> bool:
+async def _holds(store: AuditAnchorStore, anchor: AuditAnchor) -> bool:
     try:
         return await store.get_audit_anchor() == anchor
     except Exception:  # noqa: BLE001 - unknown counts as not landed: the line is cut back

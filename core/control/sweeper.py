@@ -25,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Protocol
 
 from core.control.service import ControlPlane
+from core.domain.backoff import Backoff
 from core.domain.models import RunStatus, Task, TaskState
 from core.domain.states import WORKING
 from core.errors import StaleState, StoreError, StoreUnavailable
@@ -38,7 +40,7 @@ log = logging.getLogger("t25.sweeper")
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 STALLED_AFTER = timedelta(seconds=30)  # a finished run with no decision after this: redo the stage
 STORE_PATIENCE_S = 300.0  # unavailable for longer than this: give up (see the module docstring)
-FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.5, 10.0  # retrying an unavailable store: 0.5 s doubling to 10 s
+STORE_BACKOFF = Backoff(0.5, 10.0)  # retrying an unavailable store: 0.5 s doubling to 10 s
 
 
 class Workers(Protocol):
@@ -66,7 +68,7 @@ class StoreWatch:
         self.back = asyncio.Event()
         self.back.set()
         self._since: float | None = None  # loop time of the outage's first failure
-        self._pause: float | None = None  # the sweep's last pause in this outage
+        self._pauses: Iterator[float] | None = None  # the sweep's pauses in this outage
 
     def down(self, exc: StoreUnavailable) -> None:
         if self._since is None:
@@ -89,16 +91,15 @@ class StoreWatch:
                 hint="start T25 again once the store is back; "
                 "`t25 serve --store-patience S` sets how long serve waits",
             ) from exc
-        self._pause = (
-            FIRST_PAUSE_S if self._pause is None else min(self._pause * 2, LONGEST_PAUSE_S)
-        )
-        return self._pause
+        if self._pauses is None:
+            self._pauses = STORE_BACKOFF.pauses()
+        return next(self._pauses)
 
     def answered(self) -> None:
         if self._since is not None:
             waited = asyncio.get_running_loop().time() - self._since
             log.warning("t25: the store answers again after %.1f s; the sweeper goes on", waited)
-            self._since = self._pause = None
+            self._since, self._pauses = None, None
             self.back.set()
 
 

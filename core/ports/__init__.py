@@ -1,7 +1,9 @@
 """The ports of T25's core: what each plane needs of the others and of the outside world.
 
     Store         what T25 keeps (tasks, runs, events, leases, artifacts, the audit anchor);
-                  implemented by the `store` package (SQLite, Postgres)
+                  implemented by the `store` package (SQLite, Postgres). Its roles, for a
+                  part that needs one: TaskStore, EventLog, RunLeases, ArtifactStore,
+                  AuditAnchorStore
     AgentAdapter  one agent CLI run headless; implemented by the `adapters` package
     RunQueue      what a worker asks of the control plane (claim, heartbeat, prompt, output,
                   completion); in-process by core.control, over HTTP by t25_tui.api
@@ -14,14 +16,27 @@ The core depends on these protocols only; the packages around it implement them.
 from core.ports.agents import AgentAdapter, OutputSink
 from core.ports.operations import Operations
 from core.ports.runs import Claim, RunQueue
-from core.ports.store import DecisionWrite, Store
+from core.ports.store import (
+    ArtifactStore,
+    AuditAnchorStore,
+    DecisionWrite,
+    EventLog,
+    RunLeases,
+    Store,
+    TaskStore,
+)
 
 __all__ = [
     "AgentAdapter",
+    "ArtifactStore",
+    "AuditAnchorStore",
     "Claim",
     "DecisionWrite",
+    "EventLog",
     "Operations",
     "OutputSink",
+    "RunLeases",
     "RunQueue",
     "Store",
+    "TaskStore",
 ]

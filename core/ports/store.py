@@ -3,37 +3,18 @@
 Backends live in the `store` package (embedded SQLite, Postgres); nothing above it
 knows which one it has. Methods return domain objects, never driver rows.
 
-Guarantees a backend must keep (the contract suite in tests/store checks each):
+The contract comes in roles, one protocol each, with the guarantees that role keeps (the
+contract suite in tests/store checks each):
 
-- `apply_transition` is compare-and-set: it changes the task only if it is still in
-  `expected`, and writes the TaskTransitioned event in the same transaction. Of two
-  deciders racing from the same state exactly one wins; the other gets StaleState.
-- Event ids are strictly increasing and never reused; `events_after` returns them in
-  id order with no gap a reader could miss: once it has returned an id, no event
-  with a lower id can still appear (Postgres settles a horizon under concurrent
-  writers for this; see store/migrations/postgres/0001_initial.sql).
-- Every process sees every event. The events table is the truth; `wait_for_events`
-  only wakes a reader, which then reads `events_after` its cursor. Writes wake
-  readers in the same process at once and in other processes within moments
-  (Postgres: coalesced LISTEN/NOTIFY, sent outside the writing statements; SQLite:
-  polling the newest id).
-- Leases: `claim_run` hands each queued run to exactly one claimer, with a fresh,
-  larger fencing token and a deadline from the database clock. `heartbeat`,
-  `complete_run` and `release_run` succeed only with the current token before the
-  deadline; otherwise LeaseLost, and nothing the late worker sent is kept.
-  Claiming, extending, completing and reaping are each one conditional statement
-  (never a read, then a write), so a completion racing the reaper at the deadline has
-  exactly one winner. `reap_expired` returns runs whose lease lapsed to the queue
-  after a backoff that doubles with each attempt used, or fails them once they used
-  all their attempts; a run in backoff never holds up the runs behind it.
-- The audit anchor moves by compare-and-set, under `lock_audit`, which serialises every
-  process extending the audit log on this store.
-- `apply_decision` writes everything one operator decision changes in one transaction:
-  the task's compare-and-set with its event, the decision's announcement, its audit
-  anchor and what follows from it in the store (the next stage's run, the task's runs
-  cancelled). All of it, or nothing.
-- Artifact content is stored once per SHA-256 however often it is written; reading
-  re-hashes it and raises ArtifactCorrupted on a mismatch.
+    TaskStore         projects and tasks: compare-and-set transitions, decisions
+    EventLog          the events table every process reads: gap-free ids, wake-ups
+    RunLeases         the run queue: leases with fencing tokens, the reaper, run costs
+    ArtifactStore     content stored once per SHA-256, verified on reading
+    AuditAnchorStore  where the audit log's last line is anchored, and its lock
+
+`Store` is all of them, what a backend implements. A part of T25 that needs one role
+takes that role (the audit log an AuditAnchorStore, serve's event tail an EventLog), so its
+signature says what it uses.
 """
 
 from __future__ import annotations
@@ -81,19 +62,21 @@ class DecisionWrite:
     cancel_runs: bool = False  # the task's queued and running runs end (a cancel)
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Persistent state of one T25 installation. All methods are coroutines."""
+class TaskStore(Protocol):
+    """Projects and tasks.
 
-    url: str
+    - `apply_transition` is compare-and-set: it changes the task only if it is still in
+      `expected`, and writes the TaskTransitioned event in the same transaction. Of two
+      deciders racing from the same state exactly one wins; the other gets StaleState.
+    - `apply_decision` writes everything one operator decision changes in one
+      transaction: the task's compare-and-set with its event, the decision's
+      announcement, its audit anchor and what follows from it in the store (the next
+      stage's run, the task's runs cancelled). All of it, or nothing.
+    """
 
-    async def close(self) -> None: ...
-
-    # -- projects -----------------------------------------------------------------------
     async def upsert_project(self, project: Project) -> Project: ...
     async def list_projects(self) -> list[Project]: ...
 
-    # -- tasks ----------------------------------------------------------------------------
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
         """Give the task the next id and write it with its TaskCreated event, atomically."""
         ...
@@ -133,7 +116,21 @@ class Store(Protocol):
         written."""
         ...
 
-    # -- events ---------------------------------------------------------------------------
+
+class EventLog(Protocol):
+    """The events every process reads.
+
+    - Event ids are strictly increasing and never reused; `events_after` returns them in
+      id order with no gap a reader could miss: once it has returned an id, no event
+      with a lower id can still appear (Postgres settles a horizon under concurrent
+      writers for this; see store/migrations/postgres/0001_initial.sql).
+    - Every process sees every event. The events table is the truth; `wait_for_events`
+      only wakes a reader, which then reads `events_after` its cursor. Writes wake
+      readers in the same process at once and in other processes within moments
+      (Postgres: coalesced LISTEN/NOTIFY, sent outside the writing statements; SQLite:
+      polling the newest id).
+    """
+
     async def append_event(self, event: Event) -> Event:
         """Write an event; return it carrying its id."""
         ...
@@ -153,7 +150,21 @@ class Store(Protocol):
         is a cue to read `events_after(after_id)`; it carries no events itself."""
         ...
 
-    # -- runs and leases ------------------------------------------------------------------
+
+class RunLeases(Protocol):
+    """The run queue and its leases.
+
+    `claim_run` hands each queued run to exactly one claimer, with a fresh, larger
+    fencing token and a deadline from the database clock. `heartbeat`, `complete_run` and
+    `release_run` succeed only with the current token before the deadline; otherwise
+    LeaseLost, and nothing the late worker sent is kept. Claiming, extending, completing
+    and reaping are each one conditional statement (never a read, then a write), so a
+    completion racing the reaper at the deadline has exactly one winner. `reap_expired`
+    returns runs whose lease lapsed to the queue after a backoff that doubles with each
+    attempt used, or fails them once they used all their attempts; a run in backoff never
+    holds up the runs behind it.
+    """
+
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         """Queue a run and write its RunQueued event, atomically."""
         ...
@@ -200,7 +211,11 @@ class Store(Protocol):
         lease being completed at this instant is left to its completion."""
         ...
 
-    # -- artifacts ------------------------------------------------------------------------
+
+class ArtifactStore(Protocol):
+    """What the stages produced. Content is stored once per SHA-256 however often it is
+    written; reading re-hashes it and raises ArtifactCorrupted on a mismatch."""
+
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
         """Store content by SHA-256 (once, however often written) with its provenance."""
         ...
@@ -211,7 +226,12 @@ class Store(Protocol):
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]: ...
 
-    # -- audit anchor -----------------------------------------------------------------------
+
+class AuditAnchorStore(Protocol):
+    """Where the audit log's newest line is anchored. The anchor moves by compare-and-set,
+    under `lock_audit`, which serialises every process extending the audit log on this
+    store."""
+
     async def get_audit_anchor(self) -> AuditAnchor | None: ...
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
@@ -225,3 +245,13 @@ class Store(Protocol):
         transaction-level advisory lock; SQLite: nothing beyond the log file's own lock, as
         an embedded store is one checkout's)."""
         ...
+
+
+@runtime_checkable
+class Store(TaskStore, EventLog, RunLeases, ArtifactStore, AuditAnchorStore, Protocol):
+    """Persistent state of one T25 installation: every role, as a backend implements it.
+    All methods are coroutines."""
+
+    url: str
+
+    async def close(self) -> None: ...

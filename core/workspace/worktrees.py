@@ -51,8 +51,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.domain.backoff import Backoff, retry
 from core.domain.models import DiffStat, Task
-from core.errors import MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
+from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import Fingerprint, fingerprint
 from core.workspace.git import default_branch, git, git_bytes, run_git, status_entries
 
@@ -65,6 +66,13 @@ T25_IDENTITY = ("T25", "t25@localhost")
 # `<id>.json` / `<id>.lock` can never collide), bounded length.
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _SHOWN = 5  # file names quoted in a refusal before "… and N more"
+# `git worktree add` writes a new entry of the repository's admin directory (.git/worktrees)
+# file by file, and git reading the entries meanwhile (`worktree list`, another `worktree
+# add`) dies on its still-empty commondir: "failed to read .git/worktrees/<name>/commondir".
+# Such a call is made again after these pauses (1.75 s in all).
+HALF_WRITTEN = "failed to read"
+ADMIN_RACE = Backoff(0.05, 0.5)
+ADMIN_RACE_RETRIES = 6
 
 
 @dataclass(frozen=True)
@@ -289,7 +297,11 @@ class Worktrees:
 
     async def _listing(self) -> dict[Path, dict[str, str]]:
         """`git worktree list --porcelain -z`, keyed by resolved path."""
-        raw = await git_bytes("worktree", "list", "--porcelain", "-z", cwd=self.repo)
+        raw = await retry(
+            lambda _: git_bytes("worktree", "list", "--porcelain", "-z", cwd=self.repo),
+            pauses=ADMIN_RACE.pauses(ADMIN_RACE_RETRIES),
+            transient=_met_half_written_entry,
+        )
         out: dict[Path, dict[str, str]] = {}
         entry: dict[str, str] = {}
         for line in os.fsdecode(raw).split("\0"):
@@ -391,7 +403,7 @@ class Worktrees:
         # The record goes first: a crash after it leaves a record without a tree, which the
         # next ensure() rewrites; the other order would leave a tree nobody may adopt.
         self._write_record(task, path)
-        for attempt in (1, 2):
+        for pause in (*ADMIN_RACE.pauses(ADMIN_RACE_RETRIES), None):
             args: tuple[str, ...]
             if await self._rev(f"refs/heads/{task.branch}") is not None:
                 # A retry after cleanup: the branch was kept, so check it out again.
@@ -410,13 +422,13 @@ class Worktrees:
                     start,
                 )
             # `git worktree add` of several tasks at once race on the repository's shared
-            # admin directory (.git/worktrees): one at a time in this process, and once
-            # more when another process was adding one at the same moment.
+            # admin directory (.git/worktrees): one at a time in this process, and again
+            # when another process was adding one at the same moment.
             async with self._admin:
                 done = await run_git(*args, cwd=self.repo)
-            if done.code == 0 or "failed to read" not in done.err or attempt == 2:
+            if done.code == 0 or HALF_WRITTEN not in done.err or pause is None:
                 break
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(pause)
         if done.code != 0:
             self._record_path(task.id).unlink(missing_ok=True)
             raise WorktreeRefused(
@@ -660,6 +672,10 @@ class Worktrees:
     async def fingerprint(self) -> Fingerprint:
         """The main checkout's fingerprint, leaving out this worktree root."""
         return await fingerprint(self.repo, exclude=[self.root])
+
+
+def _met_half_written_entry(exc: Exception) -> bool:
+    return isinstance(exc, GitError) and HALF_WRITTEN in exc.message
 
 
 def _names(names: list[str]) -> str:

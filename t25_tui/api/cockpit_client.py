@@ -25,6 +25,7 @@ from httpx_sse import SSEError, aconnect_sse
 
 from core.config.schema import Config
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
+from core.domain.backoff import Backoff
 from core.domain.cost import CostSummary
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
@@ -37,7 +38,7 @@ from t25_tui.api.worker_client import Http
 log = logging.getLogger("t25.attach")
 
 OPERATOR_ENV = "T25_OPERATOR_TOKEN"
-RETRY_S = (0.5, 10.0)  # first and longest wait before the event stream is reopened
+RECONNECT = Backoff(0.5, 10.0)  # waits before the event stream is reopened: 0.5 s doubling to 10 s
 SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a byte is a dead link
 PAGE = 5000  # the most events the control plane returns per request
 
@@ -209,17 +210,16 @@ class RemoteControlPlane(Operations):
 
     async def follow(self) -> None:
         """Publish the control plane's events on the bus, for as long as the cockpit runs."""
-        wait = RETRY_S[0]
+        waits = RECONNECT.pauses()
         while True:
             try:
                 await self._stream()
             except (httpx.HTTPError, SSEError, T25Error, ValueError) as exc:
                 log.info("event stream from %s broke: %s", self.url, exc)
             if self.connected:  # it was up: the first retry comes soon again
-                wait = RETRY_S[0]
+                waits = RECONNECT.pauses()
             self._linked(False)
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, RETRY_S[1])
+            await asyncio.sleep(next(waits))
 
     async def _stream(self) -> None:
         headers = {"Last-Event-ID": str(self.cursor)}

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
+from core.domain.backoff import Backoff
 from core.domain.events import Event
 from core.errors import StoreUnavailable
-from core.ports import Store
+from core.ports import EventLog
 
 WAIT_S = 10.0  # an idle SSE stream re-checks the events table at least this often
 TAIL_QUEUE = 256  # batches a slow SSE client may fall behind before it re-reads the table
-TAIL_PAUSES_S = (0.5, 10.0)  # the tail retrying an unavailable store: 0.5 s doubling to 10 s
+TAIL_BACKOFF = Backoff(0.5, 10.0)  # the tail retrying an unavailable store: 0.5 s doubling to 10 s
 
 # What a stream is handed: a batch of new events, or None ("read the table again").
 Batches = asyncio.Queue[list[Event] | None]
@@ -21,7 +22,7 @@ Batches = asyncio.Queue[list[Event] | None]
 class Tail:
     """One reader of the events table for every SSE client of this process.
 
-    Each wake (a write by any process, see Store.wait_for_events) costs one query, not
+    Each wake (a write by any process, see EventLog.wait_for_events) costs one query, not
     one per client. A client subscribes before its own catch-up read, so every event is
     either in that read or in a batch after it; ids already sent are skipped.
 
@@ -30,7 +31,7 @@ class Tail:
     each event written since, in order, once.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: EventLog) -> None:
         self.store = store
         self.queues: set[Batches] = set()
         self.reader: asyncio.Task[None] | None = None
@@ -60,7 +61,7 @@ class Tail:
 
     async def events_after(self, cursor: int, *, limit: int) -> list[Event]:
         """A stream's own read of the table, through an outage: [] once the tail closes."""
-        pauses = _backoff()
+        pauses = TAIL_BACKOFF.pauses()
         while not self.closed:
             try:
                 return await self.store.events_after(cursor, limit=limit)
@@ -70,7 +71,7 @@ class Tail:
         return []
 
     async def _read(self, cursor: int) -> None:
-        pauses = _backoff()
+        pauses = TAIL_BACKOFF.pauses()
         while True:
             try:
                 await self.store.wait_for_events(cursor, WAIT_S)
@@ -78,7 +79,7 @@ class Tail:
             except StoreUnavailable:  # keep the cursor; what is written meanwhile comes later
                 await asyncio.sleep(next(pauses))
                 continue
-            pauses = _backoff()
+            pauses = TAIL_BACKOFF.pauses()
             if not batch:
                 continue
             cursor = batch[-1].id
@@ -87,13 +88,6 @@ class Tail:
                     queue.put_nowait(batch)
                 except asyncio.QueueFull:  # a slow client: it re-reads the table instead
                     _nudge(queue)
-
-
-def _backoff() -> Iterator[float]:
-    pause, longest = TAIL_PAUSES_S
-    while True:
-        yield pause
-        pause = min(pause * 2, longest)
 
 
 def _nudge(queue: Batches) -> None:
