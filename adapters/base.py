@@ -417,16 +417,8 @@ class CliAdapter:
     ) -> tuple[Failure | None, str | None, datetime | None]:
         """How the run failed, what to tell the operator, and when a quota resets; all None
         for a success."""
-        if done.spawn_error:
-            return Failure.SPAWN, done.spawn_error, None
-        if done.aborted:
-            return Failure.ABORTED, "aborted by T25; process group killed", None
-        if done.timed_out:
-            return (
-                Failure.TIMEOUT,
-                f"timed out after {request.timeout_s:g} s; process group killed",
-                None,
-            )
+        if stopped := _stopped(request, done):
+            return (*stopped, None)
         if done.exit_code == 0 and not output.is_error:
             return None, None, None
         stderr = done.stderr.decode("utf-8", "replace")
@@ -435,11 +427,25 @@ class CliAdapter:
         if overload := self.spec.detect_overload(output, stderr):
             return Failure.OVERLOAD, _one_line(overload), None
         detail = output.error or unreadable or done.stderr_tail
-        if done.exit_code == 0:
-            status = "reported an error"
-        elif done.signal is not None:
-            status = f"killed by signal {done.signal}"
-        else:
-            status = f"exited with status {done.exit_code}"
-        error = f"{status}: {detail}" if detail else status
-        return Failure.EXIT, _one_line(error), None
+        status = _exit_status(done)
+        return Failure.EXIT, _one_line(f"{status}: {detail}" if detail else status), None
+
+
+def _stopped(request: AgentRequest, done: ProcessResult) -> tuple[Failure, str] | None:
+    """Why the CLI did not run to its own end, if it did not: it never started, T25 stopped
+    it, or its time ran out."""
+    if done.spawn_error:
+        return Failure.SPAWN, done.spawn_error
+    if done.aborted:
+        return Failure.ABORTED, "aborted by T25; process group killed"
+    if done.timed_out:
+        return Failure.TIMEOUT, f"timed out after {request.timeout_s:g} s; process group killed"
+    return None
+
+
+def _exit_status(done: ProcessResult) -> str:
+    if done.exit_code == 0:
+        return "reported an error"
+    if done.signal is not None:
+        return f"killed by signal {done.signal}"
+    return f"exited with status {done.exit_code}"

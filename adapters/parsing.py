@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -85,6 +85,24 @@ _RESET = re.compile(
 )
 
 
+def _clock_time(match: re.Match[str]) -> tuple[int, int] | None:
+    """(hour, minute) on a 24-hour clock, or None for a time no clock shows."""
+    hour, minute = int(match["hour"]), int(match["minute"] or 0)
+    if match["half"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if match["half"].lower().startswith("p") else 0)
+    return None if hour > 23 or minute > 59 else (hour, minute)
+
+
+def _zone(name: str | None) -> tzinfo:
+    """The named time zone; UTC when none is named or the name is unknown."""
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
 def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     """The next moment named by "resets 5am (UTC)" / "try again at 5:08 AM" in `text`, in UTC.
 
@@ -93,17 +111,11 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     match = _RESET.search(text)
     if not match:
         return retry_after(text, now)
-    hour, minute = int(match["hour"]), int(match["minute"] or 0)
-    if match["half"]:
-        if not 1 <= hour <= 12:
-            return None
-        hour = hour % 12 + (12 if match["half"].lower().startswith("p") else 0)
-    if hour > 23 or minute > 59:
+    clock = _clock_time(match)
+    if clock is None:
         return None
-    try:
-        zone = ZoneInfo(match["zone"]) if match["zone"] else UTC
-    except (ZoneInfoNotFoundError, ValueError):
-        zone = UTC
+    hour, minute = clock
+    zone = _zone(match["zone"])
     local_now = (now or datetime.now(UTC)).astimezone(zone)
     moment = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if moment <= local_now:
@@ -211,3 +223,8 @@ def openai_usage(usage: object, model: str | None) -> Usage:
 def text_of(value: object) -> str:
     """A string field, or "" for anything else."""
     return value if isinstance(value, str) else ""
+
+
+def message_of(detail: object) -> str:
+    """An error's text: the detail itself, or its `message` when it is an object."""
+    return text_of(detail.get("message") if isinstance(detail, dict) else detail)
