@@ -7,8 +7,9 @@ Everything is read from its text: the answer, "Tokens: N sent, M received. Cost:
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -48,6 +49,26 @@ _NOISE = (
 )
 
 
+def _spent(stdout: str) -> tuple[int, int, float]:
+    """Tokens sent and received and dollars spent, over every report line of the run."""
+    reports = list(_TOKENS.finditer(stdout))
+    sent = sum(_count(m["sent"]) for m in reports)
+    received = sum(_count(m["recv"]) for m in reports)
+    return sent, received, sum((float(m["cost"] or 0) for m in reports), 0.0)
+
+
+def _model(stdout: str) -> str | None:
+    found = _MODEL.search(stdout)
+    return found["model"] if found else None
+
+
+def _answer(stdout: str) -> str:
+    """What aider said: its output without its banners, progress and error lines."""
+    lines = stdout.splitlines()
+    kept = [ln for ln in lines if ln.strip() and not ln.startswith(_NOISE) and not _ERROR.match(ln)]
+    return "\n".join(kept).strip()
+
+
 def _count(text: str | None) -> int:
     if not text:
         return 0
@@ -78,7 +99,9 @@ class AiderSpec(CliAdapterSpec):
     )
 
     # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
-    home_files = {".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'}
+    home_files: ClassVar[dict[str, str]] = {
+        ".aider/caches/model_prices_and_context_window.json": '{"t25": {}}'
+    }
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         # No commits, no .gitignore edits, no history files or repo-map cache in the worktree:
@@ -118,29 +141,17 @@ class AiderSpec(CliAdapterSpec):
             "AIDER_CHECK_UPDATE": "false",
         }
 
-    def parse(self, stdout: str) -> ParsedOutput:
-        sent = received = 0
-        cost = 0.0
-        for match in _TOKENS.finditer(stdout):
-            sent += _count(match["sent"])
-            received += _count(match["recv"])
-            cost += float(match["cost"] or 0)
+    def parse(self, stdout: str) -> CliOutput:
+        sent, received, cost = _spent(stdout)
         errors = [m.group(0).strip() for m in _ERROR.finditer(stdout)]
-        answer = [
-            line
-            for line in stdout.splitlines()
-            if line.strip() and not line.startswith(_NOISE) and not _ERROR.match(line)
-        ]
-        model = _MODEL.search(stdout)
-        return ParsedOutput(
-            final_text="" if errors and not sent else "\n".join(answer).strip(),
-            is_error=bool(errors) and not sent,
+        failed = bool(errors) and not sent  # errors, and no token spent: no model answered
+        return CliOutput(
+            final_text="" if failed else _answer(stdout),
+            is_error=failed,
             error=errors[-1] if errors else None,
             files_changed=tuple(
                 dict.fromkeys(m["file"].strip() for m in _APPLIED.finditer(stdout))
             ),
-            usage=Usage(
-                input_tokens=sent, output_tokens=received, model=model["model"] if model else None
-            ),
+            usage=Usage(input_tokens=sent, output_tokens=received, model=_model(stdout)),
             cost_usd=cost or None,
         )

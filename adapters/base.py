@@ -5,6 +5,9 @@ read its output, how it reports an exhausted quota. `CliAdapter` does the rest o
 them: finding the binary and its version, passing big prompts through a private temp file,
 giving the child a minimal environment, supervising the process (`adapters.process`) and
 turning whatever happened into an `AgentResult` - without ever raising for the agent's sake.
+
+A run's stdout is read once, by the spec's `parse`, into a `CliOutput`; everything after that
+(the result, the quota and overload checks, the error message) reads that one value.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import ClassVar
 
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
@@ -46,11 +50,15 @@ class PromptArg:
 
 
 @dataclass(frozen=True)
-class ParsedOutput:
-    """What a spec reads from a CLI's stdout. `error` is an error the CLI itself reported."""
+class CliOutput:
+    """What one run of a CLI printed on stdout, read once by its spec's `parse`.
+
+    `error` is an error the CLI itself reported; `is_error` says the CLI called the run a
+    failure, whatever its exit status.
+    """
 
     final_text: str = ""
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     error: str | None = None
     is_error: bool = False
     files_changed: tuple[str, ...] = ()
@@ -95,7 +103,7 @@ class CliAdapterSpec:
     login_env: tuple[str, ...] = ()
     capabilities: Capabilities = Capabilities()
     # Files (relative to a private HOME) written before a run that asked for one.
-    home_files: dict[str, str] = {}
+    home_files: ClassVar[dict[str, str]] = {}
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""
@@ -116,34 +124,27 @@ class CliAdapterSpec:
         Pass the prompt so it cannot be read as an option: after `--`, or as an option's value."""
         raise NotImplementedError
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
+        """Everything T25 needs from a run's stdout; called once per run."""
         raise NotImplementedError
 
-    def error_texts(self, stdout: str, stderr: str) -> list[str]:
+    def error_texts(self, output: CliOutput, stderr: str) -> list[str]:
         """Where this CLI says what went wrong: its reported error, then stderr's lines."""
-        try:
-            reported = self.parse(stdout).error
-        except Exception:  # noqa: BLE001 - unreadable output is reported elsewhere
-            reported = None
-        return [t for t in (reported, *stderr.splitlines()[-40:]) if t]
+        return [t for t in (output.error, *stderr.splitlines()[-40:]) if t]
 
-    def detect_quota(self, stdout: str, stderr: str, exit_code: int | None) -> QuotaSignal | None:
+    def detect_quota(self, output: CliOutput, stderr: str) -> QuotaSignal | None:
         """An exhausted quota or rate limit, from the CLI's real messages (`classify_error`)."""
-        for text in self.error_texts(stdout, stderr):
+        for text in self.error_texts(output, stderr):
             if classify_error(text) is Failure.QUOTA:
-                try:
-                    named = self.parse(stdout).resets_at
-                except Exception:  # noqa: BLE001
-                    named = None
-                return QuotaSignal(text.strip(), named or reset_time(text))
+                return QuotaSignal(text.strip(), output.resets_at or reset_time(text))
         return None
 
-    def detect_overload(self, stdout: str, stderr: str) -> str | None:
+    def detect_overload(self, output: CliOutput, stderr: str) -> str | None:
         """A transient overload (529, "at capacity", 5xx) worth retrying after a pause."""
         return next(
             (
                 t.strip()
-                for t in self.error_texts(stdout, stderr)
+                for t in self.error_texts(output, stderr)
                 if classify_error(t) is Failure.OVERLOAD
             ),
             None,
@@ -382,60 +383,69 @@ class CliAdapter:
             )
         return self._result(request, version, done)
 
-    def _parse(self, stdout: str) -> ParsedOutput:
+    def _read(self, stdout: str) -> tuple[CliOutput, str | None]:
+        """The spec's reading of stdout, and why there is none when its parser choked (output
+        it did not foresee is the agent's doing: the run fails, T25 does not raise)."""
         try:
-            return self.spec.parse(stdout)
-        except Exception as exc:  # output a parser did not foresee is the agent's doing
-            return ParsedOutput(error=f"unreadable output: {exc}", is_error=True)
+            return self.spec.parse(stdout), None
+        except Exception as exc:  # noqa: BLE001 - any parser error is the output's fault
+            return CliOutput(is_error=True), f"unreadable output: {exc}"
 
     def _result(
         self, request: AgentRequest, version: str | None, done: ProcessResult
     ) -> AgentResult:
-        stdout = done.stdout.decode("utf-8", "replace")
-        stderr = done.stderr.decode("utf-8", "replace")
-        parsed = self._parse(stdout)
-        base = dict(
+        output, unreadable = self._read(done.stdout.decode("utf-8", "replace"))
+        failure, error, resets_at = self._failure(request, done, output, unreadable)
+        return AgentResult(
             adapter=self.name,
             cli_version=version,
-            model=parsed.usage.model or request.model,
+            model=output.usage.model or request.model,
             exit_code=done.exit_code,
-            final_text=parsed.final_text,
-            usage=parsed.usage,
-            files_changed=_relative(parsed.files_changed, request.cwd),
+            final_text=output.final_text,
+            usage=output.usage,
+            files_changed=_relative(output.files_changed, request.cwd),
             log=done.log,
-            cost_usd=parsed.cost_usd,
+            cost_usd=output.cost_usd,
             duration_s=done.duration_s,
+            failure=failure,
+            error=error,
+            quota_resets_at=resets_at,
         )
-        if done.spawn_error:
-            return AgentResult(**base, failure=Failure.SPAWN, error=done.spawn_error)
-        if done.aborted:
-            return AgentResult(
-                **base, failure=Failure.ABORTED, error="aborted by T25; process group killed"
-            )
-        if done.timed_out:
-            return AgentResult(
-                **base,
-                failure=Failure.TIMEOUT,
-                error=f"timed out after {request.timeout_s:g} s; process group killed",
-            )
-        failed = done.exit_code != 0 or parsed.is_error
-        if failed and (quota := self.spec.detect_quota(stdout, stderr, done.exit_code)):
-            return AgentResult(
-                **base,
-                failure=Failure.QUOTA,
-                error=_one_line(quota.message),
-                quota_resets_at=quota.resets_at,
-            )
-        if failed:
-            if overload := self.spec.detect_overload(stdout, stderr):
-                return AgentResult(**base, failure=Failure.OVERLOAD, error=_one_line(overload))
-            detail = parsed.error or done.stderr_tail
-            if done.exit_code == 0:
-                status = "reported an error"
-            elif done.signal is not None:
-                status = f"killed by signal {done.signal}"
-            else:
-                status = f"exited with status {done.exit_code}"
-            error = f"{status}: {detail}" if detail else status
-            return AgentResult(**base, failure=Failure.EXIT, error=_one_line(error))
-        return AgentResult(**base)
+
+    def _failure(
+        self, request: AgentRequest, done: ProcessResult, output: CliOutput, unreadable: str | None
+    ) -> tuple[Failure | None, str | None, datetime | None]:
+        """How the run failed, what to tell the operator, and when a quota resets; all None
+        for a success."""
+        if stopped := _stopped(request, done):
+            return (*stopped, None)
+        if done.exit_code == 0 and not output.is_error:
+            return None, None, None
+        stderr = done.stderr.decode("utf-8", "replace")
+        if quota := self.spec.detect_quota(output, stderr):
+            return Failure.QUOTA, _one_line(quota.message), quota.resets_at
+        if overload := self.spec.detect_overload(output, stderr):
+            return Failure.OVERLOAD, _one_line(overload), None
+        detail = output.error or unreadable or done.stderr_tail
+        status = _exit_status(done)
+        return Failure.EXIT, _one_line(f"{status}: {detail}" if detail else status), None
+
+
+def _stopped(request: AgentRequest, done: ProcessResult) -> tuple[Failure, str] | None:
+    """Why the CLI did not run to its own end, if it did not: it never started, T25 stopped
+    it, or its time ran out."""
+    if done.spawn_error:
+        return Failure.SPAWN, done.spawn_error
+    if done.aborted:
+        return Failure.ABORTED, "aborted by T25; process group killed"
+    if done.timed_out:
+        return Failure.TIMEOUT, f"timed out after {request.timeout_s:g} s; process group killed"
+    return None
+
+
+def _exit_status(done: ProcessResult) -> str:
+    if done.exit_code == 0:
+        return "reported an error"
+    if done.signal is not None:
+        return f"killed by signal {done.signal}"
+    return f"exited with status {done.exit_code}"

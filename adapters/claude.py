@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import os
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import anthropic_usage, epoch, json_lines, last_event, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import (
+    JsonObject,
+    anthropic_usage,
+    epoch,
+    json_lines,
+    last_event,
+    list_at,
+    number,
+    object_at,
+    text_of,
+)
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 
@@ -57,52 +67,49 @@ class ClaudeSpec(CliAdapterSpec):
             env["IS_SANDBOX"] = "1"
         return env
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         result = last_event(events, "result") or {}
         init = next((e for e in events if e.get("subtype") == "init"), {})
-        models = result.get("modelUsage") if isinstance(result.get("modelUsage"), dict) else {}
-        model = (
-            max(models, key=lambda m: _output_tokens(models[m]), default=None)
-            or text_of(init.get("model"))
-            or None
-        )
-        files = [
-            block["input"]["file_path"]
-            for e in events
-            if e.get("type") == "assistant"
-            for block in (e.get("message") or {}).get("content") or []
-            if isinstance(block, dict)
-            and block.get("type") == "tool_use"
-            and block.get("name") in EDIT_TOOLS
-            and isinstance(block.get("input"), dict)
-            and isinstance(block["input"].get("file_path"), str)
-        ]
-        limit = last_event(events, "rate_limit_event") or {}
-        info = (
-            limit.get("rate_limit_info") if isinstance(limit.get("rate_limit_info"), dict) else {}
-        )
+        limit = object_at(last_event(events, "rate_limit_event") or {}, "rate_limit_info")
         is_error = result.get("is_error") is True  # trust is_error, not subtype
-        errors = result.get("errors") if isinstance(result.get("errors"), list) else []
-        error = (
-            (
-                text_of(result.get("result"))
-                or "; ".join(map(str, errors))
-                or text_of(result.get("subtype"))
-            )
-            if is_error
-            else None
-        )
-        cost = result.get("total_cost_usd")
-        return ParsedOutput(
+        return CliOutput(
             final_text=text_of(result.get("result")),
             is_error=is_error,
-            error=error,
-            usage=anthropic_usage(result.get("usage"), model),
-            files_changed=tuple(files),
-            resets_at=epoch(info.get("resetsAt")) if info.get("status") == "rejected" else None,
-            cost_usd=float(cost) if type(cost) in (int, float) else None,
+            error=_error(result) if is_error else None,
+            usage=anthropic_usage(result.get("usage"), _model(result, init)),
+            files_changed=_edited_files(events),
+            resets_at=epoch(limit.get("resetsAt")) if limit.get("status") == "rejected" else None,
+            cost_usd=number(result.get("total_cost_usd")),
         )
+
+
+def _model(result: JsonObject, init: JsonObject) -> str | None:
+    """The model that wrote most of the answer, else the one the session started with."""
+    models = object_at(result, "modelUsage")
+    busiest = max(models, key=lambda m: _output_tokens(models[m]), default=None)
+    return busiest or text_of(init.get("model")) or None
+
+
+def _edited_files(events: list[JsonObject]) -> tuple[str, ...]:
+    """The files the edit tools were called on, in order."""
+    calls = [
+        block
+        for e in events
+        if e.get("type") == "assistant"
+        for block in list_at(object_at(e, "message"), "content")
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+    given = [object_at(c, "input") for c in calls if c.get("name") in EDIT_TOOLS]
+    return tuple(g["file_path"] for g in given if isinstance(g.get("file_path"), str))
+
+
+def _error(result: JsonObject) -> str:
+    return (
+        text_of(result.get("result"))
+        or "; ".join(map(str, list_at(result, "errors")))
+        or text_of(result.get("subtype"))
+    )
 
 
 def _output_tokens(entry: object) -> int:

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import json_lines, last_event, openai_usage, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import (
+    JsonObject,
+    json_lines,
+    last_event,
+    list_at,
+    message_of,
+    openai_usage,
+    text_of,
+)
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 
@@ -44,7 +53,7 @@ class CodexSpec(CliAdapterSpec):
         resume="exec resume SESSION_ID",
         sandbox_flags="--sandbox workspace-write, approvals never",
     )
-    home_files = {".codex/config.toml": HEADLESS_CONFIG}
+    home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = [
@@ -66,7 +75,7 @@ class CodexSpec(CliAdapterSpec):
     def home_env(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home / ".codex")}
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         items = [
             e["item"]
@@ -74,26 +83,19 @@ class CodexSpec(CliAdapterSpec):
             if e.get("type") == "item.completed" and isinstance(e.get("item"), dict)
         ]
         messages = [text_of(i.get("text")) for i in items if i.get("type") == "agent_message"]
-        files = [
-            c["path"]
-            for i in items
-            if i.get("type") == "file_change"
-            for c in i.get("changes") or []
-            if isinstance(c, dict) and isinstance(c.get("path"), str)
-        ]
         failed = last_event(events, "turn.failed")
-        error = None
-        if failed is not None:
-            detail = failed.get("error")
-            error = (
-                text_of(detail.get("message") if isinstance(detail, dict) else detail)
-                or "the turn failed"
-            )
         done = last_event(events, "turn.completed") or {}
-        return ParsedOutput(
+        return CliOutput(
             final_text=messages[-1] if messages else "",
             is_error=failed is not None,
-            error=error,
+            error=(message_of(failed.get("error")) or "the turn failed") if failed else None,
             usage=openai_usage(done.get("usage"), None),
-            files_changed=tuple(files),
+            files_changed=_changed_files(items),
         )
+
+
+def _changed_files(items: list[JsonObject]) -> tuple[str, ...]:
+    changes = [c for i in items if i.get("type") == "file_change" for c in list_at(i, "changes")]
+    return tuple(
+        c["path"] for c in changes if isinstance(c, dict) and isinstance(c.get("path"), str)
+    )

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import json_lines, last_event, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import (
+    JsonObject,
+    count_at,
+    json_lines,
+    last_event,
+    message_of,
+    object_at,
+    text_of,
+)
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -45,7 +54,7 @@ class GeminiSpec(CliAdapterSpec):
         resume="--resume SESSION",
         sandbox_flags="--yolo",
     )
-    home_files = {".gemini/settings.json": HEADLESS_SETTINGS}
+    home_files: ClassVar[dict[str, str]] = {".gemini/settings.json": HEADLESS_SETTINGS}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = ["-o", "stream-json", "--yolo"]
@@ -57,51 +66,47 @@ class GeminiSpec(CliAdapterSpec):
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         result = last_event(events, "result") or {}
-        # The final answer: the assistant's text after its last tool call.
-        text: list[str] = []
-        for event in events:
-            if event.get("type") in ("tool_use", "tool_result"):
-                text = []
-            elif event.get("type") == "message" and event.get("role") == "assistant":
-                text.append(text_of(event.get("content")))
-        files = [
-            e["parameters"]["file_path"]
-            for e in events
-            if e.get("type") == "tool_use"
-            and e.get("tool_name") in EDIT_TOOLS
-            and isinstance(e.get("parameters"), dict)
-            and isinstance(e["parameters"].get("file_path"), str)
-        ]
-        stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
-        models = stats.get("models") if isinstance(stats.get("models"), dict) else {}
-        used = {m: v for m, v in models.items() if isinstance(v, dict) and _n(v, "total_tokens")}
-        model = max(used, key=lambda m: _n(used[m], "total_tokens"), default=None)
         is_error = result.get("status") == "error"
-        detail = result.get("error")
-        error = (
-            text_of(detail.get("message") if isinstance(detail, dict) else detail)
-            or "gemini reported an error"
-            if is_error
-            else None
-        )
-        cached = _n(stats, "cached")
-        return ParsedOutput(
-            final_text="".join(text).strip(),
+        return CliOutput(
+            final_text=_final_text(events),
             is_error=is_error,
-            error=error,
-            files_changed=tuple(files),
-            usage=Usage(
-                input_tokens=max(_n(stats, "input_tokens") - cached, 0),
-                output_tokens=_n(stats, "output_tokens"),
-                cache_read_tokens=cached,
-                model=model,
-            ),
+            error=(message_of(result.get("error")) or "gemini reported an error")
+            if is_error
+            else None,
+            files_changed=_edited_files(events),
+            usage=_usage(object_at(result, "stats")),
         )
 
 
-def _n(mapping: dict, key: str) -> int:
-    value = mapping.get(key)
-    return value if type(value) is int and value >= 0 else 0
+def _final_text(events: list[JsonObject]) -> str:
+    """The assistant's text after its last tool call."""
+    text: list[str] = []
+    for event in events:
+        if event.get("type") in ("tool_use", "tool_result"):
+            text = []
+        elif event.get("type") == "message" and event.get("role") == "assistant":
+            text.append(text_of(event.get("content")))
+    return "".join(text).strip()
+
+
+def _edited_files(events: list[JsonObject]) -> tuple[str, ...]:
+    calls = [e for e in events if e.get("type") == "tool_use" and e.get("tool_name") in EDIT_TOOLS]
+    given = [object_at(c, "parameters") for c in calls]
+    return tuple(g["file_path"] for g in given if isinstance(g.get("file_path"), str))
+
+
+def _usage(stats: JsonObject) -> Usage:
+    """The run's tokens (cached ones apart), and the model that used the most of them."""
+    models = object_at(stats, "models")
+    used = {m: count_at(v, "total_tokens") for m, v in models.items() if isinstance(v, dict)}
+    model = max((m for m in used if used[m]), key=used.__getitem__, default=None)
+    cached = count_at(stats, "cached")
+    return Usage(
+        input_tokens=max(count_at(stats, "input_tokens") - cached, 0),
+        output_tokens=count_at(stats, "output_tokens"),
+        cache_read_tokens=cached,
+        model=model,
+    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapters.base import Capabilities, CliAdapterSpec, ParsedOutput, PromptArg, inline_prompt
-from adapters.parsing import json_lines, text_of
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.parsing import JsonObject, count_at, json_lines, number, object_at, text_of
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -59,51 +59,51 @@ class OpencodeSpec(CliAdapterSpec):
             problems.append(f"model {profile_model!r}: opencode wants provider/model")
         return problems
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
-        text: list[str] = []
-        files: list[str] = []
-        usage = {"input": 0, "output": 0, "read": 0, "write": 0}
-        cost = 0.0
-        for kind, part in parts:
-            if kind == "tool_use":
-                text = []
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
-                given = state.get("input") if isinstance(state.get("input"), dict) else {}
-                if part.get("tool") in EDIT_TOOLS and isinstance(given.get("filePath"), str):
-                    files.append(given["filePath"])
-            elif kind == "text":
-                text.append(text_of(part.get("text")))
-            elif kind == "step_finish":
-                tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-                cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-                for key, source in (
-                    ("input", tokens),
-                    ("output", tokens),
-                    ("read", cache),
-                    ("write", cache),
-                ):
-                    value = source.get(key)
-                    usage[key] += value if type(value) is int and value >= 0 else 0
-                if type(part.get("cost")) in (int, float):
-                    cost += part["cost"]
+        steps = [part for kind, part in parts if kind == "step_finish"]
         errors = [e["error"] for e in events if e.get("type") == "error"]
-        error = None
-        if errors:
-            last = errors[-1] if isinstance(errors[-1], dict) else {}
-            data = last.get("data") if isinstance(last.get("data"), dict) else {}
-            error = text_of(data.get("message")) or text_of(last.get("name")) or "opencode error"
-        return ParsedOutput(
-            final_text="\n".join(t for t in text if t).strip(),
+        return CliOutput(
+            final_text=_final_text(parts),
             is_error=bool(errors),
-            error=error,
-            files_changed=tuple(files),
-            cost_usd=cost,
-            usage=Usage(
-                input_tokens=usage["input"],
-                output_tokens=usage["output"],
-                cache_read_tokens=usage["read"],
-                cache_write_tokens=usage["write"],
-            ),
+            error=_error(errors[-1]) if errors else None,
+            files_changed=_edited_files(parts),
+            cost_usd=sum((number(step.get("cost")) or 0.0 for step in steps), 0.0),
+            usage=_usage(steps),
         )
+
+
+def _final_text(parts: list[tuple[object, JsonObject]]) -> str:
+    """What it said after its last tool call."""
+    text: list[str] = []
+    for kind, part in parts:
+        if kind == "tool_use":
+            text = []
+        elif kind == "text":
+            text.append(text_of(part.get("text")))
+    return "\n".join(t for t in text if t).strip()
+
+
+def _edited_files(parts: list[tuple[object, JsonObject]]) -> tuple[str, ...]:
+    calls = [part for kind, part in parts if kind == "tool_use" and part.get("tool") in EDIT_TOOLS]
+    given = [object_at(object_at(call, "state"), "input") for call in calls]
+    return tuple(g["filePath"] for g in given if isinstance(g.get("filePath"), str))
+
+
+def _usage(steps: list[JsonObject]) -> Usage:
+    """The tokens of every step, summed."""
+    tokens = [object_at(step, "tokens") for step in steps]
+    caches = [object_at(t, "cache") for t in tokens]
+    return Usage(
+        input_tokens=sum(count_at(t, "input") for t in tokens),
+        output_tokens=sum(count_at(t, "output") for t in tokens),
+        cache_read_tokens=sum(count_at(c, "read") for c in caches),
+        cache_write_tokens=sum(count_at(c, "write") for c in caches),
+    )
+
+
+def _error(last: object) -> str:
+    error = last if isinstance(last, dict) else {}
+    message = object_at(error, "data").get("message")
+    return text_of(message) or text_of(error.get("name")) or "opencode error"

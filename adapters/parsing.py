@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.domain.agent import Failure
 from core.domain.models import Usage
 
+# One JSON object as `json.loads` gives it: whatever a CLI printed may be inside.
+JsonObject = dict[str, Any]
 
-def json_lines(text: str) -> list[dict]:
+
+def json_lines(text: str) -> list[JsonObject]:
     """Every line of `text` that is a JSON object; anything else (banners, noise) is skipped."""
-    events = []
+    events: list[JsonObject] = []
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -32,24 +36,44 @@ def json_lines(text: str) -> list[dict]:
     return events
 
 
-def last_event(events: list[dict], type_: str) -> dict | None:
+def last_event(events: list[JsonObject], type_: str) -> JsonObject | None:
     """The last event whose "type" is `type_`."""
     return next((e for e in reversed(events) if e.get("type") == type_), None)
 
 
-def anthropic_usage(usage: dict | None, model: str | None) -> Usage:
+def object_at(mapping: JsonObject, key: str) -> JsonObject:
+    """The object under `key`, or an empty one when it is missing or something else."""
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(mapping: JsonObject, key: str) -> list[Any]:
+    """The list under `key`, or an empty one when it is missing or something else."""
+    value = mapping.get(key)
+    return value if isinstance(value, list) else []
+
+
+def count_at(mapping: JsonObject, key: str) -> int:
+    """The count under `key`: a non-negative integer (not a bool), else 0."""
+    value = mapping.get(key)
+    return value if type(value) is int and value >= 0 else 0
+
+
+def number(value: object) -> float | None:
+    """A JSON number (not a bool) as a float; None for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def anthropic_usage(usage: object, model: str | None) -> Usage:
     """Usage from an Anthropic-shaped dictionary (Claude Code's stream-json, the scripted agent)."""
-    usage = usage if isinstance(usage, dict) else {}
-
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if type(value) is int and value >= 0 else 0  # not bool
-
+    counts = usage if isinstance(usage, dict) else {}
     return Usage(
-        input_tokens=count("input_tokens"),
-        output_tokens=count("output_tokens"),
-        cache_read_tokens=count("cache_read_input_tokens"),
-        cache_write_tokens=count("cache_creation_input_tokens"),
+        input_tokens=count_at(counts, "input_tokens"),
+        output_tokens=count_at(counts, "output_tokens"),
+        cache_read_tokens=count_at(counts, "cache_read_input_tokens"),
+        cache_write_tokens=count_at(counts, "cache_creation_input_tokens"),
         model=model,
     )
 
@@ -61,6 +85,24 @@ _RESET = re.compile(
 )
 
 
+def _clock_time(match: re.Match[str]) -> tuple[int, int] | None:
+    """(hour, minute) on a 24-hour clock, or None for a time no clock shows."""
+    hour, minute = int(match["hour"]), int(match["minute"] or 0)
+    if match["half"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if match["half"].lower().startswith("p") else 0)
+    return None if hour > 23 or minute > 59 else (hour, minute)
+
+
+def _zone(name: str | None) -> tzinfo:
+    """The named time zone; UTC when none is named or the name is unknown."""
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
 def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     """The next moment named by "resets 5am (UTC)" / "try again at 5:08 AM" in `text`, in UTC.
 
@@ -69,17 +111,11 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     match = _RESET.search(text)
     if not match:
         return retry_after(text, now)
-    hour, minute = int(match["hour"]), int(match["minute"] or 0)
-    if match["half"]:
-        if not 1 <= hour <= 12:
-            return None
-        hour = hour % 12 + (12 if match["half"].lower().startswith("p") else 0)
-    if hour > 23 or minute > 59:
+    clock = _clock_time(match)
+    if clock is None:
         return None
-    try:
-        zone = ZoneInfo(match["zone"]) if match["zone"] else UTC
-    except (ZoneInfoNotFoundError, ValueError):
-        zone = UTC
+    hour, minute = clock
+    zone = _zone(match["zone"])
     local_now = (now or datetime.now(UTC)).astimezone(zone)
     moment = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if moment <= local_now:
@@ -161,21 +197,18 @@ def retry_after(text: str, now: datetime | None = None) -> datetime | None:
 
 def epoch(value: object) -> datetime | None:
     """A Unix timestamp (seconds) as an aware datetime; None for anything else."""
-    if type(value) in (int, float) and 0 < value < 32503680000:  # not bool; before year 3000
-        return datetime.fromtimestamp(value, UTC)
+    seconds = number(value)
+    if seconds is not None and 0 < seconds < 32503680000:  # before the year 3000
+        return datetime.fromtimestamp(seconds, UTC)
     return None
 
 
-def openai_usage(usage: dict | None, model: str | None) -> Usage:
+def openai_usage(usage: object, model: str | None) -> Usage:
     """Usage from an OpenAI-shaped dictionary (Codex's `turn.completed`)."""
-    usage = usage if isinstance(usage, dict) else {}
+    counts = usage if isinstance(usage, dict) else {}
 
     def count(*keys: str) -> int:
-        for key in keys:
-            value = usage.get(key)
-            if type(value) is int and value >= 0:
-                return value
-        return 0
+        return next((n for n in map(counts.get, keys) if type(n) is int and n >= 0), 0)
 
     cached = count("cached_input_tokens")
     return Usage(
@@ -190,3 +223,8 @@ def openai_usage(usage: dict | None, model: str | None) -> Usage:
 def text_of(value: object) -> str:
     """A string field, or "" for anything else."""
     return value if isinstance(value, str) else ""
+
+
+def message_of(detail: object) -> str:
+    """An error's text: the detail itself, or its `message` when it is an object."""
+    return text_of(detail.get("message") if isinstance(detail, dict) else detail)

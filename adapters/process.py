@@ -165,7 +165,7 @@ async def _pump(
         if text and on_output is not None and failure is None:
             try:
                 await on_output(name, text)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - kept, and raised once the child has ended
                 failure = exc
 
     while chunk := await stream.read(CHUNK):
@@ -190,14 +190,20 @@ async def _exit(proc: asyncio.subprocess.Process) -> None:
             fd = None
         if fd is not None:
             loop = asyncio.get_running_loop()
-            exited = loop.create_future()
-            loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+            exited: asyncio.Future[None] = loop.create_future()
+
+            def readable() -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            loop.add_reader(fd, readable)
             try:
                 await exited
             finally:
                 loop.remove_reader(fd)
                 os.close(fd)
-    while proc.returncode is None:  # the child watcher reaps it a moment later
+    # The child watcher reaps it a moment later and sets `returncode`, with nothing to wait on.
+    while proc.returncode is None:  # noqa: ASYNC110 - no event marks the reaping
         await asyncio.sleep(0.002)
 
 
@@ -212,7 +218,9 @@ async def _stop(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     await _exit(proc)
 
 
-async def _let_go(proc: asyncio.subprocess.Process, helpers: tuple[asyncio.Task, ...] = ()) -> None:
+async def _let_go(
+    proc: asyncio.subprocess.Process, helpers: tuple[asyncio.Task[object], ...] = ()
+) -> None:
     """Close both pipes, then wait until the leader is reaped, the pipes are closed and the
     (cancelled) helpers have ended. The group is already dead; run it `unstoppable`.
 
@@ -280,13 +288,24 @@ async def run_process(
     started = time.monotonic()
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
 
-    def result(**fields) -> ProcessResult:
+    def result(
+        exit_code: int | None,
+        *,
+        timed_out: bool = False,
+        aborted: bool = False,
+        killed_by: int | None = None,
+        spawn_error: str | None = None,
+    ) -> ProcessResult:
         return ProcessResult(
+            exit_code=exit_code,
             stdout=out.value(),
             stderr=err.value(),
             log=log.value(),
+            timed_out=timed_out,
+            aborted=aborted,
             duration_s=time.monotonic() - started,
-            **fields,
+            signal=killed_by,
+            spawn_error=spawn_error,
         )
 
     if abort.is_set():
@@ -296,6 +315,9 @@ async def run_process(
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
         return result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
 
+    # `_spawn` asks for both pipes, so both are there.
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     pumps = [
         asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output)),
         asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output)),
@@ -334,5 +356,5 @@ async def run_process(
         exit_code=None if killed_by or timed_out or aborted else code,
         timed_out=timed_out,
         aborted=aborted,
-        signal=killed_by,
+        killed_by=killed_by,
     )

@@ -18,6 +18,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.process import run_process
@@ -43,8 +44,8 @@ class Sandbox:
         *,
         cwd: Path,
         env: dict[str, str],
-        writable: list[Path] = (),
-        readable: list[Path] = (),
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
     ) -> list[str]:
         return argv
 
@@ -114,8 +115,8 @@ class Bubblewrap(Sandbox):
         *,
         cwd: Path,
         env: dict[str, str],
-        writable: list[Path] = (),
-        readable: list[Path] = (),
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
     ) -> list[str]:
         bwrap = shutil.which("bwrap") or "bwrap"
         out = [
@@ -143,11 +144,14 @@ class Bubblewrap(Sandbox):
 def _hidden_by_tmpfs(program: str) -> list[Path]:
     """The fresh /tmp would hide a CLI installed under /tmp (a checkout or virtualenv there):
     give back, read-only, the top-level /tmp directory it lives in."""
-    out = []
-    for path in {Path(os.path.abspath(program)), Path(os.path.realpath(program))}:
-        if path.is_relative_to("/tmp") and len(path.parts) > 2:
-            out.append(Path("/tmp", path.parts[2]))
-    return sorted(set(out))
+    places = {Path(os.path.abspath(program)), Path(os.path.realpath(program))}
+    return sorted(
+        {
+            Path("/tmp", path.parts[2])
+            for path in places
+            if path.is_relative_to("/tmp") and len(path.parts) > 2
+        }
+    )
 
 
 class Docker(Sandbox):
@@ -175,8 +179,8 @@ class Docker(Sandbox):
         *,
         cwd: Path,
         env: dict[str, str],
-        writable: list[Path] = (),
-        readable: list[Path] = (),
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
     ) -> list[str]:
         out = [
             shutil.which("docker") or "docker",

@@ -9,8 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg, QuotaSignal
-from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time
+from adapters.base import CliAdapterSpec, CliOutput, PromptArg, QuotaSignal
+from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time, text_of
 from core.domain.agent import AgentRequest
 
 QUOTA_MARKERS = ("hit your session limit", "hit your usage limit")
@@ -33,10 +33,10 @@ class ScriptedSpec(CliAdapterSpec):
             argv += ["--model", request.model]
         return [*argv, *request.args]
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)
         result = last_event(events, "result") or {}
-        text = result.get("result") if isinstance(result.get("result"), str) else ""
+        text = text_of(result.get("result"))
         is_error = result.get("is_error") is True
         files = [
             e["path"]
@@ -45,7 +45,7 @@ class ScriptedSpec(CliAdapterSpec):
             and e.get("name") == "write"
             and isinstance(e.get("path"), str)
         ]
-        return ParsedOutput(
+        return CliOutput(
             final_text=text,
             is_error=is_error,
             error=text if is_error else None,
@@ -53,8 +53,8 @@ class ScriptedSpec(CliAdapterSpec):
             files_changed=tuple(dict.fromkeys(files)),
         )
 
-    def detect_quota(self, stdout: str, stderr: str, exit_code: int | None) -> QuotaSignal | None:
-        for text in (self.parse(stdout).error or "", *stderr.splitlines()):
+    def detect_quota(self, output: CliOutput, stderr: str) -> QuotaSignal | None:
+        for text in (output.error or "", *stderr.splitlines()):
             if any(marker in text.lower() for marker in QUOTA_MARKERS):
                 return QuotaSignal(text.strip(), reset_time(text))
         return None

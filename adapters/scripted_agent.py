@@ -22,6 +22,10 @@ import re
 import sys
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: it starts faster
+if TYPE_CHECKING:
+    from typing import Any
+
 VERSION = "0.1.0"
 DEFAULT_MODEL = "scripted-1"
 CHANGES_DIR = "changes"  # one file per task, so tasks run in parallel merge cleanly
@@ -51,13 +55,13 @@ class UsageError(SystemExit):
         super().__init__(2)
 
 
-def emit(**event) -> None:
+def emit(**event: object) -> None:
     print(json.dumps(event), flush=True)
 
 
-def parse_args(argv: list[str]) -> dict:
+def parse_args(argv: list[str]) -> dict[str, Any]:
     """A hand-written parser: a prompt such as `--force` after -p is a value, never an option."""
-    args = {"prompt": None, "prompt_file": None, "model": None, "misbehave": []}
+    args: dict[str, Any] = {"prompt": None, "prompt_file": None, "model": None, "misbehave": []}
     takes_value = {
         "-p": "prompt",
         "--prompt": "prompt",
@@ -96,31 +100,31 @@ def parse_args(argv: list[str]) -> dict:
 # -- the stage answers ---------------------------------------------------------------------
 
 
-def answer(stage: str, ctx: dict) -> dict:
+def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
     """The stage's JSON answer, shaped like core.domain.answers expects."""
     task, round_ = ctx["task"], ctx["round"]
-    CHANGES_FILE = changes_file(task)
+    changes = changes_file(task)
     if stage == "SPEC":
         return {
             "summary": f"Scripted specification for {task}.",
-            "acceptance_criteria": [f"{CHANGES_FILE} records the change for {task}"],
+            "acceptance_criteria": [f"{changes} records the change for {task}"],
             "out_of_scope": ["anything a real model would have to think about"],
         }
     if stage == "PLAN":
         return {
-            "steps": [f"append a line for {task} to {CHANGES_FILE}"],
-            "files": [CHANGES_FILE],
+            "steps": [f"append a line for {task} to {changes}"],
+            "files": [changes],
             "risk": ctx["directives"].get("risk", "low"),
             "rationale": "The scripted agent always makes the same one-line change.",
         }
     if stage == "IMPLEMENTING":
         os.makedirs(CHANGES_DIR, exist_ok=True)
-        with open(CHANGES_FILE, "a", encoding="utf-8") as file:
+        with open(changes, "a", encoding="utf-8") as file:
             file.write(f"- {task} round {round_}: scripted change\n")
-        emit(type="tool_use", name="write", path=CHANGES_FILE)
+        emit(type="tool_use", name="write", path=changes)
         return {
-            "summary": f"Appended a line for {task} (round {round_}) to {CHANGES_FILE}.",
-            "files_changed": [CHANGES_FILE],
+            "summary": f"Appended a line for {task} (round {round_}) to {changes}.",
+            "files_changed": [changes],
         }
     if stage == "QA":
         return {
@@ -171,7 +175,7 @@ def top_level(prompt: str) -> list[str]:
     return lines
 
 
-def final_text(stage: str, ctx: dict) -> str:
+def final_text(stage: str, ctx: dict[str, Any]) -> str:
     question = ctx["directives"].get("question")
     if question and "## Operator answers" not in ctx["structure"]:
         lead, body = "I need an answer before I can go on.", {"question": question}
@@ -286,7 +290,7 @@ def plant(what: str) -> None:
 # -- main --------------------------------------------------------------------------------------
 
 
-def read_prompt(args: dict) -> tuple[str, dict]:
+def read_prompt(args: dict[str, Any]) -> tuple[str, dict[str, str]]:
     if args["prompt_file"] is None:
         return args["prompt"], {}
     path = args["prompt_file"]

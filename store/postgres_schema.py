@@ -344,18 +344,24 @@ async def migrate(url: str, *, application_name: str = "t25") -> None:
         await _close_quietly(con)
 
 
-async def _migrate(con: asyncpg.Connection, url: str) -> None:
-    known = migrations.load("postgres")
+async def _applied(con: asyncpg.Connection, url: str) -> dict[int, Any]:
+    """The migrations already applied, by id (none in an empty schema); a schema that holds
+    relations but no migration table is another program's and refused."""
     relations = [r["relname"] for r in await con.fetch(sql.SCHEMA_RELATIONS)]
-    if relations and "schema_migrations" not in relations:
+    if not relations:
+        return {}
+    if "schema_migrations" not in relations:
         listed = ", ".join(relations[:5]) + (", …" if len(relations) > 5 else "")
         raise StoreError(
             f"{shown(url)} is not a T25 database (its schema holds {len(relations)} other relations: {listed})",
             hint=_FOREIGN_HINT,
         )
-    applied: dict[int, Any] = {}
-    if relations:
-        applied = {r["id"]: r["name"] for r in await con.fetch(sql.APPLIED_MIGRATIONS)}
+    return {r["id"]: r["name"] for r in await con.fetch(sql.APPLIED_MIGRATIONS)}
+
+
+async def _migrate(con: asyncpg.Connection, url: str) -> None:
+    known = migrations.load("postgres")
+    applied = await _applied(con, url)
     newer = sorted(set(applied) - {m.id for m in known})
     if newer:
         raise StoreError(

@@ -32,6 +32,16 @@ def test_ci_runs_the_readmes_test_command():
     assert "export T25_REQUIRE_PG=1" in ci
 
 
+def test_ci_runs_contributings_gate_before_the_tests():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    block = contributing.split("## The gate", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    gate = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(gate) == 4 and all(command in ci for command in gate)
+    tests = ci.index(_commands()[1])
+    assert all(ci.index(command) < tests for command in gate)
+
+
 # -- the command table -----------------------------------------------------------------------
 
 

@@ -21,14 +21,14 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
-from core.config.schema import QACheck
+from core.config.schema import AgentProfile, QACheck
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.events import Event, RunOutput, RunStarted
 from core.domain.models import CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, Claim, RunQueue
-from core.worker.selection import QuotaBook, select_adapter
+from core.worker.selection import QuotaBook, Selection, select_adapter
 from core.workspace.pull_request import publish
 from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
@@ -258,51 +258,9 @@ class Worker:
                     raise
                 raise NoAdapter(f"{exc.message}; before that: {'; '.join(notes)}") from None
             profile = chosen.profile
-            reason = "; ".join([*notes, chosen.reason])
-            version = await chosen.adapter.version()
-            await self.runs.record(
-                lease,
-                RunStarted(
-                    task_id=task.id,
-                    run_id=run.id,
-                    worker=self.name,
-                    adapter=profile.adapter,
-                    adapter_reason=reason,
-                    cli_version=version,
-                    model=profile.model,
-                    attempt=run.attempts,
-                ),
-            )
-            request = AgentRequest(
-                task_id=task.id,
-                run_id=run.id,
-                role=run.role,
-                stage=run.stage,
-                prompt=prompt,
-                cwd=cwd,
-                model=profile.model,
-                args=tuple(profile.args),
-                timeout_s=float(self.config.timeout_for(profile)),
-                env_passthrough=tuple(profile.env_passthrough),
-                private_home=profile.private_home,
-                sandbox=profile.sandbox,
-                sandbox_image=profile.sandbox_image,
-            )
-            # A transient overload is retried on the same adapter after a growing pause; the
-            # retries happen inside this run, so they cost the task no attempt.
-            for pause in (*self.overload_backoff_s, None):
-                async with OutputStream(
-                    lambda e: self.runs.record(lease, e), task.id, run.id
-                ) as stream:
-                    result = await chosen.adapter.run(request, stream.write, abort)
-                if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
-                    break
-                notes.append(
-                    f"{profile.adapter}: overloaded, retried after {pause:g} s "
-                    f"({result.error or 'no detail'})"
-                )
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(abort.wait(), pause)
+            await self._announce(lease, run, task, chosen, "; ".join([*notes, chosen.reason]))
+            request = self._request(run, task, prompt, cwd, profile)
+            result = await self._run_through_overload(lease, chosen, request, notes, abort)
             reason = "; ".join([*notes, chosen.reason])
             if result.failure is Failure.OVERLOAD and not abort.is_set():
                 # Still overloaded after the retries: the next adapter may serve; this one is
@@ -318,6 +276,68 @@ class Worker:
             self.quota.mark(profile.adapter, result.quota_resets_at)
             tried |= {profile.adapter}
             notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
+
+    async def _announce(
+        self, lease: Lease, run: Run, task: Task, chosen: Selection, reason: str
+    ) -> None:
+        """Record that the run starts on `chosen`, with why it was chosen."""
+        await self.runs.record(
+            lease,
+            RunStarted(
+                task_id=task.id,
+                run_id=run.id,
+                worker=self.name,
+                adapter=chosen.profile.adapter,
+                adapter_reason=reason,
+                cli_version=await chosen.adapter.version(),
+                model=chosen.profile.model,
+                attempt=run.attempts,
+            ),
+        )
+
+    def _request(
+        self, run: Run, task: Task, prompt: str, cwd: Path, profile: AgentProfile
+    ) -> AgentRequest:
+        return AgentRequest(
+            task_id=task.id,
+            run_id=run.id,
+            role=run.role,
+            stage=run.stage,
+            prompt=prompt,
+            cwd=cwd,
+            model=profile.model,
+            args=tuple(profile.args),
+            timeout_s=float(self.config.timeout_for(profile)),
+            env_passthrough=tuple(profile.env_passthrough),
+            private_home=profile.private_home,
+            sandbox=profile.sandbox,
+            sandbox_image=profile.sandbox_image,
+        )
+
+    async def _run_through_overload(
+        self,
+        lease: Lease,
+        chosen: Selection,
+        request: AgentRequest,
+        notes: list[str],
+        abort: asyncio.Event,
+    ) -> AgentResult:
+        """Run `request` on `chosen`; a transient overload is retried on the same adapter
+        after a growing pause (each noted), inside this run: it costs the task no attempt."""
+        for pause in (*self.overload_backoff_s, None):
+            async with OutputStream(
+                lambda e: self.runs.record(lease, e), request.task_id, request.run_id
+            ) as stream:
+                result = await chosen.adapter.run(request, stream.write, abort)
+            if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
+                break
+            notes.append(
+                f"{chosen.profile.adapter}: overloaded, retried after {pause:g} s "
+                f"({result.error or 'no detail'})"
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(abort.wait(), pause)
+        return result
 
 
 async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:

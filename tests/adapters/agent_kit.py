@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import CliAdapterSpec, ParsedOutput, PromptArg
+from adapters.base import CliAdapterSpec, CliOutput, PromptArg
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 
@@ -37,9 +37,9 @@ class EchoSpec(CliAdapterSpec):
             return [str(ECHO_CLI), "--prompt-file", str(prompt.path)]
         return [str(ECHO_CLI), "-p", prompt.text or ""]
 
-    def parse(self, stdout: str) -> ParsedOutput:
+    def parse(self, stdout: str) -> CliOutput:
         lines = stdout.strip().splitlines()
-        return ParsedOutput(final_text=lines[-1] if lines else "", usage=Usage(model="echo-1"))
+        return CliOutput(final_text=lines[-1] if lines else "", usage=Usage(model="echo-1"))
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         return dict(self.extra)
