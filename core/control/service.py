@@ -351,12 +351,7 @@ class ControlPlane(Queries, Operations):
                 _cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
             case Verb.RETRY:
-                _not_held(task, "retried")
-                if task.state is not TaskState.FAILED:
-                    raise PolicyRefused(
-                        f"{task.id} is {task.state}; only a FAILED task can be retried",
-                        hint=_what_fits(task),
-                    )
+                _retriable(task)
                 return Ruling(
                     to=_resumed(task), why=decision.text, fields={"error": None}, enqueue=True
                 )
@@ -364,10 +359,7 @@ class ControlPlane(Queries, Operations):
                 _archivable(task)
                 return Ruling(fields={"archived": True}, cleans=True)
             case Verb.ACKNOWLEDGE:
-                if task.violation is None:
-                    raise PolicyRefused(
-                        f"{task.id} has no violation to acknowledge", hint=_what_fits(task)
-                    )
+                _acknowledgeable(task)
                 return Ruling(fields={"violation": None})
         assert_never(decision.verb)
 
@@ -506,6 +498,19 @@ def _mergeable(task: Task) -> None:
             if task.merged and not task.archived
             else f"t25 task show {task.id}",
         )
+
+
+def _retriable(task: Task) -> None:
+    _not_held(task, "retried")
+    if task.state is not TaskState.FAILED:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}; only a FAILED task can be retried", hint=_what_fits(task)
+        )
+
+
+def _acknowledgeable(task: Task) -> None:
+    if task.violation is None:
+        raise PolicyRefused(f"{task.id} has no violation to acknowledge", hint=_what_fits(task))
 
 
 def _cancellable(task: Task) -> None:

@@ -352,16 +352,13 @@ def _file_change(path: str, old: Stat | None, new: Stat | None) -> str | None:
         return f"deleted {kind} {path}"
     if stat.S_IFMT(old[3]) != stat.S_IFMT(new[3]):
         return f"{path} changed type"
-    what = [
-        w
-        for w, a, b in (
-            ("size", old[0], new[0]),
-            ("mtime", old[1], new[1]),
-            ("mode", old[3], new[3]),
-        )
-        if a != b
-    ]
-    return f"modified {kind} {path} ({', '.join(what) or 'rewritten with its old size and mtime'})"
+    return f"modified {kind} {path} ({_what_changed(old, new)})"
+
+
+def _what_changed(old: Stat, new: Stat) -> str:
+    fields = (("size", 0), ("mtime", 1), ("mode", 3))
+    what = [name for name, at in fields if old[at] != new[at]]
+    return ", ".join(what) or "rewritten with its old size and mtime"
 
 
 def _index_change(path: str, old: str | None, new: str | None) -> str:

@@ -61,30 +61,9 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
     if not pinned.urls or gh is None:
         why = f"no git remote '{REMOTE}'" if not pinned.urls else "`gh` is not installed"
         return f"branch {task.branch} is the review unit ({why}): {stat.summary()}"
-    drift = pinned.changed(await current_push_settings(worktrees.repo))
-    if drift:
-        raise PublishFailed(
-            f"the push settings changed since T25 started ({', '.join(drift[:5])}); "
-            "T25 pushes only with the ones the operator had",
-            hint="put them back (or restart T25 to take them as yours), then `t25 retry`",
-        )
+    await _refuse_drift(worktrees)
     transport = {k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}
-    ref = f"refs/heads/{task.branch}"
-    for url in pinned.urls:
-        await _run(
-            [
-                "git",
-                *PUSH_CONFIG,
-                "push",
-                f"--receive-pack={pinned.receive_pack}",
-                "--",
-                url,
-                f"{ref}:{ref}",
-            ],
-            worktrees.repo,
-            {**git_env(), **transport},
-            "git push",
-        )
+    await _push(worktrees, task, transport)
     url = await _run(
         [
             gh,
@@ -104,6 +83,36 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
         "gh pr create",
     )
     return f"pushed {task.branch} to {REMOTE} and opened {url.splitlines()[-1] if url else 'a pull request'}"
+
+
+async def _refuse_drift(worktrees: Worktrees) -> None:
+    drift = worktrees.push_settings.changed(await current_push_settings(worktrees.repo))
+    if drift:
+        raise PublishFailed(
+            f"the push settings changed since T25 started ({', '.join(drift[:5])}); "
+            "T25 pushes only with the ones the operator had",
+            hint="put them back (or restart T25 to take them as yours), then `t25 retry`",
+        )
+
+
+async def _push(worktrees: Worktrees, task: Task, transport: dict[str, str]) -> None:
+    """Push the task's branch to each of origin's URLs, with the receive-pack read at start."""
+    pinned, ref = worktrees.push_settings, f"refs/heads/{task.branch}"
+    for url in pinned.urls:
+        await _run(
+            [
+                "git",
+                *PUSH_CONFIG,
+                "push",
+                f"--receive-pack={pinned.receive_pack}",
+                "--",
+                url,
+                f"{ref}:{ref}",
+            ],
+            worktrees.repo,
+            {**git_env(), **transport},
+            "git push",
+        )
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> str:

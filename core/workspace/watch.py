@@ -102,6 +102,20 @@ class Watch:
     ) -> Undone:
         put_back: list[str] = []
         copies: dict[str, object] = {}
+        await self._put_back_files(files, now, changes, put_back, copies)
+        await self._put_back_refs(refs, now, changes, put_back, copies)
+        evidence = json.dumps({"changes": changes, "changed_copies": copies}, indent=2)
+        return Undone(tuple(changes), tuple(put_back), evidence)
+
+    @staticmethod
+    async def _put_back_files(
+        files: dict[str, GitFile],
+        now: Fingerprint,
+        changes: list[str],
+        put_back: list[str],
+        copies: dict[str, object],
+    ) -> None:
+        """Write git's own files back as `files` has them; the changed copies go to `copies`."""
         # Shorter labels first: a planted `.git/hooks` link goes before the hooks under it,
         # which are then all written again (the same content, read through the link, is gone).
         relinked: list[str] = []
@@ -118,10 +132,20 @@ class Watch:
                 continue
             put_back.append(label)
             copies[label] = _copy(new)
+
+    async def _put_back_refs(
+        self,
+        refs: dict[str, str],
+        now: Fingerprint,
+        changes: list[str],
+        put_back: list[str],
+        copies: dict[str, object],
+    ) -> None:
+        """Move every shared ref back to where `refs` has it (HEAD's branch is the checkout's)."""
         now_refs = _shared(now).refs
         for name in sorted(refs.keys() | now_refs.keys()):
             old_sha, new_sha = refs.get(name), now_refs.get(name)
-            if old_sha == new_sha or name == now.head_ref:  # HEAD's branch: the checkout's
+            if old_sha == new_sha or name == now.head_ref:
                 continue
             # The value it has now as the expected old one: a ref that moved again is left.
             args = (name, old_sha, new_sha or "") if old_sha else ("-d", name, new_sha or "")
@@ -131,8 +155,6 @@ class Watch:
                 continue
             put_back.append(name)
             copies[name] = {"ref": new_sha}
-        evidence = json.dumps({"changes": changes, "changed_copies": copies}, indent=2)
-        return Undone(tuple(changes), tuple(put_back), evidence)
 
     def _tell_the_others(self, watched: Watched, now: Fingerprint, put_back: Fingerprint) -> None:
         """Note the change for every other run that saw it, and move their "before" to the
