@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.domain.models import TaskType
-from core.workspace.git import git, git_bytes, status_entries
+from core.workspace.git import config_entries, git, git_bytes, status_entries
 
 FACTORY_DIR = ".factory"
 # Whole directories of the repository whose files can run or redirect code.
@@ -80,7 +80,6 @@ class Fingerprint:
     index: Mapping[str, str]  # path -> "tag mode blob stage" (tag: H, h, S, …)
     files: Mapping[str, Stat]  # path -> lstat summary
     git_files: Mapping[str, GitFile]  # ".git/config", ".git/hooks/pre-commit", "~/.gitconfig"
-    config: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # label -> key=value
     refs: Mapping[str, str] = field(default_factory=dict)  # refname -> object id
 
 
@@ -137,9 +136,6 @@ async def fingerprint(
     files, git_files = await asyncio.to_thread(
         _scan, repo, skip, _git_file_paths(git_dir, common, worktree_git_dir)
     )
-    configs = [(k, f) for k, f in git_files.items() if f.path.name in _CONFIG_NAMES]
-    entries = await asyncio.gather(*(_config_entries(f.path, repo) for _, f in configs))
-    config = {label: found for (label, _), found in zip(configs, entries, strict=True)}
     return Fingerprint(
         head_ref=ref or None,
         head_sha=sha or None,
@@ -147,7 +143,6 @@ async def fingerprint(
         index=_index(raw_index),
         files=files,
         git_files=git_files,
-        config=config,
         refs=_refs(raw_refs, branch),
     )
 
@@ -302,15 +297,6 @@ def _read_into(into: dict[str, GitFile], label: str, path: Path) -> None:
     into[label] = GitFile(path=path, mode=st.st_mode, body=body)
 
 
-async def _config_entries(path: Path, repo: Path) -> tuple[str, ...]:
-    """`key=value` lines of one config file, to say *what* changed in it. `--file` reads
-    just that file (no includes) and runs nothing; an unparsable file yields ()."""
-    out = await git_bytes(
-        "config", "--file", str(path), "--null", "--list", cwd=repo, check=False, drivers_from=()
-    )
-    return tuple(sorted(e.replace("\n", "=", 1) for e in os.fsdecode(out).split("\0") if e))
-
-
 def _index(raw: bytes) -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in filter(None, os.fsdecode(raw).split("\0")):
@@ -379,12 +365,15 @@ def _git_file_changes(before: Fingerprint, after: Fingerprint) -> list[str]:
         elif old is None or new is None:
             out.append(f"{label} {'created' if old is None else 'deleted'}")
         else:
-            out.append(f"{label} changed{_config_delta(before, after, label)}")
+            out.append(f"{label} changed{_config_delta(old, new)}")
     return out
 
 
-def _config_delta(before: Fingerprint, after: Fingerprint, label: str) -> str:
-    old, new = set(before.config.get(label, ())), set(after.config.get(label, ()))
+def _config_delta(before: GitFile, after: GitFile) -> str:
+    """What changed in a config file, entry by entry (read only when it did change)."""
+    if before.path.name not in _CONFIG_NAMES or after.path.name not in _CONFIG_NAMES:
+        return ""
+    old, new = set(config_entries(before.body)), set(config_entries(after.body))
     parts = [f"+{e}" for e in sorted(new - old)] + [f"-{e}" for e in sorted(old - new)]
     if not parts:
         return ""

@@ -152,6 +152,23 @@ def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
     return done.stdout.strip()
 
 
+def config_entries(body: bytes) -> tuple[str, ...]:
+    """The sorted `key=value` lines of a git config file's content. `--file -` reads just
+    that content (no includes) and runs nothing; content git cannot parse yields ()."""
+    try:
+        done = subprocess.run(
+            _argv(("config", "--file", "-", "--null", "--list")),
+            input=body,
+            env=git_env(),
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return ()
+    entries = os.fsdecode(done.stdout).split("\0") if done.returncode == 0 else []
+    return tuple(sorted(e.replace("\n", "=", 1) for e in entries if e))
+
+
 def driver_overrides(names: str) -> tuple[tuple[str, str], ...]:
     """Overrides that switch off every filter and merge driver named in `names`, the
     NUL-separated output of `git config --null --name-only --get-regexp`.
