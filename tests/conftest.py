@@ -17,9 +17,10 @@ from core.workspace.git import git_sync
 #
 # A test is `slow` when it starts whole programs: the `t25` binary, `t25 serve` or a remote
 # worker, an agent (the scripted agent or a real CLI), a Postgres cluster of its own, a
-# terminal, the cockpit. `pytest -m "not slow"` is then the unit tests and the store's
-# contract suite on both backends (real git, real SQLite, a Postgres clone per test), in
-# well under half a minute; plain `pytest` and .ci/run still run everything. The marks are
+# terminal, the cockpit, or many git processes on real repositories (worktrees, the
+# fingerprint, the undo, the push). `pytest -m "not slow"` is then the unit tests and the
+# store's contract suite on both backends (real SQLite, a Postgres clone per test), in
+# about half a minute; plain `pytest` and .ci/run still run everything. The marks are
 # given here, from what a test uses and where it lives, so that no test module has to carry
 # one and a new test that uses one of these fixtures is marked by itself.
 
@@ -54,6 +55,12 @@ SLOW_MODULES = (
     "adapters/test_doctor.py",
     "store/test_store_faults.py",  # servers stopped, backends terminated
     "store/test_decisions_across_processes.py",
+    # real repositories, worked by T25's git as a run would
+    "test_worktrees.py",
+    "test_git.py",
+    "test_fingerprint.py",
+    "test_watch.py",
+    "test_publish.py",
 )
 TESTS = Path(__file__).parent
 

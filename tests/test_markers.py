@@ -1,5 +1,6 @@
 """`pytest -m "not slow"`: the unit tests and the store contract suite on both backends,
-without the tests that start whole programs (marked in tests/conftest.py)."""
+without the tests that start whole programs or work real repositories with many git
+processes (marked in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ SAMPLE = [
     "tests/test_audit.py",  # unit, but for one test through the binary
     "tests/test_cli.py",  # the binary
     "tests/test_pipeline.py",  # the scripted agent through the pipeline
+    "tests/test_worktrees.py",  # T25's git on real repositories
 ]
 
 
@@ -46,7 +48,12 @@ def test_not_slow_is_the_unit_tests_and_the_contract_suite_on_both_backends():
 def test_slow_is_what_starts_programs_down_to_a_single_test_through_the_binary():
     slow = collected("slow")
     files = {node.split("::")[0] for node in slow}
-    assert files == {"tests/test_cli.py", "tests/test_pipeline.py", "tests/test_audit.py"}
+    assert files == {
+        "tests/test_cli.py",
+        "tests/test_pipeline.py",
+        "tests/test_audit.py",
+        "tests/test_worktrees.py",
+    }
     through_the_binary = "test_a_log_written_with_raw_separators_verifies_shows_them_and_catches"
     assert [n for n in slow if n.startswith("tests/test_audit.py")] == [
         f"tests/test_audit.py::{through_the_binary}_later_tampering"
