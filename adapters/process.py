@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters import containment
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
@@ -279,12 +280,41 @@ async def run_process(
     on_output: OutputCallback | None = None,
     grace_s: float = 2.0,
     log_limit: int = DEFAULT_LOG_LIMIT,
+    tag: str | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
-    cancellation propagates.
+    cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
+    carries the tag when the run ends is killed too (`adapters.containment`).
     """
+    if tag is None:
+        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, log_limit)
+    try:
+        return await _run(
+            argv,
+            cwd,
+            containment.tag_env(env, tag),
+            timeout_s,
+            abort,
+            on_output,
+            grace_s,
+            log_limit,
+        )
+    finally:
+        containment.kill_tagged(tag)
+
+
+async def _run(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    abort: asyncio.Event,
+    on_output: OutputCallback | None,
+    grace_s: float,
+    log_limit: int,
+) -> ProcessResult:
     started = time.monotonic()
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
 
