@@ -68,12 +68,10 @@ def _tagged() -> Iterator[tuple[int, str]]:
 
 
 def _kill(pids: list[int]) -> None:
+    # Not reaped here: an orphan is the reaper's or init's child, never T25's.
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    for pid in pids:  # an orphan re-parented to T25 is T25's to reap
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, 0)
 
 
 def kill_tagged(tag: str) -> list[int]:

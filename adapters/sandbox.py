@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.containment import reaped
 from adapters.process import run_process
 
 CHECK_TIMEOUT_S = 10.0
@@ -66,7 +67,8 @@ class Confinement:
 
 
 class Sandbox:
-    """No sandbox: the argv runs as it is."""
+    """No sandbox: the argv runs under the reaper (`adapters.containment`), which is all
+    that keeps its processes in hand."""
 
     name = "none"
     unconfined: str | None = "sandbox: none"
@@ -75,7 +77,7 @@ class Sandbox:
         return None
 
     def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
-        return argv
+        return reaped(argv, env)
 
 
 async def _probe(argv: list[str]) -> tuple[int | None, str]:

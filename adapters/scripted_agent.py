@@ -248,10 +248,20 @@ LEFTOVER_FILE = "LEFT_BEHIND_BY_AGENT.txt"
 
 def leave_behind(scrub: bool) -> None:
     """Start a child in a session of its own (its environment scrubbed when `scrub`) that
-    writes LEFTOVER_FILE into the working directory two seconds later, after the run."""
+    writes LEFTOVER_FILE into the working directory half a second after this agent has
+    exited: after its run, unless it dies with the run."""
     import subprocess
 
-    code = "import sys, time; time.sleep(2); open(sys.argv[1], 'w').write('left behind')"
+    code = (
+        "import os, sys, time\n"
+        "parent = os.getppid()\n"
+        "for _ in range(600):\n"
+        "    if os.getppid() != parent:\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
+        "time.sleep(0.5)\n"
+        "open(sys.argv[1], 'w').write('left behind')\n"
+    )
     child = subprocess.Popen(
         [sys.executable, "-c", code, os.path.abspath(LEFTOVER_FILE)],
         start_new_session=True,
