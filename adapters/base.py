@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from adapters.containment import run_tag
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
@@ -388,6 +389,7 @@ class CliAdapter:
                 abort=abort,
                 on_output=sink,
                 grace_s=self.grace_s,
+                tag=run_tag(request.run_id),
             )
         return self._result(request, version, done)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from adapters.containment import run_tag
 from adapters.process import minimal_env, run_process
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
@@ -58,6 +59,7 @@ async def run_check(
         env=env,
         timeout_s=check.timeout_s,
         abort=abort or asyncio.Event(),
+        tag=run_tag(f"{confine.run_id}/{check.name}"),
     )
     excerpt = _excerpt(done.log)
     if done.spawn_error:

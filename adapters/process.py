@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters import containment
 from adapters.redact import RedactedStream, Redactor
 from core.config import held_secrets
 from core.workspace.git import close_pipes, let_go, unstoppable
@@ -289,6 +290,7 @@ async def run_process(
     on_output: OutputCallback | None = None,
     grace_s: float = 2.0,
     log_limit: int = DEFAULT_LOG_LIMIT,
+    tag: str | None = None,
     redactor: Redactor | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
@@ -297,8 +299,39 @@ async def run_process(
     reaches `on_output` or the result.
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
-    cancellation propagates.
+    cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
+    carries the tag when the run ends is killed too (`adapters.containment`).
     """
+    redactor = Redactor.of_held() if redactor is None else redactor
+    if tag is None:
+        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, log_limit, redactor)
+    try:
+        return await _run(
+            argv,
+            cwd,
+            containment.tag_env(env, tag),
+            timeout_s,
+            abort,
+            on_output,
+            grace_s,
+            log_limit,
+            redactor,
+        )
+    finally:
+        containment.kill_tagged(tag)
+
+
+async def _run(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    abort: asyncio.Event,
+    on_output: OutputCallback | None,
+    grace_s: float,
+    log_limit: int,
+    redactor: Redactor,
+) -> ProcessResult:
     started = time.monotonic()
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
 
@@ -332,7 +365,6 @@ async def run_process(
     # `_spawn` asks for both pipes, so both are there.
     assert proc.stdout is not None
     assert proc.stderr is not None
-    redactor = Redactor.of_held() if redactor is None else redactor
     pumps = [
         asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output, redactor.stream())),
         asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output, redactor.stream())),

@@ -9,7 +9,7 @@
 the whole filesystem is read-only; the task's worktree, the run's private HOME and a private
 `/tmp` and `/run` are writable; T25's state (`.factory/`: the store, the audit log, other
 tasks' worktrees, other runs' homes) and the user's key stores are covered by an empty
-directory; the repository's shared `.git` is read-only, so the agent's own `git add` and
+read-only directory; the repository's shared `.git` is read-only, so the agent's own `git add` and
 `git commit` fail (T25 commits the worktree after the run either way). The run has a PID
 namespace of its own (T25's processes and their `/proc` are out of sight, and every
 descendant dies with the namespace, even when T25 is SIGKILLed) and a new session (no
@@ -165,9 +165,11 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     worktree = confinement.worktree
     for path in (*_under_tmp(argv[0], confinement), *_repository(worktree)):
         out += ["--ro-bind", str(path), str(path)]
+    covered = []
     for path in (*confinement.hidden, *_home_secrets()):
         if path.is_dir():
             out += ["--tmpfs", str(path)]
+            covered.append(path)
         elif path.is_file():
             out += ["--ro-bind", "/dev/null", str(path)]
     out += ["--bind", str(worktree), str(worktree)]
@@ -178,6 +180,9 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     for source, inside in confinement.readonly:
         if source.exists():
             out += ["--ro-bind", str(source), str(inside)]
+    # Last, once the mounts inside them are made: a write to a covered directory fails.
+    for path in covered:
+        out += ["--remount-ro", str(path)]
     return out
 
 

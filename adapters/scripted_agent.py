@@ -284,6 +284,37 @@ def read_environ() -> None:
     )
 
 
+def write_store() -> None:
+    """Append to T25's store and audit log in `.factory/` of the main checkout, as an agent
+    that wanted to approve its own plan would."""
+    main = os.path.dirname(os.path.dirname(os.path.dirname(os.getcwd())))
+    for name in ("t25.db", "audit.jsonl"):
+        target = os.path.join(main, ".factory", name)
+        with open(target, "ab") as file:
+            file.write(b"written by t25-scripted-agent\n")
+        emit(type="tool_use", name="write", path=target)
+
+
+LEFTOVER_FILE = "LEFT_BEHIND_BY_AGENT.txt"
+
+
+def leave_behind(scrub: bool) -> None:
+    """Start a child in a session of its own (its environment scrubbed when `scrub`) that
+    writes LEFTOVER_FILE into the working directory two seconds later, after the run."""
+    import subprocess
+
+    code = "import sys, time; time.sleep(2); open(sys.argv[1], 'w').write('left behind')"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, os.path.abspath(LEFTOVER_FILE)],
+        start_new_session=True,
+        env={} if scrub else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    emit(type="system", subtype="spawned", pid=child.pid, setsid=True)
+
+
 # What `--misbehave plant:WHAT` plants, each once per repository (a file beside it says so,
 # so that a retried run behaves): what it plants appends WHAT to `planted-ran` beside the
 # repository if it ever runs.
@@ -418,6 +449,10 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(float(value))
         elif kind == "escape":
             escape()
+        elif kind == "store":
+            write_store()
+        elif kind == "setsid":
+            leave_behind(scrub=value == "scrubbed")
         elif kind == "plant":
             if value not in PLANTS:
                 raise UsageError(f"--misbehave plant:WHAT takes one of {', '.join(PLANTS)}")

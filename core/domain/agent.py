@@ -45,6 +45,7 @@ class CheckSandbox(BaseModel):
     kind: str = "none"  # auto | required | none
     network: str = "shared"
     hidden: tuple[Path, ...] = ()
+    run_id: str = ""  # the QA run the checks belong to: their processes carry its tag
 
 
 class Failure(StrEnum):

@@ -220,6 +220,7 @@ class Worker:
                 kind=self.config.sandbox.mode,
                 network=self.config.sandbox.network,
                 hidden=self.config.private_paths(),
+                run_id=run.id,
             )
             checks = [await self.run_check(c, path, abort, confine) for c in self.config.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
