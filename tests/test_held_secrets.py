@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from core.workspace.git import git_sync
 from tests.test_pipeline import SCRIPTED, write_config
 from tests.waiting import answers, free_port, wait_until
 
@@ -122,13 +123,17 @@ def test_an_undumpable_process_hides_its_environment_from_its_own_user(made):
         assert reader.returncode == 0 and "visible-unless-undumpable" in reader.stdout
 
 
-def test_no_agent_finds_a_secret_and_one_it_prints_is_redacted_everywhere(t25, shop, tmp_path):
-    leaked = tmp_path / "leaked-credential.txt"  # where a careless operator left a copy
-    leaked.write_text(CREDENTIAL + "\n")
-    printing = [sys.executable, "-c", f"print('check saw', open({str(leaked)!r}).read())"]
+@pytest.mark.parametrize("mode", ["auto", "none"], ids=["sandboxed-where-it-can", "unconfined"])
+def test_no_agent_finds_a_secret_and_one_it_prints_is_redacted_everywhere(t25, shop, mode):
+    leaked = "leaked-credential.txt"  # a copy a careless operator committed (the worktree has it)
+    (shop / leaked).write_text(CREDENTIAL + "\n")
+    git_sync("add", leaked, cwd=shop)
+    git_sync("commit", "-q", "-m", "oops", cwd=shop)
+    printing = [sys.executable, "-c", f"print('check saw', open({leaked!r}).read())"]
     dev = {**SCRIPTED, "args": ["--misbehave", "environ", "--misbehave", f"print-file:{leaked}"]}
     write_config(
         shop,
+        sandbox={"mode": mode},
         roles={"dev": [dev]},
         qa={
             "checks": [
@@ -150,7 +155,12 @@ def test_no_agent_finds_a_secret_and_one_it_prints_is_redacted_everywhere(t25, s
     assert f"{leaked} holds {WORKER_MARK}" in logs.out  # the agent's event
     assert f"{leaked}: {WORKER_MARK}" in logs.err  # its stderr, written in two pieces
 
-    kept = b"".join(path.read_bytes() for path in (shop / ".factory").rglob("*") if path.is_file())
+    state = shop / ".factory"  # the store and the audit log; not the worktrees, which hold the file
+    kept = b"".join(
+        path.read_bytes()
+        for path in state.rglob("*")
+        if path.is_file() and "worktrees" not in path.relative_to(state).parts
+    )
     assert CREDENTIAL.encode() not in kept and TOKEN.encode() not in kept
     assert kept.count(WORKER_MARK.encode()) >= 2  # the run's stored log, the check's excerpt
     shown = t25("task", "show", "T-1", cwd=shop).out
