@@ -14,7 +14,6 @@ directory, so a config means the same thing from whichever directory T25 starts.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.config import held_secrets
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.secrets import refuse_credentials
 from core.config.source import (
@@ -49,7 +49,7 @@ from core.config.source import (
 from core.errors import ConfigError
 
 CONFIG_FILENAME = "t25.yaml"
-DATABASE_URL_ENV = "T25_DATABASE_URL"
+DATABASE_URL_ENV = held_secrets.DATABASE_URL
 INIT_HINT = "run `t25 init` to create one"
 
 Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
@@ -151,7 +151,7 @@ class ProjectConfig(_Section):
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", DATABASE_URL_ENV})
+_NEVER_PASSED = frozenset(held_secrets.NAMES)
 
 
 class AgentProfile(_Section):
@@ -421,7 +421,7 @@ class Config(_Section):
     def store_url(self) -> str:
         """T25_DATABASE_URL when set (the only place a database password may live),
         else store.url."""
-        from_env = os.environ.get(DATABASE_URL_ENV, "").strip()
+        from_env = (held_secrets.get(DATABASE_URL_ENV) or "").strip()
         return absolute_sqlite_url(from_env, Path.cwd()) if from_env else self.store.url
 
     def private_paths(self) -> tuple[Path, ...]:
