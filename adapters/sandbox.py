@@ -307,6 +307,23 @@ class Docker(Sandbox):
         return [*out, self.image or "", os.path.basename(argv[0]), *argv[1:]]
 
 
+def unconfined_reason(mode: str) -> str | None:
+    """Why runs under the project's `sandbox.mode` are not confined here, or None when
+    they are (`required` where bubblewrap cannot run refuses them instead: not unconfined)."""
+    if mode == "none":
+        return "sandbox: none in t25.yaml"
+    return bwrap_problem() if mode == "auto" else None
+
+
+def describe(mode: str, network: str) -> str:
+    """How agents and QA checks are confined, in one line: `t25 doctor`, and every start."""
+    if reason := unconfined_reason(mode):
+        return f"sandbox: {mode} - unconfined: agents run as you ({reason})"
+    if mode == "required" and (problem := bwrap_problem()):
+        return f"sandbox: required - cannot run here: {problem}; no run will start"
+    return f"sandbox: {mode} - bubblewrap confines every agent and QA check; network {network}"
+
+
 def sandbox_for(name: str, *, image: str | None = None) -> Sandbox:
     """The provider a run's sandbox setting names. `auto` is bubblewrap where it can run,
     else no sandbox with the reason in `unconfined`; `required` is bubblewrap or nothing."""

@@ -253,3 +253,13 @@ def test_the_doctor_says_how_runs_are_confined(shop, t25):
     assert "sandbox: auto - bubblewrap confines every agent and QA check" in done.out
     none = t25("doctor", cwd=shop, env={"PATH": f"{Path(sys.executable).parent}:/nowhere"})
     assert "sandbox: auto - unconfined: agents run as you" in none.out, none.out
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_every_start_that_runs_agents_unconfined_says_so(shop, t25, sandbox):
+    config = {"projects": [{"name": "shop", "repo": "."}], "sandbox": sandbox}
+    (shop / "t25.yaml").write_text(json.dumps(config))
+    done = t25("run", cwd=shop)
+    assert done.code == 0, done.err
+    warned = "t25: warning: sandbox: none - unconfined: agents run as you" in done.err
+    assert warned is (sandbox == "none"), done.err

@@ -233,18 +233,9 @@ class _Sandboxes:
 
 
 def sandbox_line(config: Config) -> str:
-    """How agents and QA checks are confined, in one line (also said at every start)."""
-    from adapters.sandbox import bwrap_problem
+    from adapters.sandbox import describe
 
-    mode, network = config.sandbox.mode, config.sandbox.network
-    if mode == "none":
-        return "sandbox: none - unconfined: agents run as you (sandbox: none in t25.yaml)"
-    problem = bwrap_problem()
-    if problem and mode == "auto":
-        return f"sandbox: auto - unconfined: agents run as you ({problem})"
-    if problem:
-        return f"sandbox: required - cannot run here: {problem}; no run will start"
-    return f"sandbox: {mode} - bubblewrap confines every agent and QA check; network {network}"
+    return describe(config.sandbox.mode, config.sandbox.network)
 
 
 def _role_line(role: str, chain: list[AgentProfile], usable: str | None) -> str:
