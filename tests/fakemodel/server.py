@@ -2,7 +2,11 @@
 
 It answers the Anthropic Messages, OpenAI Responses and Chat Completions, and Gemini APIs on
 127.0.0.1 the way a model would for one scripted task: the first turn calls a tool that writes
-a file (with whichever tool the CLI offers), the next turn gives the final answer. It can
+a file (with whichever tool the CLI offers), the next turn gives the final answer. Given a
+`command`, the first turn is instead one call of the CLI's shell tool running it (Claude Code
+`Bash`, Codex `exec_command` or `shell`, Gemini CLI `run_shell_command`, opencode `bash`),
+as a prompt-injected model's would be; aider has no tools, so it only ever gets the whole-file
+edit of `file`. What each CLI sent back from its tools is in `tool_results()`. It can
 inject the provider errors real CLIs see (429, quota, usage limit, overload), and it is also
 the HTTPS proxy of every run: a CONNECT or an absolute-URI request - anything trying to reach
 the internet - is refused with 403 and logged, so a test can prove nothing left the machine.
@@ -11,6 +15,9 @@ the internet - is refused with 403 and logged, so a test can prove nothing left 
         fake.base_url          http://127.0.0.1:PORT
         fake.fail_next("quota", times=1, api="anthropic")
         fake.requests          what was served;  fake.escapes  what was refused
+        fake.tool_results()    what the CLI's tools answered, as the CLI sent it back
+
+    FakeModel(command="touch /etc/x", final=...)   the first turn runs `touch /etc/x`
 """
 
 from __future__ import annotations
@@ -165,6 +172,7 @@ class FakeModel:
     file: str = "greeting.txt"
     content: str = "hello from the agent\n"
     final: str = "Done."
+    command: str | None = None  # a shell command for the first turn, instead of writing `file`
     usage_in: int = 1200
     usage_out: int = 42
     requests: list[dict] = field(default_factory=list)
@@ -217,9 +225,44 @@ class FakeModel:
                     return fault.kind
         return None
 
+    def tool_results(self) -> list[str]:
+        """The tool results every CLI sent back, in order, as text (whatever its API)."""
+        with self.lock:
+            bodies = [r["body"] for r in self.requests if r.get("body")]
+        found: list[str] = []
+        for body in bodies:
+            for m in body.get("messages") or []:  # Anthropic blocks, Chat Completions roles
+                if not isinstance(m, dict):
+                    continue
+                if m.get("role") == "tool":
+                    found.append(_text(m.get("content")))
+                if isinstance(m.get("content"), list):
+                    found += [
+                        _text(b.get("content"))
+                        for b in m["content"]
+                        if isinstance(b, dict) and b.get("type") == "tool_result"
+                    ]
+            found += [  # OpenAI Responses
+                _text(i.get("output"))
+                for i in body.get("input") or []
+                if isinstance(i, dict)
+                and i.get("type") in ("function_call_output", "custom_tool_call_output")
+            ]
+            found += [  # Gemini
+                _text(p["functionResponse"])
+                for c in body.get("contents") or []
+                if isinstance(c, dict)
+                for p in c.get("parts") or []
+                if isinstance(p, dict) and "functionResponse" in p
+            ]
+        return list(dict.fromkeys(found))  # each turn resends the earlier ones
+
     # -- the script: a tool call that writes the file, then the final answer -----------------
 
-    def command(self) -> str:
+    def shell(self) -> str:
+        """The first turn's shell command: the given one, or one that writes the file."""
+        if self.command is not None:
+            return self.command
         return f"printf '%s' {_shell_quote(self.content)} > {_shell_quote(self.file)}"
 
     def anthropic(self, body: dict) -> list[tuple[str, dict]]:
@@ -300,7 +343,7 @@ class FakeModel:
                         "delta": {
                             "type": "input_json_delta",
                             "partial_json": json.dumps(
-                                {"command": self.command(), "description": "write the file"}
+                                {"command": self.shell(), "description": "write the file"}
                             ),
                         },
                     },
@@ -336,7 +379,7 @@ class FakeModel:
                 "status": "completed",
                 "content": [{"type": "output_text", "text": self.final, "annotations": []}],
             }
-        elif "apply_patch" in tools:
+        elif "apply_patch" in tools and self.command is None:
             lines = "".join(f"+{line}\n" for line in self.content.splitlines())
             item = {
                 "type": "custom_tool_call",
@@ -353,8 +396,11 @@ class FakeModel:
                 "status": "completed",
                 "call_id": f"call_{rid}",
                 "name": "exec_command",
-                "arguments": json.dumps({"cmd": self.command()}),
+                "arguments": json.dumps({"cmd": self.shell()}),
             }
+            if "exec_command" not in tools and "shell" in tools:
+                item["name"] = "shell"
+                item["arguments"] = json.dumps({"command": ["sh", "-c", self.shell()]})
         usage = {
             "input_tokens": self.usage_in,
             "input_tokens_details": {"cached_tokens": 0},
@@ -432,7 +478,7 @@ class FakeModel:
             ]
         else:
             name, args = (
-                ("bash", {"command": self.command(), "description": "write the file"})
+                ("bash", {"command": self.shell(), "description": "write the file"})
                 if "bash" in tools
                 else ("write", {"filePath": self.file, "content": self.content})
             )
@@ -493,12 +539,14 @@ class FakeModel:
         elif done:
             parts = [{"text": self.final}]
         else:
+            call = (
+                {"name": "write_file", "args": {"file_path": self.file, "content": self.content}}
+                if self.command is None
+                else {"name": "run_shell_command", "args": {"command": self.command}}
+            )
             parts = [
                 {
-                    "functionCall": {
-                        "name": "write_file",
-                        "args": {"file_path": self.file, "content": self.content},
-                    },
+                    "functionCall": call,
                     "thoughtSignature": "skip_thought_signature_validator",
                 }
             ]
@@ -513,6 +561,15 @@ class FakeModel:
             },
             "modelVersion": model,
         }
+
+
+def _text(value: object) -> str:
+    """A tool result's content as text: a string, or text blocks, or any JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, dict) and "text" in b for b in value):
+        return "".join(str(b["text"]) for b in value)
+    return json.dumps(value)
 
 
 def _shell_quote(text: str) -> str:
