@@ -81,6 +81,7 @@ class AiderSpec(CliAdapterSpec):
     name = "aider"
     binary = "aider"
     min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
+    login_files = (".aider/oauth-keys.env",)
     login_env = (
         *NETWORK_ENV,
         "ANTHROPIC_API_KEY",

@@ -25,9 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from adapters.containment import run_tag
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
-from adapters.sandbox import SandboxUnavailable, sandbox_for
+from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import TaskState, Usage
 from core.ports import OutputSink
@@ -118,6 +119,9 @@ class CliAdapterSpec:
     capabilities: Capabilities = Capabilities()
     # Files (relative to a private HOME) written before a run that asked for one.
     home_files: ClassVar[dict[str, str]] = {}
+    # The CLI's own login (relative to HOME): bound read-only into a sandboxed run's
+    # private HOME, never copied.
+    login_files: tuple[str, ...] = ()
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""
@@ -272,15 +276,20 @@ def _runs(pid: int) -> bool:
     return True
 
 
+def run_homes() -> Path:
+    """Where private HOMEs are made. Not under the temp dir: Codex refuses to run its
+    sandbox helpers from a home there."""
+    return Path(os.environ.get("T25_RUN_HOMES") or Path.home() / ".cache" / "t25" / "homes")
+
+
 @contextlib.contextmanager
-def private_home(request: AgentRequest, files: dict[str, str]) -> Iterator[Path | None]:
+def private_home(wanted: bool, files: dict[str, str]) -> Iterator[Path | None]:
     """A fresh 0700 HOME outside the worktree for one run, seeded with the CLI's headless
-    settings, removed afterwards; None when the profile did not ask for one."""
-    if not request.private_home:
+    settings, removed afterwards; None when none is `wanted`."""
+    if not wanted:
         yield None
         return
-    # Not under the temp dir: Codex refuses to run its sandbox helpers from a home there.
-    where = Path(os.environ.get("T25_RUN_HOMES") or Path.home() / ".cache" / "t25" / "homes")
+    where = run_homes()
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     home = Path(tempfile.mkdtemp(prefix="home-", dir=where))  # 0700
     try:
@@ -388,28 +397,45 @@ class CliAdapter:
                 error=f"sandbox {request.sandbox} cannot be had: {exc}; "
                 "the run is refused rather than run unsandboxed",
             )
+        # Inside a sandbox the real HOME is read-only: the CLI gets a private one.
+        wants_home = request.private_home or sandbox.unconfined is None
         with (
             prompt_arg(request.prompt, request.cwd) as prompt,
-            private_home(request, self.spec.home_files) as home,
+            private_home(wants_home, self.spec.home_files) as home,
         ):
             env = self.environment(request, home)
             argv = sandbox.wrap(
                 [path, *self.spec.build_argv(request, prompt)],
-                cwd=request.cwd,
-                env=env,
-                writable=[p for p in (home,) if p is not None],
-                readable=[p for p in (prompt.path,) if p is not None],
+                self._confinement(request, prompt, home),
+                env,
             )
             done = await run_process(
                 argv,
                 cwd=request.cwd,
-                env=sandbox.env(env),
+                env=env,
                 timeout_s=request.timeout_s,
                 abort=abort,
                 on_output=sink,
                 grace_s=self.grace_s,
+                tag=run_tag(request.run_id),
             )
         return self._result(request, version, done)
+
+    def _confinement(
+        self, request: AgentRequest, prompt: PromptArg, home: Path | None
+    ) -> Confinement:
+        """What a sandboxed run may touch: its worktree and HOME, the prompt file and the
+        CLI's login read-only; T25's state and other runs' homes hidden."""
+        readonly = [(p, p) for p in (prompt.path,) if p is not None]
+        if home is not None:
+            readonly += [(Path.home() / f, home / f) for f in self.spec.login_files]
+        return Confinement(
+            worktree=request.cwd,
+            home=home,
+            readonly=readonly,
+            hidden=(*request.hidden, run_homes()),
+            network=request.network,
+        )
 
     def _read(self, stdout: str) -> tuple[CliOutput, str | None]:
         """The spec's reading of stdout, and why there is none when its parser choked (output

@@ -2,7 +2,9 @@
 
 A check is a command, not an agent, but it is just as untrusted: a test suite can hang or
 flood its output. So it runs under the same supervision as an agent (`run_process`), with
-the same minimal environment, and its outcome is a `CheckResult` - never an exception.
+the same minimal environment, in the same sandbox as the agents (it runs the code they
+wrote), and its outcome is a `CheckResult` - never an exception. A sandbox that cannot be had
+fails the check rather than running it unconfined.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from adapters.containment import run_tag
 from adapters.process import minimal_env, run_process
+from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
+from core.domain.agent import CheckSandbox
 from core.domain.models import CheckResult
 
 # Checks must not litter the worktree: a tree with untracked or ignored files is never
@@ -28,14 +33,33 @@ def _excerpt(log: bytes) -> str:
     return tail.decode("utf-8", "replace")
 
 
-async def run_check(check: QACheck, cwd: Path, abort: asyncio.Event | None = None) -> CheckResult:
+async def run_check(
+    check: QACheck,
+    cwd: Path,
+    abort: asyncio.Event | None = None,
+    confine: CheckSandbox | None = None,
+) -> CheckResult:
     """Run one check to its end or its timeout; it passes when it exits 0."""
+    confine = confine or CheckSandbox()
+    env = minimal_env(CHECK_ENV)
+    try:
+        sandbox = sandbox_for(confine.kind)
+        await sandbox.check()
+    except SandboxUnavailable as exc:
+        return CheckResult(
+            name=check.name,
+            required=check.required,
+            passed=False,
+            excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
+        )
+    box = Confinement(worktree=cwd, hidden=confine.hidden, network=confine.network)
     done = await run_process(
-        list(check.run),
+        sandbox.wrap(list(check.run), box, env),
         cwd=cwd,
-        env=minimal_env(CHECK_ENV),
+        env=env,
         timeout_s=check.timeout_s,
         abort=abort or asyncio.Event(),
+        tag=run_tag(f"{confine.run_id}/{check.name}"),
     )
     excerpt = _excerpt(done.log)
     if done.spawn_error:

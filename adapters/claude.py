@@ -26,6 +26,7 @@ class ClaudeSpec(CliAdapterSpec):
     name = "claude"
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
+    login_files = (".claude/.credentials.json",)
     login_env = (
         *NETWORK_ENV,
         "ANTHROPIC_API_KEY",

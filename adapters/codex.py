@@ -45,6 +45,7 @@ class CodexSpec(CliAdapterSpec):
     name = "codex"
     binary = "codex"
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
+    login_files = (".codex/auth.json",)
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
     owned_flags = ("--json", "-C", "--cd")
     capabilities = Capabilities(

@@ -49,6 +49,7 @@ class GeminiSpec(CliAdapterSpec):
     name = "gemini"
     binary = "gemini"
     min_version, below_version, tested_version = "0.50.0", "0.62", "0.61.0"
+    login_files = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
     login_env = (
         *NETWORK_ENV,
         "GEMINI_API_KEY",

@@ -15,6 +15,7 @@ class OpencodeSpec(CliAdapterSpec):
     name = "opencode"
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
+    login_files = (".local/share/opencode/auth.json",)
     login_env = (
         *NETWORK_ENV,
         "OPENCODE_CONFIG",

@@ -6,7 +6,8 @@ started with an argv list (never a shell) in a session of its own, both pipes ar
 concurrently in chunks, output is decoded incrementally and streamed to a sink, and when it
 must stop - timeout, abort, cancellation - its whole process group is signalled: SIGTERM,
 a grace period, then SIGKILL. Even after a normal exit the group is killed, so nothing an
-agent started outlives its run. And however a run ends, the leader is reaped and both pipes
+agent started outlives its run. Whatever it prints is redacted of T25's own secrets before it
+is kept or streamed (`adapters.redact`). And however a run ends, the leader is reaped and both pipes
 are closed before `run_process` returns or raises: nothing of the child is left for the
 garbage collector. Nothing here blocks the event loop.
 
@@ -25,6 +26,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters import containment
+from adapters.redact import RedactedStream, Redactor
+from core.config import held_secrets
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
@@ -35,7 +39,7 @@ DEFAULT_LOG_LIMIT = 64 * 2**20
 ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR")
 
 # Never handed to a child, even when a profile names them (the config refuses that too).
-NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", "T25_DATABASE_URL"})
+NEVER_PASSED = frozenset(held_secrets.NAMES)
 # How a host reaches the network: agent CLIs need these to talk to their provider.
 NETWORK_ENV = (
     "HTTPS_PROXY",
@@ -151,8 +155,11 @@ async def _pump(
     own: Capped,
     log: Capped,
     on_output: OutputCallback | None,
+    redacted: RedactedStream,
 ) -> Exception | None:
     """Read one pipe to its end in chunks (a line may be any length); return the sink's error.
+
+    Each chunk is redacted of T25's secrets (`adapters.redact`) before it is kept or streamed.
 
     A failing sink is T25's bug, not the agent's: the pipe is still read to its end, so the
     child never blocks on a full pipe, and the error is raised once the child has ended.
@@ -168,11 +175,15 @@ async def _pump(
             except Exception as exc:  # noqa: BLE001 - kept, and raised once the child has ended
                 failure = exc
 
-    while chunk := await stream.read(CHUNK):
+    while raw := await stream.read(CHUNK):
+        chunk = redacted.feed(raw)
         own.add(chunk)
         log.add(chunk)
         await emit(decoder.decode(chunk))
-    await emit(decoder.decode(b"", final=True))
+    rest = redacted.flush()
+    own.add(rest)
+    log.add(rest)
+    await emit(decoder.decode(rest, final=True))
     return failure
 
 
@@ -279,12 +290,48 @@ async def run_process(
     on_output: OutputCallback | None = None,
     grace_s: float = 2.0,
     log_limit: int = DEFAULT_LOG_LIMIT,
+    tag: str | None = None,
+    redactor: Redactor | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
+    What it prints is redacted of `redactor`'s secrets (by default, those T25 holds) before it
+    reaches `on_output` or the result.
+
     If the calling task is cancelled, the group is killed and the leader reaped before the
-    cancellation propagates.
+    cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
+    carries the tag when the run ends is killed too (`adapters.containment`).
     """
+    redactor = Redactor.of_held() if redactor is None else redactor
+    if tag is None:
+        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, log_limit, redactor)
+    try:
+        return await _run(
+            argv,
+            cwd,
+            containment.tag_env(env, tag),
+            timeout_s,
+            abort,
+            on_output,
+            grace_s,
+            log_limit,
+            redactor,
+        )
+    finally:
+        containment.kill_tagged(tag)
+
+
+async def _run(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    abort: asyncio.Event,
+    on_output: OutputCallback | None,
+    grace_s: float,
+    log_limit: int,
+    redactor: Redactor,
+) -> ProcessResult:
     started = time.monotonic()
     out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
 
@@ -319,8 +366,8 @@ async def run_process(
     assert proc.stdout is not None
     assert proc.stderr is not None
     pumps = [
-        asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output)),
-        asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output)),
+        asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output, redactor.stream())),
+        asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output, redactor.stream())),
     ]
     exited = asyncio.create_task(_exit(proc))
     aborting = asyncio.create_task(abort.wait())

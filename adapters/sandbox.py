@@ -1,56 +1,83 @@
-"""Sandbox providers: one small interface that wraps an agent's argv in an isolated runner.
+"""Sandbox providers: one small interface that wraps an agent's or a QA check's argv.
 
-    sandbox_for("none" | "bwrap" | "docker", image=...) -> Sandbox
+    sandbox_for("auto" | "required" | "bwrap" | "docker" | "none", image=...) -> Sandbox
     await sandbox.check()          raises SandboxUnavailable with the reason it cannot be had
-    sandbox.wrap(argv, cwd=..., env=..., writable=[...], readable=[...]) -> argv
-    sandbox.env(env)               the environment the wrapper itself is started with
+    sandbox.wrap(argv, Confinement(...)) -> argv
+    sandbox.unconfined             why this run is not confined, or None when it is
 
-`bwrap` (bubblewrap) runs the CLI with every namespace unshared - the network among them -
-the whole filesystem read-only, a private /tmp, and only the worktree (and a private HOME,
-when the profile has one) writable. `docker` runs it with `docker run --network none` and
-the worktree bind-mounted at the same path. A profile that asks for a sandbox that cannot
-be had fails its run: T25 never runs it unsandboxed instead.
+`bwrap` (bubblewrap) is the default on Linux (`auto` picks it whenever it can run). Inside it
+the whole filesystem is read-only; the task's worktree, the run's private HOME and a private
+`/tmp` and `/run` are writable; T25's state (`.factory/`: the store, the audit log, other
+tasks' worktrees, other runs' homes) and the user's key stores are covered by an empty
+read-only directory; the repository's shared `.git` is read-only, so the agent's own `git add` and
+`git commit` fail (T25 commits the worktree after the run either way). The run has a PID
+namespace of its own (T25's processes and their `/proc` are out of sight, and every
+descendant dies with the namespace, even when T25 is SIGKILLed) and a new session (no
+TIOCSTI into the operator's terminal). The network is shared unless `network: none`, so a
+real CLI reaches its model endpoint, loopback included.
+
+`auto` without a usable bubblewrap runs unconfined and says why (`unconfined`); `required`
+and a profile's explicit `bwrap` refuse instead. `docker` runs the CLI with `docker run`, the
+worktree bind-mounted at its own path, in the profile's `sandbox_image`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.containment import reaped
 from adapters.process import run_process
 
 CHECK_TIMEOUT_S = 10.0
+KINDS = ("auto", "required", "bwrap", "docker", "none")
+
+# Key stores in the user's HOME that no agent needs: covered inside the sandbox.
+HOME_SECRETS = (
+    *(".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gh"),
+    *(".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc"),
+)
+# Host daemons' sockets live here (Postgres, Docker, D-Bus, the user's agents): a fresh
+# tmpfs hides them. `/etc/resolv.conf` may point into it; that one file is kept.
+RUNTIME_DIRS = ("/run", "/var/run")
 
 
 class SandboxUnavailable(Exception):
     """The sandbox a profile asks for cannot be had here; the message says why."""
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """What one run may touch: its worktree and private HOME read-write, `readonly` files
+    bound in (host path, path inside), `hidden` directories covered, the network shared or
+    not."""
+
+    worktree: Path
+    home: Path | None = None
+    readonly: Sequence[tuple[Path, Path]] = ()
+    hidden: Sequence[Path] = ()
+    network: str = "shared"  # shared | none
+
+
 class Sandbox:
-    """No sandbox: the argv runs as it is."""
+    """No sandbox: the argv runs under the reaper (`adapters.containment`), which is all
+    that keeps its processes in hand."""
 
     name = "none"
+    unconfined: str | None = "sandbox: none"
 
     async def check(self) -> None:
         return None
 
-    def wrap(
-        self,
-        argv: list[str],
-        *,
-        cwd: Path,
-        env: dict[str, str],
-        writable: Sequence[Path] = (),
-        readable: Sequence[Path] = (),
-    ) -> list[str]:
-        return argv
-
-    def env(self, env: dict[str, str]) -> dict[str, str]:
-        return env
+    def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
+        return reaped(argv, env)
 
 
 async def _probe(argv: list[str]) -> tuple[int | None, str]:
@@ -72,92 +99,170 @@ async def _probe(argv: list[str]) -> tuple[int | None, str]:
     return done.exit_code, done.log.decode("utf-8", "replace").strip()
 
 
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot confine a run here, or None when it can."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
+    return _bwrap_problem(path)
+
+
+@functools.cache
+def _bwrap_problem(path: str) -> str | None:
+    """Tried once per binary and process: a probe costs a few milliseconds, and the answer
+    does not change while T25 runs."""
+    probe = [path, "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+    try:
+        done = subprocess.run(
+            probe, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not run: {exc}"
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        return (
+            f"bwrap cannot create its namespaces here: {last[0]} "
+            "(are unprivileged user namespaces disabled?)"
+        )
+    return None
+
+
 class Bubblewrap(Sandbox):
-    """bwrap: network off, everything read-only but the worktree and a private HOME."""
+    """bwrap: everything read-only but the worktree, a private HOME and /tmp; T25's state
+    hidden; a PID namespace and a session of its own."""
 
     name = "bwrap"
-
-    def __init__(self) -> None:
-        self._checked = False
+    unconfined = None
 
     async def check(self) -> None:
-        if self._checked:
-            return
-        path = shutil.which("bwrap")
-        if path is None:
-            raise SandboxUnavailable("bwrap is not installed (Debian: apt-get install bubblewrap)")
-        code, out = await _probe(
-            [
-                path,
-                "--unshare-all",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--",
-                "true",
-            ]
-        )
-        if code != 0:
-            raise SandboxUnavailable(
-                f"bwrap cannot create its namespaces here: "
-                f"{out.splitlines()[-1] if out else 'exit ' + str(code)} "
-                "(are unprivileged user namespaces disabled?)"
-            )
-        self._checked = True
+        problem = await asyncio.to_thread(bwrap_problem)
+        if problem:
+            raise SandboxUnavailable(problem)
 
-    def wrap(
-        self,
-        argv: list[str],
-        *,
-        cwd: Path,
-        env: dict[str, str],
-        writable: Sequence[Path] = (),
-        readable: Sequence[Path] = (),
-    ) -> list[str]:
+    def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
         bwrap = shutil.which("bwrap") or "bwrap"
-        out = [
+        return [
             bwrap,
             "--die-with-parent",
-            "--unshare-all",
             "--new-session",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            *(["--unshare-net"] if confinement.network == "none" else []),
+            *mount_plan(argv, confinement),
+            "--chdir",
+            str(confinement.worktree),
+            "--",
+            *argv,
         ]
-        for path in (*readable, *_hidden_by_tmpfs(argv[0])):
-            out += ["--ro-bind", str(path), str(path)]
-        for path in (cwd, *writable):
-            out += ["--bind", str(path), str(path)]
-        return [*out, "--chdir", str(cwd), "--", *argv]
 
 
-def _hidden_by_tmpfs(program: str) -> list[Path]:
-    """The fresh /tmp would hide a CLI installed under /tmp (a checkout or virtualenv there):
-    give back, read-only, the top-level /tmp directory it lives in."""
-    places = {Path(os.path.abspath(program)), Path(os.path.realpath(program))}
+def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
+    """bwrap's mount arguments, in order: each later mount lies over the earlier ones."""
+    out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    out += _runtime_dirs()
+    # The fresh /tmp hides programs installed under it (a checkout or virtualenv there),
+    # and a repository there: give them back read-only.
+    worktree = confinement.worktree
+    for path in (*_under_tmp(argv[0], confinement), *_repository(worktree)):
+        out += ["--ro-bind", str(path), str(path)]
+    covered = []
+    for path in (*confinement.hidden, *_home_secrets()):
+        if path.is_dir():
+            out += ["--tmpfs", str(path)]
+            covered.append(path)
+        elif path.is_file():
+            out += ["--ro-bind", "/dev/null", str(path)]
+    out += ["--bind", str(worktree), str(worktree)]
+    if (worktree / ".git").exists():  # where the worktree's repository is: not the agent's
+        out += ["--ro-bind", str(worktree / ".git"), str(worktree / ".git")]
+    if confinement.home is not None:
+        out += ["--bind", str(confinement.home), str(confinement.home)]
+    for source, inside in confinement.readonly:
+        if source.exists():
+            out += ["--ro-bind", str(source), str(inside)]
+    # Last, once the mounts inside them are made: a write to a covered directory fails.
+    for path in covered:
+        out += ["--remount-ro", str(path)]
+    return out
+
+
+def _repository(worktree: Path) -> list[Path]:
+    """The main checkout a linked worktree belongs to (its shared `.git` inside), or the
+    bare repository: read-only inside, like everything else."""
+    common = git_common_dir(worktree)
+    if common is None:
+        return []
+    return [common.parent if common.name == ".git" else common]
+
+
+def _runtime_dirs() -> list[str]:
+    out: list[str] = []
+    for where in RUNTIME_DIRS:
+        path = Path(where)
+        if path.is_dir() and not path.is_symlink():
+            out += ["--tmpfs", where]
+    resolv = Path("/etc/resolv.conf")
+    target = Path(os.path.realpath(resolv))
+    if resolv.is_symlink() and target.is_file() and target.is_relative_to("/run"):
+        out += ["--ro-bind", str(target), str(target)]
+    return out
+
+
+def _under_tmp(program: str, confinement: Confinement) -> list[Path]:
+    """The top-level /tmp directories the program (and its PATH) live in, to give back
+    read-only over the private /tmp."""
+    places = [Path(os.path.abspath(program)), Path(os.path.realpath(program))]
+    places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    places += [source for source, _ in confinement.readonly]
+    tmp = Path("/tmp")
     return sorted(
         {
             Path("/tmp", path.parts[2])
             for path in places
-            if path.is_relative_to("/tmp") and len(path.parts) > 2
+            if path.is_absolute() and path.is_relative_to(tmp) and len(path.parts) > 2
         }
     )
 
 
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def _home_secrets() -> list[Path]:
+    return [_home() / name for name in HOME_SECRETS]
+
+
+def git_common_dir(worktree: Path) -> Path | None:
+    """The repository's shared `.git` a linked worktree belongs to, read from its `.git`
+    file and the `commondir` beside it; None for anything else."""
+    try:
+        line = (worktree / ".git").read_text(encoding="utf-8").strip()
+    except OSError:  # absent, or a directory: a main checkout
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    own = (worktree / line.removeprefix("gitdir:").strip()).resolve()
+    try:
+        common = (own / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return own
+    return (own / common).resolve()
+
+
+class Unconfined(Sandbox):
+    """`auto` where bubblewrap cannot run: the argv runs as it is, and says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.unconfined = f"unconfined: agents run as you ({reason})"
+
+
 class Docker(Sandbox):
-    """docker run --network none, the worktree bind-mounted at its own path."""
+    """docker run, the worktree bind-mounted at its own path."""
 
     name = "docker"
+    unconfined = None
 
     def __init__(self, image: str | None) -> None:
         self.image = image
@@ -173,22 +278,16 @@ class Docker(Sandbox):
             last = out.splitlines()[-1] if out else f"exit {code}"
             raise SandboxUnavailable(f"no Docker engine answers: {last}")
 
-    def wrap(
-        self,
-        argv: list[str],
-        *,
-        cwd: Path,
-        env: dict[str, str],
-        writable: Sequence[Path] = (),
-        readable: Sequence[Path] = (),
-    ) -> list[str]:
+    def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
+        cwd = confinement.worktree
+        network = "none" if confinement.network == "none" else "host"
         out = [
             shutil.which("docker") or "docker",
             "run",
             "--rm",
             "-i",
             "--network",
-            "none",
+            network,
             "--user",
             f"{os.getuid()}:{os.getgid()}",
             "--security-opt",
@@ -198,25 +297,43 @@ class Docker(Sandbox):
             "-w",
             str(cwd),
         ]
-        for path in writable:
-            out += ["-v", f"{path}:{path}"]
-        for path in readable:
-            out += ["-v", f"{path}:{path}:ro"]
+        if confinement.home is not None:
+            out += ["-v", f"{confinement.home}:{confinement.home}"]
+        for source, inside in confinement.readonly:
+            out += ["-v", f"{source}:{inside}:ro"]
         for name in sorted(env):  # names only: values travel in docker's own environment
             out += ["-e", name]
         # Inside the image the CLI is found on the image's PATH, not the host's.
         return [*out, self.image or "", os.path.basename(argv[0]), *argv[1:]]
 
-    def env(self, env: dict[str, str]) -> dict[str, str]:
-        return env
+
+def unconfined_reason(mode: str) -> str | None:
+    """Why runs under the project's `sandbox.mode` are not confined here, or None when
+    they are (`required` where bubblewrap cannot run refuses them instead: not unconfined)."""
+    if mode == "none":
+        return "sandbox: none in t25.yaml"
+    return bwrap_problem() if mode == "auto" else None
+
+
+def describe(mode: str, network: str) -> str:
+    """How agents and QA checks are confined, in one line: `t25 doctor`, and every start."""
+    if reason := unconfined_reason(mode):
+        return f"sandbox: {mode} - unconfined: agents run as you ({reason})"
+    if mode == "required" and (problem := bwrap_problem()):
+        return f"sandbox: required - cannot run here: {problem}; no run will start"
+    return f"sandbox: {mode} - bubblewrap confines every agent and QA check; network {network}"
 
 
 def sandbox_for(name: str, *, image: str | None = None) -> Sandbox:
-    """The provider a profile's `sandbox:` names."""
-    if name == "bwrap":
+    """The provider a run's sandbox setting names. `auto` is bubblewrap where it can run,
+    else no sandbox with the reason in `unconfined`; `required` is bubblewrap or nothing."""
+    if name in ("bwrap", "required"):
         return Bubblewrap()
+    if name == "auto":
+        problem = bwrap_problem()
+        return Unconfined(problem) if problem else Bubblewrap()
     if name == "docker":
         return Docker(image)
     if name == "none":
         return Sandbox()
-    raise SandboxUnavailable(f"unknown sandbox {name!r} (known: none, bwrap, docker)")
+    raise SandboxUnavailable(f"unknown sandbox {name!r} (known: {', '.join(KINDS)})")

@@ -142,6 +142,7 @@ def local_workers(
     from core.worker.pool import WorkerPool
 
     adapters, run_check = _tools(adapters, run_check)
+    _sweep_leftovers()
     return WorkerPool(
         LocalRunQueue(control),
         control.workspace,
@@ -197,6 +198,7 @@ def remote_workers(
     from core.workspace.worktrees import Workspace, owner_of
 
     adapters, run_check = _tools(None, None)
+    _sweep_leftovers()
     workspace = Workspace(config, owner=owner_of(owner))
     quota = QuotaBook()
     return [
@@ -256,6 +258,14 @@ async def _keep_working(worker: Worker) -> None:
             pause = next(pauses)
             log.warning("%s; retrying in %.1f s", exc, pause)
             await asyncio.sleep(pause)
+
+
+def _sweep_leftovers() -> None:
+    """Before the first run: kill what runs of a T25 that died (SIGKILLed with its
+    reaper, or its machine's T25 crashed) left running."""
+    from adapters.containment import sweep_leftovers
+
+    sweep_leftovers()
 
 
 def _tools(

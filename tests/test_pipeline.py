@@ -285,9 +285,10 @@ async def test_an_unparseable_answer_fails_the_task_and_keeps_the_raw_output(env
     assert sum(r.role == "planner" for r in await control.store.list_runs(task_id=task.id)) == 1
 
 
-async def test_a_hung_agent_is_killed_at_its_timeout_with_its_whole_process_group(env):
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+async def test_a_hung_agent_is_killed_at_its_timeout_with_everything_it_started(env, sandbox):
     hang = {"adapter": "scripted", "args": ["--misbehave", "hang"], "timeout_s": 2}
-    control = await env.open(roles={"dev": [hang]})
+    control = await env.open(roles={"dev": [hang]}, sandbox=sandbox)
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
@@ -295,7 +296,22 @@ async def test_a_hung_agent_is_killed_at_its_timeout_with_its_whole_process_grou
     dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
     log = await _log(control, dev.id)
     child = next(json.loads(line)["pid"] for line in log.splitlines() if '"spawned"' in line)
-    assert not _alive(child)
+    if sandbox == "none":
+        assert not _alive(child)
+    # Sandboxed, the pid is the namespace's own: no process is left working in the tree.
+    assert not _working_in(control.config.worktrees.root)
+
+
+def _working_in(root: Path) -> list[int]:
+    """The processes whose working directory lies under `root`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(root):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
@@ -320,15 +336,24 @@ async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
     assert [e.adapter for e in started] == ["scripted", "scripted-b"]
 
 
-async def test_an_agent_writing_outside_its_worktree_is_caught_and_its_run_failed(env):
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+async def test_an_agent_writing_outside_its_worktree_is_refused_or_caught_and_its_run_failed(
+    env, sandbox
+):
     control = await env.open(
-        roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]}
+        roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]},
+        sandbox=sandbox,
     )
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
     assert task.state is S.FAILED
-    assert "changed the main checkout" in task.error and "ESCAPED_BY_AGENT.txt" in task.error
+    assert "ESCAPED_BY_AGENT.txt" in task.error
+    if sandbox == "none":  # the second fence: the fingerprint
+        assert "changed the main checkout" in task.error
+    else:  # the first: the write never happens
+        assert "Read-only file system" in task.error
+        assert not (env.repo / "ESCAPED_BY_AGENT.txt").exists()
     dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
     assert dev.status is RunStatus.FAILED
 

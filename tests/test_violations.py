@@ -2,7 +2,10 @@
 scripted agent (or a QA check) planting what a prompt-injected one would, T25 fails the run
 naming the change, puts back the shared git config, hooks, `info/` and refs, keeps the
 changed copy, resets the worktree, and refuses retry and merge until an operator
-acknowledges the violation; after that the task goes on and nothing planted ever runs."""
+acknowledges the violation; after that the task goes on and nothing planted ever runs.
+
+This is the second fence, so it runs unconfined (`sandbox: none`): inside the sandbox these
+plants are refused before they happen (tests/test_sandbox.py)."""
 
 from __future__ import annotations
 
@@ -34,9 +37,14 @@ def planting(what: str) -> dict[str, list[dict[str, object]]]:
     return {"dev": [{"adapter": "scripted", "args": ["--misbehave", f"plant:{what}"]}]}
 
 
+class Unconfined(Env):
+    async def open(self, **overrides):
+        return await super().open(**{"sandbox": "none", **overrides})
+
+
 @pytest.fixture
 async def env(shop: Path):
-    e = Env(shop)
+    e = Unconfined(shop)
     yield e
     await e.close()
 

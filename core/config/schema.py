@@ -14,7 +14,6 @@ directory, so a config means the same thing from whichever directory T25 starts.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.config import held_secrets
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.secrets import refuse_credentials
 from core.config.source import (
@@ -49,7 +49,7 @@ from core.config.source import (
 from core.errors import ConfigError
 
 CONFIG_FILENAME = "t25.yaml"
-DATABASE_URL_ENV = "T25_DATABASE_URL"
+DATABASE_URL_ENV = held_secrets.DATABASE_URL
 INIT_HINT = "run `t25 init` to create one"
 
 Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
@@ -151,7 +151,7 @@ class ProjectConfig(_Section):
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NEVER_PASSED = frozenset({"FACTORY_WORKER_CREDENTIAL", DATABASE_URL_ENV})
+_NEVER_PASSED = frozenset(held_secrets.NAMES)
 
 
 class AgentProfile(_Section):
@@ -165,7 +165,8 @@ class AgentProfile(_Section):
     # ANTHROPIC_API_KEY; passed through only when set. T25's own secrets never are.
     env_passthrough: list[str] = []
     private_home: bool = False  # a fresh HOME and CLI config dir per run
-    sandbox: Literal["none", "bwrap", "docker"] = "none"
+    # None: the project's `sandbox.mode`. bwrap: bubblewrap or refuse; none: unconfined.
+    sandbox: Literal["none", "bwrap", "docker"] | None = None
     sandbox_image: str | None = None  # required with sandbox: docker
 
     @field_validator("adapter")
@@ -296,6 +297,25 @@ class CostConfig(_Section):
         return self.rates[max(prefixes, key=len)] if prefixes else None
 
 
+def _sandbox_shorthand(value: Any) -> Any:
+    return {"mode": value} if isinstance(value, str) else value
+
+
+class SandboxConfig(_Section):
+    """How every agent run and QA check is confined (adapters.sandbox).
+
+    auto: bubblewrap where it can run, else unconfined with a warning at every start;
+    required: bubblewrap or no run at all; none: unconfined. `sandbox: required` is short
+    for `sandbox: {mode: required}`."""
+
+    mode: Literal["auto", "required", "none"] = "auto"
+    network: Literal["shared", "none"] = "shared"  # none: no network at all inside
+
+    def for_profile(self, profile: AgentProfile) -> str:
+        """The sandbox one profile's runs get: its own setting, else the project's mode."""
+        return profile.sandbox or self.mode
+
+
 # -- places ------------------------------------------------------------------------------
 
 
@@ -372,6 +392,7 @@ class Config(_Section):
     approval: ApprovalPolicy = ApprovalPolicy()
     qa: QAConfig = QAConfig()
     cost: CostConfig = CostConfig()
+    sandbox: Annotated[SandboxConfig, BeforeValidator(_sandbox_shorthand)] = SandboxConfig()
     # Validated from {} so their default relative paths resolve against the file's directory.
     worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
     store: StoreConfig = Field(default_factory=dict, validate_default=True)
@@ -400,8 +421,18 @@ class Config(_Section):
     def store_url(self) -> str:
         """T25_DATABASE_URL when set (the only place a database password may live),
         else store.url."""
-        from_env = os.environ.get(DATABASE_URL_ENV, "").strip()
+        from_env = (held_secrets.get(DATABASE_URL_ENV) or "").strip()
         return absolute_sqlite_url(from_env, Path.cwd()) if from_env else self.store.url
+
+    def private_paths(self) -> tuple[Path, ...]:
+        """What no agent or QA check may see: T25's state - the store, the audit log, the
+        ownership records and every task's worktree."""
+        paths = {self.root / ".factory", self.worktrees.root}
+        paths |= {project.repo / ".factory" for project in self.projects}
+        if self.store_url.startswith("sqlite:///"):
+            db = Path(self.store_url.removeprefix("sqlite:///"))
+            paths |= {db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")}
+        return tuple(sorted(paths))
 
     def project(self, name: str | None = None) -> ProjectConfig:
         """The named project; with no name, the first (usually the only) one."""

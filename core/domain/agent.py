@@ -31,8 +31,21 @@ class AgentRequest(BaseModel):
     timeout_s: float = 1800.0
     env_passthrough: tuple[str, ...] = ()  # the CLI's own login variables, passed when set
     private_home: bool = False  # a fresh HOME and config dir for this run
-    sandbox: str = "none"  # none | bwrap | docker
+    sandbox: str = "none"  # auto | required | bwrap | docker | none (adapters.sandbox)
     sandbox_image: str | None = None  # the image a docker sandbox runs
+    network: str = "shared"  # shared | none: inside a sandbox
+    hidden: tuple[Path, ...] = ()  # T25's state, out of a sandboxed run's sight
+
+
+class CheckSandbox(BaseModel):
+    """How a QA check is confined: the same sandbox as the agents, for the code they wrote."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    kind: str = "none"  # auto | required | none
+    network: str = "shared"
+    hidden: tuple[Path, ...] = ()
+    run_id: str = ""  # the QA run the checks belong to: their processes carry its tag
 
 
 class Failure(StrEnum):

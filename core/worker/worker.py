@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 from core.config.schema import AgentProfile, QACheck
-from core.domain.agent import AgentRequest, AgentResult, Failure
+from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import Event, RunOutput, RunStarted
 from core.domain.models import CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
@@ -35,7 +35,7 @@ from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
 
-CheckRunner = Callable[[QACheck, Path, asyncio.Event], Awaitable[CheckResult]]
+CheckRunner = Callable[[QACheck, Path, asyncio.Event, CheckSandbox], Awaitable[CheckResult]]
 OUTPUT_FLUSH_S = 0.05  # batch run output into events at most this often ...
 OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
 LOCK_RETRY_S = 0.5
@@ -216,7 +216,13 @@ class Worker:
             return RunReport(note=await publish(worktrees, task))
         checks: list[CheckResult] = []
         if run.stage is TaskState.QA:
-            checks = [await self.run_check(c, path, abort) for c in self.config.qa.checks]
+            confine = CheckSandbox(
+                kind=self.config.sandbox.mode,
+                network=self.config.sandbox.network,
+                hidden=self.config.private_paths(),
+                run_id=run.id,
+            )
+            checks = [await self.run_check(c, path, abort, confine) for c in self.config.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
         result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
         return RunReport(result=result, adapter_reason=reason, prompt=prompt, checks=tuple(checks))
@@ -310,8 +316,10 @@ class Worker:
             timeout_s=float(self.config.timeout_for(profile)),
             env_passthrough=tuple(profile.env_passthrough),
             private_home=profile.private_home,
-            sandbox=profile.sandbox,
+            sandbox=self.config.sandbox.for_profile(profile),
             sandbox_image=profile.sandbox_image,
+            network=self.config.sandbox.network,
+            hidden=self.config.private_paths(),
         )
 
     async def _run_through_overload(

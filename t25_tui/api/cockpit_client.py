@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +22,7 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
+from core.config import held_secrets
 from core.config.schema import Config
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
@@ -37,7 +37,7 @@ from t25_tui.api.worker_client import Http
 
 log = logging.getLogger("t25.attach")
 
-OPERATOR_ENV = "T25_OPERATOR_TOKEN"
+OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
 RECONNECT = Backoff(0.5, 10.0)  # waits before the event stream is reopened: 0.5 s doubling to 10 s
 SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a byte is a dead link
 PAGE = 5000  # the most events the control plane returns per request
@@ -46,7 +46,7 @@ PAGE = 5000  # the most events the control plane returns per request
 @asynccontextmanager
 async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteControlPlane]:
     """The control plane at `url`, following its events until exit."""
-    http = Http(url, token if token is not None else os.environ.get(OPERATOR_ENV))
+    http = Http(url, token if token is not None else held_secrets.get(OPERATOR_ENV))
     try:
         control = await RemoteControlPlane.connect(http)
         following = asyncio.create_task(control.follow(), name="t25-attach-events")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
-import os
 import socket
 from collections.abc import Iterator
 
@@ -36,6 +35,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from core.config import held_secrets
 from core.control.pipeline import Pipeline
 from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
@@ -48,8 +48,8 @@ from t25_tui.api.routes import decisions, events, reads, runs, tasks, worker
 from t25_tui.api.services import Services, services_in
 from t25_tui.api.tail import Tail
 
-CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
-OPERATOR_ENV = "T25_OPERATOR_TOKEN"
+CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
+OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
 SHUTDOWN_GRACE_S = 10  # a stopping serve waits this long for requests in flight
 RETRY_AFTER_S = 2  # what a 503 (the store unavailable for now) tells a client to wait
 ROUTERS = (reads.router, tasks.router, decisions.router, runs.router, events.router, worker.router)
@@ -165,7 +165,7 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
     Beyond loopback without T25_OPERATOR_TOKEN it refuses (ConfigError) before any port
     is opened."""
     host, port = parse_bind(bind)
-    token = os.environ.get(OPERATOR_ENV)
+    token = held_secrets.get(OPERATOR_ENV)
     if not is_loopback(host) and not token:
         where = (
             "every interface" if host in ("", "0.0.0.0", "::") else f"{host}, which is not loopback"
@@ -176,7 +176,7 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
         )
     api = make_api(
         control,
-        worker_credential=os.environ.get(CREDENTIAL_ENV),
+        worker_credential=held_secrets.get(CREDENTIAL_ENV),
         operator_token=token,
         loopback=is_loopback(host),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -78,9 +79,22 @@ def run_runtime(
 
     async def go() -> T:
         async with runtime_of(args, crew=crew) as runtime:
+            if crew is not None:
+                warn_if_unconfined(runtime.config)
             return await body(runtime)
 
     return asyncio.run(go())
+
+
+def warn_if_unconfined(config: Config) -> None:
+    """Agents about to run unconfined: say so, on every start (stderr)."""
+    from adapters.sandbox import describe, unconfined_reason
+
+    if unconfined_reason(config.sandbox.mode):
+        print(
+            f"t25: warning: {describe(config.sandbox.mode, config.sandbox.network)}",
+            file=sys.stderr,
+        )
 
 
 def actor_of(args: argparse.Namespace) -> str:

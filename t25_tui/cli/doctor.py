@@ -94,7 +94,7 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
         rows.append(row)
         problems += found
 
-    sandboxes = _Sandboxes()
+    sandboxes = _Sandboxes(config)
     roles: list[str] = []
     all_ok = True
     for role, chain in chains.items():
@@ -182,7 +182,8 @@ async def _usable(
         problems += [f"{where}: {p}" for p in _profile_problems(profile, spec)]
         sandbox = await sandboxes.problem(profile)
         if sandbox:
-            problems.append(f"{where}: sandbox {profile.sandbox}: {sandbox}")
+            kind = sandboxes.config.sandbox.for_profile(profile)
+            problems.append(f"{where}: sandbox {kind}: {sandbox}")
         elif usable is None and adapter is not None and adapter.locate():
             usable = profile.adapter
     return usable, problems
@@ -197,11 +198,6 @@ def _profile_problems(profile: AgentProfile, spec: CliAdapterSpec | None) -> lis
         if env not in os.environ
     ]
     problems += _hidden_login(profile, spec)
-    if profile.sandbox != "none" and not profile.private_home:
-        problems.append(
-            f"sandbox {profile.sandbox} without private_home: "
-            "your HOME is read-only inside, and most CLIs write to it"
-        )
     return problems
 
 
@@ -219,21 +215,29 @@ def _hidden_login(profile: AgentProfile, spec: CliAdapterSpec | None) -> list[st
 class _Sandboxes:
     """Whether each sandbox the profiles ask for can be had here, tried once per kind."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Config) -> None:
+        self.config = config
         self._problems: dict[tuple[str, str | None], str | None] = {}
 
     async def problem(self, profile: AgentProfile) -> str | None:
         """Why the profile's sandbox cannot be had, or None when it can."""
         from adapters.sandbox import SandboxUnavailable, sandbox_for
 
-        key = (profile.sandbox, profile.sandbox_image)
+        kind = self.config.sandbox.for_profile(profile)
+        key = (kind, profile.sandbox_image)
         if key not in self._problems:
             try:
-                await sandbox_for(profile.sandbox, image=profile.sandbox_image).check()
+                await sandbox_for(kind, image=profile.sandbox_image).check()
                 self._problems[key] = None
             except SandboxUnavailable as exc:
                 self._problems[key] = str(exc)
         return self._problems[key]
+
+
+def sandbox_line(config: Config) -> str:
+    from adapters.sandbox import describe
+
+    return describe(config.sandbox.mode, config.sandbox.network)
 
 
 def _role_line(role: str, chain: list[AgentProfile], usable: str | None) -> str:
@@ -244,7 +248,8 @@ def _role_line(role: str, chain: list[AgentProfile], usable: str | None) -> str:
 def _report(
     config: Config, rows: list[list[str]], roles: list[str], problems: list[str]
 ) -> list[str]:
-    lines = [f"t25 doctor: {config.path}", "", *_table(rows), "", "roles:", *roles, ""]
+    lines = [f"t25 doctor: {config.path}", sandbox_line(config), "", *_table(rows)]
+    lines += ["", "roles:", *roles, ""]
     if not problems:
         return [*lines, "problems: none"]
     return [*lines, "problems:", *(f"  - {p}" for p in dict.fromkeys(problems))]

@@ -1,7 +1,8 @@
 """The `t25` command line: argument parsing and error reporting.
 
-Only argparse is imported at start so `t25 --help` stays fast; each command imports
-what it needs. A deliberate T25 error prints as one line with a hint and exits 1;
+Only argparse (and `core.config.held_secrets`, os and sys only) is imported at start so
+`t25 --help` stays fast; each command imports what it needs. Before anything else, T25's
+secrets are taken out of the process's environment (`held_secrets.hold`). A deliberate T25 error prints as one line with a hint and exits 1;
 anything unexpected does the same unless `--debug` asks for the traceback.
 
 The global options (`--config`, `--actor`, `--debug`) are accepted before the command
@@ -332,6 +333,10 @@ BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from core.config import held_secrets  # os and sys only: --help stays fast
+
+    if argv is None:  # the real command line, not a call from a test or a script
+        held_secrets.hold()  # may execute T25 again, its secrets out of the environment
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -340,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "runs_agents", False):
             from adapters.base import sweep_prompt_files
+
+            held_secrets.undumpable()  # no agent may read or ptrace the process that runs it
 
             sweep_prompt_files()
         code: int = args.handler(args)

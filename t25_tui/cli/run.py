@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,8 @@ def describe(event: Event) -> str | None:
 
 
 def run_(args: argparse.Namespace) -> int:
+    stopped_by: list[signal.Signals] = []
+
     async def body(runtime: Runtime) -> bool:
         control, sweeper = runtime.operations, runtime.sweeper
         assert sweeper is not None  # the runtime was opened with a crew
@@ -80,6 +83,15 @@ def run_(args: argparse.Namespace) -> int:
 
         printer = asyncio.create_task(report())
         working = asyncio.create_task(sweeper.work(follow=args.follow))
+
+        # SIGTERM, or SIGHUP (a dropped SSH session): stop the agents, hand the runs back.
+        def stop(sig: signal.Signals) -> None:
+            stopped_by.append(sig)
+            working.cancel()
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop, sig)
         try:
             await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -93,6 +105,13 @@ def run_(args: argparse.Namespace) -> int:
         failed_to_print = None if printer.cancelled() else printer.exception()
         if failed_to_print is not None:
             raise failed_to_print
+        if stopped_by:
+            print(
+                f"t25 run: stopped by {stopped_by[0].name}; its agents were stopped and their "
+                "runs handed back (`t25 run` again carries on)",
+                file=sys.stderr,
+            )
+            return False
         working.result()
         await asyncio.sleep(0)  # let the last events arrive
         while (item := sub.get_nowait()) is not None:
@@ -120,6 +139,8 @@ def run_(args: argparse.Namespace) -> int:
     from t25_tui.runtime import Crew
 
     worked = run_runtime(args, body, crew=Crew(workers=args.workers))
+    if stopped_by:
+        return 128 + stopped_by[0]
     return 0 if worked else TASKS_FAILED_EXIT
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
+from core.config import held_secrets
 from core.errors import ConfigError, T25Error
-from t25_tui.cli.context import config_of, runtime_of
+from t25_tui.cli.context import config_of, runtime_of, warn_if_unconfined
 
-CREDENTIAL_ENV = "FACTORY_WORKER_CREDENTIAL"
+CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -39,7 +39,9 @@ def serve(args: argparse.Namespace) -> int:
                 f"{args.workers} in-process worker(s)",
                 flush=True,
             )
-            if not os.environ.get(CREDENTIAL_ENV):
+            if args.workers:
+                warn_if_unconfined(control.config)
+            if not held_secrets.get(CREDENTIAL_ENV):
                 print(
                     f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",
                     file=sys.stderr,
@@ -71,7 +73,7 @@ def serve(args: argparse.Namespace) -> int:
 def worker(args: argparse.Namespace) -> int:
     from t25_tui.runtime import work_remotely
 
-    credential = os.environ.get(CREDENTIAL_ENV)
+    credential = held_secrets.get(CREDENTIAL_ENV)
     if not credential:
         raise ConfigError(
             f"{CREDENTIAL_ENV} is not set",
@@ -79,6 +81,7 @@ def worker(args: argparse.Namespace) -> int:
         )
     config = config_of(args)
     print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
+    warn_if_unconfined(config)
     if not 0 < args.heartbeat < args.lease_ttl:
         raise ConfigError("--heartbeat must be positive and shorter than --lease-ttl")
     asyncio.run(

@@ -247,10 +247,18 @@ class T25App(Cockpit):
             self.board.focus_task(selected)  # the selection follows its card to a new column
         self.show_status(len(shown))
 
+    def _unconfined(self) -> list[str]:
+        """The warning, while this cockpit's own workers would run agents unconfined."""
+        from adapters.sandbox import unconfined_reason
+
+        if self.sweeper is None or not unconfined_reason(self.control.config.sandbox.mode):
+            return []
+        return ["unconfined: agents run as you"]
+
     def show_status(self, shown: int | None = None) -> None:
         """The top line: tasks, who is waiting, the workers (or the remote link), notes."""
         waiting = sum(1 for c in self.cards if c.human)
-        parts = [self._who_works(), *self._filter_note(shown)]
+        parts = [self._who_works(), *self._filter_note(shown), *self._unconfined()]
         if self.status_note:
             parts.append(self.status_note)
         # Content's plain strings are never read as markup; printable escapes the rest.

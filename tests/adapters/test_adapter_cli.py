@@ -13,6 +13,7 @@ import pytest
 from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
 
 from adapters.base import PROMPT_FILE_THRESHOLD, CliAdapter, CliAdapterSpec
+from adapters.containment import TAG_ENV
 from adapters.process import ENV_ALLOWLIST
 from core.domain.agent import Failure
 from core.domain.answers import QAAnswer, parse_answer
@@ -53,7 +54,7 @@ async def test_t25_secrets_never_reach_the_agent(echo, make_request, monkeypatch
     assert env["TERM"] == "dumb"
     assert env["ECHO_CLI_HOME"] == EchoSpec.extra["ECHO_CLI_HOME"]
     # Python itself may add LC_CTYPE (PEP 538); nothing else beyond the allowlist.
-    assert set(env) <= {*ENV_ALLOWLIST, "TERM", "LC_CTYPE", *EchoSpec.extra}
+    assert set(env) <= {*ENV_ALLOWLIST, "TERM", "LC_CTYPE", TAG_ENV, *EchoSpec.extra}
 
 
 async def test_a_hostile_prompt_reaches_the_cli_literally(echo, make_request, workdir):

@@ -243,3 +243,34 @@ def test_the_minimal_environment_holds_no_secrets(monkeypatch):
     env = minimal_env({"EXTRA": "1"})
     assert "FACTORY_WORKER_CREDENTIAL" not in env and "T25_DATABASE_URL" not in env
     assert env["HOME"] == "/home/operator" and env["TERM"] == "dumb" and env["EXTRA"] == "1"
+
+
+def test_the_minimal_environment_holds_no_operator_token_either(monkeypatch):
+    monkeypatch.setenv("T25_OPERATOR_TOKEN", "op-token-never-passed")
+    assert "T25_OPERATOR_TOKEN" not in minimal_env()
+
+
+async def test_a_held_secret_a_child_prints_is_redacted_before_it_is_streamed_or_kept(
+    monkeypatch, tmp_path
+):
+    secret = "wc-streamed-3e9f1a7c55"
+    # In-process, nothing was held: T25's secrets are read from the environment (held_secrets).
+    monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", secret)
+    code = f"""
+        import sys, time
+        secret = {secret!r}
+        for stream in (sys.stdout, sys.stderr):
+            for ch in secret:  # one byte per write: T25 reads it in many chunks
+                stream.write(ch)
+                stream.flush()
+                time.sleep(0.002)
+            stream.write(" done\\n")
+            stream.flush()
+        """
+    sink = Sink()
+    done = await run(py(code), tmp_path, sink=sink)
+    mark = "[t25: redacted FACTORY_WORKER_CREDENTIAL] done\n"
+    assert sink.text("stdout") == mark and sink.text("stderr") == mark
+    assert done.stdout == done.stderr == mark.encode()
+    assert secret.encode() not in done.log  # both streams, interleaved as they arrived
+    assert done.log.count(b"[t25: redacted FACTORY_WORKER_CREDENTIAL]") == 2

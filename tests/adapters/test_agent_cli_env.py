@@ -5,10 +5,10 @@ sandbox that cannot be had refuses the run instead of running it unsandboxed."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import shutil
 import socket
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import pytest
 from agent_kit import EchoSpec, Sink
 
 from adapters.base import CliAdapter
-from adapters.sandbox import Bubblewrap, Docker, SandboxUnavailable, sandbox_for
+from adapters.sandbox import Bubblewrap, Confinement, Docker, SandboxUnavailable, sandbox_for
 from core.config.schema import AgentProfile
 from core.domain.agent import Failure
 
@@ -83,8 +83,9 @@ async def _bwrap_usable() -> str | None:
     return None
 
 
-async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(
-    make_request, workdir, tmp_path
+@pytest.mark.parametrize("network", ["none", "shared"])
+async def test_bwrap_makes_only_the_worktree_writable_and_shares_the_network_unless_told(
+    make_request, workdir, tmp_path, network
 ):
     reason = await _bwrap_usable()
     if reason:
@@ -115,7 +116,9 @@ async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(
             return super().parse(stdout)
 
     try:
-        _, result = await report_of(CliAdapter(Probe()), make_request(sandbox="bwrap"))
+        _, result = await report_of(
+            CliAdapter(Probe()), make_request(sandbox="bwrap", network=network)
+        )
     finally:
         listener.close()
         written = outside.exists()
@@ -124,7 +127,7 @@ async def test_bwrap_keeps_the_network_off_and_only_the_worktree_writable(
     seen = json.loads(result.final_text)
     assert seen["outside"] == "OSError" or seen["outside"] != "written"
     assert not written
-    assert seen["net"] != "open"
+    assert (seen["net"] == "open") is (network == "shared")
     assert (workdir / "inside.txt").read_text() == "ok"
 
 
@@ -161,9 +164,8 @@ def test_docker_argv_has_no_network_and_mounts_the_worktree(tmp_path):
     cwd, home = tmp_path / "wt", tmp_path / "home"
     argv = sandbox_for("docker", image="t25/agent:1").wrap(
         ["/usr/local/bin/claude", "-p", "--", "--literal $(x)"],
-        cwd=cwd,
-        env={"ANTHROPIC_API_KEY": "secret-value", "HOME": str(home)},
-        writable=[home],
+        Confinement(worktree=cwd, home=home, network="none"),
+        {"ANTHROPIC_API_KEY": "secret-value", "HOME": str(home)},
     )
     assert argv[1:3] == ["run", "--rm"]
     assert argv[argv.index("--network") + 1] == "none"
@@ -173,13 +175,25 @@ def test_docker_argv_has_no_network_and_mounts_the_worktree(tmp_path):
     assert argv[-5:] == ["t25/agent:1", "claude", "-p", "--", "--literal $(x)"]
 
 
-def test_bwrap_argv(tmp_path):
+def test_bwrap_argv_mounts_the_worktree_last_over_what_it_hides(tmp_path):
+    hidden = tmp_path / ".factory"
+    worktree = hidden / "worktrees" / "T-1"
+    worktree.mkdir(parents=True)
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("x")
     argv = Bubblewrap().wrap(
-        ["/bin/agent", "x"], cwd=tmp_path, env={}, writable=[], readable=[tmp_path / "prompt.md"]
+        ["/bin/agent", "x"],
+        Confinement(worktree=worktree, readonly=[(prompt, prompt)], hidden=[hidden]),
+        {},
     )
-    assert "--unshare-all" in argv and argv[-3:] == ["--", "/bin/agent", "x"]
-    assert ["--bind", str(tmp_path), str(tmp_path)] == argv[argv.index("--bind") :][:3]
-    assert shutil.which("python3") or sys.executable
+    assert argv[-3:] == ["--", "/bin/agent", "x"]
+    for flag in ("--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    assert "--unshare-net" not in argv and "--unshare-all" not in argv
+    pairs = list(itertools.pairwise(argv))
+    assert pairs.index(("--tmpfs", str(hidden))) < pairs.index(("--bind", str(worktree)))
+    assert pairs.index(("--bind", str(worktree))) < pairs.index(("--ro-bind", str(prompt)))
+    assert argv[-7:-5] == ["--remount-ro", str(hidden)]  # once the worktree is mounted in it
 
 
 async def test_a_newer_cli_version_warns_and_still_runs(make_request, caplog):

@@ -91,9 +91,10 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
     )
     # Spacing aside: the columns are as wide as the widest cell, the path included.
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
-    assert set(lines[3]) == {"-", " "}
-    assert lines[:3] + lines[4:] == [
+    assert set(lines[4]) == {"-", " "}
+    assert lines[:4] + lines[5:] == [
         f"t25 doctor: {repo / 't25.yaml'}",
+        "sandbox: auto - bubblewrap confines every agent and QA check; network shared",
         "",
         "adapter found version supported output usage cost resume sandbox flags later stages",
         f"claude no - no {claude_caps}",
@@ -118,9 +119,5 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
             "ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN is set"
         ),
         "- roles.dev[0] (scripted): env_passthrough T25_TEST_UNSET_VAR is not set here",
-        (
-            "- roles.dev[0] (scripted): sandbox docker without private_home: your HOME is "
-            "read-only inside, and most CLIs write to it"
-        ),
         "- roles.dev[0] (scripted): sandbox docker: the docker CLI is not installed",
     ]

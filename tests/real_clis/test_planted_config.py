@@ -2,9 +2,9 @@
 
 Each tree holds the CLI's own project-level configuration as a hostile dev agent would leave
 it: hooks, an `apiKeyHelper`, an endpoint of its choosing, an MCP server. Every planted
-program only touches a marker file outside the tree. A dev-role run in the same tree shows
-the plant is live (its markers appear); a reviewer-role run creates none and still reaches the
-fake model and does its work.
+program only touches a marker file. A dev-role run in the same tree shows the plant is live
+(its markers appear); a reviewer-role run creates none and still reaches the fake model and
+does its work. Both unconfined and under the default sandbox (`auto`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from adapters.opencode import OpencodeSpec
 from core.domain.agent import AgentRequest, AgentResult
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
+from tests.conftest import make_repo
 from tests.fakemodel.server import FakeModel
 from tests.real_clis.conftest import FINAL, MODELS, need, profile
 
@@ -109,10 +110,11 @@ PLANTS = {
 
 
 def tree_with_plant(cli: str, tmp_path: Path, elsewhere: str) -> tuple[Path, Path]:
-    tree, marks = tmp_path / "tree", tmp_path / "marks"
-    tree.mkdir()
+    """A task's worktree (linked to its repository, as T25 makes them) holding the plant."""
+    repo, tree = make_repo(tmp_path / "shop"), tmp_path / "tree"
+    git_sync("worktree", "add", "-q", "-b", "feat/T-1", str(tree), cwd=repo)
+    marks = tree / ".marks"  # inside the tree: the one place a sandboxed run can write
     marks.mkdir()
-    git_sync("init", "-q", cwd=tree)
     PLANTS[cli](tree, marks, elsewhere)
     return tree, marks
 
@@ -127,8 +129,11 @@ def spec_for(cli: str, tree: Path) -> CliAdapterSpec:
     return trusting_codex(tree) if cli == "codex" else specs[cli]()
 
 
-async def run_as(role: str, cli: str, tree: Path, fake) -> AgentResult:
+async def run_as(role: str, cli: str, tree: Path, fake, sandbox: str) -> AgentResult:
     entry = profile(cli, fake)
+    args = list(entry.get("args", ()))
+    if cli == "aider" and sandbox != "none":  # its own `git add` cannot write a sandboxed
+        args.append("--no-git")  # tree's index (and T25 commits for it), so it would stop there
     request = AgentRequest(
         task_id="T-1",
         run_id=f"R-{role}",
@@ -137,10 +142,11 @@ async def run_as(role: str, cli: str, tree: Path, fake) -> AgentResult:
         prompt="Review the change.",
         cwd=tree,
         model=MODELS[cli],
-        args=tuple(entry.get("args", ())),
+        args=tuple(args),
         env_passthrough=tuple(entry.get("env_passthrough", ())),
         private_home=True,
         timeout_s=120,
+        sandbox=sandbox,
     )
 
     async def sink(stream: str, text: str) -> None:
@@ -160,23 +166,24 @@ def elsewhere() -> Iterator[FakeModel]:
         yield server
 
 
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
 @pytest.mark.parametrize("cli", sorted(PLANTS))
 async def test_a_reviewer_run_loads_none_of_what_the_dev_agent_planted(
-    cli, fake, elsewhere, tmp_path
+    cli, sandbox, fake, elsewhere, tmp_path
 ):
     need(cli)
     tree, marks = tree_with_plant(cli, tmp_path, elsewhere.base_url)
-    await run_as("dev", cli, tree, fake)  # the plant is live: a dev run loads it
+    await run_as("dev", cli, tree, fake, sandbox)  # the plant is live: a dev run loads it
     assert "mcp" in markers(marks), f"{cli}: the plant never ran ({markers(marks)})"
     if cli in ("aider", "claude"):  # their planted endpoint is live too
         assert elsewhere.requests, f"{cli}: the planted endpoint was never called"
     for name in markers(marks):
         (marks / name).unlink()
     (tree / "greeting.txt").unlink(missing_ok=True)
-    git_sync("rm", "-q", "--cached", "--ignore-unmatch", "greeting.txt", cwd=tree)  # aider added it
+    git_sync("rm", "-q", "--cached", "--ignore-unmatch", "greeting.txt", cwd=tree)  # aider adds
     before, diverted = len(fake.requests), len(elsewhere.requests)
 
-    result = await run_as("reviewer", cli, tree, fake)
+    result = await run_as("reviewer", cli, tree, fake, sandbox)
 
     assert result.ok, result.error
     assert markers(marks) == [], f"{cli} ran planted configuration: {markers(marks)}"

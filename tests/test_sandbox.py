@@ -1,0 +1,265 @@
+"""The hostile cases, through the whole pipeline, in both modes: sandboxed (the default,
+`sandbox: auto` with bubblewrap here) a prompt-injected agent's or QA check's attempt is
+refused; unconfined (`sandbox: none`) it is caught and undone, or its processes killed.
+The scripted agent does what a prompt-injected one would (`--misbehave ...`)."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapters import containment
+from adapters.sandbox import bwrap_problem
+from core.domain.models import ArtifactKind, TaskState
+from core.workspace.git import git_sync
+from tests.test_pipeline import ROLES, SCRIPTED, Env, _working_in
+
+S = TaskState
+LEFTOVER = "LEFT_BEHIND_BY_AGENT.txt"
+
+pytestmark = pytest.mark.skipif(
+    bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
+    reason=f"bubblewrap cannot run here: {bwrap_problem()}",
+)
+
+
+def dev(*misbehave: str) -> dict[str, list[dict[str, object]]]:
+    args: list[str] = []
+    for what in misbehave:
+        args += ["--misbehave", what]
+    return {"dev": [{"adapter": "scripted", "args": args}]}
+
+
+@pytest.fixture
+async def env(shop: Path):
+    e = Env(shop)
+    yield e
+    await e.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
+
+
+async def failed_dev(env: Env, sandbox: str, roles: dict) -> str:
+    await env.open(roles=roles, sandbox=sandbox)
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.FAILED, task.error
+    assert "IMPLEMENTING run" in task.error
+    return task.error
+
+
+# -- refused inside the sandbox ------------------------------------------------------------
+
+
+async def test_sandboxed_the_shared_git_config_is_read_only(env, shop):
+    config = digest(shop / ".git" / "config")
+    error = await failed_dev(env, "auto", dev("plant:fsmonitor"))
+    assert "'git', 'config', 'core.fsmonitor'" in error and "non-zero exit status" in error
+    assert digest(shop / ".git" / "config") == config
+    task = await env.task("T-1")
+    assert task.violation is None  # nothing changed: nothing to undo
+
+
+@pytest.mark.parametrize("what", ["hook", "attributes", "tag", "hookspath"])
+async def test_sandboxed_no_plant_reaches_the_shared_repository(env, shop, what):
+    before = git_sync("for-each-ref", cwd=shop)
+    await failed_dev(env, "auto", dev(f"plant:{what}"))
+    assert not (shop / ".git" / "hooks" / "pre-commit").exists()
+    assert not (shop / ".git" / "info" / "attributes").exists()
+    assert "planted-tag" not in git_sync("for-each-ref", cwd=shop)
+    assert "hookspath" not in (shop / ".git" / "config").read_text().lower()
+    assert git_sync("for-each-ref", cwd=shop).count("\n") >= before.count("\n")
+    assert not (shop.parent / "planted-ran").exists()
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+async def test_t25s_store_and_audit_log(env, shop, sandbox):
+    """Sandboxed, `.factory/` is an empty read-only directory: the write is refused.
+    Unconfined it is not (the fingerprint does not watch T25's own state): the README says
+    so, and this test keeps that statement true."""
+    await env.open(roles=dev("store"), sandbox=sandbox)
+    db = shop / ".factory" / "t25.db"
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    written = b"written by t25-scripted-agent" in db.read_bytes()
+    if sandbox == "auto":
+        assert task.state is S.FAILED, task.state
+        assert "Read-only file system" in task.error or "Permission denied" in task.error
+        assert not written
+    else:
+        assert written
+
+
+def committed_check(shop: Path, name: str, code: str) -> list[str]:
+    """A check whose code is in the repository, as code an agent wrote would be."""
+    (shop / name).write_text(code)
+    git_sync("add", name, cwd=shop)
+    git_sync("commit", "-qm", f"add {name}", cwd=shop)
+    return [sys.executable, name]
+
+
+async def test_sandboxed_a_qa_check_cannot_write_outside_the_worktree(env, shop):
+    run = committed_check(
+        shop,
+        "check_escape.py",
+        f"import pathlib\npathlib.Path({str(shop / 'FROM_A_CHECK.txt')!r}).write_text('x')\n",
+    )
+    checks = [{"name": "escape", "run": run, "required": True}]
+    await env.open(qa={"checks": checks}, sandbox="auto", limits={"max_qa_loops": 0})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state in (S.NEEDS_INPUT, S.FAILED), task.state
+    assert task.checks_passed is False
+    assert not (shop / "FROM_A_CHECK.txt").exists()
+
+
+async def test_sandboxed_the_agent_sees_none_of_t25s_processes(env, shop, monkeypatch):
+    monkeypatch.setenv("FACTORY_WORKER_CREDENTIAL", "never-seen-credential")
+    run = committed_check(
+        shop,
+        "check_proc.py",
+        "import os\n"
+        "seen = []\n"
+        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n"
+        "        seen.append(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "pids = sorted(int(p) for p in filter(str.isdigit, os.listdir('/proc')))\n"
+        "print('PROC', repr((pids, any(b'never-seen' in s for s in seen))), 'END')\n",
+    )
+    checks = [{"name": "proc", "run": run, "required": False}]
+    control = await env.open(qa={"checks": checks}, sandbox="auto")
+    task = await env.new()
+    await env.work()
+    qa = [
+        a
+        for a in await control.store.list_artifacts(task_id=task.id)
+        if a.meta.kind is ArtifactKind.QA_REPORT
+    ]
+    _, report = await control.store.get_artifact(qa[0].id)
+    printed = json.loads(report)["checks"][0]["excerpt"]
+    pids, leaked = ast.literal_eval(printed[printed.index("PROC ") + 5 : printed.index(" END")])
+    assert not leaked
+    assert max(pids) < 10, pids  # the namespace's own: bwrap, the check, nothing of T25's
+
+
+# -- nothing outlives its run --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+@pytest.mark.parametrize("how", ["setsid", "setsid:scrubbed"])
+async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sandbox, how):
+    control = await env.open(roles=dev(how), sandbox=sandbox)
+    task = await env.new()
+    await env.work()
+    worktree = control.config.worktrees.root / task.id
+    await asyncio.sleep(1.0)  # past the moment the child would have written
+    assert not (worktree / LEFTOVER).exists()
+    assert LEFTOVER not in git_sync("log", "--all", "--name-only", "--format=", cwd=shop)
+    assert not _working_in(control.config.worktrees.root)
+
+
+def _t25_run(shop: Path, sandbox: str) -> subprocess.Popen[str]:
+    roles = {role: [SCRIPTED] for role in ROLES}
+    roles["dev"] = [{"adapter": "scripted", "args": ["--misbehave", "slow:60"]}]
+    config = {"projects": [{"name": "shop", "repo": "."}], "roles": roles, "sandbox": sandbox}
+    (shop / "t25.yaml").write_text(yaml.safe_dump(config))
+    subprocess.run(
+        [sys.executable, "-m", "t25_tui", "task", "new", "Add a greeting"],
+        cwd=shop,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    with (shop.parent / "run.err").open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "t25_tui", "run"],
+            cwd=shop,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+
+def _wait_for(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
+    running = _t25_run(shop, sandbox)
+    root = shop / ".factory" / "worktrees"
+    try:
+        assert _wait_for(lambda: bool(_working_in(root)), 90), "the dev agent never started"
+        os.kill(running.pid, sig)
+        running.wait(timeout=30)
+        assert _wait_for(lambda: not _working_in(root), 10), _working_in(root)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+            running.wait(timeout=10)
+    if sig == signal.SIGTERM:
+        assert running.returncode == 128 + signal.SIGTERM
+        assert "stopped by SIGTERM" in (shop.parent / "run.err").read_text()
+
+
+def test_the_next_start_sweeps_what_a_dead_t25_left():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    env = {**os.environ, containment.TAG_ENV: f"{dead.pid}.R-9"}
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    alive = {**os.environ, containment.TAG_ENV: f"{os.getpid()}.R-10"}
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=alive)
+    try:
+        assert _wait_for(lambda: left.pid in dict(containment._tagged()), 10)
+        swept = containment.sweep_leftovers()
+        assert left.pid in swept and ours.pid not in swept
+        assert left.wait(timeout=10) == -signal.SIGKILL
+        assert ours.poll() is None  # a live T25's run is never swept
+    finally:
+        for proc in (left, ours):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_the_doctor_says_how_runs_are_confined(shop, t25):
+    (shop / "t25.yaml").write_text(json.dumps({"projects": [{"name": "shop", "repo": "."}]}))
+    done = t25("doctor", cwd=shop)
+    assert "sandbox: auto - bubblewrap confines every agent and QA check" in done.out
+    none = t25("doctor", cwd=shop, env={"PATH": f"{Path(sys.executable).parent}:/nowhere"})
+    assert "sandbox: auto - unconfined: agents run as you" in none.out, none.out
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_every_start_that_runs_agents_unconfined_says_so(shop, t25, sandbox):
+    config = {"projects": [{"name": "shop", "repo": "."}], "sandbox": sandbox}
+    (shop / "t25.yaml").write_text(json.dumps(config))
+    done = t25("run", cwd=shop)
+    assert done.code == 0, done.err
+    warned = "t25: warning: sandbox: none - unconfined: agents run as you" in done.err
+    assert warned is (sandbox == "none"), done.err
