@@ -295,6 +295,27 @@ def write_store() -> None:
         emit(type="tool_use", name="write", path=target)
 
 
+SCRIBBLE_FILE = "scribbled-by-a-lost-attempt.txt"
+
+
+def scribble() -> None:
+    """Leave a change in the worktree at once, as an attempt that then loses its lease
+    would; not when T25 already kept one aside (so a later attempt behaves)."""
+    import subprocess
+
+    kept = subprocess.run(
+        ["git", "for-each-ref", "refs/t25/leftovers"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+    if kept.strip():
+        return
+    with open(SCRIBBLE_FILE, "w", encoding="utf-8") as file:
+        file.write("half done\n")
+    emit(type="tool_use", name="write", path=SCRIBBLE_FILE)
+
+
 LEFTOVER_FILE = "LEFT_BEHIND_BY_AGENT.txt"
 
 
@@ -459,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(float(value))
         elif kind == "escape":
             escape()
+        elif kind == "scribble":
+            scribble()
         elif kind == "store":
             write_store()
         elif kind == "setsid":

@@ -163,6 +163,8 @@ class Worker:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
+            if run.attempts > 1:  # an attempt before this one lost its lease midway
+                await self._set_aside(worktrees, run, task)
             last_commit = await worktrees.tip(task)  # T25's: every run before was watched
             implementing = run.stage is TaskState.IMPLEMENTING
             watched = await worktrees.watch_run(task, may_commit=implementing)
@@ -200,6 +202,20 @@ class Worker:
                     "undone": f"T25 put back {put_back} and {reset}",
                     "evidence": undone.evidence,
                 }
+            )
+
+    async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
+        """What the lost attempt left is kept under a ref, never built on."""
+        name = f"{run.id}-{run.attempts - 1}"
+        kept = await worktrees.set_aside(task, name)
+        if kept:
+            log.warning(
+                "%s: the worktree held what a lost attempt of %s left; kept as "
+                "refs/t25/leftovers/%s (%s) and reset",
+                task.id,
+                run.id,
+                name,
+                kept[:12],
             )
 
     async def _stage(
