@@ -188,21 +188,7 @@ class Worker:
                     )
             if not undone.changes:
                 return report
-            # The invariant was broken: nothing the run left is built on.
-            put_back = ", ".join(undone.put_back) or "nothing to put back"
-            reset = f"reset the worktree to {(last_commit or '?')[:12]}"
-            try:
-                if last_commit is not None:
-                    await worktrees.reset(task, last_commit)
-            except T25Error as exc:  # the run broke its worktree too: the violation stands
-                reset = f"could not reset the worktree ({exc.message})"
-            return report.model_copy(
-                update={
-                    "violation": undone.changes,
-                    "undone": f"T25 put back {put_back} and {reset}",
-                    "evidence": undone.evidence,
-                }
-            )
+            return await _undo(worktrees, task, report, undone, last_commit)
 
     async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
         """What the lost attempt left is kept under a ref, never built on."""
@@ -362,6 +348,27 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+async def _undo(
+    worktrees: Worktrees, task: Task, report: RunReport, undone: Undone, last_commit: str | None
+) -> RunReport:
+    """The invariant was broken: nothing the run left is built on. The worktree goes back
+    to T25's last commit, and the report says what was put back."""
+    put_back = ", ".join(undone.put_back) or "nothing to put back"
+    reset = f"reset the worktree to {(last_commit or '?')[:12]}"
+    try:
+        if last_commit is not None:
+            await worktrees.reset(task, last_commit)
+    except T25Error as exc:  # the run broke its worktree too: the violation stands
+        reset = f"could not reset the worktree ({exc.message})"
+    return report.model_copy(
+        update={
+            "violation": undone.changes,
+            "undone": f"T25 put back {put_back} and {reset}",
+            "evidence": undone.evidence,
+        }
+    )
 
 
 async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:
