@@ -113,7 +113,10 @@ class AiderSpec(CliAdapterSpec):
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         # No commits, no .gitignore edits, no history files or repo-map cache in the worktree:
         # T25 commits the change, and whatever aider leaves there would be committed with it.
+        # No git at all: aider writes the repository's config when it lacks a user name,
+        # and inside the sandbox the shared `.git` is read-only.
         argv = [
+            "--no-git",
             "--yes-always",
             "--no-auto-commits",
             "--no-dirty-commits",

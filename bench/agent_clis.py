@@ -1,6 +1,8 @@
 """How long each real agent CLI takes through its T25 adapter against the fake model server:
-a one-shot run that edits a file (median of N), and how fast an injected quota error and an
-overload come back with each CLI's own retries limited. Run by hand:
+a one-shot run that edits a file (median of N) unconfined and in the default sandbox
+(bubblewrap), and how fast an injected quota error and an overload come back with each CLI's
+own retries limited. First, what confinement alone adds to starting a process (`true`, median
+of 30): the reaper that leads an unconfined run, and bubblewrap. Run by hand:
 
     .venv/bin/python bench/agent_clis.py [N]
 """
@@ -19,7 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from adapters.process import minimal_env, run_process
 from adapters.registry import builtin_adapters
+from adapters.sandbox import Bubblewrap, Confinement, Sandbox
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState
 from tests.fakemodel.server import FakeModel
@@ -63,7 +67,36 @@ def environment(fake: FakeModel) -> None:
     )
 
 
-async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
+async def startup(n: int = 30) -> None:
+    """The start-up cost of each wrapper around a process that does nothing."""
+    work = Path(tempfile.mkdtemp(prefix="t25-bench-"))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    box = Confinement(worktree=work, home=None)
+    env = minimal_env()
+    wrappers = {
+        "bare": lambda argv: argv,
+        "reaper (unconfined)": lambda argv: Sandbox().wrap(argv, box, env),
+        "bubblewrap": lambda argv: Bubblewrap().wrap(argv, box, env),
+    }
+    medians = {}
+    for name, wrap in wrappers.items():
+        times = []
+        for _ in range(n):
+            started = time.monotonic()
+            done = await run_process(
+                wrap(["/bin/true"]), cwd=work, env=env, timeout_s=30, abort=asyncio.Event()
+            )
+            assert done.exit_code == 0, done.log
+            times.append(time.monotonic() - started)
+        medians[name] = statistics.median(times) * 1000
+    bare = medians["bare"]
+    for name, ms in medians.items():
+        extra = "" if name == "bare" else f"  (+{ms - bare:.1f} ms)"
+        print(f"start-up  {name:<20} {ms:7.1f} ms{extra}")
+    print()
+
+
+async def once(cli: str, fake: FakeModel, sandbox: str = "none") -> tuple[float, str]:
     work = Path(tempfile.mkdtemp(prefix="t25-bench-"))
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     entry = profile(cli, fake)
@@ -79,6 +112,7 @@ async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
         env_passthrough=tuple(entry.get("env_passthrough", ())),
         private_home=True,
         timeout_s=600,
+        sandbox=sandbox,
     )
 
     async def sink(stream: str, text: str) -> None:
@@ -90,7 +124,10 @@ async def once(cli: str, fake: FakeModel) -> tuple[float, str]:
 
 
 async def main(n: int) -> None:
-    print(f"{'cli':<9} {'ok run (median)':>16} {'quota error':>14} {'overload':>14}")
+    await startup()
+    print(
+        f"{'cli':<9} {'ok run (median)':>16} {'sandboxed':>12} {'quota error':>14} {'overload':>14}"
+    )
     for cli in ("claude", "codex", "gemini", "opencode", "aider"):
         if not ((BIN_DIR / cli).exists() or (AIDER_DIR / cli).exists()):
             print(f"{cli:<9} not installed")
@@ -98,6 +135,7 @@ async def main(n: int) -> None:
         with FakeModel(final=FINAL) as fake:
             environment(fake)
             times = [(await once(cli, fake))[0] for _ in range(n)]
+            boxed = [(await once(cli, fake, "bwrap"))[0] for _ in range(n)]
             quota, quota_failure = float("nan"), "-"
             if cli not in SLOW_QUOTA:
                 fake.fail_next("quota", times=100, api=API[cli])
@@ -110,7 +148,8 @@ async def main(n: int) -> None:
                 seconds, failure = await once(cli, fake)
                 overload = f"{seconds:.2f} s {failure}"
         print(
-            f"{cli:<9} {statistics.median(times):>14.2f} s {quota:>9.2f} s {quota_failure:<5}"
+            f"{cli:<9} {statistics.median(times):>14.2f} s {statistics.median(boxed):>10.2f} s"
+            f" {quota:>9.2f} s {quota_failure:<5}"
             f" {overload:>14}"
         )
 
