@@ -98,10 +98,11 @@ class AiderSpec(CliAdapterSpec):
         cost=True,
         resume="--restore-chat-history",
         sandbox_flags="--yes-always",
-        # aider always reads .aider.conf.yml and .env from the git root and the working
-        # directory (`--config` and `--env-file` only add one); the command line outranks both,
-        # so T25 pins there the settings that would run a program and the OpenAI endpoint.
-        # Another provider's endpoint, `load:` or model settings planted there still apply.
+        # aider always reads .aider.conf.yml and .env from its working directory (and the git
+        # root, with git); `--config` and `--env-file` only add one. The command line outranks
+        # both, so T25 pins there the settings that would run a program and the OpenAI
+        # endpoint. Another provider's endpoint, `load:` or model settings planted there still
+        # apply.
         project_config_off="no way; lint, test, shell off, endpoint pinned",
     )
 

@@ -131,9 +131,6 @@ def spec_for(cli: str, tree: Path) -> CliAdapterSpec:
 
 async def run_as(role: str, cli: str, tree: Path, fake, sandbox: str) -> AgentResult:
     entry = profile(cli, fake)
-    args = list(entry.get("args", ()))
-    if cli == "aider" and sandbox != "none":  # its own `git add` cannot write a sandboxed
-        args.append("--no-git")  # tree's index (and T25 commits for it), so it would stop there
     request = AgentRequest(
         task_id="T-1",
         run_id=f"R-{role}",
@@ -142,7 +139,7 @@ async def run_as(role: str, cli: str, tree: Path, fake, sandbox: str) -> AgentRe
         prompt="Review the change.",
         cwd=tree,
         model=MODELS[cli],
-        args=tuple(args),
+        args=tuple(entry.get("args", ())),
         env_passthrough=tuple(entry.get("env_passthrough", ())),
         private_home=True,
         timeout_s=120,
@@ -180,7 +177,6 @@ async def test_a_reviewer_run_loads_none_of_what_the_dev_agent_planted(
     for name in markers(marks):
         (marks / name).unlink()
     (tree / "greeting.txt").unlink(missing_ok=True)
-    git_sync("rm", "-q", "--cached", "--ignore-unmatch", "greeting.txt", cwd=tree)  # aider adds
     before, diverted = len(fake.requests), len(elsewhere.requests)
 
     result = await run_as("reviewer", cli, tree, fake, sandbox)
