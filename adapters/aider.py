@@ -6,6 +6,7 @@ Everything is read from its text: the answer, "Tokens: N sent, M received. Cost:
 
 from __future__ import annotations
 
+import os
 import re
 from typing import ClassVar
 
@@ -97,6 +98,12 @@ class AiderSpec(CliAdapterSpec):
         cost=True,
         resume="--restore-chat-history",
         sandbox_flags="--yes-always",
+        # aider always reads .aider.conf.yml and .env from its working directory (and the git
+        # root, with git); `--config` and `--env-file` only add one. The command line outranks
+        # both, so T25 pins there the settings that would run a program and the OpenAI
+        # endpoint. Another provider's endpoint, `load:` or model settings planted there still
+        # apply.
+        project_config_off="no way; lint, test, shell off, endpoint pinned",
     )
 
     # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
@@ -130,12 +137,21 @@ class AiderSpec(CliAdapterSpec):
         ]
         if request.model:
             argv += ["--model", request.model]
+        argv += self.later_args(request)
         message = (
             ["--message-file", str(prompt.path)]
             if prompt.path
             else [f"--message={prompt.text or ''}"]
         )  # `=`: a prompt with dashes stays a value
         return [*argv, *request.args, *message]
+
+    def isolated_args(self, request: AgentRequest) -> list[str]:
+        pinned = ["--no-auto-lint", "--no-auto-test", "--no-suggest-shell-commands"]
+        # A planted .env is loaded over the environment: the operator's endpoint is pinned
+        # where it cannot be, so the key is not sent elsewhere.
+        if base := os.environ.get("OPENAI_API_BASE"):
+            pinned.append(f"--openai-api-base={base}")
+        return pinned
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         # litellm's bundled price list instead of fetching one from GitHub at every start.

@@ -30,7 +30,7 @@ from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
-from core.domain.models import Usage
+from core.domain.models import TaskState, Usage
 from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
@@ -84,6 +84,20 @@ class Capabilities:
     cost: bool = False  # reports its own cost in USD
     resume: str = "no"  # how a session is resumed, or "no"
     sandbox_flags: str = "none"  # the CLI's own sandbox / permission flags T25 uses
+    # How a later stage's run keeps the CLI from loading the worktree's own settings, hooks
+    # and servers (`project_config_off`), or what it cannot switch off.
+    project_config_off: str = "no way"
+
+
+# The runs after the dev agent wrote the tree: whatever it planted there (settings, hooks,
+# MCP servers, an endpoint) must not be loaded by them.
+LATER_ROLES = frozenset({"qa", "reviewer", "security", "docs"})
+LATER_STAGES = frozenset({TaskState.QA, TaskState.REVIEW, TaskState.DOCS})
+
+
+def project_config_off(request: AgentRequest) -> bool:
+    """Whether this run starts its CLI with project-level configuration switched off."""
+    return request.role in LATER_ROLES or request.stage in LATER_STAGES
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -158,6 +172,18 @@ class CliAdapterSpec:
         """Variables this CLI needs on top of the minimal environment (retry limits, telemetry
         off). `HOME` is already the private one when the request asked for it."""
         return {}
+
+    def isolated_args(self, request: AgentRequest) -> list[str]:
+        """Arguments that keep the CLI from loading the worktree's own configuration; a spec's
+        `build_argv` adds them through `later_args` (only for a later stage)."""
+        return []
+
+    def isolated_env(self, request: AgentRequest) -> dict[str, str]:
+        """Variables to the same end, set for a later stage's run on top of `extra_env`."""
+        return {}
+
+    def later_args(self, request: AgentRequest) -> list[str]:
+        return self.isolated_args(request) if project_config_off(request) else []
 
     def home_env(self, home: Path) -> dict[str, str]:
         """Variables that point the CLI's config dir into a private HOME (e.g. CODEX_HOME)."""
@@ -343,6 +369,8 @@ class CliAdapter:
             )
             extra.update(self.spec.home_env(home))
         extra.update(self.spec.extra_env(request))
+        if project_config_off(request):
+            extra.update(self.spec.isolated_env(request))
         return minimal_env(extra)
 
     async def run(

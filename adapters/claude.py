@@ -42,6 +42,9 @@ class ClaudeSpec(CliAdapterSpec):
         cost=True,
         resume="--resume SESSION_ID",
         sandbox_flags="--dangerously-skip-permissions",
+        # Measured on 2.1.197: the worktree's .claude/settings.json (hooks, apiKeyHelper, env
+        # such as ANTHROPIC_BASE_URL) and .mcp.json servers run without these; with them, none.
+        project_config_off="--setting-sources user --strict-mcp-config",
     )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -51,10 +54,16 @@ class ClaudeSpec(CliAdapterSpec):
             "stream-json",
             "--verbose",
             "--dangerously-skip-permissions",
+            *self.later_args(request),
         ]
         if request.model:
             argv += ["--model", request.model]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
+
+    def isolated_args(self, request: AgentRequest) -> list[str]:
+        # Only the user's settings (the private HOME's, or the operator's own), and no MCP
+        # server but those given on the command line (none).
+        return ["--setting-sources", "user", "--strict-mcp-config"]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         env = {

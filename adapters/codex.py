@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -53,6 +54,11 @@ class CodexSpec(CliAdapterSpec):
         cost=False,
         resume="exec resume SESSION_ID",
         sandbox_flags="--sandbox workspace-write, approvals never",
+        # Codex loads a project's .codex/config.toml (MCP servers, hooks, exec rules) only in
+        # a trusted project; the run marks the tree and the folders above it untrusted, over
+        # whatever the user's config trusts (measured on 0.171: a planted server then never
+        # starts). Skills under the tree still load: instructions, which run nothing.
+        project_config_off="-c projects=<tree and parents untrusted>",
     )
     home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
 
@@ -68,10 +74,14 @@ class CodexSpec(CliAdapterSpec):
             "check_for_update_on_startup=false",
             "-c",
             "analytics.enabled=false",
+            *self.later_args(request),
         ]
         if request.model:
             argv += ["-m", request.model]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
+
+    def isolated_args(self, request: AgentRequest) -> list[str]:
+        return ["-c", f"projects={untrusted_projects(request.cwd)}"]
 
     def home_env(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home / ".codex")}
@@ -93,6 +103,34 @@ class CodexSpec(CliAdapterSpec):
             usage=openai_usage(done.get("usage"), None),
             files_changed=_changed_files(items),
         )
+
+
+def untrusted_projects(cwd: Path) -> str:
+    """A TOML inline table marking as untrusted every folder Codex may take the tree's trust
+    from: the tree, its main repository's checkout (a linked worktree's trust is its
+    repository's) and every folder above either."""
+    folders: dict[str, None] = {}
+    for start in (cwd, *_main_checkout(cwd)):
+        for folder in (start, *start.parents):
+            folders[str(folder)] = None
+    # A JSON string is a valid TOML basic string.
+    return "{" + ", ".join(f'{json.dumps(f)}={{trust_level="untrusted"}}' for f in folders) + "}"
+
+
+def _main_checkout(cwd: Path) -> list[Path]:
+    """The main checkout of the repository whose linked worktree `cwd` is, if it is one."""
+    try:
+        line = (cwd / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # a directory (a main checkout), or no repository
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = (cwd / line.removeprefix("gitdir:").strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [common.parent]
 
 
 def _changed_files(items: list[JsonObject]) -> tuple[str, ...]:

@@ -3,7 +3,7 @@ bubblewrap cannot run). Inside bubblewrap the run's PID namespace does all of th
 
     reaped(argv, env)      argv led by `adapters/reaper.py`: it dies with T25 and is the
                            subreaper of the run, killing what is left when the run ends
-    tag_env(env, run_id)   env carrying the run's tag, which every descendant inherits
+    tag_env(env, tag)      env carrying the run's tag, which every descendant inherits
     kill_tagged(tag)       SIGKILL every process still carrying `tag`; returns their pids
     sweep_leftovers()      at start: kill what runs of a T25 that is no longer alive left
 
@@ -29,8 +29,8 @@ TAG_ENV = "T25_RUN_TAG"
 REAPER = Path(__file__).with_name("reaper.py")
 
 
-# Half of the default grace T25 gives a stopped run: the reaper kills the rest before T25
-# kills the group, the reaper included.
+# How long a stopped command gets before the reaper kills it and the rest: half of the grace
+# T25 gives a stopped run, so the reaper is done before T25 kills the group, reaper included.
 REAPER_GRACE_S = 1.0
 
 
@@ -55,7 +55,11 @@ def _tagged() -> Iterator[tuple[int, str]]:
     """(pid, tag) of this user's processes that carry a run tag."""
     needle = f"{TAG_ENV}=".encode()
     uid = os.getuid()
-    for entry in Path("/proc").iterdir():
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:  # no /proc here (macOS): nothing to find
+        return
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):  # gone meanwhile, or not ours to read

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.base import (
+    Capabilities,
+    CliAdapterSpec,
+    CliOutput,
+    PromptArg,
+    inline_prompt,
+    project_config_off,
+)
 from adapters.parsing import (
     JsonObject,
     count_at,
@@ -21,12 +28,18 @@ from core.domain.models import Usage
 
 EDIT_TOOLS = {"write_file", "replace", "edit"}
 # API-key login, no telemetry, no update checks (see agent-cli-captures/gemini-settings.json).
+# And no project-level agents, skills, hooks or `.env`: user-level defaults that only a
+# trusted workspace's own settings can turn back on, which a later stage never reads.
 HEADLESS_SETTINGS = json.dumps(
     {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "advanced": {"ignoreLocalEnv": True},
+        "experimental": {"enableAgents": False},
+        "skills": {"enabled": False},
+        "hooksConfig": {"enabled": False},
     },
     indent=2,
 )
@@ -54,18 +67,28 @@ class GeminiSpec(CliAdapterSpec):
         cost=False,
         resume="--resume SESSION",
         sandbox_flags="--yolo",
+        # Headless 0.61 refuses an untrusted folder outright; `--skip-trust` without
+        # GEMINI_CLI_TRUST_WORKSPACE reads settings before it trusts, so the worktree's
+        # .gemini/settings.json (MCP servers, hooks, tools) is never loaded (measured). Its
+        # agents, skills and .env stay off only through the private HOME's settings.
+        project_config_off="--skip-trust, no GEMINI_CLI_TRUST_WORKSPACE",
     )
     home_files: ClassVar[dict[str, str]] = {".gemini/settings.json": HEADLESS_SETTINGS}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
-        argv = ["-o", "stream-json", "--yolo"]
+        argv = ["-o", "stream-json", "--yolo", *self.later_args(request)]
         if request.model:  # with a model named, it skips a routing call
             argv += ["-m", request.model]
         # `--prompt=TEXT` keeps a prompt that starts with dashes a value, not an option.
         return [*argv, *request.args, f"--prompt={inline_prompt(prompt)}"]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
-        return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        # The dev stage works a tree checked out from the default branch: its project
+        # settings are the project's own. Every later stage's tree holds what an agent wrote.
+        return {} if project_config_off(request) else {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    def isolated_args(self, request: AgentRequest) -> list[str]:
+        return ["--skip-trust"]
 
     def parse(self, stdout: str) -> CliOutput:
         events = json_lines(stdout)

@@ -32,6 +32,10 @@ class OpencodeSpec(CliAdapterSpec):
         cost=True,
         resume="--session ID / --continue",
         sandbox_flags="none (permissions from its config)",
+        # OPENCODE_DISABLE_PROJECT_CONFIG drops the tree's opencode.json (its MCP servers,
+        # providers, permissions) and AGENTS.md; 1.18.33 still runs .opencode/plugin/*.js
+        # (measured), for which it has no switch.
+        project_config_off="OPENCODE_DISABLE_PROJECT_CONFIG (not .opencode/plugin/)",
     )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -53,6 +57,10 @@ class OpencodeSpec(CliAdapterSpec):
             ),
             "1",
         )
+
+    def isolated_env(self, request: AgentRequest) -> dict[str, str]:
+        # And nothing from a .claude/ directory (its CLAUDE.md and skills).
+        return {"OPENCODE_DISABLE_PROJECT_CONFIG": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1"}
 
     def config_problems(self, profile_model: str | None, args: list[str]) -> list[str]:
         problems = super().config_problems(profile_model, args)

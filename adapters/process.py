@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adapters import containment
 from adapters.redact import RedactedStream, Redactor
@@ -321,6 +322,81 @@ async def run_process(
         containment.kill_tagged(tag)
 
 
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    pumps: list[asyncio.Task[Exception | None]],
+    exited: asyncio.Task[None],
+    aborting: asyncio.Task[bool],
+    timeout_s: float,
+    grace_s: float,
+) -> tuple[bool, bool]:
+    """Wait for the leader to exit, its time to run out or an abort; end the group; drain
+    the pipes (bounded); raise what a sink raised. (timed out, aborted)."""
+    await asyncio.wait({exited, aborting}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    timed_out = aborted = False
+    if not exited.done():
+        aborted = aborting.done()
+        timed_out = not aborted
+        await _stop(proc, grace_s)
+    # The leader is gone; whatever it left running in its group goes too.
+    _signal_group(proc.pid, signal.SIGKILL)
+    # The pipes close once every holder is dead. A child that left the group (setsid)
+    # could hold them open forever, so draining them is bounded (`_let_go` closes them).
+    await asyncio.wait(pumps, timeout=max(grace_s, 1.0))
+    for pump in pumps:
+        if pump.done() and not pump.cancelled() and (failure := pump.result()):
+            raise failure
+    return timed_out, aborted
+
+
+class _Output:
+    """What a child prints, as it arrives: each stream and both interleaved, capped; and
+    the `ProcessResult` it makes once the child has ended."""
+
+    def __init__(self, limit: int) -> None:
+        self.started = time.monotonic()
+        self.out, self.err, self.log = Capped(limit), Capped(limit), Capped(limit)
+
+    def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
+        """The result of a child that ran: `code` is its leader's return code."""
+        killed_by = -code if code is not None and code < 0 else None
+        return self.result(
+            exit_code=None if killed_by or timed_out or aborted else code,
+            timed_out=timed_out,
+            aborted=aborted,
+            signal=killed_by,
+        )
+
+    def pumps(
+        self,
+        proc: asyncio.subprocess.Process,
+        on_output: OutputCallback | None,
+        redactor: Redactor,
+    ) -> list[asyncio.Task[Exception | None]]:
+        """A task reading each of the child's pipes to its end."""
+        # `_spawn` asks for both pipes, so both are there.
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        return [
+            asyncio.create_task(
+                _pump(proc.stdout, "stdout", self.out, self.log, on_output, redactor.stream())
+            ),
+            asyncio.create_task(
+                _pump(proc.stderr, "stderr", self.err, self.log, on_output, redactor.stream())
+            ),
+        ]
+
+    def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
+        return ProcessResult(
+            exit_code=exit_code,
+            stdout=self.out.value(),
+            stderr=self.err.value(),
+            log=self.log.value(),
+            duration_s=time.monotonic() - self.started,
+            **how,
+        )
+
+
 async def _run(
     argv: list[str],
     cwd: Path,
@@ -332,62 +408,18 @@ async def _run(
     log_limit: int,
     redactor: Redactor,
 ) -> ProcessResult:
-    started = time.monotonic()
-    out, err, log = Capped(log_limit), Capped(log_limit), Capped(log_limit)
-
-    def result(
-        exit_code: int | None,
-        *,
-        timed_out: bool = False,
-        aborted: bool = False,
-        killed_by: int | None = None,
-        spawn_error: str | None = None,
-    ) -> ProcessResult:
-        return ProcessResult(
-            exit_code=exit_code,
-            stdout=out.value(),
-            stderr=err.value(),
-            log=log.value(),
-            timed_out=timed_out,
-            aborted=aborted,
-            duration_s=time.monotonic() - started,
-            signal=killed_by,
-            spawn_error=spawn_error,
-        )
-
+    printed = _Output(log_limit)
     if abort.is_set():
-        return result(exit_code=None, aborted=True)
+        return printed.result(exit_code=None, aborted=True)
     try:
         proc = await _spawn(argv, cwd, env)
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
-        return result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
-
-    # `_spawn` asks for both pipes, so both are there.
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    pumps = [
-        asyncio.create_task(_pump(proc.stdout, "stdout", out, log, on_output, redactor.stream())),
-        asyncio.create_task(_pump(proc.stderr, "stderr", err, log, on_output, redactor.stream())),
-    ]
+        return printed.result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
+    pumps = printed.pumps(proc, on_output, redactor)
     exited = asyncio.create_task(_exit(proc))
     aborting = asyncio.create_task(abort.wait())
-    timed_out = aborted = False
     try:
-        await asyncio.wait(
-            {exited, aborting}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not exited.done():
-            aborted = abort.is_set()
-            timed_out = not aborted
-            await _stop(proc, grace_s)
-        # The leader is gone; whatever it left running in its group goes too.
-        _signal_group(proc.pid, signal.SIGKILL)
-        # The pipes close once every holder is dead. A child that left the group (setsid)
-        # could hold them open forever, so draining them is bounded (`_let_go` closes them).
-        await asyncio.wait(pumps, timeout=max(grace_s, 1.0))
-        for pump in pumps:
-            if pump.done() and not pump.cancelled() and (failure := pump.result()):
-                raise failure
+        timed_out, aborted = await _supervise(proc, pumps, exited, aborting, timeout_s, grace_s)
     except BaseException:
         _signal_group(proc.pid, signal.SIGKILL)
         raise
@@ -397,11 +429,4 @@ async def _run(
             task.cancel()
         await unstoppable(lambda: _let_go(proc, helpers))
 
-    code = proc.returncode
-    killed_by = -code if code is not None and code < 0 else None
-    return result(
-        exit_code=None if killed_by or timed_out or aborted else code,
-        timed_out=timed_out,
-        aborted=aborted,
-        killed_by=killed_by,
-    )
+    return printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)

@@ -7,7 +7,7 @@ starts - so a descendant that left its session (`setsid`) or scrubbed its enviro
 still re-parented here, not to init - and when the command ends, or T25 asks it to stop
 (SIGTERM), it kills every descendant it still has, reaps them, and exits with the command's
 status (a signal that ended it ends the reaper too). Stopped by SIGTERM, it gives the command
-half of T25's grace period to exit, then kills it and the rest. Run as a script with only the standard library: it costs one interpreter start.
+GRACE_S to exit, then kills it and the rest. Run as a script with only the standard library: it costs one interpreter start.
 
 T25 itself is not made the subreaper: orphans would then become zombies of T25 that only a
 wait for any child could reap, and such a wait would take the exit status of T25's own git
@@ -28,13 +28,21 @@ KILL_ROUNDS = 50  # each kills the current children; their children are re-paren
 
 
 def _prctl(option: int, value: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    """Linux's prctl; nothing elsewhere (no subreaper there: the run's tag is what is left)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (AttributeError, OSError):
+        pass
 
 
 def _children() -> list[int]:
     me = str(os.getpid())
-    found = []
-    for name in os.listdir("/proc"):
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc here
+        return found
+    for name in names:
         if not name.isdigit():
             continue
         try:
@@ -121,7 +129,7 @@ def main(argv: list[str]) -> int:
     except _Stop:  # the command got SIGTERM too: give it a moment
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        status = _wait(leader, deadline=time.monotonic() + grace_s / 2)
+        status = _wait(leader, deadline=time.monotonic() + grace_s)
     _kill_descendants()
     if status is None or os.WIFSIGNALED(status):
         sig = signal.SIGKILL if status is None else os.WTERMSIG(status)

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from adapters.base import CliAdapterSpec, CliOutput, PromptArg, QuotaSignal
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, QuotaSignal
 from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time, text_of
 from core.domain.agent import AgentRequest
 
@@ -21,6 +21,7 @@ class ScriptedSpec(CliAdapterSpec):
 
     name = "scripted"
     binary = "t25-scripted-agent"
+    capabilities = Capabilities(project_config_off="reads none")
 
     def locate(self) -> str | None:
         # A venv's bin directory holds the script but need not be on PATH.

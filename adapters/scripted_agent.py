@@ -24,6 +24,7 @@ import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: it starts faster
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 VERSION = "0.1.0"
@@ -295,6 +296,27 @@ def write_store() -> None:
         emit(type="tool_use", name="write", path=target)
 
 
+SCRIBBLE_FILE = "scribbled-by-a-lost-attempt.txt"
+
+
+def scribble() -> None:
+    """Leave a change in the worktree at once, as an attempt that then loses its lease
+    would; not when T25 already kept one aside (so a later attempt behaves)."""
+    import subprocess
+
+    kept = subprocess.run(
+        ["git", "for-each-ref", "refs/t25/leftovers"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+    if kept.strip():
+        return
+    with open(SCRIBBLE_FILE, "w", encoding="utf-8") as file:
+        file.write("half done\n")
+    emit(type="tool_use", name="write", path=SCRIBBLE_FILE)
+
+
 LEFTOVER_FILE = "LEFT_BEHIND_BY_AGENT.txt"
 
 
@@ -347,7 +369,10 @@ def plant(what: str) -> None:
     once = os.path.join(beside, f"planted-{what}")
     if os.path.exists(once):
         return
-    open(once, "w").close()
+    try:
+        open(once, "w").close()
+    except OSError:  # sandboxed: nothing beside the repository is writable; plant anyway
+        pass
     ran = f"echo {what} >> {shlex.quote(os.path.join(beside, 'planted-ran'))}"
 
     def program(path: str) -> str:
@@ -412,6 +437,49 @@ def result(text: str, prompt: str, model: str, *, is_error: bool = False) -> Non
     )
 
 
+def _plant_checked(value: str) -> None:
+    if value not in PLANTS:
+        raise UsageError(f"--misbehave plant:WHAT takes one of {', '.join(PLANTS)}")
+    plant(value)
+
+
+# What each `--misbehave KIND[:VALUE]` does before the stage's answer; the run goes on.
+MISBEHAVIOURS: dict[str, Callable[[str], object]] = {
+    "hang": lambda _: hang(),
+    "flood": lambda value: flood(int(float(value))),
+    "slow": lambda value: time.sleep(float(value)),
+    "escape": lambda _: escape(),
+    "scribble": lambda _: scribble(),
+    "store": lambda _: write_store(),
+    "setsid": lambda value: leave_behind(scrub=value == "scrubbed"),
+    "plant": _plant_checked,
+    "print-file": print_file,
+    "environ": lambda _: read_environ(),
+    "review-changes-once": lambda _: None,  # read by the REVIEW answer
+}
+
+
+def misbehave_once(what: str, prompt: str, model: str) -> int | None:
+    """Do one misbehaviour; the exit status when it ends the run, else None."""
+    kind, _, value = what.partition(":")
+    if kind in ("exit", "flood", "slow") and not re.fullmatch(r"\d+(\.\d+)?", value):
+        raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
+    if kind == "exit":
+        print(f"t25-scripted-agent: exiting with status {value} on purpose", file=sys.stderr)
+        return int(float(value))
+    if kind == "quota":
+        emit(type="assistant", text=QUOTA_TEXT, error="rate_limit")
+        result(QUOTA_TEXT, prompt, model, is_error=True)
+        return 1
+    if kind == "garbage":
+        result("I changed some things, but I will not say which.", prompt, model)
+        return 0
+    if kind not in MISBEHAVIOURS:
+        raise UsageError(f"unknown misbehaviour {what!r}")
+    MISBEHAVIOURS[kind](value)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     prompt, source = read_prompt(args)
@@ -441,41 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     emit(type="assistant", text=f"Working on {stage} for {ctx['task']} as {headers.get('ROLE')}.")
 
     for what in misbehave:
-        kind, _, value = what.partition(":")
-        if kind in ("exit", "flood", "slow") and not re.fullmatch(r"\d+(\.\d+)?", value):
-            raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
-        if kind == "hang":
-            hang()
-        elif kind == "exit":
-            print(f"t25-scripted-agent: exiting with status {value} on purpose", file=sys.stderr)
-            return int(float(value))
-        elif kind == "quota":
-            emit(type="assistant", text=QUOTA_TEXT, error="rate_limit")
-            result(QUOTA_TEXT, prompt, model, is_error=True)
-            return 1
-        elif kind == "flood":
-            flood(int(float(value)))
-        elif kind == "slow":
-            time.sleep(float(value))
-        elif kind == "escape":
-            escape()
-        elif kind == "store":
-            write_store()
-        elif kind == "setsid":
-            leave_behind(scrub=value == "scrubbed")
-        elif kind == "plant":
-            if value not in PLANTS:
-                raise UsageError(f"--misbehave plant:WHAT takes one of {', '.join(PLANTS)}")
-            plant(value)
-        elif kind == "print-file":
-            print_file(value)
-        elif kind == "environ":
-            read_environ()
-        elif kind == "garbage":
-            result("I changed some things, but I will not say which.", prompt, model)
-            return 0
-        elif kind != "review-changes-once":
-            raise UsageError(f"unknown misbehaviour {what!r}")
+        code = misbehave_once(what, prompt, model)
+        if code is not None:
+            return code
 
     if stage not in {"SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "DOCS"}:
         text = f"no T25-STAGE header naming a working stage in the prompt (got {stage!r})"

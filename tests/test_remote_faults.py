@@ -5,6 +5,7 @@ so a lapse is quick to reach."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from adapters.scripted_agent import SCRIBBLE_FILE
+from core.workspace.git import git_sync
 from tests.test_pipeline import write_config
 from tests.test_serve import CREDENTIAL
 from tests.waiting import answers, free_port, wait_until
@@ -88,30 +91,48 @@ def _finished_events(client: httpx.Client, run_id: str) -> int:
     return count
 
 
-def _kill_agents_under(repo: Path) -> None:
-    """Agents orphaned by a SIGKILLed worker keep running; end them after the test."""
+def _kill_agents_under(root: Path) -> None:
+    """Whatever a test left running there (nothing, when the agents died as they must)."""
+    for pid in _agents_under(root):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _agents_under(root: Path) -> list[int]:
+    """The processes working under `root`."""
+    found = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if Path(os.readlink(proc / "cwd")).is_relative_to(repo):
-                    os.kill(int(proc.name), signal.SIGKILL)
+                if Path(os.readlink(proc / "cwd")).is_relative_to(root):
+                    found.append(int(proc.name))
             except (OSError, ValueError):
                 continue
+    return found
 
 
 def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop):
-    with control_plane(shop, ["--misbehave", "slow:4"]) as (client, worker):
+    """Its agent dies with it; what the lost attempt left in the worktree is kept under a
+    ref and never reaches the next attempt's commit."""
+    scribbling = ["--misbehave", "scribble", "--misbehave", "slow:4"]
+    with control_plane(shop, scribbling) as (client, worker):
         first = worker()
         client.post("/tasks", json={"title": "Survive a crash"})
         wait_until(lambda: _dev_running(client), timeout=60)
+        worktrees = shop / ".factory" / "worktrees"
+        wait_until(lambda: (worktrees / "T-1" / SCRIBBLE_FILE).exists(), timeout=30)
         first.send_signal(signal.SIGKILL)
         first.wait()
-        _kill_agents_under(shop / ".factory")  # its orphaned agent
+        wait_until(lambda: not _agents_under(worktrees), timeout=10)  # it died with its worker
         worker()
         wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         dev = _dev_run(client)
         assert dev["status"] == "succeeded" and dev["attempts"] == 2
         assert _finished_events(client, dev["id"]) == 1
+    kept = git_sync("ls-tree", "-r", "--name-only", f"refs/t25/leftovers/{dev['id']}-1", cwd=shop)
+    assert SCRIBBLE_FILE in kept.split()
+    on_branch = git_sync("ls-tree", "-r", "--name-only", "feat/T-1", cwd=shop)
+    assert SCRIBBLE_FILE not in on_branch.split()
 
 
 def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(shop):

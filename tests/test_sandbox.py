@@ -263,3 +263,14 @@ def test_every_start_that_runs_agents_unconfined_says_so(shop, t25, sandbox):
     assert done.code == 0, done.err
     warned = "t25: warning: sandbox: none - unconfined: agents run as you" in done.err
     assert warned is (sandbox == "none"), done.err
+
+
+async def test_sandboxed_a_link_out_of_the_worktree_is_still_caught_and_never_committed(env, shop):
+    """The worktree is the agent's to write, links included: the second fence holds."""
+    error = await failed_dev(env, "auto", dev("plant:symlink"))
+    assert "symbolic link etc-link -> /etc leads outside the worktree" in error
+    assert git_sync("log", "--format=%s", "feat/T-1", cwd=shop).splitlines() == [
+        "tests",
+        "initial",
+    ]
+    assert not os.path.lexists(shop / ".factory" / "worktrees" / "T-1" / "etc-link")

@@ -8,7 +8,7 @@ Every mistake becomes a one-line `ConfigError` naming file, line and key (see
 directory, so a config means the same thing from whichever directory T25 starts.
 
     load_config(path)            -> Config
-    find_config(start, explicit) -> Path of the t25.yaml to use
+    find_config(start, explicit) -> Path of the t25.yaml to use (never a task worktree's)
     default_config_text()        -> the shipped, fully commented t25.yaml.example
 """
 
@@ -531,7 +531,9 @@ def _require_mapping(source: ConfigSource) -> None:
 
 def find_config(start: Path, explicit: Path | None = None) -> Path:
     """The t25.yaml to use: `explicit` if given, else the nearest one at or above `start`,
-    looking no higher than the enclosing git repository's root."""
+    looking no higher than the enclosing git repository's root. Never one inside a task's
+    worktree (an agent may have committed it on the task branch): from in there, the search
+    starts at the folder that holds the worktree, i.e. the operator's checkout."""
     if explicit is not None:
         explicit = Path(explicit).expanduser().absolute()
         if not explicit.is_file():
@@ -539,9 +541,17 @@ def find_config(start: Path, explicit: Path | None = None) -> Path:
                 f"{_display(explicit)}: no such file",
                 hint=f"check the --config path, or {INIT_HINT}",
             )
+        if (tree := task_tree_of(explicit.parent)) is not None:
+            raise ConfigError(
+                f"{_display(explicit)}: lies in task {tree.name}'s worktree, which holds what "
+                "its agents wrote; T25 never reads its configuration from there",
+                hint="point --config at the t25.yaml of your own checkout",
+            )
         return explicit
     start = Path(start).expanduser().absolute()
     here = start if start.is_dir() else start.parent
+    if (tree := task_tree_of(here)) is not None:  # a t25.yaml in there is an agent's
+        here = tree.parent
     for directory in (here, *here.parents):
         candidate = directory / CONFIG_FILENAME
         if candidate.is_file():
@@ -551,6 +561,17 @@ def find_config(start: Path, explicit: Path | None = None) -> Path:
     raise ConfigError(
         f"no {CONFIG_FILENAME} in {here} or above it (up to {directory})", hint=INIT_HINT
     )
+
+
+def task_tree_of(directory: Path) -> Path | None:
+    """The T25 task worktree `directory` lies in, if any: a linked worktree (`.git` is a
+    file) with T25's ownership record beside it (`<root>/.meta/<id>.json`)."""
+    for folder in (directory, *directory.parents):
+        if (folder / ".git").is_file() and (
+            folder.parent / ".meta" / f"{folder.name}.json"
+        ).is_file():
+            return folder
+    return None
 
 
 def default_config_text() -> str:

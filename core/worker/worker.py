@@ -163,6 +163,8 @@ class Worker:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
+            if run.attempts > 1:  # an attempt before this one lost its lease midway
+                await self._set_aside(worktrees, run, task)
             last_commit = await worktrees.tip(task)  # T25's: every run before was watched
             implementing = run.stage is TaskState.IMPLEMENTING
             watched = await worktrees.watch_run(task, may_commit=implementing)
@@ -186,20 +188,20 @@ class Worker:
                     )
             if not undone.changes:
                 return report
-            # The invariant was broken: nothing the run left is built on.
-            put_back = ", ".join(undone.put_back) or "nothing to put back"
-            reset = f"reset the worktree to {(last_commit or '?')[:12]}"
-            try:
-                if last_commit is not None:
-                    await worktrees.reset(task, last_commit)
-            except T25Error as exc:  # the run broke its worktree too: the violation stands
-                reset = f"could not reset the worktree ({exc.message})"
-            return report.model_copy(
-                update={
-                    "violation": undone.changes,
-                    "undone": f"T25 put back {put_back} and {reset}",
-                    "evidence": undone.evidence,
-                }
+            return await _undo(worktrees, task, report, undone, last_commit)
+
+    async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
+        """What the lost attempt left is kept under a ref, never built on."""
+        name = f"{run.id}-{run.attempts - 1}"
+        kept = await worktrees.set_aside(task, name)
+        if kept:
+            log.warning(
+                "%s: the worktree held what a lost attempt of %s left; kept as "
+                "refs/t25/leftovers/%s (%s) and reset",
+                task.id,
+                run.id,
+                name,
+                kept[:12],
             )
 
     async def _stage(
@@ -346,6 +348,27 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+async def _undo(
+    worktrees: Worktrees, task: Task, report: RunReport, undone: Undone, last_commit: str | None
+) -> RunReport:
+    """The invariant was broken: nothing the run left is built on. The worktree goes back
+    to T25's last commit, and the report says what was put back."""
+    put_back = ", ".join(undone.put_back) or "nothing to put back"
+    reset = f"reset the worktree to {(last_commit or '?')[:12]}"
+    try:
+        if last_commit is not None:
+            await worktrees.reset(task, last_commit)
+    except T25Error as exc:  # the run broke its worktree too: the violation stands
+        reset = f"could not reset the worktree ({exc.message})"
+    return report.model_copy(
+        update={
+            "violation": undone.changes,
+            "undone": f"T25 put back {put_back} and {reset}",
+            "evidence": undone.evidence,
+        }
+    )
 
 
 async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:

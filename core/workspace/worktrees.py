@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 from core.domain.backoff import Backoff, retry
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
-from core.workspace.fingerprint import Fingerprint, fingerprint
+from core.workspace.fingerprint import LEFTOVERS_REF, Fingerprint, fingerprint
 from core.workspace.git import Completed, default_branch, git, git_bytes, run_git, status_entries
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
@@ -501,6 +501,38 @@ class Worktrees:
             )
             await git(*place, "clean", "-f", "-f", "-d", "-x", "--quiet", cwd=path)
 
+    async def set_aside(self, task: Task, name: str) -> str | None:
+        """Before a run is executed again after its lease was lost: commit what the lost
+        attempt left in the worktree (changes, commits of its own, untracked files) under
+        `refs/t25/leftovers/<name>`, and put the worktree back at the branch tip, so none of
+        it reaches this attempt's commit. The commit's id, or None when nothing was left."""
+        path = self.path_for(task.id)
+        tip = await self.tip(task)
+        if tip is None or not path.exists():
+            return None
+        with self._working_on(task.id):
+            await self._verify(task, path, on_branch=False)
+            head = await self._rev("HEAD", cwd=path) or tip
+            status = await git("status", "--porcelain", "--untracked-files=all", cwd=path)
+            if not status and head == tip:
+                return None
+            await git("add", "--all", cwd=path)
+            tree = await git("write-tree", cwd=path)
+            message = f"{task.id}: what a lost attempt of {name} left\n\nKept by T25."
+            identity = await self._identity(path)
+            kept = await git(*identity, "commit-tree", tree, "-p", head, "-m", message, cwd=path)
+            await git("update-ref", f"{LEFTOVERS_REF}/{name}", kept, cwd=path, drivers_from=())
+        await self.reset(task, tip)
+        return kept
+
+    async def _identity(self, path: Path) -> list[str]:
+        """`-c user.name=… -c user.email=…` for what the repository does not set."""
+        identity: list[str] = []
+        for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY, strict=True):
+            if not await git("config", key, cwd=path, check=False, drivers_from=()):
+                identity += ["-c", f"{key}={fallback}"]
+        return identity
+
     async def tip(self, task: Task) -> str | None:
         """The commit the task branch is at, None before it exists."""
         return await self._rev(f"refs/heads/{task.branch}")
@@ -524,10 +556,7 @@ class Worktrees:
             )
             if staged.code == 0:
                 return None
-            identity: list[str] = []
-            for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY, strict=True):
-                if not await git("config", key, cwd=path, check=False, drivers_from=()):
-                    identity += ["-c", f"{key}={fallback}"]
+            identity = await self._identity(path)
             await git(
                 *identity,
                 "commit",

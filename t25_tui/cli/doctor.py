@@ -75,6 +75,7 @@ COLUMNS = [
     "cost",
     "resume",
     "sandbox flags",
+    "later stages",  # how QA, review, security and docs runs skip the tree's own settings
 ]
 
 
@@ -146,7 +147,7 @@ def _adapter_row(
 
 
 def _capabilities(spec: CliAdapterSpec) -> list[str]:
-    """The table's last five cells: what the CLI can do headless."""
+    """The table's last six cells: what the CLI can do headless."""
     caps = spec.capabilities
     return [
         caps.structured_output,
@@ -154,6 +155,7 @@ def _capabilities(spec: CliAdapterSpec) -> list[str]:
         _yes(caps.cost),
         caps.resume,
         caps.sandbox_flags,
+        caps.project_config_off,
     ]
 
 

@@ -60,3 +60,18 @@ async def test_a_check_runs_in_the_worktree_without_t25_secrets(tmp_path, monkey
     )
     result = await run_check(check(*code), tmp_path)
     assert result.excerpt.split() == [str(tmp_path), "clean"]
+
+
+async def test_a_required_sandbox_that_cannot_be_had_fails_the_check_and_auto_runs_it(
+    tmp_path, monkeypatch
+):
+    from core.domain.agent import CheckSandbox
+
+    marker = tmp_path / "ran"
+    check = QACheck(name="mark", run=[sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
+    refused = await run_check(check, tmp_path, confine=CheckSandbox(kind="required"))
+    assert not refused.passed and "sandbox required cannot be had" in refused.excerpt
+    assert not marker.exists()
+    unconfined = await run_check(check, tmp_path, confine=CheckSandbox(kind="auto"))
+    assert unconfined.passed and marker.exists()

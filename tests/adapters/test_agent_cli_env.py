@@ -206,3 +206,42 @@ async def test_a_newer_cli_version_warns_and_still_runs(make_request, caplog):
     assert result.ok and result.cli_version  # the Python running echo_cli.py: 3.x > 2.0
     assert adapter.warning and "newer than tested (1.4.2)" in adapter.warning
     assert "newer than tested" in caplog.text
+
+
+async def test_a_sandboxed_cli_gets_its_login_read_only_in_a_private_home(
+    make_request, monkeypatch, tmp_path
+):
+    reason = await _bwrap_usable()
+    if reason:
+        pytest.skip(f"bwrap cannot run here: {reason}")
+    real_home = Path(tempfile.mkdtemp(dir=Path.home()))  # outside the sandbox's /tmp
+    login = real_home / ".echo" / "creds.json"
+    login.parent.mkdir()
+    login.write_text('{"token": "the-login"}')
+    monkeypatch.setenv("HOME", str(real_home))
+    monkeypatch.setenv("T25_RUN_HOMES", str(real_home / "homes"))
+    script = (
+        "import json, os, pathlib\n"
+        "creds = pathlib.Path(os.environ['HOME'], '.echo', 'creds.json')\n"
+        "out = {'home': os.environ['HOME'], 'read': creds.read_text()}\n"
+        "try:\n    creds.write_text('changed'); out['write'] = 'written'\n"
+        "except OSError as e:\n    out['write'] = e.strerror\n"
+        "print(json.dumps(out))\n"
+    )
+
+    class WithLogin(EchoSpec):
+        login_files = (".echo/creds.json",)
+
+        def build_argv(self, request, prompt):
+            return ["-c", script]
+
+    try:
+        seen, result = await report_of(CliAdapter(WithLogin()), make_request(sandbox="bwrap"))
+        assert result.ok, result.error
+        assert seen["home"] != str(real_home)  # a private HOME, even without private_home
+        assert seen["read"] == '{"token": "the-login"}'
+        assert seen["write"] == "Read-only file system"
+        assert login.read_text() == '{"token": "the-login"}'
+        assert not list((real_home / "homes").iterdir())  # the private HOME is gone
+    finally:
+        shutil.rmtree(real_home)

@@ -85,7 +85,10 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
     )
     assert done.returncode == 1, done.stderr
     known = "aider, claude, codex, gemini, opencode, scripted"
-    claude_caps = "stream-json yes yes --resume SESSION_ID --dangerously-skip-permissions"
+    claude_caps = (
+        "stream-json yes yes --resume SESSION_ID --dangerously-skip-permissions "
+        "--setting-sources user --strict-mcp-config"
+    )
     # Spacing aside: the columns are as wide as the widest cell, the path included.
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
     assert set(lines[4]) == {"-", " "}
@@ -93,11 +96,11 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         f"t25 doctor: {repo / 't25.yaml'}",
         "sandbox: auto - bubblewrap confines every agent and QA check; network shared",
         "",
-        "adapter found version supported output usage cost resume sandbox flags",
+        "adapter found version supported output usage cost resume sandbox flags later stages",
         f"claude no - no {claude_caps}",
-        f"scripted {scripted} 0.1.0 yes no no no no none",
-        "nosuch - - - - - - - -",
-        "clade - - - - - - - -",
+        f"scripted {scripted} 0.1.0 yes no no no no none reads none",
+        "nosuch - - - - - - - - -",
+        "clade - - - - - - - - -",
         "",
         "roles:",
         "spec claude -> scripted plays: scripted",
