@@ -243,3 +243,21 @@ def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
     assert followed.code == 0, followed.err
     assert followed.out.count('"type": "result"') == 6  # spec, plan, dev, qa, review, docs
     assert "DONE" in t25("task", "list").out
+
+
+def test_approve_binds_to_the_plan_named_and_refuses_another(t25, repo):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    t25("task", "new", "Risky", "--description", "scripted: risk=high")
+    assert t25("run").code == 0
+    malformed = t25("approve", "T-1", "--plan", "abc")
+    assert malformed.code == 1 and "--plan: expected the plan's SHA-256" in malformed.err
+    stale = t25("approve", "T-1", "--plan", "0" * 64)
+    assert stale.code == 1, stale.err
+    assert f"changed since it was shown (sha256:{'0' * 64}); it is now sha256:" in stale.err
+    assert "high risk: " in stale.err  # the new plan's summary
+    current = stale.err.split("it is now sha256:")[1][:64]
+    approved = t25("approve", "T-1", "--plan", current)
+    assert approved.code == 0, approved.err
+    assert f"recorded on sha256:{current}" in approved.out
+    assert [line.split()[3] for line in t25("audit").out.splitlines()] == ["approve"]

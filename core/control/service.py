@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
@@ -61,6 +62,7 @@ from core.domain.models import (
 )
 from core.domain.states import TERMINAL, WORKING, assert_transition
 from core.domain.text import actor as valid_actor
+from core.domain.text import printable
 from core.domain.text import reason as valid_reason
 from core.errors import PolicyRefused
 from core.ports import DecisionWrite, Operations, Store
@@ -376,12 +378,12 @@ class ControlPlane(Queries, Operations):
             raise PolicyRefused(
                 f"{task.id} has no plan to approve", hint=f"t25 task show {task.id}"
             )
-        artifact, _ = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
+        artifact, content = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
         plan = f"sha256:{artifact.sha256}"
         if decision.bound_to is not None and decision.bound_to != plan:
             raise PolicyRefused(
                 f"the plan of {task.id} changed since it was shown ({decision.bound_to}); "
-                f"it is now {plan}",
+                f"it is now {plan}: {_plan_summary(content)}",
                 hint=f"read the new plan (t25 task show {task.id}) and decide again",
             )
         why = f"plan {plan} approved" + (f": {decision.text}" if decision.text else "")
@@ -460,6 +462,17 @@ async def _void(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:
         await log.void(entry, str(exc) or type(exc).__name__)
     except Exception as unvoided:  # noqa: BLE001 - the effect's error is the one to report
         exc.add_note(f"the audit log could not say so either: {unvoided}")
+
+
+def _plan_summary(content: bytes) -> str:
+    """What a stored plan says it does, in one line: its steps, its risk."""
+    try:
+        plan = json.loads(content)
+        steps = "; ".join(str(step) for step in plan.get("steps", []))
+    except (ValueError, AttributeError):
+        return "unreadable"
+    line = printable(" ".join(f"{plan.get('risk', '?')} risk: {steps}".split()))
+    return line if len(line) <= 200 else line[:199] + "…"
 
 
 def _expect(task: Task, state: TaskState, done: str) -> None:

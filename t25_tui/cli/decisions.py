@@ -5,19 +5,23 @@ to the control plane's `decide`."""
 from __future__ import annotations
 
 import argparse
+import re
 
 from core.domain.decisions import Decision, Verb
 from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.states import WORKING
 from core.domain.text import printable
+from core.errors import InvalidInput
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, run
 
 
-def _decide(args: argparse.Namespace, verb: Verb, text: str) -> int:
+def _decide(args: argparse.Namespace, verb: Verb, text: str, *, bound_to: str | None = None) -> int:
     async def body(control: Operations) -> None:
         sub = control.bus.subscribe()
-        decision = Decision(verb=verb, task=args.id, actor=actor_of(args), text=text)
+        decision = Decision(
+            verb=verb, task=args.id, actor=actor_of(args), text=text, bound_to=bound_to
+        )
         task = await control.decide(decision)
         print(
             f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}"
@@ -34,8 +38,21 @@ def _decide(args: argparse.Namespace, verb: Verb, text: str) -> int:
     return 0
 
 
+_PLAN_SHA = re.compile(r"(?:sha256:)?([0-9a-f]{64})")
+
+
 def approve(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.APPROVE, args.comment or "")
+    bound_to = None
+    if args.plan is not None:
+        found = _PLAN_SHA.fullmatch(args.plan.strip().lower())
+        if found is None:
+            raise InvalidInput(
+                f"--plan: expected the plan's SHA-256 (64 hex digits, or sha256:…), got "
+                f"{printable(args.plan)!r}",
+                hint=f"t25 task show {args.id} prints it",
+            )
+        bound_to = f"sha256:{found[1]}"
+    return _decide(args, Verb.APPROVE, args.comment or "", bound_to=bound_to)
 
 
 def reject(args: argparse.Namespace) -> int:

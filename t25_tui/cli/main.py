@@ -202,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("approve", "decisions:approve", "approve the plan a task is waiting on")
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--comment", help="a note kept in the audit log")
+    p.add_argument(
+        "--plan",
+        metavar="SHA",
+        help="the SHA-256 of the plan you read (t25 task show); refused if the plan has "
+        "changed since. Default: the current plan, printed",
+    )
     p = add("reject", "decisions:reject", "send a plan back to PLAN with the reason")
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--reason", required=True, help="what is wrong; the planner reads it")
