@@ -94,6 +94,7 @@ class RowReader:
             approved_plan_sha=r["approved_plan_sha"],
             checks_passed=None if r["checks_passed"] is None else bool(r["checks_passed"]),
             review_verdict=r["review_verdict"],
+            reviewed_head=r["reviewed_head"],
             violation=r["violation"],
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),

@@ -466,3 +466,36 @@ async def test_configured_rates_price_a_run_and_a_clis_own_figure_counts_only_wi
     )
     assert pipeline._cost(unpriced, "x") == 0.42
     assert pipeline._cost(AgentResult(adapter="claude"), "x") == 0.0
+
+
+async def test_a_merge_takes_only_the_commit_review_approved(env):
+    """A commit on the task branch after review (a docs agent's, another task's agent's)
+    is refused at merge, naming it, with nothing written; the reviewed head merges, and
+    the merge's audit line is bound to it."""
+    control = await env.open()
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE and task.reviewed_head
+    reviewed = task.reviewed_head
+    assert git_sync("rev-parse", task.branch, cwd=env.repo) == reviewed
+    trunk = git_sync("rev-parse", "trunk", cwd=env.repo)
+
+    worktree = control.config.worktrees.root / task.id
+    (worktree / "late.txt").write_text("after review\n")
+    git_sync("add", "late.txt", cwd=worktree)
+    git_sync("commit", "-qm", "a change nobody reviewed", cwd=worktree)
+    with pytest.raises(PolicyRefused, match="has moved since review approved") as refused:
+        await control.merge(task.id, actor="ana")
+    assert "1 new commit(s)" in str(refused.value) and "a change nobody reviewed" in str(
+        refused.value
+    )
+    assert git_sync("rev-parse", "trunk", cwd=env.repo) == trunk
+    assert control.audit.entries() == []  # refused before anything was written
+
+    git_sync("reset", "-q", "--hard", reviewed, cwd=worktree)
+    merged = await control.merge(task.id, actor="ana")
+    assert merged.merged
+    line = control.audit.entries()[-1]
+    assert line.decision == "merge" and line.bound_to == f"commit:{reviewed}"
+    assert reviewed in git_sync("rev-list", "--parents", "-n", "1", "trunk", cwd=env.repo)

@@ -223,7 +223,7 @@ class Pipeline:
             case QAAnswer():
                 return await self._qa(task, run, report, output)
             case ReviewAnswer():
-                return await self._reviewed(task, run, output)
+                return await self._reviewed(task, run, output, report.head)
             case DocsAnswer():
                 await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
                 return await self.control.transition(task, S.DONE, actor=T25)
@@ -276,7 +276,7 @@ class Pipeline:
             )
         return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
 
-    async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer) -> Task:
+    async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer, head: str | None) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
         if run.role == "reviewer" and self.control.config.roles.chain("security"):
             await self.control.enqueue(task, "security")
@@ -284,7 +284,12 @@ class Pipeline:
         verdict = policies.evaluate_review(await self._round_findings(task))
         if verdict.approve:
             return await self.control.enter(
-                task, S.PR_OPEN, actor=T25, reason=verdict.summary, review_verdict="approve"
+                task,
+                S.PR_OPEN,
+                actor=T25,
+                reason=verdict.summary,
+                review_verdict="approve",
+                reviewed_head=head,
             )
         return await self._send_back(
             task, "review", verdict.summary, review_verdict="changes_requested"

@@ -348,7 +348,9 @@ class ControlPlane(Queries, Operations):
             case Verb.MERGE:
                 _not_held(task, "merged")
                 _mergeable(task)
-                return Ruling(fields={"merged": True}, merges=True, cleans=True)
+                await self.worktrees(task.project).moved_since_review(task)  # before any line
+                reviewed = f"commit:{task.reviewed_head}" if task.reviewed_head else None
+                return Ruling(fields={"merged": True}, merges=True, cleans=True, bound_to=reviewed)
             case Verb.CANCEL:
                 _cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)

@@ -152,6 +152,7 @@ class Task(_Value):
     # What code decided at the last QA and REVIEW (None: not decided yet); the merge gate.
     checks_passed: bool | None = None
     review_verdict: str | None = None
+    reviewed_head: str | None = None  # the branch head REVIEW approved: what a merge merges
     # What a run changed outside its worktree, until an operator acknowledges it: while it
     # is set, retry and merge are refused.
     violation: str | None = None
@@ -175,6 +176,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "approved_plan_sha",
         "checks_passed",
         "review_verdict",
+        "reviewed_head",
         "violation",
     }
 )

@@ -24,3 +24,4 @@ class RunReport(BaseModel):
     diff: str | None = None
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
+    head: str | None = None  # the task branch's head the run judged (QA, REVIEW)

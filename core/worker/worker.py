@@ -187,7 +187,7 @@ class Worker:
                         }
                     )
             if not undone.changes:
-                return report
+                return report.model_copy(update={"head": last_commit})
             return await _undo(worktrees, task, report, undone, last_commit)
 
     async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:

@@ -715,10 +715,32 @@ class Worktrees:
             return ""
         return f"{', '.join(counts)} file(s): {_names([name for names in groups.values() for name in names])}"
 
+    async def moved_since_review(self, task: Task) -> None:
+        """Refuse (MergeRefused) a task branch whose head is not the commit REVIEW approved,
+        naming the commits that are new. A task reviewed before T25 recorded the head
+        (`reviewed_head` None) is not checked."""
+        reviewed = task.reviewed_head
+        tip = await self._rev(f"refs/heads/{task.branch}")
+        if reviewed is None or tip is None or tip == reviewed:
+            return
+        new = await git(
+            "log", "--no-decorate", "--format=%h %s", f"{reviewed}..{tip}", cwd=self.repo
+        )
+        lines = new.splitlines() or [f"{tip[:12]} (the branch no longer contains it)"]
+        shown = "; ".join(lines[:_SHOWN]) + (
+            f" … and {len(lines) - _SHOWN} more" * (len(lines) > _SHOWN)
+        )
+        raise MergeRefused(
+            f"{task.branch} has moved since review approved {reviewed[:12]}: "
+            f"{len(lines)} new commit(s): {shown}",
+            hint=f"inspect them (git log {reviewed[:12]}..{task.branch}); a merge takes only "
+            "what was reviewed",
+        )
+
     async def merge(self, task: Task, *, message: str) -> str:
         """Merge the task branch into the default branch of the main checkout (`--no-ff`);
         return the merge commit. The human action: refused, with nothing changed, unless
-        it can be a plain, clean merge."""
+        it can be a plain, clean merge of the very commit REVIEW approved."""
         default, branch = self.default_branch, task.branch
         with self._working_on(task.id):
             head = await git("symbolic-ref", "--quiet", "HEAD", cwd=self.repo, check=False)
@@ -753,6 +775,7 @@ class Worktrees:
                 raise MergeRefused(
                     f"the task branch {branch} does not exist", hint="nothing to merge"
                 )
+            await self.moved_since_review(task)
             before = await git("rev-parse", "HEAD", cwd=self.repo)
             ahead = await git("rev-list", "--count", f"{before}..{tip}", cwd=self.repo)
             if ahead == "0":
