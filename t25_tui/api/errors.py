@@ -80,6 +80,7 @@ BY_CODE = {e.code: e for e in ERRORS}
 
 # Refusals that are no T25 error: the Gate's and the framework's.
 UNAUTHORIZED = "unauthorized"  # 401: the credential is missing or wrong
+FORBIDDEN = "forbidden"  # 403: the operator's role does not allow it
 NO_WORKER_CREDENTIAL = "no_worker_credential"  # 503: serve accepts no workers
 BODY_STALLED = "body_stalled"  # 408
 BODY_TOO_LARGE = "body_too_large"  # 413
@@ -91,6 +92,7 @@ HTTP_ERROR = "http_error"  # any other status the framework answers
 WIRE_CODES = frozenset(
     {
         UNAUTHORIZED,
+        FORBIDDEN,
         NO_WORKER_CREDENTIAL,
         BODY_STALLED,
         BODY_TOO_LARGE,

@@ -31,6 +31,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
 from t25_tui.api import errors as wire
+from t25_tui.api.operators import Operators
 
 HEADER_TIMEOUT_S = 10.0  # a request head (request line and headers) arrives within this
 BODY_IDLE_S = 30.0  # a body may pause this long between two reads (nginx: 60 s)
@@ -104,16 +105,17 @@ class Gate:
     """ASGI middleware: the credential, then the body's size, then the body, in that order.
 
     Worker routes (`/worker/…`) need `worker_credential`; every other route but
-    OPEN_PATHS needs `operator_token` when one is set. The app then gets the body whole,
+    OPEN_PATHS needs an operator's token when serve knows operators, and that operator's
+    role (`t25_tui.api.operators`). The app then gets the body whole,
     in one message, so it never waits on a client.
     """
 
     def __init__(
-        self, app: ASGIApp, *, worker_credential: str | None, operator_token: str | None
+        self, app: ASGIApp, *, worker_credential: str | None, operators: Operators | None
     ) -> None:
         self.app = app
         self.worker = worker_credential.encode() if worker_credential else None
-        self.operator = operator_token.encode() if operator_token else None
+        self.operators = operators
         self.body_idle_s = BODY_IDLE_S
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,14 +163,19 @@ class Gate:
                     hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
                     headers={"WWW-Authenticate": 'Bearer realm="worker"'},
                 )
-        elif self.operator is not None and not hmac.compare_digest(given, self.operator):
-            raise Refusal(
-                401,
-                wire.UNAUTHORIZED,
-                "an operator token is required",
-                hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
-                headers={"WWW-Authenticate": 'Bearer realm="operator"'},
-            )
+        elif self.operators is not None:
+            operator = self.operators.match(given)
+            if operator is None:
+                raise Refusal(
+                    401,
+                    wire.UNAUTHORIZED,
+                    "an operator token is required",
+                    hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
+                    headers={"WWW-Authenticate": 'Bearer realm="operator"'},
+                )
+            if why := operator.refusal(scope["method"], path):
+                raise Refusal(403, wire.FORBIDDEN, why, hint="ask an operator with that role")
+            scope.setdefault("state", {})["operator"] = operator  # the actor of its decisions
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         cap = body_cap(scope["path"])

@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -44,6 +46,7 @@ from t25_tui.api import document
 from t25_tui.api import errors as wire
 from t25_tui.api.bodies import invalid_request
 from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
+from t25_tui.api.operators import TOKENS_ENV, Operators
 from t25_tui.api.routes import decisions, events, reads, runs, tasks, worker
 from t25_tui.api.services import Services, services_in
 from t25_tui.api.tail import Tail
@@ -84,9 +87,13 @@ def make_api(
     worker_credential: str | None,
     operator_token: str | None,
     loopback: bool = True,
+    operators: Operators | None = None,
 ) -> FastAPI:
-    """The REST/SSE app over one control plane. Tests, `t25 serve` and `t25 tui --serve` share it."""
-    if not loopback and not operator_token:
+    """The REST/SSE app over one control plane. Tests, `t25 serve` and `t25 tui --serve` share it.
+    `operators` are the named tokens it accepts; `operator_token` alone is the single one."""
+    if operators is None and operator_token:
+        operators = Operators.single(operator_token)
+    if not loopback and operators is None:
         raise ConfigError(
             "serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
             hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1",
@@ -107,9 +114,9 @@ def make_api(
     api.add_exception_handler(StarletteHTTPException, http_error)
     projects = [p.name for p in control.config.projects]
     api.openapi = functools.partial(  # type: ignore[method-assign]  # FastAPI's documented override
-        document.openapi, api, operator_token=bool(operator_token), projects=projects
+        document.openapi, api, operator_token=operators is not None, projects=projects
     )
-    api.add_middleware(Gate, worker_credential=worker_credential, operator_token=operator_token)
+    api.add_middleware(Gate, worker_credential=worker_credential, operators=operators)
     return api
 
 
@@ -166,7 +173,9 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
     is opened."""
     host, port = parse_bind(bind)
     token = held_secrets.get(OPERATOR_ENV)
-    if not is_loopback(host) and not token:
+    listed = os.environ.get(TOKENS_ENV, "").strip()
+    operators = Operators.read(Path(listed), token) if listed else None
+    if not is_loopback(host) and not (token or operators):
         where = (
             "every interface" if host in ("", "0.0.0.0", "::") else f"{host}, which is not loopback"
         )
@@ -179,6 +188,7 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
         worker_credential=held_secrets.get(CREDENTIAL_ENV),
         operator_token=token,
         loopback=is_loopback(host),
+        operators=operators,
     )
     return server_for(api, host, port, handle_signals=handle_signals)
 

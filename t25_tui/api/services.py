@@ -15,10 +15,24 @@ from starlette.applications import Starlette
 
 from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
+from core.domain.text import MAX_ACTOR
 from core.ports import Operations
+from t25_tui.api.operators import Operator
 from t25_tui.api.tail import Tail
 
 API_ACTOR = "api"  # who decided, when a request does not say
+
+
+def actor_of(request: Request, claimed: str | None) -> str:
+    """Who decides: the operator whose token the request carried (the Gate put them in its
+    state), with what the body claims beside it when that differs (`ana (claimed bob)`);
+    with no operators known, what the body says."""
+    operator = getattr(request.state, "operator", None)
+    if not isinstance(operator, Operator):
+        return claimed or API_ACTOR
+    if claimed and claimed != operator.name:
+        return f"{operator.name} (claimed {claimed})"[:MAX_ACTOR]
+    return operator.name
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,8 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
             table = app.screen.query_one("#profiles-table")
             assert "(on the worker hosts)" in {str(c) for c in table.get_row_at(0)}
     approve = local.audit.entries(task="T-2")[-1]
-    assert (approve.decision, approve.actor) == ("approve", "ana@remote")
+    # The actor is the token's name; what the cockpit claims is kept beside it.
+    assert (approve.decision, approve.actor) == ("approve", "operator (claimed ana@remote)")
 
 
 async def test_changes_and_agent_output_arrive_live_over_sse(served):

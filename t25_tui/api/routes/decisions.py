@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from core.domain.decisions import Decision, Verb
 from core.domain.models import Task
 from t25_tui.api import document
 from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody
-from t25_tui.api.services import API_ACTOR, Ops
+from t25_tui.api.services import Ops, actor_of
 
 router = APIRouter()
 
@@ -25,13 +25,13 @@ router = APIRouter()
     responses=document.DECIDE,
     summary="Approve a task's plan (the same decision as `t25 approve`)",
 )
-async def approve(control: Ops, ref: str, body: ApprovalBody) -> Task:
+async def approve(control: Ops, request: Request, ref: str, body: ApprovalBody) -> Task:
     """`bound_to`, when given, is the plan the approver read (`sha256:…`): if the plan has
     changed since, the approval is refused (409)."""
     decision = Decision(
         verb=Verb.APPROVE,
         task=ref,
-        actor=body.actor or API_ACTOR,
+        actor=actor_of(request, body.actor),
         text=body.reason,
         bound_to=body.bound_to,
     )
@@ -44,14 +44,16 @@ async def approve(control: Ops, ref: str, body: ApprovalBody) -> Task:
     responses=document.DECIDE,
     summary="Answer a task's question (the same decision as `t25 answer`)",
 )
-async def answer(control: Ops, ref: str, body: AnswerBody) -> Task:
-    decision = Decision(verb=Verb.ANSWER, task=ref, actor=body.actor or API_ACTOR, text=body.text)
+async def answer(control: Ops, request: Request, ref: str, body: AnswerBody) -> Task:
+    actor = actor_of(request, body.actor)
+    decision = Decision(verb=Verb.ANSWER, task=ref, actor=actor, text=body.text)
     return await control.decide(decision)
 
 
-def _decision(verb: Verb) -> Callable[[Ops, str, DecisionBody], Awaitable[Task]]:
-    async def decide(control: Ops, ref: str, body: DecisionBody) -> Task:
-        decision = Decision(verb=verb, task=ref, actor=body.actor or API_ACTOR, text=body.reason)
+def _decision(verb: Verb) -> Callable[[Ops, Request, str, DecisionBody], Awaitable[Task]]:
+    async def decide(control: Ops, request: Request, ref: str, body: DecisionBody) -> Task:
+        actor = actor_of(request, body.actor)
+        decision = Decision(verb=verb, task=ref, actor=actor, text=body.reason)
         return await control.decide(decision)
 
     decide.__name__ = verb.value

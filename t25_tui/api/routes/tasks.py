@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 
 from core.domain.detail import TaskDetail
@@ -12,7 +12,7 @@ from core.domain.models import MAX_ID, Task, TaskState
 from core.ports import Operations
 from t25_tui.api import document
 from t25_tui.api.bodies import NewTaskBody, json_list
-from t25_tui.api.services import API_ACTOR, Ops
+from t25_tui.api.services import Ops, actor_of
 
 router = APIRouter()
 
@@ -43,11 +43,11 @@ async def tasks(
 
 
 @router.post("/tasks", status_code=201, response_model=Task, responses=document.DECIDE)
-async def new_task(control: Ops, body: NewTaskBody) -> Task:
+async def new_task(control: Ops, request: Request, body: NewTaskBody) -> Task:
     _configured(control, body.project, "body", "project")
     return await control.new_task(
         body.title,
-        actor=body.actor or API_ACTOR,
+        actor=actor_of(request, body.actor),
         type=body.type,
         description=body.description,
         project=body.project,
