@@ -151,7 +151,10 @@ def test_a_log_written_with_raw_separators_verifies_shows_them_and_catches_later
 
     assert t25("--actor", "bo", "cancel", "T-4", "--reason", "later").code == 0
     verify = t25("audit", "verify")
-    assert verify.code == 0 and "4 entries, chain intact" in verify.out
+    assert "4 entries, chain intact" in verify.out
+    # The hand-written lines decided nothing the store knows of: verify says so, by line.
+    assert verify.code == 1 and "MISMATCH: line 1: cancel of T-1" in verify.err
+    assert "line 4" not in verify.err
     shown = t25("audit").out.splitlines()
     assert len(shown) == 4
     assert "ana\\u2028" in shown[0] and "not\\u2028now" in shown[0]  # escaped for the terminal
@@ -224,3 +227,66 @@ async def test_a_line_whose_anchor_will_not_move_is_cut_back(log, tmp_path):
         with pytest.raises(StaleState):
             await writer.append(actor="bo", task="T-6", decision="cancel")
     assert log.path.read_bytes() == before
+
+
+# -- the log against the store ------------------------------------------------------------------
+
+
+def test_verify_reports_a_decision_in_the_store_with_no_line_and_a_line_with_no_effect(t25, repo):
+    assert t25("init").code == 0
+    for n in (1, 2):
+        assert t25("task", "new", f"task {n}").code == 0
+    assert t25("cancel", "T-1", "--reason", "not now").code == 0
+    clean = t25("audit", "verify")
+    assert clean.code == 0 and "MISMATCH" not in clean.err, clean.err
+    asyncio.run(_forge_decision(repo, "T-2"))
+    forged = t25("audit", "verify")
+    assert forged.code == 1
+    assert "MISMATCH: T-2: approve by mallory (event" in forged.err
+    assert "is in the store with no audit line" in forged.err
+
+
+async def _forge_decision(repo: Path, task: str) -> None:
+    """A decision written into the store by someone who bypassed T25 (and its audit log)."""
+    from core.domain.events import DecisionRecorded
+
+    store = await open_store(f"sqlite:///{repo / '.factory' / 't25.db'}")
+    try:
+        await store.append_event(
+            DecisionRecorded(task_id=task, decision="approve", actor="mallory", reason="")
+        )
+    finally:
+        await store.close()
+
+
+def test_cross_check_matches_lines_and_decisions_and_skips_voided_lines():
+    from datetime import UTC, datetime
+
+    from core.control.audit import VOID, cross_check
+    from core.domain.audit import AuditEntry
+    from core.domain.events import DecisionRecorded
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def line(seq: int, decision: str, task: str = "T-1", voids: int | None = None) -> AuditEntry:
+        return AuditEntry(
+            seq=seq,
+            ts=at,
+            actor="ana",
+            task=task,
+            decision=decision,
+            reason="",
+            prev="x",
+            hash="y",
+            voids=voids,
+        )
+
+    def event(decision: str, task: str = "T-1") -> DecisionRecorded:
+        return DecisionRecorded(id=7, task_id=task, decision=decision, actor="ana", reason="")
+
+    entries = [line(1, "cancel"), line(2, "merge", "T-2"), line(3, VOID, None, voids=2)]
+    assert cross_check(entries, [event("cancel")]) == []
+    assert cross_check(entries, []) == ["line 1: cancel of T-1 by ana has no effect in the store"]
+    assert cross_check(entries, [event("cancel"), event("retry", "T-3")]) == [
+        "T-3: retry by ana (event 7) is in the store with no audit line"
+    ]

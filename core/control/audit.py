@@ -49,6 +49,7 @@ from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.decisions import Verb
+from core.domain.events import DecisionRecorded
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
@@ -523,6 +524,36 @@ def _last_line(fh: BinaryIO, size: int) -> bytes:
         if cut >= 0:
             return buf[cut + 1 :]
     return buf
+
+
+def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> list[str]:
+    """What the log and the store disagree on: a line whose decision left no
+    `DecisionRecorded` in the store, and a decision the store holds that no line records,
+    by task and line. A voided line, and T25's voiding lines, are meant to have no effect."""
+    voided = {e.voids for e in entries if e.decision == VOID}
+    pending: dict[tuple[object, ...], list[DecisionRecorded]] = {}
+    for event in recorded:
+        key = (event.task_id, event.decision, event.actor, event.reason, event.bound_to)
+        pending.setdefault(key, []).append(event)
+    problems = []
+    for e in entries:
+        if e.decision == VOID or e.seq in voided:
+            continue
+        matching = pending.get((e.task, e.decision, e.actor, e.reason, e.bound_to))
+        if matching:
+            matching.pop(0)
+        else:
+            problems.append(
+                f"line {e.seq}: {e.decision} of {e.task} by {printable(e.actor)} "
+                "has no effect in the store"
+            )
+    for events in pending.values():
+        problems += [
+            f"{ev.task_id}: {ev.decision} by {printable(ev.actor)} (event {ev.id}) is in the "
+            "store with no audit line"
+            for ev in events
+        ]
+    return problems
 
 
 def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.control.audit import VOID, log_path
+from core.control.audit import VOID, cross_check, log_path
+from core.domain.events import DecisionRecorded
 from core.domain.models import task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
+
+PAGE = 5000  # events per read: the most serve gives at once
 
 
 def show(args: argparse.Namespace) -> int:
@@ -41,10 +44,30 @@ def show(args: argparse.Namespace) -> int:
 
 def verify(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> bool:
-        verdict = (await control.audit_trail()).verdict
+        trail = await control.audit_trail()
+        verdict = trail.verdict
         stream = sys.stdout if verdict.ok else sys.stderr
         where = log_path(control.config.root)
         print(f"{'ok' if verdict.ok else 'TAMPERED'}: {where}: {verdict.message}", file=stream)
-        return verdict.ok
+        if not verdict.ok:
+            return False
+        problems = cross_check(list(trail.entries), await _recorded(control))
+        for problem in problems:
+            print(f"MISMATCH: {problem}", file=sys.stderr)
+        return not problems
 
     return 0 if run(args, body) else 1
+
+
+async def _recorded(control: Operations) -> list[DecisionRecorded]:
+    """Every decision the store says took effect, on every task, archived ones included."""
+    tasks = [*await control.tasks(), *await control.tasks(archived=True)]
+    found: list[DecisionRecorded] = []
+    for task in {t.id: t for t in tasks}.values():
+        after = 0
+        while events := await control.events(task.id, after=after, limit=PAGE):
+            found += [e for e in events if isinstance(e, DecisionRecorded)]
+            after = events[-1].id or after
+            if len(events) < PAGE:
+                break
+    return found
