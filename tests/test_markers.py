@@ -13,7 +13,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-o
 SAMPLE = [
     "tests/test_policies.py",  # unit
     "tests/store/test_contract.py",  # the contract suite
-    "tests/test_audit.py",  # unit, but for one test through the binary
+    "tests/test_audit.py",  # unit, but for two tests through the binary
     "tests/test_cli.py",  # the binary
     "tests/test_pipeline.py",  # the scripted agent through the pipeline
     "tests/test_worktrees.py",  # T25's git on real repositories
@@ -54,7 +54,9 @@ def test_slow_is_what_starts_programs_down_to_a_single_test_through_the_binary()
         "tests/test_audit.py",
         "tests/test_worktrees.py",
     }
-    through_the_binary = "test_a_log_written_with_raw_separators_verifies_shows_them_and_catches"
+    separators = "test_a_log_written_with_raw_separators_verifies_shows_them_and_catches"
+    against_the_store = "test_verify_reports_a_decision_in_the_store_with_no_line_and_a_line"
     assert [n for n in slow if n.startswith("tests/test_audit.py")] == [
-        f"tests/test_audit.py::{through_the_binary}_later_tampering"
+        f"tests/test_audit.py::{separators}_later_tampering",
+        f"tests/test_audit.py::{against_the_store}_with_no_effect",
     ]
