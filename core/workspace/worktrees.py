@@ -25,7 +25,8 @@ The decisions, and the attack each one answers:
 * **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
   kept, and the reason names them (`git worktree remove` alone would delete ignored files).
   Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
-  itself. The branch is kept.
+  itself. The branch is kept. The one forced removal is of a tree T25 has just added and
+  could not check out: empty, nobody's work, and never a tree cleanup is asked to remove.
 * **Merge is the only write to the main checkout**, and it is a human action: `--no-ff`
   onto the default branch, never forced, never rewriting history, refused with the reason
   when the checkout is elsewhere or dirty, the branch is empty, or the merge conflicts.
