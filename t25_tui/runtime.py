@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.config.schema import Config, load_config
+from core.config.schema import Config, QACheck, load_config
 from core.control.service import ControlPlane
+from core.domain.agent import CheckSandbox
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
+from core.domain.models import CheckResult
 from core.errors import ControlPlaneUnreachable, StoreUnavailable
 from core.ports import AgentAdapter, Operations, RunQueue, Store
 
@@ -36,8 +38,9 @@ from core.ports import AgentAdapter, Operations, RunQueue, Store
 # build them: a command that only reads (`t25 task list`) never does.
 if TYPE_CHECKING:
     from core.control.sweeper import Sweeper
+    from core.ports import CheckRunner
     from core.worker.pool import WorkerPool
-    from core.worker.worker import CheckRunner, Worker
+    from core.worker.worker import Worker
     from t25_tui.tui.sample_data import Seeded
 
 log = logging.getLogger("t25.remote")
@@ -91,7 +94,9 @@ async def open_runtime(
 
     store = await open_store(config.store_url, clock=clock)
     try:
-        control = ControlPlane(config, store, clock=clock or system_clock)
+        control = ControlPlane(
+            config, store, clock=clock or system_clock, run_check=run_check or _shipped_check
+        )
         await control.sync_projects()
         sweeper = None
         if crew is not None:
@@ -276,8 +281,13 @@ def _tools(
         from adapters.registry import builtin_adapters
 
         adapters = builtin_adapters()
-    if run_check is None:
-        from adapters.checks import run_check as shipped_check
+    return adapters, run_check or _shipped_check
 
-        run_check = shipped_check
-    return adapters, run_check
+
+async def _shipped_check(
+    check: QACheck, cwd: Path, abort: asyncio.Event, confine: CheckSandbox
+) -> CheckResult:
+    """T25's QA check runner, imported when a check first runs (a read never does)."""
+    from adapters.checks import run_check
+
+    return await run_check(check, cwd, abort, confine)

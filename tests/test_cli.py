@@ -69,7 +69,7 @@ def test_task_lifecycle_through_the_command_line(t25, repo):
 
     show = t25("task", "show", "T-1")
     assert show.code == 0, show.err
-    assert "RECEIVED → CANCELLED  by ana  — not now" in show.out
+    assert "(claimed ana)  — not now" in show.out
     assert "cost     $0.0000" in show.out
 
     audit = t25("audit").out.splitlines()

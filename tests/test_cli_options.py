@@ -58,7 +58,24 @@ def test_actor_before_or_after_the_command_and_the_later_one_wins(t25, repo):
     assert t25("cancel", "T-1", "--actor", "alice").code == 0
     assert t25("--actor", "bob", "cancel", "T-2").code == 0
     assert t25("--actor", "bob", "cancel", "T-3", "--actor", "carol").code == 0
-    assert actors(repo) == ["alice", "bob", "carol"]
+    claimed = [actor.rpartition(" (claimed ")[2].rstrip(")") for actor in actors(repo)]
+    assert claimed == ["alice", "bob", "carol"]
+
+
+def test_the_actor_is_who_ran_the_command_and_actor_is_recorded_as_claimed(t25, repo):
+    """Locally, the OS user with the git identity decides; `--actor` cannot replace them,
+    only stand beside them as a claim (as a REST body's actor stands beside its token's
+    name)."""
+    import getpass
+
+    assert t25("init").code == 0
+    for title in ("One", "Two"):
+        assert t25("task", "new", title).code == 0
+    me = f"{getpass.getuser()} (Test Operator <operator@t25.invalid>)"
+    assert t25("cancel", "T-1").code == 0
+    assert t25("cancel", "T-2", "--actor", "ana").code == 0
+    assert actors(repo) == [me, f"{me} (claimed ana)"]
+    assert f"by {me} (claimed ana)" in t25("task", "show", "T-2").out
 
 
 def test_config_before_or_after_the_command_and_the_later_one_wins(t25, repo):

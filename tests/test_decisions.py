@@ -5,6 +5,7 @@ they do not take effect."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 from pathlib import Path
 
@@ -39,6 +40,9 @@ async def _events(repo: Path, kind: type) -> list:
         await store.close()
 
 
+ME = f"{getpass.getuser()} (Test Operator <operator@t25.invalid>)"  # who runs the binary
+
+
 async def _task(repo: Path, ref: str):
     store = await open_store(f"sqlite:///{repo / '.factory' / 't25.db'}")
     try:
@@ -66,13 +70,29 @@ def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_
     assert decided.id < queued.id  # the run's prompt may read the decision: it comes first
     history = t25("task", "show", "T-1").out
     assert (
-        f"AWAITING_APPROVAL → IMPLEMENTING  by ana  — plan sha256:{requested.plan_sha256} "
+        f"AWAITING_APPROVAL → IMPLEMENTING  by {ME} (claimed ana)  — plan sha256:{requested.plan_sha256} "
         "approved: hi" in history
     )
     assert f"on sha256:{requested.plan_sha256}  — hi" in t25("audit").out
 
     assert t25("run").code == 0
     (repo / "app.py").write_text("# an operator's edit, not committed\n")
+    refused = t25("--actor", "ana", "merge", "T-1")
+    assert refused.code == 1 and "uncommitted changes" in refused.err
+    assert len(_lines(repo)) == 1  # refused before its line: nothing recorded, nothing changed
+    git_sync("checkout", "--", "app.py", cwd=repo)
+
+    # A check that dirties the main checkout while the merge is tried (once, unconfined):
+    # the merge's line is written, its landing is refused, and the line is voided.
+    marker = repo.parent / "dirtied-once"
+    dirty = (
+        f'case "$PWD" in */.merge/*) [ -e {marker} ] || '
+        f'{{ touch {marker}; echo "# meanwhile" >> {repo / "app.py"}; }};; esac'
+    )
+    (repo / "t25.yaml").write_text(
+        PIPELINE_CONFIG
+        + f"sandbox: none\nqa:\n  checks: [{{name: meddle, run: [sh, -c, '{dirty}']}}]\n"
+    )
     refused = t25("--actor", "ana", "merge", "T-1")
     assert refused.code == 1 and "uncommitted changes" in refused.err
     merge, void = _lines(repo)[1:]

@@ -499,3 +499,42 @@ async def test_a_merge_takes_only_the_commit_review_approved(env):
     line = control.audit.entries()[-1]
     assert line.decision == "merge" and line.bound_to == f"commit:{reviewed}"
     assert reviewed in git_sync("rev-list", "--parents", "-n", "1", "trunk", cwd=env.repo)
+
+
+async def test_a_merge_whose_result_fails_a_qa_check_leaves_the_default_branch_where_it_was(
+    env,
+):
+    """The task passed its checks, and so does the default branch; the two together do not.
+    The checks run on the merge's result before the default branch moves, so nothing does."""
+    control = await env.open()
+    task = await env.new()
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    (env.repo / "test_guard.py").write_text(
+        "import os, unittest\n\n\nclass G(unittest.TestCase):\n"
+        "    def test_no_changes_dir(self):\n"
+        "        self.assertFalse(os.path.exists('changes'))\n"
+    )
+    git_sync("add", "test_guard.py", cwd=env.repo)
+    git_sync("commit", "-qm", "a guard the task's change breaks", cwd=env.repo)
+    trunk = git_sync("rev-parse", "trunk", cwd=env.repo)
+
+    with pytest.raises(PolicyRefused, match="fails the required QA check unit") as refused:
+        await control.merge(task.id, actor="ana")
+    assert "trunk is unchanged" in str(refused.value)
+    assert git_sync("rev-parse", "trunk", cwd=env.repo) == trunk
+    assert git_sync("status", "--porcelain", cwd=env.repo) == ""
+    assert control.audit.entries() == []  # refused before anything was written
+    assert not (await env.task(task.id)).merged
+    trials = control.config.worktrees.root / ".merge"
+    assert not any(trials.iterdir())  # the trial worktree is gone
+    assert ".merge" not in git_sync("worktree", "list", cwd=env.repo)
+
+    git_sync("rm", "-q", "test_guard.py", cwd=env.repo)
+    git_sync("commit", "-qm", "drop the guard", cwd=env.repo)
+    merged = await control.merge(task.id, actor="ana")
+    assert merged.merged
+    tip = git_sync("rev-parse", "trunk", cwd=env.repo)
+    parents = git_sync("rev-list", "--parents", "-n", "1", tip, cwd=env.repo).split()[1:]
+    assert parents == [git_sync("rev-parse", "trunk~1", cwd=env.repo), merged.reviewed_head]
+    assert (env.repo / "changes" / "T-1.md").exists()  # the main checkout moved with it

@@ -540,6 +540,32 @@ async def test_merge_makes_a_no_ff_merge_commit_with_both_parents(repo, wt):
     plain_git("merge-base", "--is-ancestor", before, sha, cwd=repo)  # history intact
 
 
+async def test_a_trial_merge_leaves_the_default_branch_until_it_lands_and_no_tree_after(repo, wt):
+    task = await _task_with_commit(wt)
+    before = head(repo)
+    trial = await wt.trial_merge(task, message="Merge T-1: feature")
+    assert head(repo) == before  # nothing moved yet
+    assert (trial.path / "feature.py").read_text() == "feature = True\n"  # the merge result
+    assert plain_git("rev-parse", "HEAD", cwd=trial.path) == trial.commit
+    assert await wt.land(trial) == trial.commit == head(repo, "refs/heads/trunk")
+    await wt.discard(trial)
+    assert not trial.path.exists()
+    assert str(trial.path) not in plain_git("worktree", "list", cwd=repo)
+
+
+async def test_a_default_branch_that_moved_during_the_trial_is_left_where_it_is(repo, wt):
+    task = await _task_with_commit(wt)
+    trial = await wt.trial_merge(task, message="merge")
+    (repo / "other.py").write_text("x = 1\n")
+    plain_git("add", "other.py", cwd=repo)
+    plain_git("commit", "--quiet", "-m", "meanwhile", cwd=repo)
+    moved = head(repo)
+    with pytest.raises(MergeRefused, match=r"trunk moved from .* while the merge was tried"):
+        await wt.land(trial)
+    await wt.discard(trial)
+    assert head(repo) == moved
+
+
 async def test_merge_is_refused_when_the_main_checkout_is_dirty(repo, wt):
     task = await _task_with_commit(wt)
     before = head(repo)
@@ -569,7 +595,7 @@ async def test_merge_is_refused_when_the_branch_has_nothing_new(repo, wt):
         await wt.merge(make_task("T-404"), message="merge")
 
 
-async def test_a_conflicting_merge_is_aborted_and_names_the_files(repo, wt):
+async def test_a_conflicting_merge_changes_nothing_and_names_the_files(repo, wt):
     task = make_task()
     path = await wt.ensure(task)
     (path / "app.py").write_text("def hello():\n    return 'from the task'\n")
@@ -577,9 +603,7 @@ async def test_a_conflicting_merge_is_aborted_and_names_the_files(repo, wt):
     (repo / "app.py").write_text("def hello():\n    return 'from trunk'\n")
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = head(repo)
-    with pytest.raises(
-        MergeRefused, match=r"conflicts in app\.py; the merge was aborted and trunk is unchanged"
-    ):
+    with pytest.raises(MergeRefused, match=r"conflicts in app\.py; trunk is unchanged"):
         await wt.merge(task, message="merge")
     assert head(repo) == before
     assert plain_git("status", "--porcelain", cwd=repo) == ""
@@ -593,7 +617,7 @@ async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt)
     before = head(repo)
     with pytest.raises(
         MergeRefused,
-        match=r"git refused to merge feat/T-1 into trunk: .*overwritten by merge: feature\.py",
+        match=r"git refused to move trunk to the merge of feat/T-1: .*overwritten by merge: feature\.py",
     ):
         await wt.merge(task, message="merge")
     assert head(repo) == before

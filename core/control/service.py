@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from core.config.schema import Config
 from core.control.policies import merge_refusal
 from core.control.queries import Queries
+from core.domain.agent import CheckSandbox
 from core.domain.audit import AuditEntry
 from core.domain.clock import Clock, system_clock
 from core.domain.decisions import Decision, Verb
@@ -52,6 +53,7 @@ from core.domain.events import (
 )
 from core.domain.models import (
     ArtifactKind,
+    CheckResult,
     NewRun,
     NewTask,
     Project,
@@ -64,13 +66,13 @@ from core.domain.states import TERMINAL, WORKING, assert_transition
 from core.domain.text import actor as valid_actor
 from core.domain.text import printable
 from core.domain.text import reason as valid_reason
-from core.errors import PolicyRefused
-from core.ports import DecisionWrite, Operations, Store
+from core.errors import MergeRefused, PolicyRefused
+from core.ports import CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
-    from core.workspace.worktrees import Workspace, Worktrees
+    from core.workspace.worktrees import TrialMerge, Workspace, Worktrees
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 _RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
@@ -98,7 +100,7 @@ class Ruling:
     fields: dict[str, Any] = field(default_factory=dict)
     enqueue: bool = False  # queue the run of the stage it moves the task into
     cancel_runs: bool = False  # end the task's runs
-    merges: bool = False  # merge the task's branch first (git: outside the store)
+    merge: TrialMerge | None = None  # land this tried merge first (git: outside the store)
     cleans: bool = False  # remove the task's worktree after
 
 
@@ -112,8 +114,10 @@ class ControlPlane(Queries, Operations):
         bus: EventBus | None = None,
         *,
         clock: Clock = system_clock,
+        run_check: CheckRunner | None = None,
     ) -> None:
         self.clock = clock
+        self.run_check = run_check  # QA's checks, run on a merge's result before it lands
         super().__init__(config, store, self._open_audit_log)
         self.bus = bus or EventBus()
         # Runs going on in this process, by task: cancel stops them at once.
@@ -252,12 +256,22 @@ class ControlPlane(Queries, Operations):
         nothing. The line is then made durable (AuditError, nothing changed, if it cannot
         be), and only then does the decision change the task. An effect that fails — a
         worker moved the task meanwhile, a store fault, a merge git refused — is followed
-        in the log by a void line saying so and why, and its error goes to the caller."""
-        async with self.audit.writer() as log:
-            task = await self.task(decision.task)
-            ruling = await self._rule(task, decision)
-            write = self._write(task, decision, ruling)
-            task, events = await self._apply(log, task, decision, ruling, write)
+        in the log by a void line saying so and why, and its error goes to the caller.
+
+        A merge is tried first, outside the log (its checks may take minutes, and no other
+        decider waits on them): made on no branch, checked, then landed under the writer."""
+        tried = await self._trial_merge(decision) if decision.verb is Verb.MERGE else None
+        trial = tried[1] if tried else None
+        try:
+            async with self.audit.writer() as log:
+                task = await self.task(decision.task)
+                ruling = await self._rule(task, decision, trial)
+                write = self._write(task, decision, ruling)
+                task, events = await self._apply(log, task, decision, ruling, write)
+        finally:
+            if tried is not None:
+                worktrees, trial = tried
+                await worktrees.discard(trial)
         for event in events:  # the announcement before the run it queued: its prompt reads it
             self.bus.publish(event)
         if write.enqueue is not None:
@@ -278,7 +292,7 @@ class ControlPlane(Queries, Operations):
     ) -> tuple[Task, list[Event]]:
         """Record the decision's line, then apply `write` with its anchor in one transaction
         (a merge: anchored first, git, then the store)."""
-        recorded = log.append if ruling.merges else log.write  # a merge: anchored before git
+        recorded = log.append if ruling.merge else log.write  # a merge: anchored before git
         entry = await recorded(
             actor=decision.actor,
             task=task.id,
@@ -286,12 +300,11 @@ class ControlPlane(Queries, Operations):
             reason=decision.text,
             bound_to=ruling.bound_to,
         )
-        if not ruling.merges:
+        if not ruling.merge:
             write = dataclasses.replace(write, anchor=entry.anchor(), previous=log.anchor)
         try:
-            if ruling.merges:
-                message = f"Merge {task.branch}: {task.title} ({task.id})"
-                await self.worktrees(task.project).merge(task, message=message)
+            if ruling.merge:
+                await self.worktrees(task.project).land(ruling.merge)
             applied = await self.store.apply_decision(write)
         except Exception as exc:
             if write.anchor is not None and await log.landed(entry):
@@ -334,8 +347,11 @@ class ControlPlane(Queries, Operations):
             cancel_runs=ruling.cancel_runs,
         )
 
-    async def _rule(self, task: Task, decision: Decision) -> Ruling:
-        """What the decision does to the task as it is now; PolicyRefused if it does not fit."""
+    async def _rule(
+        self, task: Task, decision: Decision, trial: TrialMerge | None = None
+    ) -> Ruling:
+        """What the decision does to the task as it is now; PolicyRefused if it does not fit.
+        A merge lands `trial`, the merge tried for it."""
         match decision.verb:
             case Verb.APPROVE:
                 return await self._approval(task, decision)
@@ -348,9 +364,14 @@ class ControlPlane(Queries, Operations):
             case Verb.MERGE:
                 _not_held(task, "merged")
                 _mergeable(task)
-                await self.worktrees(task.project).moved_since_review(task)  # before any line
+                worktrees = self.worktrees(task.project)
+                await worktrees.moved_since_review(task)  # before any line
+                if trial is None or await worktrees.tip(task) != trial.tip:
+                    raise MergeRefused(
+                        f"{task.branch} moved while its merge was tried", hint="merge again"
+                    )
                 reviewed = f"commit:{task.reviewed_head}" if task.reviewed_head else None
-                return Ruling(fields={"merged": True}, merges=True, cleans=True, bound_to=reviewed)
+                return Ruling(fields={"merged": True}, merge=trial, cleans=True, bound_to=reviewed)
             case Verb.CANCEL:
                 _cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
@@ -396,6 +417,59 @@ class ControlPlane(Queries, Operations):
             fields={"approved_plan_sha": artifact.sha256},
             enqueue=True,
         )
+
+    async def _trial_merge(self, decision: Decision) -> tuple[Worktrees, TrialMerge]:
+        """The merge `decision` asks for, made in a trial worktree with QA's checks run on
+        the result; refused (nothing written, the default branch where it was) when it
+        cannot be made or a required check fails. Checked against the task as it is now,
+        and again under the audit log's writer when it lands."""
+        task = await self.task(decision.task)
+        _not_held(task, "merged")
+        _mergeable(task)
+        worktrees = self.worktrees(task.project)
+        message = f"Merge {task.branch}: {task.title} ({task.id})"
+        trial = await worktrees.trial_merge(task, message=message)
+        try:
+            failed = [
+                c for c in await self._merge_checks(task, trial) if c.required and not c.passed
+            ]
+        except BaseException:
+            await worktrees.discard(trial)
+            raise
+        if failed:
+            await worktrees.discard(trial)
+            first = failed[0]
+            said = (
+                printable(first.excerpt.strip().splitlines()[-1]) if first.excerpt.strip() else ""
+            )
+            raise MergeRefused(
+                f"the merge of {task.branch} fails the required QA check{'s' * (len(failed) > 1)} "
+                f"{', '.join(c.name for c in failed)} ({first.name}: exit {first.exit_code}"
+                f"{': ' + said[:200] if said else ''}); "
+                f"{worktrees.default_branch} is unchanged",
+                hint=f"bring {task.branch} up to date with {worktrees.default_branch} "
+                "so the checks pass on the merge, then merge",
+            )
+        return worktrees, trial
+
+    async def _merge_checks(self, task: Task, trial: TrialMerge) -> list[CheckResult]:
+        """`qa.checks` run on the merge's result, in its trial worktree, confined as QA's."""
+        checks = self.config.qa.checks
+        if not checks:
+            return []
+        if self.run_check is None:
+            raise MergeRefused(
+                "this T25 process cannot run the QA checks a merge must pass",
+                hint="merge from `t25 merge`, the cockpit or `t25 serve`",
+            )
+        confine = CheckSandbox(
+            kind=self.config.sandbox.mode,
+            network=self.config.sandbox.network,
+            hidden=self.config.private_paths(),
+            run_id=f"merge-{task.id}",
+        )
+        abort = asyncio.Event()
+        return [await self.run_check(check, trial.path, abort, confine) for check in checks]
 
     async def _clean(self, task: Task) -> None:
         """Remove a finished task's worktree, or record why it was kept (never forced)."""

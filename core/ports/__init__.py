@@ -5,6 +5,7 @@
                   part that needs one: TaskStore, EventLog, RunLeases, ArtifactStore,
                   AuditAnchorStore
     AgentAdapter  one agent CLI run headless; implemented by the `adapters` package
+    CheckRunner   one QA check run in a tree, confined; implemented by `adapters.checks`
     RunQueue      what a worker asks of the control plane (claim, heartbeat, prompt, output,
                   completion); in-process by core.control, over HTTP by t25_tui.api
     Operations    what every face asks of the control plane (reads, new tasks, decisions);
@@ -13,7 +14,7 @@
 The core depends on these protocols only; the packages around it implement them.
 """
 
-from core.ports.agents import AgentAdapter, OutputSink
+from core.ports.agents import AgentAdapter, CheckRunner, OutputSink
 from core.ports.operations import Operations
 from core.ports.runs import Claim, RunQueue
 from core.ports.store import (
@@ -30,6 +31,7 @@ __all__ = [
     "AgentAdapter",
     "ArtifactStore",
     "AuditAnchorStore",
+    "CheckRunner",
     "Claim",
     "DecisionWrite",
     "EventLog",

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from core.domain.agent import AgentRequest, AgentResult
+from core.config.schema import QACheck
+from core.domain.agent import AgentRequest, AgentResult, CheckSandbox
+from core.domain.models import CheckResult
 
 # Called with ("stdout" | "stderr", text) as output arrives.
 OutputSink = Callable[[str, str], Awaitable[None]]
+
+# Runs one QA check in a tree, confined as told, to its end, a timeout or the abort; its
+# outcome is a CheckResult, never an exception (adapters.checks.run_check). The worker runs
+# the checks at QA, the control plane on a merge's result.
+CheckRunner = Callable[[QACheck, Path, asyncio.Event, CheckSandbox], Awaitable[CheckResult]]
 
 
 @runtime_checkable

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from core.errors import StoreUnavailable
-from core.ports import AgentAdapter, RunQueue
+from core.ports import AgentAdapter, CheckRunner, RunQueue
 from core.worker.selection import QuotaBook
-from core.worker.worker import CheckRunner, Worker, host_name
+from core.worker.worker import Worker, host_name
 from core.workspace.worktrees import Workspace
 
 

@@ -21,13 +21,13 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
-from core.config.schema import AgentProfile, QACheck
+from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import Event, RunOutput, RunStarted
 from core.domain.models import CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
-from core.ports import AgentAdapter, Claim, RunQueue
+from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.selection import QuotaBook, Selection, select_adapter
 from core.workspace.pull_request import publish
 from core.workspace.watch import Undone
@@ -35,7 +35,6 @@ from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
 
-CheckRunner = Callable[[QACheck, Path, asyncio.Event, CheckSandbox], Awaitable[CheckResult]]
 OUTPUT_FLUSH_S = 0.05  # batch run output into events at most this often ...
 OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
 LOCK_RETRY_S = 0.5

@@ -25,11 +25,16 @@ The decisions, and the attack each one answers:
 * **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
   kept, and the reason names them (`git worktree remove` alone would delete ignored files).
   Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
-  itself. The branch is kept. The one forced removal is of a tree T25 has just added and
-  could not check out: empty, nobody's work, and never a tree cleanup is asked to remove.
-* **Merge is the only write to the main checkout**, and it is a human action: `--no-ff`
-  onto the default branch, never forced, never rewriting history, refused with the reason
-  when the checkout is elsewhere or dirty, the branch is empty, or the merge conflicts.
+  itself. The branch is kept. The forced removals are of a tree T25 has just added and
+  could not check out (empty, nobody's work) and of a merge's trial tree (T25's own
+  commit and what the checks left); never of a tree cleanup is asked to remove.
+* **Merge is the only write to the main checkout**, and it is a human action. The merge
+  commit (`--no-ff`: the default branch's head and the reviewed commit as parents) is made
+  by `git merge-tree` on no branch and checked out in a trial worktree (`<root>/.merge/<id>`)
+  where the QA checks run on it; only then does the default branch move, by fast-forward
+  to that tested commit: never forced, never rewriting history. Refused with the reason,
+  nothing changed, when the checkout is elsewhere or dirty, the branch is empty or moved
+  since review, the merge conflicts, or the default branch moved during the trial.
 * **No planted program runs.** Every git call goes through `core.workspace.git`, which switches off
   hooks, fsmonitor, filters, merge drivers, external diff, textconv, pagers and signing.
 
@@ -65,6 +70,7 @@ if TYPE_CHECKING:
     from core.config.schema import Config
 
 META_DIR = ".meta"
+TRIAL_DIR = ".merge"  # trial worktrees of merges: <root>/.merge/<task id>
 T25_IDENTITY = ("T25", "t25@localhost")
 # Plain names only: no separator, no dot at all (so no `..`, no hidden names, and
 # `<id>.json` / `<id>.lock` can never collide), bounded length.
@@ -77,6 +83,19 @@ _SHOWN = 5  # file names quoted in a refusal before "… and N more"
 HALF_WRITTEN = "failed to read"
 ADMIN_RACE = Backoff(0.05, 0.5)
 ADMIN_RACE_RETRIES = 6
+
+
+@dataclass(frozen=True)
+class TrialMerge:
+    """A merge made but not landed: the commit the default branch would move to, checked
+    out in a worktree of its own (`path`) for the QA checks."""
+
+    task_id: str
+    branch: str
+    commit: str  # the merge commit: parents `base` and `tip`, on no branch
+    base: str  # the default branch's head it was made on
+    tip: str  # the task branch's head it merges
+    path: Path
 
 
 @dataclass(frozen=True)
@@ -739,97 +758,170 @@ class Worktrees:
         )
 
     async def merge(self, task: Task, *, message: str) -> str:
-        """Merge the task branch into the default branch of the main checkout (`--no-ff`);
-        return the merge commit. The human action: refused, with nothing changed, unless
-        it can be a plain, clean merge of the very commit REVIEW approved."""
+        """Make the merge commit in a trial worktree and fast-forward the default branch
+        to it (no checks in between); return the merge commit."""
+        trial = await self.trial_merge(task, message=message)
+        try:
+            return await self.land(trial)
+        finally:
+            await self.discard(trial)
+
+    async def trial_merge(self, task: Task, *, message: str) -> TrialMerge:
+        """The merge of the very commit REVIEW approved into the default branch, made as a
+        commit on no branch (`git merge-tree`: no checkout is touched) and checked out in a
+        trial worktree of its own, where the QA checks run on it. Refused, with nothing
+        changed, unless the main checkout could take it and it is a clean merge."""
         default, branch = self.default_branch, task.branch
         with self._working_on(task.id):
-            head = await git("symbolic-ref", "--quiet", "HEAD", cwd=self.repo, check=False)
-            if head != f"refs/heads/{default}":
-                now = head.removeprefix("refs/heads/") if head else "a detached HEAD"
-                raise MergeRefused(
-                    f"the main checkout is on {now}, not on {default}",
-                    hint=f"switch it to {default} (git switch {default}), then merge",
-                )
-            if await self._rev("MERGE_HEAD") is not None:
-                raise MergeRefused(
-                    "a merge is already in progress in the main checkout",
-                    hint="finish it or abort it (git merge --abort) first",
-                )
-            raw = await git_bytes(
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=no",
-                "--ignore-submodules=all",
-                cwd=self.repo,
-            )
-            dirty = [name for _, name in status_entries(raw)]
-            if dirty:
-                raise MergeRefused(
-                    f"the main checkout has uncommitted changes to {len(dirty)} tracked "
-                    f"file(s): {_names(dirty)}",
-                    hint="commit or stash them, then merge",
-                )
+            await self._ready_for_merge()
             tip = await self._rev(f"refs/heads/{branch}")
             if tip is None:
                 raise MergeRefused(
                     f"the task branch {branch} does not exist", hint="nothing to merge"
                 )
             await self.moved_since_review(task)
-            before = await git("rev-parse", "HEAD", cwd=self.repo)
-            ahead = await git("rev-list", "--count", f"{before}..{tip}", cwd=self.repo)
+            base = await git("rev-parse", f"refs/heads/{default}", cwd=self.repo)
+            ahead = await git("rev-list", "--count", f"{base}..{tip}", cwd=self.repo)
             if ahead == "0":
                 raise MergeRefused(
                     f"{branch} has no commits beyond {default}", hint="nothing to merge"
                 )
-            # The sha checked above, not the name: the branch cannot move in between.
-            # Explicit flags beat branch.<name>.mergeOptions and merge.* config.
-            done = await run_git(
-                "merge",
-                "--no-ff",
-                "--commit",
-                "--no-squash",
-                "--no-edit",
-                "--no-verify",
-                "--no-gpg-sign",
-                "--no-verify-signatures",
-                "--no-autostash",
-                "--quiet",
-                "-m",
-                message,
-                tip,
+            tried = await run_git(
+                "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip,
                 cwd=self.repo,
+            )  # fmt: skip
+            if tried.code != 0:
+                lines = os.fsdecode(tried.out).splitlines()
+                if tried.code == 1 and lines:  # conflicts: the tree, then the files
+                    raise MergeRefused(
+                        f"merging {branch} into {default} conflicts in "
+                        f"{_names(sorted(set(lines[1:])))}; {default} is unchanged",
+                        hint=f"bring {branch} up to date with {default} and resolve them, "
+                        "then merge",
+                    )
+                raise MergeRefused(
+                    f"git could not merge {branch} into {default}: {_git_reason(tried.err)}",
+                    hint="fix what git reports, then merge",
+                )
+            tree = os.fsdecode(tried.out).splitlines()[0]
+            identity = await self._identity(self.repo)
+            commit = await git(
+                *identity, "commit-tree", tree, "-p", base, "-p", tip, "-m", message,
+                cwd=self.repo, drivers_from=(),
+            )  # fmt: skip
+            path = await self._trial_tree(task, commit)
+        return TrialMerge(
+            task_id=task.id, branch=branch, commit=commit, base=base, tip=tip, path=path
+        )
+
+    async def _trial_tree(self, task: Task, commit: str) -> Path:
+        """`<root>/.merge/<id>`: a detached worktree at `commit`, for the checks to run in."""
+        trials = self._real_root() / TRIAL_DIR
+        trials.mkdir(exist_ok=True)
+        if trials.is_symlink() or trials.resolve() != self._real_root() / TRIAL_DIR:
+            raise WorktreeRefused(
+                f"{trials} is not a plain directory inside the worktree root",
+                hint=f"remove {trials}; T25 recreates it",
             )
+        path = trials / self.path_for(task.id).name
+        await self._remove_trial(path)  # one a stopped merge left
+        async with self._admin:
+            done = await run_git(
+                "worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
+                commit, cwd=self.repo,
+            )  # fmt: skip
+        if done.code == 0:
+            done = await self._check_out(path)
+        if done.code != 0:
+            await self._remove_trial(path)
+            raise MergeRefused(
+                f"git could not check out the merge of {task.branch}: {_git_reason(done.err)}",
+                hint="fix what git reports, then merge",
+            )
+        return path
+
+    async def land(self, trial: TrialMerge) -> str:
+        """Move the default branch to the tried merge commit, by fast-forward only: refused,
+        with nothing changed, when the main checkout cannot take it or the default branch
+        has moved since the trial."""
+        default = self.default_branch
+        with self._working_on(trial.task_id):
+            await self._ready_for_merge()
+            now = await git("rev-parse", f"refs/heads/{default}", cwd=self.repo)
+            if now != trial.base:
+                raise MergeRefused(
+                    f"{default} moved from {trial.base[:12]} to {now[:12]} while the merge "
+                    "was tried; it is unchanged",
+                    hint="merge again: the checks run on the new merge",
+                )
+            # Explicit flags beat merge.* and branch.<name>.mergeOptions config.
+            done = await run_git(
+                "merge", "--ff-only", "--no-verify", "--no-autostash", "--quiet",
+                trial.commit, cwd=self.repo,
+            )  # fmt: skip
             if done.code != 0:
-                await self._refuse_failed_merge(task, tip, before, done.err)
+                raise MergeRefused(
+                    f"git refused to move {default} to the merge of {trial.branch}: "
+                    f"{_git_reason(done.err)}",
+                    hint="fix what git reports in the main checkout, then merge",
+                )
             after = await git("rev-parse", "HEAD", cwd=self.repo)
-            parents = (await git("rev-list", "--parents", "-n", "1", after, cwd=self.repo)).split()
-            if parents[1:] != [before, tip]:  # cannot happen with --no-ff; checked anyway
+            if after != trial.commit:  # cannot happen with --ff-only; checked anyway
                 raise T25Error(
-                    f"the merge produced {after[:12]}, whose parents are not "
-                    f"{default} and {branch}",
+                    f"{default} is at {after[:12]}, not at the merge {trial.commit[:12]}",
                     hint="inspect the main checkout's history",
                 )
             return after
 
-    async def _refuse_failed_merge(self, task: Task, tip: str, before: str, err: str) -> None:
-        default, branch = self.default_branch, task.branch
-        if await self._rev("MERGE_HEAD") == tip:  # our merge stopped on conflicts
-            unmerged = await git_bytes("ls-files", "--unmerged", "-z", cwd=self.repo)
-            files = sorted({e.partition("\t")[2] for e in os.fsdecode(unmerged).split("\0") if e})
-            await git("merge", "--abort", cwd=self.repo)
-            after = await git("rev-parse", "HEAD", cwd=self.repo)
-            state = f"{default} is unchanged" if after == before else f"{default} is now {after}"
+    async def discard(self, trial: TrialMerge) -> None:
+        """Remove the trial worktree (its commit is in the repository, or was refused)."""
+        await self._remove_trial(trial.path)
+
+    async def _remove_trial(self, path: Path) -> None:
+        """Forced, and safe to force: a trial tree holds T25's own merge commit, checked out,
+        and what the checks left in it; nobody's work."""
+        if not os.path.lexists(path) and path not in await self._listing():
+            return
+        async with self._admin:
+            await run_git(
+                "worktree", "remove", "--force", "--force", "--", str(path),
+                cwd=self.repo, drivers_from=(),
+            )  # fmt: skip
+        if os.path.lexists(path):  # git no longer knew it: the directory alone
+            shutil.rmtree(path, ignore_errors=True)
+        await run_git("worktree", "prune", cwd=self.repo, drivers_from=())
+
+    async def _ready_for_merge(self) -> None:
+        """Refuse unless the main checkout is on the default branch, with no merge in
+        progress and no uncommitted change to a tracked file."""
+        default = self.default_branch
+        head = await git("symbolic-ref", "--quiet", "HEAD", cwd=self.repo, check=False)
+        if head != f"refs/heads/{default}":
+            now = head.removeprefix("refs/heads/") if head else "a detached HEAD"
             raise MergeRefused(
-                f"merging {branch} into {default} conflicts in {_names(files)}; the merge "
-                f"was aborted and {state}",
-                hint=f"bring {branch} up to date with {default} and resolve them, then merge",
+                f"the main checkout is on {now}, not on {default}",
+                hint=f"switch it to {default} (git switch {default}), then merge",
             )
-        raise MergeRefused(
-            f"git refused to merge {branch} into {default}: {_git_reason(err)}",
-            hint="fix what git reports in the main checkout, then merge",
+        if await self._rev("MERGE_HEAD") is not None:
+            raise MergeRefused(
+                "a merge is already in progress in the main checkout",
+                hint="finish it or abort it (git merge --abort) first",
+            )
+        raw = await git_bytes(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=no",
+            "--ignore-submodules=all",
+            cwd=self.repo,
         )
+        dirty = [name for _, name in status_entries(raw)]
+        if dirty:
+            raise MergeRefused(
+                f"the main checkout has uncommitted changes to {len(dirty)} tracked "
+                f"file(s): {_names(dirty)}",
+                hint="commit or stash them, then merge",
+            )
 
     async def fingerprint(self, task: Task | None = None) -> Fingerprint:
         """The main checkout's fingerprint, leaving out this worktree root; for a task's run,

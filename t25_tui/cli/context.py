@@ -98,7 +98,16 @@ def warn_if_unconfined(config: Config) -> None:
 
 
 def actor_of(args: argparse.Namespace) -> str:
-    return str(args.actor or identity(Path.cwd()))
+    """Who decides: the OS user, with the git identity when one is configured. `--actor`
+    is a claim, recorded beside who ran the command (`alice (claimed ana)`), as serve records
+    a request body's claim beside its token's name; the text is checked at the door."""
+    from core.domain import text
+
+    who = identity(Path.cwd())
+    if args.actor is None:
+        return who
+    claimed = text.actor(args.actor)  # InvalidInput, naming what is wrong with the claim
+    return who if claimed == who else f"{who} (claimed {claimed})"[: text.MAX_ACTOR]
 
 
 def age(since: datetime, now: datetime | None = None) -> str:

@@ -65,7 +65,9 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
         **kept,
     )
     group.add_argument(
-        "--actor", help="who is deciding (default: your OS user and git identity)", **kept
+        "--actor",
+        help="who you decide for: recorded as claimed, beside your OS user and git identity",
+        **kept,
     )
     group.add_argument("--debug", action="store_true", help="show tracebacks on errors", **kept)
 

@@ -35,7 +35,9 @@ async def attached(args: argparse.Namespace) -> int:
     from t25_tui.tui.app import calm_garbage_collector, make_app
 
     async with attach(args.url) as remote:
-        app = make_app(remote, actor=actor_of(args), link=remote.link, handle_signals=True)
+        # serve records its token's name; what this side says stands beside it, as a claim
+        claim = args.actor or actor_of(args)
+        app = make_app(remote, actor=claim, link=remote.link, handle_signals=True)
         calm_garbage_collector()
         await app.run_async()
     return 0
