@@ -493,12 +493,25 @@ async def test_a_merge_takes_only_the_commit_review_approved(env):
     assert git_sync("rev-parse", "trunk", cwd=env.repo) == trunk
     assert control.audit.entries() == []  # refused before anything was written
 
-    git_sync("reset", "-q", "--hard", reviewed, cwd=worktree)
+    assert f"t25 recheck {task.id}" in refused.value.hint  # the way forward is offered
+
+    # Sent back through QA and review, the branch as it is now is what the merge takes.
+    late = git_sync("rev-parse", task.branch, cwd=env.repo)
+    rechecked = await control.recheck(task.id, actor="ana", reason="a late commit")
+    assert rechecked.state is S.QA and rechecked.reviewed_head is None
+    assert not rechecked.checks_passed
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE and task.reviewed_head == late
+    assert (await env.history(task.id))[-5:] == [S.QA, S.REVIEW, S.PR_OPEN, S.DOCS, S.DONE]
     merged = await control.merge(task.id, actor="ana")
     assert merged.merged
     line = control.audit.entries()[-1]
-    assert line.decision == "merge" and line.bound_to == f"commit:{reviewed}"
-    assert reviewed in git_sync("rev-list", "--parents", "-n", "1", "trunk", cwd=env.repo)
+    assert line.decision == "merge" and line.bound_to == f"commit:{late}"
+    assert late in git_sync("rev-list", "--parents", "-n", "1", "trunk", cwd=env.repo)
+    assert (env.repo / "late.txt").exists()
+    with pytest.raises(PolicyRefused, match="only a DONE task that is not merged"):
+        await control.recheck(task.id, actor="ana")
 
 
 async def test_a_merge_whose_result_fails_a_qa_check_leaves_the_default_branch_where_it_was(

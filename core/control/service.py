@@ -386,6 +386,15 @@ class ControlPlane(Queries, Operations):
             case Verb.ACKNOWLEDGE:
                 _acknowledgeable(task)
                 return Ruling(fields={"violation": None})
+            case Verb.RECHECK:
+                _not_held(task, "rechecked")
+                _recheckable(task)
+                return Ruling(
+                    to=TaskState.QA,
+                    why=decision.text or "QA and review again, on the branch as it is now",
+                    fields={"checks_passed": None, "review_verdict": None, "reviewed_head": None},
+                    enqueue=True,
+                )
         assert_never(decision.verb)
 
     async def _approval(self, task: Task, decision: Decision) -> Ruling:
@@ -505,6 +514,11 @@ class ControlPlane(Queries, Operations):
     async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
         return await self.decide(Decision(verb=Verb.ARCHIVE, task=ref, actor=actor, text=reason))
 
+    async def recheck(self, ref: str, *, actor: str, reason: str = "") -> Task:
+        """Send a DONE task that is not merged back through QA and REVIEW, on its branch as
+        it is now (one that moved since review: what the merge would refuse)."""
+        return await self.decide(Decision(verb=Verb.RECHECK, task=ref, actor=actor, text=reason))
+
     async def acknowledge(self, ref: str, *, actor: str, reason: str) -> Task:
         """Record that a human has seen what a run changed outside its worktree (and what
         T25 put back): retry and merge may go on."""
@@ -594,6 +608,16 @@ def _retriable(task: Task) -> None:
     if task.state is not TaskState.FAILED:
         raise PolicyRefused(
             f"{task.id} is {task.state}; only a FAILED task can be retried", hint=_what_fits(task)
+        )
+
+
+def _recheckable(task: Task) -> None:
+    if task.state is not TaskState.DONE or task.merged or task.archived:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}{' and merged' if task.merged else ''}"
+            f"{' and archived' if task.archived else ''}; only a DONE task that is not merged "
+            "can be sent back through QA and review",
+            hint=_what_fits(task),
         )
 
 

@@ -26,6 +26,7 @@ class Verb(StrEnum):
     RETRY = "retry"
     ARCHIVE = "archive"
     ACKNOWLEDGE = "acknowledge"  # a run's violation was seen: retry and merge may go on
+    RECHECK = "recheck"  # a DONE, unmerged task goes through QA and REVIEW again
 
 
 class Decision(BaseModel):

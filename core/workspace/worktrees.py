@@ -754,7 +754,7 @@ class Worktrees:
             f"{task.branch} has moved since review approved {reviewed[:12]}: "
             f"{len(lines)} new commit(s): {shown}",
             hint=f"inspect them (git log {reviewed[:12]}..{task.branch}); a merge takes only "
-            "what was reviewed",
+            f"what was reviewed: `t25 recheck {task.id}` sends it through QA and review again",
         )
 
     async def merge(self, task: Task, *, message: str) -> str:

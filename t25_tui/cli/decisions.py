@@ -1,4 +1,4 @@
-"""Operator decisions from the command line: cancel, retry, archive, approve, reject,
+"""Operator decisions from the command line: cancel, retry, archive, recheck, approve, reject,
 answer, merge, acknowledge. Each builds the `Decision` the cockpit and the REST API build, and hands it
 to the control plane's `decide`."""
 
@@ -77,6 +77,10 @@ def retry(args: argparse.Namespace) -> int:
 
 def archive(args: argparse.Namespace) -> int:
     return _decide(args, Verb.ARCHIVE, args.reason)
+
+
+def recheck(args: argparse.Namespace) -> int:
+    return _decide(args, Verb.RECHECK, args.reason)
 
 
 def acknowledge(args: argparse.Namespace) -> int:

@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("cancel", "stop a task and its runs"),
         ("retry", "send a FAILED task back to the stage that failed"),
         ("archive", "hide a finished, failed or cancelled task from the board"),
+        ("recheck", "send a DONE task that is not merged through QA and review again"),
     ):
         p = add(name, f"decisions:{name}", verb)
         p.add_argument("id", help="task id, e.g. T-7 or 7")

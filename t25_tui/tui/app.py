@@ -548,6 +548,13 @@ class T25App(Cockpit):
     def action_retry(self) -> None:
         self._confirm_with_reason("retry", "Retry {tid} from the stage that failed?", "retry")
 
+    def action_recheck(self) -> None:
+        self._confirm_with_reason(
+            "recheck",
+            "Send {tid} through QA and review again, on its branch as it is now?",
+            "recheck",
+        )
+
     def action_archive(self) -> None:
         self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")
 

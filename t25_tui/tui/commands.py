@@ -127,6 +127,9 @@ COMMANDS: tuple[Command, ...] = (
             "cancel it: its running agent stops", title="Cancel task"),
     Command("retry", ("r",), "retry", "retry", _T,
             "send a FAILED task back to the stage that failed", title="Retry task"),
+    Command("recheck", ("k",), "recheck", "recheck", _T,
+            "send a DONE task that is not merged through QA and review again (a branch that "
+            "moved since review)", title="Recheck task"),
     Command("archive", ("z",), "archive", "archive", _T,
             "archive a finished task: it leaves the board", title="Archive task"),
     Command("log", ("l",), "log", "log", _T,

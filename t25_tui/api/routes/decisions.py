@@ -60,7 +60,15 @@ def _decision(verb: Verb) -> Callable[[Ops, Request, str, DecisionBody], Awaitab
     return decide
 
 
-for _verb in (Verb.REJECT, Verb.CANCEL, Verb.RETRY, Verb.ARCHIVE, Verb.MERGE, Verb.ACKNOWLEDGE):
+for _verb in (
+    Verb.REJECT,
+    Verb.CANCEL,
+    Verb.RETRY,
+    Verb.ARCHIVE,
+    Verb.MERGE,
+    Verb.ACKNOWLEDGE,
+    Verb.RECHECK,
+):
     router.add_api_route(
         f"/tasks/{{ref}}/{_verb.value}",
         _decision(_verb),
