@@ -1,6 +1,7 @@
-"""Operators with names and roles, through a real `t25 serve`: two tokens listed in the file
+"""Operators with names and roles, through a real `t25 serve`: tokens listed in the file
 T25_OPERATOR_TOKENS names, each decision recorded under its token's name whatever the body
-claims, a viewer who may only read, an operator who may not approve or merge."""
+claims — one approver approves, another merges —, a viewer who may only read, an operator who
+may not approve or merge."""
 
 from __future__ import annotations
 
@@ -15,17 +16,23 @@ import httpx
 import pytest
 
 from core.errors import ConfigError
+from core.workspace.git import git_sync
 from t25_tui.api.operators import Operators
 from tests.test_pipeline import write_config
 from tests.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
-TOKENS = {"ana": "ana-token-0123456789", "bob": "bob-token-0123456789", "vic": "vic-token-01234"}
+TOKENS = {
+    "ana": "ana-token-0123456789",
+    "cy": "cy-token-0123456789",
+    "bob": "bob-token-0123456789",
+    "vic": "vic-token-01234",
+}
 
 
 def tokens_file(where: Path) -> Path:
     path = where / "operators"
-    roles = {"ana": "approver", "bob": "operator", "vic": "viewer"}
+    roles = {"ana": "approver", "cy": "approver", "bob": "operator", "vic": "viewer"}
     lines = ["# name role sha256 of the token"]
     lines += [
         f"{name} {roles[name]} sha256:{hashlib.sha256(token.encode()).hexdigest()}"
@@ -75,8 +82,22 @@ def test_each_decision_is_recorded_under_its_tokens_name_and_roles_hold(shop, tm
                 "/tasks/T-1/approve", json={"actor": "mallory"}, headers=as_("ana")
             )
             assert approved.status_code == 200, approved.text
+
+            def done() -> bool:
+                task = http.get("/tasks/T-1", headers=as_("vic")).json()["task"]
+                return task["state"] == "DONE"
+
+            wait_until(done, timeout=120)
+            refused = http.post("/tasks/T-1/merge", json={}, headers=as_("bob"))
+            assert refused.status_code == 403 and "needs an approver" in refused.json()["error"]
+            merged = http.post("/tasks/T-1/merge", json={"reason": "ship it"}, headers=as_("cy"))
+            assert merged.status_code == 200, merged.text
+            assert merged.json()["merged"] is True
+
+            filed = http.post("/tasks", json={"title": "Later"}, headers=as_("bob"))
+            assert filed.status_code == 201, filed.text
             cancelled = http.post(
-                "/tasks/T-1/cancel", json={"reason": "not now"}, headers=as_("bob")
+                "/tasks/T-2/cancel", json={"reason": "not now"}, headers=as_("bob")
             )
             assert cancelled.status_code == 200, cancelled.text
             entries = http.get("/audit", headers=as_("vic")).json()
@@ -86,8 +107,10 @@ def test_each_decision_is_recorded_under_its_tokens_name_and_roles_hold(shop, tm
     lines = entries["entries"] if isinstance(entries, dict) else entries
     assert [(e["actor"], e["decision"]) for e in lines] == [
         ("ana (claimed mallory)", "approve"),
+        ("cy", "merge"),
         ("bob", "cancel"),
     ]
+    assert "Merge feat/T-1" in git_sync("log", "-1", "--format=%s", "trunk", cwd=shop)
 
 
 def test_a_broken_tokens_file_names_its_line(tmp_path):
