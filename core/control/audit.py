@@ -21,6 +21,11 @@ nothing. A decision whose effect then fails is followed by a `void` line from T2
 so and why, as is a line found anchored by no one (its decider stopped before its
 decision took effect).
 
+Where the store keeps the chain itself (Postgres: `core.ports.AuditChainStore`), this
+file is a mirror of it, and the chain is written and verified in the store instead
+(`core.control.audit_chain`, whose docstring says why). The line format and the chain's
+check are shared (`core.control.audit_lines`).
+
 Lines are split on `\\n` only, and written as ASCII JSON, so no other character a reader
 might take for a line break (U+2028, U+2029, U+0085) can appear in them. A torn last line
 (a write that did not finish, never anchored) found when the log is opened is moved to a
@@ -31,40 +36,54 @@ whole line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fcntl
-import hashlib
-import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, Literal, overload
+from typing import BinaryIO, Literal, Protocol, overload
 
 from pydantic import ValidationError
 
+from core.control.audit_chain import ChainStore, ChainWriter, adopt_if_needed, sync_mirror
+from core.control.audit_chain import verify_chain as _verify_chain
+from core.control.audit_lines import (
+    DECISIONS,
+    GENESIS,
+    T25_ACTOR,
+    VOID,
+    encode,
+    seal,
+    verify_lines,
+)
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
-from core.domain.decisions import Verb
 from core.domain.events import DecisionRecorded
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
 from core.errors import AuditError
-from core.ports import AuditAnchorStore
+from core.ports import AuditAnchorStore, AuditChainStore, DecisionWrite
 
-__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
+__all__ = [
+    "GENESIS",
+    "VOID",
+    "AuditEntry",
+    "AuditLog",
+    "AuditTrail",
+    "AuditWriter",
+    "FileWriter",
+    "Verdict",
+]
 
-GENESIS = "0" * 64
-DECISIONS = frozenset(verb.value for verb in Verb)
-_OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
-VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
-T25_ACTOR = "t25"
 LOCK_WAIT_S = 120.0  # a decider waits this long for another to finish before giving up
 LOCK_POLL = Backoff(0.002, 0.05)  # ... looking at the lock again after these pauses
 TORN = ".torn-"  # set-aside torn lines: audit.jsonl.torn-20250101T120000Z
+VERDICT_TTL_S = 10.0  # a page of the trail reuses a verdict this young, if the head is the same
 
 log = logging.getLogger("t25.audit")
 
@@ -72,25 +91,6 @@ log = logging.getLogger("t25.audit")
 def log_path(root: Path) -> Path:
     """Where the audit log of the installation at `root` (t25.yaml's directory) lives."""
     return root / ".factory" / "audit.jsonl"
-
-
-def _digest(fields: dict[str, object]) -> str:
-    # The canonical form hashed is independent of how the line is escaped on disk.
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _seal(seq: int, prev: str, ts: datetime, fields: Mapping[str, object]) -> dict[str, object]:
-    """A line's fields (`actor`, `task`, `decision`, `reason`, and `bound_to` and `voids`
-    only when set) with its place in the chain, its time and its hash."""
-    body: dict[str, object] = {"seq": seq, "ts": ts.isoformat(), "prev": prev}
-    body.update((k, v) for k, v in fields.items() if v is not None or k not in _OPTIONAL)
-    return {**body, "hash": _digest(body)}
-
-
-def _line(fields: dict[str, object]) -> bytes:
-    """One line as written: ASCII JSON (every other character escaped), then `\\n`."""
-    return json.dumps(fields, sort_keys=True, ensure_ascii=True).encode() + b"\n"
 
 
 def _entry(raw: bytes | str) -> AuditEntry | None:
@@ -119,19 +119,61 @@ class _Tail:
         return (self.last.seq if self.last else 0) + 1
 
 
+class AuditWriter(Protocol):
+    """The log held by one decider (`AuditLog.writer`): the file's (`FileWriter`) or the
+    store's chain (`ChainWriter`). The decider writes its line, puts it in its store write
+    (`with_line`), applies that, and says how it went (`anchored`, or `landed` when the
+    outcome is unknown); a decision whose effect failed gets a `void`."""
+
+    @property
+    def anchor(self) -> AuditAnchor | None: ...
+
+    async def append(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry: ...
+
+    async def write(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry: ...
+
+    def with_line(self, write: DecisionWrite, entry: AuditEntry) -> DecisionWrite: ...
+    def anchored(self, entry: AuditEntry) -> None: ...
+    async def landed(self, entry: AuditEntry) -> bool: ...
+    async def void(self, entry: AuditEntry, why: str) -> AuditEntry: ...
+
+
 class AuditLog:
     """Append decisions durably; read and verify the chain against the store's anchor."""
 
     def __init__(self, path: Path, store: AuditAnchorStore, *, clock: Clock = system_clock) -> None:
         self.path = path
         self.store = store
+        # The store's own chain, where it keeps one: then `path` is its mirror.
+        self.chain: ChainStore | None = store if isinstance(store, AuditChainStore) else None
         self.clock = clock  # stamps each line (`ts`) and each torn line set aside
         self._lock = asyncio.Lock()  # one holder per process; the file lock is for the others
+        self._verdict: tuple[object, float, Verdict] | None = None  # (head, when, verdict)
 
     @asynccontextmanager
     async def writer(self) -> AsyncIterator[AuditWriter]:
         """Hold the log for one decision: no other writer on this log or this store, in any
         process, until the block ends."""
+        if self.chain is not None:
+            async with self._chain_writer(self.chain) as held:
+                yield held
+            return
         async with self._lock:
             fh = await self._locked(create=True)
             try:
@@ -139,7 +181,7 @@ class AuditLog:
                 try:
                     anchor = await self.store.get_audit_anchor()
                     tail = await asyncio.to_thread(self._open_tail, fh, anchor)
-                    yield AuditWriter(self, fh, anchor, tail)
+                    yield FileWriter(self, fh, anchor, tail)
                 finally:
                     await release()
             finally:
@@ -160,18 +202,107 @@ class AuditLog:
                 actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
             )
 
+    @asynccontextmanager
+    async def _chain_writer(self, chain: ChainStore) -> AsyncIterator[AuditWriter]:
+        """The store's chain held for one decision (its lock: every process on every host),
+        with the mirror's file lock when the mirror can be written; the mirror is brought
+        up to date when the decision is done, whatever became of it."""
+        async with self._lock:
+            fh = await self._mirror()
+            try:
+                release = await chain.lock_audit()
+                try:
+                    anchor = await chain.get_audit_anchor()
+                    await adopt_if_needed(chain, anchor, self.path)
+                    try:
+                        yield ChainWriter(chain, anchor, self.clock)
+                    finally:
+                        await self._sync_mirror(chain, fh)
+                finally:
+                    await release()
+            finally:
+                if fh is not None:
+                    fh.close()
+
+    async def _mirror(self) -> BinaryIO | None:
+        """The mirror, open with its lock held; None (and a warning) if it cannot be: the
+        chain in the store does not need it."""
+        try:
+            return await self._locked(create=True)
+        except AuditError as exc:
+            log.warning("t25: the audit mirror is not kept: %s", exc.message)
+            return None
+
+    async def _sync_mirror(self, chain: ChainStore, fh: BinaryIO | None) -> None:
+        if fh is None:
+            return
+        try:
+            await sync_mirror(chain, fh, self.path)
+        except Exception as exc:  # noqa: BLE001 - the mirror is best effort; verify repairs it
+            log.warning("t25: the audit mirror %s was not brought up to date: %s", self.path, exc)
+
     def entries(self, *, task: str | None = None) -> list[AuditEntry]:
-        """Every well-formed entry, oldest first (use `verify` to check the chain)."""
+        """Every well-formed entry of the file, oldest first (use `verify` to check the
+        chain). Where the store keeps the chain, the file is its mirror: `page` reads the
+        store."""
         found = (_entry(raw) for _, raw in _split(_read(self.path)))
         return [e for e in found if e is not None and (task is None or e.task == task)]
 
-    async def trail(self, *, task: str | None = None) -> AuditTrail:
-        """The entries and the chain's verdict together, read off the event loop."""
-        entries = await asyncio.to_thread(self.entries, task=task)
-        return AuditTrail(entries=entries, verdict=await self.verify())
+    async def page(
+        self, *, after: int = 0, limit: int | None = None, task: str | None = None
+    ) -> list[AuditEntry]:
+        """The entries after line `after` (one task's, with `task`), oldest first, at most
+        `limit` (None: all of them), from the chain wherever it is kept."""
+        if self.chain is None:
+            found = await asyncio.to_thread(self.entries, task=task)
+            found = [e for e in found if e.seq > after]
+            return found if limit is None else found[:limit]
+        out: list[AuditEntry] = []
+        while limit is None or len(out) < limit:
+            want = 5000 if limit is None else min(5000, limit - len(out))
+            lines = await self.chain.audit_lines(after=after, limit=want, task=task)
+            out += [AuditEntry.model_validate_json(line.text) for line in lines]
+            if len(lines) < want:
+                break
+            after = lines[-1].seq
+        return out
+
+    async def trail(
+        self, *, task: str | None = None, after: int = 0, limit: int | None = None
+    ) -> AuditTrail:
+        """The entries (a page of them, with `limit`) and the whole chain's verdict. The
+        verdict is reused for VERDICT_TTL_S while the chain's head and the file stay the
+        same, so reading a long log page by page verifies it once."""
+        entries = await self.page(after=after, limit=limit, task=task)
+        more = limit is not None and limit > 0 and len(entries) == limit
+        return AuditTrail(
+            entries=entries,
+            verdict=await self._recent_verdict(),
+            next=entries[-1].seq if more else None,
+        )
+
+    async def _recent_verdict(self) -> Verdict:
+        key = (await self.store.get_audit_anchor(), await asyncio.to_thread(_stat, self.path))
+        cached, now = self._verdict, time.monotonic()
+        if cached is not None and cached[0] == key and now - cached[1] < VERDICT_TTL_S:
+            return cached[2]
+        verdict = await self.verify()
+        key = (await self.store.get_audit_anchor(), await asyncio.to_thread(_stat, self.path))
+        self._verdict = (key, time.monotonic(), verdict)
+        return verdict
 
     async def verify(self) -> Verdict:
-        """The chain held against the anchor; a torn tail is set aside first, and named."""
+        """The chain held against the anchor; a torn tail is set aside first, and named.
+        Where the store keeps the chain: the chain there, and this file as its mirror."""
+        if self.chain is not None:
+            async with self._lock:
+                fh = await self._mirror()
+                try:
+                    anchor = await self.chain.get_audit_anchor()
+                    return await _verify_chain(self.chain, anchor, fh, self.path)
+                finally:
+                    if fh is not None:
+                        fh.close()
         async with self._lock:
             fh = await self._locked(create=False)
             try:
@@ -187,7 +318,7 @@ class AuditLog:
                 f"; {len(aside)} torn line{'s' if len(aside) > 1 else ''} (never anchored) "
                 f"set aside beside it, the newest in {aside[-1].name}"
             )
-        return Verdict(verdict.ok, verdict.lines, verdict.message + note, verdict.bad_line)
+        return dataclasses.replace(verdict, message=verdict.message + note)
 
     def set_aside(self) -> list[Path]:
         """The files torn lines were moved to, oldest first."""
@@ -314,8 +445,8 @@ class AuditLog:
         raise FileExistsError(f"no free name for a torn line beside {self.path}")
 
 
-class AuditWriter:
-    """The log held by one decider (`AuditLog.writer`): append lines, void one.
+class FileWriter:
+    """The log file held by one decider (`AuditLog.writer`): append lines, void one.
 
     A line is anchored one of two ways. `append` anchors it itself, at once: for a
     decision whose effect is outside the store (a merge changes git first). `write`
@@ -375,6 +506,10 @@ class AuditWriter:
             }
         )
 
+    def with_line(self, write: DecisionWrite, entry: AuditEntry) -> DecisionWrite:
+        """`write` moving the store's anchor to `entry`, the line already in the file."""
+        return dataclasses.replace(write, anchor=entry.anchor(), previous=self._anchor)
+
     def anchored(self, entry: AuditEntry) -> None:
         """The decider's transaction moved the store's anchor to `entry`."""
         self._anchor = entry.anchor()
@@ -417,10 +552,10 @@ class AuditWriter:
                 "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
                 "was never anchored (its decider stopped before acknowledging it)",
             }
-            lines.append(_seal(seq, prev, now, never_anchored))
+            lines.append(seal(seq, prev, now, never_anchored))
             seq, prev = seq + 1, str(lines[-1]["hash"])
-        lines.append(_seal(seq, prev, now, fields))
-        data = b"".join(_line(fields) for fields in lines)
+        lines.append(seal(seq, prev, now, fields))
+        data = b"".join(encode(fields) for fields in lines)
         try:
             await asyncio.to_thread(_append_durably, self._fh, data, tail.end)
         except OSError as exc:
@@ -556,72 +691,12 @@ def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> 
     return problems
 
 
-def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
-    """Walk the chain line by line, then hold its end against the anchor."""
-    broken = _broken_link(lines)
-    if broken is not None:
-        return broken
-    return _against_anchor(lines, anchor)
-
-
-def _broken_link(lines: list[tuple[int, str]]) -> Verdict | None:
-    """The first line that is malformed, out of place, or not what its hash says."""
-    prev = GENESIS
-    for number, raw in lines:
-        try:
-            fields = json.loads(raw)
-            entry = AuditEntry.model_validate(fields)
-        except (ValueError, ValidationError):
-            why = "is not a well-formed audit entry"
-        else:
-            body = {k: v for k, v in fields.items() if k != "hash"}
-            if entry.seq != number:
-                why = f"has sequence number {entry.seq}; lines were deleted or reordered"
-            elif entry.prev != prev:
-                why = "does not follow the line before it; a line was deleted, reordered or edited"
-            elif _digest(body) != entry.hash:
-                why = "its content does not match its hash; the line was edited"
-            else:
-                prev = entry.hash
-                continue
-        return Verdict(False, len(lines), f"line {number}: {why}", bad_line=number)
-    return None
-
-
-def _against_anchor(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
-    """A whole chain of `lines`, held against the store's anchor: it must end exactly there."""
-    count = len(lines)
-    if anchor is None:
-        if count:
-            return Verdict(
-                False, count, f"the store holds no anchor but the log has {count} lines", bad_line=1
-            )
-        return Verdict(True, 0, "the audit log is empty")
-    if count < anchor.seq:
-        return Verdict(
-            False,
-            count,
-            f"truncated: the store anchors line {anchor.seq}, the log ends at line {count}",
-            bad_line=count + 1,
-        )
-    if json.loads(lines[anchor.seq - 1][1])["hash"] != anchor.hash:
-        return Verdict(
-            False,
-            count,
-            f"line {anchor.seq}: does not match the hash anchored in the "
-            "store; the log was rewritten",
-            bad_line=anchor.seq,
-        )
-    if count > anchor.seq:
-        return Verdict(
-            False,
-            count,
-            f"line {anchor.seq + 1}: was never anchored in the store "
-            "(appended outside T25, or written by a process that stopped before "
-            "acknowledging it)",
-            bad_line=anchor.seq + 1,
-        )
-    return Verdict(True, count, f"{count} entries, chain intact, anchored at line {count}")
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    return found.st_size, found.st_mtime_ns
 
 
 def _read(path: Path) -> bytes:

@@ -29,7 +29,6 @@ after it: an fsync and three (it was four), by reading the code.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
@@ -286,8 +285,8 @@ class ControlPlane(Queries, Operations):
             reason=decision.text,
             bound_to=ruling.bound_to,
         )
-        if not ruling.merges:
-            write = dataclasses.replace(write, anchor=entry.anchor(), previous=log.anchor)
+        if not ruling.merges:  # the line's anchor (and, where the store keeps it, the line)
+            write = log.with_line(write, entry)
         try:
             if ruling.merges:
                 message = f"Merge {task.branch}: {task.title} ({task.id})"
