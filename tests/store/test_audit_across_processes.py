@@ -12,9 +12,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -25,7 +27,8 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.ports import Store
 from tests.conftest import make_repo
-from tests.store.conftest import Backend
+from tests.store.conftest import Backend, PostgresBackend
+from tests.waiting import answers, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = 100  # decisions killed at random points
@@ -149,3 +152,158 @@ def _never_anchored(seq: int) -> str:
         f"line {seq}: was never anchored in the store (appended outside T25, or written by a "
         "process that stopped before acknowledging it)"
     )
+
+
+# -- two serves and a command line on one Postgres database --------------------------------------
+
+TASKS = 40  # each decided (cancel, then archive) by every decider, in an order of its own
+CLI_TASKS = 4  # the command line takes a process per decision: it decides on fewer
+
+
+def _serve(repo: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("T25_OPERATOR_TOKEN", "T25_OPERATOR_TOKENS")
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "t25_tui", "serve", "--bind", f"127.0.0.1:{port}"],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _over_rest(url: str, actor: str, tasks: list[str]) -> list[int]:
+    """Cancel, then archive, each task through one serve; the status of every request."""
+    statuses = []
+    with httpx.Client(base_url=url, timeout=60) as http:
+        for task in tasks:
+            for verb in ("cancel", "archive"):
+                body = {"actor": actor, "reason": f"{verb} by {actor}"}
+                statuses.append(http.post(f"/tasks/{task}/{verb}", json=body).status_code)
+    return statuses
+
+
+def _on_the_command_line(repo: Path, tasks: list[str]) -> list[int]:
+    codes = []
+    for task in tasks:
+        for verb in ("cancel", "archive"):
+            done = subprocess.run(
+                [sys.executable, "-m", "t25_tui", "--actor", "cli", verb, task],
+                cwd=repo,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=120,
+            )
+            codes.append(done.returncode)
+    return codes
+
+
+def _pages(url: str) -> tuple[list[dict], dict]:
+    """Every entry of serve's /audit, read page by page, and the last page."""
+    entries: list[dict] = []
+    after = 0
+    with httpx.Client(base_url=url, timeout=60) as http:
+        for _ in range(1000):
+            page = http.get("/audit", params={"after": after, "limit": 7}).json()
+            entries += page["entries"]
+            if page["next"] is None:
+                return entries, page
+            after = page["next"]
+    raise AssertionError("the pages of /audit did not end")
+
+
+@pytest.mark.postgres
+def test_two_serves_and_a_command_line_deciding_at_once_extend_one_chain(pg_template, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    backend = PostgresBackend(pg_template)
+    asyncio.run(backend.create())
+    repos = [_checkout(tmp_path / name, backend.url) for name in ("one", "two")]
+    serves: list[subprocess.Popen[bytes]] = []
+    try:
+        tasks = asyncio.run(_file_tasks(repos[0], TASKS))
+        urls = []
+        for repo in repos:
+            port = free_port()
+            serves.append(_serve(repo, port))
+            urls.append(f"http://127.0.0.1:{port}")
+        for url in urls:
+            wait_until(lambda url=url: answers(url), timeout=60, what=f"serve at {url}")
+
+        # The command line starts a process per decision: its tasks come last for the serves.
+        theirs, mine = tasks[CLI_TASKS:], tasks[:CLI_TASKS]
+        orders = [random.Random(SEED + n).sample(theirs, len(theirs)) + mine for n in range(2)]
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            rest = [
+                pool.submit(_over_rest, url, f"serve{n}", orders[n]) for n, url in enumerate(urls)
+            ]
+            cli = pool.submit(_on_the_command_line, repos[1], mine)
+            statuses = [s for done in rest for s in done.result(timeout=600)]
+            codes = cli.result(timeout=600)
+        assert set(statuses) <= {200, 409}, statuses  # applied, or refused (or stale) cleanly
+        assert set(codes) <= {0, 1}, codes
+        assert statuses.count(200) + codes.count(0) >= TASKS  # every task was decided on
+
+        for repo in repos:
+            verified = subprocess.run(
+                [sys.executable, "-m", "t25_tui", "audit", "verify"],
+                cwd=repo,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+            assert "store's chain" in verified.stdout
+        mirrors = [(repo / ".factory" / "audit.jsonl").read_bytes() for repo in repos]
+        assert mirrors[0] == mirrors[1]
+
+        chain = asyncio.run(_chain(backend.url))
+        assert [seq for seq, _ in chain] == list(range(1, len(chain) + 1))
+        actors = Counter(line["actor"] for _, line in chain)
+        assert {"serve0", "serve1", "cli"} <= set(actors)
+        print(f"one chain of {len(chain)} lines: {dict(actors)}")
+        for url in urls:
+            entries, last = _pages(url)
+            assert [e["seq"] for e in entries] == [seq for seq, _ in chain]
+            assert last["verified"] and last["head"]["seq"] == len(chain), last["verification"]
+    finally:
+        for serve in serves:
+            serve.send_signal(signal.SIGTERM)
+        for serve in serves:
+            try:
+                serve.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
+                serve.wait(timeout=30)
+        asyncio.run(backend.drop())
+
+
+async def _file_tasks(repo: Path, count: int) -> list[str]:
+    from store import open_store
+
+    config = load_config(repo / "t25.yaml")
+    store = await open_store(config.store_url)
+    try:
+        control = ControlPlane(config, store)
+        await control.sync_projects()
+        return [(await control.new_task(f"task {n}", actor="ana")).id for n in range(count)]
+    finally:
+        await store.close()
+
+
+async def _chain(url: str) -> list[tuple[int, dict]]:
+    import json
+
+    import asyncpg
+
+    con = await asyncpg.connect(url)
+    try:
+        rows = await con.fetch("SELECT seq, line FROM audit_chain ORDER BY seq")
+    finally:
+        await con.close()
+    return [(r["seq"], json.loads(r["line"])) for r in rows]
