@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import fcntl
+import json
 import logging
 import os
 import time
@@ -254,9 +255,7 @@ class AuditLog:
         """The entries after line `after` (one task's, with `task`), oldest first, at most
         `limit` (None: all of them), from the chain wherever it is kept."""
         if self.chain is None:
-            found = await asyncio.to_thread(self.entries, task=task)
-            found = [e for e in found if e.seq > after]
-            return found if limit is None else found[:limit]
+            return await asyncio.to_thread(self._page_of_file, after, limit, task)
         out: list[AuditEntry] = []
         while limit is None or len(out) < limit:
             want = 5000 if limit is None else min(5000, limit - len(out))
@@ -265,6 +264,25 @@ class AuditLog:
             if len(lines) < want:
                 break
             after = lines[-1].seq
+        return out
+
+    def _page_of_file(self, after: int, limit: int | None, task: str | None) -> list[AuditEntry]:
+        """A page read off the file: line n holds entry n in a whole chain (`verify` says
+        when it is not), so the lines before `after` are skipped unread, and only the lines
+        that can be the task's are parsed."""
+        needle = None if task is None else f'"task": {json.dumps(task)}'
+        out: list[AuditEntry] = []
+        if limit == 0:
+            return out
+        for _, raw in _split(_read(self.path))[after:]:
+            if needle is not None and needle not in raw:
+                continue
+            entry = _entry(raw)
+            if entry is None or entry.seq <= after or (task is not None and entry.task != task):
+                continue
+            out.append(entry)
+            if limit is not None and len(out) >= limit:
+                break
         return out
 
     async def trail(

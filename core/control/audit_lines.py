@@ -63,8 +63,10 @@ class ChainCheck:
     """The chain's verification, fed one line at a time so that a million lines need not
     be held at once, from a file or from the store alike.
 
-    Each line is checked with `json` and `hashlib` directly, not through `AuditEntry`:
-    on a million lines pydantic was most of the time (bench/audit_verify.py)."""
+    Each line is checked with `json` and `hashlib` directly, not through `AuditEntry`, and
+    never held: on a million lines (bench/audit_verify.py, a shared 2-CPU machine) the
+    check through `AuditEntry` alone took 20.7 s, the whole verification of the file now
+    11.9 s, and of the chain in Postgres with its mirror 17.8 s."""
 
     def __init__(self, anchor: AuditAnchor | None) -> None:
         self.anchor = anchor
