@@ -265,11 +265,25 @@ async def verify_chain(
     mirror held against it, line by line. A mirror behind (or torn, or missing) is brought
     up to date; one that differs is reported."""
     check = ChainCheck(anchor)
+    upto = anchor.seq if anchor else 0  # decisions committed meanwhile are for the next verify
     with _MirrorReader(mirror) as reader:
-        verdict, differs, behind = await _walk(store, check, reader)
+        verdict, differs, behind = await _walk(store, check, reader, upto)
     where = "in the store's chain"
     if not verdict.ok:
         return dataclasses.replace(verdict, message=f"{verdict.message} ({where})")
+    # A line past that anchor is a decision committed since, if the anchor (read after the
+    # line: T25 commits a line and its anchor together) has moved to it.
+    beyond = await store.audit_lines(after=upto, limit=1)
+    now = await store.get_audit_anchor() if beyond else None
+    if beyond and (now is None or now.seq < beyond[0].seq):
+        return Verdict(
+            False,
+            verdict.lines,
+            f"line {beyond[0].seq}: is in the store's chain past its anchor (line "
+            f"{now.seq if now else 0}); it was added outside T25",
+            bad_line=beyond[0].seq,
+            head=verdict.head,
+        )
     if differs is not None:
         return Verdict(
             False,
@@ -293,14 +307,19 @@ async def verify_chain(
 
 
 async def _walk(
-    store: ChainStore, check: ChainCheck, reader: _MirrorReader
+    store: ChainStore, check: ChainCheck, reader: _MirrorReader, upto: int
 ) -> tuple[Verdict, int | None, bool]:
-    """The chain's verdict, the first line where the mirror differs, and whether the
-    mirror is behind."""
+    """The chain's verdict up to line `upto` (the anchor as verify began), the first line
+    where the mirror differs, and whether the mirror is behind. (The mirror cannot run
+    ahead meanwhile: verify holds its lock, which this checkout's writers take.)"""
     differs: int | None = None
     behind = False
     after = number = 0  # the store's cursor; the lines walked (a deleted row shows as a gap)
-    while lines := await store.audit_lines(after=after, limit=PAGE):
+    while after < upto:
+        found = await store.audit_lines(after=after, limit=PAGE)
+        lines = [line for line in found if line.seq <= upto]
+        if not lines:
+            break
         theirs = await asyncio.to_thread(reader.read, len(lines))
         for i, line in enumerate(lines):
             number += 1

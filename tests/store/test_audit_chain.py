@@ -4,6 +4,7 @@ checkout is a mirror, repaired when it lags and reported when it differs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from core.control.audit import AuditLog
 from core.control.audit_lines import verify_lines
 from core.control.service import ControlPlane
 from core.domain.models import TaskState
-from core.errors import StaleState
+from core.errors import AuditError, StaleState
 from core.ports import Store
 from store import open_store
 from tests.conftest import make_repo
@@ -226,3 +227,47 @@ async def test_the_trail_pages_with_a_cursor(two):
     assert [e.task for e in page.entries] == ["T-3"] and page.next is None
     lines = [json.loads(line) for line in one.mirror.read_text().splitlines()]
     assert [line["seq"] for line in lines] == list(range(1, 8))
+
+
+async def test_verify_while_another_checkout_decides_sees_a_whole_chain(two):
+    one, other = two
+    tasks = [(await other.control.new_task(f"t{n}", actor="bo")).id for n in range(15)]
+    await one.control.cancel((await one.control.new_task("first", actor="ana")).id, actor="ana")
+    deciding = True
+
+    async def decide() -> None:
+        nonlocal deciding
+        try:
+            for task in tasks:
+                await other.control.cancel(task, actor="bo")
+        finally:
+            deciding = False
+
+    async def watch() -> list[str]:
+        broken = []
+        for _ in range(500):
+            verdict = await one.audit.verify()
+            if not verdict.ok:
+                broken.append(verdict.message)
+            if not deciding:
+                break
+        return broken
+
+    _, broken = await asyncio.gather(decide(), watch())
+    assert broken == []
+    assert (await one.audit.verify()).lines == 16
+
+
+async def test_a_line_added_past_the_anchor_is_named_and_not_built_on(two, db):
+    one, _ = two
+    task = await one.control.new_task("t", actor="ana")
+    await one.control.cancel(task.id, actor="ana")
+    await _sql(
+        db.url,
+        "INSERT INTO audit_chain (seq, line, hash, task, at) VALUES (2, '{}', 'x', NULL, now())",
+    )
+    verdict = await one.audit.verify()
+    assert not verdict.ok and verdict.bad_line == 2 and "added outside T25" in verdict.message
+    with pytest.raises(AuditError, match="already holds line 2"):
+        await one.control.archive(task.id, actor="ana")
+    assert not (await one.control.task(task.id)).archived
