@@ -24,7 +24,8 @@ decision took effect).
 Where the store keeps the chain itself (Postgres: `core.ports.AuditChainStore`), this
 file is a mirror of it, and the chain is written and verified in the store instead
 (`core.control.audit_chain`, whose docstring says why). The line format and the chain's
-check are shared (`core.control.audit_lines`).
+check are shared (`core.control.audit_lines`); the file's own writer, and how the end of the
+file is found, are in `core.control.audit_file`.
 
 Lines are split on `\\n` only, and written as ASCII JSON, so no other character a reader
 might take for a line break (U+2028, U+2029, U+0085) can appear in them. A torn last line
@@ -44,21 +45,23 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol, overload
 
-from pydantic import ValidationError
-
 from core.control.audit_chain import ChainStore, ChainWriter, adopt_if_needed, sync_mirror
 from core.control.audit_chain import verify_chain as _verify_chain
+from core.control.audit_file import (
+    FileWriter,
+    Tail,
+    find_tail,
+    fsync_dir,
+    numbered_lines,
+    parse_entry,
+    read_log,
+)
 from core.control.audit_lines import (
-    DECISIONS,
     GENESIS,
-    T25_ACTOR,
     VOID,
-    encode,
-    seal,
     verify_lines,
 )
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
@@ -66,7 +69,7 @@ from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import DecisionRecorded
 from core.domain.models import AuditAnchor
-from core.domain.text import MAX_REASON, printable
+from core.domain.text import printable
 from core.errors import AuditError
 from core.ports import AuditAnchorStore, AuditChainStore, DecisionWrite
 
@@ -92,32 +95,6 @@ log = logging.getLogger("t25.audit")
 def log_path(root: Path) -> Path:
     """Where the audit log of the installation at `root` (t25.yaml's directory) lives."""
     return root / ".factory" / "audit.jsonl"
-
-
-def _entry(raw: bytes | str) -> AuditEntry | None:
-    try:
-        return AuditEntry.model_validate_json(raw)
-    except (ValueError, ValidationError):
-        return None
-
-
-@dataclass
-class _Tail:
-    """Where the log ends, as a writer finds it under the lock."""
-
-    last: AuditEntry | None  # the last whole line
-    end: int  # the byte offset after it: where the next line goes
-    torn: bytes = b""  # what follows it, if anything: a write that did not finish
-    unanchored: list[AuditEntry] = field(default_factory=list)  # whole lines after the anchor
-
-    def torn_and_never_anchored(self, anchor: AuditAnchor | None) -> bool:
-        """A torn tail beyond the anchored line: a write that did not finish. (One at or
-        before it is damage to a line T25 acknowledged.)"""
-        return bool(self.torn) and (anchor is None or self.next_line > anchor.seq)
-
-    @property
-    def next_line(self) -> int:
-        return (self.last.seq if self.last else 0) + 1
 
 
 class AuditWriter(Protocol):
@@ -246,7 +223,7 @@ class AuditLog:
         """Every well-formed entry of the file, oldest first (use `verify` to check the
         chain). Where the store keeps the chain, the file is its mirror: `page` reads the
         store."""
-        found = (_entry(raw) for _, raw in _split(_read(self.path)))
+        found = (parse_entry(raw) for _, raw in numbered_lines(read_log(self.path)))
         return [e for e in found if e is not None and (task is None or e.task == task)]
 
     async def page(
@@ -274,10 +251,10 @@ class AuditLog:
         out: list[AuditEntry] = []
         if limit == 0:
             return out
-        for _, raw in _split(_read(self.path))[after:]:
+        for _, raw in numbered_lines(read_log(self.path))[after:]:
             if needle is not None and needle not in raw:
                 continue
-            entry = _entry(raw)
+            entry = parse_entry(raw)
             if entry is None or entry.seq <= after or (task is not None and entry.task != task):
                 continue
             out.append(entry)
@@ -380,7 +357,7 @@ class AuditLog:
         if create and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
-            _fsync_dir(self.path.parent)  # make the new directory entry durable too
+            fsync_dir(self.path.parent)  # make the new directory entry durable too
         try:
             return open(self.path, "r+b", buffering=0)  # held until the writer ends
         except FileNotFoundError:
@@ -395,9 +372,9 @@ class AuditLog:
             "the decision was not recorded and changed nothing",
         )
 
-    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
+    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> Tail:
         """Find where the log ends; set a torn tail aside (or refuse if it was anchored)."""
-        tail = _find_tail(fh, anchor)
+        tail = find_tail(fh, anchor)
         if tail.torn and not tail.torn_and_never_anchored(anchor):
             raise AuditError(
                 f"line {tail.next_line} of {self.path} is damaged, and the store anchors line "
@@ -419,7 +396,7 @@ class AuditLog:
         if fh is None:
             return [], ""
         note = ""
-        tail = _find_tail(fh, anchor)
+        tail = find_tail(fh, anchor)
         if tail.torn_and_never_anchored(anchor):
             try:
                 self._move_aside(fh, tail)
@@ -429,11 +406,11 @@ class AuditLog:
                     f"not be set aside: {exc.strerror or exc}"
                 )
                 fh.seek(0)
-                return _split(fh.read()[: tail.end]), note
+                return numbered_lines(fh.read()[: tail.end]), note
         fh.seek(0)
-        return _split(fh.read()), note
+        return numbered_lines(fh.read()), note
 
-    def _move_aside(self, fh: BinaryIO, tail: _Tail) -> None:
+    def _move_aside(self, fh: BinaryIO, tail: Tail) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
         stamp = f"{self.clock():%Y%m%dT%H%M%S}Z"
         for n in range(1000):
@@ -450,7 +427,7 @@ class AuditLog:
             except OSError:
                 side.unlink(missing_ok=True)
                 raise
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
             os.ftruncate(fh.fileno(), tail.end)
             os.fsync(fh.fileno())
             log.warning(
@@ -461,222 +438,6 @@ class AuditLog:
             tail.torn = b""
             return
         raise FileExistsError(f"no free name for a torn line beside {self.path}")
-
-
-class FileWriter:
-    """The log file held by one decider (`AuditLog.writer`): append lines, void one.
-
-    A line is anchored one of two ways. `append` anchors it itself, at once: for a
-    decision whose effect is outside the store (a merge changes git first). `write`
-    leaves that to the decider, who moves the anchor in the very transaction that
-    applies the decision (`Store.apply_decision`, with `anchor_after`), then says how it
-    went: `anchored`, or `landed` to ask the store when the transaction's outcome is
-    unknown. Either way the line is fsync'ed before anything changes.
-    """
-
-    def __init__(
-        self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None, tail: _Tail
-    ) -> None:
-        self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
-        self._undo = tail  # where the log ended before the last write
-
-    @property
-    def anchor(self) -> AuditAnchor | None:
-        """Where the store's anchor is: the line a new anchor moves on from."""
-        return self._anchor
-
-    async def append(
-        self,
-        *,
-        actor: str,
-        task: str | None,
-        decision: str,
-        reason: str = "",
-        bound_to: str | None = None,
-    ) -> AuditEntry:
-        """The decision's line, fsync'ed and anchored; AuditError (nothing kept) otherwise."""
-        entry = await self.write(
-            actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
-        )
-        await self._anchor_now(entry)
-        return entry
-
-    async def write(
-        self,
-        *,
-        actor: str,
-        task: str | None,
-        decision: str,
-        reason: str = "",
-        bound_to: str | None = None,
-    ) -> AuditEntry:
-        """The decision's line, fsync'ed but not anchored yet: the decider moves the anchor
-        with its effect. AuditError (nothing kept) if it cannot be written."""
-        if decision not in DECISIONS:
-            raise ValueError(f"unknown decision {decision!r}")
-        return await self._write(
-            {
-                "actor": actor,
-                "task": task,
-                "decision": decision,
-                "reason": reason,
-                "bound_to": bound_to,
-            }
-        )
-
-    def with_line(self, write: DecisionWrite, entry: AuditEntry) -> DecisionWrite:
-        """`write` moving the store's anchor to `entry`, the line already in the file."""
-        return dataclasses.replace(write, anchor=entry.anchor(), previous=self._anchor)
-
-    def anchored(self, entry: AuditEntry) -> None:
-        """The decider's transaction moved the store's anchor to `entry`."""
-        self._anchor = entry.anchor()
-
-    async def landed(self, entry: AuditEntry) -> bool:
-        """Whether the store's anchor is at `entry` after all (a transaction that committed
-        but whose reply was lost); if so, it counts as anchored."""
-        if await _holds(self._audit.store, entry.anchor()):
-            self.anchored(entry)
-            return True
-        return False
-
-    async def void(self, entry: AuditEntry, why: str) -> AuditEntry:
-        """Say in the log that the decision on `entry`'s line did not take effect, and why."""
-        reason = f"the {entry.decision} on line {entry.seq} did not take effect: {why}"
-        line = await self._write(
-            {
-                "actor": T25_ACTOR,
-                "task": entry.task,
-                "decision": VOID,
-                "reason": printable(reason)[:MAX_REASON],
-                "voids": entry.seq,
-            }
-        )
-        await self._anchor_now(line)
-        return line
-
-    async def _write(self, fields: dict[str, object]) -> AuditEntry:
-        """Append `fields` as the next line (after voids for any lines no decider anchored),
-        durably; the tail moves past it, the anchor does not."""
-        tail, now = self._tail, self._audit.clock()
-        seq, prev = (1, GENESIS) if tail.last is None else (tail.last.seq + 1, tail.last.hash)
-        lines: list[dict[str, object]] = []
-        for orphan in tail.unanchored:  # first: lines no decider anchored took no effect
-            never_anchored = {
-                "actor": T25_ACTOR,
-                "task": orphan.task,
-                "decision": VOID,
-                "voids": orphan.seq,
-                "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
-                "was never anchored (its decider stopped before acknowledging it)",
-            }
-            lines.append(seal(seq, prev, now, never_anchored))
-            seq, prev = seq + 1, str(lines[-1]["hash"])
-        lines.append(seal(seq, prev, now, fields))
-        data = b"".join(encode(fields) for fields in lines)
-        try:
-            await asyncio.to_thread(_append_durably, self._fh, data, tail.end)
-        except OSError as exc:
-            raise self._audit._unwritable(exc) from exc
-        entry = AuditEntry.model_validate(lines[-1])
-        self._tail = _Tail(last=entry, end=tail.end + len(data))
-        self._undo = tail  # where the log ended before this write, if its anchor fails
-        return entry
-
-    async def _anchor_now(self, entry: AuditEntry) -> None:
-        """Move the store's anchor to the line just written; if it does not move, the line
-        is cut back off the log and the error raised (the log stays whole)."""
-        store, before = self._audit.store, self._undo
-        try:
-            await store.set_audit_anchor(entry.anchor(), previous=self._anchor)
-        except BaseException as exc:
-            if not await _holds(store, entry.anchor()):  # else it landed; only the reply was lost
-                await asyncio.to_thread(_cut_back, self._fh, before.end)
-                self._tail = before
-                raise
-            if not isinstance(exc, Exception):
-                raise
-        self._anchor = entry.anchor()
-
-
-async def _holds(store: AuditAnchorStore, anchor: AuditAnchor) -> bool:
-    try:
-        return await store.get_audit_anchor() == anchor
-    except Exception:  # noqa: BLE001 - unknown counts as not landed: the line is cut back
-        return False
-
-
-def _append_durably(fh: BinaryIO, data: bytes, end: int) -> None:
-    """Write `data` at `end` and fsync it; on failure, cut the file back to `end`."""
-    try:
-        written = 0
-        while written < len(data):
-            written += os.pwrite(fh.fileno(), data[written:], end + written)
-        os.fsync(fh.fileno())
-    except OSError:
-        _cut_back(fh, end)
-        raise
-
-
-def _cut_back(fh: BinaryIO, end: int) -> None:
-    try:
-        os.ftruncate(fh.fileno(), end)
-        os.fsync(fh.fileno())
-    except OSError as exc:  # the next writer finds a torn tail and sets it aside
-        log.warning("t25: could not cut the audit log back after a failed write: %s", exc)
-
-
-def _find_tail(fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
-    """The last whole line and what follows it. Usually one backward read of the last
-    line; the whole file only when its end is torn or runs past the anchor."""
-    size = fh.seek(0, os.SEEK_END)
-    raw = _last_line(fh, size)
-    if not raw:
-        return _Tail(last=None, end=0)
-    last = _entry(raw[:-1]) if raw.endswith(b"\n") else None
-    if last is not None and (anchor is None or last.seq <= anchor.seq):
-        return _Tail(last=last, end=size)
-    fh.seek(0)
-    return _tail_of(fh.read(), anchor)
-
-
-def _tail_of(data: bytes, anchor: AuditAnchor | None) -> _Tail:
-    """The tail found by reading the whole log: the last whole line, the torn bytes after
-    it, and the lines after the anchor."""
-    pieces = data.split(b"\n")  # the last piece: b"", or a line without its newline
-    entries = [_entry(p) for p in pieces[:-1]]
-    whole = len(entries)
-    while whole and entries[whole - 1] is None:
-        whole -= 1
-    end = sum(len(p) + 1 for p in pieces[:whole])
-    last = entries[whole - 1] if whole else None
-    return _Tail(last, end, data[end:], _unanchored(entries[:whole], anchor))
-
-
-def _unanchored(entries: list[AuditEntry | None], anchor: AuditAnchor | None) -> list[AuditEntry]:
-    """The whole lines after the anchored one, when the anchored line is what the store
-    says and every line after it is well-formed (otherwise: damage, for `verify`)."""
-    if anchor is None or not 0 < anchor.seq < len(entries):
-        return []
-    at, after = entries[anchor.seq - 1], entries[anchor.seq :]
-    if at is None or at.hash != anchor.hash:
-        return []
-    whole = [e for e in after if e is not None]
-    return whole if len(whole) == len(after) else []
-
-
-def _last_line(fh: BinaryIO, size: int) -> bytes:
-    """The file's last line with its newline if it has one, read backwards in blocks."""
-    buf, pos = b"", size
-    while pos > 0:
-        step = min(8192, pos)
-        pos -= step
-        fh.seek(pos)
-        buf = fh.read(step) + buf
-        cut = buf.rfind(b"\n", 0, len(buf) - 1)
-        if cut >= 0:
-            return buf[cut + 1 :]
-    return buf
 
 
 def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> list[str]:
@@ -715,26 +476,3 @@ def _stat(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return found.st_size, found.st_mtime_ns
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
-def _split(data: bytes) -> list[tuple[int, str]]:
-    """Numbered lines, split on `\\n` alone: U+2028, U+2029 and U+0085 are characters."""
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()
-    return [(n, p.decode("utf-8", errors="replace")) for n, p in enumerate(pieces, start=1)]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

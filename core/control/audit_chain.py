@@ -36,6 +36,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from core.control.audit_file import find_tail
 from core.control.audit_lines import (
     DECISIONS,
     GENESIS,
@@ -227,9 +228,7 @@ async def sync_mirror(store: ChainStore, fh: BinaryIO, mirror: Path) -> int:
     lacks, after cutting off a torn last line. Returns how many lines were added. A mirror
     whose last whole line is not the store's line of that number is left alone
     (`verify_chain` reports it)."""
-    from core.control.audit import _find_tail
-
-    tail = await asyncio.to_thread(_find_tail, fh, None)
+    tail = await asyncio.to_thread(find_tail, fh, None)
     after, end = (tail.last.seq, tail.end) if tail.last else (0, tail.end)
     if after:
         at = await store.audit_lines(after=after - 1, limit=1)
