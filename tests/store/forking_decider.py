@@ -3,9 +3,10 @@ forked child per decision, so that a hundred decisions killed at random points c
 hundred forks, not a hundred interpreters.
 
 Reads `TASK` lines on stdin. For each, forks a child that opens the store of the t25.yaml
-it was given, cancels TASK as `killer`, and exits 0 (1 if the decision raised). Prints
-`pid PID` as soon as the child exists and `exit STATUS SECONDS` once it is gone, however it
-ended (the caller may SIGKILL it in between).
+it was given, says `deciding`, cancels TASK as `killer`, says `decided SECONDS` (how long
+the decision took), and exits 0 (1 if the decision raised). The parent prints `pid PID` as
+soon as the child exists and `exit STATUS` once it is gone, however it ended (the caller
+may SIGKILL it in between, timed from `deciding`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ async def cancel(config_path: Path, task: str) -> None:
     config = load_config(config_path)
     store = await open_store(config.store_url)
     try:
-        await ControlPlane(config, store).cancel(task, actor="killer", reason="killed at random")
+        control = ControlPlane(config, store)
+        print("deciding", flush=True)
+        began = time.monotonic()
+        await control.cancel(task, actor="killer", reason="killed at random")
+        print(f"decided {time.monotonic() - began:.4f}", flush=True)
     finally:
         await store.close()
 
@@ -33,7 +38,6 @@ async def cancel(config_path: Path, task: str) -> None:
 def main(config_path: Path) -> None:
     for line in sys.stdin:
         task = line.strip()
-        began = time.monotonic()
         pid = os.fork()
         if pid == 0:
             try:
@@ -43,9 +47,7 @@ def main(config_path: Path) -> None:
             os._exit(0)
         print(f"pid {pid}", flush=True)
         _, status = os.waitpid(pid, 0)
-        print(
-            f"exit {os.waitstatus_to_exitcode(status)} {time.monotonic() - began:.3f}", flush=True
-        )
+        print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
 if __name__ == "__main__":
