@@ -305,3 +305,12 @@ async def test_the_trail_pages_through_the_file_with_a_cursor(log):
     only = await log.trail(task="T-4", limit=3)
     assert [(e.seq, e.task) for e in only.entries] == [(4, "T-4")] and only.next is None
     assert (await log.trail(limit=0)).entries == []
+
+
+async def test_a_page_reuses_the_verdict_only_while_the_log_and_its_anchor_stay_the_same(log):
+    assert (await log.trail(limit=1)).verdict.ok
+    lines = _lines(log)
+    lines[1] = lines[1].replace("why 2", "why not")
+    _write(log, lines)
+    verdict = (await log.trail(after=1, limit=1)).verdict
+    assert not verdict.ok and verdict.bad_line == 2
