@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -205,11 +207,18 @@ async def adopt_if_needed(store: ChainStore, anchor: AuditAnchor | None, mirror:
             hint="make the next decision on the checkout whose log does: it moves that "
             "log into the store",
         )
-    import json
-
-    chain = [chain_line(json.loads(raw)) for raw in lines]
+    chain = [_as_kept(raw) for raw in lines]
     await store.append_audit_lines(chain, previous=anchor)
     log.warning("t25: the audit log %s (%d lines) moved into the store", mirror, len(chain))
+
+
+def _as_kept(raw: str) -> ChainLine:
+    """A line of the log file as the store keeps it: its text exactly as it was (a line
+    written before separators were escaped stays as it was, and still verifies)."""
+    fields = json.loads(raw)
+    task = fields.get("task")
+    at = datetime.fromisoformat(fields["ts"])
+    return ChainLine(seq=fields["seq"], text=raw, hash=fields["hash"], task=task, at=at)
 
 
 def _lines_of_file(path: Path) -> list[str]:
@@ -229,15 +238,16 @@ async def sync_mirror(store: ChainStore, fh: BinaryIO, mirror: Path) -> int:
     whose last whole line is not the store's line of that number is left alone
     (`verify_chain` reports it)."""
     tail = await asyncio.to_thread(find_tail, fh, None)
-    after, end = (tail.last.seq, tail.end) if tail.last else (0, tail.end)
-    if after:
+    last, end = tail.last, tail.end
+    after = last.seq if last else 0
+    if last is not None:
         at = await store.audit_lines(after=after - 1, limit=1)
-        if not at or at[0].seq != after or at[0].hash != tail.last.hash:  # type: ignore[union-attr]
+        if not at or at[0].seq != after or at[0].hash != last.hash:
             log.warning("t25: the audit mirror %s differs from the store; not updated", mirror)
             return 0
     added = 0
     while lines := await store.audit_lines(after=after, limit=PAGE):
-        data = b"".join(line.text.encode("ascii") + b"\n" for line in lines)
+        data = b"".join(line.text.encode() + b"\n" for line in lines)
         await asyncio.to_thread(_write_at, fh, data, end)
         end, after, added = end + len(data), lines[-1].seq, added + len(lines)
     if tail.torn and not added:
@@ -326,7 +336,7 @@ async def _walk(
             mine = theirs[i] if i < len(theirs) else None
             if mine is None or not mine.endswith(b"\n"):
                 behind = True
-            elif differs is None and (behind or mine[:-1] != line.text.encode("ascii")):
+            elif differs is None and (behind or mine[:-1] != line.text.encode()):
                 differs = number
         after = lines[-1].seq
         if check.failure is not None:

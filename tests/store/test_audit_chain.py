@@ -194,9 +194,15 @@ async def test_a_log_kept_before_the_chain_moved_into_the_store_is_taken_over(db
     mirror = tmp_path / "one" / ".factory" / "audit.jsonl"
     old = AuditLog(mirror, sqlite)
     for n in range(3):
-        await old.append(actor="ana", task=f"T-{n + 1}", decision="cancel", reason=f"{n}")
+        await old.append(actor="ana", task=f"T-{n + 1}", decision="cancel", reason=f"{n}\u2028")
     anchor = await sqlite.get_audit_anchor()
     await sqlite.close()
+    # As an earlier T25 wrote them: separators raw, not escaped (the hashes do not change).
+    raw = [
+        json.dumps(json.loads(line), ensure_ascii=False)
+        for line in mirror.read_text().split("\n")[:-1]
+    ]
+    mirror.write_text("".join(line + "\n" for line in raw))
     one = await _checkout(tmp_path / "one", db.url)
     try:
         await one.store.set_audit_anchor(anchor, previous=None)  # as the earlier T25 left it
@@ -205,6 +211,7 @@ async def test_a_log_kept_before_the_chain_moved_into_the_store_is_taken_over(db
         trail = await one.control.audit_trail()
         assert [e.actor for e in trail.entries] == ["ana", "ana", "ana", "bo"]
         assert trail.verdict.ok and trail.verdict.lines == 4, trail.verdict.message
+        assert mirror.read_text().split("\n")[:3] == raw  # kept as they were
     finally:
         await one.store.close()
 
