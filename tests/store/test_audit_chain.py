@@ -15,12 +15,14 @@ import pytest
 import yaml
 
 from core.config.schema import load_config
-from core.control.audit import AuditLog
+from core.control.audit import AuditLog, cross_check
 from core.control.audit_lines import verify_lines
 from core.control.service import ControlPlane
+from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
-from core.errors import AuditError, StaleState
+from core.errors import AuditError, MergeRefused, StaleState
 from core.ports import Store
+from core.workspace.worktrees import Cleanup
 from store import open_store
 from tests.conftest import make_repo
 from tests.store.conftest import PostgresBackend
@@ -278,3 +280,56 @@ async def test_a_line_added_past_the_anchor_is_named_and_not_built_on(two, db):
     with pytest.raises(AuditError, match="already holds line 2"):
         await one.control.archive(task.id, actor="ana")
     assert not (await one.control.task(task.id)).archived
+
+
+class _Trees:
+    """A project's worktrees as a merge sees them: git refuses the merge, or does it."""
+
+    def __init__(self, refuses: bool) -> None:
+        self.refuses = refuses
+
+    async def moved_since_review(self, task) -> None:
+        return None
+
+    async def merge(self, task, *, message: str) -> None:
+        if self.refuses:
+            raise MergeRefused("git refused: uncommitted changes in the main checkout")
+
+    async def cleanup(self, task) -> Cleanup:
+        return Cleanup(False, "kept")
+
+
+class _Killed(BaseException):
+    """The process ending between git's merge and the store's write."""
+
+
+async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unapplied(two, db):
+    one, _ = two
+    refused, cut = [(await one.control.new_task(t, actor="ana")).id for t in ("a", "b")]
+    await _sql(
+        db.url,
+        "UPDATE tasks SET state = 'DONE', checks_passed = true, review_verdict = 'approve'",
+    )
+    one.control.worktrees = lambda project: _Trees(refuses=True)  # type: ignore[method-assign]
+    with pytest.raises(MergeRefused):
+        await one.control.merge(refused, actor="ana")
+    trail = await one.control.audit_trail()
+    assert [(e.decision, e.voids) for e in trail.entries] == [("merge", None), ("void", 1)]
+    assert trail.verdict.ok
+
+    one.control.worktrees = lambda project: _Trees(refuses=False)  # type: ignore[method-assign]
+
+    async def dies(write):
+        raise _Killed
+
+    one.store.apply_decision = dies  # type: ignore[method-assign]
+    with pytest.raises(_Killed):
+        await one.control.merge(cut, actor="ana")
+    trail = await one.control.audit_trail()
+    assert trail.verdict.ok and trail.entries[-1].decision == "merge"
+    recorded = [
+        e for e in await one.store.events_after(0, limit=1000) if isinstance(e, DecisionRecorded)
+    ]
+    assert cross_check(trail.entries, recorded) == [
+        f"line 3: merge of {cut} by ana has no effect in the store"
+    ]
