@@ -48,6 +48,7 @@ import asyncpg
 from asyncpg import Record
 from asyncpg.transaction import Transaction
 
+from core.domain.audit import ChainLine
 from core.domain.backoff import Backoff, retry
 from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
@@ -282,7 +283,7 @@ class PostgresStore:
                     _payload(announce),
                 )
                 if write.anchor is not None:
-                    await _move_anchor(con, write.anchor, write.previous)
+                    await _extend_chain(con, write.anchor, write.previous, write.lines)
                 if write.cancel_runs:
                     await con.execute(sql.CANCEL_RUNS, number)
                 run_row = None
@@ -529,6 +530,36 @@ class PostgresStore:
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         await self._run(lambda con, _: _move_anchor(con, anchor, previous))
 
+    # -- audit chain (the store keeps it: AuditChainStore) --------------------------------
+
+    async def append_audit_lines(
+        self, lines: list[ChainLine], *, previous: AuditAnchor | None
+    ) -> None:
+        if not lines:
+            return
+        head = AuditAnchor(seq=lines[-1].seq, hash=lines[-1].hash)
+
+        async def append(con: Connection, _: bool) -> None:
+            async with con.transaction():
+                await _extend_chain(con, head, previous, lines)
+
+        await self._run(append)
+
+    async def audit_lines(
+        self, *, after: int = 0, limit: int = 1000, task: str | None = None
+    ) -> list[ChainLine]:
+        found = await self._fetch(sql.AUDIT_LINES, after, limit, task)
+        return [
+            ChainLine(
+                seq=r["seq"],
+                text=r["line"],
+                hash=r["hash"],
+                task=r["task"],
+                at=rows.as_utc(r["at"]),
+            )
+            for r in found
+        ]
+
     async def lock_audit(self) -> Callable[[], Awaitable[None]]:
         """A transaction of its own holding the audit log's advisory lock until released:
         deciders on every checkout sharing this database take turns. It writes nothing; if
@@ -608,9 +639,9 @@ async def _cas_refusal(con: Connection, tid: str, expected: TaskState) -> Except
     return checks.stale_task(tid, now["state"], expected)
 
 
-async def _move_anchor(con: Connection, anchor: AuditAnchor, previous: AuditAnchor | None) -> None:
-    """The audit anchor's compare-and-set; a move to where it already is succeeds (a retry
-    after a lost reply)."""
+async def _move_anchor(con: Connection, anchor: AuditAnchor, previous: AuditAnchor | None) -> bool:
+    """The audit anchor's compare-and-set: True if it moved now, False if it was already
+    there (a retry after a lost reply: the first try committed)."""
     if previous is None:
         moved = await con.fetchrow(sql.INSERT_AUDIT_ANCHOR, anchor.seq, anchor.hash)
     else:
@@ -618,12 +649,41 @@ async def _move_anchor(con: Connection, anchor: AuditAnchor, previous: AuditAnch
             sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash
         )
     if moved is not None:
-        return
+        return True
     row = await con.fetchrow(sql.GET_AUDIT_ANCHOR)
     now = rows.anchor(row) if row else None
     if now == anchor:
-        return  # already there: the first try committed, its reply was lost
+        return False
     raise checks.stale_anchor(now, previous)
+
+
+async def _extend_chain(
+    con: Connection,
+    anchor: AuditAnchor,
+    previous: AuditAnchor | None,
+    lines: tuple[ChainLine, ...] | list[ChainLine],
+) -> None:
+    """Move the anchor (compare-and-set) and insert the lines it now ends, inside the
+    caller's transaction. The anchor goes first: a retry whose first try committed finds
+    it in place and inserts nothing again. A line whose place is taken means the chain
+    runs past its anchor, which T25 never writes: AuditError."""
+    if not await _move_anchor(con, anchor, previous) or not lines:
+        return
+    try:
+        await con.execute(
+            sql.INSERT_AUDIT_LINES,
+            [line.seq for line in lines],
+            [line.text for line in lines],
+            [line.hash for line in lines],
+            [line.task for line in lines],
+            [rows.as_utc(line.at) for line in lines],
+        )
+    except asyncpg.UniqueViolationError:
+        raise AuditError(
+            f"the store's audit chain already holds line {lines[0].seq}, past its anchor "
+            f"at line {previous.seq if previous else 0}; refusing to extend it",
+            hint="run `t25 audit verify` to see what is wrong",
+        ) from None
 
 
 def _payload(event: Event) -> str:

@@ -260,4 +260,15 @@ LOCK_AUDIT = "SELECT pg_advisory_xact_lock(hashtextextended('t25 audit log', 0))
 LOCK_AUDIT_TIMEOUT = "SET LOCAL lock_timeout = '120s'"
 MOVE_AUDIT_ANCHOR = "UPDATE audit_anchor SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4 RETURNING id"
 
+# -- audit chain (0005) ---------------------------------------------------------------------
+
+# $1 seqs, $2 lines, $3 hashes, $4 tasks, $5 times: one insert for every line of a write.
+INSERT_AUDIT_LINES = """
+INSERT INTO audit_chain (seq, line, hash, task, at)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])"""
+# $1 after seq, $2 limit, $3 task (NULL: every task's).
+AUDIT_LINES = """
+SELECT seq, line, hash, task, at FROM audit_chain
+WHERE seq > $1 AND ($3::text IS NULL OR task = $3) ORDER BY seq LIMIT $2"""
+
 COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"

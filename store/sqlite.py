@@ -197,6 +197,8 @@ class SqliteStore:
             return await _cas_in(db, tid, expected, values, event, state)
 
     async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
+        if write.lines:  # this store keeps no chain: its log file is the chain
+            raise ValueError("the SQLite store keeps no audit chain; its log file does")
         tid = format_id("T", parse_id("T", write.task_id))
         state = None
         if isinstance(write.change, TaskTransitioned):

@@ -56,6 +56,7 @@ SLOW_MODULES = (
     "adapters/test_doctor.py",
     "store/test_store_faults.py",  # servers stopped, backends terminated
     "store/test_decisions_across_processes.py",
+    "store/test_audit_across_processes.py",  # deciders killed, serves and the binary deciding
     # real repositories, worked by T25's git as a run would
     "test_worktrees.py",
     "test_git.py",

@@ -290,3 +290,27 @@ def test_cross_check_matches_lines_and_decisions_and_skips_voided_lines():
     assert cross_check(entries, [event("cancel"), event("retry", "T-3")]) == [
         "T-3: retry by ana (event 7) is in the store with no audit line"
     ]
+
+
+async def test_the_trail_pages_through_the_file_with_a_cursor(log):
+    seen, after = [], 0
+    for _ in range(10):
+        trail = await log.trail(after=after, limit=2)
+        assert trail.verdict.ok and trail.verdict.head.seq == 5
+        seen += [e.seq for e in trail.entries]
+        if trail.next is None:
+            break
+        after = trail.next
+    assert seen == [1, 2, 3, 4, 5]
+    only = await log.trail(task="T-4", limit=3)
+    assert [(e.seq, e.task) for e in only.entries] == [(4, "T-4")] and only.next is None
+    assert (await log.trail(limit=0)).entries == []
+
+
+async def test_a_page_reuses_the_verdict_only_while_the_log_and_its_anchor_stay_the_same(log):
+    assert (await log.trail(limit=1)).verdict.ok
+    lines = _lines(log)
+    lines[1] = lines[1].replace("why 2", "why not")
+    _write(log, lines)
+    verdict = (await log.trail(after=1, limit=1)).verdict
+    assert not verdict.ok and verdict.bad_line == 2

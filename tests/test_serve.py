@@ -246,3 +246,29 @@ def test_lease_and_outcome_models_round_trip_as_json():
     assert Lease.model_validate_json(lease.model_dump_json()) == lease
     outcome = RunOutcome(status=RunStatus.SUCCEEDED)
     assert RunOutcome.model_validate_json(outcome.model_dump_json()) == outcome
+
+
+async def test_the_audit_pages_and_a_remote_cockpit_reads_it_page_by_page(api, monkeypatch):
+    from t25_tui.api import cockpit_client
+    from t25_tui.api.cockpit_client import attach
+
+    control, client = api
+    for n in range(6):
+        task = await control.new_task(f"task {n}", actor="ana")
+        await control.cancel(task.id, actor="ana")
+        await control.archive(task.id, actor="ana")
+    first = (await client.get("/audit", params={"limit": 5})).json()
+    assert [e["seq"] for e in first["entries"]] == [1, 2, 3, 4, 5] and first["next"] == 5
+    assert first["verified"] and first["head"]["seq"] == 12
+    last = (await client.get("/audit", params={"after": 10, "limit": 5})).json()
+    assert [e["seq"] for e in last["entries"]] == [11, 12] and last["next"] is None
+    assert (await client.get("/audit", params={"limit": 5001})).status_code == 422
+
+    monkeypatch.setattr(cockpit_client, "AUDIT_PAGE", 5)
+    local = await control.audit_trail()
+    async with attach(str(client.base_url)) as remote:
+        whole = await remote.audit_trail()
+        assert whole.entries == local.entries and whole.verdict == local.verdict
+        page = await remote.audit_trail(after=3, limit=4)
+        assert [e.seq for e in page.entries] == [4, 5, 6, 7] and page.next == 7
+        assert [e.seq for e in (await remote.audit_trail(task="T-2")).entries] == [3, 4]

@@ -21,6 +21,12 @@ nothing. A decision whose effect then fails is followed by a `void` line from T2
 so and why, as is a line found anchored by no one (its decider stopped before its
 decision took effect).
 
+Where the store keeps the chain itself (Postgres: `core.ports.AuditChainStore`), this
+file is a mirror of it, and the chain is written and verified in the store instead
+(`core.control.audit_chain`, whose docstring says why). The line format and the chain's
+check are shared (`core.control.audit_lines`); the file's own writer, and how the end of the
+file is found, are in `core.control.audit_file`.
+
 Lines are split on `\\n` only, and written as ASCII JSON, so no other character a reader
 might take for a line break (U+2028, U+2029, U+0085) can appear in them. A torn last line
 (a write that did not finish, never anchored) found when the log is opened is moved to a
@@ -31,40 +37,57 @@ whole line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fcntl
-import hashlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, Literal, overload
+from typing import BinaryIO, Literal, Protocol, overload
 
-from pydantic import ValidationError
-
+from core.control.audit_chain import ChainStore, ChainWriter, adopt_if_needed, sync_mirror
+from core.control.audit_chain import verify_chain as _verify_chain
+from core.control.audit_file import (
+    FileWriter,
+    Tail,
+    find_tail,
+    fsync_dir,
+    numbered_lines,
+    parse_entry,
+    read_log,
+)
+from core.control.audit_lines import (
+    GENESIS,
+    VOID,
+    verify_lines,
+)
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
-from core.domain.decisions import Verb
 from core.domain.events import DecisionRecorded
 from core.domain.models import AuditAnchor
-from core.domain.text import MAX_REASON, printable
+from core.domain.text import printable
 from core.errors import AuditError
-from core.ports import AuditAnchorStore
+from core.ports import AuditAnchorStore, AuditChainStore, DecisionWrite
 
-__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "AuditWriter", "Verdict"]
+__all__ = [
+    "GENESIS",
+    "VOID",
+    "AuditEntry",
+    "AuditLog",
+    "AuditTrail",
+    "AuditWriter",
+    "FileWriter",
+    "Verdict",
+]
 
-GENESIS = "0" * 64
-DECISIONS = frozenset(verb.value for verb in Verb)
-_OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
-VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
-T25_ACTOR = "t25"
 LOCK_WAIT_S = 120.0  # a decider waits this long for another to finish before giving up
 LOCK_POLL = Backoff(0.002, 0.05)  # ... looking at the lock again after these pauses
 TORN = ".torn-"  # set-aside torn lines: audit.jsonl.torn-20250101T120000Z
+VERDICT_TTL_S = 10.0  # a page of the trail reuses a verdict this young, if the head is the same
 
 log = logging.getLogger("t25.audit")
 
@@ -74,49 +97,39 @@ def log_path(root: Path) -> Path:
     return root / ".factory" / "audit.jsonl"
 
 
-def _digest(fields: dict[str, object]) -> str:
-    # The canonical form hashed is independent of how the line is escaped on disk.
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _seal(seq: int, prev: str, ts: datetime, fields: Mapping[str, object]) -> dict[str, object]:
-    """A line's fields (`actor`, `task`, `decision`, `reason`, and `bound_to` and `voids`
-    only when set) with its place in the chain, its time and its hash."""
-    body: dict[str, object] = {"seq": seq, "ts": ts.isoformat(), "prev": prev}
-    body.update((k, v) for k, v in fields.items() if v is not None or k not in _OPTIONAL)
-    return {**body, "hash": _digest(body)}
-
-
-def _line(fields: dict[str, object]) -> bytes:
-    """One line as written: ASCII JSON (every other character escaped), then `\\n`."""
-    return json.dumps(fields, sort_keys=True, ensure_ascii=True).encode() + b"\n"
-
-
-def _entry(raw: bytes | str) -> AuditEntry | None:
-    try:
-        return AuditEntry.model_validate_json(raw)
-    except (ValueError, ValidationError):
-        return None
-
-
-@dataclass
-class _Tail:
-    """Where the log ends, as a writer finds it under the lock."""
-
-    last: AuditEntry | None  # the last whole line
-    end: int  # the byte offset after it: where the next line goes
-    torn: bytes = b""  # what follows it, if anything: a write that did not finish
-    unanchored: list[AuditEntry] = field(default_factory=list)  # whole lines after the anchor
-
-    def torn_and_never_anchored(self, anchor: AuditAnchor | None) -> bool:
-        """A torn tail beyond the anchored line: a write that did not finish. (One at or
-        before it is damage to a line T25 acknowledged.)"""
-        return bool(self.torn) and (anchor is None or self.next_line > anchor.seq)
+class AuditWriter(Protocol):
+    """The log held by one decider (`AuditLog.writer`): the file's (`FileWriter`) or the
+    store's chain (`ChainWriter`). The decider writes its line, puts it in its store write
+    (`with_line`), applies that, and says how it went (`anchored`, or `landed` when the
+    outcome is unknown); a decision whose effect failed gets a `void`."""
 
     @property
-    def next_line(self) -> int:
-        return (self.last.seq if self.last else 0) + 1
+    def anchor(self) -> AuditAnchor | None: ...
+
+    async def append(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry: ...
+
+    async def write(
+        self,
+        *,
+        actor: str,
+        task: str | None,
+        decision: str,
+        reason: str = "",
+        bound_to: str | None = None,
+    ) -> AuditEntry: ...
+
+    def with_line(self, write: DecisionWrite, entry: AuditEntry) -> DecisionWrite: ...
+    def anchored(self, entry: AuditEntry) -> None: ...
+    async def landed(self, entry: AuditEntry) -> bool: ...
+    async def void(self, entry: AuditEntry, why: str) -> AuditEntry: ...
 
 
 class AuditLog:
@@ -125,13 +138,20 @@ class AuditLog:
     def __init__(self, path: Path, store: AuditAnchorStore, *, clock: Clock = system_clock) -> None:
         self.path = path
         self.store = store
+        # The store's own chain, where it keeps one: then `path` is its mirror.
+        self.chain: ChainStore | None = store if isinstance(store, AuditChainStore) else None
         self.clock = clock  # stamps each line (`ts`) and each torn line set aside
         self._lock = asyncio.Lock()  # one holder per process; the file lock is for the others
+        self._verdict: tuple[object, float, Verdict] | None = None  # (head, when, verdict)
 
     @asynccontextmanager
     async def writer(self) -> AsyncIterator[AuditWriter]:
         """Hold the log for one decision: no other writer on this log or this store, in any
         process, until the block ends."""
+        if self.chain is not None:
+            async with self._chain_writer(self.chain) as held:
+                yield held
+            return
         async with self._lock:
             fh = await self._locked(create=True)
             try:
@@ -139,7 +159,7 @@ class AuditLog:
                 try:
                     anchor = await self.store.get_audit_anchor()
                     tail = await asyncio.to_thread(self._open_tail, fh, anchor)
-                    yield AuditWriter(self, fh, anchor, tail)
+                    yield FileWriter(self, fh, anchor, tail)
                 finally:
                     await release()
             finally:
@@ -160,18 +180,124 @@ class AuditLog:
                 actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
             )
 
+    @asynccontextmanager
+    async def _chain_writer(self, chain: ChainStore) -> AsyncIterator[AuditWriter]:
+        """The store's chain held for one decision (its lock: every process on every host),
+        with the mirror's file lock when the mirror can be written; the mirror is brought
+        up to date when the decision is done, whatever became of it."""
+        async with self._lock:
+            fh = await self._mirror()
+            try:
+                release = await chain.lock_audit()
+                try:
+                    anchor = await chain.get_audit_anchor()
+                    await adopt_if_needed(chain, anchor, self.path)
+                    try:
+                        yield ChainWriter(chain, anchor, self.clock)
+                    finally:
+                        await self._sync_mirror(chain, fh)
+                finally:
+                    await release()
+            finally:
+                if fh is not None:
+                    fh.close()
+
+    async def _mirror(self) -> BinaryIO | None:
+        """The mirror, open with its lock held; None (and a warning) if it cannot be: the
+        chain in the store does not need it."""
+        try:
+            return await self._locked(create=True)
+        except AuditError as exc:
+            log.warning("t25: the audit mirror is not kept: %s", exc.message)
+            return None
+
+    async def _sync_mirror(self, chain: ChainStore, fh: BinaryIO | None) -> None:
+        if fh is None:
+            return
+        try:
+            await sync_mirror(chain, fh, self.path)
+        except Exception as exc:  # noqa: BLE001 - the mirror is best effort; verify repairs it
+            log.warning("t25: the audit mirror %s was not brought up to date: %s", self.path, exc)
+
     def entries(self, *, task: str | None = None) -> list[AuditEntry]:
-        """Every well-formed entry, oldest first (use `verify` to check the chain)."""
-        found = (_entry(raw) for _, raw in _split(_read(self.path)))
+        """Every well-formed entry of the file, oldest first (use `verify` to check the
+        chain). Where the store keeps the chain, the file is its mirror: `page` reads the
+        store."""
+        found = (parse_entry(raw) for _, raw in numbered_lines(read_log(self.path)))
         return [e for e in found if e is not None and (task is None or e.task == task)]
 
-    async def trail(self, *, task: str | None = None) -> AuditTrail:
-        """The entries and the chain's verdict together, read off the event loop."""
-        entries = await asyncio.to_thread(self.entries, task=task)
-        return AuditTrail(entries=entries, verdict=await self.verify())
+    async def page(
+        self, *, after: int = 0, limit: int | None = None, task: str | None = None
+    ) -> list[AuditEntry]:
+        """The entries after line `after` (one task's, with `task`), oldest first, at most
+        `limit` (None: all of them), from the chain wherever it is kept."""
+        if self.chain is None:
+            return await asyncio.to_thread(self._page_of_file, after, limit, task)
+        out: list[AuditEntry] = []
+        while limit is None or len(out) < limit:
+            want = 5000 if limit is None else min(5000, limit - len(out))
+            lines = await self.chain.audit_lines(after=after, limit=want, task=task)
+            out += [AuditEntry.model_validate_json(line.text) for line in lines]
+            if len(lines) < want:
+                break
+            after = lines[-1].seq
+        return out
+
+    def _page_of_file(self, after: int, limit: int | None, task: str | None) -> list[AuditEntry]:
+        """A page read off the file: line n holds entry n in a whole chain (`verify` says
+        when it is not), so the lines before `after` are skipped unread, and only the lines
+        that can be the task's are parsed."""
+        needle = None if task is None else f'"task": {json.dumps(task)}'
+        out: list[AuditEntry] = []
+        if limit == 0:
+            return out
+        for _, raw in numbered_lines(read_log(self.path))[after:]:
+            if needle is not None and needle not in raw:
+                continue
+            entry = parse_entry(raw)
+            if entry is None or entry.seq <= after or (task is not None and entry.task != task):
+                continue
+            out.append(entry)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    async def trail(
+        self, *, task: str | None = None, after: int = 0, limit: int | None = None
+    ) -> AuditTrail:
+        """The entries (a page of them, with `limit`) and the whole chain's verdict. The
+        verdict is reused for VERDICT_TTL_S while the chain's head and the file stay the
+        same, so reading a long log page by page verifies it once."""
+        entries = await self.page(after=after, limit=limit, task=task)
+        more = limit is not None and limit > 0 and len(entries) == limit
+        return AuditTrail(
+            entries=entries,
+            verdict=await self._recent_verdict(),
+            next=entries[-1].seq if more else None,
+        )
+
+    async def _recent_verdict(self) -> Verdict:
+        key = (await self.store.get_audit_anchor(), await asyncio.to_thread(_stat, self.path))
+        cached, now = self._verdict, time.monotonic()
+        if cached is not None and cached[0] == key and now - cached[1] < VERDICT_TTL_S:
+            return cached[2]
+        verdict = await self.verify()
+        key = (await self.store.get_audit_anchor(), await asyncio.to_thread(_stat, self.path))
+        self._verdict = (key, time.monotonic(), verdict)
+        return verdict
 
     async def verify(self) -> Verdict:
-        """The chain held against the anchor; a torn tail is set aside first, and named."""
+        """The chain held against the anchor; a torn tail is set aside first, and named.
+        Where the store keeps the chain: the chain there, and this file as its mirror."""
+        if self.chain is not None:
+            async with self._lock:
+                fh = await self._mirror()
+                try:
+                    anchor = await self.chain.get_audit_anchor()
+                    return await _verify_chain(self.chain, anchor, fh, self.path)
+                finally:
+                    if fh is not None:
+                        fh.close()
         async with self._lock:
             fh = await self._locked(create=False)
             try:
@@ -187,7 +313,7 @@ class AuditLog:
                 f"; {len(aside)} torn line{'s' if len(aside) > 1 else ''} (never anchored) "
                 f"set aside beside it, the newest in {aside[-1].name}"
             )
-        return Verdict(verdict.ok, verdict.lines, verdict.message + note, verdict.bad_line)
+        return dataclasses.replace(verdict, message=verdict.message + note)
 
     def set_aside(self) -> list[Path]:
         """The files torn lines were moved to, oldest first."""
@@ -231,7 +357,7 @@ class AuditLog:
         if create and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
-            _fsync_dir(self.path.parent)  # make the new directory entry durable too
+            fsync_dir(self.path.parent)  # make the new directory entry durable too
         try:
             return open(self.path, "r+b", buffering=0)  # held until the writer ends
         except FileNotFoundError:
@@ -246,9 +372,9 @@ class AuditLog:
             "the decision was not recorded and changed nothing",
         )
 
-    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
+    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> Tail:
         """Find where the log ends; set a torn tail aside (or refuse if it was anchored)."""
-        tail = _find_tail(fh, anchor)
+        tail = find_tail(fh, anchor)
         if tail.torn and not tail.torn_and_never_anchored(anchor):
             raise AuditError(
                 f"line {tail.next_line} of {self.path} is damaged, and the store anchors line "
@@ -270,7 +396,7 @@ class AuditLog:
         if fh is None:
             return [], ""
         note = ""
-        tail = _find_tail(fh, anchor)
+        tail = find_tail(fh, anchor)
         if tail.torn_and_never_anchored(anchor):
             try:
                 self._move_aside(fh, tail)
@@ -280,11 +406,11 @@ class AuditLog:
                     f"not be set aside: {exc.strerror or exc}"
                 )
                 fh.seek(0)
-                return _split(fh.read()[: tail.end]), note
+                return numbered_lines(fh.read()[: tail.end]), note
         fh.seek(0)
-        return _split(fh.read()), note
+        return numbered_lines(fh.read()), note
 
-    def _move_aside(self, fh: BinaryIO, tail: _Tail) -> None:
+    def _move_aside(self, fh: BinaryIO, tail: Tail) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
         stamp = f"{self.clock():%Y%m%dT%H%M%S}Z"
         for n in range(1000):
@@ -301,7 +427,7 @@ class AuditLog:
             except OSError:
                 side.unlink(missing_ok=True)
                 raise
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
             os.ftruncate(fh.fileno(), tail.end)
             os.fsync(fh.fileno())
             log.warning(
@@ -312,218 +438,6 @@ class AuditLog:
             tail.torn = b""
             return
         raise FileExistsError(f"no free name for a torn line beside {self.path}")
-
-
-class AuditWriter:
-    """The log held by one decider (`AuditLog.writer`): append lines, void one.
-
-    A line is anchored one of two ways. `append` anchors it itself, at once: for a
-    decision whose effect is outside the store (a merge changes git first). `write`
-    leaves that to the decider, who moves the anchor in the very transaction that
-    applies the decision (`Store.apply_decision`, with `anchor_after`), then says how it
-    went: `anchored`, or `landed` to ask the store when the transaction's outcome is
-    unknown. Either way the line is fsync'ed before anything changes.
-    """
-
-    def __init__(
-        self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None, tail: _Tail
-    ) -> None:
-        self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
-        self._undo = tail  # where the log ended before the last write
-
-    @property
-    def anchor(self) -> AuditAnchor | None:
-        """Where the store's anchor is: the line a new anchor moves on from."""
-        return self._anchor
-
-    async def append(
-        self,
-        *,
-        actor: str,
-        task: str | None,
-        decision: str,
-        reason: str = "",
-        bound_to: str | None = None,
-    ) -> AuditEntry:
-        """The decision's line, fsync'ed and anchored; AuditError (nothing kept) otherwise."""
-        entry = await self.write(
-            actor=actor, task=task, decision=decision, reason=reason, bound_to=bound_to
-        )
-        await self._anchor_now(entry)
-        return entry
-
-    async def write(
-        self,
-        *,
-        actor: str,
-        task: str | None,
-        decision: str,
-        reason: str = "",
-        bound_to: str | None = None,
-    ) -> AuditEntry:
-        """The decision's line, fsync'ed but not anchored yet: the decider moves the anchor
-        with its effect. AuditError (nothing kept) if it cannot be written."""
-        if decision not in DECISIONS:
-            raise ValueError(f"unknown decision {decision!r}")
-        return await self._write(
-            {
-                "actor": actor,
-                "task": task,
-                "decision": decision,
-                "reason": reason,
-                "bound_to": bound_to,
-            }
-        )
-
-    def anchored(self, entry: AuditEntry) -> None:
-        """The decider's transaction moved the store's anchor to `entry`."""
-        self._anchor = entry.anchor()
-
-    async def landed(self, entry: AuditEntry) -> bool:
-        """Whether the store's anchor is at `entry` after all (a transaction that committed
-        but whose reply was lost); if so, it counts as anchored."""
-        if await _holds(self._audit.store, entry.anchor()):
-            self.anchored(entry)
-            return True
-        return False
-
-    async def void(self, entry: AuditEntry, why: str) -> AuditEntry:
-        """Say in the log that the decision on `entry`'s line did not take effect, and why."""
-        reason = f"the {entry.decision} on line {entry.seq} did not take effect: {why}"
-        line = await self._write(
-            {
-                "actor": T25_ACTOR,
-                "task": entry.task,
-                "decision": VOID,
-                "reason": printable(reason)[:MAX_REASON],
-                "voids": entry.seq,
-            }
-        )
-        await self._anchor_now(line)
-        return line
-
-    async def _write(self, fields: dict[str, object]) -> AuditEntry:
-        """Append `fields` as the next line (after voids for any lines no decider anchored),
-        durably; the tail moves past it, the anchor does not."""
-        tail, now = self._tail, self._audit.clock()
-        seq, prev = (1, GENESIS) if tail.last is None else (tail.last.seq + 1, tail.last.hash)
-        lines: list[dict[str, object]] = []
-        for orphan in tail.unanchored:  # first: lines no decider anchored took no effect
-            never_anchored = {
-                "actor": T25_ACTOR,
-                "task": orphan.task,
-                "decision": VOID,
-                "voids": orphan.seq,
-                "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
-                "was never anchored (its decider stopped before acknowledging it)",
-            }
-            lines.append(_seal(seq, prev, now, never_anchored))
-            seq, prev = seq + 1, str(lines[-1]["hash"])
-        lines.append(_seal(seq, prev, now, fields))
-        data = b"".join(_line(fields) for fields in lines)
-        try:
-            await asyncio.to_thread(_append_durably, self._fh, data, tail.end)
-        except OSError as exc:
-            raise self._audit._unwritable(exc) from exc
-        entry = AuditEntry.model_validate(lines[-1])
-        self._tail = _Tail(last=entry, end=tail.end + len(data))
-        self._undo = tail  # where the log ended before this write, if its anchor fails
-        return entry
-
-    async def _anchor_now(self, entry: AuditEntry) -> None:
-        """Move the store's anchor to the line just written; if it does not move, the line
-        is cut back off the log and the error raised (the log stays whole)."""
-        store, before = self._audit.store, self._undo
-        try:
-            await store.set_audit_anchor(entry.anchor(), previous=self._anchor)
-        except BaseException as exc:
-            if not await _holds(store, entry.anchor()):  # else it landed; only the reply was lost
-                await asyncio.to_thread(_cut_back, self._fh, before.end)
-                self._tail = before
-                raise
-            if not isinstance(exc, Exception):
-                raise
-        self._anchor = entry.anchor()
-
-
-async def _holds(store: AuditAnchorStore, anchor: AuditAnchor) -> bool:
-    try:
-        return await store.get_audit_anchor() == anchor
-    except Exception:  # noqa: BLE001 - unknown counts as not landed: the line is cut back
-        return False
-
-
-def _append_durably(fh: BinaryIO, data: bytes, end: int) -> None:
-    """Write `data` at `end` and fsync it; on failure, cut the file back to `end`."""
-    try:
-        written = 0
-        while written < len(data):
-            written += os.pwrite(fh.fileno(), data[written:], end + written)
-        os.fsync(fh.fileno())
-    except OSError:
-        _cut_back(fh, end)
-        raise
-
-
-def _cut_back(fh: BinaryIO, end: int) -> None:
-    try:
-        os.ftruncate(fh.fileno(), end)
-        os.fsync(fh.fileno())
-    except OSError as exc:  # the next writer finds a torn tail and sets it aside
-        log.warning("t25: could not cut the audit log back after a failed write: %s", exc)
-
-
-def _find_tail(fh: BinaryIO, anchor: AuditAnchor | None) -> _Tail:
-    """The last whole line and what follows it. Usually one backward read of the last
-    line; the whole file only when its end is torn or runs past the anchor."""
-    size = fh.seek(0, os.SEEK_END)
-    raw = _last_line(fh, size)
-    if not raw:
-        return _Tail(last=None, end=0)
-    last = _entry(raw[:-1]) if raw.endswith(b"\n") else None
-    if last is not None and (anchor is None or last.seq <= anchor.seq):
-        return _Tail(last=last, end=size)
-    fh.seek(0)
-    return _tail_of(fh.read(), anchor)
-
-
-def _tail_of(data: bytes, anchor: AuditAnchor | None) -> _Tail:
-    """The tail found by reading the whole log: the last whole line, the torn bytes after
-    it, and the lines after the anchor."""
-    pieces = data.split(b"\n")  # the last piece: b"", or a line without its newline
-    entries = [_entry(p) for p in pieces[:-1]]
-    whole = len(entries)
-    while whole and entries[whole - 1] is None:
-        whole -= 1
-    end = sum(len(p) + 1 for p in pieces[:whole])
-    last = entries[whole - 1] if whole else None
-    return _Tail(last, end, data[end:], _unanchored(entries[:whole], anchor))
-
-
-def _unanchored(entries: list[AuditEntry | None], anchor: AuditAnchor | None) -> list[AuditEntry]:
-    """The whole lines after the anchored one, when the anchored line is what the store
-    says and every line after it is well-formed (otherwise: damage, for `verify`)."""
-    if anchor is None or not 0 < anchor.seq < len(entries):
-        return []
-    at, after = entries[anchor.seq - 1], entries[anchor.seq :]
-    if at is None or at.hash != anchor.hash:
-        return []
-    whole = [e for e in after if e is not None]
-    return whole if len(whole) == len(after) else []
-
-
-def _last_line(fh: BinaryIO, size: int) -> bytes:
-    """The file's last line with its newline if it has one, read backwards in blocks."""
-    buf, pos = b"", size
-    while pos > 0:
-        step = min(8192, pos)
-        pos -= step
-        fh.seek(pos)
-        buf = fh.read(step) + buf
-        cut = buf.rfind(b"\n", 0, len(buf) - 1)
-        if cut >= 0:
-            return buf[cut + 1 :]
-    return buf
 
 
 def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> list[str]:
@@ -556,92 +470,9 @@ def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> 
     return problems
 
 
-def verify_lines(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
-    """Walk the chain line by line, then hold its end against the anchor."""
-    broken = _broken_link(lines)
-    if broken is not None:
-        return broken
-    return _against_anchor(lines, anchor)
-
-
-def _broken_link(lines: list[tuple[int, str]]) -> Verdict | None:
-    """The first line that is malformed, out of place, or not what its hash says."""
-    prev = GENESIS
-    for number, raw in lines:
-        try:
-            fields = json.loads(raw)
-            entry = AuditEntry.model_validate(fields)
-        except (ValueError, ValidationError):
-            why = "is not a well-formed audit entry"
-        else:
-            body = {k: v for k, v in fields.items() if k != "hash"}
-            if entry.seq != number:
-                why = f"has sequence number {entry.seq}; lines were deleted or reordered"
-            elif entry.prev != prev:
-                why = "does not follow the line before it; a line was deleted, reordered or edited"
-            elif _digest(body) != entry.hash:
-                why = "its content does not match its hash; the line was edited"
-            else:
-                prev = entry.hash
-                continue
-        return Verdict(False, len(lines), f"line {number}: {why}", bad_line=number)
-    return None
-
-
-def _against_anchor(lines: list[tuple[int, str]], anchor: AuditAnchor | None) -> Verdict:
-    """A whole chain of `lines`, held against the store's anchor: it must end exactly there."""
-    count = len(lines)
-    if anchor is None:
-        if count:
-            return Verdict(
-                False, count, f"the store holds no anchor but the log has {count} lines", bad_line=1
-            )
-        return Verdict(True, 0, "the audit log is empty")
-    if count < anchor.seq:
-        return Verdict(
-            False,
-            count,
-            f"truncated: the store anchors line {anchor.seq}, the log ends at line {count}",
-            bad_line=count + 1,
-        )
-    if json.loads(lines[anchor.seq - 1][1])["hash"] != anchor.hash:
-        return Verdict(
-            False,
-            count,
-            f"line {anchor.seq}: does not match the hash anchored in the "
-            "store; the log was rewritten",
-            bad_line=anchor.seq,
-        )
-    if count > anchor.seq:
-        return Verdict(
-            False,
-            count,
-            f"line {anchor.seq + 1}: was never anchored in the store "
-            "(appended outside T25, or written by a process that stopped before "
-            "acknowledging it)",
-            bad_line=anchor.seq + 1,
-        )
-    return Verdict(True, count, f"{count} entries, chain intact, anchored at line {count}")
-
-
-def _read(path: Path) -> bytes:
+def _stat(path: Path) -> tuple[int, int] | None:
     try:
-        return path.read_bytes()
+        found = path.stat()
     except FileNotFoundError:
-        return b""
-
-
-def _split(data: bytes) -> list[tuple[int, str]]:
-    """Numbered lines, split on `\\n` alone: U+2028, U+2029 and U+0085 are characters."""
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()
-    return [(n, p.decode("utf-8", errors="replace")) for n, p in enumerate(pieces, start=1)]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return None
+    return found.st_size, found.st_mtime_ns

@@ -125,8 +125,12 @@ class Queries:
     async def cost_by_task(self) -> dict[str, float]:
         return await self.store.cost_by_task()
 
-    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
-        return await self.audit.trail(task=task_id(task) if task else None)
+    async def audit_trail(
+        self, *, task: str | None = None, after: int = 0, limit: int | None = None
+    ) -> AuditTrail:
+        return await self.audit.trail(
+            task=task_id(task) if task else None, after=after, limit=limit
+        )
 
     async def _known_project(self, name: str) -> None:
         """A project the store knows (the configured ones, and any that still has tasks)."""

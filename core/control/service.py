@@ -29,7 +29,6 @@ after it: an fsync and three (it was four), by reading the code.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
@@ -300,8 +299,8 @@ class ControlPlane(Queries, Operations):
             reason=decision.text,
             bound_to=ruling.bound_to,
         )
-        if not ruling.merge:
-            write = dataclasses.replace(write, anchor=entry.anchor(), previous=log.anchor)
+        if not ruling.merge:  # the line's anchor (and, where the store keeps it, the line)
+            write = log.with_line(write, entry)
         try:
             if ruling.merge:
                 await self.worktrees(task.project).land(ruling.merge)

@@ -37,12 +37,26 @@ class AuditEntry(BaseModel):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of `t25 audit verify`: ok, or the first bad line and what is wrong."""
+    """The outcome of `t25 audit verify`: ok, or the first bad line and what is wrong; and
+    the chain's head as verified (`t25 audit checkpoint` prints it to be kept elsewhere)."""
 
     ok: bool
     lines: int
     message: str
     bad_line: int | None = None
+    head: AuditAnchor | None = None
+
+
+@dataclass(frozen=True)
+class ChainLine:
+    """One line of the chain as a store that keeps the chain holds it: its text exactly as
+    hashed and mirrored, with its place, hash, task and time beside it for reading."""
+
+    seq: int
+    text: str  # the line's JSON, without its newline
+    hash: str
+    task: str | None
+    at: datetime
 
 
 class AuditTrail(BaseModel):
@@ -52,3 +66,4 @@ class AuditTrail(BaseModel):
 
     entries: list[AuditEntry]
     verdict: Verdict
+    next: int | None = None  # a page's cursor: the `after` that reads on; None at the end

@@ -3,7 +3,8 @@
     Store         what T25 keeps (tasks, runs, events, leases, artifacts, the audit anchor);
                   implemented by the `store` package (SQLite, Postgres). Its roles, for a
                   part that needs one: TaskStore, EventLog, RunLeases, ArtifactStore,
-                  AuditAnchorStore
+                  AuditAnchorStore, and AuditChainStore for a store that keeps the audit
+                  chain itself (Postgres)
     AgentAdapter  one agent CLI run headless; implemented by the `adapters` package
     CheckRunner   one QA check run in a tree, confined; implemented by `adapters.checks`
     RunQueue      what a worker asks of the control plane (claim, heartbeat, prompt, output,
@@ -20,6 +21,7 @@ from core.ports.runs import Claim, RunQueue
 from core.ports.store import (
     ArtifactStore,
     AuditAnchorStore,
+    AuditChainStore,
     DecisionWrite,
     EventLog,
     RunLeases,
@@ -31,6 +33,7 @@ __all__ = [
     "AgentAdapter",
     "ArtifactStore",
     "AuditAnchorStore",
+    "AuditChainStore",
     "CheckRunner",
     "Claim",
     "DecisionWrite",

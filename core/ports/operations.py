@@ -86,8 +86,11 @@ class Operations(Protocol):
         """Each task's summed run cost, by task id (a task with no runs is absent)."""
         ...
 
-    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
-        """The audit log's entries (one task's, when given) and the whole chain's verdict."""
+    async def audit_trail(
+        self, *, task: str | None = None, after: int = 0, limit: int | None = None
+    ) -> AuditTrail:
+        """The audit log's entries after line `after` (one task's, when given; at most
+        `limit`, with `next` the cursor to read on) and the whole chain's verdict."""
         ...
 
     # -- writes -----------------------------------------------------------------------------

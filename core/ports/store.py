@@ -11,6 +11,7 @@ contract suite in tests/store checks each):
     RunLeases         the run queue: leases with fencing tokens, the reaper, run costs
     ArtifactStore     content stored once per SHA-256, verified on reading
     AuditAnchorStore  where the audit log's last line is anchored, and its lock
+    AuditChainStore   the audit chain itself, kept in the store (Postgres only)
 
 `Store` is all of them, what a backend implements. A part of T25 that needs one role
 takes that role (the audit log an AuditAnchorStore, serve's event tail an EventLog), so its
@@ -23,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from core.domain.audit import ChainLine
 from core.domain.events import Event
 from core.domain.models import (
     Artifact,
@@ -48,7 +50,9 @@ class DecisionWrite:
     anchor moves here, with the change it records, so an anchored line is a decision that
     took effect and a line left unanchored (a process that stopped) is one that did not.
     A decision with an effect outside the store (a merge: git) anchors its line before
-    that effect instead, and leaves `anchor` None here.
+    that effect instead, and leaves `anchor` None here. On a store that keeps the chain
+    itself (AuditChainStore), the line is not written before: `lines` carries it, inserted
+    here with its anchor, so the line and its decision's effect commit together.
     """
 
     task_id: str
@@ -60,6 +64,7 @@ class DecisionWrite:
     previous: AuditAnchor | None = None
     enqueue: NewRun | None = None  # the run of the stage the decision moves the task into
     cancel_runs: bool = False  # the task's queued and running runs end (a cancel)
+    lines: tuple[ChainLine, ...] = ()  # the chain's new lines, ending at `anchor`
 
 
 class TaskStore(Protocol):
@@ -244,6 +249,31 @@ class AuditAnchorStore(Protocol):
         one holder at a time among every process sharing this store (Postgres: a
         transaction-level advisory lock; SQLite: nothing beyond the log file's own lock, as
         an embedded store is one checkout's)."""
+        ...
+
+
+@runtime_checkable
+class AuditChainStore(Protocol):
+    """The audit chain kept in the store itself, for a store shared by many checkouts
+    (Postgres): any number of processes on any hosts extend one chain, each under
+    `lock_audit`, and `.factory/audit.jsonl` on each checkout is only a mirror of it.
+    A line goes in with the anchor moved to it, in one transaction: with its decision's
+    effect (`DecisionWrite.lines`), or on its own (`append_audit_lines`). An embedded
+    store (SQLite) does not implement this: there the log file is the chain."""
+
+    async def append_audit_lines(
+        self, lines: list[ChainLine], *, previous: AuditAnchor | None
+    ) -> None:
+        """Add `lines` after the chain's head and move the anchor to the last of them, only
+        if the anchor is at `previous` (StaleState otherwise; nothing written). Lines
+        already there with the same hashes succeed (a retry after a lost reply)."""
+        ...
+
+    async def audit_lines(
+        self, *, after: int = 0, limit: int = 1000, task: str | None = None
+    ) -> list[ChainLine]:
+        """The chain's lines after sequence number `after` (one task's, with `task`),
+        oldest first, at most `limit`."""
         ...
 
 

@@ -30,7 +30,15 @@ from core.domain.cost import CostSummary
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import Event, EventBus
-from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
+from core.domain.models import (
+    Artifact,
+    AuditAnchor,
+    Run,
+    RunStatus,
+    Task,
+    TaskState,
+    TaskType,
+)
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
 from t25_tui.api.worker_client import Http
@@ -41,6 +49,7 @@ OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
 RECONNECT = Backoff(0.5, 10.0)  # waits before the event stream is reopened: 0.5 s doubling to 10 s
 SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a byte is a dead link
 PAGE = 5000  # the most events the control plane returns per request
+AUDIT_PAGE = 5000  # the most audit lines serve gives per request (GET /audit)
 
 
 @asynccontextmanager
@@ -163,11 +172,30 @@ class RemoteControlPlane(Operations):
         found = (await self._get("/cost/tasks")).json()
         return {str(task): float(usd) for task, usd in found.items()}
 
-    async def audit_trail(self, *, task: str | None = None) -> AuditTrail:
-        data = (await self._get("/audit", task=task)).json()
-        verdict = Verdict(data["verified"], data["lines"], data["verification"], data["bad_line"])
-        entries = [AuditEntry.model_validate(e) for e in data["entries"]]
-        return AuditTrail(entries=entries, verdict=verdict)
+    async def audit_trail(
+        self, *, task: str | None = None, after: int = 0, limit: int | None = None
+    ) -> AuditTrail:
+        """Read page by page (serve gives at most AUDIT_PAGE lines at once) until `limit`
+        entries or the end; the verdict is the last page's."""
+        entries: list[AuditEntry] = []
+        while True:
+            want = AUDIT_PAGE if limit is None else min(AUDIT_PAGE, limit - len(entries))
+            data = (await self._get("/audit", task=task, after=after, limit=want)).json()
+            entries += [AuditEntry.model_validate(e) for e in data["entries"]]
+            cursor = data.get("next")
+            if cursor is None or (limit is not None and len(entries) >= limit) or want == 0:
+                break
+            after = int(cursor)
+        head = data.get("head")
+        verdict = Verdict(
+            data["verified"],
+            data["lines"],
+            data["verification"],
+            data["bad_line"],
+            head=AuditAnchor.model_validate(head) if head else None,
+        )
+        more = limit is not None and cursor is not None
+        return AuditTrail(entries=entries, verdict=verdict, next=int(cursor) if more else None)
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -1,18 +1,29 @@
-"""`t25 audit` and `t25 audit verify`."""
+"""`t25 audit`, `t25 audit verify`, `t25 audit export` and `t25 audit checkpoint`."""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
+import re
 import sys
+from datetime import datetime
+from typing import Any
 
 from core.control.audit import VOID, cross_check, log_path
+from core.control.audit_lines import GENESIS, as_line
+from core.domain.audit import AuditEntry, Verdict
 from core.domain.events import DecisionRecorded
 from core.domain.models import task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
 
-PAGE = 5000  # events per read: the most serve gives at once
+PAGE = 5000  # events, or audit lines, per read: the most serve gives at once
+CSV_COLUMNS = (
+    *("seq", "ts", "actor", "task", "decision", "reason", "bound_to", "voids"),
+    *("prev", "hash"),
+)
 
 
 def show(args: argparse.Namespace) -> int:
@@ -43,6 +54,15 @@ def show(args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
+    against = _checkpoint(" ".join(args.against)) if args.against else None
+    if args.against and against is None:
+        print(
+            f"t25: error: --against {' '.join(args.against)!r} is not SEQ:HASH "
+            "(as `t25 audit checkpoint` prints it)",
+            file=sys.stderr,
+        )
+        return 2
+
     async def body(control: Operations) -> bool:
         trail = await control.audit_trail()
         verdict = trail.verdict
@@ -54,9 +74,92 @@ def verify(args: argparse.Namespace) -> int:
         problems = cross_check(list(trail.entries), await _recorded(control))
         for problem in problems:
             print(f"MISMATCH: {problem}", file=sys.stderr)
+        if against is not None:
+            broken = await _against(control, verdict, *against)
+            if broken:
+                print(f"CHECKPOINT: {broken}", file=sys.stderr)
+                return False
+            print(f"ok: checkpoint {against[0]} {against[1]} holds")
         return not problems
 
     return 0 if run(args, body) else 1
+
+
+def _checkpoint(text: str) -> tuple[int, str] | None:
+    """`SEQ:HASH` or `SEQ HASH` (as `t25 audit checkpoint` prints it)."""
+    found = re.fullmatch(r"\s*(\d+)\s*[: ]\s*([0-9a-f]{64})\s*", text)
+    return (int(found[1]), found[2]) if found else None
+
+
+async def _against(control: Operations, verdict: Verdict, seq: int, digest: str) -> str | None:
+    """What is wrong with the chain against a checkpoint kept outside T25, or None."""
+    if seq == 0:
+        return None if digest == GENESIS else "line 0 is the chain's start, 000…0"
+    if verdict.lines < seq:
+        return (
+            f"the chain ends at line {verdict.lines}, before the checkpoint's line {seq}: "
+            "the log and the store were cut back or rewritten"
+        )
+    found = (await control.audit_trail(after=seq - 1, limit=1)).entries
+    if not found or found[0].seq != seq or found[0].hash != digest:
+        return (
+            f"line {seq} does not have the checkpoint's hash {digest}: the log and the "
+            "store were rewritten since it was taken"
+        )
+    return None
+
+
+def checkpoint(args: argparse.Namespace) -> int:
+    async def body(control: Operations) -> Verdict:
+        return (await control.audit_trail(limit=0)).verdict
+
+    verdict = run(args, body)
+    if not verdict.ok:
+        print(f"TAMPERED: {verdict.message}; no checkpoint taken", file=sys.stderr)
+        return 1
+    seq, digest = (verdict.head.seq, verdict.head.hash) if verdict.head else (0, GENESIS)
+    if args.json:
+        print(json.dumps({"seq": seq, "hash": digest}))
+    else:
+        print(f"{seq} {digest}")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    since = args.since
+    after = since - 1 if isinstance(since, int) and since > 0 else 0
+    out = csv.writer(sys.stdout, lineterminator="\n") if args.format == "csv" else None
+    if out is not None:
+        out.writerow(CSV_COLUMNS)
+
+    async def body(control: Operations) -> Verdict:
+        cursor: int | None = after
+        trail = None
+        while cursor is not None:
+            trail = await control.audit_trail(after=cursor, limit=PAGE)
+            for entry in trail.entries:
+                if isinstance(since, datetime) and entry.ts < since:
+                    continue
+                _export(entry, out)
+            sys.stdout.flush()
+            cursor = trail.next
+        return trail.verdict if trail else (await control.audit_trail(limit=0)).verdict
+
+    verdict = run(args, body)
+    if not verdict.ok:
+        print(f"t25: warning: the chain does not verify: {verdict.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _export(entry: AuditEntry, out: Any) -> None:
+    """One line: as it was hashed (jsonl), or a csv row (`out`, a csv writer)."""
+    if out is None:
+        sys.stdout.write(as_line(entry) + "\n")
+        return
+    row = entry.model_dump()
+    row["ts"] = entry.ts.isoformat()
+    out.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
 
 
 async def _recorded(control: Operations) -> list[DecisionRecorded]:

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 DISTRIBUTION = "t25"  # the name pyproject.toml gives T25's package
@@ -330,8 +331,52 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check the audit log's hash chain against the store's anchor; "
         "exit 1 and name the first bad line if anything was changed.",
     )
+    verify.add_argument(
+        "--against",
+        nargs="+",
+        metavar="SEQ:HASH",
+        help="also check that line SEQ of the chain still has HASH: a head `t25 audit "
+        "checkpoint` printed and you kept outside T25 (catches a rewrite of both the log "
+        "and the store)",
+    )
     verify.set_defaults(handler=_command("audit:verify"))
+    export = audit_sub.add_parser(
+        "export",
+        help="write the audit log to standard output, for an auditor",
+        description="Write the audit log to standard output, oldest line first: jsonl "
+        "(each line exactly as hashed, so it verifies on its own) or csv.",
+    )
+    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument(
+        "--since",
+        type=_since,
+        metavar="TIME|SEQ",
+        help="only the lines from this time (ISO 8601, UTC unless it says) or this "
+        "sequence number on",
+    )
+    export.set_defaults(handler=_command("audit:export"))
+    checkpoint = audit_sub.add_parser(
+        "checkpoint",
+        help="print the chain's head (SEQ HASH) to keep outside T25",
+        description="Verify the chain, then print its head: the last line's sequence "
+        "number and hash. Keep it outside T25; `t25 audit verify --against` checks it later.",
+    )
+    checkpoint.add_argument("--json", action="store_true", help="as a JSON object")
+    checkpoint.set_defaults(handler=_command("audit:checkpoint"))
     return parser
+
+
+def _since(text: str) -> int | datetime:
+    """`--since`: a sequence number, or a time (ISO 8601; UTC when it names no zone)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a sequence number nor an ISO 8601 time"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 # A reader that goes away (`t25 task list | head -1`) ends T25 the way it ends `cat`: no

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from core.domain.cost import CostSummary
+from core.domain.models import MAX_ID
 from t25_tui.api import document
 from t25_tui.api.services import Control, Ops
 
@@ -22,16 +23,32 @@ async def health(control: Control) -> dict[str, Any]:
     }
 
 
+AUDIT_PAGE = 500  # lines in a page of GET /audit, unless asked for fewer or more ...
+AUDIT_PAGE_MAX = 5000  # ... up to this many
+
+
 @router.get("/audit", responses=document.READ)
-async def audit(control: Ops, task: str | None = None) -> dict[str, Any]:
-    """The audit log's entries (one task's, with `task`) and the whole chain's verification."""
-    trail = await control.audit_trail(task=task)
+async def audit(
+    control: Ops,
+    task: str | None = None,
+    after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=0, le=AUDIT_PAGE_MAX)] = AUDIT_PAGE,
+) -> dict[str, Any]:
+    """A page of the audit log: the entries after line `after` (one task's, with `task`),
+    at most `limit`, with `next` (the `after` that reads on; null at the end), and the
+    whole chain's verification and head (its last line's sequence number and hash).
+    The verification is computed once and reused while the chain's head stays the same,
+    so paging through a long log does not verify it again on every page."""
+    trail = await control.audit_trail(task=task, after=after, limit=limit)
+    head = trail.verdict.head
     return {
         "entries": [e.model_dump(mode="json") for e in trail.entries],
+        "next": trail.next,
         "verified": trail.verdict.ok,
         "verification": trail.verdict.message,
         "lines": trail.verdict.lines,
         "bad_line": trail.verdict.bad_line,
+        "head": head.model_dump(mode="json") if head else None,
     }
 
 
