@@ -273,7 +273,8 @@ def test_two_serves_and_a_command_line_deciding_at_once_extend_one_chain(pg_temp
         chain = asyncio.run(_chain(backend.url))
         assert [seq for seq, _ in chain] == list(range(1, len(chain) + 1))
         actors = Counter(line["actor"] for _, line in chain)
-        assert {"serve0", "serve1", "cli"} <= set(actors)
+        claims = {actor.rpartition(" (claimed ")[2].rstrip(")") for actor in actors}
+        assert {"serve0", "serve1", "cli"} <= claims  # the command line's --actor, as claimed
         print(f"one chain of {len(chain)} lines: {dict(actors)}")
         for url in urls:
             entries, last = _pages(url)

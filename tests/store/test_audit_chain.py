@@ -22,7 +22,7 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.errors import AuditError, MergeRefused, StaleState
 from core.ports import Store
-from core.workspace.worktrees import Cleanup
+from core.workspace.worktrees import Cleanup, TrialMerge
 from store import open_store
 from tests.conftest import make_repo
 from tests.store.conftest import PostgresBackend
@@ -283,7 +283,10 @@ async def test_a_line_added_past_the_anchor_is_named_and_not_built_on(two, db):
 
 
 class _Trees:
-    """A project's worktrees as a merge sees them: git refuses the merge, or does it."""
+    """A project's worktrees as a merge sees them: the merge is tried, then git refuses to
+    land it, or lands it."""
+
+    default_branch = "trunk"
 
     def __init__(self, refuses: bool) -> None:
         self.refuses = refuses
@@ -291,9 +294,19 @@ class _Trees:
     async def moved_since_review(self, task) -> None:
         return None
 
-    async def merge(self, task, *, message: str) -> None:
+    async def tip(self, task) -> str:
+        return "b" * 40
+
+    async def trial_merge(self, task, *, message: str) -> TrialMerge:
+        return TrialMerge(task.id, task.branch, "c" * 40, "a" * 40, "b" * 40, Path("/nonexistent"))
+
+    async def land(self, trial: TrialMerge) -> str:
         if self.refuses:
             raise MergeRefused("git refused: uncommitted changes in the main checkout")
+        return trial.commit
+
+    async def discard(self, trial: TrialMerge) -> None:
+        return None
 
     async def cleanup(self, task) -> Cleanup:
         return Cleanup(False, "kept")
