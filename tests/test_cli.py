@@ -218,6 +218,25 @@ def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, rep
     assert decisions == ["reject", "answer", "approve", "merge"]
 
 
+def test_a_merge_touching_protected_paths_names_each_from_the_command_line(t25, repo):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    t25("task", "new", "Bump", "--description", "scripted: touch=package.json,web app/go.mod")
+    assert t25("run").code == 0
+    shown = t25("task", "show", "T-1").out
+    assert "protected paths touched (policies.protected_paths): 2" in shown
+    command = "t25 merge T-1 --allow-path package.json --allow-path 'web app/go.mod'"
+    assert f"merge    names each: {command}" in shown
+
+    refused = t25("merge", "T-1", "--allow-path", "package.json")
+    assert refused.code == 1
+    assert "does not name: web app/go.mod" in refused.err and command in refused.err
+    merged = t25("merge", "T-1", "--allow-path", "package.json", "--allow-path", "web app/go.mod")
+    assert merged.code == 0, merged.err
+    assert "T-1  DONE  merged" in merged.out
+    assert "protected paths: package.json, web app/go.mod" in t25("audit").out
+
+
 def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
     import subprocess
     import sys

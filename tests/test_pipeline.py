@@ -499,3 +499,56 @@ async def test_a_merge_takes_only_the_commit_review_approved(env):
     line = control.audit.entries()[-1]
     assert line.decision == "merge" and line.bound_to == f"commit:{reviewed}"
     assert reviewed in git_sync("rev-list", "--parents", "-n", "1", "trunk", cwd=env.repo)
+
+
+async def _review_prompt(control, task_id: str) -> str:
+    prompts = [
+        a
+        for a in await control.store.list_artifacts(task_id=task_id)
+        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "reviewer"
+    ]
+    _, content = await control.store.get_artifact(prompts[-1].id)
+    return content.decode()
+
+
+async def test_protected_paths_are_flagged_in_review_and_a_merge_must_name_each(env):
+    control = await env.open()
+    task = await env.new(description="scripted: touch=.github/workflows/ci.yml,docs/CLAUDE.md")
+    plain = await env.new("Another greeting")
+    await env.work()
+    task, plain = await env.task(task.id), await env.task(plain.id)
+    assert task.state is S.DONE and plain.state is S.DONE, (task.error, plain.error)
+    assert task.protected_paths == (".github/workflows/ci.yml", "docs/CLAUDE.md")
+    assert plain.protected_paths == ()
+    review = await _review_prompt(control, task.id)
+    assert "## Protected paths touched" in review
+    assert ".github/workflows/ci.yml\ndocs/CLAUDE.md" in review
+    assert "## Protected paths touched" not in await _review_prompt(control, plain.id)
+
+    with pytest.raises(PolicyRefused) as refused:
+        await control.merge(task.id, actor="ana")
+    assert "does not name: .github/workflows/ci.yml, docs/CLAUDE.md" in refused.value.message
+    assert refused.value.hint.endswith(
+        f"t25 merge {task.id} --allow-path .github/workflows/ci.yml --allow-path docs/CLAUDE.md"
+    )
+    with pytest.raises(PolicyRefused) as refused:
+        await control.merge(task.id, actor="ana", allow_paths=["docs/CLAUDE.md"])
+    assert "does not name: .github/workflows/ci.yml" in refused.value.message
+    assert not (await env.task(task.id)).merged and control.audit.entries() == []
+
+    task = await control.merge(
+        task.id,
+        actor="ana",
+        reason="the CI change is wanted",
+        allow_paths=["docs/CLAUDE.md", ".github/workflows/ci.yml"],
+    )
+    assert task.merged and (env.repo / ".github" / "workflows" / "ci.yml").is_file()
+    plain = await control.merge(plain.id, actor="ana")  # nothing protected: nothing to name
+    assert plain.merged
+    merged, unprotected = control.audit.entries()
+    assert merged.reason == (
+        "the CI change is wanted; protected paths: .github/workflows/ci.yml, docs/CLAUDE.md"
+    )
+    assert merged.bound_to == f"commit:{task.reviewed_head}"
+    assert unprotected.reason == ""
+    assert (await control.audit.verify()).ok

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
+from core.domain.decisions import Decision, Verb
 from core.domain.models import Lease, RunOutcome, RunStatus
 from t25_tui.api.server import make_api, server_for
 from tests.test_pipeline import Env, write_config
@@ -67,6 +68,42 @@ async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
     detail = (await client.get("/tasks/T-1")).json()
     assert detail["task"]["state"] == "CANCELLED" and detail["cost"]["total_usd"] == 0
     assert "/tasks/{ref}/approve" in (await client.get("/openapi.json")).json()["paths"]
+
+
+async def test_a_merge_over_rest_names_each_protected_path_and_the_cockpit_sends_them(shop):
+    from t25_tui.api.cockpit_client import attach
+
+    env = Env(shop)
+    control = await env.open()
+    try:
+        await env.new(description="scripted: touch=package.json,.mcp.json")
+        await env.new("Second")
+        await env.work()
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+            detail = (await client.get("/tasks/T-1")).json()
+            assert detail["task"]["protected_paths"] == [".mcp.json", "package.json"]
+            refused = await client.post("/tasks/T-1/merge", json={"allow_paths": [".mcp.json"]})
+            assert refused.status_code == 409
+            assert refused.json()["error"].endswith("does not name: package.json")
+            bad = await client.post("/tasks/T-1/merge", json={"allow_paths": ["a\x1bb"]})
+            assert bad.status_code in (400, 422)
+            merged = await client.post(
+                "/tasks/T-1/merge",
+                json={"actor": "ana", "allow_paths": ["package.json", ".mcp.json"]},
+            )
+            assert merged.status_code == 200 and merged.json()["merged"] is True
+            async with attach(url) as remote:
+                task = await remote.task("T-2")
+                await control.update(task, actor="t25", protected_paths=("yarn.lock",))
+                decision = Decision(
+                    verb=Verb.MERGE, task="T-2", actor="bo", allow_paths=("yarn.lock",)
+                )
+                assert (await remote.decide(decision)).merged
+        reasons = [e.reason for e in control.audit.entries()]
+        assert reasons == ["protected paths: .mcp.json, package.json", "protected paths: yarn.lock"]
+    finally:
+        await env.close()
 
 
 async def test_bad_input_gets_a_4xx_with_a_json_error(api):

@@ -256,10 +256,17 @@ class Pipeline:
         if report.diff is not None:
             await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
         stat = report.diff_stat or DiffStat()
-        over = policies.check_diff_limits(stat, self.control.config.limits)
+        config = self.control.config
+        over = policies.check_diff_limits(stat, config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
-        return await self.control.enter(task, S.QA, actor=T25, reason=stat.summary())
+        protected = policies.protected_touched(stat.touched, config.policies.protected)
+        reason = stat.summary()
+        if protected:
+            reason += f"; protected paths touched: {', '.join(protected)}"
+        return await self.control.enter(
+            task, S.QA, actor=T25, reason=reason, protected_paths=protected
+        )
 
     async def _qa(self, task: Task, run: Run, report: RunReport, output: QAAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)

@@ -632,7 +632,7 @@ class Worktrees:
             cwd=self.repo,
         )
         fields = os.fsdecode(raw).split("\0")
-        files, added, deleted, i = [], 0, 0, 0
+        files, renamed_from, added, deleted, i = [], [], 0, 0, 0
         while i < len(fields):
             head = fields[i]
             i += 1
@@ -640,11 +640,14 @@ class Worktrees:
                 continue
             plus, minus, name = head.split("\t", 2)
             if not name:  # a rename: the old and new names follow
+                renamed_from.append(fields[i])
                 name, i = fields[i + 1], i + 2
             files.append(name)
             if plus != "-":
                 added, deleted = added + int(plus), deleted + int(minus)
-        return DiffStat(files=tuple(files), added=added, deleted=deleted)
+        return DiffStat(
+            files=tuple(files), renamed_from=tuple(renamed_from), added=added, deleted=deleted
+        )
 
     async def diff(self, task: Task) -> str:
         """The unified diff of the task branch since it left the default branch."""

@@ -30,7 +30,14 @@ from core.domain import text
 from core.domain.agent import AgentResult
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
 from core.domain.reports import RunReport
-from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_REASON, MAX_TITLE
+from core.domain.text import (
+    MAX_ACTOR,
+    MAX_DESCRIPTION,
+    MAX_PATH,
+    MAX_PATHS,
+    MAX_REASON,
+    MAX_TITLE,
+)
 from t25_tui.api.errors import CODES, INVALID_REQUEST
 
 MAX_WORKER_NAME = 200
@@ -148,6 +155,7 @@ class CheckSent(CheckResult):
 
 class DiffStatSent(DiffStat):
     files: tuple[Output, ...] = ()
+    renamed_from: tuple[Output, ...] = ()
     added: Count = 0
     deleted: Count = 0
 
@@ -230,6 +238,19 @@ class DecisionBody(_Body):
 
 class ApprovalBody(DecisionBody):
     bound_to: PlanBinding | None = None  # the plan read; refused (409) if it has changed since
+
+
+RepoPath = Annotated[
+    str,
+    _bounds(limit=MAX_PATH, pattern=ONE_LINE_REQUIRED, required=True),
+    AfterValidator(text.path),
+]
+
+
+class MergeBody(DecisionBody):
+    # Each protected path the change touches (policies.protected_paths), named by the
+    # approver; a merge that leaves one out is refused (409) with the list.
+    allow_paths: list[RepoPath] = Field([], max_length=MAX_PATHS)
 
 
 class AnswerBody(_Body):

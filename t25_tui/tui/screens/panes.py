@@ -271,5 +271,10 @@ def policy_lines(config: Config) -> list[str]:
         f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
         f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
         f"  qa.checks {checks or '(none)'}",
-        "  merge: a human, after the required checks pass and review approves",
+        f"  policies.protected_paths {len(config.policies.protected)} patterns "
+        f"({', '.join(config.policies.protected[:4])}, …)"
+        if len(config.policies.protected) > 4
+        else f"  policies.protected_paths {', '.join(config.policies.protected) or '(none)'}",
+        "  merge: a human, after the required checks pass and review approves,",
+        "         naming each protected path the change touches",
     ]
