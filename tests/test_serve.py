@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from core.domain.decisions import Decision, Verb
-from core.domain.models import Lease, RunOutcome, RunStatus
+from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
 from t25_tui.api.server import make_api, server_for
 from tests.test_pipeline import Env, write_config
 from tests.waiting import answers, free_port, wait_until
@@ -102,6 +102,30 @@ async def test_a_merge_over_rest_names_each_protected_path_and_the_cockpit_sends
                 assert (await remote.decide(decision)).merged
         reasons = [e.reason for e in control.audit.entries()]
         assert reasons == ["protected paths: .mcp.json, package.json", "protected paths: yarn.lock"]
+    finally:
+        await env.close()
+
+
+async def test_a_remote_worker_claiming_a_review_learns_who_wrote_the_change(shop):
+    from t25_tui.api.worker_client import HttpRunQueue
+
+    env = Env(shop)
+    control = await env.open(roles={"reviewer": [{"adapter": "scripted"}]})
+    try:
+        task = await env.new()
+        await env.work()  # no reviewer but the author: it asks
+        assert (await env.task(task.id)).state is TaskState.NEEDS_INPUT
+        await control.answer(task.id, "look again", actor="ana")  # a REVIEW run is queued
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url:
+            runs = HttpRunQueue(url, CREDENTIAL)
+            try:
+                claim = await runs.claim("remote-1", 30)
+                assert claim is not None and claim.run.stage is TaskState.REVIEW
+                assert claim.authors == (Author(adapter="scripted", models=("scripted-1",)),)
+                await runs.release(claim.lease)
+            finally:
+                await runs.close()
     finally:
         await env.close()
 

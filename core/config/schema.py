@@ -314,6 +314,9 @@ class Policies(_Section):
     # Replaces the defaults when set; `extra_protected_paths` adds to whichever list holds.
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED_PATHS))
     extra_protected_paths: list[str] = []
+    # A REVIEW run skips a profile that is the change's author: model (the same adapter
+    # running the same model, or one T25 cannot tell apart), adapter (the same CLI), or off.
+    reviewer_differs_from_author: Literal["adapter", "model", "off"] = "model"
 
     @field_validator("protected_paths", "extra_protected_paths")
     @classmethod

@@ -256,6 +256,14 @@ class RunOutcome(_Value):
     cost_usd: float = 0.0
 
 
+class Author(_Value):
+    """Who wrote a task's change: the adapter of a succeeded IMPLEMENTING run, and the model
+    names it went by (the profile's, and the one the CLI reported); none when unknown."""
+
+    adapter: str
+    models: tuple[str, ...] = ()
+
+
 # -- artifacts -------------------------------------------------------------------------------
 
 

@@ -25,3 +25,6 @@ class RunReport(BaseModel):
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
     head: str | None = None  # the task branch's head the run judged (QA, REVIEW)
+    # A question for the operator instead of a run: no agent of the role's chain may play
+    # it (a REVIEW whose every reviewer wrote the change). The task waits in NEEDS_INPUT.
+    needs_input: str | None = None

@@ -182,6 +182,7 @@ class RunReportSent(RunReport):
     diff_stat: DiffStatSent | None = None
     checks: tuple[CheckSent, ...] = ()
     note: Output = ""
+    needs_input: Output | None = None
     head: Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")] | None = None
 
 

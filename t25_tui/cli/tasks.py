@@ -130,6 +130,9 @@ def _runs(detail: TaskDetail) -> None:
             f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
             f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else "")
         )
+        passed_over = r.adapter_reason and not r.adapter_reason.endswith("first in the chain")
+        if r.stage is TaskState.REVIEW and passed_over:  # who was passed over, and why
+            print(f"  {'':<{width}}  adapter: {printable(r.adapter_reason or '')}")
 
 
 def _artifacts(detail: TaskDetail) -> None:

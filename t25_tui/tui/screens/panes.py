@@ -275,6 +275,7 @@ def policy_lines(config: Config) -> list[str]:
         f"({', '.join(config.policies.protected[:4])}, …)"
         if len(config.policies.protected) > 4
         else f"  policies.protected_paths {', '.join(config.policies.protected) or '(none)'}",
+        f"  policies.reviewer_differs_from_author {config.policies.reviewer_differs_from_author}",
         "  merge: a human, after the required checks pass and review approves,",
         "         naming each protected path the change touches",
     ]
