@@ -632,3 +632,26 @@ async def test_with_no_reviewer_but_the_author_the_task_asks_and_off_lets_it_rev
         assert (await again.task(task.id)).state is S.DONE
     finally:
         await again.close()
+
+
+async def test_a_change_over_the_new_dependency_budget_fails_naming_them(env):
+    control = await env.open(limits={"max_new_dependencies": 1})
+    (env.repo / "requirements.txt").write_text("requests\n")  # on trunk: not new
+    git_sync("add", "requirements.txt", cwd=env.repo)
+    git_sync("commit", "-q", "-m", "requirements", cwd=env.repo)
+    within = await env.new(description="scripted: dependencies=Requests,rich")
+    over = await env.new("Two more", description="scripted: dependencies=rich,httpx")
+    await env.work()
+    within, over = await env.task(within.id), await env.task(over.id)
+    assert within.state is S.DONE, within.error
+    assert over.state is S.FAILED
+    assert over.error == (
+        "dependency budget exceeded: the change adds 2 dependencies (limit 1): "
+        "requirements.txt: httpx, requirements.txt: rich"
+    )
+    moves = [
+        e
+        for e in await control.store.events_after(0, task_id=within.id, limit=10_000)
+        if isinstance(e, TaskTransitioned) and e.to_state is S.QA
+    ]
+    assert "new dependencies: requirements.txt: rich" in moves[-1].reason

@@ -9,6 +9,7 @@ import pytest
 
 from core.config.schema import ApprovalPolicy, Limits, Policies
 from core.control.policies import (
+    check_dependency_budget,
     check_diff_limits,
     evaluate_qa,
     evaluate_review,
@@ -347,3 +348,29 @@ def test_a_merge_names_every_protected_path_or_the_ones_left_out_are_listed():
     assert unnamed_protected(task(), []) == ()
     odd = task(protected_paths=("bad\x1bname/package.json",))  # named as it is shown
     assert unnamed_protected(odd, ["bad\\x1bname/package.json"]) == ()
+
+
+# -- the new-dependency budget ------------------------------------------------------------
+
+
+def test_no_budget_takes_any_number_of_new_dependencies():
+    assert Limits().max_new_dependencies is None
+    added = [f"requirements.txt: p{i}" for i in range(500)]
+    assert check_dependency_budget(added, Limits()) is None
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2])
+def test_the_budget_is_inclusive(budget):
+    added = [f"package.json: p{i}" for i in range(budget)]
+    assert check_dependency_budget(added, Limits(max_new_dependencies=budget)) is None
+
+
+def test_over_the_budget_names_the_count_the_limit_and_each_dependency():
+    limits = Limits(max_new_dependencies=0)
+    assert check_dependency_budget(["go.mod: golang.org/x/sync"], limits) == (
+        "the change adds 1 dependency (limit 0): go.mod: golang.org/x/sync"
+    )
+    two = ["Cargo.toml: serde", "package.json: react"]
+    assert check_dependency_budget(two, Limits(max_new_dependencies=1)) == (
+        "the change adds 2 dependencies (limit 1): Cargo.toml: serde, package.json: react"
+    )

@@ -307,3 +307,21 @@ def test_lease_and_outcome_models_round_trip_as_json():
     assert Lease.model_validate_json(lease.model_dump_json()) == lease
     outcome = RunOutcome(status=RunStatus.SUCCEEDED)
     assert RunOutcome.model_validate_json(outcome.model_dump_json()) == outcome
+
+
+def test_a_reports_manifests_and_a_claims_authors_cross_the_wire_whole():
+    from core.domain.manifests import ManifestChange
+    from core.domain.reports import RunReport
+    from t25_tui.api.bodies import RunReportSent
+
+    report = RunReport(
+        manifests=(ManifestChange(path="package.json", before=None, after='{"a": 1}'),),
+        needs_input="no agent of roles.reviewer differs from the author",
+    )
+    sent = RunReportSent.model_validate(report.model_dump(mode="json"))
+    assert RunReport.model_validate(sent.model_dump()) == report
+    nul = report.model_dump(mode="json")
+    nul["manifests"][0]["after"] = "a\x00b"  # what a store can keep
+    assert RunReportSent.model_validate(nul).manifests[0].after == "a\ufffdb"
+    author = Author(adapter="claude", models=("claude-sonnet-4-5",))
+    assert Author.model_validate(author.model_dump(mode="json")) == author

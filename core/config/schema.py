@@ -242,6 +242,8 @@ class Limits(_Section):
     max_diff_lines: PositiveInt = 1000
     max_review_loops: NonNegativeInt = 2
     max_qa_loops: NonNegativeInt = 2
+    # Dependencies one task may add across its manifests; None: no budget.
+    max_new_dependencies: NonNegativeInt | None = None
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
 

@@ -30,6 +30,7 @@ from core.domain.answers import (
     parse_answer,
 )
 from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested, RunStarted
+from core.domain.manifests import added_dependencies
 from core.domain.models import (
     Artifact,
     ArtifactKind,
@@ -295,8 +296,14 @@ class Pipeline:
         over = policies.check_diff_limits(stat, config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
+        added = added_dependencies(report.manifests)
+        over = policies.check_dependency_budget(added, config.limits)
+        if over:
+            return await self._fail(task, f"dependency budget exceeded: {over}")
         protected = policies.protected_touched(stat.touched, config.policies.protected)
         reason = stat.summary()
+        if added:
+            reason += f"; new dependencies: {', '.join(added)}"
         if protected:
             reason += f"; protected paths touched: {', '.join(protected)}"
         return await self.control.enter(

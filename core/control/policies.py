@@ -7,6 +7,7 @@ the model's word. Nothing in this module reads a file, a clock or the store, so 
 decision can be tested at its exact boundary and replayed from the audit trail.
 
     check_diff_limits(stat, limits)        -> reason the change is too big, or None
+    check_dependency_budget(added, limits) -> reason the change adds too many dependencies
     protected_touched(paths, patterns)     -> the changed paths policies.protected_paths names
     requires_plan_approval(plan, policy)   -> does the plan wait for a human?
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
@@ -45,6 +46,16 @@ def check_diff_limits(stat: DiffStat, limits: Limits) -> str | None:
     if stat.lines > limits.max_diff_lines:
         over.append(f"{_n(stat.lines, 'line')} (limit {limits.max_diff_lines:,})")
     return f"the change touches {' and '.join(over)}" if over else None
+
+
+def check_dependency_budget(added: Sequence[str], limits: Limits) -> str | None:
+    """None when the change adds no more dependencies than `limits.max_new_dependencies`
+    (None: no budget); otherwise one line with the number, the budget and the names."""
+    budget = limits.max_new_dependencies
+    if budget is None or len(added) <= budget:
+        return None
+    count = f"{len(added):,} {'dependency' if len(added) == 1 else 'dependencies'}"
+    return f"the change adds {count} (limit {budget:,}): {', '.join(added)}"
 
 
 # -- protected paths ---------------------------------------------------------------------------

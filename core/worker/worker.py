@@ -24,6 +24,7 @@ from pathlib import Path
 from core.config.schema import AgentProfile, QACheck
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import Event, RunOutput, RunStarted
+from core.domain.manifests import is_manifest
 from core.domain.models import Author, CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
@@ -187,10 +188,13 @@ class Worker:
                 undone = await _outward_links(worktrees, task)
                 if not undone.changes:
                     await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                    stat = await worktrees.diff_stat(task)
+                    manifests = [p for p in stat.touched if is_manifest(p)]
                     return report.model_copy(
                         update={
-                            "diff_stat": await worktrees.diff_stat(task),
+                            "diff_stat": stat,
                             "diff": await worktrees.diff(task),
+                            "manifests": await worktrees.manifests(task, manifests),
                         }
                     )
             if not undone.changes:

@@ -46,7 +46,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.domain.backoff import Backoff, retry
+from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import LEFTOVERS_REF, Fingerprint, fingerprint
@@ -648,6 +649,27 @@ class Worktrees:
         return DiffStat(
             files=tuple(files), renamed_from=tuple(renamed_from), added=added, deleted=deleted
         )
+
+    async def manifests(self, task: Task, paths: Sequence[str]) -> tuple[ManifestChange, ...]:
+        """Each of `paths` as text where the task branch left the default branch and at its
+        tip (None where it does not exist, is not UTF-8 or is over MAX_MANIFEST_CHARS)."""
+        base, tip = await self._range(task)
+        out = []
+        for path in paths:
+            ends = [await self._text_at(commit, path) for commit in (base, tip)]
+            out.append(ManifestChange(path=path, before=ends[0], after=ends[1]))
+        return tuple(out)
+
+    async def _text_at(self, commit: str, path: str) -> str | None:
+        # `cat-file blob` runs no filter or textconv: nothing a repository plants.
+        done = await run_git("cat-file", "blob", f"{commit}:{path}", cwd=self.repo, drivers_from=())
+        if done.code != 0:
+            return None
+        try:
+            text = done.out.decode()
+        except UnicodeDecodeError:
+            return None
+        return text if len(text) <= MAX_MANIFEST_CHARS else None
 
     async def diff(self, task: Task) -> str:
         """The unified diff of the task branch since it left the default branch."""

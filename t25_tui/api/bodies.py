@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from core.domain import text
 from core.domain.agent import AgentResult
+from core.domain.manifests import ManifestChange
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
 from core.domain.reports import RunReport
 from core.domain.text import (
@@ -160,6 +161,12 @@ class DiffStatSent(DiffStat):
     deleted: Count = 0
 
 
+class ManifestSent(ManifestChange):
+    path: Output
+    before: Output | None = None
+    after: Output | None = None
+
+
 class AgentResultSent(AgentResult):
     adapter: Output
     cli_version: Output | None = None
@@ -180,6 +187,7 @@ class RunReportSent(RunReport):
     error: Output | None = None
     violation: tuple[Output, ...] = ()
     diff_stat: DiffStatSent | None = None
+    manifests: tuple[ManifestSent, ...] = Field((), max_length=1000)
     checks: tuple[CheckSent, ...] = ()
     note: Output = ""
     needs_input: Output | None = None
