@@ -268,6 +268,8 @@ def policy_lines(config: Config) -> list[str]:
         "Policies in force:",
         f"  limits.max_files_changed {lim.max_files_changed} · max_diff_lines {lim.max_diff_lines}",
         f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
+        "  limits.max_new_dependencies "
+        + ("(no budget)" if lim.max_new_dependencies is None else f"{lim.max_new_dependencies}"),
         f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
         f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
         f"  qa.checks {checks or '(none)'}",
