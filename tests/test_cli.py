@@ -237,6 +237,28 @@ def test_a_merge_touching_protected_paths_names_each_from_the_command_line(t25, 
     assert "protected paths: package.json, web app/go.mod" in t25("audit").out
 
 
+def test_a_review_only_the_author_could_play_asks_and_task_show_says_why(t25, repo):
+    assert t25("init").code == 0
+    same = PIPELINE_CONFIG.replace(
+        "reviewer: [{adapter: scripted, model: scripted-2}]", "reviewer: [{adapter: scripted}]"
+    )
+    (repo / "t25.yaml").write_text(same)
+    assert "roles.reviewer: no profile differs" in t25("doctor").out
+    t25("task", "new", "Greeting")
+    ran = t25("run")
+    assert ran.code == 0, ran.err
+    assert "T-1  asks: no agent of roles.reviewer differs from the author" in ran.out
+    shown = t25("task", "show", "T-1").out
+    assert (
+        "adapter: scripted: wrote the change (policies.reviewer_differs_from_author: model)"
+        in shown
+    )
+    (repo / "t25.yaml").write_text(same + "policies: {reviewer_differs_from_author: 'off'}\n")
+    assert t25("answer", "T-1", "the same model may review").code == 0
+    assert t25("run").code == 0
+    assert "T-1" in t25("task", "list", "--state", "DONE").out
+
+
 def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
     import subprocess
     import sys
