@@ -554,7 +554,7 @@ def _with_protected(task: Task, text: str) -> str | None:
     """A merge's words as recorded: the operator's, and the protected paths it named."""
     if not task.protected_paths:
         return None
-    named = "protected paths: " + ", ".join(task.protected_paths)
+    named = "protected paths: " + ", ".join(printable(p) for p in task.protected_paths)
     return f"{text}; {named}" if text else named
 
 
