@@ -123,9 +123,10 @@ def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
         with open(changes, "a", encoding="utf-8") as file:
             file.write(f"- {task} round {round_}: scripted change\n")
         emit(type="tool_use", name="write", path=changes)
+        touched = [changes, *also_touch(ctx["directives"], f"# {task} round {round_}")]
         return {
             "summary": f"Appended a line for {task} (round {round_}) to {changes}.",
-            "files_changed": [changes],
+            "files_changed": touched,
         }
     if stage == "QA":
         return {
@@ -154,6 +155,25 @@ def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
     if stage == "DOCS":
         return {"summary": f"No documentation needed for {task}.", "files": []}
     raise ValueError(f"no answer for stage {stage!r}")
+
+
+def also_touch(directives: dict[str, str], line: str) -> list[str]:
+    """`scripted: touch=a,b/c` appends `line` to each of those files too (made as needed);
+    `scripted: dependencies=x,y` adds each as a line of requirements.txt. Paths stay
+    inside the working directory."""
+    lines: dict[str, list[str]] = {}
+    for path in filter(None, directives.get("touch", "").split(",")):
+        lines.setdefault(path.strip(), []).append(line)
+    for name in filter(None, directives.get("dependencies", "").split(",")):
+        lines.setdefault("requirements.txt", []).append(name.strip())
+    for path, added in lines.items():
+        if os.path.isabs(path) or ".." in path.split("/"):
+            raise ValueError(f"scripted: will not write outside the worktree: {path!r}")
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "a", encoding="utf-8") as file:
+            file.write("".join(f"{text}\n" for text in added))
+        emit(type="tool_use", name="write", path=path)
+    return list(lines)
 
 
 def top_level(prompt: str) -> list[str]:

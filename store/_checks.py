@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from enum import Enum
 from typing import Any
 
@@ -61,6 +62,8 @@ def task_fields(fields: dict[str, Any]) -> dict[str, Any]:
             value = value.value
         elif isinstance(value, bool):
             value = int(value)
+        elif isinstance(value, tuple):  # a list of names, kept as a JSON array
+            value = json.dumps(list(value)) if value else None
         values[name] = value
     return values
 

@@ -96,6 +96,7 @@ class RowReader:
             review_verdict=r["review_verdict"],
             reviewed_head=r["reviewed_head"],
             violation=r["violation"],
+            protected_paths=tuple(json.loads(r["protected_paths"] or "[]")),
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),
         )

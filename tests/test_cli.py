@@ -176,7 +176,7 @@ roles:
   planner: [{adapter: scripted}]
   dev: [{adapter: scripted}]
   qa: [{adapter: scripted}]
-  reviewer: [{adapter: scripted}]
+  reviewer: [{adapter: scripted, model: scripted-2}]  # not the dev's model
   docs: [{adapter: scripted}]
 """
 
@@ -216,6 +216,47 @@ def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, rep
     assert t25("logs", "R-999").code == 1
     decisions = [line.split()[3] for line in t25("audit").out.splitlines()]
     assert decisions == ["reject", "answer", "approve", "merge"]
+
+
+def test_a_merge_touching_protected_paths_names_each_from_the_command_line(t25, repo):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    t25("task", "new", "Bump", "--description", "scripted: touch=package.json,web app/go.mod")
+    assert t25("run").code == 0
+    shown = t25("task", "show", "T-1").out
+    assert "protected paths touched (policies.protected_paths): 2" in shown
+    command = "t25 merge T-1 --allow-path package.json --allow-path 'web app/go.mod'"
+    assert f"merge    names each: {command}" in shown
+
+    refused = t25("merge", "T-1", "--allow-path", "package.json")
+    assert refused.code == 1
+    assert "does not name: web app/go.mod" in refused.err and command in refused.err
+    merged = t25("merge", "T-1", "--allow-path", "package.json", "--allow-path", "web app/go.mod")
+    assert merged.code == 0, merged.err
+    assert "T-1  DONE  merged" in merged.out
+    assert "protected paths: package.json, web app/go.mod" in t25("audit").out
+
+
+def test_a_review_only_the_author_could_play_asks_and_task_show_says_why(t25, repo):
+    assert t25("init").code == 0
+    same = PIPELINE_CONFIG.replace(
+        "reviewer: [{adapter: scripted, model: scripted-2}]", "reviewer: [{adapter: scripted}]"
+    )
+    (repo / "t25.yaml").write_text(same)
+    assert "roles.reviewer: no profile differs" in t25("doctor").out
+    t25("task", "new", "Greeting")
+    ran = t25("run")
+    assert ran.code == 0, ran.err
+    assert "T-1  asks: no agent of roles.reviewer differs from the author" in ran.out
+    shown = t25("task", "show", "T-1").out
+    assert (
+        "adapter: scripted: wrote the change (policies.reviewer_differs_from_author: model)"
+        in shown
+    )
+    (repo / "t25.yaml").write_text(same + "policies: {reviewer_differs_from_author: 'off'}\n")
+    assert t25("answer", "T-1", "the same model may review").code == 0
+    assert t25("run").code == 0
+    assert "T-1" in t25("task", "list", "--state", "DONE").out
 
 
 def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):

@@ -23,7 +23,7 @@ roles:
   planner: [{adapter: scripted}]
   dev: [{adapter: scripted%s}]
   qa: [{adapter: scripted}]
-  reviewer: [{adapter: scripted}]
+  reviewer: [{adapter: scripted, model: scripted-2}]  # not the dev's model
   docs: [{adapter: scripted}]
 """
 

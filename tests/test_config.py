@@ -243,8 +243,8 @@ def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path)
     """,
     )
     assert str(err) == (
-        "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, qa, cost, "
-        "sandbox, worktrees, store, serve, keys); did you mean 'limits'?"
+        "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, policies, qa, "
+        "cost, sandbox, worktrees, store, serve, keys); did you mean 'limits'?"
     )
     assert err.hint and "t25.yaml.example" in err.hint
 
@@ -377,6 +377,18 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
         (
             "roles:\n  security: []\n",
             "t25.yaml:4: roles.security: expected at least one item, got 0",
+        ),
+        (
+            "policies:\n  protected_paths: [package.json, 'ci dir/**']\n",
+            (
+                "t25.yaml:4: policies.protected_paths: expected path patterns such as "
+                ".github/workflows/** or package.json (no spaces, backslashes or '!'), "
+                "got 'ci dir/**'"
+            ),
+        ),
+        (
+            "policies:\n  extra_protected_paths: infra/**\n",
+            "t25.yaml:4: policies.extra_protected_paths: expected a list, got 'infra/**'",
         ),
         (
             "store:\n  url: mysql://db/t25\n",

@@ -19,7 +19,7 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
-from core.domain.events import ApprovalRequested, RunStarted, TaskTransitioned
+from core.domain.events import ApprovalRequested, InputRequested, RunStarted, TaskTransitioned
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
@@ -27,6 +27,8 @@ from t25_tui.runtime import local_sweeper, open_runtime
 
 S = TaskState
 SCRIPTED = {"adapter": "scripted"}
+# A reviewer that did not write the change (policies.reviewer_differs_from_author: model).
+REVIEWING = {"adapter": "scripted", "model": "scripted-2"}
 ROLES = ("spec", "planner", "dev", "qa", "reviewer", "docs")
 
 
@@ -39,7 +41,7 @@ class SecondScripted(ScriptedSpec):
 def write_config(repo: Path, **overrides) -> None:
     config = {
         "projects": [{"name": "shop", "repo": "."}],
-        "roles": {role: [SCRIPTED] for role in ROLES},
+        "roles": {role: [REVIEWING if role == "reviewer" else SCRIPTED] for role in ROLES},
         "limits": {
             "max_files_changed": 5,
             "max_diff_lines": 50,
@@ -49,7 +51,12 @@ def write_config(repo: Path, **overrides) -> None:
             "workers": 2,
         },
         "qa": {"checks": [{"name": "unit", "run": [sys.executable, "-m", "unittest", "-q"]}]},
-        "cost": {"rates": {"scripted-1": {"input": 3.0, "output": 15.0}}},
+        "cost": {
+            "rates": {
+                "scripted-1": {"input": 3.0, "output": 15.0},
+                "scripted-2": {"input": 3.0, "output": 15.0},
+            }
+        },
     }
     for key, value in overrides.items():
         if key in ("roles", "limits"):
@@ -317,7 +324,10 @@ def _working_in(root: Path) -> list[int]:
 async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
     quota = [{"adapter": "scripted", "args": ["--misbehave", "quota"]}, {"adapter": "scripted-b"}]
     chains = {role: [SCRIPTED, {"adapter": "scripted-b"}] for role in ROLES}
-    control = await env.open(roles={**chains, "spec": quota})
+    # Every adapter but the exhausted one wrote the change: only the quota is under test here.
+    control = await env.open(
+        roles={**chains, "spec": quota}, policies={"reviewer_differs_from_author": "off"}
+    )
     task = await env.new()
     await env.work()
     assert (await env.task(task.id)).state is S.DONE
@@ -432,7 +442,7 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_configured_security_role_reviews_after_the_reviewer_and_can_send_back(env):
-    security = {"adapter": "scripted", "args": ["--misbehave", "review-changes-once"]}
+    security = {**REVIEWING, "args": ["--misbehave", "review-changes-once"]}
     control = await env.open(roles={"security": [security]})
     task = await env.new()
     await env.work()
@@ -551,3 +561,149 @@ async def test_a_merge_whose_result_fails_a_qa_check_leaves_the_default_branch_w
     parents = git_sync("rev-list", "--parents", "-n", "1", tip, cwd=env.repo).split()[1:]
     assert parents == [git_sync("rev-parse", "trunk~1", cwd=env.repo), merged.reviewed_head]
     assert (env.repo / "changes" / "T-1.md").exists()  # the main checkout moved with it
+
+
+async def _review_prompt(control, task_id: str) -> str:
+    prompts = [
+        a
+        for a in await control.store.list_artifacts(task_id=task_id)
+        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "reviewer"
+    ]
+    _, content = await control.store.get_artifact(prompts[-1].id)
+    return content.decode()
+
+
+async def test_protected_paths_are_flagged_in_review_and_a_merge_must_name_each(env):
+    control = await env.open()
+    task = await env.new(description="scripted: touch=.github/workflows/ci.yml,docs/CLAUDE.md")
+    plain = await env.new("Another greeting")
+    await env.work()
+    task, plain = await env.task(task.id), await env.task(plain.id)
+    assert task.state is S.DONE and plain.state is S.DONE, (task.error, plain.error)
+    assert task.protected_paths == (".github/workflows/ci.yml", "docs/CLAUDE.md")
+    assert plain.protected_paths == ()
+    review = await _review_prompt(control, task.id)
+    assert "## Protected paths touched" in review
+    assert ".github/workflows/ci.yml\ndocs/CLAUDE.md" in review
+    assert "## Protected paths touched" not in await _review_prompt(control, plain.id)
+
+    with pytest.raises(PolicyRefused) as refused:
+        await control.merge(task.id, actor="ana")
+    assert "does not name: .github/workflows/ci.yml, docs/CLAUDE.md" in refused.value.message
+    assert refused.value.hint.endswith(
+        f"t25 merge {task.id} --allow-path .github/workflows/ci.yml --allow-path docs/CLAUDE.md"
+    )
+    with pytest.raises(PolicyRefused) as refused:
+        await control.merge(task.id, actor="ana", allow_paths=["docs/CLAUDE.md"])
+    assert "does not name: .github/workflows/ci.yml" in refused.value.message
+    assert not (await env.task(task.id)).merged and control.audit.entries() == []
+
+    task = await control.merge(
+        task.id,
+        actor="ana",
+        reason="the CI change is wanted",
+        allow_paths=["docs/CLAUDE.md", ".github/workflows/ci.yml"],
+    )
+    assert task.merged and (env.repo / ".github" / "workflows" / "ci.yml").is_file()
+    plain = await control.merge(plain.id, actor="ana")  # nothing protected: nothing to name
+    assert plain.merged
+    merged, unprotected = control.audit.entries()
+    assert merged.reason == (
+        "the CI change is wanted; protected paths: .github/workflows/ci.yml, docs/CLAUDE.md"
+    )
+    assert merged.bound_to == f"commit:{task.reviewed_head}"
+    assert unprotected.reason == ""
+    assert (await control.audit.verify()).ok
+
+
+async def test_review_passes_over_the_profile_that_wrote_the_change_and_says_why(env):
+    # The default rule (model): the reviewer chain's first profile is the dev's own.
+    control = await env.open(roles={"reviewer": [SCRIPTED, {"adapter": "scripted-b"}]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    runs = await control.store.list_runs(task_id=task.id)
+    review = next(r for r in runs if r.stage is S.REVIEW)
+    assert review.adapter == "scripted-b" and review.status is RunStatus.SUCCEEDED
+    assert review.adapter_reason.startswith(
+        "scripted: wrote the change (policies.reviewer_differs_from_author: model); "
+        "scripted-b for reviewer"
+    )
+    started = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id, limit=10_000)
+        if isinstance(e, RunStarted) and e.run_id == review.id
+    ]
+    assert "scripted: wrote the change" in started[-1].adapter_reason
+
+
+async def test_adapter_rule_passes_over_another_model_of_the_authors_cli(env):
+    control = await env.open(
+        roles={"reviewer": [REVIEWING, {"adapter": "scripted-b"}]},
+        policies={"reviewer_differs_from_author": "adapter"},
+    )
+    task = await env.new()
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    runs = await control.store.list_runs(task_id=task.id)
+    assert [r.adapter for r in runs if r.stage is S.REVIEW] == ["scripted-b"]
+
+
+async def test_with_no_reviewer_but_the_author_the_task_asks_and_off_lets_it_review(env):
+    control = await env.open(roles={"reviewer": [SCRIPTED]})
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.NEEDS_INPUT and task.resume_state is S.REVIEW
+    asked = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id, limit=10_000)
+        if isinstance(e, InputRequested)
+    ]
+    assert asked[-1].question == (
+        "no agent of roles.reviewer differs from the author of the change "
+        "(policies.reviewer_differs_from_author: model): scripted: wrote the change "
+        "(policies.reviewer_differs_from_author: model). Add a profile to roles.reviewer "
+        "whose adapter or model differs, or set policies.reviewer_differs_from_author: off; "
+        "then answer to run the review again."
+    )
+    review = [r for r in await control.store.list_runs(task_id=task.id) if r.stage is S.REVIEW]
+    assert [(r.status, r.adapter, r.error) for r in review] == [
+        (RunStatus.FAILED, None, asked[-1].question)
+    ]
+    await env.close()
+
+    again = Env(env.repo)  # the operator turns the rule off and answers
+    try:
+        control = await again.open(
+            roles={"reviewer": [SCRIPTED]}, policies={"reviewer_differs_from_author": "off"}
+        )
+        await control.answer(task.id, "reviewed by the same model is fine here", actor="ana")
+        await again.work()
+        assert (await again.task(task.id)).state is S.DONE
+    finally:
+        await again.close()
+
+
+async def test_a_change_over_the_new_dependency_budget_fails_naming_them(env):
+    control = await env.open(limits={"max_new_dependencies": 1})
+    (env.repo / "requirements.txt").write_text("requests\n")  # on trunk: not new
+    git_sync("add", "requirements.txt", cwd=env.repo)
+    git_sync("commit", "-q", "-m", "requirements", cwd=env.repo)
+    within = await env.new(description="scripted: dependencies=Requests,rich")
+    over = await env.new("Two more", description="scripted: dependencies=rich,httpx")
+    await env.work()
+    within, over = await env.task(within.id), await env.task(over.id)
+    assert within.state is S.DONE, within.error
+    assert over.state is S.FAILED
+    assert over.error == (
+        "dependency budget exceeded: the change adds 2 dependencies (limit 1): "
+        "requirements.txt: httpx, requirements.txt: rich"
+    )
+    moves = [
+        e
+        for e in await control.store.events_after(0, task_id=within.id, limit=10_000)
+        if isinstance(e, TaskTransitioned) and e.to_state is S.QA
+    ]
+    assert "new dependencies: requirements.txt: rich" in moves[-1].reason

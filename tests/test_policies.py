@@ -7,14 +7,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.config.schema import ApprovalPolicy, Limits
+from core.config.schema import ApprovalPolicy, Limits, Policies
 from core.control.policies import (
+    check_dependency_budget,
     check_diff_limits,
     evaluate_qa,
     evaluate_review,
     may_loop_again,
     merge_refusal,
+    protected_touched,
     requires_plan_approval,
+    unnamed_protected,
 )
 from core.domain.answers import Finding, PlanAnswer, ReviewAnswer
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
@@ -243,3 +246,131 @@ def test_merge_refused_twice():
 def test_merge_refused_when_archived():
     reason = merge_refusal(task(archived=True), checks_passed=True, review_approved=True)
     assert reason == "T-7 is archived"
+
+
+# -- protected paths -------------------------------------------------------------------------
+
+DEFAULTS = Policies().protected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".github/workflows/ci.yml",
+        ".github/workflows/nested/deploy.yaml",
+        ".gitlab-ci.yml",
+        ".circleci/config.yml",
+        ".claude/settings.json",
+        ".claude/commands/x.md",
+        ".mcp.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+        "CLAUDE.md",
+        "docs/CLAUDE.md",  # a name without a slash: at any depth
+        "AGENTS.md",
+        "svc/api/GEMINI.md",
+        "t25.yaml",
+        ".gitattributes",
+        ".githooks/pre-commit",
+        ".husky/pre-push",
+        "package.json",
+        "web/package.json",
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "pyproject.toml",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "poetry.lock",
+        "uv.lock",
+        "Pipfile",
+        "Pipfile.lock",
+        "Cargo.toml",
+        "crates/core/Cargo.toml",
+        "Cargo.lock",
+        "go.mod",
+        "go.sum",
+        "Gemfile",
+        "Gemfile.lock",
+    ],
+)
+def test_the_default_protected_paths_cover_ci_agent_config_t25_git_and_manifests(path):
+    assert protected_touched([path], DEFAULTS) == (path,)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "app.py",
+        "src/github/workflows.py",  # not the anchored .github/workflows/
+        "docs/.github/workflows/ci.yml",  # anchored at the root
+        "CLAUDE.md.bak",
+        "my-package.json",
+        "requirements/base.in",
+        "notes/claude.md",  # names are case-sensitive, as git's are
+        ".github/dependabot.yml",
+    ],
+)
+def test_other_paths_are_not_protected_by_default(path):
+    assert protected_touched([path], DEFAULTS) == ()
+
+
+def test_patterns_are_gitignore_style_and_a_directory_covers_what_is_beneath_it():
+    paths = ["db/migrations/0001.sql", "migrations/x.sql", "src/a/b/secret.key", "src/x.key"]
+    assert protected_touched(paths, ["migrations"]) == (
+        "db/migrations/0001.sql",
+        "migrations/x.sql",
+    )
+    assert protected_touched(paths, ["db/migrations/"]) == ("db/migrations/0001.sql",)
+    assert protected_touched(paths, ["src/*.key"]) == ("src/x.key",)  # * stays in a segment
+    assert protected_touched(paths, ["src/**/*.key"]) == ("src/a/b/secret.key", "src/x.key")
+    assert protected_touched(paths, ["/migrations/*.sq?"]) == ("migrations/x.sql",)
+    assert protected_touched(paths, []) == ()
+
+
+def test_the_touched_paths_are_sorted_each_once_and_a_rename_counts_its_old_name():
+    stat = DiffStat(files=("b.txt", "package.json"), renamed_from=(".github/workflows/ci.yml",))
+    touched = [*stat.touched, "package.json"]
+    assert protected_touched(touched, DEFAULTS) == (".github/workflows/ci.yml", "package.json")
+
+
+def test_a_user_list_replaces_the_defaults_and_extra_paths_add_to_either():
+    assert Policies(protected_paths=["infra/**"]).protected == ("infra/**",)
+    extended = Policies(extra_protected_paths=["infra/**"]).protected
+    assert extended[-1] == "infra/**" and ".mcp.json" in extended
+
+
+def test_a_merge_names_every_protected_path_or_the_ones_left_out_are_listed():
+    done = task(protected_paths=("package.json", ".github/workflows/ci.yml"))
+    assert unnamed_protected(done, []) == ("package.json", ".github/workflows/ci.yml")
+    assert unnamed_protected(done, ["package.json", "other"]) == (".github/workflows/ci.yml",)
+    assert unnamed_protected(done, [".github/workflows/ci.yml", "package.json"]) == ()
+    assert unnamed_protected(task(), []) == ()
+    odd = task(protected_paths=("bad\x1bname/package.json",))  # named as it is shown
+    assert unnamed_protected(odd, ["bad\\x1bname/package.json"]) == ()
+
+
+# -- the new-dependency budget ------------------------------------------------------------
+
+
+def test_no_budget_takes_any_number_of_new_dependencies():
+    assert Limits().max_new_dependencies is None
+    added = [f"requirements.txt: p{i}" for i in range(500)]
+    assert check_dependency_budget(added, Limits()) is None
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2])
+def test_the_budget_is_inclusive(budget):
+    added = [f"package.json: p{i}" for i in range(budget)]
+    assert check_dependency_budget(added, Limits(max_new_dependencies=budget)) is None
+
+
+def test_over_the_budget_names_the_count_the_limit_and_each_dependency():
+    limits = Limits(max_new_dependencies=0)
+    assert check_dependency_budget(["go.mod: golang.org/x/sync"], limits) == (
+        "the change adds 1 dependency (limit 0): go.mod: golang.org/x/sync"
+    )
+    two = ["Cargo.toml: serde", "package.json: react"]
+    assert check_dependency_budget(two, Limits(max_new_dependencies=1)) == (
+        "the change adds 2 dependencies (limit 1): Cargo.toml: serde, package.json: react"
+    )

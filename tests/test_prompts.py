@@ -285,7 +285,7 @@ def _everywhere(text: str) -> PromptContext:
     check = CheckResult(name="lint", passed=False, excerpt=text)  # names come from t25.yaml
     return ctx(
         S.REVIEW,
-        task=make_task(title=text, description=text),
+        task=make_task(title=text, description=text, protected_paths=(text, "package.json")),
         spec=spec,
         plan=plan,
         findings=[Finding(severity="major", message=text, file=text, line=3)],
@@ -445,3 +445,12 @@ def test_every_template_ships_in_the_package():
 
     folder = Path(core.control.prompts.__file__).parent / "templates"
     assert sorted(p.name for p in folder.glob("*.md")) == sorted(TEMPLATES)
+
+
+def test_review_flags_the_protected_paths_the_change_touches_and_other_stages_do_not():
+    task = make_task(protected_paths=(".github/workflows/ci.yml", "package.json"))
+    review = build_prompt(ctx(S.REVIEW, task=task))
+    assert "## Protected paths touched" in headings(review)
+    assert "```text\n.github/workflows/ci.yml\npackage.json\n```" in review
+    assert "## Protected paths touched" not in build_prompt(ctx(S.QA, task=task))
+    assert "## Protected paths touched" not in build_prompt(ctx(S.REVIEW))

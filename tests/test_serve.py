@@ -14,7 +14,8 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from core.domain.models import Lease, RunOutcome, RunStatus
+from core.domain.decisions import Decision, Verb
+from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
 from t25_tui.api.server import make_api, server_for
 from tests.test_pipeline import Env, write_config
 from tests.waiting import answers, free_port, wait_until
@@ -67,6 +68,66 @@ async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):
     detail = (await client.get("/tasks/T-1")).json()
     assert detail["task"]["state"] == "CANCELLED" and detail["cost"]["total_usd"] == 0
     assert "/tasks/{ref}/approve" in (await client.get("/openapi.json")).json()["paths"]
+
+
+async def test_a_merge_over_rest_names_each_protected_path_and_the_cockpit_sends_them(shop):
+    from t25_tui.api.cockpit_client import attach
+
+    env = Env(shop)
+    control = await env.open()
+    try:
+        await env.new(description="scripted: touch=package.json,.mcp.json")
+        await env.new("Second")
+        await env.work()
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+            detail = (await client.get("/tasks/T-1")).json()
+            assert detail["task"]["protected_paths"] == [".mcp.json", "package.json"]
+            refused = await client.post("/tasks/T-1/merge", json={"allow_paths": [".mcp.json"]})
+            assert refused.status_code == 409
+            assert refused.json()["error"].endswith("does not name: package.json")
+            bad = await client.post("/tasks/T-1/merge", json={"allow_paths": ["a\x1bb"]})
+            assert bad.status_code in (400, 422)
+            merged = await client.post(
+                "/tasks/T-1/merge",
+                json={"actor": "ana", "allow_paths": ["package.json", ".mcp.json"]},
+            )
+            assert merged.status_code == 200 and merged.json()["merged"] is True
+            async with attach(url) as remote:
+                task = await remote.task("T-2")
+                await control.update(task, actor="t25", protected_paths=("yarn.lock",))
+                decision = Decision(
+                    verb=Verb.MERGE, task="T-2", actor="bo", allow_paths=("yarn.lock",)
+                )
+                assert (await remote.decide(decision)).merged
+        reasons = [e.reason for e in control.audit.entries()]
+        assert reasons == ["protected paths: .mcp.json, package.json", "protected paths: yarn.lock"]
+    finally:
+        await env.close()
+
+
+async def test_a_remote_worker_claiming_a_review_learns_who_wrote_the_change(shop):
+    from t25_tui.api.worker_client import HttpRunQueue
+
+    env = Env(shop)
+    control = await env.open(roles={"reviewer": [{"adapter": "scripted"}]})
+    try:
+        task = await env.new()
+        await env.work()  # no reviewer but the author: it asks
+        assert (await env.task(task.id)).state is TaskState.NEEDS_INPUT
+        await control.answer(task.id, "look again", actor="ana")  # a REVIEW run is queued
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url:
+            runs = HttpRunQueue(url, CREDENTIAL)
+            try:
+                claim = await runs.claim("remote-1", 30)
+                assert claim is not None and claim.run.stage is TaskState.REVIEW
+                assert claim.authors == (Author(adapter="scripted", models=("scripted-1",)),)
+                await runs.release(claim.lease)
+            finally:
+                await runs.close()
+    finally:
+        await env.close()
 
 
 async def test_bad_input_gets_a_4xx_with_a_json_error(api):
@@ -272,3 +333,21 @@ async def test_the_audit_pages_and_a_remote_cockpit_reads_it_page_by_page(api, m
         page = await remote.audit_trail(after=3, limit=4)
         assert [e.seq for e in page.entries] == [4, 5, 6, 7] and page.next == 7
         assert [e.seq for e in (await remote.audit_trail(task="T-2")).entries] == [3, 4]
+
+
+def test_a_reports_manifests_and_a_claims_authors_cross_the_wire_whole():
+    from core.domain.manifests import ManifestChange
+    from core.domain.reports import RunReport
+    from t25_tui.api.bodies import RunReportSent
+
+    report = RunReport(
+        manifests=(ManifestChange(path="package.json", before=None, after='{"a": 1}'),),
+        needs_input="no agent of roles.reviewer differs from the author",
+    )
+    sent = RunReportSent.model_validate(report.model_dump(mode="json"))
+    assert RunReport.model_validate(sent.model_dump()) == report
+    nul = report.model_dump(mode="json")
+    nul["manifests"][0]["after"] = "a\x00b"  # what a store can keep
+    assert RunReportSent.model_validate(nul).manifests[0].after == "a\ufffdb"
+    author = Author(adapter="claude", models=("claude-sonnet-4-5",))
+    assert Author.model_validate(author.model_dump(mode="json")) == author

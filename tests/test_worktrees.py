@@ -422,12 +422,32 @@ async def test_diff_is_measured_from_the_merge_base_not_the_moving_default_branc
     assert await wt.diff_stat(task) == DiffStat(files=("mine.py",), added=1, deleted=0)
 
 
-async def test_a_rename_counts_as_one_file(wt):
+async def test_a_rename_counts_as_one_file_and_keeps_its_old_name(wt):
     task = make_task()
     path = await wt.ensure(task)
     os.rename(path / "app.py", path / "greeting.py")
     await wt.commit_all(task, "rename")
-    assert await wt.diff_stat(task) == DiffStat(files=("greeting.py",), added=0, deleted=0)
+    stat = await wt.diff_stat(task)
+    assert stat == DiffStat(files=("greeting.py",), renamed_from=("app.py",), added=0, deleted=0)
+    assert stat.touched == ("greeting.py", "app.py")  # a protected path renamed away counts
+
+
+async def test_manifests_are_read_at_both_ends_of_the_task_branch(wt, repo):
+    (repo / "requirements.txt").write_text("requests\n")
+    plain_git("add", "requirements.txt", cwd=repo)
+    plain_git("commit", "-q", "-m", "requirements", cwd=repo)
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "requirements.txt").write_text("requests\nrich\n")
+    (path / "package.json").write_text('{"dependencies": {"left-pad": "1"}}')
+    (path / "Cargo.toml").write_bytes(b"\xff\xfe not text")
+    await wt.commit_all(task, "dependencies")
+    got = await wt.manifests(task, ["Cargo.toml", "package.json", "requirements.txt"])
+    assert [(m.path, m.before, m.after) for m in got] == [
+        ("Cargo.toml", None, None),  # not UTF-8: unread
+        ("package.json", None, '{"dependencies": {"left-pad": "1"}}'),
+        ("requirements.txt", "requests\n", "requests\nrich\n"),
+    ]
 
 
 async def test_commit_all_uses_t25_identity_when_the_repository_has_none(

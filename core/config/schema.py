@@ -242,6 +242,8 @@ class Limits(_Section):
     max_diff_lines: PositiveInt = 1000
     max_review_loops: NonNegativeInt = 2
     max_qa_loops: NonNegativeInt = 2
+    # Dependencies one task may add across its manifests; None: no budget.
+    max_new_dependencies: NonNegativeInt | None = None
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
 
@@ -253,6 +255,86 @@ class ApprovalPolicy(_Section):
 
     def requires_approval(self, risk: str) -> bool:
         return risk in self.require_for_risk
+
+
+# What a change may not touch without an approver naming it at merge: CI, the agents' own
+# configuration, T25's, git's attributes and hooks, and dependency manifests and lock files.
+# gitignore-style: a pattern without a slash matches a file's name at any depth; one with a
+# slash is anchored at the repository's root; `**` spans directories.
+DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
+    ".github/workflows/**",
+    ".github/actions/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+    ".buildkite/**",
+    ".claude/**",
+    ".mcp.json",
+    ".codex/**",
+    ".gemini/**",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    "t25.yaml",
+    ".gitattributes",
+    ".gitmodules",
+    ".githooks/**",
+    ".husky/**",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "bun.lockb",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements*.txt",
+    "poetry.lock",
+    "uv.lock",
+    "Pipfile",
+    "Pipfile.lock",
+    "Cargo.toml",
+    "Cargo.lock",
+    "go.mod",
+    "go.sum",
+    "Gemfile",
+    "Gemfile.lock",
+    "composer.json",
+    "composer.lock",
+)
+
+_PATTERN = re.compile(r"[^\s\\]+")
+
+
+class Policies(_Section):
+    """What a change may touch unnamed, and who may review it."""
+
+    # Replaces the defaults when set; `extra_protected_paths` adds to whichever list holds.
+    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED_PATHS))
+    extra_protected_paths: list[str] = []
+    # A REVIEW run skips a profile that is the change's author: model (the same adapter
+    # running the same model, or one T25 cannot tell apart), adapter (the same CLI), or off.
+    reviewer_differs_from_author: Literal["adapter", "model", "off"] = "model"
+
+    @field_validator("protected_paths", "extra_protected_paths")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            if not _PATTERN.fullmatch(pattern) or pattern.startswith("!"):
+                raise ValueError(
+                    "expected path patterns such as .github/workflows/** or package.json "
+                    f"(no spaces, backslashes or '!'), got {show(pattern)}"
+                )
+        return patterns
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """Every protected pattern in force."""
+        return (*self.protected_paths, *self.extra_protected_paths)
 
 
 class QACheck(_Section):
@@ -390,6 +472,7 @@ class Config(_Section):
     roles: RoleChains = RoleChains()
     limits: Limits = Limits()
     approval: ApprovalPolicy = ApprovalPolicy()
+    policies: Policies = Field(default_factory=Policies)
     qa: QAConfig = QAConfig()
     cost: CostConfig = CostConfig()
     sandbox: Annotated[SandboxConfig, BeforeValidator(_sandbox_shorthand)] = SandboxConfig()

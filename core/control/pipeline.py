@@ -29,11 +29,13 @@ from core.domain.answers import (
     StageAnswer,
     parse_answer,
 )
-from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested
+from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested, RunStarted
+from core.domain.manifests import added_dependencies
 from core.domain.models import (
     Artifact,
     ArtifactKind,
     ArtifactMeta,
+    Author,
     CheckResult,
     DiffStat,
     Lease,
@@ -125,6 +127,38 @@ class Pipeline:
             failed = tuple(c for c in QAReport.model_validate(qa).checks if not c.passed)
         return tuple(findings), failed
 
+    # -- who wrote the change ----------------------------------------------------------------
+
+    async def authors(self, task: Task) -> tuple[Author, ...]:
+        """The adapters (and models) of the task's succeeded IMPLEMENTING runs: who wrote
+        the change a REVIEW run is about to judge."""
+        runs = [
+            r
+            for r in await self.control.store.list_runs(task_id=task.id)
+            if r.stage is S.IMPLEMENTING and r.status is RunStatus.SUCCEEDED and r.adapter
+        ]
+        if not runs:
+            return ()
+        configured = await self._profile_models(task, {r.id for r in runs})
+        found: dict[tuple[str, tuple[str, ...]], Author] = {}
+        for r in runs:
+            assert r.adapter is not None  # filtered above; mypy cannot see it
+            models = tuple(sorted({m for m in (configured.get(r.id), r.model) if m}))
+            found.setdefault((r.adapter, models), Author(adapter=r.adapter, models=models))
+        return tuple(found.values())
+
+    async def _profile_models(self, task: Task, run_ids: set[str]) -> dict[str, str | None]:
+        """The model each run's profile named, from the RunStarted its worker recorded
+        (the last one of a run: the adapter that went on to do it)."""
+        models: dict[str, str | None] = {}
+        after = 0
+        while page := await self.control.store.events_after(after, task_id=task.id, limit=1000):
+            for event in page:
+                if isinstance(event, RunStarted) and event.run_id in run_ids:
+                    models[event.run_id] = event.model
+            after = page[-1].id
+        return models
+
     # -- completion --------------------------------------------------------------------------
 
     async def complete(self, lease: Lease, report: RunReport) -> Task | None:
@@ -148,10 +182,10 @@ class Pipeline:
         """What the store keeps of a run's report: its status, agent, usage and cost."""
         result = report.result
         if result is None:  # a stage T25 did itself, or a run that could not start
-            failed = bool(report.error or report.violation)
+            failed = bool(report.error or report.violation or report.needs_input)
             return RunOutcome(
                 status=RunStatus.FAILED if failed else RunStatus.SUCCEEDED,
-                error=self._failure(report),
+                error=self._failure(report) or report.needs_input,
                 adapter_reason=report.adapter_reason,
             )
         model = result.usage.model or result.model
@@ -193,6 +227,8 @@ class Pipeline:
         if why and report.violation:  # held: retry and merge wait for an acknowledgement
             error = f"{run.stage} run {run.id} failed: {why}"
             return await self._fail(task, error, violation=error)
+        if report.needs_input:  # no agent may play the role (a review's authors): ask why
+            return await self._ask(task, report.needs_input)
         if why:
             return await self._fail(task, f"{run.stage} run {run.id} failed: {why}")
         if run.stage is S.PR_OPEN:
@@ -256,10 +292,23 @@ class Pipeline:
         if report.diff is not None:
             await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
         stat = report.diff_stat or DiffStat()
-        over = policies.check_diff_limits(stat, self.control.config.limits)
+        config = self.control.config
+        over = policies.check_diff_limits(stat, config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
-        return await self.control.enter(task, S.QA, actor=T25, reason=stat.summary())
+        added = added_dependencies(report.manifests)
+        over = policies.check_dependency_budget(added, config.limits)
+        if over:
+            return await self._fail(task, f"dependency budget exceeded: {over}")
+        protected = policies.protected_touched(stat.touched, config.policies.protected)
+        reason = stat.summary()
+        if added:
+            reason += f"; new dependencies: {', '.join(added)}"
+        if protected:
+            reason += f"; protected paths touched: {', '.join(protected)}"
+        return await self.control.enter(
+            task, S.QA, actor=T25, reason=reason, protected_paths=protected
+        )
 
     async def _qa(self, task: Task, run: Run, report: RunReport, output: QAAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)

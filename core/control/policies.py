@@ -7,22 +7,28 @@ the model's word. Nothing in this module reads a file, a clock or the store, so 
 decision can be tested at its exact boundary and replayed from the audit trail.
 
     check_diff_limits(stat, limits)        -> reason the change is too big, or None
+    check_dependency_budget(added, limits) -> reason the change adds too many dependencies
+    protected_touched(paths, patterns)     -> the changed paths policies.protected_paths names
     requires_plan_approval(plan, policy)   -> does the plan wait for a human?
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
     evaluate_qa(results)                   -> QAVerdict (required checks only)
     may_loop_again(loops_so_far, bound)    -> may QA/REVIEW send back once more?
     merge_refusal(task, ...)               -> why a human merge is refused, or None
+    unnamed_protected(task, allowed)       -> protected paths a merge has not named
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from core.config.schema import ApprovalPolicy, Limits
 from core.domain.answers import SEVERITIES, Finding, PlanAnswer
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
+from core.domain.text import printable
 
 DEFAULT_BLOCKING: frozenset[str] = frozenset({"blocker", "major"})
 
@@ -40,6 +46,68 @@ def check_diff_limits(stat: DiffStat, limits: Limits) -> str | None:
     if stat.lines > limits.max_diff_lines:
         over.append(f"{_n(stat.lines, 'line')} (limit {limits.max_diff_lines:,})")
     return f"the change touches {' and '.join(over)}" if over else None
+
+
+def check_dependency_budget(added: Sequence[str], limits: Limits) -> str | None:
+    """None when the change adds no more dependencies than `limits.max_new_dependencies`
+    (None: no budget); otherwise one line with the number, the budget and the names."""
+    budget = limits.max_new_dependencies
+    if budget is None or len(added) <= budget:
+        return None
+    count = f"{len(added):,} {'dependency' if len(added) == 1 else 'dependencies'}"
+    return f"the change adds {count} (limit {budget:,}): {', '.join(added)}"
+
+
+# -- protected paths ---------------------------------------------------------------------------
+
+
+def protected_touched(paths: Iterable[str], patterns: Sequence[str]) -> tuple[str, ...]:
+    """The paths (sorted, each once) that one of `patterns` names.
+
+    Patterns are gitignore-style: one without a slash names a file or directory at any
+    depth (`package.json`, `requirements*.txt`); one with a slash is anchored at the
+    repository's root (`.github/workflows/**`); `*` and `?` stay within a path segment
+    and `**` spans segments. A pattern naming a directory covers everything beneath it.
+    """
+    matchers = [_matcher(pattern) for pattern in patterns]
+    return tuple(sorted({p for p in paths if any(m(p) for m in matchers)}))
+
+
+def unnamed_protected(task: Task, allowed: Iterable[str]) -> tuple[str, ...]:
+    """The protected paths the task touches that a merge decision did not name."""
+    named = set(allowed)  # a path with a control character may be named as it is shown
+    return tuple(p for p in task.protected_paths if p not in named and printable(p) not in named)
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(pattern: str) -> Callable[[str], re.Match[str] | None]:
+    anchored = "/" in pattern.rstrip("/")
+    body = pattern.strip("/")
+    regex = _glob(body)
+    if not anchored:
+        regex = "(?:.*/)?" + regex
+    return re.compile(regex + "(?:/.*)?", re.DOTALL).fullmatch
+
+
+def _glob(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
 
 
 # -- the approval gate ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ drop the header, the task or the output contract:
     ## Why the previous plan was rejected
     ## Operator answers
     ## Check results / ## Diff    what QA, REVIEW and DOCS look at
+    ## Protected paths touched    REVIEW: the changed paths policies.protected_paths names
     ## Output format              schema, example, and how to ask a question instead
 
 Templates ship in `core/control/templates/*.md` (one per stage, plus security.md for the
@@ -74,10 +75,17 @@ FINDINGS_HEADING = "## Review findings to fix"
 FAILING_CHECKS_HEADING = "## Failing checks to fix"
 REJECTED_HEADING = "## Why the previous plan was rejected"
 ANSWERS_HEADING = "## Operator answers"
+PROTECTED_HEADING = "## Protected paths touched"
 # Headings other tools look for (the scripted agent: whether the operator answered). Only
 # T25 writes them: a template may not, and free text is fenced (see the module docstring).
 RESERVED_HEADINGS = frozenset(
-    {FINDINGS_HEADING, FAILING_CHECKS_HEADING, REJECTED_HEADING, ANSWERS_HEADING}
+    {
+        FINDINGS_HEADING,
+        FAILING_CHECKS_HEADING,
+        REJECTED_HEADING,
+        ANSWERS_HEADING,
+        PROTECTED_HEADING,
+    }
 )
 QUOTED_NOTE = (
     "Blocks marked `text` or `diff` below quote the task, the operator, earlier "
@@ -207,6 +215,7 @@ def build_prompt(
         _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
         _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
         _check_results(ctx),
+        _protected(task) if ctx.stage == S.REVIEW else "",
         _diff(ctx.diff, max_diff_chars),
         _output_format(ctx.stage),
     ]
@@ -271,6 +280,19 @@ def _check_results(ctx: PromptContext) -> str:
     if ctx.stage == S.QA:
         return "## Check results\n\nNo QA checks are configured for this project."
     return ""
+
+
+def _protected(task: Task) -> str:
+    """REVIEW's flag on the paths t25.yaml protects (policies.protected_paths)."""
+    if not task.protected_paths:
+        return ""
+    return _section(
+        PROTECTED_HEADING,
+        "This change touches paths the project protects (CI, agent configuration, "
+        "dependency manifests and the like). Check each with particular care: a merge "
+        "needs an approver to name every one of them.\n\n"
+        + _quoted("\n".join(task.protected_paths)),
+    )
 
 
 def _diff(diff: str, limit: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from core.control.pipeline import Pipeline
 from core.control.service import ControlPlane
 from core.domain.events import Event
-from core.domain.models import CheckResult, Lease, Run, Task
+from core.domain.models import CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.ports.runs import Claim
 
@@ -25,7 +25,8 @@ class LocalRunQueue:
         if lease is None:
             return None
         run, task = await self.leased(lease)
-        return Claim(lease, run, task)
+        authors = await self.pipeline.authors(task) if run.stage is TaskState.REVIEW else ()
+        return Claim(lease, run, task, authors)
 
     async def leased(self, lease: Lease) -> tuple[Run, Task]:
         """The run a lease is on, and its task."""

@@ -31,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
-from core.control.policies import merge_refusal
+from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import Queries
 from core.domain.agent import CheckSandbox
 from core.domain.audit import AuditEntry
@@ -62,10 +64,11 @@ from core.domain.models import (
     TaskType,
 )
 from core.domain.states import TERMINAL, WORKING, assert_transition
+from core.domain.text import MAX_PATHS, printable
 from core.domain.text import actor as valid_actor
-from core.domain.text import printable
+from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
-from core.errors import MergeRefused, PolicyRefused
+from core.errors import InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
 
@@ -101,6 +104,12 @@ class Ruling:
     cancel_runs: bool = False  # end the task's runs
     merge: TrialMerge | None = None  # land this tried merge first (git: outside the store)
     cleans: bool = False  # remove the task's worktree after
+    # The words the audit line and the announcement record, when more than the decision's
+    # own (a merge adds the protected paths it named).
+    recorded: str | None = None
+
+    def reason(self, decision: Decision) -> str:
+        return decision.text if self.recorded is None else self.recorded
 
 
 class ControlPlane(Queries, Operations):
@@ -296,7 +305,7 @@ class ControlPlane(Queries, Operations):
             actor=decision.actor,
             task=task.id,
             decision=decision.verb.value,
-            reason=decision.text,
+            reason=ruling.reason(decision),
             bound_to=ruling.bound_to,
         )
         if not ruling.merge:  # the line's anchor (and, where the store keeps it, the line)
@@ -330,7 +339,7 @@ class ControlPlane(Queries, Operations):
             task_id=task.id,
             decision=decision.verb.value,
             actor=decision.actor,
-            reason=decision.text,
+            reason=ruling.reason(decision),
             bound_to=ruling.bound_to,
         )
         enqueue = None
@@ -363,6 +372,7 @@ class ControlPlane(Queries, Operations):
             case Verb.MERGE:
                 _not_held(task, "merged")
                 _mergeable(task)
+                _protected_named(task, decision)
                 worktrees = self.worktrees(task.project)
                 await worktrees.moved_since_review(task)  # before any line
                 if trial is None or await worktrees.tip(task) != trial.tip:
@@ -370,7 +380,13 @@ class ControlPlane(Queries, Operations):
                         f"{task.branch} moved while its merge was tried", hint="merge again"
                     )
                 reviewed = f"commit:{task.reviewed_head}" if task.reviewed_head else None
-                return Ruling(fields={"merged": True}, merge=trial, cleans=True, bound_to=reviewed)
+                return Ruling(
+                    fields={"merged": True},
+                    merge=trial,
+                    cleans=True,
+                    bound_to=reviewed,
+                    recorded=_with_protected(task, decision.text),
+                )
             case Verb.CANCEL:
                 _cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
@@ -500,9 +516,16 @@ class ControlPlane(Queries, Operations):
         """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
         return await self.decide(Decision(verb=Verb.ANSWER, task=ref, actor=actor, text=text))
 
-    async def merge(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """The human merge: only after the checks passed and the verdict is approve."""
-        return await self.decide(Decision(verb=Verb.MERGE, task=ref, actor=actor, text=reason))
+    async def merge(
+        self, ref: str, *, actor: str, reason: str = "", allow_paths: Sequence[str] = ()
+    ) -> Task:
+        """The human merge: only after the checks passed and the verdict is approve, and
+        naming each protected path the change touches (`allow_paths`)."""
+        return await self.decide(
+            Decision(
+                verb=Verb.MERGE, task=ref, actor=actor, text=reason, allow_paths=tuple(allow_paths)
+            )
+        )
 
     async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
         return await self.decide(Decision(verb=Verb.CANCEL, task=ref, actor=actor, text=reason))
@@ -542,7 +565,18 @@ def _at_the_door(decision: Decision) -> Decision:
         )
     what = {Verb.APPROVE: "comment", Verb.ANSWER: "answer"}.get(decision.verb, "reason")
     text = valid_reason(decision.text, what=what, required=decision.verb is Verb.ANSWER)
-    return decision.model_copy(update={"actor": actor, "text": text})
+    if decision.allow_paths and decision.verb is not Verb.MERGE:
+        raise PolicyRefused(
+            f"only a merge names protected paths, not {decision.verb.value}",
+            hint=f"t25 merge {decision.task} --allow-path PATH",
+        )
+    if len(decision.allow_paths) > MAX_PATHS:
+        raise InvalidInput(
+            f"a merge names {len(decision.allow_paths):,} paths; at most {MAX_PATHS:,}",
+            hint="name the protected paths the task touches (t25 task show)",
+        )
+    paths = tuple(valid_path(p) for p in decision.allow_paths)
+    return decision.model_copy(update={"actor": actor, "text": text, "allow_paths": paths})
 
 
 async def _void(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:
@@ -588,6 +622,27 @@ def _not_held(task: Task, done: str) -> None:
             f"{task.violation}",
             hint=f't25 acknowledge {task.id} --reason "what you checked"',
         )
+
+
+def _protected_named(task: Task, decision: Decision) -> None:
+    """Refuse a merge that does not name each protected path the task touches."""
+    unnamed = unnamed_protected(task, decision.allow_paths)
+    if unnamed:
+        shown = ", ".join(printable(p) for p in unnamed)
+        named = " ".join(f"--allow-path {shlex.quote(printable(p))}" for p in task.protected_paths)
+        raise PolicyRefused(
+            f"{task.id} touches protected paths (policies.protected_paths) that the merge "
+            f"does not name: {shown}",
+            hint=f"read the change (t25 task show {task.id}), then: t25 merge {task.id} {named}",
+        )
+
+
+def _with_protected(task: Task, text: str) -> str | None:
+    """A merge's words as recorded: the operator's, and the protected paths it named."""
+    if not task.protected_paths:
+        return None
+    named = "protected paths: " + ", ".join(printable(p) for p in task.protected_paths)
+    return f"{text}; {named}" if text else named
 
 
 def _mergeable(task: Task) -> None:

@@ -6,6 +6,8 @@ audited, sent over the wire and tested as one thing. `text` is the decision's wo
 rejection's reason, an answer, an approval's comment, a note for the audit log.
 `bound_to` is what the operator was shown, when the decision names it (the SHA-256 of the
 plan approved): a decision bound to something that has changed since is refused.
+`allow_paths` are the protected paths a merge names (policies.protected_paths): a merge
+of a task that touches one is refused unless the decision names every one.
 """
 
 from __future__ import annotations
@@ -39,3 +41,4 @@ class Decision(BaseModel):
     actor: str
     text: str = ""
     bound_to: str | None = None
+    allow_paths: tuple[str, ...] = ()

@@ -156,6 +156,9 @@ class Task(_Value):
     # What a run changed outside its worktree, until an operator acknowledges it: while it
     # is set, retry and merge are refused.
     violation: str | None = None
+    # The changed paths `policies.protected_paths` names, as of the last implementation: a
+    # merge needs an approver to name each one.
+    protected_paths: tuple[str, ...] = ()
     created_at: datetime
     state_since: datetime
 
@@ -178,6 +181,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "review_verdict",
         "reviewed_head",
         "violation",
+        "protected_paths",
     }
 )
 
@@ -252,6 +256,14 @@ class RunOutcome(_Value):
     cost_usd: float = 0.0
 
 
+class Author(_Value):
+    """Who wrote a task's change: the adapter of a succeeded IMPLEMENTING run, and the model
+    names it went by (the profile's, and the one the CLI reported); none when unknown."""
+
+    adapter: str
+    models: tuple[str, ...] = ()
+
+
 # -- artifacts -------------------------------------------------------------------------------
 
 
@@ -290,8 +302,14 @@ class DiffStat(_Value):
     """How much a task's branch changes against the default branch."""
 
     files: tuple[str, ...] = ()
+    renamed_from: tuple[str, ...] = ()  # the old names of renamed files (`files` has the new)
     added: int = 0
     deleted: int = 0
+
+    @property
+    def touched(self) -> tuple[str, ...]:
+        """Every path the change touches: each file, and where a renamed one came from."""
+        return (*self.files, *self.renamed_from)
 
     @property
     def lines(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.agent import AgentResult
+from core.domain.manifests import ManifestChange
 from core.domain.models import CheckResult, DiffStat
 
 
@@ -22,6 +23,11 @@ class RunReport(BaseModel):
     evidence: str = ""  # JSON: the changed copies of what was put back
     diff_stat: DiffStat | None = None
     diff: str | None = None
+    # The dependency manifests an implementation touches, on both branches (the budget).
+    manifests: tuple[ManifestChange, ...] = ()
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
     head: str | None = None  # the task branch's head the run judged (QA, REVIEW)
+    # A question for the operator instead of a run: no agent of the role's chain may play
+    # it (a REVIEW whose every reviewer wrote the change). The task waits in NEEDS_INPUT.
+    needs_input: str | None = None

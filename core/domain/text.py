@@ -29,6 +29,12 @@ MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000
 MAX_ACTOR = 100
 MAX_REASON = 10_000  # a reason, a comment or an answer
+# A path in the repository an operator names (a merge's protected paths), and how many one
+# decision may name: bounded so that a merge's body, its reason at its bound too, stays within
+# what `t25 serve` takes (t25_tui.api.gate.BODY_CAP); a change of more files than this is
+# beyond limits.max_files_changed's default twice over.
+MAX_PATH = 200
+MAX_PATHS = 50
 
 _UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029"
@@ -76,6 +82,10 @@ def actor(text: str) -> str:
 
 def reason(text: str, *, what: str = "reason", required: bool = False) -> str:
     return checked(text, what=what, limit=MAX_REASON, multiline=True, required=required)
+
+
+def path(text: str) -> str:
+    return checked(text, what="path", limit=MAX_PATH, required=True)
 
 
 def printable(text: str, *, multiline: bool = False) -> str:

@@ -11,17 +11,20 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.domain.events import Event
-from core.domain.models import CheckResult, Lease, Run, Task
+from core.domain.models import Author, CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A claimed run: the lease, and the run and task it is for."""
+    """A claimed run: the lease, and the run and task it is for. A REVIEW run's claim also
+    says who wrote the change (`authors`), so its worker can pick a reviewer that did not
+    (policies.reviewer_differs_from_author)."""
 
     lease: Lease
     run: Run
     task: Task
+    authors: tuple[Author, ...] = ()
 
 
 class RunQueue(Protocol):

@@ -1,5 +1,9 @@
 """Which adapter plays a role: the first of the role's fallback chain whose binary exists and
-whose quota is not exhausted. The run records which and why."""
+whose quota is not exhausted. The run records which and why.
+
+A REVIEW run first passes over the profiles that wrote the change it reviews
+(`not_the_authors`, by policies.reviewer_differs_from_author): a model does not review its
+own work."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.domain.models import utcnow
+from core.domain.models import Author, utcnow
 from core.errors import NoAdapter
 from core.ports.agents import AgentAdapter
 
@@ -74,3 +78,35 @@ def select_adapter(
         f"no agent can play {role}: " + "; ".join(passed),
         hint=f"install one of them, or change roles.{role} in t25.yaml (see `t25 doctor`)",
     )
+
+
+def not_the_authors(
+    chain: Sequence[AgentProfile], authors: Sequence[Author], rule: str
+) -> tuple[list[AgentProfile], list[str]]:
+    """The profiles of a review chain that did not write the change, in order, and one note
+    for each profile passed over. `rule` is policies.reviewer_differs_from_author: `adapter`
+    passes over every profile on an author's adapter; `model`, those on an author's adapter
+    running one of its models, or a model T25 cannot tell from it (a profile that names no
+    model runs the CLI's default, and an author whose model is unknown could be any);
+    `off` passes over none."""
+    if rule == "off" or not authors:
+        return list(chain), []
+    kept: list[AgentProfile] = []
+    passed: list[str] = []
+    for profile in chain:
+        if any(_same(profile, author, rule) for author in authors):
+            name = profile.adapter + (f" ({profile.model})" if profile.model else "")
+            passed.append(
+                f"{name}: wrote the change (policies.reviewer_differs_from_author: {rule})"
+            )
+        else:
+            kept.append(profile)
+    return kept, passed
+
+
+def _same(profile: AgentProfile, author: Author, rule: str) -> bool:
+    if profile.adapter != author.adapter:
+        return False
+    if rule == "adapter":
+        return True
+    return profile.model is None or not author.models or profile.model in author.models

@@ -18,17 +18,18 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import Event, RunOutput, RunStarted
-from core.domain.models import CheckResult, Lease, Run, Task, TaskState
+from core.domain.manifests import is_manifest
+from core.domain.models import Author, CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
-from core.worker.selection import QuotaBook, Selection, select_adapter
+from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.pull_request import publish
 from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
@@ -122,7 +123,7 @@ class Worker:
         handed_back = False
         try:
             try:
-                report = await self._execute(lease, run, task, abort)
+                report = await self._execute(lease, run, task, abort, claim.authors)
             except T25Error as exc:  # the worktree was refused, no adapter could run, ...
                 report = RunReport(error=exc.message)
             if abort.is_set() and beat.done():
@@ -158,7 +159,14 @@ class Worker:
 
     # -- executing one run -----------------------------------------------------------------
 
-    async def _execute(self, lease: Lease, run: Run, task: Task, abort: asyncio.Event) -> RunReport:
+    async def _execute(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        abort: asyncio.Event,
+        authors: tuple[Author, ...] = (),
+    ) -> RunReport:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             path = await worktrees.ensure(task)
@@ -169,7 +177,7 @@ class Worker:
             watched = await worktrees.watch_run(task, may_commit=implementing)
             try:
                 try:
-                    report = await self._stage(lease, run, task, worktrees, path, abort)
+                    report = await self._stage(lease, run, task, worktrees, path, abort, authors)
                 except T25Error as exc:  # no adapter could run, the push failed, ...
                     report = RunReport(error=exc.message)
                 undone = await worktrees.watch.finish(watched)
@@ -179,10 +187,13 @@ class Worker:
                 undone = await _outward_links(worktrees, task)
                 if not undone.changes:
                     await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                    stat = await worktrees.diff_stat(task)
+                    manifests = [p for p in stat.touched if is_manifest(p)]
                     return report.model_copy(
                         update={
-                            "diff_stat": await worktrees.diff_stat(task),
+                            "diff_stat": stat,
                             "diff": await worktrees.diff(task),
+                            "manifests": await worktrees.manifests(task, manifests),
                         }
                     )
             if not undone.changes:
@@ -211,10 +222,19 @@ class Worker:
         worktrees: Worktrees,
         path: Path,
         abort: asyncio.Event,
+        authors: tuple[Author, ...] = (),
     ) -> RunReport:
         """Do the run's stage: PR_OPEN's push, or QA's checks and the role's agent."""
         if run.stage is TaskState.PR_OPEN:
             return RunReport(note=await publish(worktrees, task))
+        chain = self.config.roles.chain(run.role) or []
+        passed: list[str] = []
+        if run.stage is TaskState.REVIEW:
+            rule = self.config.policies.reviewer_differs_from_author
+            chain, passed = not_the_authors(chain, authors, rule)
+            if not chain:
+                reason = "; ".join(passed)
+                return RunReport(adapter_reason=reason, needs_input=_no_reviewer(run, reason, rule))
         checks: list[CheckResult] = []
         if run.stage is TaskState.QA:
             confine = CheckSandbox(
@@ -225,7 +245,7 @@ class Worker:
             )
             checks = [await self.run_check(c, path, abort, confine) for c in self.config.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
-        result, reason = await self._run_agent(lease, run, task, prompt, path, abort)
+        result, reason = await self._run_agent(lease, run, task, prompt, path, abort, chain, passed)
         return RunReport(result=result, adapter_reason=reason, prompt=prompt, checks=tuple(checks))
 
     @contextlib.asynccontextmanager
@@ -248,12 +268,20 @@ class Worker:
             lock.release()
 
     async def _run_agent(
-        self, lease: Lease, run: Run, task: Task, prompt: str, cwd: Path, abort: asyncio.Event
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        prompt: str,
+        cwd: Path,
+        abort: asyncio.Event,
+        chain: Sequence[AgentProfile],
+        passed: Sequence[str] = (),
     ) -> tuple[AgentResult, str]:
-        """Run the role's chain: the first usable adapter, falling back past exhausted quota."""
-        chain = self.config.roles.chain(run.role) or []
+        """Run the chain: the first usable adapter, falling back past exhausted quota.
+        `passed` says why profiles before it were passed over (a review's authors)."""
         tried: frozenset[str] = frozenset()
-        notes: list[str] = []
+        notes: list[str] = list(passed)
         overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
         while True:
             try:
@@ -347,6 +375,17 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+def _no_reviewer(run: Run, passed: str, rule: str) -> str:
+    """The question a REVIEW run asks when every profile of its chain wrote the change."""
+    what = "adapter" if rule == "adapter" else "adapter or model"
+    return (
+        f"no agent of roles.{run.role} differs from the author of the change "
+        f"(policies.reviewer_differs_from_author: {rule}): {passed}. Add a profile to "
+        f"roles.{run.role} whose {what} differs, or set "
+        "policies.reviewer_differs_from_author: off; then answer to run the review again."
+    )
 
 
 async def _undo(

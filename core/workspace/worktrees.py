@@ -51,7 +51,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.domain.backoff import Backoff, retry
+from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import LEFTOVERS_REF, Fingerprint, fingerprint
@@ -651,7 +652,7 @@ class Worktrees:
             cwd=self.repo,
         )
         fields = os.fsdecode(raw).split("\0")
-        files, added, deleted, i = [], 0, 0, 0
+        files, renamed_from, added, deleted, i = [], [], 0, 0, 0
         while i < len(fields):
             head = fields[i]
             i += 1
@@ -659,11 +660,35 @@ class Worktrees:
                 continue
             plus, minus, name = head.split("\t", 2)
             if not name:  # a rename: the old and new names follow
+                renamed_from.append(fields[i])
                 name, i = fields[i + 1], i + 2
             files.append(name)
             if plus != "-":
                 added, deleted = added + int(plus), deleted + int(minus)
-        return DiffStat(files=tuple(files), added=added, deleted=deleted)
+        return DiffStat(
+            files=tuple(files), renamed_from=tuple(renamed_from), added=added, deleted=deleted
+        )
+
+    async def manifests(self, task: Task, paths: Sequence[str]) -> tuple[ManifestChange, ...]:
+        """Each of `paths` as text where the task branch left the default branch and at its
+        tip (None where it does not exist, is not UTF-8 or is over MAX_MANIFEST_CHARS)."""
+        base, tip = await self._range(task)
+        out = []
+        for path in paths:
+            ends = [await self._text_at(commit, path) for commit in (base, tip)]
+            out.append(ManifestChange(path=path, before=ends[0], after=ends[1]))
+        return tuple(out)
+
+    async def _text_at(self, commit: str, path: str) -> str | None:
+        # `cat-file blob` runs no filter or textconv: nothing a repository plants.
+        done = await run_git("cat-file", "blob", f"{commit}:{path}", cwd=self.repo, drivers_from=())
+        if done.code != 0:
+            return None
+        try:
+            text = done.out.decode()
+        except UnicodeDecodeError:
+            return None
+        return text if len(text) <= MAX_MANIFEST_CHARS else None
 
     async def diff(self, task: Task) -> str:
         """The unified diff of the task branch since it left the default branch."""

@@ -28,9 +28,17 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from core.domain import text
 from core.domain.agent import AgentResult
+from core.domain.manifests import ManifestChange
 from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
 from core.domain.reports import RunReport
-from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_REASON, MAX_TITLE
+from core.domain.text import (
+    MAX_ACTOR,
+    MAX_DESCRIPTION,
+    MAX_PATH,
+    MAX_PATHS,
+    MAX_REASON,
+    MAX_TITLE,
+)
 from t25_tui.api.errors import CODES, INVALID_REQUEST
 
 MAX_WORKER_NAME = 200
@@ -148,8 +156,15 @@ class CheckSent(CheckResult):
 
 class DiffStatSent(DiffStat):
     files: tuple[Output, ...] = ()
+    renamed_from: tuple[Output, ...] = ()
     added: Count = 0
     deleted: Count = 0
+
+
+class ManifestSent(ManifestChange):
+    path: Output
+    before: Output | None = None
+    after: Output | None = None
 
 
 class AgentResultSent(AgentResult):
@@ -172,8 +187,10 @@ class RunReportSent(RunReport):
     error: Output | None = None
     violation: tuple[Output, ...] = ()
     diff_stat: DiffStatSent | None = None
+    manifests: tuple[ManifestSent, ...] = Field((), max_length=1000)
     checks: tuple[CheckSent, ...] = ()
     note: Output = ""
+    needs_input: Output | None = None
     head: Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")] | None = None
 
 
@@ -230,6 +247,19 @@ class DecisionBody(_Body):
 
 class ApprovalBody(DecisionBody):
     bound_to: PlanBinding | None = None  # the plan read; refused (409) if it has changed since
+
+
+RepoPath = Annotated[
+    str,
+    _bounds(limit=MAX_PATH, pattern=ONE_LINE_REQUIRED, required=True),
+    AfterValidator(text.path),
+]
+
+
+class MergeBody(DecisionBody):
+    # Each protected path the change touches (policies.protected_paths), named by the
+    # approver; a merge that leaves one out is refused (409) with the list.
+    allow_paths: list[RepoPath] = Field([], max_length=MAX_PATHS)
 
 
 class AnswerBody(_Body):

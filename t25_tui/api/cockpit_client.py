@@ -232,6 +232,8 @@ class RemoteControlPlane(Operations):
             body["reason"] = decision.text
         if decision.verb is Verb.APPROVE and decision.bound_to is not None:
             body["bound_to"] = decision.bound_to
+        if decision.allow_paths:
+            body["allow_paths"] = list(decision.allow_paths)
         return await self._post(path, body)
 
     # -- events ----------------------------------------------------------------------------

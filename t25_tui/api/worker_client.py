@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from core.domain.events import Event
-from core.domain.models import CheckResult, Lease, Run, Task
+from core.domain.models import Author, CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
 from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
 from core.ports import Claim
@@ -138,6 +138,7 @@ class HttpRunQueue:
             Lease.model_validate(data["lease"]),
             Run.model_validate(data["run"]),
             Task.model_validate(data["task"]),
+            tuple(Author.model_validate(a) for a in data.get("authors", [])),
         )
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:

@@ -16,11 +16,23 @@ from core.ports import Operations
 from t25_tui.cli.context import actor_of, run
 
 
-def _decide(args: argparse.Namespace, verb: Verb, text: str, *, bound_to: str | None = None) -> int:
+def _decide(
+    args: argparse.Namespace,
+    verb: Verb,
+    text: str,
+    *,
+    bound_to: str | None = None,
+    allow_paths: tuple[str, ...] = (),
+) -> int:
     async def body(control: Operations) -> None:
         sub = control.bus.subscribe()
         decision = Decision(
-            verb=verb, task=args.id, actor=actor_of(args), text=text, bound_to=bound_to
+            verb=verb,
+            task=args.id,
+            actor=actor_of(args),
+            text=text,
+            bound_to=bound_to,
+            allow_paths=allow_paths,
         )
         task = await control.decide(decision)
         print(
@@ -64,7 +76,7 @@ def answer(args: argparse.Namespace) -> int:
 
 
 def merge(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.MERGE, args.reason)
+    return _decide(args, Verb.MERGE, args.reason, allow_paths=tuple(args.allow_path or ()))
 
 
 def cancel(args: argparse.Namespace) -> int:

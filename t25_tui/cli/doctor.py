@@ -102,7 +102,32 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
         problems += found
         all_ok &= usable is not None
         roles.append(_role_line(role, chain, usable))
+    problems += _self_review(config, chains)
     return _report(config, rows, roles, problems), all_ok
+
+
+def _self_review(config: Config, chains: Mapping[str, list[AgentProfile]]) -> list[str]:
+    """A review role whose every profile could be the author of what a dev profile writes
+    (policies.reviewer_differs_from_author): its reviews would wait in NEEDS_INPUT."""
+    from core.domain.models import Author
+    from core.worker.selection import not_the_authors
+
+    rule = config.policies.reviewer_differs_from_author
+    out = []
+    for role in ("reviewer", "security"):
+        for dev in chains.get("dev", []) if role in chains else []:
+            # A profile naming no model runs its CLI's default, which no reviewer names.
+            author = Author(adapter=dev.adapter, models=(dev.model or "(the CLI's default)",))
+            if not not_the_authors(chains[role], [author], rule)[0]:
+                name = dev.adapter + (f" ({dev.model})" if dev.model else "")
+                out.append(
+                    f"roles.{role}: no profile differs from what dev's {name} writes "
+                    f"(policies.reviewer_differs_from_author: {rule}); its reviews will wait "
+                    f"in NEEDS_INPUT: add a profile with another "
+                    f"{'adapter' if rule == 'adapter' else 'model'} to roles.{role}"
+                )
+                break
+    return out
 
 
 def _chains(config: Config) -> dict[str, list[AgentProfile]]:

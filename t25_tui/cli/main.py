@@ -225,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--reason", default="", help="a note kept in the audit log")
+    p.add_argument(
+        "--allow-path",
+        action="append",
+        metavar="PATH",
+        help="a protected path the change touches (policies.protected_paths), named to "
+        "merge it anyway; repeat for each (t25 task show lists them)",
+    )
     p = add(
         "acknowledge",
         "decisions:acknowledge",

@@ -80,7 +80,7 @@ roles:
   planner: [{adapter: scripted}]
   dev: [{adapter: scripted}]
   qa: [{adapter: scripted}]
-  reviewer: [{adapter: scripted}]
+  reviewer: [{adapter: scripted, model: scripted-2}]   # not the model that wrote the change
   docs: [{adapter: scripted}]
 limits:
   workers: 2
@@ -93,6 +93,7 @@ qa:
 cost:
   rates:
     scripted-1: {input: 3.0, output: 15.0}
+    scripted-2: {input: 3.0, output: 15.0}
 """
 
 _TOUR = [

@@ -8,6 +8,7 @@ still hold escape sequences, and they must not reach the operator's terminal.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from core.domain.detail import TaskDetail
@@ -96,6 +97,15 @@ def _head(task: Task) -> None:
         print(f"  error    {printable(task.error)}")
     if task.violation:
         print(f'  held     until acknowledged: t25 acknowledge {task.id} --reason "…"')
+    if task.protected_paths:
+        print(f"  protected paths touched (policies.protected_paths): {len(task.protected_paths)}")
+        for path in task.protected_paths:
+            print(f"           {printable(path)}")
+        if not task.merged:
+            named = " ".join(
+                f"--allow-path {shlex.quote(printable(p))}" for p in task.protected_paths
+            )
+            print(f"  merge    names each: t25 merge {task.id} {named}")
 
 
 def _history(detail: TaskDetail) -> None:
@@ -120,6 +130,9 @@ def _runs(detail: TaskDetail) -> None:
             f"{r.adapter or '-':<10} {printable(r.model or '-'):<14} {tokens:>7} tok  "
             f"${r.cost_usd:.4f}" + (f"  {printable(r.error)}" if r.error else "")
         )
+        passed_over = r.adapter_reason and not r.adapter_reason.endswith("first in the chain")
+        if r.stage is TaskState.REVIEW and passed_over:  # who was passed over, and why
+            print(f"  {'':<{width}}  adapter: {printable(r.adapter_reason or '')}")
 
 
 def _artifacts(detail: TaskDetail) -> None:

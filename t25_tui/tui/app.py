@@ -508,29 +508,48 @@ class T25App(Cockpit):
             self.status(f"{task.id} is {task.state}: nothing to decide ({why})")
 
     def decide(
-        self, verb: decisions.Verb, tid: str, text: str = "", *, bound_to: str | None = None
+        self,
+        verb: decisions.Verb,
+        tid: str,
+        text: str = "",
+        *,
+        bound_to: str | None = None,
+        allow_paths: tuple[str, ...] = (),
     ) -> None:
         """Hand one operator decision to the control plane, as the command line does."""
         decision = decisions.Decision(
-            verb=verb, task=tid, actor=self.actor, text=text, bound_to=bound_to
+            verb=verb,
+            task=tid,
+            actor=self.actor,
+            text=text,
+            bound_to=bound_to,
+            allow_paths=allow_paths,
         )
         self.act(verb.value, lambda: self.control.decide(decision))
 
     def action_merge(self) -> None:
         if not (tid := self._need_task()):
             return
+        # The protected paths the board knows the change touches: listed in the question,
+        # and named by the merge when the operator says yes (T25 refuses, listing them,
+        # if the task has touched others since).
+        protected = next((c.task.protected_paths for c in self.cards if c.task.id == tid), ())
+        question = (
+            f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
+            "checks passed and review approved."
+        )
+        if protected:
+            listed = "\n".join(f"  {printable(p)}" for p in protected)
+            question += (
+                f"\n\nIt touches {len(protected)} protected path(s) "
+                f"(policies.protected_paths); yes names each of them:\n{listed}"
+            )
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                self.decide(decisions.Verb.MERGE, tid, reason)
+                self.decide(decisions.Verb.MERGE, tid, reason, allow_paths=protected)
 
-        self.push_screen(
-            ConfirmDialog(
-                f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
-                "checks passed and review approved."
-            ),
-            confirmed,
-        )
+        self.push_screen(ConfirmDialog(question), confirmed)
 
     def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
         if not (tid := self._need_task()):

@@ -25,6 +25,24 @@ def test_doctor_reports_each_adapter_and_passes_when_every_role_can_run(repo, t2
     assert done.code == 0, done.out + done.err
     assert "scripted" in done.out and "plays: scripted" in done.out
     assert "NO USABLE ADAPTER" not in done.out
+    assert "roles.reviewer: no profile differs from what dev's scripted writes" in done.out
+
+
+def test_doctor_is_content_with_a_reviewer_on_another_model_or_the_rule_off(repo, t25):
+    roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "dev", "qa", "docs")}
+    roles["reviewer"] = [{"adapter": "scripted", "model": "scripted-2"}]
+    write(repo, roles)
+    assert "problems: none" in t25("doctor").out
+    (repo / "t25.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "projects": [{"name": "app"}],
+                "roles": roles,
+                "policies": {"reviewer_differs_from_author": "adapter"},
+            }
+        )
+    )
+    assert "add a profile with another adapter to roles.reviewer" in t25("doctor").out
 
 
 def test_doctor_fails_when_a_role_has_no_usable_adapter_and_says_what_is_wrong(repo, t25):

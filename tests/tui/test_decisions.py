@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from core.domain.models import TaskState
-from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog, MessageDialog
+from t25_tui.tui.screens.dialogs import (
+    AnswerDialog,
+    ApprovalDialog,
+    ConfirmDialog,
+    MessageDialog,
+)
 from t25_tui.tui.screens.inbox import Inbox
 from tests.tui.conftest import app_for, settle_board, until, until_async
 
@@ -88,6 +93,33 @@ async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
 
 async def _merged(f):
     return (await f.task("T-1")).merged
+
+
+async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(seeded):
+    f = seeded.control
+    task = await f.task("T-1")
+    await f.update(
+        task,
+        actor="t25",
+        checks_passed=True,
+        review_verdict="approve",
+        protected_paths=(".github/workflows/ci.yml", "package.json"),
+    )
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-1")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        question = str(app.screen.query_one(".dialog-title").render())
+        assert "2 protected path(s)" in question
+        assert ".github/workflows/ci.yml" in question and "package.json" in question
+        await pilot.press("y")
+        await until_async(pilot, lambda: _merged(f))
+    assert decisions(seeded, "T-1")[-1] == (
+        "merge",
+        "protected paths: .github/workflows/ci.yml, package.json",
+    )
 
 
 async def test_new_cancel_retry_archive_from_the_keyboard(seeded):

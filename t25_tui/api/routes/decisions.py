@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from core.domain.decisions import Decision, Verb
 from core.domain.models import Task
 from t25_tui.api import document
-from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody
+from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody, MergeBody
 from t25_tui.api.services import Ops, actor_of
 
 router = APIRouter()
@@ -50,6 +50,25 @@ async def answer(control: Ops, request: Request, ref: str, body: AnswerBody) -> 
     return await control.decide(decision)
 
 
+@router.post(
+    "/tasks/{ref}/merge",
+    response_model=Task,
+    responses=document.DECIDE,
+    summary="Merge a task (the same decision as `t25 merge`)",
+)
+async def merge(control: Ops, request: Request, ref: str, body: MergeBody) -> Task:
+    """`allow_paths` names each protected path the change touches (`protected_paths` of the
+    task); a merge that leaves one out is refused (409), the paths listed."""
+    decision = Decision(
+        verb=Verb.MERGE,
+        task=ref,
+        actor=actor_of(request, body.actor),
+        text=body.reason,
+        allow_paths=tuple(body.allow_paths),
+    )
+    return await control.decide(decision)
+
+
 def _decision(verb: Verb) -> Callable[[Ops, Request, str, DecisionBody], Awaitable[Task]]:
     async def decide(control: Ops, request: Request, ref: str, body: DecisionBody) -> Task:
         actor = actor_of(request, body.actor)
@@ -60,15 +79,7 @@ def _decision(verb: Verb) -> Callable[[Ops, Request, str, DecisionBody], Awaitab
     return decide
 
 
-for _verb in (
-    Verb.REJECT,
-    Verb.CANCEL,
-    Verb.RETRY,
-    Verb.ARCHIVE,
-    Verb.MERGE,
-    Verb.ACKNOWLEDGE,
-    Verb.RECHECK,
-):
+for _verb in (Verb.REJECT, Verb.CANCEL, Verb.RETRY, Verb.ARCHIVE, Verb.ACKNOWLEDGE, Verb.RECHECK):
     router.add_api_route(
         f"/tasks/{{ref}}/{_verb.value}",
         _decision(_verb),

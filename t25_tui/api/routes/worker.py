@@ -34,6 +34,7 @@ async def claim(runs: Runs, body: ClaimBody) -> Response:
             "lease": claimed.lease.model_dump(mode="json"),
             "run": claimed.run.model_dump(mode="json"),
             "task": claimed.task.model_dump(mode="json"),
+            "authors": [author.model_dump(mode="json") for author in claimed.authors],
         }
     )
 

@@ -144,6 +144,9 @@ class TaskDetail(T25Screen):
             head += ["\n", (f"⚑ {need}", "bold yellow")]
         if task.error:
             head += ["\n", (f"error: {printable(task.error)}", "red")]
+        if task.protected_paths:
+            paths = ", ".join(printable(p) for p in task.protected_paths)
+            head += ["\n", (f"protected paths touched (a merge names each): {paths}", "yellow")]
         self.query_one("#detail-head", Static).update(Content.assemble(*head))
 
     def _show_history(self, events: Sequence[Event]) -> None:

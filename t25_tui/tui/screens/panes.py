@@ -268,8 +268,16 @@ def policy_lines(config: Config) -> list[str]:
         "Policies in force:",
         f"  limits.max_files_changed {lim.max_files_changed} · max_diff_lines {lim.max_diff_lines}",
         f"  limits.max_qa_loops {lim.max_qa_loops} · max_review_loops {lim.max_review_loops}",
+        "  limits.max_new_dependencies "
+        + ("(no budget)" if lim.max_new_dependencies is None else f"{lim.max_new_dependencies}"),
         f"  limits.run_timeout_s {lim.run_timeout_s} · workers {lim.workers}",
         f"  approval.require_for_risk {', '.join(appr.require_for_risk) or '(none)'}",
         f"  qa.checks {checks or '(none)'}",
-        "  merge: a human, after the required checks pass and review approves",
+        f"  policies.protected_paths {len(config.policies.protected)} patterns "
+        f"({', '.join(config.policies.protected[:4])}, …)"
+        if len(config.policies.protected) > 4
+        else f"  policies.protected_paths {', '.join(config.policies.protected) or '(none)'}",
+        f"  policies.reviewer_differs_from_author {config.policies.reviewer_differs_from_author}",
+        "  merge: a human, after the required checks pass and review approves,",
+        "         naming each protected path the change touches",
     ]
