@@ -19,6 +19,7 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
+from core.domain.decisions import Decision, Verb
 from core.domain.events import ApprovalRequested, InputRequested, RunStarted, TaskTransitioned
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.errors import PolicyRefused
@@ -707,3 +708,60 @@ async def test_a_change_over_the_new_dependency_budget_fails_naming_them(env):
         if isinstance(e, TaskTransitioned) and e.to_state is S.QA
     ]
     assert "new dependencies: requirements.txt: rich" in moves[-1].reason
+
+
+async def test_a_documentation_commit_is_what_the_merge_takes(env):
+    """DOCS's change is committed by T25; touching documentation only, on the very commit
+    review approved, it is what the merge takes (before, it was left uncommitted in the
+    worktree: never merged, and the worktree never cleaned)."""
+    control = await env.open()
+    task = await env.new(description="scripted: docs=README.md")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    docs = git_sync("rev-parse", task.branch, cwd=env.repo)
+    assert task.reviewed_head == docs
+    assert git_sync("log", "-1", "--format=%s", docs, cwd=env.repo) == f"{task.id}: documentation"
+    reviewed = git_sync("rev-parse", f"{docs}~1", cwd=env.repo)
+    assert git_sync("diff", "--name-only", reviewed, docs, cwd=env.repo) == "README.md"
+    merged = await control.merge(task.id, actor="ana")
+    assert merged.merged
+    assert (env.repo / "README.md").read_text() == f"Documented {task.id}.\n"
+    assert not (control.config.worktrees.root / task.id).exists()  # nothing left behind
+
+
+async def test_a_docs_change_beyond_documentation_goes_through_qa_and_review(env):
+    control = await env.open()
+    task = await env.new(description="scripted: docs=tools.cfg")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    history = await env.history(task.id)
+    assert history[-6:] == [S.DOCS, S.QA, S.REVIEW, S.PR_OPEN, S.DOCS, S.DONE]
+    moved = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id, limit=1000)
+        if isinstance(e, TaskTransitioned) and e.to_state is S.QA and e.from_state is S.DOCS
+    ]
+    assert "changed more than documentation (tools.cfg)" in moved[0].reason
+    tip = git_sync("rev-parse", task.branch, cwd=env.repo)
+    assert task.reviewed_head == tip  # review judged the docs commit itself
+    assert (await control.merge(task.id, actor="ana")).merged
+    assert (env.repo / "tools.cfg").read_text() == f"Documented {task.id}.\n"
+
+
+async def test_a_docs_commit_on_a_protected_path_must_be_named_at_merge(env):
+    """`AGENTS.md` is markdown, but protected: the docs stage changing it is no documentation
+    change, and the merge names it like any protected path an implementation touched."""
+    control = await env.open()
+    task = await env.new(description="scripted: docs=AGENTS.md")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    assert task.protected_paths == ("AGENTS.md",)
+    with pytest.raises(PolicyRefused, match=r"AGENTS\.md"):
+        await control.merge(task.id, actor="ana")
+    merged = await control.decide(
+        Decision(verb=Verb.MERGE, task=task.id, actor="ana", allow_paths=("AGENTS.md",))
+    )
+    assert merged.merged

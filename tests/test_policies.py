@@ -374,3 +374,18 @@ def test_over_the_budget_names_the_count_the_limit_and_each_dependency():
     assert check_dependency_budget(two, Limits(max_new_dependencies=1)) == (
         "the change adds 2 dependencies (limit 1): Cargo.toml: serde, package.json: react"
     )
+
+
+def test_documentation_is_named_by_docs_paths_and_never_a_protected_path():
+    from core.config.schema import Policies
+    from core.control.policies import beyond_documentation
+
+    policy = Policies()
+    assert beyond_documentation(["README.md", "docs/guide/intro.rst", "NOTES.txt"], policy) == ()
+    assert beyond_documentation(["README.md", "docs/conf.py", "AGENTS.md"], policy) == (
+        "AGENTS.md",
+        "docs/conf.py",
+    )
+    assert beyond_documentation(["requirements-dev.txt"], policy) == ("requirements-dev.txt",)
+    narrow = Policies(docs_paths=["docs/**"])
+    assert beyond_documentation(["docs/a.py", "README.md"], narrow) == ("README.md",)

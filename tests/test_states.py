@@ -38,6 +38,7 @@ EXPECTED = {
     *((S.FAILED, w) for w in WORKING),
     (S.FAILED, S.CANCELLED),
     (S.DONE, S.QA),  # an operator's recheck of a branch that moved since review
+    (S.DOCS, S.QA),  # a docs change beyond documentation paths goes through QA and review
 }
 
 

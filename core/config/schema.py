@@ -310,6 +310,11 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
 _PATTERN = re.compile(r"[^\s\\]+")
 
 
+# Documentation by kind of file, at any depth: text a reader reads, not code a tool runs (a
+# `docs/conf.py` is Python, so `docs/**` is not here).
+DEFAULT_DOCS_PATHS: tuple[str, ...] = ("*.md", "*.mdx", "*.rst", "*.adoc", "*.txt")
+
+
 class Policies(_Section):
     """What a change may touch unnamed, and who may review it."""
 
@@ -319,8 +324,11 @@ class Policies(_Section):
     # A REVIEW run skips a profile that is the change's author: model (the same adapter
     # running the same model, or one T25 cannot tell apart), adapter (the same CLI), or off.
     reviewer_differs_from_author: Literal["adapter", "model", "off"] = "model"
+    # What the DOCS stage may change and still merge as reviewed; a protected path never
+    # counts as documentation. Anything else it changes goes through QA and review.
+    docs_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_DOCS_PATHS))
 
-    @field_validator("protected_paths", "extra_protected_paths")
+    @field_validator("protected_paths", "extra_protected_paths", "docs_paths")
     @classmethod
     def _patterns(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:

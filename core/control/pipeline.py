@@ -262,7 +262,7 @@ class Pipeline:
                 return await self._reviewed(task, run, output, report.head)
             case DocsAnswer():
                 await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
-                return await self.control.transition(task, S.DONE, actor=T25)
+                return await self._documented(task, report)
         raise AssertionError(f"no decision for {run.stage} ({type(output).__name__})")
 
     async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
@@ -342,6 +342,44 @@ class Pipeline:
             )
         return await self._send_back(
             task, "review", verdict.summary, review_verdict="changes_requested"
+        )
+
+    async def _documented(self, task: Task, report: RunReport) -> Task:
+        """DOCS is done. Its commit, when it touches documentation paths only and sits on the
+        very commit REVIEW approved, is what a merge takes; one that touches anything else
+        goes through QA and review (within the review loops), or waits for a human."""
+        if report.commit is None:
+            return await self.control.transition(task, S.DONE, actor=T25)
+        outside = policies.beyond_documentation(report.committed, self.control.config.policies)
+        commit = report.commit[:12]
+        if not outside:
+            on_reviewed = report.head is not None and report.head == task.reviewed_head
+            why = f"documentation commit {commit} ({_listed(report.committed)})"
+            fields = {"reviewed_head": report.commit} if on_reviewed else {}
+            return await self.control.transition(task, S.DONE, actor=T25, reason=why, **fields)
+        beyond = (
+            f"the docs stage's commit {commit} changed more than documentation ({_listed(outside)})"
+        )
+        config = self.control.config
+        touched = policies.protected_touched(report.committed, config.policies.protected)
+        protected = tuple(sorted({*task.protected_paths, *touched}))
+        if policies.may_loop_again(task.review_loops, config.limits.max_review_loops):
+            return await self.control.enter(
+                task,
+                S.QA,
+                actor=T25,
+                reason=f"{beyond}: it goes through QA and review",
+                review_loops=task.review_loops + 1,
+                checks_passed=None,
+                review_verdict=None,
+                reviewed_head=None,
+                protected_paths=protected,
+            )
+        task = await self.control.update(task, actor=T25, protected_paths=protected)
+        return await self._ask(
+            task,
+            f"{beyond}, and the review loops are spent: answer to let the docs stage finish; "
+            f"a merge will then need `t25 recheck {task.id}` (QA and review of that commit)",
         )
 
     async def _send_back(self, task: Task, loop: str, why: str, **fields: Any) -> Task:
@@ -450,3 +488,9 @@ def _last_round(runs: list[Run]) -> list[Run]:
 
 def _json(model: BaseModel) -> bytes:
     return model.model_dump_json(indent=2).encode()
+
+
+def _listed(paths: Sequence[str], shown: int = 5) -> str:
+    """Paths in a reason: the first few, then how many more."""
+    more = len(paths) - shown
+    return ", ".join(paths[:shown]) + (f" … and {more} more" if more > 0 else "")

@@ -9,6 +9,7 @@ decision can be tested at its exact boundary and replayed from the audit trail.
     check_diff_limits(stat, limits)        -> reason the change is too big, or None
     check_dependency_budget(added, limits) -> reason the change adds too many dependencies
     protected_touched(paths, patterns)     -> the changed paths policies.protected_paths names
+    beyond_documentation(paths, policy)    -> what a DOCS commit changed beyond docs_paths
     requires_plan_approval(plan, policy)   -> does the plan wait for a human?
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
     evaluate_qa(results)                   -> QAVerdict (required checks only)
@@ -25,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from core.config.schema import ApprovalPolicy, Limits
+from core.config.schema import ApprovalPolicy, Limits, Policies
 from core.domain.answers import SEVERITIES, Finding, PlanAnswer
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
 from core.domain.text import printable
@@ -71,6 +72,15 @@ def protected_touched(paths: Iterable[str], patterns: Sequence[str]) -> tuple[st
     """
     matchers = [_matcher(pattern) for pattern in patterns]
     return tuple(sorted({p for p in paths if any(m(p) for m in matchers)}))
+
+
+def beyond_documentation(paths: Iterable[str], policy: Policies) -> tuple[str, ...]:
+    """The paths (sorted, each once) a DOCS commit changed that are not documentation:
+    named by no `docs_paths` pattern, or protected."""
+    paths = tuple(paths)
+    docs = set(protected_touched(paths, policy.docs_paths))
+    protected = set(protected_touched(paths, policy.protected))
+    return tuple(sorted({p for p in paths if p not in docs or p in protected}))
 
 
 def unnamed_protected(task: Task, allowed: Iterable[str]) -> tuple[str, ...]:

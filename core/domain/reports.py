@@ -27,7 +27,9 @@ class RunReport(BaseModel):
     manifests: tuple[ManifestChange, ...] = ()
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
-    head: str | None = None  # the task branch's head the run judged (QA, REVIEW)
+    head: str | None = None  # the task branch's head the run judged (QA, REVIEW) or began on
+    commit: str | None = None  # the commit T25 made of what DOCS changed, on `head`
+    committed: tuple[str, ...] = ()  # the paths that commit changed
     # A question for the operator instead of a run: no agent of the role's chain may play
     # it (a REVIEW whose every reviewer wrote the change). The task waits in NEEDS_INPUT.
     needs_input: str | None = None

@@ -3,6 +3,7 @@
     RECEIVED → SPEC → PLAN → AWAITING_APPROVAL → IMPLEMENTING → QA → REVIEW → PR_OPEN → DOCS → DONE
     escapes: NEEDS_INPUT · FAILED · CANCELLED      loop: QA and REVIEW can send back to IMPLEMENTING
     recheck: an operator sends a DONE task that is not merged back to QA (its branch as it is now)
+    DOCS → QA: a documentation change that touches more than documentation is checked and reviewed
 
 PLAN goes straight to IMPLEMENTING when the plan needs no approval; a rejected plan goes
 back to PLAN. NEEDS_INPUT returns to the stage that asked, and a retried FAILED task to
@@ -33,7 +34,7 @@ TRANSITIONS: dict[S, frozenset[S]] = {
     S.QA: frozenset({S.REVIEW, S.IMPLEMENTING, *_ESCAPES}),
     S.REVIEW: frozenset({S.PR_OPEN, S.IMPLEMENTING, *_ESCAPES}),
     S.PR_OPEN: frozenset({S.DOCS, *_ESCAPES}),
-    S.DOCS: frozenset({S.DONE, *_ESCAPES}),
+    S.DOCS: frozenset({S.DONE, S.QA, *_ESCAPES}),  # QA: a docs change beyond documentation
     S.DONE: frozenset({S.QA}),  # `t25 recheck`: QA and REVIEW again before a merge
     S.NEEDS_INPUT: frozenset({*WORKING, S.FAILED, S.CANCELLED}),
     S.FAILED: frozenset({*WORKING, S.CANCELLED}),

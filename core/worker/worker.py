@@ -183,9 +183,10 @@ class Worker:
                 undone = await worktrees.watch.finish(watched)
             finally:
                 worktrees.watch.abandon(watched)  # stopped midway: no longer watched
-            if not undone.changes and implementing and report.result and report.result.ok:
+            committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
+            if not undone.changes and committing and report.result and report.result.ok:
                 undone = await _outward_links(worktrees, task)
-                if not undone.changes:
+                if not undone.changes and implementing:
                     await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
                     stat = await worktrees.diff_stat(task)
                     manifests = [p for p in stat.touched if is_manifest(p)]
@@ -195,6 +196,13 @@ class Worker:
                             "diff": await worktrees.diff(task),
                             "manifests": await worktrees.manifests(task, manifests),
                         }
+                    )
+                if not undone.changes:  # DOCS: what it changed, for the pipeline to weigh
+                    message = f"{task.id}: documentation\n\nT25 run {run.id}"
+                    commit = await worktrees.commit_all(task, message)
+                    changed = await worktrees.changed(last_commit, commit) if commit else ()
+                    return report.model_copy(
+                        update={"head": last_commit, "commit": commit, "committed": changed}
                     )
             if not undone.changes:
                 return report.model_copy(update={"head": last_commit})

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from core.config.schema import Config
 
 META_DIR = ".meta"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree with nothing in it
 TRIAL_DIR = ".merge"  # trial worktrees of merges: <root>/.merge/<task id>
 T25_IDENTITY = ("T25", "t25@localhost")
 # Plain names only: no separator, no dot at all (so no `..`, no hidden names, and
@@ -689,6 +690,15 @@ class Worktrees:
         except UnicodeDecodeError:
             return None
         return text if len(text) <= MAX_MANIFEST_CHARS else None
+
+    async def changed(self, before: str | None, after: str) -> tuple[str, ...]:
+        """The paths that differ between two commits (every path of `after` with no `before`)."""
+        base = before or EMPTY_TREE
+        raw = await git_bytes(
+            "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+            base, after, "--", cwd=self.repo,
+        )  # fmt: skip
+        return tuple(name for name in os.fsdecode(raw).split("\0") if name)
 
     async def diff(self, task: Task) -> str:
         """The unified diff of the task branch since it left the default branch."""

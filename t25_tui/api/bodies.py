@@ -114,6 +114,7 @@ Output = Annotated[str, AfterValidator(_storable)]  # agent output: any characte
 Count = Annotated[int, Field(ge=0, le=MAX_JSON_INT)]  # tokens, lines, fencing tokens
 ExitCode = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # runs.exit_code is 32-bit
 Seconds = Annotated[float, Field(ge=0, le=10**9)]
+CommitId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]  # SHA-1 or SHA-256
 TtlS = Annotated[float, Field(gt=0, le=3600)]
 # RFC 4648 base64, padded and canonical (the bits a short group leaves over are zero).
 BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
@@ -191,7 +192,9 @@ class RunReportSent(RunReport):
     checks: tuple[CheckSent, ...] = ()
     note: Output = ""
     needs_input: Output | None = None
-    head: Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")] | None = None
+    head: CommitId | None = None
+    commit: CommitId | None = None
+    committed: tuple[Output, ...] = Field((), max_length=100_000)
 
 
 class _WorkerEvent(BaseModel):
