@@ -663,3 +663,52 @@ def test_an_explicit_path_wins(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file") as caught:
         find_config(tmp_path, explicit=tmp_path / "nope.yaml")
     assert caught.value.hint and "--config" in caught.value.hint
+
+
+def test_a_project_overrides_the_keys_it_names_and_keeps_the_rest(here: Path) -> None:
+    other = here / "other"
+    other.mkdir()
+    text = textwrap.dedent("""\
+        projects:
+          - name: app
+          - name: other
+            repo: other
+            roles:
+              dev: [{adapter: codex}]
+            limits:
+              max_diff_lines: 5000
+            qa:
+              checks: [{name: lint, run: [ruff, check]}]
+            approval:
+              require_for_risk: [medium, high]
+        limits:
+          max_files_changed: 9
+        qa:
+          checks: [{name: tests, run: [pytest]}]
+    """)
+    config = load_config(write(here, text))
+    app, own = config.for_project("app"), config.for_project("other")
+    assert app is config  # no overrides: the top-level policy itself
+    assert own.roles.dev == [AgentProfile(adapter="codex")]
+    assert own.roles.reviewer == config.roles.reviewer  # a role it does not name
+    assert (own.limits.max_diff_lines, own.limits.max_files_changed) == (5000, 9)
+    assert [c.name for c in own.qa.checks] == ["lint"]
+    assert own.approval.require_for_risk == ["medium", "high"]
+    assert config.limits.max_diff_lines == 1000  # the top level is untouched
+    assert config.project("other").overrides() == [
+        "roles.dev codex",
+        "limits.max_diff_lines 5000",
+        "qa.checks lint",
+        "approval.require_for_risk medium, high",
+    ]
+    with pytest.raises(ConfigError, match="unknown project 'nope'"):
+        config.for_project("nope")
+
+
+def test_a_projects_override_is_checked_like_the_top_level_and_names_its_line(here: Path) -> None:
+    err = error_of(here, "projects:\n  - name: app\n    limits:\n      max_dif_lines: 5\n")
+    assert str(err).startswith("t25.yaml:4: projects[0].limits.max_dif_lines: unknown key")
+    err = error_of(here, "projects:\n  - name: app\n    limits:\n      workers: 8\n")
+    assert str(err).startswith(
+        "t25.yaml:3: projects[0].limits: workers is how many runs this T25 process works"
+    )

@@ -25,6 +25,7 @@ from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
 from t25_tui.runtime import local_sweeper, open_runtime
+from tests.conftest import make_repo
 
 S = TaskState
 SCRIPTED = {"adapter": "scripted"}
@@ -765,3 +766,39 @@ async def test_a_docs_commit_on_a_protected_path_must_be_named_at_merge(env):
         Decision(verb=Verb.MERGE, task=task.id, actor="ana", allow_paths=("AGENTS.md",))
     )
     assert merged.merged
+
+
+async def test_each_project_works_under_its_own_roles_limits_and_checks(env, tmp_path):
+    """Two projects, one t25.yaml: the second's `roles`, `limits` and `qa` replace the
+    top-level ones for its tasks alone (its dev runs another adapter, its checks fail)."""
+    other = make_repo(tmp_path / "other", branch="trunk")
+    failing = [sys.executable, "-c", "raise SystemExit('the strict check fails')"]
+    control = await env.open(
+        projects=[
+            {"name": "shop", "repo": "."},
+            {
+                "name": "strict",
+                "repo": str(other),
+                "roles": {"dev": [{"adapter": "scripted-b"}]},
+                "limits": {"max_qa_loops": 0},
+                "qa": {"checks": [{"name": "strict", "run": failing}]},
+            },
+        ]
+    )
+    plain = await control.new_task("Plain", actor="ana", project="shop")
+    strict = await control.new_task("Strict", actor="ana", project="strict")
+    await env.work()
+    assert (await env.task(plain.id)).state is S.DONE
+    strict = await env.task(strict.id)
+    assert strict.state is S.NEEDS_INPUT  # its own check failed, its own loop bound spent
+    runs = {r.task_id: r for r in await control.store.list_runs() if r.role == "dev"}
+    assert (runs[plain.id].adapter, runs[strict.id].adapter) == ("scripted", "scripted-b")
+    qa = [r for r in await control.store.list_runs(task_id=strict.id) if r.role == "qa"]
+    assert len(qa) == 1  # max_qa_loops 0: no second round
+    report = [
+        a
+        for a in await control.store.list_artifacts(task_id=strict.id)
+        if a.meta.kind is ArtifactKind.QA_REPORT
+    ]
+    _, content = await control.store.get_artifact(report[-1].id)
+    assert [c["name"] for c in json.loads(content)["checks"]] == ["strict"]

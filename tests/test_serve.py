@@ -351,3 +351,28 @@ def test_a_reports_manifests_and_a_claims_authors_cross_the_wire_whole():
     assert RunReportSent.model_validate(nul).manifests[0].after == "a\ufffdb"
     author = Author(adapter="claude", models=("claude-sonnet-4-5",))
     assert Author.model_validate(author.model_dump(mode="json")) == author
+
+
+async def test_config_shows_each_projects_effective_policy_and_a_remote_cockpit_reads_it(shop):
+    from t25_tui.api.cockpit_client import attach
+    from t25_tui.tui.screens.panes import policy_lines
+
+    env = Env(shop)
+    overrides = {"limits": {"max_diff_lines": 7}, "qa": {"checks": []}}
+    control = await env.open(projects=[{"name": "shop", "repo": ".", **overrides}])
+    try:
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+            body = (await client.get("/config")).json()
+            effective = body["effective"]["shop"]
+            assert effective["limits"]["max_diff_lines"] == 7
+            assert effective["limits"]["max_files_changed"] == 5  # the top-level one
+            assert effective["qa"]["checks"] == [] and body["qa"]["checks"][0]["name"] == "unit"
+            assert body["projects"][0]["limits"] == {"max_diff_lines": 7}  # as the file says
+            async with attach(url) as remote:
+                assert remote.config.for_project("shop").limits.max_diff_lines == 7
+                lines = policy_lines(remote.config)
+                assert "Project shop, in place of the above:" in lines
+                assert "  limits.max_diff_lines 7" in lines and "  qa.checks (none)" in lines
+    finally:
+        await env.close()

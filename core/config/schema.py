@@ -106,12 +106,47 @@ _BRANCH = re.compile(r"(?!-)(?!.*\.\.)[^\s~^:?*\[\\]+")
 
 
 class ProjectConfig(_Section):
-    """A git repository T25 works on."""
+    """A git repository T25 works on, and where its policy differs from the installation's:
+    each key set under its `roles`, `limits`, `qa` or `approval` replaces the top-level one
+    for this project's tasks (`Config.for_project`)."""
 
     name: str
     repo: ConfigPath = Field(default=Path("."), validate_default=True)
     default_branch: str | None = None  # None: detected from git when the project is used
     prompts: ConfigPath | None = None  # a directory of prompt-template overrides
+    roles: RoleChains | None = None  # a role named here replaces that role's chain
+    limits: Limits | None = None  # a limit named here replaces that limit
+    qa: QAConfig | None = None  # `checks` here replace the checks
+    approval: ApprovalPolicy | None = None
+
+    def overrides(self) -> list[str]:
+        """What this project sets in place of the top-level policy, one `section.key value`
+        each (`limits.max_diff_lines 5000`, `roles.dev codex, claude`), as t25.yaml says it."""
+        out = []
+        for section in _PER_PROJECT:
+            own = getattr(self, section)
+            for key in sorted(own.model_fields_set) if own is not None else ():
+                value = getattr(own, key)
+                if section == "roles":
+                    shown = ", ".join(_profile_name(p) for p in value or []) or "(none)"
+                elif section == "qa":
+                    shown = ", ".join(check.name for check in value) or "(none)"
+                elif isinstance(value, list):
+                    shown = ", ".join(map(str, value)) or "(none)"
+                else:
+                    shown = "(no budget)" if value is None else str(value)
+                out.append(f"{section}.{key} {shown}")
+        return out
+
+    @field_validator("limits")
+    @classmethod
+    def _per_project(cls, limits: Limits | None) -> Limits | None:
+        if limits is not None and "workers" in limits.model_fields_set:
+            raise ValueError(
+                "workers is how many runs this T25 process works at once, for every project: "
+                "set it in the top-level limits"
+            )
+        return limits
 
     @field_validator("name")
     @classmethod
@@ -538,11 +573,35 @@ class Config(_Section):
             hint=f"projects are listed under `projects:` in {self.path}",
         )
 
+    def for_project(self, name: str | None) -> Config:
+        """The policy in force for one project's tasks: this configuration with the keys its
+        `projects[]` entry sets under `roles`, `limits`, `qa` and `approval` in place of the
+        top-level ones. An unknown project is a ConfigError."""
+        project = self.project(name)
+        overrides = {
+            section: _overridden(getattr(self, section), own)
+            for section in _PER_PROJECT
+            if (own := getattr(project, section)) is not None
+        }
+        return self.model_copy(update=overrides) if overrides else self
+
     def rate_for(self, model: str | None) -> Rate | None:
         return self.cost.rate_for(model)
 
     def timeout_for(self, profile: AgentProfile) -> int:
         return profile.timeout_s or self.limits.run_timeout_s
+
+
+_PER_PROJECT = ("roles", "limits", "qa", "approval")  # sections a project may override
+
+
+def _profile_name(profile: AgentProfile) -> str:
+    return profile.adapter + (f" ({profile.model})" if profile.model else "")
+
+
+def _overridden(section: _Section, own: _Section) -> _Section:
+    """`section` with the keys `own` sets (as written in t25.yaml) taking their place."""
+    return section.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
 
 
 # -- loading -----------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from core.domain.reports import RunReport
 from core.errors import AnswerInvalid
 
 if TYPE_CHECKING:
+    from core.config.schema import Config
     from core.control.service import ControlPlane
 
 S = TaskState
@@ -267,7 +268,7 @@ class Pipeline:
 
     async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
         artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
-        if not policies.requires_plan_approval(plan, self.control.config.approval):
+        if not policies.requires_plan_approval(plan, self._policy(task).approval):
             return await self.control.enter(
                 task, S.IMPLEMENTING, actor=T25, reason=f"{plan.risk}-risk plan needs no approval"
             )
@@ -292,7 +293,7 @@ class Pipeline:
         if report.diff is not None:
             await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
         stat = report.diff_stat or DiffStat()
-        config = self.control.config
+        config = self._policy(task)
         over = policies.check_diff_limits(stat, config.limits)
         if over:
             return await self._fail(task, f"diff limits exceeded: {over}")
@@ -327,7 +328,7 @@ class Pipeline:
 
     async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer, head: str | None) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
-        if run.role == "reviewer" and self.control.config.roles.chain("security"):
+        if run.role == "reviewer" and self._policy(task).roles.chain("security"):
             await self.control.enqueue(task, "security")
             return task
         verdict = policies.evaluate_review(await self._round_findings(task))
@@ -360,7 +361,7 @@ class Pipeline:
         beyond = (
             f"the docs stage's commit {commit} changed more than documentation ({_listed(outside)})"
         )
-        config = self.control.config
+        config = self._policy(task)
         touched = policies.protected_touched(report.committed, config.policies.protected)
         protected = tuple(sorted({*task.protected_paths, *touched}))
         if policies.may_loop_again(task.review_loops, config.limits.max_review_loops):
@@ -382,9 +383,14 @@ class Pipeline:
             f"a merge will then need `t25 recheck {task.id}` (QA and review of that commit)",
         )
 
+    def _policy(self, task: Task) -> Config:
+        """The configuration in force for the task's project (its own roles, limits, QA
+        checks and approval policy in place of the top-level ones)."""
+        return self.control.config.for_project(task.project)
+
     async def _send_back(self, task: Task, loop: str, why: str, **fields: Any) -> Task:
         """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
-        limits = self.control.config.limits
+        limits = self._policy(task).limits
         done, bound = (
             (task.qa_loops, limits.max_qa_loops)
             if loop == "qa"

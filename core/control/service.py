@@ -478,7 +478,7 @@ class ControlPlane(Queries, Operations):
 
     async def _merge_checks(self, task: Task, trial: TrialMerge) -> list[CheckResult]:
         """`qa.checks` run on the merge's result, in its trial worktree, confined as QA's."""
-        checks = self.config.qa.checks
+        checks = self.config.for_project(task.project).qa.checks
         if not checks:
             return []
         if self.run_check is None:

@@ -235,7 +235,8 @@ class Worker:
         """Do the run's stage: PR_OPEN's push, or QA's checks and the role's agent."""
         if run.stage is TaskState.PR_OPEN:
             return RunReport(note=await publish(worktrees, task))
-        chain = self.config.roles.chain(run.role) or []
+        policy = self.config.for_project(task.project)  # its own roles, checks and limits
+        chain = policy.roles.chain(run.role) or []
         passed: list[str] = []
         if run.stage is TaskState.REVIEW:
             rule = self.config.policies.reviewer_differs_from_author
@@ -251,7 +252,7 @@ class Worker:
                 hidden=self.config.private_paths(),
                 run_id=run.id,
             )
-            checks = [await self.run_check(c, path, abort, confine) for c in self.config.qa.checks]
+            checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
         result, reason = await self._run_agent(lease, run, task, prompt, path, abort, chain, passed)
         return RunReport(result=result, adapter_reason=reason, prompt=prompt, checks=tuple(checks))
@@ -350,7 +351,7 @@ class Worker:
             cwd=cwd,
             model=profile.model,
             args=tuple(profile.args),
-            timeout_s=float(self.config.timeout_for(profile)),
+            timeout_s=float(self.config.for_project(task.project).timeout_for(profile)),
             env_passthrough=tuple(profile.env_passthrough),
             private_home=profile.private_home,
             sandbox=self.config.sandbox.for_profile(profile),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -89,8 +90,10 @@ class RemoteControlPlane(Operations):
                 hint=f"set {OPERATOR_ENV} to the token `t25 serve` was started with",
             ) from None
         try:
-            config = Config.model_validate_json(raw.content)
-        except ValueError as exc:
+            body = json.loads(raw.content)
+            body.pop("effective", None)  # what each project's policy comes to: derived again here
+            config = Config.model_validate(body)
+        except (ValueError, AttributeError) as exc:
             raise ControlPlaneUnreachable(
                 f"{http.url} answered /config with something that is not a T25 configuration",
                 hint="is that a `t25 serve` of the same T25 version?",

@@ -85,7 +85,9 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
 
     adapters = builtin_adapters()
     chains = _chains(config)
-    used = list(dict.fromkeys(p.adapter for chain in chains.values() for p in chain))
+    own = {p.name: _chains(config.for_project(p.name)) for p in config.projects if p.roles}
+    every = [chain for found in (chains, *own.values()) for chain in found.values()]
+    used = list(dict.fromkeys(p.adapter for chain in every for p in chain))
     versions = await _versions(adapters, used)
 
     rows, problems = [COLUMNS], []
@@ -103,6 +105,19 @@ async def diagnose(config: Config) -> tuple[list[str], bool]:
         all_ok &= usable is not None
         roles.append(_role_line(role, chain, usable))
     problems += _self_review(config, chains)
+    for project in config.projects:
+        overrides = project.overrides()
+        if not overrides:
+            continue
+        roles += [f"  project {project.name}, in place of the above: {'; '.join(overrides)}"]
+        named = project.roles.model_fields_set if project.roles else set()
+        for role, chain in own.get(project.name, {}).items():
+            if role not in named:  # the top-level chain, checked above
+                continue
+            usable, found = await _usable(role, chain, adapters, sandboxes)
+            problems += [f"project {project.name}: {p}" for p in found]
+            all_ok &= usable is not None
+            roles.append("  " + _role_line(role, chain, usable))
     return _report(config, rows, roles, problems), all_ok
 
 

@@ -139,3 +139,26 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "- roles.dev[0] (scripted): env_passthrough T25_TEST_UNSET_VAR is not set here",
         "- roles.dev[0] (scripted): sandbox docker: the docker CLI is not installed",
     ]
+
+
+def test_doctor_shows_each_projects_own_policy_and_checks_its_own_roles(repo, t25):
+    roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "dev", "qa", "docs")}
+    roles["reviewer"] = [{"adapter": "scripted", "model": "scripted-2"}]
+    project = {
+        "name": "app",
+        "roles": {"dev": [{"adapter": "nosuch"}]},
+        "limits": {"max_diff_lines": 5000},
+    }
+    (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [project], "roles": roles}))
+    done = t25("doctor")
+    assert done.code == 1, done.out  # the project's own dev chain cannot run
+    assert (
+        "project app, in place of the above: roles.dev nosuch; limits.max_diff_lines 5000"
+        in done.out
+    )
+    lines = done.out.splitlines()
+    at = lines.index(
+        "  project app, in place of the above: roles.dev nosuch; limits.max_diff_lines 5000"
+    )
+    assert lines[at + 1].split()[:2] == ["dev", "nosuch"] and "NO USABLE ADAPTER" in lines[at + 1]
+    assert "nosuch: no such adapter" in done.out

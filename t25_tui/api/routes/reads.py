@@ -54,9 +54,25 @@ async def audit(
 
 @router.get("/config", responses=document.READ)
 async def configuration(control: Ops) -> dict[str, Any]:
-    """t25.yaml as validated: projects, roles, limits, policies, cost rates. The store's
-    address is left out: in production it names the database."""
-    return control.config.model_dump(mode="json", exclude={"store"})
+    """t25.yaml as validated: projects, roles, limits, policies, cost rates, and under
+    `effective` the roles, limits, QA checks and approval policy in force for each project
+    (its own keys in place of the top-level ones). The store's address is left out: in
+    production it names the database."""
+    config = control.config
+    body = config.model_dump(mode="json", exclude={"store"})
+    for project, shown in zip(config.projects, body["projects"], strict=True):
+        for section in ("roles", "limits", "qa", "approval"):  # what the file says, only
+            own = getattr(project, section)
+            shown[section] = (
+                None if own is None else own.model_dump(mode="json", exclude_unset=True)
+            )
+    body["effective"] = {
+        project.name: config.for_project(project.name).model_dump(
+            mode="json", include={"roles", "limits", "qa", "approval"}
+        )
+        for project in config.projects
+    }
+    return body
 
 
 @router.get("/cost/tasks", responses=document.READ)

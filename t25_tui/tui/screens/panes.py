@@ -280,4 +280,13 @@ def policy_lines(config: Config) -> list[str]:
         f"  policies.reviewer_differs_from_author {config.policies.reviewer_differs_from_author}",
         "  merge: a human, after the required checks pass and review approves,",
         "         naming each protected path the change touches",
+        *(
+            line
+            for project in config.projects
+            if (own := project.overrides())
+            for line in (
+                f"Project {project.name}, in place of the above:",
+                *(f"  {o}" for o in own),
+            )
+        ),
     ]
