@@ -27,8 +27,8 @@ ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
 
 
 @contextmanager
-def control_plane(repo: Path, dev_args: list[str]):
-    write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]})
+def control_plane(repo: Path, dev_args: list[str], sandbox: str = "auto"):
+    write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]}, sandbox=sandbox)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     serve = subprocess.Popen(
@@ -47,6 +47,7 @@ def control_plane(repo: Path, dev_args: list[str]):
             env=ENV,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, as a service manager starts it
         )
         started.append(p)
         return p
@@ -111,17 +112,19 @@ def _agents_under(root: Path) -> list[int]:
     return found
 
 
-def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop):
-    """Its agent dies with it; what the lost attempt left in the worktree is kept under a
-    ref and never reaches the next attempt's commit."""
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop, sandbox):
+    """A worker's whole process group SIGKILLed, sandboxed or unconfined: its agent dies with
+    it; what the lost attempt left in the worktree is kept under a ref and never reaches the
+    next attempt's commit."""
     scribbling = ["--misbehave", "scribble", "--misbehave", "slow:4"]
-    with control_plane(shop, scribbling) as (client, worker):
+    with control_plane(shop, scribbling, sandbox) as (client, worker):
         first = worker()
         client.post("/tasks", json={"title": "Survive a crash"})
         wait_until(lambda: _dev_running(client), timeout=60)
         worktrees = shop / ".factory" / "worktrees"
         wait_until(lambda: (worktrees / "T-1" / SCRIBBLE_FILE).exists(), timeout=30)
-        first.send_signal(signal.SIGKILL)
+        os.killpg(first.pid, signal.SIGKILL)
         first.wait()
         wait_until(lambda: not _agents_under(worktrees), timeout=10)  # it died with its worker
         worker()
