@@ -242,6 +242,38 @@ def flood(total: int) -> None:
     sys.stderr.flush()
 
 
+def pace(value: str, seed: str) -> None:
+    """`MIN-MAX:KBPS`: take a random MIN to MAX seconds (the same for the same `seed`: the
+    task, stage and round), printing assistant events at KBPS kilobytes (1,000 bytes) a
+    second of stdout meanwhile, as a model-backed CLI streams its work. The lines add up to
+    KBPS x the seconds drawn, however late the machine woke it."""
+    import random
+
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)", value)
+    if not found or float(found[1]) > float(found[2]):
+        raise UsageError(f"--misbehave pace:MIN-MAX:KBPS needs MIN <= MAX, got {value!r}")
+    low, high, kbps = (float(n) for n in found.groups())
+    seconds = random.Random(seed).uniform(low, high)
+    rate = kbps * 1000
+    overhead = len(json.dumps({"type": "assistant", "text": ""})) + 1  # its line, but the text
+    start = time.monotonic()
+    sent = 0
+
+    def catch_up(elapsed: float) -> None:
+        nonlocal sent
+        owed = int(rate * min(elapsed, seconds)) - sent
+        if owed > overhead:
+            sys.stdout.write(json.dumps({"type": "assistant", "text": "." * (owed - overhead)}))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            sent += owed
+
+    while (elapsed := time.monotonic() - start) < seconds:
+        catch_up(elapsed)
+        time.sleep(min(0.05, seconds - elapsed))
+    catch_up(seconds)
+
+
 def escape() -> None:
     """Write into the main checkout of the repository whose worktree is the cwd."""
     import subprocess
@@ -488,8 +520,9 @@ MISBEHAVIOURS: dict[str, Callable[[str], object]] = {
 }
 
 
-def misbehave_once(what: str, prompt: str, model: str) -> int | None:
-    """Do one misbehaviour; the exit status when it ends the run, else None."""
+def misbehave_once(what: str, prompt: str, model: str, seed: str = "") -> int | None:
+    """Do one misbehaviour; the exit status when it ends the run, else None. `seed` makes
+    what is random in one (pace's time) the same for the same task, stage and round."""
     kind, _, value = what.partition(":")
     if kind in ("exit", "flood", "slow") and not re.fullmatch(r"\d+(\.\d+)?", value):
         raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
@@ -503,6 +536,9 @@ def misbehave_once(what: str, prompt: str, model: str) -> int | None:
     if kind == "garbage":
         result("I changed some things, but I will not say which.", prompt, model)
         return 0
+    if kind == "pace":
+        pace(value, seed)
+        return None
     if kind not in MISBEHAVIOURS:
         raise UsageError(f"unknown misbehaviour {what!r}")
     MISBEHAVIOURS[kind](value)
@@ -537,8 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     emit(type="assistant", text=f"Working on {stage} for {ctx['task']} as {headers.get('ROLE')}.")
 
+    seed = f"{ctx['task']}/{stage}/{ctx['round']}"
     for what in misbehave:
-        code = misbehave_once(what, prompt, model)
+        code = misbehave_once(what, prompt, model, seed)
         if code is not None:
             return code
 

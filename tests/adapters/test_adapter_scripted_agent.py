@@ -4,6 +4,7 @@ directives and misbehaviours do what the pipeline tests rely on."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,22 @@ def test_the_registry_offers_the_scripted_agent():
     adapters = builtin_adapters()
     assert set(adapters) == {"claude", "codex", "gemini", "opencode", "aider", "scripted"}
     assert adapters["scripted"].name == "scripted" and adapters["scripted"].locate()
+
+
+def paced_bytes(task: str, what: str) -> int:
+    done = agent("-p", f"T25-STAGE: QA\nT25-TASK: {task}", "--misbehave", what)
+    assert done.returncode == 0 and '"is_error": false' in done.stdout
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    filler = [e for e in events if e["type"] == "assistant" and not e["text"].strip(".")]
+    return sum(len(json.dumps(e)) + 1 for e in filler)
+
+
+def test_pace_streams_its_rate_for_a_time_drawn_from_the_task():
+    """pace:MIN-MAX:KBPS prints KBPS kB for each second drawn in MIN-MAX; the draw is seeded by
+    the task, stage and round, so a run is the same again (bench/fleet.py relies on it)."""
+    first = paced_bytes("T-7", "pace:0.1-0.3:100")
+    assert 10_000 - 100 <= first <= 30_000
+    assert paced_bytes("T-7", "pace:0.1-0.3:100") == first
+    assert paced_bytes("T-8", "pace:0.1-0.3:100") != first
+    backwards = agent("-p", "T25-STAGE: QA", "--misbehave", "pace:2-1:20")
+    assert backwards.returncode == 2 and "MIN <= MAX" in backwards.stderr
