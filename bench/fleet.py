@@ -453,6 +453,12 @@ async def throughput(fleet: Fleet, client: httpx.AsyncClient) -> dict[str, objec
     finally:
         stop.set()
         await asyncio.gather(*probing)
+    named = [(f"worker{i}", p) for i, p in enumerate(fleet.workers)]
+    named += [(f"serve{i}", p) for i, p in enumerate(fleet.serves)]
+    for name, proc in named:
+        if proc.poll() is not None:
+            tail = fleet.log(name).read_text(errors="replace")[-1500:]
+            print(f"  {name} exited with {proc.returncode}:\n{tail}", file=sys.stderr)
     after = await store_figures(fleet.db_url)
     wall = max(after["last"], start + 1e-3) - start
     cpu = [(cpu_s(s.pid) - c) / wall for s, c in zip(fleet.serves, cpu0, strict=True)]
@@ -686,8 +692,9 @@ def main() -> None:
     parser.add_argument("--drain-timeout", type=float, default=1800, help="per wait, seconds")
     parser.add_argument("--timeout", type=float, default=None, help="the whole run, seconds")
     args = parser.parse_args()
-    if not re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", args.seconds):
-        parser.error("--seconds takes MIN-MAX, e.g. 1-3")
+    low, _, high = args.seconds.partition("-")
+    if not re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", args.seconds) or float(low) > float(high):
+        parser.error("--seconds takes MIN-MAX with MIN <= MAX, e.g. 1-3")
     if not re.fullmatch(r"[12](,[12])?", args.replicas):
         parser.error("--replicas takes 1, 2 or 1,2")
     timeout = args.timeout or 2 * args.drain_timeout + args.idle_minutes * 60 + 600
