@@ -428,6 +428,9 @@ async def wait_settled(
                 states[task["state"]] = states.get(task["state"], 0) + 1
         settled = sum(n for s, n in states.items() if s in TERMINAL | WAITING)
         if settled == len(ids):
+            errors = {t["error"] for t in tasks if t["id"] in ids and t["state"] == "FAILED"}
+            for error in sorted(errors)[:3]:
+                print(f"  a task FAILED: {error}", file=sys.stderr)
             return states
         if time.monotonic() - said > 15:
             print(f"  … {settled}/{len(ids)} settled: {states}", file=sys.stderr)
