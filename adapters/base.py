@@ -417,6 +417,7 @@ class CliAdapter:
                 abort=abort,
                 on_output=sink,
                 grace_s=self.grace_s,
+                log_limit=request.max_log_bytes,
                 tag=run_tag(request.run_id),
             )
         return self._result(request, version, done)

@@ -30,10 +30,16 @@ from typing import Any
 from adapters import containment
 from adapters.redact import RedactedStream, Redactor
 from core.config import held_secrets
+from core.config.schema import MAX_LOG_BYTES
+from core.domain.output import truncation_marker
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
-DEFAULT_LOG_LIMIT = 64 * 2**20
+DEFAULT_LOG_LIMIT = MAX_LOG_BYTES
+# What is kept of each stream for reading the run's result (its head and tail): the CLI's
+# final event is its last line. The whole output goes to the log (`Head`), not here, so a
+# flood costs the parser no more than this.
+PARSE_LIMIT = 4 * 2**20
 
 # What a child may inherit from T25's environment; everything else (T25's own secrets such as
 # FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
@@ -76,12 +82,12 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """How a child process ended and what it printed (each stream capped, see `Capped`)."""
+    """How a child process ended and what it printed, bounded (`Capped`, `Head`)."""
 
     exit_code: int | None  # None when it did not exit by itself (killed, or never started)
-    stdout: bytes
+    stdout: bytes  # each stream's head and tail (`Capped`), for reading the result
     stderr: bytes
-    log: bytes  # both streams interleaved as they arrived
+    log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)
     timed_out: bool = False
     aborted: bool = False
     duration_s: float = 0.0
@@ -129,6 +135,36 @@ class Capped:
         return bytes(self.head) + marker + bytes(tail)
 
 
+class Head:
+    """The first `limit` bytes of what it is fed, byte-exact; past them, a truncation marker.
+
+    A run's log: what an operator reads to see what the agent did, so it is kept as it came,
+    from the start, and never more than `limit` bytes of it are held.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 1)
+        self.kept = bytearray()
+        self.seen = 0
+        self.marked = False
+
+    def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+    @property
+    def truncated(self) -> bool:
+        return self.seen > self.limit
+
+    def value(self) -> bytes:
+        if self.truncated and not self.marked:  # appended in place: no second copy of the log
+            self.kept += truncation_marker(self.limit, self.limit).encode()
+            self.marked = True
+        return bytes(self.kept)
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -154,7 +190,7 @@ async def _pump(
     stream: asyncio.StreamReader,
     name: str,
     own: Capped,
-    log: Capped,
+    log: Head,
     on_output: OutputCallback | None,
     redacted: RedactedStream,
 ) -> Exception | None:
@@ -350,12 +386,14 @@ async def _supervise(
 
 
 class _Output:
-    """What a child prints, as it arrives: each stream and both interleaved, capped; and
-    the `ProcessResult` it makes once the child has ended."""
+    """What a child prints, as it arrives: each stream's head and tail for reading its
+    result, both interleaved from the start for the log, each bounded; and the
+    `ProcessResult` it makes once the child has ended."""
 
     def __init__(self, limit: int) -> None:
         self.started = time.monotonic()
-        self.out, self.err, self.log = Capped(limit), Capped(limit), Capped(limit)
+        parse = min(limit, PARSE_LIMIT)
+        self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit)
 
     def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
         """The result of a child that ran: `code` is its leader's return code."""

@@ -186,13 +186,32 @@ async def test_a_killed_child_reports_the_signal(tmp_path):
     assert not done.timed_out and not done.aborted
 
 
-async def test_output_past_the_limit_keeps_head_and_tail_with_a_marker(tmp_path):
+async def test_output_past_the_limit_keeps_the_log_head_and_the_result_tail(tmp_path):
     code = "import sys; sys.stdout.write('START' + 'x' * 100_000 + 'END\\n')"
     done = await run(py(code), tmp_path, log_limit=1000)
-    for captured in (done.stdout, done.log):
-        assert captured.startswith(b"START") and captured.endswith(b"END\n")
-        assert b"bytes of output dropped here]" in captured
-        assert len(captured) < 1000 + 100  # the limit, plus the marker line
+    # stdout, read for the run's result, keeps how it began and how it ended
+    assert done.stdout.startswith(b"START") and done.stdout.endswith(b"END\n")
+    assert b"bytes of output dropped here]" in done.stdout and len(done.stdout) < 1100
+    # the log keeps the first bytes as they came, then says where it stopped
+    marker = b"\n[t25: output truncated after 1000 bytes; the log artifact keeps the first 1000 bytes]\n"
+    assert done.log == b"START" + b"x" * 995 + marker
+
+
+async def test_the_log_is_byte_exact_up_to_its_limit_across_both_streams(tmp_path):
+    # bytes that are not UTF-8, split characters, both streams: kept exactly as they came
+    code = (
+        "import os, sys\n"
+        "for i in range(200):\n"
+        "    os.write(1, bytes([i % 256]) * 700 + 'é'.encode() + b'\\xff\\n')\n"
+    )
+    done = await run(py(code), tmp_path, log_limit=50_000)
+    expected = b"".join(bytes([i % 256]) * 700 + "é".encode() + b"\xff\n" for i in range(200))
+    assert done.log.startswith(expected[:50_000])
+    assert done.log[50_000:] == (
+        b"\n[t25: output truncated after 50000 bytes; the log artifact keeps the first 50000 bytes]\n"
+    )
+    whole = await run(py(code), tmp_path, log_limit=len(expected))
+    assert whole.log == expected  # exactly at the limit: nothing cut, no marker
 
 
 async def test_a_missing_binary_is_a_result_not_an_exception(tmp_path):
