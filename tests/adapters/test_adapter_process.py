@@ -193,7 +193,9 @@ async def test_output_past_the_limit_keeps_the_log_head_and_the_result_tail(tmp_
     assert done.stdout.startswith(b"START") and done.stdout.endswith(b"END\n")
     assert b"bytes of output dropped here]" in done.stdout and len(done.stdout) < 1100
     # the log keeps the first bytes as they came, then says where it stopped
-    marker = b"\n[t25: output truncated after 1000 bytes; the log artifact keeps the first 1000 bytes]\n"
+    marker = (
+        b"\n[t25: output truncated after 1000 bytes; the log artifact keeps the first 1000 bytes]\n"
+    )
     assert done.log == b"START" + b"x" * 995 + marker
 
 
