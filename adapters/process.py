@@ -21,11 +21,12 @@ import asyncio
 import codecs
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from adapters import containment
 from adapters.redact import RedactedStream, Redactor
@@ -40,6 +41,8 @@ DEFAULT_LOG_LIMIT = MAX_LOG_BYTES
 # final event is its last line. The whole output goes to the log (`Head`), not here, so a
 # flood costs the parser no more than this.
 PARSE_LIMIT = 4 * 2**20
+# What a run's log holds in memory while the run goes on; the rest waits on disk (`Head`).
+SPILL_BYTES = 2**20
 
 # What a child may inherit from T25's environment; everything else (T25's own secrets such as
 # FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
@@ -61,6 +64,7 @@ NETWORK_ENV = (
 )
 
 OutputCallback = Callable[[str, str], Awaitable[None]]
+T = TypeVar("T")
 
 
 def passthrough_env(names: Iterable[str]) -> dict[str, str]:
@@ -139,30 +143,85 @@ class Head:
     """The first `limit` bytes of what it is fed, byte-exact; past them, a truncation marker.
 
     A run's log: what an operator reads to see what the agent did, so it is kept as it came,
-    from the start, and never more than `limit` bytes of it are held.
+    from the start. While the run goes on it is held in memory only up to `SPILL_BYTES`;
+    the rest waits in an unnamed temporary file (written off the event loop), read back once,
+    in one piece, when the run has ended. Without room on disk it stays in memory.
     """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(limit, 1)
-        self.kept = bytearray()
-        self.seen = 0
-        self.marked = False
-
-    def add(self, chunk: bytes) -> None:
-        self.seen += len(chunk)
-        room = self.limit - len(self.kept)
-        if room > 0:
-            self.kept += chunk[:room]
+        self.seen = 0  # bytes fed
+        self.kept = 0  # bytes kept: at most `limit`
+        self.buffer = bytearray()
+        self.file: BinaryIO | None = None
+        self.held: list[bytes] = []  # what could not be written to the file
+        self.on_disk = True
+        self.lock = asyncio.Lock()  # spills in the order they were taken
 
     @property
     def truncated(self) -> bool:
         return self.seen > self.limit
 
-    def value(self) -> bytes:
-        if self.truncated and not self.marked:  # appended in place: no second copy of the log
-            self.kept += truncation_marker(self.limit, self.limit).encode()
-            self.marked = True
-        return bytes(self.kept)
+    async def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        room = self.limit - self.kept
+        if room <= 0:
+            return
+        part = chunk[:room]
+        self.kept += len(part)
+        self.buffer += part
+        if len(self.buffer) >= SPILL_BYTES:
+            await self._spill()
+
+    async def _spill(self) -> None:
+        pending = bytes(self.buffer)
+        self.buffer.clear()
+        async with self.lock:
+            if self.on_disk:
+                try:
+                    if self.file is None:
+                        self.file = await _off_loop(_unnamed_file)
+                    await _off_loop(self.file.write, pending)
+                    return
+                except OSError:  # no room: the rest stays in memory
+                    self.on_disk = False
+            self.held.append(pending)
+
+    async def value(self) -> bytes:
+        """What was kept, and the marker when that was not all, as one `bytes`: read back
+        from the file in one piece when it spilled to one."""
+        if self.truncated:
+            self.buffer += truncation_marker(self.limit, self.limit).encode()
+            self.seen = self.kept  # marked once
+        if self.file is not None:
+            await self._spill()  # the rest, after what is on disk
+        return await _off_loop(self._whole)
+
+    def _whole(self) -> bytes:
+        on_file = b""
+        if self.file is not None:
+            self.file.seek(0)
+            on_file = self.file.read()
+        if not self.held and not self.buffer:
+            return on_file
+        return b"".join([on_file, *self.held, self.buffer])
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+async def _off_loop(call: Callable[..., T], *args: object) -> T:
+    """`call(*args)` in a thread, waited for to its end even when the caller is cancelled
+    meanwhile (a write to the log must not overlap the next), then the cancellation goes on."""
+    done = asyncio.ensure_future(asyncio.to_thread(call, *args))
+    await unstoppable(lambda: asyncio.wait([done]))
+    return done.result()
+
+
+def _unnamed_file() -> BinaryIO:
+    """A file no one else can name (unlinked at once), unbuffered: read back in one piece."""
+    return tempfile.TemporaryFile(prefix="t25-log-", buffering=0)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -215,11 +274,11 @@ async def _pump(
     while raw := await stream.read(CHUNK):
         chunk = redacted.feed(raw)
         own.add(chunk)
-        log.add(chunk)
+        await log.add(chunk)
         await emit(decoder.decode(chunk))
     rest = redacted.flush()
     own.add(rest)
-    log.add(rest)
+    await log.add(rest)
     await emit(decoder.decode(rest, final=True))
     return failure
 
@@ -395,10 +454,10 @@ class _Output:
         parse = min(limit, PARSE_LIMIT)
         self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit)
 
-    def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
+    async def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
         """The result of a child that ran: `code` is its leader's return code."""
         killed_by = -code if code is not None and code < 0 else None
-        return self.result(
+        return await self.result(
             exit_code=None if killed_by or timed_out or aborted else code,
             timed_out=timed_out,
             aborted=aborted,
@@ -424,12 +483,12 @@ class _Output:
             ),
         ]
 
-    def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
+    async def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
         return ProcessResult(
             exit_code=exit_code,
             stdout=self.out.value(),
             stderr=self.err.value(),
-            log=self.log.value(),
+            log=await self.log.value(),
             duration_s=time.monotonic() - self.started,
             **how,
         )
@@ -447,24 +506,27 @@ async def _run(
     redactor: Redactor,
 ) -> ProcessResult:
     printed = _Output(log_limit)
-    if abort.is_set():
-        return printed.result(exit_code=None, aborted=True)
     try:
-        proc = await _spawn(argv, cwd, env)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
-        return printed.result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
-    pumps = printed.pumps(proc, on_output, redactor)
-    exited = asyncio.create_task(_exit(proc))
-    aborting = asyncio.create_task(abort.wait())
-    try:
-        timed_out, aborted = await _supervise(proc, pumps, exited, aborting, timeout_s, grace_s)
-    except BaseException:
-        _signal_group(proc.pid, signal.SIGKILL)
-        raise
-    finally:
-        helpers = (*pumps, exited, aborting)
-        for task in helpers:
-            task.cancel()
-        await unstoppable(lambda: _let_go(proc, helpers))
+        if abort.is_set():
+            return await printed.result(exit_code=None, aborted=True)
+        try:
+            proc = await _spawn(argv, cwd, env)
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+            return await printed.result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
+        pumps = printed.pumps(proc, on_output, redactor)
+        exited = asyncio.create_task(_exit(proc))
+        aborting = asyncio.create_task(abort.wait())
+        try:
+            timed_out, aborted = await _supervise(proc, pumps, exited, aborting, timeout_s, grace_s)
+        except BaseException:
+            _signal_group(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            helpers = (*pumps, exited, aborting)
+            for task in helpers:
+                task.cancel()
+            await unstoppable(lambda: _let_go(proc, helpers))
 
-    return printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)
+        return await printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)
+    finally:
+        printed.log.close()  # its file, if it spilled to one
