@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from agent_kit import Sink, alive, eventually
 
-from adapters.process import minimal_env, run_process
+from adapters import process
+from adapters.process import SPILL_BYTES, Head, minimal_env, run_process
 
 
 def py(code: str) -> list[str]:
@@ -214,6 +215,52 @@ async def test_the_log_is_byte_exact_up_to_its_limit_across_both_streams(tmp_pat
     )
     whole = await run(py(code), tmp_path, log_limit=len(expected))
     assert whole.log == expected  # exactly at the limit: nothing cut, no marker
+
+
+async def test_a_big_log_waits_on_disk_and_comes_back_byte_exact(tmp_path):
+    # 5 MiB of output, 3 MiB kept: never more than SPILL_BYTES of it held while it runs
+    code = "import os\nfor i in range(80):\n    os.write(1, bytes([i]) * 65536)\n"
+    done = await run(py(code), tmp_path, log_limit=3 * 2**20)
+    expected = b"".join(bytes([i]) * 65536 for i in range(80))
+    marker = truncation(3 * 2**20)
+    assert done.log == expected[: 3 * 2**20] + marker
+
+
+async def test_a_log_fed_past_the_spill_holds_little_in_memory():
+    log = Head(4 * 2**20)
+    for i in range(100):
+        await log.add(bytes([i]) * 65536)
+        assert len(log.buffer) < SPILL_BYTES
+    assert log.file is not None
+    value = await log.value()
+    log.close()
+    assert value == b"".join(bytes([i]) * 65536 for i in range(100))[: 4 * 2**20] + truncation(
+        4 * 2**20
+    )
+
+
+async def test_without_room_on_disk_the_log_stays_in_memory_and_whole(monkeypatch):
+    calls = []
+
+    def no_room():
+        calls.append(1)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(process, "_unnamed_file", no_room)
+    log = Head(3 * 2**20)
+    for i in range(60):
+        await log.add(bytes([i]) * 65536)
+    assert calls == [1]  # tried once, then kept in memory
+    assert await log.value() == b"".join(bytes([i]) * 65536 for i in range(60))[: 3 * 2**20] + (
+        truncation(3 * 2**20)
+    )
+
+
+def truncation(limit: int) -> bytes:
+    return (
+        f"\n[t25: output truncated after {limit} bytes; the log artifact keeps the first "
+        f"{limit} bytes]\n"
+    ).encode()
 
 
 async def test_a_missing_binary_is_a_result_not_an_exception(tmp_path):
