@@ -162,6 +162,8 @@ def test_a_2_x_100_mb_flood_stays_within_its_bounds(t25, repo):
             ).fetchone()
             assert len(log) == LOG_CAP + len(log_marker) and log.endswith(log_marker)
             assert log.startswith(b'{"type": "system"')  # byte-exact from the start
+            shown = t25("logs", f"R-{run}")
+            assert shown.code == 0 and marker.strip() in shown.out + shown.err
 
 
 def _started(db: Path) -> bool:
