@@ -43,6 +43,9 @@ DEFAULT_LOG_LIMIT = MAX_LOG_BYTES
 PARSE_LIMIT = 4 * 2**20
 # What a run's log holds in memory while the run goes on; the rest waits on disk (`Head`).
 SPILL_BYTES = 2**20
+# The last bytes of both streams interleaved, however much came: where a QA check's
+# failure summary is, when its log was cut long before.
+TAIL_BYTES = 65536
 
 # What a child may inherit from T25's environment; everything else (T25's own secrets such as
 # FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
@@ -92,6 +95,7 @@ class ProcessResult:
     stdout: bytes  # each stream's head and tail (`Capped`), for reading the result
     stderr: bytes
     log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)
+    tail: bytes = b""  # ... and their last TAIL_BYTES, wherever the log was cut
     timed_out: bool = False
     aborted: bool = False
     duration_s: float = 0.0
@@ -157,6 +161,11 @@ class Head:
         self.held: list[bytes] = []  # what could not be written to the file
         self.on_disk = True
         self.lock = asyncio.Lock()  # spills in the order they were taken
+        self.last = bytearray()  # the last TAIL_BYTES fed, kept or not
+
+    @property
+    def tail(self) -> bytes:
+        return bytes(self.last[-TAIL_BYTES:])
 
     @property
     def truncated(self) -> bool:
@@ -164,6 +173,9 @@ class Head:
 
     async def add(self, chunk: bytes) -> None:
         self.seen += len(chunk)
+        self.last += chunk[-TAIL_BYTES:]
+        if len(self.last) > 2 * TAIL_BYTES:  # trimmed in batches, not on every chunk
+            del self.last[:-TAIL_BYTES]
         room = self.limit - self.kept
         if room <= 0:
             return
@@ -489,6 +501,7 @@ class _Output:
             stdout=self.out.value(),
             stderr=self.err.value(),
             log=await self.log.value(),
+            tail=self.log.tail,
             duration_s=time.monotonic() - self.started,
             **how,
         )

@@ -198,6 +198,7 @@ async def test_output_past_the_limit_keeps_the_log_head_and_the_result_tail(tmp_
         b"\n[t25: output truncated after 1000 bytes; the log artifact keeps the first 1000 bytes]\n"
     )
     assert done.log == b"START" + b"x" * 995 + marker
+    assert done.tail.endswith(b"x" * 1000 + b"END\n")  # and the last bytes, wherever it was cut
 
 
 async def test_the_log_is_byte_exact_up_to_its_limit_across_both_streams(tmp_path):
