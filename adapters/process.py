@@ -398,13 +398,15 @@ async def run_process(
     on_output: OutputCallback | None = None,
     grace_s: float = 2.0,
     log_limit: int = DEFAULT_LOG_LIMIT,
+    parse_limit: int = PARSE_LIMIT,
     tag: str | None = None,
     redactor: Redactor | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
     What it prints is redacted of `redactor`'s secrets (by default, those T25 holds) before it
-    reaches `on_output` or the result.
+    reaches `on_output` or the result. The log keeps its first `log_limit` bytes; stdout and
+    stderr, for reading the result, their first and last `parse_limit / 2`.
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
     cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
@@ -412,7 +414,9 @@ async def run_process(
     """
     redactor = Redactor.of_held() if redactor is None else redactor
     if tag is None:
-        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, log_limit, redactor)
+        return await _run(
+            argv, cwd, env, timeout_s, abort, on_output, grace_s, (log_limit, parse_limit), redactor
+        )
     try:
         return await _run(
             argv,
@@ -422,7 +426,7 @@ async def run_process(
             abort,
             on_output,
             grace_s,
-            log_limit,
+            (log_limit, parse_limit),
             redactor,
         )
     finally:
@@ -461,9 +465,9 @@ class _Output:
     result, both interleaved from the start for the log, each bounded; and the
     `ProcessResult` it makes once the child has ended."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, parse_limit: int = PARSE_LIMIT) -> None:
         self.started = time.monotonic()
-        parse = min(limit, PARSE_LIMIT)
+        parse = min(limit, parse_limit)
         self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit)
 
     async def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
@@ -515,10 +519,10 @@ async def _run(
     abort: asyncio.Event,
     on_output: OutputCallback | None,
     grace_s: float,
-    log_limit: int,
+    limits: tuple[int, int],
     redactor: Redactor,
 ) -> ProcessResult:
-    printed = _Output(log_limit)
+    printed = _Output(*limits)
     try:
         if abort.is_set():
             return await printed.result(exit_code=None, aborted=True)

@@ -201,6 +201,32 @@ async def test_output_past_the_limit_keeps_the_log_head_and_the_result_tail(tmp_
     assert done.tail.endswith(b"x" * 1000 + b"END\n")  # and the last bytes, wherever it was cut
 
 
+async def test_stdout_for_the_result_is_bounded_apart_from_the_log(tmp_path):
+    code = "import sys; sys.stdout.write('START' + 'x' * 100_000 + 'END\\n')"
+    done = await run(py(code), tmp_path, log_limit=200_000, parse_limit=1000)
+    assert done.log == b"START" + b"x" * 100_000 + b"END\n"
+    assert done.stdout.startswith(b"START") and done.stdout.endswith(b"END\n")
+    assert len(done.stdout) < 1100
+
+
+async def test_aider_reads_every_token_report_of_a_long_run(tmp_path):
+    # aider reports tokens after every exchange and its parse sums them: it reads more of
+    # stdout than a CLI whose result is its last line
+    from adapters.aider import AiderSpec
+    from adapters.process import PARSE_LIMIT
+
+    code = (
+        "import sys\n"
+        "for _ in range(3):\n"
+        "    sys.stdout.write(('chatter ' * 15 + '\\n') * 30_000)\n"  # 3.6 MB
+        "    print('Tokens: 1,000 sent, 10 received. Cost: $0.01 message, $0.01 session.')\n"
+    )
+    whole = await run(py(code), tmp_path, parse_limit=AiderSpec.parse_limit)
+    assert AiderSpec().parse(whole.stdout.decode()).usage.input_tokens == 3000
+    short = await run(py(code), tmp_path, parse_limit=PARSE_LIMIT)
+    assert AiderSpec().parse(short.stdout.decode()).usage.input_tokens < 3000
+
+
 async def test_the_log_is_byte_exact_up_to_its_limit_across_both_streams(tmp_path):
     # bytes that are not UTF-8, split characters, both streams: kept exactly as they came
     code = (
