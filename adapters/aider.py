@@ -80,6 +80,9 @@ def _count(text: str | None) -> int:
 class AiderSpec(CliAdapterSpec):
     name = "aider"
     binary = "aider"
+    # Its token and cost lines come after every exchange and `parse` sums them all: it reads
+    # up to the log's default bound of stdout, head and tail, rather than the last lines only.
+    parse_limit = 64 * 2**20
     min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
     login_files = (".aider/oauth-keys.env",)
     login_env = (

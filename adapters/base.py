@@ -27,7 +27,13 @@ from typing import ClassVar
 
 from adapters.containment import run_tag
 from adapters.parsing import classify_error, reset_time
-from adapters.process import ProcessResult, minimal_env, passthrough_env, run_process
+from adapters.process import (
+    PARSE_LIMIT,
+    ProcessResult,
+    minimal_env,
+    passthrough_env,
+    run_process,
+)
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import TaskState, Usage
@@ -188,6 +194,11 @@ class CliAdapterSpec:
     def home_env(self, home: Path) -> dict[str, str]:
         """Variables that point the CLI's config dir into a private HOME (e.g. CODEX_HOME)."""
         return {}
+
+    # How much of stdout `parse` reads, its head and tail (`adapters.process.PARSE_LIMIT`).
+    # A CLI whose final event is its last line needs no more; one that reports its usage
+    # all along the output, summed by `parse`, keeps more.
+    parse_limit: int = PARSE_LIMIT
 
     # Flags T25 sets itself; a profile repeating them would change how output is read.
     owned_flags: tuple[str, ...] = ()
@@ -417,6 +428,8 @@ class CliAdapter:
                 abort=abort,
                 on_output=sink,
                 grace_s=self.grace_s,
+                log_limit=request.max_log_bytes,
+                parse_limit=self.spec.parse_limit,
                 tag=run_tag(request.run_id),
             )
         return self._result(request, version, done)

@@ -61,7 +61,7 @@ async def run_check(
         abort=abort or asyncio.Event(),
         tag=run_tag(f"{confine.run_id}/{check.name}"),
     )
-    excerpt = _excerpt(done.log)
+    excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
     if done.spawn_error:
         excerpt = done.spawn_error
     elif done.timed_out:

@@ -21,19 +21,31 @@ import asyncio
 import codecs
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from adapters import containment
 from adapters.redact import RedactedStream, Redactor
 from core.config import held_secrets
+from core.config.schema import MAX_LOG_BYTES
+from core.domain.output import truncation_marker
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
-DEFAULT_LOG_LIMIT = 64 * 2**20
+DEFAULT_LOG_LIMIT = MAX_LOG_BYTES
+# What is kept of each stream for reading the run's result (its head and tail): the CLI's
+# final event is its last line. The whole output goes to the log (`Head`), not here, so a
+# flood costs the parser no more than this.
+PARSE_LIMIT = 4 * 2**20
+# What a run's log holds in memory while the run goes on; the rest waits on disk (`Head`).
+SPILL_BYTES = 2**20
+# The last bytes of both streams interleaved, however much came: where a QA check's
+# failure summary is, when its log was cut long before.
+TAIL_BYTES = 65536
 
 # What a child may inherit from T25's environment; everything else (T25's own secrets such as
 # FACTORY_WORKER_CREDENTIAL or T25_DATABASE_URL, provider keys, tokens) stays behind.
@@ -55,6 +67,7 @@ NETWORK_ENV = (
 )
 
 OutputCallback = Callable[[str, str], Awaitable[None]]
+T = TypeVar("T")
 
 
 def passthrough_env(names: Iterable[str]) -> dict[str, str]:
@@ -76,12 +89,13 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """How a child process ended and what it printed (each stream capped, see `Capped`)."""
+    """How a child process ended and what it printed, bounded (`Capped`, `Head`)."""
 
     exit_code: int | None  # None when it did not exit by itself (killed, or never started)
-    stdout: bytes
+    stdout: bytes  # each stream's head and tail (`Capped`), for reading the result
     stderr: bytes
-    log: bytes  # both streams interleaved as they arrived
+    log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)
+    tail: bytes = b""  # ... and their last TAIL_BYTES, wherever the log was cut
     timed_out: bool = False
     aborted: bool = False
     duration_s: float = 0.0
@@ -129,6 +143,99 @@ class Capped:
         return bytes(self.head) + marker + bytes(tail)
 
 
+class Head:
+    """The first `limit` bytes of what it is fed, byte-exact; past them, a truncation marker.
+
+    A run's log: what an operator reads to see what the agent did, so it is kept as it came,
+    from the start. While the run goes on it is held in memory only up to `SPILL_BYTES`;
+    the rest waits in an unnamed temporary file (written off the event loop), read back once,
+    in one piece, when the run has ended. Without room on disk it stays in memory.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 1)
+        self.seen = 0  # bytes fed
+        self.kept = 0  # bytes kept: at most `limit`
+        self.buffer = bytearray()
+        self.file: BinaryIO | None = None
+        self.held: list[bytes] = []  # what could not be written to the file
+        self.on_disk = True
+        self.lock = asyncio.Lock()  # spills in the order they were taken
+        self.last = bytearray()  # the last TAIL_BYTES fed, kept or not
+
+    @property
+    def tail(self) -> bytes:
+        return bytes(self.last[-TAIL_BYTES:])
+
+    @property
+    def truncated(self) -> bool:
+        return self.seen > self.limit
+
+    async def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        self.last += chunk[-TAIL_BYTES:]
+        if len(self.last) > 2 * TAIL_BYTES:  # trimmed in batches, not on every chunk
+            del self.last[:-TAIL_BYTES]
+        room = self.limit - self.kept
+        if room <= 0:
+            return
+        part = chunk[:room]
+        self.kept += len(part)
+        self.buffer += part
+        if len(self.buffer) >= SPILL_BYTES:
+            await self._spill()
+
+    async def _spill(self) -> None:
+        pending = bytes(self.buffer)
+        self.buffer.clear()
+        async with self.lock:
+            if self.on_disk:
+                try:
+                    if self.file is None:
+                        self.file = await _off_loop(_unnamed_file)
+                    await _off_loop(self.file.write, pending)
+                    return
+                except OSError:  # no room: the rest stays in memory
+                    self.on_disk = False
+            self.held.append(pending)
+
+    async def value(self) -> bytes:
+        """What was kept, and the marker when that was not all, as one `bytes`: read back
+        from the file in one piece when it spilled to one."""
+        if self.truncated:
+            self.buffer += truncation_marker(self.limit, self.limit).encode()
+            self.seen = self.kept  # marked once
+        if self.file is not None:
+            await self._spill()  # the rest, after what is on disk
+        return await _off_loop(self._whole)
+
+    def _whole(self) -> bytes:
+        on_file = b""
+        if self.file is not None:
+            self.file.seek(0)
+            on_file = self.file.read()
+        if not self.held and not self.buffer:
+            return on_file
+        return b"".join([on_file, *self.held, self.buffer])
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+async def _off_loop(call: Callable[..., T], *args: object) -> T:
+    """`call(*args)` in a thread, waited for to its end even when the caller is cancelled
+    meanwhile (a write to the log must not overlap the next), then the cancellation goes on."""
+    done = asyncio.ensure_future(asyncio.to_thread(call, *args))
+    await unstoppable(lambda: asyncio.wait([done]))
+    return done.result()
+
+
+def _unnamed_file() -> BinaryIO:
+    """A file no one else can name (unlinked at once), unbuffered: read back in one piece."""
+    return tempfile.TemporaryFile(prefix="t25-log-", buffering=0)
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -154,7 +261,7 @@ async def _pump(
     stream: asyncio.StreamReader,
     name: str,
     own: Capped,
-    log: Capped,
+    log: Head,
     on_output: OutputCallback | None,
     redacted: RedactedStream,
 ) -> Exception | None:
@@ -179,11 +286,11 @@ async def _pump(
     while raw := await stream.read(CHUNK):
         chunk = redacted.feed(raw)
         own.add(chunk)
-        log.add(chunk)
+        await log.add(chunk)
         await emit(decoder.decode(chunk))
     rest = redacted.flush()
     own.add(rest)
-    log.add(rest)
+    await log.add(rest)
     await emit(decoder.decode(rest, final=True))
     return failure
 
@@ -291,13 +398,15 @@ async def run_process(
     on_output: OutputCallback | None = None,
     grace_s: float = 2.0,
     log_limit: int = DEFAULT_LOG_LIMIT,
+    parse_limit: int = PARSE_LIMIT,
     tag: str | None = None,
     redactor: Redactor | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
     What it prints is redacted of `redactor`'s secrets (by default, those T25 holds) before it
-    reaches `on_output` or the result.
+    reaches `on_output` or the result. The log keeps its first `log_limit` bytes; stdout and
+    stderr, for reading the result, their first and last `parse_limit / 2`.
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
     cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
@@ -305,7 +414,9 @@ async def run_process(
     """
     redactor = Redactor.of_held() if redactor is None else redactor
     if tag is None:
-        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, log_limit, redactor)
+        return await _run(
+            argv, cwd, env, timeout_s, abort, on_output, grace_s, (log_limit, parse_limit), redactor
+        )
     try:
         return await _run(
             argv,
@@ -315,7 +426,7 @@ async def run_process(
             abort,
             on_output,
             grace_s,
-            log_limit,
+            (log_limit, parse_limit),
             redactor,
         )
     finally:
@@ -350,17 +461,19 @@ async def _supervise(
 
 
 class _Output:
-    """What a child prints, as it arrives: each stream and both interleaved, capped; and
-    the `ProcessResult` it makes once the child has ended."""
+    """What a child prints, as it arrives: each stream's head and tail for reading its
+    result, both interleaved from the start for the log, each bounded; and the
+    `ProcessResult` it makes once the child has ended."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, parse_limit: int = PARSE_LIMIT) -> None:
         self.started = time.monotonic()
-        self.out, self.err, self.log = Capped(limit), Capped(limit), Capped(limit)
+        parse = min(limit, parse_limit)
+        self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit)
 
-    def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
+    async def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
         """The result of a child that ran: `code` is its leader's return code."""
         killed_by = -code if code is not None and code < 0 else None
-        return self.result(
+        return await self.result(
             exit_code=None if killed_by or timed_out or aborted else code,
             timed_out=timed_out,
             aborted=aborted,
@@ -386,12 +499,13 @@ class _Output:
             ),
         ]
 
-    def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
+    async def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
         return ProcessResult(
             exit_code=exit_code,
             stdout=self.out.value(),
             stderr=self.err.value(),
-            log=self.log.value(),
+            log=await self.log.value(),
+            tail=self.log.tail,
             duration_s=time.monotonic() - self.started,
             **how,
         )
@@ -405,28 +519,31 @@ async def _run(
     abort: asyncio.Event,
     on_output: OutputCallback | None,
     grace_s: float,
-    log_limit: int,
+    limits: tuple[int, int],
     redactor: Redactor,
 ) -> ProcessResult:
-    printed = _Output(log_limit)
-    if abort.is_set():
-        return printed.result(exit_code=None, aborted=True)
+    printed = _Output(*limits)
     try:
-        proc = await _spawn(argv, cwd, env)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
-        return printed.result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
-    pumps = printed.pumps(proc, on_output, redactor)
-    exited = asyncio.create_task(_exit(proc))
-    aborting = asyncio.create_task(abort.wait())
-    try:
-        timed_out, aborted = await _supervise(proc, pumps, exited, aborting, timeout_s, grace_s)
-    except BaseException:
-        _signal_group(proc.pid, signal.SIGKILL)
-        raise
-    finally:
-        helpers = (*pumps, exited, aborting)
-        for task in helpers:
-            task.cancel()
-        await unstoppable(lambda: _let_go(proc, helpers))
+        if abort.is_set():
+            return await printed.result(exit_code=None, aborted=True)
+        try:
+            proc = await _spawn(argv, cwd, env)
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+            return await printed.result(exit_code=None, spawn_error=_spawn_error(exc, argv, cwd))
+        pumps = printed.pumps(proc, on_output, redactor)
+        exited = asyncio.create_task(_exit(proc))
+        aborting = asyncio.create_task(abort.wait())
+        try:
+            timed_out, aborted = await _supervise(proc, pumps, exited, aborting, timeout_s, grace_s)
+        except BaseException:
+            _signal_group(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            helpers = (*pumps, exited, aborting)
+            for task in helpers:
+                task.cancel()
+            await unstoppable(lambda: _let_go(proc, helpers))
 
-    return printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)
+        return await printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)
+    finally:
+        printed.log.close()  # its file, if it spilled to one

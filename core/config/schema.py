@@ -270,6 +270,10 @@ class RoleChains(_Section):
 # -- policy ------------------------------------------------------------------------------
 
 
+DEFAULT_MAX_OUTPUT_EVENT_BYTES = 8 * 2**20
+MAX_LOG_BYTES = 64 * 2**20
+
+
 class Limits(_Section):
     """Bounds T25 enforces, whatever an agent says."""
 
@@ -281,6 +285,11 @@ class Limits(_Section):
     max_new_dependencies: NonNegativeInt | None = None
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
+    # An agent's output streamed as events, per run; past it, one truncation marker.
+    max_output_event_bytes: PositiveInt = DEFAULT_MAX_OUTPUT_EVENT_BYTES
+    # An agent's output kept byte-exact in its log artifact; past it, the marker. At most
+    # 64 MiB: a remote worker's completion carries the log to serve (t25_tui.api.gate).
+    max_log_bytes: Annotated[int, Field(ge=4096, le=MAX_LOG_BYTES)] = MAX_LOG_BYTES
 
 
 class ApprovalPolicy(_Section):

@@ -45,6 +45,7 @@ from core.domain.models import (
     Task,
     TaskState,
 )
+from core.domain.output import truncation_marker
 from core.domain.reports import RunReport
 from core.errors import AnswerInvalid
 
@@ -169,7 +170,8 @@ class Pipeline:
         if report.prompt is not None:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
         if report.result is not None:
-            await self._keep(run, ArtifactKind.LOG, report.result.log, "text/plain")
+            log = bounded_log(report.result.log, self.control.config.limits.max_log_bytes)
+            await self._keep(run, ArtifactKind.LOG, log, "text/plain")
         if report.evidence:
             await self._keep(
                 run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
@@ -500,3 +502,13 @@ def _listed(paths: Sequence[str], shown: int = 5) -> str:
     """Paths in a reason: the first few, then how many more."""
     more = len(paths) - shown
     return ", ".join(paths[:shown]) + (f" … and {more} more" if more > 0 else "")
+
+
+def bounded_log(log: bytes, limit: int) -> bytes:
+    """A run's log as the store keeps it: its first `limit` bytes and the truncation marker.
+    A worker already cuts it there (`adapters.process.Head`); this holds for one that did not
+    (a remote worker configured otherwise)."""
+    marker = truncation_marker(limit, limit).encode()
+    if len(log) <= limit + len(marker):
+        return log
+    return log[:limit] + marker

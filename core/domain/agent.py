@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.config.schema import MAX_LOG_BYTES
 from core.domain.models import TaskState, Usage
 
 
@@ -35,6 +36,7 @@ class AgentRequest(BaseModel):
     sandbox_image: str | None = None  # the image a docker sandbox runs
     network: str = "shared"  # shared | none: inside a sandbox
     hidden: tuple[Path, ...] = ()  # T25's state, out of a sandboxed run's sight
+    max_log_bytes: int = MAX_LOG_BYTES  # output kept byte-exact in the log (limits.max_log_bytes)
 
 
 class CheckSandbox(BaseModel):

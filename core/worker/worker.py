@@ -8,7 +8,7 @@ push) is watched: the main checkout is fingerprinted before and after, and a run
 changed it fails, with what it changed in the shared git files and refs put back
 (`core.workspace.watch`) and its worktree reset to T25's last commit; so does an
 implementing run whose tree links outside itself. Output streams to the event log as it
-comes.
+comes, bounded per run (`core.worker.output`).
 """
 
 from __future__ import annotations
@@ -18,17 +18,18 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
-from core.domain.events import Event, RunOutput, RunStarted
+from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
 from core.domain.models import Author, CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
+from core.worker.output import OutputBudget, OutputStream
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.pull_request import publish
 from core.workspace.watch import Undone
@@ -36,8 +37,6 @@ from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
 
-OUTPUT_FLUSH_S = 0.05  # batch run output into events at most this often ...
-OUTPUT_FLUSH_BYTES = 32_768  # ... or once this much has piled up
 LOCK_RETRY_S = 0.5
 OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
 
@@ -292,6 +291,8 @@ class Worker:
         tried: frozenset[str] = frozenset()
         notes: list[str] = list(passed)
         overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
+        limits = self.config.limits
+        budget = OutputBudget(limits.max_output_event_bytes, limits.max_log_bytes)
         while True:
             try:
                 chosen = select_adapter(chain, self.adapters, self.quota, role=run.role, skip=tried)
@@ -304,7 +305,7 @@ class Worker:
             profile = chosen.profile
             await self._announce(lease, run, task, chosen, "; ".join([*notes, chosen.reason]))
             request = self._request(run, task, prompt, cwd, profile)
-            result = await self._run_through_overload(lease, chosen, request, notes, abort)
+            result = await self._run_through_overload(lease, chosen, request, notes, abort, budget)
             reason = "; ".join([*notes, chosen.reason])
             if result.failure is Failure.OVERLOAD and not abort.is_set():
                 # Still overloaded after the retries: the next adapter may serve; this one is
@@ -358,6 +359,7 @@ class Worker:
             sandbox_image=profile.sandbox_image,
             network=self.config.sandbox.network,
             hidden=self.config.private_paths(),
+            max_log_bytes=self.config.limits.max_log_bytes,
         )
 
     async def _run_through_overload(
@@ -367,12 +369,14 @@ class Worker:
         request: AgentRequest,
         notes: list[str],
         abort: asyncio.Event,
+        budget: OutputBudget,
     ) -> AgentResult:
         """Run `request` on `chosen`; a transient overload is retried on the same adapter
-        after a growing pause (each noted), inside this run: it costs the task no attempt."""
+        after a growing pause (each noted), inside this run: it costs the task no attempt.
+        Their output streams within the run's `budget`."""
         for pause in (*self.overload_backoff_s, None):
             async with OutputStream(
-                lambda e: self.runs.record(lease, e), request.task_id, request.run_id
+                lambda e: self.runs.record(lease, e), request.task_id, request.run_id, budget
             ) as stream:
                 result = await chosen.adapter.run(request, stream.write, abort)
             if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
@@ -425,54 +429,3 @@ async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:
         return Undone()
     lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)
     return Undone(lines, evidence=json.dumps({"changes": lines}, indent=2))
-
-
-class OutputStream:
-    """Batches an agent's output into RunOutput events: a short timer, or a size bound."""
-
-    def __init__(
-        self, record: Callable[[Event], Awaitable[None]], task_id: str, run_id: str
-    ) -> None:
-        self.record = record
-        self.task_id, self.run_id = task_id, run_id
-        self.pending: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        self.size = 0
-        self.lock = asyncio.Lock()
-        self.timer: asyncio.Task[None] | None = None
-
-    async def write(self, stream: str, text: str) -> None:
-        self.pending[stream].append(text)
-        self.size += len(text)
-        if self.size >= OUTPUT_FLUSH_BYTES:
-            await self.flush()
-
-    async def flush(self) -> None:
-        async with self.lock:
-            for stream, parts in self.pending.items():
-                if parts:
-                    text = "".join(parts)
-                    parts.clear()
-                    await self.record(
-                        RunOutput(
-                            task_id=self.task_id, run_id=self.run_id, stream=stream, text=text
-                        )
-                    )
-            self.size = 0
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(OUTPUT_FLUSH_S)
-            if self.size:
-                await self.flush()
-
-    async def __aenter__(self) -> OutputStream:
-        self.timer = asyncio.create_task(self._tick())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.timer:
-            async with self.lock:  # never cancel the timer in the middle of a flush
-                self.timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.timer
-        await self.flush()

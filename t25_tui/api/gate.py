@@ -49,12 +49,12 @@ _JSON_BYTES_PER_CHAR = 12
 # are 4 KiB of output each).
 BODY_CAP = _JSON_BYTES_PER_CHAR * (MAX_DESCRIPTION + MAX_TITLE + MAX_ACTOR) + 16 * 2**10
 # A worker sends its output in batches of at most 32 KiB of text plus one 64 KiB read
-# (core.worker.worker.OutputStream, adapters.process.CHUNK): under 100,000 characters, 1.2 MB
+# (core.worker.output.OutputStream, adapters.process.CHUNK): under 100,000 characters, 1.2 MB
 # escaped at the worst. 4 MiB leaves room for a few batches in one request.
 OUTPUT_CAP = 4 * 2**20
-# A completion carries the run's log: at most adapters.process.DEFAULT_LOG_LIMIT (64 MiB,
-# its head and tail) as base64 (4/3 of it, 85.4 MiB), plus the final text, the diff and
-# the prompt. 128 MiB holds the largest log with 42 MiB for the rest.
+# A completion carries the run's log: at most limits.max_log_bytes (64 MiB at most, its
+# first bytes and a truncation marker) as base64 (4/3 of it, 85.4 MiB), plus the final
+# text, the diff and the prompt. 128 MiB holds the largest log with 42 MiB for the rest.
 COMPLETION_CAP = 128 * 2**20
 
 MAX_FIELDS = 100  # fields in one JSON object: T25's widest body object has about 15

@@ -36,6 +36,19 @@ async def test_a_check_that_exits_non_zero_fails_with_the_tail_of_its_output(tmp
     assert len(result.excerpt.encode()) <= EXCERPT_BYTES
 
 
+async def test_a_check_printing_past_the_log_bound_still_ends_in_its_failure(tmp_path):
+    code = (
+        "import os, sys",
+        "block = b'noise ' * 11_000 + b'\\n'",
+        "for _ in range(1100):",  # 72 MB: past the 64 MiB the log keeps
+        "    os.write(1, block)",
+        "print('FAILED test_login', file=sys.stderr)",
+        "sys.exit(1)",
+    )
+    result = await run_check(check(*code), tmp_path)
+    assert not result.passed and result.excerpt.rstrip().endswith("FAILED test_login")
+
+
 async def test_a_check_that_runs_too_long_fails_saying_so(tmp_path):
     result = await run_check(
         check("import time", "print('starting', flush=True)", "time.sleep(3600)", timeout_s=1),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from agent_kit import Sink, alive, eventually
 
-from adapters.process import minimal_env, run_process
+from adapters import process
+from adapters.process import SPILL_BYTES, Head, minimal_env, run_process
 
 
 def py(code: str) -> list[str]:
@@ -186,13 +187,107 @@ async def test_a_killed_child_reports_the_signal(tmp_path):
     assert not done.timed_out and not done.aborted
 
 
-async def test_output_past_the_limit_keeps_head_and_tail_with_a_marker(tmp_path):
+async def test_output_past_the_limit_keeps_the_log_head_and_the_result_tail(tmp_path):
     code = "import sys; sys.stdout.write('START' + 'x' * 100_000 + 'END\\n')"
     done = await run(py(code), tmp_path, log_limit=1000)
-    for captured in (done.stdout, done.log):
-        assert captured.startswith(b"START") and captured.endswith(b"END\n")
-        assert b"bytes of output dropped here]" in captured
-        assert len(captured) < 1000 + 100  # the limit, plus the marker line
+    # stdout, read for the run's result, keeps how it began and how it ended
+    assert done.stdout.startswith(b"START") and done.stdout.endswith(b"END\n")
+    assert b"bytes of output dropped here]" in done.stdout and len(done.stdout) < 1100
+    # the log keeps the first bytes as they came, then says where it stopped
+    marker = (
+        b"\n[t25: output truncated after 1000 bytes; the log artifact keeps the first 1000 bytes]\n"
+    )
+    assert done.log == b"START" + b"x" * 995 + marker
+    assert done.tail.endswith(b"x" * 1000 + b"END\n")  # and the last bytes, wherever it was cut
+
+
+async def test_stdout_for_the_result_is_bounded_apart_from_the_log(tmp_path):
+    code = "import sys; sys.stdout.write('START' + 'x' * 100_000 + 'END\\n')"
+    done = await run(py(code), tmp_path, log_limit=200_000, parse_limit=1000)
+    assert done.log == b"START" + b"x" * 100_000 + b"END\n"
+    assert done.stdout.startswith(b"START") and done.stdout.endswith(b"END\n")
+    assert len(done.stdout) < 1100
+
+
+async def test_aider_reads_every_token_report_of_a_long_run(tmp_path):
+    # aider reports tokens after every exchange and its parse sums them: it reads more of
+    # stdout than a CLI whose result is its last line
+    from adapters.aider import AiderSpec
+    from adapters.process import PARSE_LIMIT
+
+    code = (
+        "import sys\n"
+        "for _ in range(3):\n"
+        "    sys.stdout.write(('chatter ' * 15 + '\\n') * 30_000)\n"  # 3.6 MB
+        "    print('Tokens: 1,000 sent, 10 received. Cost: $0.01 message, $0.01 session.')\n"
+    )
+    whole = await run(py(code), tmp_path, parse_limit=AiderSpec.parse_limit)
+    assert AiderSpec().parse(whole.stdout.decode()).usage.input_tokens == 3000
+    short = await run(py(code), tmp_path, parse_limit=PARSE_LIMIT)
+    assert AiderSpec().parse(short.stdout.decode()).usage.input_tokens < 3000
+
+
+async def test_the_log_is_byte_exact_up_to_its_limit_across_both_streams(tmp_path):
+    # bytes that are not UTF-8, split characters, both streams: kept exactly as they came
+    code = (
+        "import os, sys\n"
+        "for i in range(200):\n"
+        "    os.write(1, bytes([i % 256]) * 700 + 'é'.encode() + b'\\xff\\n')\n"
+    )
+    done = await run(py(code), tmp_path, log_limit=50_000)
+    expected = b"".join(bytes([i % 256]) * 700 + "é".encode() + b"\xff\n" for i in range(200))
+    assert done.log.startswith(expected[:50_000])
+    assert done.log[50_000:] == (
+        b"\n[t25: output truncated after 50000 bytes; the log artifact keeps the first 50000 bytes]\n"
+    )
+    whole = await run(py(code), tmp_path, log_limit=len(expected))
+    assert whole.log == expected  # exactly at the limit: nothing cut, no marker
+
+
+async def test_a_big_log_waits_on_disk_and_comes_back_byte_exact(tmp_path):
+    # 5 MiB of output, 3 MiB kept: never more than SPILL_BYTES of it held while it runs
+    code = "import os\nfor i in range(80):\n    os.write(1, bytes([i]) * 65536)\n"
+    done = await run(py(code), tmp_path, log_limit=3 * 2**20)
+    expected = b"".join(bytes([i]) * 65536 for i in range(80))
+    marker = truncation(3 * 2**20)
+    assert done.log == expected[: 3 * 2**20] + marker
+
+
+async def test_a_log_fed_past_the_spill_holds_little_in_memory():
+    log = Head(4 * 2**20)
+    for i in range(100):
+        await log.add(bytes([i]) * 65536)
+        assert len(log.buffer) < SPILL_BYTES
+    assert log.file is not None
+    value = await log.value()
+    log.close()
+    assert value == b"".join(bytes([i]) * 65536 for i in range(100))[: 4 * 2**20] + truncation(
+        4 * 2**20
+    )
+
+
+async def test_without_room_on_disk_the_log_stays_in_memory_and_whole(monkeypatch):
+    calls = []
+
+    def no_room():
+        calls.append(1)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(process, "_unnamed_file", no_room)
+    log = Head(3 * 2**20)
+    for i in range(60):
+        await log.add(bytes([i]) * 65536)
+    assert calls == [1]  # tried once, then kept in memory
+    assert await log.value() == b"".join(bytes([i]) * 65536 for i in range(60))[: 3 * 2**20] + (
+        truncation(3 * 2**20)
+    )
+
+
+def truncation(limit: int) -> bytes:
+    return (
+        f"\n[t25: output truncated after {limit} bytes; the log artifact keeps the first "
+        f"{limit} bytes]\n"
+    ).encode()
 
 
 async def test_a_missing_binary_is_a_result_not_an_exception(tmp_path):

@@ -1,9 +1,12 @@
-"""Pilot tests: the board filters and moves live; a log follows a streaming run."""
+"""Pilot tests: the board filters and moves live; a log follows a streaming run, and shows
+where its stream was truncated."""
 
 from __future__ import annotations
 
 from core.domain.events import RunOutput
 from core.domain.models import RunStatus, TaskState
+from core.domain.output import truncation_marker
+from core.worker.output import OutputBudget, OutputStream
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
@@ -90,3 +93,31 @@ async def test_follow_a_live_log(seeded):
         await pilot.press("f")
         assert pane.following
         assert sum(1 for line in pane.output.lines if line.startswith("reviewer: finding")) == 200
+
+
+async def test_a_truncated_stream_shows_its_marker_line_as_it_arrives(seeded):
+    f = seeded.control
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    run = running[-1]
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("l")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+        )
+        pane = app.screen.query_one(LogPane)
+        # the worker's own stream, its budget 1,000 bytes: the agent prints 3,000 without end
+        budget = OutputBudget(1000, 4096)
+        async with OutputStream(f.record, "T-3", run.id, budget) as stream:
+            for _ in range(30):
+                await stream.write("stdout", "y" * 99 + "\n")
+        marker = truncation_marker(1000, 4096).strip()
+        await until(pilot, lambda: last_line(pane) == marker)
+        assert marker == (
+            "[t25: output truncated after 1000 bytes; the log artifact keeps the first 4096 bytes]"
+        )
+        streamed = [line for line in pane.output.lines if line and set(line) == {"y"}]
+        assert len(streamed) == 10 and sum(map(len, streamed)) == 990  # and their newlines
