@@ -75,23 +75,38 @@ INSERT_RUN = f"""
 INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
 SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks WHERE id = :task_id
 RETURNING *"""
+# The queued or running run of a task's stage (at most one: 0007's index), with the
+# RunQueued event that queued it.
+ACTIVE_RUN = """
+SELECT runs.*, coalesce((
+    SELECT min(events.id) FROM events
+    WHERE events.task_id = runs.task_id AND events.run_id = runs.id AND events.kind = 'run_queued'
+), 0) AS event_id
+FROM runs WHERE task_id = :task_id AND stage = :stage AND status IN ('queued', 'running')"""
 GET_RUN = "SELECT * FROM runs WHERE id = ?"
 GET_RUN_WITH_CLOCK = f"SELECT *, {NOW} AS now FROM runs WHERE id = ?"
 LIST_RUNS = "SELECT * FROM runs WHERE {where} ORDER BY id"
 
-# One statement picks the oldest claimable run and leases it under a fresh token.
+# The largest token any run holds (an index: 0007). Tokens only ever grow, and every
+# write is serialised by the file's write lock, so one more is a token no claim had.
+_NEXT_TOKEN = "(SELECT coalesce(max(lease_token), 0) + 1 FROM runs)"
+
+# One statement picks the oldest claimable run and leases it under a fresh token, unique
+# across the store.
 CLAIM_RUN = f"""
 UPDATE runs
-SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = :worker,
+SET status = 'running', attempts = attempts + 1, lease_token = {_NEXT_TOKEN}, worker = :worker,
     lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
 WHERE id = (
     SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW} ORDER BY id LIMIT 1
 )
 RETURNING *"""
 
-# The condition that a lease still holds: current token, still running, deadline ahead.
+# The condition that a lease still holds: the current token, presented by the worker that
+# claimed it, the run still running, its deadline ahead.
 _LEASE_HOLDS = (
-    f"id = :id AND lease_token = :token AND status = 'running' AND lease_expires_at > {NOW}"
+    "id = :id AND lease_token = :token AND worker = :worker AND status = 'running'"
+    f" AND lease_expires_at > {NOW}"
 )
 
 HEARTBEAT = f"UPDATE runs SET lease_expires_at = {NOW} + :ttl WHERE {_LEASE_HOLDS} RETURNING *"
@@ -114,11 +129,15 @@ SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_expires_at 
 WHERE {_LEASE_HOLDS}
 RETURNING *"""
 
-# Bumping the token makes any live lease on the run stale.
+# A fresh token (one each, past the largest) makes any live lease on the run stale.
 CANCEL_RUNS = f"""
 UPDATE runs
-SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL, finished_at = {NOW}
-WHERE task_id = ? AND status IN ('queued', 'running')
+SET status = 'cancelled', lease_token = top.token + ended.n, lease_expires_at = NULL,
+    finished_at = {NOW}
+FROM (SELECT coalesce(max(lease_token), 0) AS token FROM runs) AS top,
+    (SELECT id, row_number() OVER (ORDER BY id) AS n FROM runs
+     WHERE task_id = ? AND status IN ('queued', 'running')) AS ended
+WHERE runs.id = ended.id
 RETURNING *"""
 
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt

@@ -220,10 +220,15 @@ class ControlPlane(Queries, Operations):
     async def enter(
         self, task: Task, stage: TaskState, *, actor: str, reason: str = "", **fields: Any
     ) -> Task:
-        """Move into a working stage and queue its run."""
-        task = await self.transition(task, stage, actor=actor, reason=reason, **fields)
-        await self.enqueue(task)
-        return task
+        """Move into a working stage and queue its run, in one store write (no task is left
+        in a stage whose run was never queued, nor a run queued twice)."""
+        event, fields = self._change(task, stage, actor=actor, reason=reason, fields=fields)
+        run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
+        updated, events = await self.store.enter_stage(task.id, task.state, event, fields, run)
+        for stored in events:
+            self.bus.publish(stored)
+        self.work_queued.set()
+        return updated
 
     async def new_task(
         self,

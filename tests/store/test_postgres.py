@@ -170,7 +170,7 @@ async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(
     store: PostgresStore,
 ) -> None:
     lease = await leased(store)
-    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.SPEC, role="second"))
+    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.PLAN, role="second"))
     blocker = await raw(store.url)
     try:
         tx = blocker.transaction()
