@@ -715,16 +715,20 @@ async def _enqueue(con: Connection, number: int, new: NewRun, queued: Event) -> 
     queued it: never a second. None: there is no such task. Tried a few times, since the
     run found in the way may finish between the two statements."""
     stage = TaskState(new.stage).value
+    payload = _payload(queued)
     for _ in range(3):
         row = await con.fetchrow(
-            sql.ENQUEUE_RUN, number, stage, new.role, new.max_attempts, _payload(queued)
+            sql.ENQUEUE_RUN, number, stage, new.role, new.max_attempts, payload, new.while_in_stage
         )
         if row is not None:
             return row
         if (active := await con.fetchrow(sql.ACTIVE_RUN, number, stage)) is not None:
             return active
-        if await con.fetchrow(sql.TASK_EXISTS, number) is None:
+        now = await con.fetchrow(sql.GET_TASK_STATE, number)
+        if now is None:
             return None
+        if new.while_in_stage and now["state"] != stage:
+            raise checks.stale_task(format_id("T", number), now["state"], new.stage)
     raise StoreUnavailable(
         f"could not queue the {stage} run of {format_id('T', number)}: its runs kept changing",
         hint="try again",

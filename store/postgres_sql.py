@@ -138,14 +138,15 @@ NOTIFY = f"SET LOCAL synchronous_commit = off; SELECT pg_notify('{EVENTS_CHANNEL
 
 _SECONDS = "make_interval(secs => {})"
 
-# $1 task id, $2 stage, $3 role, $4 max attempts, $5 the RunQueued payload. Nothing is
-# written when the stage has its queued or running run already (the index of 0007):
-# ACTIVE_RUN then finds it.
+# $1 task id, $2 stage, $3 role, $4 max attempts, $5 the RunQueued payload, $6 only while
+# the task is in that stage. Nothing is written when the stage has its queued or running
+# run already (the index of 0007): ACTIVE_RUN then finds it.
 ENQUEUE_RUN = """
 WITH run AS (
     INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
     SELECT tasks.id, $2::text, $3::text, $4::integer, clock.t, clock.t
-    FROM tasks, (SELECT clock_timestamp() AS t) AS clock WHERE tasks.id = $1
+    FROM tasks, (SELECT clock_timestamp() AS t) AS clock
+    WHERE tasks.id = $1 AND (NOT $6::boolean OR tasks.state = $2::text)
     ON CONFLICT (task_id, stage) WHERE status IN ('queued', 'running') DO NOTHING
     RETURNING *
 ), event AS (

@@ -482,6 +482,7 @@ async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event
         "stage": TaskState(new.stage).value,
         "role": new.role,
         "max_attempts": new.max_attempts,
+        "while_in_stage": new.while_in_stage,
     }
     active = await _all(db, sql.ACTIVE_RUN, params)
     if active:
@@ -497,7 +498,10 @@ async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event
         return run, found
     inserted = await _all(db, sql.INSERT_RUN, params)
     if not inserted:
-        raise checks.task_not_found(format_id("T", number))
+        now = await _all(db, sql.GET_TASK_STATE, (number,))
+        if not now:
+            raise checks.task_not_found(format_id("T", number))
+        raise checks.stale_task(format_id("T", number), now[0]["state"], new.stage)
     run = ROWS.run(inserted[0])
     queued = RunQueued(
         at=run.enqueued_at, task_id=run.task_id, run_id=run.id, stage=run.stage, role=run.role

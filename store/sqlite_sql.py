@@ -73,7 +73,8 @@ LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 
 INSERT_RUN = f"""
 INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
-SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks WHERE id = :task_id
+SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks
+WHERE id = :task_id AND (NOT :while_in_stage OR state = :stage)
 RETURNING *"""
 # The queued or running run of a task's stage (at most one: 0007's index), with the
 # RunQueued event that queued it.

@@ -209,10 +209,16 @@ class ControlPlane(Queries, Operations):
         return updated
 
     async def enqueue(self, task: Task, role: str | None = None) -> Run:
-        """Queue the run that works the task's current stage."""
-        run, event = await self.store.enqueue_run(
-            NewRun(task_id=task.id, stage=task.state, role=role or STAGE_ROLE[task.state])
+        """Queue the run that works the task's current stage, only while the task is still
+        in it (StaleState if it moved since `task` was read; the stage's live run, if it
+        has one)."""
+        new = NewRun(
+            task_id=task.id,
+            stage=task.state,
+            role=role or STAGE_ROLE[task.state],
+            while_in_stage=True,
         )
+        run, event = await self.store.enqueue_run(new)
         self.bus.publish(event)
         self.work_queued.set()
         return run

@@ -206,6 +206,9 @@ class NewRun(_Value):
     stage: TaskState
     role: str
     max_attempts: int = 3
+    # Queue it only while the task is in `stage` (StaleState otherwise): a sweep or a
+    # decision that read the task a moment ago does not queue a stage it has since left.
+    while_in_stage: bool = False
 
 
 class Run(_Value):

@@ -192,7 +192,8 @@ class RunLeases(Protocol):
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         """Queue a run and write its RunQueued event, atomically; if the task's stage has
-        its queued or running run already, that run and the event that queued it."""
+        its queued or running run already, that run and the event that queued it. With
+        `new.while_in_stage`, StaleState (nothing written) if the task has left that stage."""
         ...
 
     async def now(self) -> datetime:

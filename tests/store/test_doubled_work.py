@@ -79,6 +79,22 @@ async def test_racing_enqueues_from_two_processes_make_one_run(
         assert len(await queued_events(store, task.id)) == 1
 
 
+async def test_a_run_queued_while_in_stage_is_not_queued_for_a_stage_the_task_left(
+    store: Store, project: Project
+) -> None:
+    """A sweep read the task in SPEC; a completion has since moved it to PLAN (and queued
+    PLAN's run). The sweep's enqueue of SPEC must write nothing."""
+    task = await new_task(store)
+    spec = NewRun(task_id=task.id, stage=S.SPEC, role="spec", while_in_stage=True)
+    with pytest.raises(StaleState, match="is now in RECEIVED, not SPEC"):
+        await store.enqueue_run(spec)
+    await store.apply_transition(task.id, S.RECEIVED, enter(task, S.SPEC), {})
+    run, _ = await store.enqueue_run(spec)
+    assert run.stage is S.SPEC
+    assert [r.id for r in await store.list_runs(task_id=task.id)] == [run.id]
+    assert len(await queued_events(store, task.id)) == 1
+
+
 # -- a state change and its stage's run: one write ---------------------------------------------
 
 
