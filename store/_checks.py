@@ -182,10 +182,10 @@ def lease_lost(
     hint = "stop working on this run; T25 hands it out again or has finished it"
     if token != lease.token:
         why = f"the token is stale: the run is {status} under token {token}, yours is {lease.token}"
-    elif worker != lease.worker:
-        why = f"token {token} was given to {worker or 'another worker'}, not to {lease.worker}"
     elif status != RunStatus.RUNNING:
         why = f"the lease expired or was handed back, and the run is now {status}"
+    elif worker != lease.worker:
+        why = f"token {token} was given to {worker}, not to {lease.worker}"
     else:
         ago = "" if expired_ago_s is None else f" {expired_ago_s:.2f} s ago"
         why = f"the lease expired{ago}"

@@ -202,3 +202,15 @@ async def test_now_is_the_clock_run_times_are_written_by(store: Store, project: 
     assert before.tzinfo is not None and after.tzinfo is not None
     assert run.finished_at is not None and before <= run.enqueued_at <= run.finished_at <= after
     assert abs(after - datetime.now(UTC)) < timedelta(seconds=30)
+
+
+async def test_a_lease_handed_back_says_so_not_that_another_worker_holds_it(
+    store: Store, project: Project
+) -> None:
+    task = await new_task(store)
+    await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    lease = await store.claim_run("w1", 30)
+    assert lease is not None
+    await store.release_run(lease)
+    with pytest.raises(LeaseLost, match="handed back, and the run is now queued"):
+        await store.heartbeat(lease, 30)
