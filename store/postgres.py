@@ -11,10 +11,11 @@ backend was terminated) is retried on a fresh connection from the pool; one stil
 failing after a few tries raises StoreUnavailable (core.errors), as does a server too
 busy to take it, so no caller ever sees a driver exception for "not now". A statement
 killed before it committed was rolled back, so the retry is simply its first success.
-In the rare case the connection died after the commit but before the reply: a
-completion finds its own RunFinished on the retry and returns it; a claim leases the
-next run, and the one whose lease nobody heard of returns to the queue when its
-deadline passes (the reaper's ordinary work: nothing is lost). Schema, migrations and
+In the rare case the connection died after the commit but before the reply, the retry
+finds what the first try wrote and returns it, so a retried write has the effect of one:
+a completion its own RunFinished, a claim the run it leased (by its claim key), a new
+task its request key, a compare-and-set or an appended event its own event (the same
+kind, time and payload), an enqueue the stage's one queued or running run (0007). Schema, migrations and
 the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
 wake-ups are in `postgres_events`; rows become domain objects in `rows`.
 
@@ -438,7 +439,16 @@ class PostgresStore:
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
-        row = await self._fetchrow(sql.CLAIM_RUN, worker, checks.positive_ttl(ttl_s))
+        """Under a key of its own: a retry whose first try committed before its reply was
+        lost finds the run it leased, and leases no second one."""
+        ttl, key = checks.positive_ttl(ttl_s), uuid.uuid4().hex
+
+        async def claim(con: Connection, retried: bool) -> Record | None:
+            if retried and (found := await con.fetchrow(sql.CLAIMED_UNDER_KEY, key)) is not None:
+                return found
+            return await con.fetchrow(sql.CLAIM_RUN, worker, ttl, key)
+
+        row = await self._run(claim)
         return ROWS.lease(row) if row else None
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:

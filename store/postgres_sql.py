@@ -182,10 +182,11 @@ _LEASE = "id, task_id, lease_token, worker, lease_expires_at"
 
 # One statement: pick the oldest claimable run, skipping rows another claimer holds
 # this instant, and lease it under a fresh token: the next of the store's sequence (0007),
-# so no two claims of any runs share one. $1 worker, $2 ttl seconds.
+# so no two claims of any runs share one. $1 worker, $2 ttl seconds, $3 the claim's key.
 CLAIM_RUN = f"""
 UPDATE runs
 SET status = 'running', attempts = attempts + 1, lease_token = nextval('lease_tokens'), worker = $1,
+    claim_key = $3,
     lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
@@ -193,6 +194,9 @@ WHERE id = (
     ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
 )
 RETURNING {_LEASE}"""
+
+# After a connection died mid-claim: did that claim commit? Its run is running under its key.
+CLAIMED_UNDER_KEY = f"SELECT {_LEASE} FROM runs WHERE status = 'running' AND claim_key = $1"
 
 # The condition that a lease still holds: the current token, presented by the worker
 # that claimed it, the run still running, its deadline ahead. $1 run, $2 token, $3 worker.

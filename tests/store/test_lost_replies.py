@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from core.domain.events import RunOutput, RunQueued, TaskCreated, TaskTransitioned
-from core.domain.models import NewRun, NewTask, Project, TaskState
+from core.domain.models import NewRun, NewTask, Project, RunStatus, TaskState
 from store.postgres import PostgresStore
 from tests.store.conftest import PostgresBackend
 
@@ -170,3 +170,16 @@ async def test_a_run_queued_under_a_lost_reply_is_queued_once(store: PostgresSto
     assert lent and lent[0].is_closed()
     assert [r.id for r in await store.list_runs()] == [run.id]
     assert [e.id for e in await store.events_after(0) if isinstance(e, RunQueued)] == [queued.id]
+
+
+async def test_a_claim_under_a_lost_reply_leases_one_run(store: PostgresStore) -> None:
+    for title in ("a", "b"):
+        task, _ = await store.create_task(NewTask(project="demo", title=title), actor="ana")
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    with reply_lost(store) as lent:
+        lease = await store.claim_run("w1", 30)
+    assert lent and lent[0].is_closed()
+    assert lease is not None
+    running = await store.list_runs(status=RunStatus.RUNNING)
+    assert [(r.id, r.lease_token) for r in running] == [(lease.run_id, lease.token)]
+    assert len(await store.list_runs(status=RunStatus.QUEUED)) == 1

@@ -281,6 +281,7 @@ DROP INDEX runs_one_active_per_stage;
 DROP SEQUENCE lease_tokens;
 DROP INDEX tasks_by_request_key;
 ALTER TABLE tasks DROP COLUMN request_key;
+ALTER TABLE runs DROP COLUMN claim_key;
 DELETE FROM schema_migrations WHERE id = 7;
 """
 

@@ -225,6 +225,7 @@ DROP INDEX runs_one_active_per_stage;
 DROP INDEX runs_by_lease_token;
 DROP INDEX tasks_by_request_key;
 ALTER TABLE tasks DROP COLUMN request_key;
+ALTER TABLE runs DROP COLUMN claim_key;
 DELETE FROM schema_migrations WHERE id = 7;
 """
 

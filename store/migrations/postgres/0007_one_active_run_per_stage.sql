@@ -20,6 +20,10 @@ CREATE UNIQUE INDEX runs_one_active_per_stage ON runs (task_id, stage)
 CREATE SEQUENCE lease_tokens AS bigint;
 SELECT setval('lease_tokens', (SELECT coalesce(max(lease_token), 0) + 1 FROM runs), false);
 
+-- The key of the claim that leased a run: a claim retried after its reply was lost finds
+-- the run it leased, instead of leasing a second one while the first waits out its lease.
+ALTER TABLE runs ADD COLUMN claim_key text;
+
 -- The key a task's creation was written under: a retry of a write whose reply was lost
 -- finds its task instead of filing a second one. NULL: created before 0007.
 ALTER TABLE tasks ADD COLUMN request_key text;

@@ -20,6 +20,9 @@ CREATE UNIQUE INDEX runs_one_active_per_stage ON runs (task_id, stage)
 -- takes the largest token any run holds, plus one (tokens only ever grow), found here.
 CREATE INDEX runs_by_lease_token ON runs (lease_token);
 
+-- The key of the claim that leased a run (Postgres finds a claim it retried by it).
+ALTER TABLE runs ADD COLUMN claim_key TEXT;
+
 -- The key a task's creation was written under (Postgres retries a write whose reply was
 -- lost and finds its task by it; an embedded store has no lost replies). NULL: none.
 ALTER TABLE tasks ADD COLUMN request_key TEXT;
