@@ -193,16 +193,22 @@ class PostgresStore:
     # -- tasks ------------------------------------------------------------------------
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
-        """Written under a key of its own: a retry whose first try committed before its
-        reply was lost finds that task and its event, and files no second one."""
+        """Written under a key (the filer's, `new.request_key`, or one of its own): a
+        retry whose first try committed before its reply was lost, or a filing again under
+        the same key, finds that task and its event, and files no second one."""
         event = TaskCreated(title=new.title, type=new.type.value, project=new.project, actor=actor)
-        key = uuid.uuid4().hex
+        key = new.request_key or uuid.uuid4().hex
         args = (new.project, new.title, new.type.value, new.description, _payload(event), key)
+        look_first = new.request_key is not None
 
         async def create(con: Connection, retried: bool) -> Record | None:
-            if retried and (found := await con.fetchrow(sql.CREATED_UNDER_KEY, key)) is not None:
+            if (retried or look_first) and (
+                found := await con.fetchrow(sql.CREATED_UNDER_KEY, key)
+            ) is not None:
                 return found
-            return await con.fetchrow(sql.CREATE_TASK, *args)
+            row = await con.fetchrow(sql.CREATE_TASK, *args)
+            # None: no such project, or a filing under the same key got there first.
+            return row if row is not None else await con.fetchrow(sql.CREATED_UNDER_KEY, key)
 
         row = await self._writes(create)
         if row is None:

@@ -48,6 +48,7 @@ WITH task AS (
     INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
     SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text
     FROM projects WHERE name = $1
+    ON CONFLICT (request_key) WHERE request_key IS NOT NULL DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO events (at, kind, task_id, payload)

@@ -130,8 +130,14 @@ class SqliteStore:
             "title": new.title,
             "type": new.type.value,
             "description": new.description,
+            "request_key": new.request_key,
         }
         async with self._write() as db:
+            if new.request_key is not None:  # filed already under this key: that task
+                found = await _all(db, sql.CREATED_UNDER_KEY, (new.request_key,))
+                if found:
+                    (event_row,) = await _all(db, sql.GET_EVENT, (found[0]["event_id"],))
+                    return ROWS.task(found[0]), ROWS.event(event_row)
             inserted = await _all(db, sql.INSERT_TASK, params)
             if not inserted:
                 raise checks.project_not_found(new.project)

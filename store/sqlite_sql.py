@@ -42,9 +42,15 @@ LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
 # -- tasks --------------------------------------------------------------------------------
 
 INSERT_TASK = f"""
-INSERT INTO tasks (project, title, type, description, state, created_at, state_since)
-SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW} FROM projects WHERE name = :project
+INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
+SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key
+FROM projects WHERE name = :project
 RETURNING *"""
+# The task filed under a key, and its TaskCreated event.
+CREATED_UNDER_KEY = """
+SELECT tasks.*, events.id AS event_id
+FROM tasks JOIN events ON events.task_id = tasks.id AND events.kind = 'task_created'
+WHERE tasks.request_key = ?"""
 GET_TASK = "SELECT * FROM tasks WHERE id = ?"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
 LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id"
@@ -68,6 +74,7 @@ INSERT_EVENT = (
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
+GET_EVENT = "SELECT * FROM events WHERE id = ?"
 
 # -- runs and leases ----------------------------------------------------------------------
 

@@ -196,6 +196,22 @@ async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
     assert texts == []
 
 
+async def test_a_task_filed_again_under_its_request_key_is_filed_once(api):
+    """A client that sends its filing again (its first reply was lost) gets the task the
+    first request filed, and the store holds one task and one TaskCreated."""
+    control, client = api
+    body = {"title": "Add a greeting", "request_key": "cockpit-5e1d"}
+    first = await client.post("/tasks", json=body)
+    again = await client.post("/tasks", json=body)
+    assert first.status_code == again.status_code == 201
+    assert first.json()["id"] == again.json()["id"]
+    assert [t.id for t in await control.tasks()] == [first.json()["id"]]
+    created = [e for e in await control.store.events_after(0) if e.kind == "task_created"]
+    assert len(created) == 1
+    bad = await client.post("/tasks", json={**body, "request_key": "no spaces"})
+    assert bad.status_code == 422
+
+
 async def test_a_lease_presented_by_another_worker_gets_409_and_nothing_it_sends_is_kept(api):
     """A token names one claim in the store and is good only from the worker it was given
     to: worker-2 can neither use worker-1's live token under its own name nor finish

@@ -244,16 +244,25 @@ class ControlPlane(Queries, Operations):
         type: TaskType = TaskType.FEAT,
         description: str = "",
         project: str | None = None,
+        request_key: str | None = None,
     ) -> Task:
         """File a task. The title and description are checked here, the one door every
         face (command line, cockpit, REST) comes through: bounded, no control characters,
-        the title on one line (`core.domain.text`)."""
+        the title on one line (`core.domain.text`). Filed again under the same
+        `request_key`, the task filed the first time is returned and nothing is written."""
         from core.domain import text
 
         title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
         task, event = await self.store.create_task(
-            NewTask(project=name, title=title, type=type, description=description), actor=actor
+            NewTask(
+                project=name,
+                title=title,
+                type=type,
+                description=description,
+                request_key=request_key,
+            ),
+            actor=actor,
         )
         self.bus.publish(event)
         return task

@@ -132,6 +132,9 @@ class NewTask(_Value):
     title: str
     type: TaskType = TaskType.FEAT
     description: str = ""
+    # The filer's own key for this filing (at most 100 characters): filed again under the
+    # same key, the store returns the task it already holds, and files no second one.
+    request_key: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 class Task(_Value):

@@ -90,7 +90,8 @@ class TaskStore(Protocol):
     async def list_projects(self) -> list[Project]: ...
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
-        """Give the task the next id and write it with its TaskCreated event, atomically."""
+        """Give the task the next id and write it with its TaskCreated event, atomically.
+        Filed again under the same `new.request_key`: the task and event already there."""
         ...
 
     async def get_task(self, task_id: str) -> Task | None: ...

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.domain.events import RunQueued, TaskTransitioned
+from core.domain.events import RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import NewRun, NewTask, Project, RunOutcome, RunStatus, Task, TaskState
 from core.errors import LeaseLost, StaleState
 from core.ports import Store
@@ -32,6 +32,29 @@ def enter(task: Task, to: TaskState) -> TaskTransitioned:
 
 async def queued_events(store: Store, task_id: str) -> list[RunQueued]:
     return [e for e in await store.events_after(0, task_id=task_id) if isinstance(e, RunQueued)]
+
+
+# -- a task filed twice under one key ----------------------------------------------------------
+
+
+async def test_a_task_filed_again_under_its_request_key_is_the_task_already_filed(
+    store: Store, second_store: Store, project: Project
+) -> None:
+    new = NewTask(project="demo", title="once", request_key="cockpit-7f3a")
+    task, created = await store.create_task(new, actor="ana")
+    again, created_again = await second_store.create_task(new, actor="ana")
+    assert again.id == task.id and created_again.id == created.id
+    assert isinstance(created_again, TaskCreated) and created_again.task_id == task.id
+
+    racing = NewTask(project="demo", title="raced", request_key="cockpit-9b1c")
+    filed = await asyncio.gather(
+        *(s.create_task(racing, actor="ana") for s in [store, second_store] * 3)
+    )
+    assert len({t.id for t, _ in filed}) == 1
+    other, _ = await store.create_task(NewTask(project="demo", title="once"), actor="ana")
+    assert [t.id for t in await store.list_tasks()] == [task.id, filed[0][0].id, other.id]
+    created_events = [e for e in await store.events_after(0) if isinstance(e, TaskCreated)]
+    assert len(created_events) == 3
 
 
 # -- one queued or running run per task and stage ---------------------------------------------
