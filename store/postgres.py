@@ -546,25 +546,29 @@ class PostgresStore:
         task = rows.number_or_none("T", meta.task_id)
         run = rows.number_or_none("R", meta.run_id)
 
-        async def put(con: Connection, _: bool) -> Record:
+        provenance = (
+            sha,
+            meta.kind.value,
+            meta.media_type,
+            task,
+            run,
+            meta.role,
+            meta.adapter,
+            meta.cli_version,
+            meta.model,
+        )
+
+        async def put(con: Connection, retried: bool) -> Record:
+            # A retry whose first try committed before its reply was lost finds that artifact.
+            if retried and (found := await con.fetchrow(sql.SAME_ARTIFACT, *provenance)):
+                return found
             async with con.transaction():
                 if task is not None and await con.fetchrow(sql.TASK_EXISTS, task) is None:
                     raise checks.task_not_found(format_id("T", task))
                 if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
                     raise checks.run_not_found(format_id("R", run))
                 await con.execute(sql.INSERT_BLOB, sha, content, len(content))
-                inserted = await con.fetchrow(
-                    sql.INSERT_ARTIFACT,
-                    sha,
-                    meta.kind.value,
-                    meta.media_type,
-                    task,
-                    run,
-                    meta.role,
-                    meta.adapter,
-                    meta.cli_version,
-                    meta.model,
-                )
+                inserted = await con.fetchrow(sql.INSERT_ARTIFACT, *provenance)
             return _returned(inserted)
 
         return ROWS.artifact(await self._run(put), size=len(content))

@@ -285,6 +285,15 @@ INSERT_ARTIFACT = """
 INSERT INTO artifacts (sha256, kind, media_type, task_id, run_id, role, adapter, cli_version, model, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp())
 RETURNING *"""
+# After a connection died mid-write: did that write commit? The newest artifact of the same
+# content and provenance (the arguments of INSERT_ARTIFACT).
+SAME_ARTIFACT = """
+SELECT * FROM artifacts
+WHERE sha256 = $1 AND kind = $2 AND media_type = $3 AND task_id IS NOT DISTINCT FROM $4
+  AND run_id IS NOT DISTINCT FROM $5 AND role IS NOT DISTINCT FROM $6
+  AND adapter IS NOT DISTINCT FROM $7 AND cli_version IS NOT DISTINCT FROM $8
+  AND model IS NOT DISTINCT FROM $9
+ORDER BY id DESC LIMIT 1"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
 SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content

@@ -20,7 +20,15 @@ import asyncpg
 import pytest
 
 from core.domain.events import RunOutput, RunQueued, TaskCreated, TaskTransitioned
-from core.domain.models import NewRun, NewTask, Project, RunStatus, TaskState
+from core.domain.models import (
+    ArtifactKind,
+    ArtifactMeta,
+    NewRun,
+    NewTask,
+    Project,
+    RunStatus,
+    TaskState,
+)
 from store.postgres import PostgresStore
 from tests.store.conftest import PostgresBackend
 
@@ -183,3 +191,12 @@ async def test_a_claim_under_a_lost_reply_leases_one_run(store: PostgresStore) -
     running = await store.list_runs(status=RunStatus.RUNNING)
     assert [(r.id, r.lease_token) for r in running] == [(lease.run_id, lease.token)]
     assert len(await store.list_runs(status=RunStatus.QUEUED)) == 1
+
+
+async def test_an_artifact_stored_under_a_lost_reply_is_stored_once(store: PostgresStore) -> None:
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="ana")
+    meta = ArtifactMeta(kind=ArtifactKind.SPEC, media_type="application/json", task_id=task.id)
+    with reply_lost(store) as lent:
+        artifact = await store.put_artifact(b'{"goal": "once"}', meta)
+    assert lent and lent[0].is_closed()
+    assert [a.id for a in await store.list_artifacts(task_id=task.id)] == [artifact.id]
