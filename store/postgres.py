@@ -15,7 +15,8 @@ In the rare case the connection died after the commit but before the reply, the 
 finds what the first try wrote and returns it, so a retried write has the effect of one:
 a completion its own RunFinished, a claim the run it leased (by its claim key), a new
 task its request key, a compare-and-set or an appended event its own event (the same
-kind, time and payload), an enqueue the stage's one queued or running run (0007). Schema, migrations and
+kind, time and payload), an enqueue the stage's one queued or running run (0007), an
+artifact the one of the same content and provenance. Schema, migrations and
 the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
 wake-ups are in `postgres_events`; rows become domain objects in `rows`.
 
