@@ -21,6 +21,7 @@ from core.domain.models import (
     Artifact,
     AuditAnchor,
     Lease,
+    NewRun,
     RunOutcome,
     RunStatus,
     Task,
@@ -86,6 +87,15 @@ def transition_event(task_id: str, expected: TaskState, event: Event) -> TaskTra
             f"the event says {task_id} moves from {event.from_state}, but the change expects {expected}"
         )
     return event
+
+
+def run_of_stage(task_id: str, stage: TaskState, run: NewRun) -> NewRun:
+    """The run queued with an entry into a stage works that stage of that task."""
+    if format_id("T", parse_id("T", run.task_id)) != task_id or run.stage != stage:
+        raise ValueError(
+            f"entering {stage} of {task_id} queues a run of it, not {run.stage} of {run.task_id}"
+        )
+    return run
 
 
 def finished_outcome(outcome: RunOutcome) -> RunOutcome:
@@ -165,13 +175,17 @@ def stale_anchor(now: AuditAnchor | None, previous: AuditAnchor | None) -> Stale
     )
 
 
-def lease_lost(lease: Lease, *, status: str, token: int, expired_ago_s: float | None) -> LeaseLost:
+def lease_lost(
+    lease: Lease, *, status: str, token: int, worker: str | None, expired_ago_s: float | None
+) -> LeaseLost:
     """Say why `lease` no longer holds, from the run's current row."""
     hint = "stop working on this run; T25 hands it out again or has finished it"
     if token != lease.token:
         why = f"the token is stale: the run is {status} under token {token}, yours is {lease.token}"
     elif status != RunStatus.RUNNING:
         why = f"the lease expired or was handed back, and the run is now {status}"
+    elif worker != lease.worker:
+        why = f"token {token} was given to {worker}, not to {lease.worker}"
     else:
         ago = "" if expired_ago_s is None else f" {expired_ago_s:.2f} s ago"
         why = f"the lease expired{ago}"

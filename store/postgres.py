@@ -11,10 +11,12 @@ backend was terminated) is retried on a fresh connection from the pool; one stil
 failing after a few tries raises StoreUnavailable (core.errors), as does a server too
 busy to take it, so no caller ever sees a driver exception for "not now". A statement
 killed before it committed was rolled back, so the retry is simply its first success.
-In the rare case the connection died after the commit but before the reply: a
-completion finds its own RunFinished on the retry and returns it; a claim leases the
-next run, and the one whose lease nobody heard of returns to the queue when its
-deadline passes (the reaper's ordinary work: nothing is lost). Schema, migrations and
+In the rare case the connection died after the commit but before the reply, the retry
+finds what the first try wrote and returns it, so a retried write has the effect of one:
+a completion its own RunFinished, a claim the run it leased (by its claim key), a new
+task its request key, a compare-and-set or an appended event its own event (the same
+kind, time and payload), an enqueue the stage's one queued or running run (0007), an
+artifact the one of the same content and provenance. Schema, migrations and
 the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
 wake-ups are in `postgres_events`; rows become domain objects in `rows`.
 
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import re
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeAlias, TypeVar
@@ -67,7 +70,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
-from core.errors import AuditError
+from core.errors import AuditError, StoreUnavailable
 from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import postgres_schema as schema
@@ -167,10 +170,14 @@ class PostgresStore:
 
     async def _written(self, statement: str, *args: Any) -> Record | None:
         """A statement that writes an event: readers everywhere hear of it once it committed."""
-        row = await self._fetchrow(statement, *args)
-        if row is not None:
+        return await self._writes(lambda con, _: con.fetchrow(statement, *args))
+
+    async def _writes(self, op: Callable[[Connection, bool], Awaitable[T]]) -> T:
+        """`_run` of an operation that writes an event: readers hear of it once it committed."""
+        result = await self._run(op)
+        if result is not None:
             self._signal.written()
-        return row
+        return result
 
     # -- projects ---------------------------------------------------------------------
 
@@ -187,15 +194,24 @@ class PostgresStore:
     # -- tasks ------------------------------------------------------------------------
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
+        """Written under a key (the filer's, `new.request_key`, or one of its own): a
+        retry whose first try committed before its reply was lost, or a filing again under
+        the same key, finds that task and its event, and files no second one."""
         event = TaskCreated(title=new.title, type=new.type.value, project=new.project, actor=actor)
-        row = await self._written(
-            sql.CREATE_TASK,
-            new.project,
-            new.title,
-            new.type.value,
-            new.description,
-            _payload(event),
-        )
+        key = new.request_key or uuid.uuid4().hex
+        args = (new.project, new.title, new.type.value, new.description, _payload(event), key)
+        look_first = new.request_key is not None
+
+        async def create(con: Connection, retried: bool) -> Record | None:
+            if (retried or look_first) and (
+                found := await con.fetchrow(sql.CREATED_UNDER_KEY, key)
+            ) is not None:
+                return found
+            row = await con.fetchrow(sql.CREATE_TASK, *args)
+            # None: no such project, or a filing under the same key got there first.
+            return row if row is not None else await con.fetchrow(sql.CREATED_UNDER_KEY, key)
+
+        row = await self._writes(create)
         if row is None:
             raise checks.project_not_found(new.project)
         task = ROWS.task(row)
@@ -245,11 +261,50 @@ class PostgresStore:
     ) -> tuple[Task, Event]:
         event = checks.event_for_task(tid, event)
         statement, args = _cas_statement(tid, expected, values, event, to_state)
-        row = await self._written(statement, *args)
-        if row is None:
-            raise await self._run(lambda con, _: _cas_refusal(con, tid, expected))
+
+        async def cas(con: Connection, retried: bool) -> Record:
+            return await _changed(con, statement, args, tid, expected, event, retried)
+
+        row = await self._writes(cas)
         stored = event.model_copy(update={"id": row["event_id"], "at": rows.as_utc(event.at)})
         return ROWS.task(row), stored
+
+    async def enter_stage(
+        self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any], run: NewRun
+    ) -> tuple[Task, list[Event]]:
+        """One transaction: the compare-and-set with its event, then the stage's run (or the
+        one it has). A retry whose first try committed finds its change, and the run that
+        came with it, and writes neither again."""
+        tid = format_id("T", parse_id("T", task_id))
+        number = parse_id("T", tid)
+        change = checks.transition_event(tid, expected, event)
+        checks.run_of_stage(tid, change.to_state, run)
+        event = checks.event_for_task(tid, event)
+        values = checks.task_fields(fields)
+        statement, args = _cas_statement(tid, expected, values, event, change.to_state)
+        queued = RunQueued(stage=run.stage, role=run.role)
+
+        async def enter(con: Connection, retried: bool) -> tuple[Record, Record | None]:
+            async with con.transaction():
+                row = await con.fetchrow(statement, *args)
+                if row is None and retried:
+                    row = await _committed(con, number, event)
+                    if row is not None:  # the run came in the same transaction
+                        stage = TaskState(run.stage).value
+                        found = await con.fetchrow(
+                            sql.RUN_QUEUED_AFTER, number, row["event_id"], stage
+                        )
+                        return row, found
+                if row is None:
+                    raise await _cas_refusal(con, tid, expected)
+                return row, await _enqueue(con, number, run, queued)
+
+        row, run_row = await self._writes(enter)
+        events = [event.model_copy(update={"id": row["event_id"], "at": rows.as_utc(event.at)})]
+        if run_row is not None:
+            queued_run = ROWS.run(run_row)
+            events.append(_about_run(queued, run_row, queued_run, queued_run.enqueued_at))
+        return ROWS.task(row), events
 
     async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
         """One transaction of a few statements: the task's compare-and-set with its event,
@@ -288,14 +343,7 @@ class PostgresStore:
                     await con.execute(sql.CANCEL_RUNS, number)
                 run_row = None
                 if new is not None and queued is not None:
-                    run_row = await con.fetchrow(
-                        sql.ENQUEUE_RUN,
-                        number,
-                        TaskState(new.stage).value,
-                        new.role,
-                        new.max_attempts,
-                        _payload(queued),
-                    )
+                    run_row = await _enqueue(con, number, new, queued)
             return row, int(announced), run_row
 
         row, announced, run_row = await self._run(decide)
@@ -315,12 +363,18 @@ class PostgresStore:
         task = rows.number_or_none("T", event.task_id)
         run = rows.number_or_none("R", event.run_id)
         at = rows.as_utc(event.at)
-        row = _returned(
-            await self._written(sql.INSERT_EVENT, at, event.kind, task, run, _payload(event))
-        )
+        args = (at, event.kind, task, run, _payload(event))
+
+        async def append(con: Connection, retried: bool) -> int:
+            # A retry whose first try committed before its reply was lost finds that event.
+            if retried and (found := await con.fetchval(sql.SAME_EVENT, *args)) is not None:
+                return int(found)
+            return int(await con.fetchval(sql.INSERT_EVENT, *args))
+
+        event_id = await self._writes(append)
         return event.model_copy(
             update={
-                "id": row["id"],
+                "id": event_id,
                 "at": at,
                 "task_id": rows.id_or_none("T", task),
                 "run_id": rows.id_or_none("R", run),
@@ -367,14 +421,7 @@ class PostgresStore:
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         event = RunQueued(stage=new.stage, role=new.role)
         number = parse_id("T", new.task_id)
-        row = await self._written(
-            sql.ENQUEUE_RUN,
-            number,
-            TaskState(new.stage).value,
-            new.role,
-            new.max_attempts,
-            _payload(event),
-        )
+        row = await self._writes(lambda con, _: _enqueue(con, number, new, event))
         if row is None:
             raise checks.task_not_found(format_id("T", number))
         run = ROWS.run(row)
@@ -391,12 +438,24 @@ class PostgresStore:
         wanted = RunStatus(status).value if status is not None else None
         return [ROWS.run(r) for r in await self._fetch(sql.LIST_RUNS, task, wanted)]
 
+    async def now(self) -> datetime:
+        return rows.as_utc(await self._run(lambda con, _: con.fetchval(sql.NOW)))
+
     async def cost_by_task(self) -> dict[str, float]:
         costs = await self._fetch(sql.COST_BY_TASK)
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
-        row = await self._fetchrow(sql.CLAIM_RUN, worker, checks.positive_ttl(ttl_s))
+        """Under a key of its own: a retry whose first try committed before its reply was
+        lost finds the run it leased, and leases no second one."""
+        ttl, key = checks.positive_ttl(ttl_s), uuid.uuid4().hex
+
+        async def claim(con: Connection, retried: bool) -> Record | None:
+            if retried and (found := await con.fetchrow(sql.CLAIMED_UNDER_KEY, key)) is not None:
+                return found
+            return await con.fetchrow(sql.CLAIM_RUN, worker, ttl, key)
+
+        row = await self._run(claim)
         return ROWS.lease(row) if row else None
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
@@ -444,13 +503,15 @@ class PostgresStore:
         number = parse_id("R", lease.run_id)
 
         async def guarded(con: Connection, retried: bool) -> Record:
-            row = await con.fetchrow(statement, number, lease.token, *args)
+            row = await con.fetchrow(statement, number, lease.token, lease.worker, *args)
             if row is not None:
                 return row
             if (
                 retried and finished_twice_ok
             ):  # our first try may have committed before the connection died
-                done = await con.fetchrow(sql.FINISHED_UNDER_TOKEN, number, lease.token)
+                done = await con.fetchrow(
+                    sql.FINISHED_UNDER_TOKEN, number, lease.token, lease.worker
+                )
                 if done is not None:
                     return done
             current = await con.fetchrow(sql.GET_RUN_WITH_CLOCK, number)
@@ -460,6 +521,7 @@ class PostgresStore:
                 lease,
                 status=current["status"],
                 token=current["lease_token"],
+                worker=current["worker"],
                 expired_ago_s=current["expired_ago"],
             )
 
@@ -485,25 +547,29 @@ class PostgresStore:
         task = rows.number_or_none("T", meta.task_id)
         run = rows.number_or_none("R", meta.run_id)
 
-        async def put(con: Connection, _: bool) -> Record:
+        provenance = (
+            sha,
+            meta.kind.value,
+            meta.media_type,
+            task,
+            run,
+            meta.role,
+            meta.adapter,
+            meta.cli_version,
+            meta.model,
+        )
+
+        async def put(con: Connection, retried: bool) -> Record:
+            # A retry whose first try committed before its reply was lost finds that artifact.
+            if retried and (found := await con.fetchrow(sql.SAME_ARTIFACT, *provenance)):
+                return found
             async with con.transaction():
                 if task is not None and await con.fetchrow(sql.TASK_EXISTS, task) is None:
                     raise checks.task_not_found(format_id("T", task))
                 if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
                     raise checks.run_not_found(format_id("R", run))
                 await con.execute(sql.INSERT_BLOB, sha, content, len(content))
-                inserted = await con.fetchrow(
-                    sql.INSERT_ARTIFACT,
-                    sha,
-                    meta.kind.value,
-                    meta.media_type,
-                    task,
-                    run,
-                    meta.role,
-                    meta.adapter,
-                    meta.cli_version,
-                    meta.model,
-                )
+                inserted = await con.fetchrow(sql.INSERT_ARTIFACT, *provenance)
             return _returned(inserted)
 
         return ROWS.artifact(await self._run(put), size=len(content))
@@ -629,6 +695,65 @@ def _cas_statement(
     if to_state is not None:
         args.append(TaskState(to_state).value)
     return statement, args + list(values.values())
+
+
+async def _changed(
+    con: Connection,
+    statement: str,
+    args: list[Any],
+    tid: str,
+    expected: TaskState,
+    event: Event,
+    retried: bool,
+) -> Record:
+    """A task's compare-and-set with its event (`statement`): the task's row with the
+    event's id. On a retry, a first try that committed before its reply was lost is found
+    (its event is there) and returned, not refused as stale."""
+    row = await con.fetchrow(statement, *args)
+    if row is None and retried:
+        row = await _committed(con, parse_id("T", tid), event)
+    if row is None:
+        raise await _cas_refusal(con, tid, expected)
+    return row
+
+
+async def _committed(con: Connection, number: int, event: Event) -> Record | None:
+    """The task with the id of `event`, if a write of it already committed; else None."""
+    found = await con.fetchval(
+        sql.SAME_EVENT,
+        rows.as_utc(event.at),
+        event.kind,
+        number,
+        rows.number_or_none("R", event.run_id),
+        _payload(event),
+    )
+    return None if found is None else await con.fetchrow(sql.TASK_WITH_EVENT, number, found)
+
+
+async def _enqueue(con: Connection, number: int, new: NewRun, queued: Event) -> Record | None:
+    """Queue the run of a task's stage, with its RunQueued event; or, when the stage has
+    its queued or running run already (0007's index), that run, with the event that
+    queued it: never a second. None: there is no such task. Tried a few times, since the
+    run found in the way may finish between the two statements."""
+    stage = TaskState(new.stage).value
+    payload = _payload(queued)
+    for _ in range(3):
+        row = await con.fetchrow(
+            sql.ENQUEUE_RUN, number, stage, new.role, new.max_attempts, payload, new.while_in_stage
+        )
+        if row is not None:
+            return row
+        if (active := await con.fetchrow(sql.ACTIVE_RUN, number, stage)) is not None:
+            return active
+        now = await con.fetchrow(sql.GET_TASK_STATE, number)
+        if now is None:
+            return None
+        if new.while_in_stage and now["state"] != stage:
+            raise checks.stale_task(format_id("T", number), now["state"], new.stage)
+    raise StoreUnavailable(
+        f"could not queue the {stage} run of {format_id('T', number)}: its runs kept changing",
+        hint="try again",
+    )
 
 
 async def _cas_refusal(con: Connection, tid: str, expected: TaskState) -> Exception:

@@ -41,11 +41,14 @@ LIST_PROJECTS = "SELECT name, repo_path, default_branch FROM projects ORDER BY n
 
 # -- tasks --------------------------------------------------------------------------------
 
-# $1 project, $2 title, $3 type, $4 description, $5 the TaskCreated payload.
+# $1 project, $2 title, $3 type, $4 description, $5 the TaskCreated payload,
+# $6 the request key (0007): a retry whose first try committed finds it (CREATED_UNDER_KEY).
 CREATE_TASK = """
 WITH task AS (
-    INSERT INTO tasks (project, title, type, description, state, created_at, state_since)
-    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now() FROM projects WHERE name = $1
+    INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
+    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text
+    FROM projects WHERE name = $1
+    ON CONFLICT (request_key) WHERE request_key IS NOT NULL DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO events (at, kind, task_id, payload)
@@ -53,6 +56,10 @@ WITH task AS (
     RETURNING id
 )
 SELECT task.*, event.id AS event_id FROM task, event"""
+CREATED_UNDER_KEY = """
+SELECT tasks.*, events.id AS event_id
+FROM tasks JOIN events ON events.task_id = tasks.id AND events.kind = 'task_created'
+WHERE tasks.request_key = $1"""
 GET_TASK = "SELECT * FROM tasks WHERE id = $1"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = $1"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
@@ -73,8 +80,8 @@ def update_task(set_columns: list[str], *, with_state: bool) -> str:
     """
     sets: list[str] = []
     n = 7
-    if with_state:
-        sets += ["state = $7", "state_since = $3"]
+    if with_state:  # the database's clock, as a run's times are: stall checks compare them
+        sets += ["state = $7", "state_since = clock_timestamp()"]
         n = 8
     sets += [f"{name} = ${i}" for i, name in enumerate(set_columns, start=n)]
     if not sets:  # nothing to set: still check the state, and still return the row
@@ -94,6 +101,17 @@ SELECT task.*, event.id AS event_id FROM task, event"""
 
 INSERT_EVENT = """
 INSERT INTO events (at, kind, task_id, run_id, payload) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING id"""
+# After a connection died mid-write: did that write commit? The same event (its time is
+# the writer's clock, to the microsecond, and its payload) is already there. The task's
+# own events are looked at (an index), or, for an event about no task, the newest ones.
+# $1 at, $2 kind, $3 task id, $4 run id, $5 payload.
+SAME_EVENT = """
+SELECT id FROM events
+WHERE at = $1 AND kind = $2 AND task_id IS NOT DISTINCT FROM $3 AND run_id IS NOT DISTINCT FROM $4
+  AND payload = $5::jsonb
+ORDER BY id DESC LIMIT 1"""
+# The task as it is, with the id of its event written by a change that committed (above).
+TASK_WITH_EVENT = "SELECT tasks.*, $2::bigint AS event_id FROM tasks WHERE id = $1"
 # A reader first reads without any lock: the events right after its cursor with no
 # id missing between them are settled (any id below a visible one that is still in
 # flight would show as a hole). Only a hole right at the cursor, or a read filtered
@@ -121,12 +139,16 @@ NOTIFY = f"SET LOCAL synchronous_commit = off; SELECT pg_notify('{EVENTS_CHANNEL
 
 _SECONDS = "make_interval(secs => {})"
 
-# $1 task id, $2 stage, $3 role, $4 max attempts, $5 the RunQueued payload.
+# $1 task id, $2 stage, $3 role, $4 max attempts, $5 the RunQueued payload, $6 only while
+# the task is in that stage. Nothing is written when the stage has its queued or running
+# run already (the index of 0007): ACTIVE_RUN then finds it.
 ENQUEUE_RUN = """
 WITH run AS (
     INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
     SELECT tasks.id, $2::text, $3::text, $4::integer, clock.t, clock.t
-    FROM tasks, (SELECT clock_timestamp() AS t) AS clock WHERE tasks.id = $1
+    FROM tasks, (SELECT clock_timestamp() AS t) AS clock
+    WHERE tasks.id = $1 AND (NOT $6::boolean OR tasks.state = $2::text)
+    ON CONFLICT (task_id, stage) WHERE status IN ('queued', 'running') DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO events (at, kind, task_id, run_id, payload)
@@ -134,6 +156,19 @@ WITH run AS (
     RETURNING id
 )
 SELECT run.*, event.id AS event_id FROM run, event"""
+# The queued or running run of a task's stage, with the RunQueued event that queued it.
+ACTIVE_RUN = """
+SELECT runs.*, coalesce((
+    SELECT min(events.id) FROM events
+    WHERE events.task_id = runs.task_id AND events.run_id = runs.id AND events.kind = 'run_queued'
+), 0) AS event_id
+FROM runs WHERE task_id = $1 AND stage = $2 AND status IN ('queued', 'running')"""
+# The run a committed entry into a stage queued: the first of that stage after its event.
+RUN_QUEUED_AFTER = """
+SELECT runs.*, events.id AS event_id
+FROM events JOIN runs ON runs.id = events.run_id
+WHERE events.task_id = $1 AND events.kind = 'run_queued' AND events.id > $2 AND runs.stage = $3
+ORDER BY events.id LIMIT 1"""
 GET_RUN = "SELECT * FROM runs WHERE id = $1"
 RUN_EXISTS = "SELECT 1 FROM runs WHERE id = $1"
 GET_RUN_WITH_CLOCK = """
@@ -147,10 +182,12 @@ ORDER BY id"""
 _LEASE = "id, task_id, lease_token, worker, lease_expires_at"
 
 # One statement: pick the oldest claimable run, skipping rows another claimer holds
-# this instant, and lease it under a fresh token. $1 worker, $2 ttl seconds.
+# this instant, and lease it under a fresh token: the next of the store's sequence (0007),
+# so no two claims of any runs share one. $1 worker, $2 ttl seconds, $3 the claim's key.
 CLAIM_RUN = f"""
 UPDATE runs
-SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = $1,
+SET status = 'running', attempts = attempts + 1, lease_token = nextval('lease_tokens'), worker = $1,
+    claim_key = $3,
     lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
@@ -159,32 +196,37 @@ WHERE id = (
 )
 RETURNING {_LEASE}"""
 
-# The condition that a lease still holds: current token, still running, deadline ahead.
+# After a connection died mid-claim: did that claim commit? Its run is running under its key.
+CLAIMED_UNDER_KEY = f"SELECT {_LEASE} FROM runs WHERE status = 'running' AND claim_key = $1"
+
+# The condition that a lease still holds: the current token, presented by the worker
+# that claimed it, the run still running, its deadline ahead. $1 run, $2 token, $3 worker.
 _LEASE_HOLDS = (
-    "id = $1 AND lease_token = $2 AND status = 'running' AND lease_expires_at > clock_timestamp()"
+    "id = $1 AND lease_token = $2 AND worker = $3 AND status = 'running'"
+    " AND lease_expires_at > clock_timestamp()"
 )
 
 HEARTBEAT = f"""
-UPDATE runs SET lease_expires_at = clock_timestamp() + {_SECONDS.format("$3::float8")}
+UPDATE runs SET lease_expires_at = clock_timestamp() + {_SECONDS.format("$4::float8")}
 WHERE {_LEASE_HOLDS}
 RETURNING {_LEASE}"""
 
 # The outcome and its RunFinished event in one statement, only while the lease holds.
-# $1 id, $2 token, $3 status, $4 exit code, $5 error, $6 adapter, $7 adapter reason,
-# $8 cli version, $9 model, $10-$13 tokens (in, out, cache read, cache write),
-# $14 usage model, $15 cost, $16 the RunFinished payload.
+# $1 id, $2 token, $3 worker, $4 status, $5 exit code, $6 error, $7 adapter, $8 adapter
+# reason, $9 cli version, $10 model, $11-$14 tokens (in, out, cache read, cache write),
+# $15 usage model, $16 cost, $17 the RunFinished payload.
 COMPLETE_RUN = f"""
 WITH run AS (
     UPDATE runs
-    SET status = $3, exit_code = $4, error = $5, adapter = $6, adapter_reason = $7, cli_version = $8,
-        model = $9, input_tokens = $10, output_tokens = $11, cache_read_tokens = $12,
-        cache_write_tokens = $13, usage_model = $14, cost_usd = $15,
+    SET status = $4, exit_code = $5, error = $6, adapter = $7, adapter_reason = $8, cli_version = $9,
+        model = $10, input_tokens = $11, output_tokens = $12, cache_read_tokens = $13,
+        cache_write_tokens = $14, usage_model = $15, cost_usd = $16,
         finished_at = clock_timestamp(), lease_expires_at = NULL
     WHERE {_LEASE_HOLDS}
     RETURNING *
 ), event AS (
     INSERT INTO events (at, kind, task_id, run_id, payload)
-    SELECT finished_at, 'run_finished', task_id, id, $16::jsonb FROM run
+    SELECT finished_at, 'run_finished', task_id, id, $17::jsonb FROM run
     RETURNING id
 )
 SELECT run.*, event.id AS event_id FROM run, event"""
@@ -193,7 +235,7 @@ SELECT run.*, event.id AS event_id FROM run, event"""
 FINISHED_UNDER_TOKEN = """
 SELECT runs.*, events.id AS event_id, events.payload AS event_payload
 FROM runs JOIN events ON events.run_id = runs.id AND events.kind = 'run_finished'
-WHERE runs.id = $1 AND runs.lease_token = $2 AND runs.status IN ('succeeded', 'failed', 'cancelled')
+WHERE runs.id = $1 AND runs.lease_token = $2 AND runs.worker = $3 AND runs.status IN ('succeeded', 'failed', 'cancelled')
 ORDER BY events.id DESC LIMIT 1"""
 
 # Handing a run back does not count as an attempt.
@@ -203,10 +245,10 @@ SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_expires_at 
 WHERE {_LEASE_HOLDS}
 RETURNING *"""
 
-# Bumping the token makes any live lease on the run stale.
+# A fresh token makes any live lease on the run stale.
 CANCEL_RUNS = """
 UPDATE runs
-SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL, finished_at = clock_timestamp()
+SET status = 'cancelled', lease_token = nextval('lease_tokens'), lease_expires_at = NULL, finished_at = clock_timestamp()
 WHERE task_id = $1 AND status IN ('queued', 'running')
 RETURNING *"""
 
@@ -243,6 +285,15 @@ INSERT_ARTIFACT = """
 INSERT INTO artifacts (sha256, kind, media_type, task_id, run_id, role, adapter, cli_version, model, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp())
 RETURNING *"""
+# After a connection died mid-write: did that write commit? The newest artifact of the same
+# content and provenance (the arguments of INSERT_ARTIFACT).
+SAME_ARTIFACT = """
+SELECT * FROM artifacts
+WHERE sha256 = $1 AND kind = $2 AND media_type = $3 AND task_id IS NOT DISTINCT FROM $4
+  AND run_id IS NOT DISTINCT FROM $5 AND role IS NOT DISTINCT FROM $6
+  AND adapter IS NOT DISTINCT FROM $7 AND cli_version IS NOT DISTINCT FROM $8
+  AND model IS NOT DISTINCT FROM $9
+ORDER BY id DESC LIMIT 1"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
 SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
@@ -270,5 +321,8 @@ SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::times
 AUDIT_LINES = """
 SELECT seq, line, hash, task, at FROM audit_chain
 WHERE seq > $1 AND ($3::text IS NULL OR task = $3) ORDER BY seq LIMIT $2"""
+
+# The store's clock: the one lease deadlines and run and state times are taken from.
+NOW = "SELECT clock_timestamp()"
 
 COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"

@@ -130,8 +130,14 @@ class SqliteStore:
             "title": new.title,
             "type": new.type.value,
             "description": new.description,
+            "request_key": new.request_key,
         }
         async with self._write() as db:
+            if new.request_key is not None:  # filed already under this key: that task
+                found = await _all(db, sql.CREATED_UNDER_KEY, (new.request_key,))
+                if found:
+                    (event_row,) = await _all(db, sql.GET_EVENT, (found[0]["event_id"],))
+                    return ROWS.task(found[0]), ROWS.event(event_row)
             inserted = await _all(db, sql.INSERT_TASK, params)
             if not inserted:
                 raise checks.project_not_found(new.project)
@@ -217,6 +223,19 @@ class SqliteStore:
                 events.append((await _insert_run(db, write.enqueue))[1])
         return task, events
 
+    async def enter_stage(
+        self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any], run: NewRun
+    ) -> tuple[Task, list[Event]]:
+        tid = format_id("T", parse_id("T", task_id))
+        change = checks.transition_event(tid, expected, event)
+        checks.run_of_stage(tid, change.to_state, run)
+        state = {"state": change.to_state.value, "state_since": _ts(change.at)}
+        values = checks.task_fields(fields)
+        async with self._write() as db:
+            task, changed = await _cas_in(db, tid, expected, values, event, state)
+            _run, queued = await _insert_run(db, run)
+        return task, [changed, queued]
+
     # -- events -----------------------------------------------------------------------
 
     async def append_event(self, event: Event) -> Event:
@@ -276,6 +295,9 @@ class SqliteStore:
             params.append(RunStatus(status).value)
         found = await self._read(sql.LIST_RUNS.format(where=" AND ".join(where)), params)
         return [ROWS.run(r) for r in found]
+
+    async def now(self) -> datetime:
+        return self._clock()
 
     async def cost_by_task(self) -> dict[str, float]:
         costs = await self._read(sql.COST_BY_TASK)
@@ -340,7 +362,7 @@ class SqliteStore:
         r = current[0]
         ago = r["now"] - r["lease_expires_at"] if r["lease_expires_at"] is not None else None
         raise checks.lease_lost(
-            lease, status=r["status"], token=r["lease_token"], expired_ago_s=ago
+            lease, status=r["status"], token=r["lease_token"], worker=r["worker"], expired_ago_s=ago
         )
 
     async def cancel_runs(self, task_id: str) -> list[Run]:
@@ -457,17 +479,35 @@ async def _cas_in(
 
 
 async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event]:
-    """A queued run and its RunQueued event, inside the caller's transaction."""
+    """A queued run and its RunQueued event, inside the caller's transaction; or, when the
+    stage has its queued or running run already (0007's index), that run with the event
+    that queued it: never a second."""
     number = parse_id("T", new.task_id)
     params = {
         "task_id": number,
         "stage": TaskState(new.stage).value,
         "role": new.role,
         "max_attempts": new.max_attempts,
+        "while_in_stage": new.while_in_stage,
     }
+    active = await _all(db, sql.ACTIVE_RUN, params)
+    if active:
+        run = ROWS.run(active[0])
+        found = RunQueued(
+            id=active[0]["event_id"],
+            at=run.enqueued_at,
+            task_id=run.task_id,
+            run_id=run.id,
+            stage=run.stage,
+            role=run.role,
+        )
+        return run, found
     inserted = await _all(db, sql.INSERT_RUN, params)
     if not inserted:
-        raise checks.task_not_found(format_id("T", number))
+        now = await _all(db, sql.GET_TASK_STATE, (number,))
+        if not now:
+            raise checks.task_not_found(format_id("T", number))
+        raise checks.stale_task(format_id("T", number), now[0]["state"], new.stage)
     run = ROWS.run(inserted[0])
     queued = RunQueued(
         at=run.enqueued_at, task_id=run.task_id, run_id=run.id, stage=run.stage, role=run.role
@@ -514,4 +554,4 @@ async def _insert_event(db: aiosqlite.Connection, event: Event) -> Event:
 
 
 def _lease_params(lease: Lease) -> dict[str, Any]:
-    return {"id": parse_id("R", lease.run_id), "token": lease.token}
+    return {"id": parse_id("R", lease.run_id), "token": lease.token, "worker": lease.worker}

@@ -42,9 +42,15 @@ LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
 # -- tasks --------------------------------------------------------------------------------
 
 INSERT_TASK = f"""
-INSERT INTO tasks (project, title, type, description, state, created_at, state_since)
-SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW} FROM projects WHERE name = :project
+INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
+SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key
+FROM projects WHERE name = :project
 RETURNING *"""
+# The task filed under a key, and its TaskCreated event.
+CREATED_UNDER_KEY = """
+SELECT tasks.*, events.id AS event_id
+FROM tasks JOIN events ON events.task_id = tasks.id AND events.kind = 'task_created'
+WHERE tasks.request_key = ?"""
 GET_TASK = "SELECT * FROM tasks WHERE id = ?"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
 LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id"
@@ -68,30 +74,47 @@ INSERT_EVENT = (
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
+GET_EVENT = "SELECT * FROM events WHERE id = ?"
 
 # -- runs and leases ----------------------------------------------------------------------
 
 INSERT_RUN = f"""
 INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
-SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks WHERE id = :task_id
+SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks
+WHERE id = :task_id AND (NOT :while_in_stage OR state = :stage)
 RETURNING *"""
+# The queued or running run of a task's stage (at most one: 0007's index), with the
+# RunQueued event that queued it.
+ACTIVE_RUN = """
+SELECT runs.*, coalesce((
+    SELECT min(events.id) FROM events
+    WHERE events.task_id = runs.task_id AND events.run_id = runs.id AND events.kind = 'run_queued'
+), 0) AS event_id
+FROM runs WHERE task_id = :task_id AND stage = :stage AND status IN ('queued', 'running')"""
 GET_RUN = "SELECT * FROM runs WHERE id = ?"
 GET_RUN_WITH_CLOCK = f"SELECT *, {NOW} AS now FROM runs WHERE id = ?"
 LIST_RUNS = "SELECT * FROM runs WHERE {where} ORDER BY id"
 
-# One statement picks the oldest claimable run and leases it under a fresh token.
+# The largest token any run holds (an index: 0007). Tokens only ever grow, and every
+# write is serialised by the file's write lock, so one more is a token no claim had.
+_NEXT_TOKEN = "(SELECT coalesce(max(lease_token), 0) + 1 FROM runs)"
+
+# One statement picks the oldest claimable run and leases it under a fresh token, unique
+# across the store.
 CLAIM_RUN = f"""
 UPDATE runs
-SET status = 'running', attempts = attempts + 1, lease_token = lease_token + 1, worker = :worker,
+SET status = 'running', attempts = attempts + 1, lease_token = {_NEXT_TOKEN}, worker = :worker,
     lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
 WHERE id = (
     SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW} ORDER BY id LIMIT 1
 )
 RETURNING *"""
 
-# The condition that a lease still holds: current token, still running, deadline ahead.
+# The condition that a lease still holds: the current token, presented by the worker that
+# claimed it, the run still running, its deadline ahead.
 _LEASE_HOLDS = (
-    f"id = :id AND lease_token = :token AND status = 'running' AND lease_expires_at > {NOW}"
+    "id = :id AND lease_token = :token AND worker = :worker AND status = 'running'"
+    f" AND lease_expires_at > {NOW}"
 )
 
 HEARTBEAT = f"UPDATE runs SET lease_expires_at = {NOW} + :ttl WHERE {_LEASE_HOLDS} RETURNING *"
@@ -114,11 +137,15 @@ SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_expires_at 
 WHERE {_LEASE_HOLDS}
 RETURNING *"""
 
-# Bumping the token makes any live lease on the run stale.
+# A fresh token (one each, past the largest) makes any live lease on the run stale.
 CANCEL_RUNS = f"""
 UPDATE runs
-SET status = 'cancelled', lease_token = lease_token + 1, lease_expires_at = NULL, finished_at = {NOW}
-WHERE task_id = ? AND status IN ('queued', 'running')
+SET status = 'cancelled', lease_token = top.token + ended.n, lease_expires_at = NULL,
+    finished_at = {NOW}
+FROM (SELECT coalesce(max(lease_token), 0) AS token FROM runs) AS top,
+    (SELECT id, row_number() OVER (ORDER BY id) AS n FROM runs
+     WHERE task_id = ? AND status IN ('queued', 'running')) AS ended
+WHERE runs.id = ended.id
 RETURNING *"""
 
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt

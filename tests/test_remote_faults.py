@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +19,9 @@ import httpx
 import pytest
 
 from adapters.scripted_agent import SCRIBBLE_FILE
+from core.config.schema import DATABASE_URL_ENV
 from core.workspace.git import git_sync
+from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import write_config
 from tests.test_serve import CREDENTIAL
 from tests.waiting import answers, free_port, wait_until
@@ -27,14 +31,23 @@ ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
 
 
 @contextmanager
-def control_plane(repo: Path, dev_args: list[str], sandbox: str = "auto"):
+def control_plane(
+    repo: Path,
+    dev_args: list[str],
+    sandbox: str = "auto",
+    *,
+    serve_prefix: tuple[str, ...] = (),
+    serve_env=None,
+):
+    """`t25 serve` (run under `serve_prefix`, `faketime` say, with `serve_env` added) and a
+    way to start remote workers against it."""
     write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]}, sandbox=sandbox)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     serve = subprocess.Popen(
-        [*CMD, "serve", "--bind", f"127.0.0.1:{port}"],
+        [*serve_prefix, *CMD, "serve", "--bind", f"127.0.0.1:{port}"],
         cwd=repo,
-        env=ENV,
+        env={**ENV, **(serve_env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -174,6 +187,36 @@ def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
             if p.name.isdigit() and _cwd_under(p, shop / ".factory")
         ]
         assert agents == []
+
+
+@pytest.mark.postgres
+def test_serve_with_its_clock_two_minutes_ahead_of_the_database_runs_each_stage_once(shop, cluster):
+    """Run times come from the database's clock; serve's own clock, two minutes ahead,
+    must not make the sweeper take a decision in progress for a stall and run the stage
+    again. The end state: every task DONE, every stage of it run exactly once."""
+    database = cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}")
+    ahead = ("faketime", "-f", "+120s")
+    with control_plane(shop, [], serve_prefix=ahead, serve_env={DATABASE_URL_ENV: database}) as (
+        client,
+        worker,
+    ):
+        tasks = range(1, 9)
+        for n in tasks:
+            assert client.post("/tasks", json={"title": f"Add greeting {n}"}).status_code == 201
+        for _ in range(3):
+            worker()
+
+        def states() -> list[str]:
+            return [client.get(f"/tasks/T-{n}").json()["task"]["state"] for n in tasks]
+
+        wait_until(lambda: all(s in ("DONE", "FAILED") for s in states()), timeout=240)
+        assert states() == ["DONE"] * len(tasks)
+        for n in tasks:
+            runs = client.get(f"/tasks/T-{n}").json()["runs"]
+            per_stage = Counter(r["stage"] for r in runs)
+            assert set(per_stage.values()) == {1}, (n, per_stage)
+            assert all(r["status"] == "succeeded" for r in runs), runs
+            assert all(_finished_events(client, r["id"]) == 1 for r in runs)
 
 
 def _cwd_under(proc: Path, root: Path) -> bool:

@@ -196,6 +196,57 @@ async def test_a_stale_lease_gets_409_and_nothing_it_sends_is_attached(api):
     assert texts == []
 
 
+async def test_a_task_filed_again_under_its_request_key_is_filed_once(api):
+    """A client that sends its filing again (its first reply was lost) gets the task the
+    first request filed, and the store holds one task and one TaskCreated."""
+    control, client = api
+    body = {"title": "Add a greeting", "request_key": "cockpit-5e1d"}
+    first = await client.post("/tasks", json=body)
+    again = await client.post("/tasks", json=body)
+    assert first.status_code == again.status_code == 201
+    assert first.json()["id"] == again.json()["id"]
+    assert [t.id for t in await control.tasks()] == [first.json()["id"]]
+    created = [e for e in await control.store.events_after(0) if e.kind == "task_created"]
+    assert len(created) == 1
+    bad = await client.post("/tasks", json={**body, "request_key": "no spaces"})
+    assert bad.status_code == 422
+
+
+async def test_a_lease_presented_by_another_worker_gets_409_and_nothing_it_sends_is_kept(api):
+    """A token names one claim in the store and is good only from the worker it was given
+    to: worker-2 can neither use worker-1's live token under its own name nor finish
+    worker-1's run with its own token (once both were 1: per-run counters)."""
+    control, client = api
+    for title in ("Add a greeting", "Add a farewell"):
+        task = await control.new_task(title, actor="ana")
+        await control.enter(task, task.state.__class__("SPEC"), actor="t25")
+
+    async def claim(worker: str) -> dict:
+        body = {"worker": worker, "ttl_s": 30}
+        return (await client.post("/worker/claim", json=body, headers=WORKER)).json()["lease"]
+
+    one, two = await claim("worker-1"), await claim("worker-2")
+    assert one["token"] != two["token"]
+    impostor = {**one, "worker": "worker-2"}
+    crossed = {**two, "run_id": one["run_id"], "task_id": one["task_id"]}
+    for lease in (impostor, crossed):
+        held = {"lease": lease, "ttl_s": 30}
+        answer = await client.post("/worker/heartbeat", json=held, headers=WORKER)
+        assert answer.status_code == 409 and answer.json()["code"] == "lease_lost"
+        out = {"lease": lease, "events": [{"kind": "run_output", "stream": "stdout", "text": "x"}]}
+        assert (await client.post("/worker/events", json=out, headers=WORKER)).status_code == 409
+        report = {"lease": lease, "report": {"note": "not mine"}}
+        done = await client.post("/worker/complete", json=report, headers=WORKER)
+        assert done.status_code == 409
+        assert (await client.post("/worker/release", json=held, headers=WORKER)).status_code == 409
+    run = await control.store.get_run(one["run_id"])
+    assert run.status is RunStatus.RUNNING and run.worker == "worker-1"
+    kept = [e for e in await control.store.events_after(0) if e.kind == "run_output"]
+    assert kept == []
+    mine = {"lease": one, "ttl_s": 30}
+    assert (await client.post("/worker/heartbeat", json=mine, headers=WORKER)).status_code == 200
+
+
 async def test_sse_resumes_from_last_event_id_with_no_gap_and_no_duplicate(api):
     control, client = api
     for n in range(3):

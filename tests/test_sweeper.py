@@ -11,6 +11,7 @@ import asyncio
 import gc
 import logging
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,7 +20,7 @@ from adapters.checks import run_check
 from adapters.scripted import ScriptedSpec
 from core.config.schema import DATABASE_URL_ENV
 from core.control.sweeper import Sweeper
-from core.domain.models import TaskState
+from core.domain.models import RunOutcome, RunStatus, TaskState
 from core.errors import StoreError, StoreUnavailable
 from t25_tui.runtime import local_workers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
@@ -166,3 +167,26 @@ def test_t25_run_ends_with_a_clear_error_when_the_store_is_gone_at_start(
     assert done.err.startswith("t25: error: cannot reach the Postgres store at "), done.err
     assert "hint: check that Postgres is running" in done.err
     assert "Traceback" not in done.err
+
+
+@pytest.mark.postgres
+async def test_a_control_plane_whose_clock_runs_ahead_takes_no_decision_in_progress_for_a_stall(
+    env, cluster, monkeypatch
+):
+    """Run times are the database's clock; a process whose own clock is two minutes ahead
+    (serve's, say) must not take a run that finished a moment ago, its decision still
+    being made, for a stall, and run its stage again. Stall checks read the store's clock."""
+    monkeypatch.setenv(DATABASE_URL_ENV, cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}"))
+    control = await env.open()
+    control.clock = lambda: datetime.now(UTC) + timedelta(seconds=120)
+    task = await env.new()
+    sweeper = Sweeper(control)  # no workers: the test plays the worker
+    await sweeper.sweep()  # RECEIVED -> SPEC, and its run
+    lease = await control.store.claim_run("w", 30)
+    assert lease is not None
+    await control.store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED))
+    # The run finished; the completion deciding on it has not moved the task yet.
+    for _ in range(3):
+        await sweeper.sweep()
+    runs = await control.store.list_runs(task_id=task.id)
+    assert [(r.stage, r.status) for r in runs] == [(S.SPEC, RunStatus.SUCCEEDED)]

@@ -209,10 +209,16 @@ class ControlPlane(Queries, Operations):
         return updated
 
     async def enqueue(self, task: Task, role: str | None = None) -> Run:
-        """Queue the run that works the task's current stage."""
-        run, event = await self.store.enqueue_run(
-            NewRun(task_id=task.id, stage=task.state, role=role or STAGE_ROLE[task.state])
+        """Queue the run that works the task's current stage, only while the task is still
+        in it (StaleState if it moved since `task` was read; the stage's live run, if it
+        has one)."""
+        new = NewRun(
+            task_id=task.id,
+            stage=task.state,
+            role=role or STAGE_ROLE[task.state],
+            while_in_stage=True,
         )
+        run, event = await self.store.enqueue_run(new)
         self.bus.publish(event)
         self.work_queued.set()
         return run
@@ -220,10 +226,15 @@ class ControlPlane(Queries, Operations):
     async def enter(
         self, task: Task, stage: TaskState, *, actor: str, reason: str = "", **fields: Any
     ) -> Task:
-        """Move into a working stage and queue its run."""
-        task = await self.transition(task, stage, actor=actor, reason=reason, **fields)
-        await self.enqueue(task)
-        return task
+        """Move into a working stage and queue its run, in one store write (no task is left
+        in a stage whose run was never queued, nor a run queued twice)."""
+        event, fields = self._change(task, stage, actor=actor, reason=reason, fields=fields)
+        run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
+        updated, events = await self.store.enter_stage(task.id, task.state, event, fields, run)
+        for stored in events:
+            self.bus.publish(stored)
+        self.work_queued.set()
+        return updated
 
     async def new_task(
         self,
@@ -233,16 +244,25 @@ class ControlPlane(Queries, Operations):
         type: TaskType = TaskType.FEAT,
         description: str = "",
         project: str | None = None,
+        request_key: str | None = None,
     ) -> Task:
         """File a task. The title and description are checked here, the one door every
         face (command line, cockpit, REST) comes through: bounded, no control characters,
-        the title on one line (`core.domain.text`)."""
+        the title on one line (`core.domain.text`). Filed again under the same
+        `request_key`, the task filed the first time is returned and nothing is written."""
         from core.domain import text
 
         title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
         task, event = await self.store.create_task(
-            NewTask(project=name, title=title, type=type, description=description), actor=actor
+            NewTask(
+                project=name,
+                title=title,
+                type=type,
+                description=description,
+                request_key=request_key,
+            ),
+            actor=actor,
         )
         self.bus.publish(event)
         return task

@@ -3,7 +3,10 @@
 Deciding happens as each run completes (`Pipeline.complete`). The sweeper covers what a
 completion cannot: new tasks (RECEIVED), decisions taken in another process (an
 approval from the command line), runs whose lease lapsed (back to the queue), and a
-stage left without a run by a crash. `work` returns once nothing can move without a
+stage whose finished run was never decided on (the deciding process died). Stall
+detection reads the store's clock (`Store.now`), the one run times are written by, never
+the process's; and a stage has at most one queued or running run, so a sweep that races
+a completion finds the run the completion queued instead of adding another. `work` returns once nothing can move without a
 human, unless it is told to follow.
 
 When the store goes away (StoreUnavailable: Postgres restarting, our connections
@@ -187,13 +190,16 @@ class Sweeper:
             return  # queued or running since the sweep looked
         latest = next((r for r in reversed(runs) if r.stage is task.state), None)
         finished = latest.finished_at if latest else None
+        # The run's times and the task's state_since are the store's clock; so is `now`. A
+        # process whose clock is off (serve's ahead by minutes) would otherwise take every
+        # decision in progress for a stall and run the stage again.
         if (
             finished
             and finished >= task.state_since
-            and self.control.clock() - finished < STALLED_AFTER
+            and await self.control.store.now() - finished < STALLED_AFTER
         ):
             return  # its decision is being made (perhaps by another process)
-        await self.control.enqueue(task)
+        await self.control.enqueue(task)  # the stage's one run: a racing enqueue finds it
 
     async def idle(self) -> bool:
         if self.pool is not None and self.pool.busy:

@@ -132,6 +132,9 @@ class NewTask(_Value):
     title: str
     type: TaskType = TaskType.FEAT
     description: str = ""
+    # The filer's own key for this filing (at most 100 characters): filed again under the
+    # same key, the store returns the task it already holds, and files no second one.
+    request_key: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 class Task(_Value):
@@ -206,6 +209,9 @@ class NewRun(_Value):
     stage: TaskState
     role: str
     max_attempts: int = 3
+    # Queue it only while the task is in `stage` (StaleState otherwise): a sweep or a
+    # decision that read the task a moment ago does not queue a stage it has since left.
+    while_in_stage: bool = False
 
 
 class Run(_Value):

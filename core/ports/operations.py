@@ -102,8 +102,10 @@ class Operations(Protocol):
         type: TaskType = TaskType.FEAT,
         description: str = "",
         project: str | None = None,
+        request_key: str | None = None,
     ) -> Task:
-        """File a task; its title and description are checked at this door."""
+        """File a task; its title and description are checked at this door. Filed again
+        under the same `request_key` (a retry after a lost reply): the task filed first."""
         ...
 
     async def decide(self, decision: Decision) -> Task:

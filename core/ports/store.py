@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain.audit import ChainLine
@@ -73,17 +74,24 @@ class TaskStore(Protocol):
     - `apply_transition` is compare-and-set: it changes the task only if it is still in
       `expected`, and writes the TaskTransitioned event in the same transaction. Of two
       deciders racing from the same state exactly one wins; the other gets StaleState.
+    - `enter_stage` is the same compare-and-set, with the run of the stage it enters
+      queued in the same transaction: a task is never in a working stage with its run
+      lost between two writes.
     - `apply_decision` writes everything one operator decision changes in one
       transaction: the task's compare-and-set with its event, the decision's
       announcement, its audit anchor and what follows from it in the store (the next
       stage's run, the task's runs cancelled). All of it, or nothing.
+    - A write retried after its reply was lost (the connection died after the commit)
+      has the effect of one: `create_task` files no second task, a compare-and-set finds
+      its own event and returns it instead of refusing as stale.
     """
 
     async def upsert_project(self, project: Project) -> Project: ...
     async def list_projects(self) -> list[Project]: ...
 
     async def create_task(self, new: NewTask, *, actor: str) -> tuple[Task, Event]:
-        """Give the task the next id and write it with its TaskCreated event, atomically."""
+        """Give the task the next id and write it with its TaskCreated event, atomically.
+        Filed again under the same `new.request_key`: the task and event already there."""
         ...
 
     async def get_task(self, task_id: str) -> Task | None: ...
@@ -103,6 +111,14 @@ class TaskStore(Protocol):
 
         Raises NotFound for an unknown task, StaleState if it is no longer in `expected`.
         """
+        ...
+
+    async def enter_stage(
+        self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any], run: NewRun
+    ) -> tuple[Task, list[Event]]:
+        """`apply_transition` into `run.stage` and `enqueue_run(run)`, in one transaction;
+        the task as it became and the events (TaskTransitioned, then RunQueued). As
+        `enqueue_run`, a stage that has its queued or running run keeps it."""
         ...
 
     async def update_task(
@@ -159,10 +175,15 @@ class EventLog(Protocol):
 class RunLeases(Protocol):
     """The run queue and its leases.
 
-    `claim_run` hands each queued run to exactly one claimer, with a fresh, larger
-    fencing token and a deadline from the database clock. `heartbeat`, `complete_run` and
-    `release_run` succeed only with the current token before the deadline; otherwise
-    LeaseLost, and nothing the late worker sent is kept. Claiming, extending, completing
+    A task's stage has at most one queued or running run (a unique index on both
+    backends): `enqueue_run` of a stage that has one writes nothing and returns that run,
+    so a retried enqueue or a sweep racing a completion never doubles a stage's work.
+
+    `claim_run` hands each queued run to exactly one claimer, with a fencing token no
+    other claim of any run in the store had, and a deadline from the database clock.
+    `heartbeat`, `complete_run` and `release_run` succeed only with the current token,
+    presented by the worker it was given to, before the deadline; otherwise LeaseLost,
+    and nothing the late (or impostor) worker sent is kept. Claiming, extending, completing
     and reaping are each one conditional statement (never a read, then a write), so a
     completion racing the reaper at the deadline has exactly one winner. `reap_expired`
     returns runs whose lease lapsed to the queue after a backoff that doubles with each
@@ -171,7 +192,14 @@ class RunLeases(Protocol):
     """
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
-        """Queue a run and write its RunQueued event, atomically."""
+        """Queue a run and write its RunQueued event, atomically; if the task's stage has
+        its queued or running run already, that run and the event that queued it. With
+        `new.while_in_stage`, StaleState (nothing written) if the task has left that stage."""
+        ...
+
+    async def now(self) -> datetime:
+        """The store's clock: what lease deadlines and run times are measured by. Stall
+        checks compare a run's times with this, never with a process's own clock."""
         ...
 
     async def get_run(self, run_id: str) -> Run | None: ...

@@ -129,6 +129,7 @@ def _base64(value: Any) -> Any:
 
 Bytes = Annotated[bytes, BeforeValidator(_base64), Field(json_schema_extra={"pattern": BASE64})]
 RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
+RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
 
 
@@ -241,6 +242,9 @@ class NewTaskBody(_Body):
     # any other (422).
     project: str | None = None
     actor: Actor | None = None
+    # The filer's key for this filing: sent again (a retry after a lost reply), the task
+    # filed the first time is the answer, and no second one is filed.
+    request_key: RequestKey | None = None
 
 
 class DecisionBody(_Body):

@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -214,13 +215,17 @@ class RemoteControlPlane(Operations):
         type: TaskType = TaskType.FEAT,
         description: str = "",
         project: str | None = None,
+        request_key: str | None = None,
     ) -> Task:
+        """Filed under a key of this filing's own, so a request sent again after a lost
+        reply finds the task the first one filed."""
         body = {
             "title": title,
             "type": TaskType(type).value,
             "description": description,
             "project": project,
             "actor": actor,
+            "request_key": request_key or uuid.uuid4().hex,
         }
         return await self._post("/tasks", body)
 

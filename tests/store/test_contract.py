@@ -338,9 +338,12 @@ async def test_enqueue_and_claim(store: Store, project: Project) -> None:
 
 
 async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
-    task = await new_task(store)
     runs = [
-        (await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role=f"r{i}")))[0]
+        (
+            await store.enqueue_run(
+                NewRun(task_id=(await new_task(store)).id, stage=S.SPEC, role=f"r{i}")
+            )
+        )[0]
         for i in range(3)
     ]
     leases = [await store.claim_run("w", 30) for _ in runs]
@@ -350,9 +353,9 @@ async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
 async def test_each_run_is_claimed_exactly_once(
     store: Store, second_store: Store, project: Project
 ) -> None:
-    task = await new_task(store)
     for i in range(60):
-        await store.enqueue_run(NewRun(task_id=task.id, stage=S.IMPLEMENTING, role=f"dev{i}"))
+        task = await new_task(store, f"task {i}")
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.IMPLEMENTING, role="dev"))
 
     async def claimer(s: Store, name: str) -> list[Lease]:
         got = []
@@ -366,10 +369,9 @@ async def test_each_run_is_claimed_exactly_once(
 
     claimed = [lease.run_id for leases in per_worker for lease in leases]
     assert len(claimed) == 60 and len(set(claimed)) == 60
-    runs = await store.list_runs(task_id=task.id)
-    assert all(
-        r.status == RunStatus.RUNNING and r.attempts == 1 and r.lease_token == 1 for r in runs
-    )
+    runs = await store.list_runs()
+    assert all(r.status == RunStatus.RUNNING and r.attempts == 1 for r in runs)
+    assert len({r.lease_token for r in runs}) == 60  # a token names one claim in the store
 
 
 async def test_heartbeat_extends_a_live_lease(store: Store, project: Project) -> None:
@@ -548,7 +550,7 @@ async def test_release_hands_the_run_back_without_counting_an_attempt(
 
 async def test_cancel_runs_makes_live_leases_stale(store: Store, project: Project) -> None:
     lease = await leased_run(store)
-    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=S.SPEC, role="second"))
+    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=S.PLAN, role="second"))
     other = await new_task(store, "other")
     untouched, _ = await store.enqueue_run(NewRun(task_id=other.id, stage=S.SPEC, role="spec"))
 
@@ -843,7 +845,7 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
 ) -> None:
     crashing = await expire(store, max_attempts=3)  # attempt 1 lapses: its worker "died"
     healthy, _ = await store.enqueue_run(
-        NewRun(task_id=crashing.task_id, stage=S.SPEC, role="healthy")
+        NewRun(task_id=(await new_task(store, "healthy")).id, stage=S.SPEC, role="healthy")
     )
 
     (reaped,) = await store.reap_expired(retry_delay_s=0.5)  # back in 0.5 s

@@ -170,7 +170,7 @@ async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(
     store: PostgresStore,
 ) -> None:
     lease = await leased(store)
-    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.SPEC, role="second"))
+    await store.enqueue_run(NewRun(task_id=lease.task_id, stage=TaskState.PLAN, role="second"))
     blocker = await raw(store.url)
     try:
         tx = blocker.transaction()
@@ -273,3 +273,45 @@ async def test_a_write_in_flight_after_the_settled_events_does_not_hold_up_a_rea
         await tx.rollback()
     finally:
         await slow.close()
+
+
+# What 0007 adds, taken out again: the database as a T25 before 0007 left it.
+BEFORE_0007 = """
+DROP INDEX runs_one_active_per_stage;
+DROP SEQUENCE lease_tokens;
+DROP INDEX tasks_by_request_key;
+ALTER TABLE tasks DROP COLUMN request_key;
+ALTER TABLE runs DROP COLUMN claim_key;
+DELETE FROM schema_migrations WHERE id = 7;
+"""
+
+
+async def test_0007_keeps_the_oldest_live_run_of_a_doubled_stage_and_tokens_go_on_growing(
+    store: PostgresStore,
+) -> None:
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="alice")
+    con = await raw(store.url)
+    try:
+        await con.execute(BEFORE_0007)
+        for status, token in (("running", 7), ("queued", 0), ("succeeded", 3)):
+            await con.execute(
+                "INSERT INTO runs (task_id, stage, role, status, lease_token, worker,"
+                " lease_expires_at, not_before, enqueued_at) VALUES ($1, 'SPEC', 'spec', $2, $3,"
+                " 'w', now() + interval '1 hour', now(), now())",
+                int(task.id[2:]),
+                status,
+                token,
+            )
+    finally:
+        await con.close()
+
+    again = await open_store(store.url)  # 0007 again
+    try:
+        runs = await again.list_runs(task_id=task.id)
+        assert [r.status.value for r in runs] == ["running", "cancelled", "succeeded"]
+        assert "0007" in (runs[1].error or "")
+        await again.enqueue_run(NewRun(task_id=task.id, stage=TaskState.PLAN, role="planner"))
+        lease = await again.claim_run("w2", 30)
+        assert lease is not None and lease.token == 8  # past every token any run holds
+    finally:
+        await again.close()

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from core.domain.models import NewTask, Project
+from core.domain.models import NewRun, NewTask, Project, TaskState
 from core.errors import StoreError
 from store import migrations, open_store
 from store.sqlite_file import APPLICATION_ID
+
+S = TaskState
 
 
 def query(path: Path, statement: str) -> list[tuple]:
@@ -215,3 +217,48 @@ async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(
         assert await reopened.get_task(task.id) == task
     finally:
         await reopened.close()
+
+
+# What 0007 adds, taken out again: the file as a T25 before 0007 left it.
+BEFORE_0007 = """
+DROP INDEX runs_one_active_per_stage;
+DROP INDEX runs_by_lease_token;
+DROP INDEX tasks_by_request_key;
+ALTER TABLE tasks DROP COLUMN request_key;
+ALTER TABLE runs DROP COLUMN claim_key;
+DELETE FROM schema_migrations WHERE id = 7;
+"""
+
+
+async def test_0007_keeps_the_oldest_live_run_of_a_doubled_stage_and_tokens_go_on_growing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t25.db"
+    store = await open_store(url(path))
+    await store.upsert_project(Project(name="demo", repo_path="/srv/demo", default_branch="main"))
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="ana")
+    await store.close()
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(BEFORE_0007)
+        with db:  # a stage run twice, as before 0007 it could be: one running, one queued
+            for status, token in (("running", 7), ("queued", 0), ("succeeded", 3)):
+                db.execute(
+                    "INSERT INTO runs (task_id, stage, role, status, lease_token, worker,"
+                    " lease_expires_at, not_before, enqueued_at) VALUES (?, 'SPEC', 'spec', ?, ?,"
+                    " 'w', 9e9, 0, 0)",
+                    (int(task.id[2:]), status, token),
+                )
+    finally:
+        db.close()
+
+    store = await open_store(url(path))  # 0007 again
+    try:
+        runs = await store.list_runs(task_id=task.id)
+        assert [r.status.value for r in runs] == ["running", "cancelled", "succeeded"]
+        assert "0007" in (runs[1].error or "")
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.PLAN, role="planner"))
+        lease = await store.claim_run("w2", 30)
+        assert lease is not None and lease.token == 8  # past every token any run holds
+    finally:
+        await store.close()

@@ -51,6 +51,7 @@ async def new_task(control: Ops, request: Request, body: NewTaskBody) -> Task:
         type=body.type,
         description=body.description,
         project=body.project,
+        request_key=body.request_key,
     )
 
 
