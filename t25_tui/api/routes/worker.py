@@ -3,21 +3,23 @@
 These routes are the control plane's run queue (core.ports.RunQueue) over HTTP: each calls
 the in-process run queue a local worker calls, so a remote worker and a local one are
 held to the same lease. A call under a lease that expired or whose token is stale gets
-409 `lease_lost`, and nothing it sent is kept.
+409 `lease_lost`, and nothing it sent is kept. A claim, events, a completion or a release
+sent again under the same `Idempotency-Key` gets the first answer again and is not done
+twice (t25_tui.api.idempotency).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from core.domain.events import Event
 from core.domain.models import Run
 from t25_tui.api import document
 from t25_tui.api.bodies import ClaimBody, CompleteBody, EventsBody, LeaseBody, PromptBody
-from t25_tui.api.services import Runs
+from t25_tui.api.services import Remembered, Runs
 
 router = APIRouter(prefix="/worker")
 
@@ -25,18 +27,21 @@ router = APIRouter(prefix="/worker")
 @router.post(
     "/claim", responses={204: {"description": "no run is waiting"}, **document.answers(400)}
 )
-async def claim(runs: Runs, body: ClaimBody) -> Response:
-    claimed = await runs.claim(body.worker, body.ttl_s)
-    if claimed is None:
-        return Response(status_code=204)
-    return JSONResponse(
-        {
-            "lease": claimed.lease.model_dump(mode="json"),
-            "run": claimed.run.model_dump(mode="json"),
-            "task": claimed.task.model_dump(mode="json"),
-            "authors": [author.model_dump(mode="json") for author in claimed.authors],
-        }
-    )
+async def claim(runs: Runs, body: ClaimBody, request: Request, answers: Remembered) -> Response:
+    async def claimed() -> Response:
+        got = await runs.claim(body.worker, body.ttl_s)
+        if got is None:
+            return Response(status_code=204)
+        return JSONResponse(
+            {
+                "lease": got.lease.model_dump(mode="json"),
+                "run": got.run.model_dump(mode="json"),
+                "task": got.task.model_dump(mode="json"),
+                "authors": [author.model_dump(mode="json") for author in got.authors],
+            }
+        )
+
+    return await answers.once(request, claimed)
 
 
 @router.post("/heartbeat", responses=document.LEASE)
@@ -52,22 +57,35 @@ async def prompt(runs: Runs, body: PromptBody) -> dict[str, str]:
 
 
 @router.post("/events", status_code=204, responses=document.LEASE)
-async def run_events(runs: Runs, body: EventsBody) -> Response:
-    lease = await runs.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is not attached
-    for sent in body.events:
-        raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
-        kind = raw.pop("kind")
-        raw.update(task_id=lease.task_id, run_id=lease.run_id)
-        await runs.record(lease, Event.registry[kind].model_validate(raw))
-    return Response(status_code=204)
+async def run_events(
+    runs: Runs, body: EventsBody, request: Request, answers: Remembered
+) -> Response:
+    async def recorded() -> Response:
+        lease = await runs.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is dropped
+        for sent in body.events:
+            raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
+            kind = raw.pop("kind")
+            raw.update(task_id=lease.task_id, run_id=lease.run_id)
+            await runs.record(lease, Event.registry[kind].model_validate(raw))
+        return Response(status_code=204)
+
+    return await answers.once(request, recorded)
 
 
 @router.post("/complete", responses=document.LEASE)
-async def complete(runs: Runs, body: CompleteBody) -> dict[str, Any]:
-    task = await runs.pipeline.complete(body.lease, body.report)
-    return {"task": task.model_dump(mode="json") if task else None}
+async def complete(
+    runs: Runs, body: CompleteBody, request: Request, answers: Remembered
+) -> Response:
+    async def completed() -> Response:
+        task = await runs.pipeline.complete(body.lease, body.report)
+        return JSONResponse({"task": task.model_dump(mode="json") if task else None})
+
+    return await answers.once(request, completed)
 
 
 @router.post("/release", response_model=Run, responses=document.LEASE)
-async def release(runs: Runs, body: LeaseBody) -> Run:
-    return await runs.released(body.lease)
+async def release(runs: Runs, body: LeaseBody, request: Request, answers: Remembered) -> Response:
+    async def released() -> Response:
+        return JSONResponse((await runs.released(body.lease)).model_dump(mode="json"))
+
+    return await answers.once(request, released)
