@@ -333,3 +333,40 @@ class Link:
                 await w.drain()
         self._live.discard(w)
         w.close()
+
+
+async def test_serve_answers_a_retried_call_with_its_first_answer(shop, tmp_path):
+    """A claim, output or completion sent again under its Idempotency-Key (its answer was
+    lost on the way) is answered as the first time, and not done twice."""
+    async with shop_served(shop, tmp_path) as (_, client):
+        await file_tasks(client, 1)
+        auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+
+        async def post(path: str, body: dict[str, Any], key: str | None) -> httpx.Response:
+            keyed = {"Idempotency-Key": key} if key else {}
+            return await client.post(path, json=body, headers=auth | keyed)
+
+        claim = {"worker": "w", "ttl_s": 30}
+        claimed: list[httpx.Response] = []
+
+        async def claimed_one() -> bool:
+            claimed[:] = [await post("/worker/claim", claim, key := uuid.uuid4().hex)]
+            claimed.append(await post("/worker/claim", claim, key))
+            return claimed[0].status_code == 200
+
+        await until(claimed_one, what="a run to claim")
+        assert claimed[1].status_code == 200
+        assert claimed[0].json() == claimed[1].json()  # one lease, not two runs claimed
+        lease = claimed[0].json()["lease"]
+        line = {"kind": "run_output", "stream": "stdout", "text": "said once\n"}
+        output = {"lease": lease, "events": [line]}
+        for _ in range(2):
+            assert (await post("/worker/events", output, "out-1")).status_code == 204
+        report = {"lease": lease, "report": {"error": "given up on purpose"}}
+        done = [await post("/worker/complete", report, "done-1") for _ in range(2)]
+        assert [d.status_code for d in done] == [200, 200] and done[0].json() == done[1].json()
+        assert (await post("/worker/complete", report, None)).status_code == 409  # a new call
+        events = await every_event(client)
+        run = lease["run_id"]
+        assert [e["text"] for e in events if e["kind"] == "run_output"] == ["said once\n"]
+        assert sum(1 for e in events if e["kind"] == "run_finished" and e["run_id"] == run) == 1
