@@ -5,7 +5,9 @@ roles, QA checks), claims runs from a `t25 serve` control plane through `HttpRun
 works them in local worktrees with the local agent CLIs, streams output back and
 completes under its fencing token. A refusal raises the class the server raised (its
 code, t25_tui.api.errors): when the lease is gone (409 `lease_lost`) the agent is stopped
-and nothing more is sent. On SIGTERM or SIGINT it hands its leases back to the queue.
+and nothing more is sent. A call serve did not take (no answer, 502, 503, 504) is retried
+under one idempotency key while the lease holds (`HttpRunQueue`); output waits in an
+outbox meanwhile (t25_tui.api.outbox). On SIGTERM or SIGINT it hands its leases back.
 """
 
 from __future__ import annotations
