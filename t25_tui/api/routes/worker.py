@@ -5,7 +5,8 @@ the in-process run queue a local worker calls, so a remote worker and a local on
 held to the same lease. A call under a lease that expired or whose token is stale gets
 409 `lease_lost`, and nothing it sent is kept. A claim, events, a completion or a release
 sent again under the same `Idempotency-Key` gets the first answer again and is not done
-twice (t25_tui.api.idempotency).
+twice (t25_tui.api.idempotency). A completion sent again under the lease that finished
+its run is answered as done, even by a serve restarted since.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from core.control.run_queue import LocalRunQueue
 from core.domain.events import Event
-from core.domain.models import Run
+from core.domain.models import Lease, Run, RunStatus
+from core.errors import LeaseLost
 from t25_tui.api import document
 from t25_tui.api.bodies import ClaimBody, CompleteBody, EventsBody, LeaseBody, PromptBody
 from t25_tui.api.services import Remembered, Runs
@@ -77,7 +80,12 @@ async def complete(
     runs: Runs, body: CompleteBody, request: Request, answers: Remembered
 ) -> Response:
     async def completed() -> Response:
-        task = await runs.pipeline.complete(body.lease, body.report)
+        try:
+            task = await runs.pipeline.complete(body.lease, body.report)
+        except LeaseLost:
+            if not await _completed_before(runs, body.lease):
+                raise
+            task = await runs.control.task(body.lease.task_id)
         return JSONResponse({"task": task.model_dump(mode="json") if task else None})
 
     return await answers.once(request, completed)
@@ -89,3 +97,17 @@ async def release(runs: Runs, body: LeaseBody, request: Request, answers: Rememb
         return JSONResponse((await runs.released(body.lease)).model_dump(mode="json"))
 
     return await answers.once(request, released)
+
+
+async def _completed_before(runs: LocalRunQueue, lease: Lease) -> bool:
+    """The run was finished under this very lease: a completion sent again whose first try
+    was done (its answer lost, or a 503 from a step after the run's own commit; a serve
+    restarted between the tries), which is answered as done, not as a lost lease. A run
+    the sweep failed when this lease lapsed on its last attempt looks the same; its
+    worker is then told done where its result was in fact dropped."""
+    run = await runs.control.run(lease.run_id)
+    return (
+        run.lease_token == lease.token
+        and run.worker == lease.worker
+        and run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+    )
