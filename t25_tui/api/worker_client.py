@@ -174,9 +174,20 @@ class HttpRunQueue:
         self.outboxes: dict[tuple[str, int], Outbox] = {}
 
     async def close(self) -> None:
+        senders = [o.sender for o in self.outboxes.values() if o.sender is not None]
         for outbox in self.outboxes.values():
             outbox.close()
+        await asyncio.gather(*senders, return_exceptions=True)
         await self.http.close()
+
+    def _prune(self) -> None:
+        """Forget leases that lapsed a while ago: lost, their worker said nothing more."""
+        long_ago = time.monotonic() - 2 * self.lease_ttl_s
+        for key in [k for k, lapses in self.holds.items() if lapses < long_ago]:
+            self.holds.pop(key, None)
+            outbox = self.outboxes.pop(key, None)
+            if outbox is not None:
+                outbox.close()
 
     def _held(self, lease: Lease, ttl_s: float) -> None:
         """Serve extended `lease` by `ttl_s` just now."""
@@ -247,6 +258,7 @@ class HttpRunQueue:
             await asyncio.sleep(pause)
 
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
+        self._prune()
         asked = time.monotonic()
         response = await self._post(
             "/worker/claim", {"worker": worker, "ttl_s": ttl_s}, until=asked + ttl_s, lease=None
