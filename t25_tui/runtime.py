@@ -144,12 +144,13 @@ def local_workers(
 ) -> WorkerPool:
     """`count` workers in this process (default: `limits.workers`), leasing from `control`."""
     from core.control.run_queue import LocalRunQueue
+    from core.worker.patience import PatientRunQueue
     from core.worker.pool import WorkerPool
 
     adapters, run_check = _tools(adapters, run_check)
     _sweep_leftovers()
     return WorkerPool(
-        LocalRunQueue(control),
+        PatientRunQueue(LocalRunQueue(control), patience_s=lease_ttl_s),
         control.workspace,
         adapters,
         run_check,

@@ -50,6 +50,7 @@ class Shop:
     serve: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
     starts: int = 0
+    serve_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -59,7 +60,7 @@ class Shop:
         self.starts += 1
         with (self.logs / f"serve-{self.starts}.err").open("w") as err:
             self.serve = subprocess.Popen(
-                [*CMD, "serve", "--bind", f"127.0.0.1:{self.port}"],
+                [*CMD, "serve", "--bind", f"127.0.0.1:{self.port}", *self.serve_args],
                 cwd=self.repo,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
@@ -102,10 +103,11 @@ class Shop:
 
 @asynccontextmanager
 async def shop_served(
-    repo: Path, logs: Path, env: dict[str, str] | None = None
+    repo: Path, logs: Path, env: dict[str, str] | None = None, serve_args: tuple[str, ...] = ()
 ) -> AsyncIterator[tuple[Shop, httpx.AsyncClient]]:
     write_config(repo, roles={"dev": [{"adapter": "scripted", "args": SLOW_DEV}]})
-    shop = Shop(repo, logs, {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL, **(env or {})})
+    environ = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL, **(env or {})}
+    shop = Shop(repo, logs, environ, serve_args=serve_args)
     shop.start_serve()
     try:
         async with httpx.AsyncClient(base_url=shop.url, timeout=30) as client:
@@ -225,6 +227,23 @@ async def test_a_postgres_restart_under_serve_fails_no_task(shop, tmp_path, clus
         await assert_each_stage_ran_once(client, refs)
         assert worker.poll() is None
     assert_told(err, refs)
+
+
+@pytest.mark.postgres
+async def test_a_postgres_restart_under_serve_fails_no_task_of_its_own_workers(
+    shop, tmp_path, cluster
+):
+    """serve's in-process workers (`--workers`) wait for the store as remote ones do."""
+    url = cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}")
+    env = {DATABASE_URL_ENV: url}
+    async with shop_served(shop, tmp_path, env, ("--workers", str(TASKS))) as (_, client):
+        refs = await file_tasks(client)
+        await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
+        cluster.stop()
+        await asyncio.sleep(3)
+        cluster.start()
+        await until(lambda: all_done(client, refs), timeout=180, what="every task DONE")
+        await assert_each_stage_ran_once(client, refs)
 
 
 async def test_a_10s_cut_between_worker_and_serve_fails_no_task(shop, tmp_path):
