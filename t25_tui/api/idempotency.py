@@ -46,6 +46,7 @@ class Answers:
     def __init__(self, *, limit: int = LIMIT, keep_s: float = KEEP_S) -> None:
         self.limit, self.keep_s = limit, keep_s
         self.kept: OrderedDict[str, Kept] = OrderedDict()
+        self.failed: OrderedDict[str, float] = OrderedDict()  # keys whose try raised
         self.busy: dict[str, asyncio.Lock] = {}
 
     async def once(self, request: Request, answer: Callable[[], Awaitable[Response]]) -> Response:
@@ -60,13 +61,27 @@ class Answers:
                 kept = self._get(key)
                 if kept is not None:
                     return kept.response()
-                response = await answer()
+                try:
+                    response = await answer()
+                except Exception:
+                    self._mark_failed(key)
+                    raise
                 if response.status_code < 300:
                     self._keep(key, response)
                 return response
         finally:
             if not lock.locked():
                 self.busy.pop(key, None)
+
+    def failed_before(self, request: Request) -> bool:
+        """An earlier try of this call raised: it may have done part of its work."""
+        given = request.headers.get(HEADER)
+        return bool(given) and f"{request.url.path} {given}" in self.failed
+
+    def _mark_failed(self, key: str) -> None:
+        self.failed[key] = time.monotonic()
+        while len(self.failed) > self.limit:
+            self.failed.popitem(last=False)
 
     def _get(self, key: str) -> Kept | None:
         kept = self.kept.get(key)

@@ -18,8 +18,9 @@ from fastapi.responses import JSONResponse
 
 from core.control.run_queue import LocalRunQueue
 from core.domain.events import Event
-from core.domain.models import Lease, Run, RunStatus
+from core.domain.models import Lease, Run, RunStatus, TaskState
 from core.errors import LeaseLost
+from core.ports import Claim
 from t25_tui.api import document
 from t25_tui.api.bodies import ClaimBody, CompleteBody, EventsBody, LeaseBody, PromptBody
 from t25_tui.api.services import Remembered, Runs
@@ -32,7 +33,11 @@ router = APIRouter(prefix="/worker")
 )
 async def claim(runs: Runs, body: ClaimBody, request: Request, answers: Remembered) -> Response:
     async def claimed() -> Response:
-        got = await runs.claim(body.worker, body.ttl_s)
+        got = None
+        if answers.failed_before(request):  # its first try may have taken a lease
+            got = await _held_by(runs, body.worker)
+        if got is None:
+            got = await runs.claim(body.worker, body.ttl_s)
         if got is None:
             return Response(status_code=204)
         return JSONResponse(
@@ -111,3 +116,19 @@ async def _completed_before(runs: LocalRunQueue, lease: Lease) -> bool:
         and run.worker == lease.worker
         and run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
     )
+
+
+async def _held_by(runs: LocalRunQueue, worker: str) -> Claim | None:
+    """The run `worker` holds a lease on. A worker claims only when it holds none, so a
+    retried claim that finds one is its first try's: the claim was made, and the store went
+    away before its run could be read back (a 503)."""
+    held = [r for r in await runs.control.runs(status=RunStatus.RUNNING) if r.worker == worker]
+    if len(held) != 1 or (expires := held[0].lease_expires_at) is None:
+        return None
+    run = held[0]
+    lease = Lease(
+        run_id=run.id, task_id=run.task_id, token=run.lease_token, worker=worker, expires_at=expires
+    )
+    run, task = await runs.leased(lease)
+    authors = await runs.pipeline.authors(task) if run.stage is TaskState.REVIEW else ()
+    return Claim(lease, run, task, authors)
