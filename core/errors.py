@@ -12,7 +12,8 @@
     │   └── StoreUnavailable      the store did not answer now (a restart, a lock); try again
     ├── AuditError                the audit log cannot be written
     ├── PolicyRefused             an operator action that policy does not allow now
-    └── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
+    ├── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
+    └── CredentialRefused         a remote `t25 serve` refused this worker's credential (401, 403)
 
 Every message is one line meant for a person at a terminal; the command line prints
 it (and the hint) without a traceback unless asked for one.
@@ -80,6 +81,10 @@ class PolicyRefused(T25Error):
 
 class ControlPlaneUnreachable(T25Error):
     """A remote control plane did not answer, or answered something its client cannot use."""
+
+
+class CredentialRefused(T25Error):
+    """A remote control plane refused the worker credential: trying again will not help."""
 
 
 class NoAdapter(T25Error):

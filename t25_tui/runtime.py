@@ -31,7 +31,7 @@ from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
 from core.domain.models import CheckResult
-from core.errors import ControlPlaneUnreachable, StoreUnavailable
+from core.errors import ControlPlaneUnreachable, CredentialRefused, StoreUnavailable
 from core.ports import AgentAdapter, Operations, RunQueue, Store
 
 # The workers, the sweeper and the worktree machinery are imported by the functions that
@@ -144,12 +144,13 @@ def local_workers(
 ) -> WorkerPool:
     """`count` workers in this process (default: `limits.workers`), leasing from `control`."""
     from core.control.run_queue import LocalRunQueue
+    from core.worker.patience import PatientRunQueue
     from core.worker.pool import WorkerPool
 
     adapters, run_check = _tools(adapters, run_check)
     _sweep_leftovers()
     return WorkerPool(
-        LocalRunQueue(control),
+        PatientRunQueue(LocalRunQueue(control), patience_s=lease_ttl_s),
         control.workspace,
         adapters,
         run_check,
@@ -242,18 +243,24 @@ async def work_remotely(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    stopping = asyncio.create_task(stop.wait())
     try:
-        await stop.wait()
+        # Until stopped, or until a worker cannot go on (serve refused the credential).
+        await asyncio.wait([stopping, *running], return_when=asyncio.FIRST_COMPLETED)
     finally:
+        stopping.cancel()
         for t in running:  # a cancelled worker stops its agent and hands its lease back
             t.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        ended = await asyncio.gather(*running, return_exceptions=True)
         await runs.close()
+    failed = [e for e in ended if isinstance(e, Exception)]  # cancelled ones are not
+    for error in sorted(failed, key=lambda e: not isinstance(e, CredentialRefused)):
+        raise error
 
 
 async def _keep_working(worker: Worker) -> None:
     """A worker that outlives a control plane restart, or its store's outage: retry with
-    backoff."""
+    backoff. A refused credential ends it (CredentialRefused): trying again will not help."""
     pauses = WORKER_BACKOFF.pauses()
     while True:
         try:

@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
@@ -116,6 +117,9 @@ class Worker:
 
     async def _work(self, claim: Claim) -> None:
         lease, run, task = claim.lease, claim.run, claim.task
+        what = f"{task.id} {run.stage.value} (run {run.id}, attempt {run.attempts})"
+        log.info("%s claimed %s", self.name, what)
+        started = time.monotonic()
         abort = asyncio.Event()
         self.live[lease.task_id] = abort
         beat = asyncio.create_task(self._heartbeat(lease, abort))
@@ -123,17 +127,34 @@ class Worker:
         try:
             try:
                 report = await self._execute(lease, run, task, abort, claim.authors)
+            except LeaseLost as exc:  # a call under the lease found it gone, or gave up on serve
+                abort.set()
+                handed_back = True
+                log.info(
+                    "%s lost the lease of %s after %s: %s", self.name, what, _took(started), exc
+                )
+                return
             except T25Error as exc:  # the worktree was refused, no adapter could run, ...
                 report = RunReport(error=exc.message)
             if abort.is_set() and beat.done():
-                return  # the lease was lost: whatever we have is not ours to report
+                handed_back = True  # the lease was lost: whatever we have is not ours to report
+                log.info("%s lost the lease of %s after %s", self.name, what, _took(started))
+                return
             beat.cancel()
             try:
                 await self.runs.complete(
                     lease, report
                 )  # heartbeats move the deadline, not the token
+                log.info(
+                    "%s finished %s on %s: %s in %s",
+                    self.name,
+                    what,
+                    report.result.adapter if report.result else "T25",
+                    _outcome(report),
+                    _took(started),
+                )
             except LeaseLost as exc:
-                log.info("dropping the result of %s: %s", run.id, exc)
+                log.info("%s lost the lease of %s; its result is dropped: %s", self.name, what, exc)
             except StaleState as exc:  # another decider moved the task first: it won
                 log.info("the decision after %s lost to another: %s", run.id, exc)
             handed_back = True
@@ -141,6 +162,7 @@ class Worker:
             if not handed_back:  # stopped mid-run (shutdown): the run goes back to the queue
                 with contextlib.suppress(LeaseLost):
                     await asyncio.shield(self.runs.release(lease))
+                log.info("%s released %s after %s", self.name, what, _took(started))
             beat.cancel()
             self.live.pop(lease.task_id, None)
 
@@ -177,6 +199,8 @@ class Worker:
             try:
                 try:
                     report = await self._stage(lease, run, task, worktrees, path, abort, authors)
+                except LeaseLost:
+                    raise  # not this run's failure: the run is no longer ours
                 except T25Error as exc:  # no adapter could run, the push failed, ...
                     report = RunReport(error=exc.message)
                 undone = await worktrees.watch.finish(watched)
@@ -388,6 +412,25 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+def _took(started: float) -> str:
+    return f"{time.monotonic() - started:.1f} s"
+
+
+def _outcome(report: RunReport) -> str:
+    """A completed run's outcome, in a few words, for the log."""
+    if report.error:
+        return f"error ({report.error})"
+    if report.violation:
+        return "violation"
+    if report.needs_input:
+        return "needs input"
+    if report.result is None:
+        return "done"
+    if report.result.ok:
+        return "succeeded"
+    return f"failed ({report.result.failure or report.result.error or report.result.exit_code})"
 
 
 def _no_reviewer(run: Run, passed: str, rule: str) -> str:

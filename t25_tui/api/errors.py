@@ -21,6 +21,7 @@ from core.errors import (
     AuditError,
     ConfigError,
     ControlPlaneUnreachable,
+    CredentialRefused,
     GitError,
     IllegalTransition,
     InvalidInput,
@@ -68,6 +69,8 @@ ERRORS: tuple[WireError, ...] = (
     WireError(PolicyRefused, "policy_refused", 409),
     WireError(MergeRefused, "merge_refused", 409),
     WireError(ControlPlaneUnreachable, "control_plane_unreachable", 503),
+    # Raised by a worker of the 401 or 403 its serve answered; a serve never answers it.
+    WireError(CredentialRefused, "credential_refused", 503),
     WireError(NoAdapter, "no_adapter", 409),
     WireError(GitError, "git_error", 400),
     WireError(WorktreeRefused, "worktree_refused", 409),

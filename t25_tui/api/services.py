@@ -7,7 +7,7 @@ closure over a control plane: the routers are modules, and one process could ser
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -17,6 +17,7 @@ from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
 from core.domain.text import MAX_ACTOR
 from core.ports import Operations
+from t25_tui.api.idempotency import Answers
 from t25_tui.api.operators import Operator
 from t25_tui.api.tail import Tail
 
@@ -37,11 +38,13 @@ def actor_of(request: Request, claimed: str | None) -> str:
 
 @dataclass(frozen=True)
 class Services:
-    """One serve's control plane, its run queue for remote workers, and its event tail."""
+    """One serve's control plane, its run queue for remote workers, its event tail, and the
+    answers it remembers for retried worker calls."""
 
     control: ControlPlane
     runs: LocalRunQueue
     tail: Tail
+    answers: Answers = field(default_factory=Answers)
 
 
 def services_in(app: Starlette) -> Services:
@@ -71,7 +74,12 @@ def _tail(request: Request) -> Tail:
     return services_of(request).tail
 
 
+def _answers(request: Request) -> Answers:
+    return services_of(request).answers
+
+
 Ops = Annotated[Operations, Depends(_operations)]  # what an operator's route calls, as every face
 Control = Annotated[ControlPlane, Depends(_control)]  # the serve's own: its store, for /health
 Runs = Annotated[LocalRunQueue, Depends(_runs)]
 EventTail = Annotated[Tail, Depends(_tail)]
+Remembered = Annotated[Answers, Depends(_answers)]

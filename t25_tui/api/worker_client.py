@@ -5,26 +5,40 @@ roles, QA checks), claims runs from a `t25 serve` control plane through `HttpRun
 works them in local worktrees with the local agent CLIs, streams output back and
 completes under its fencing token. A refusal raises the class the server raised (its
 code, t25_tui.api.errors): when the lease is gone (409 `lease_lost`) the agent is stopped
-and nothing more is sent. On SIGTERM or SIGINT it hands its leases back to the queue.
+and nothing more is sent. A call serve did not take (no answer, 502, 503, 504) is retried
+under one idempotency key while the lease holds (`HttpRunQueue`); output waits in an
+outbox meanwhile (t25_tui.api.outbox). On SIGTERM or SIGINT it hands its leases back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from core.config.held_secrets import WORKER_CREDENTIAL as CREDENTIAL_ENV
+from core.domain.backoff import Backoff
 from core.domain.events import Event
 from core.domain.models import Author, CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
-from core.errors import ControlPlaneUnreachable, LeaseLost, T25Error
+from core.errors import ControlPlaneUnreachable, CredentialRefused, LeaseLost, T25Error
 from core.ports import Claim
 from t25_tui.api import errors as wire
+from t25_tui.api.outbox import Outbox
 
 log = logging.getLogger("t25.remote")
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+TRANSIENT_STATUSES = frozenset({502, 503, 504})  # serve, or its store, away for now
+RETRY = Backoff(0.5, 5.0, jitter=0.2)  # pauses between tries of a call serve did not take
+CREDENTIAL_PAUSES = (1.0, 3.0)  # a refused credential is tried twice more, then given up
+RELEASE_PATIENCE_S = 5.0  # a release not taken by then is left to the lease's lapse
 
 
 class Http:
@@ -41,6 +55,17 @@ class Http:
     async def close(self) -> None:
         await self.client.aclose()
 
+    async def send(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """Send one request and return whatever was answered; no answer at all (refused
+        connection, reset, timeout) raises ControlPlaneUnreachable."""
+        try:
+            return await self.client.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise ControlPlaneUnreachable(
+                f"{self.url}{path}: {exc or type(exc).__name__}",
+                hint="is `t25 serve` running there, and reachable from this host?",
+            ) from exc
+
     async def request(
         self,
         method: str,
@@ -54,23 +79,29 @@ class Http:
         raised (its `code`, t25_tui.api.errors) with its message and hint; a refusal that
         names no class (the Gate's, or a code this client does not know) raises
         `refusals[status]`, or `otherwise`."""
-        try:
-            response = await self.client.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise ControlPlaneUnreachable(
-                f"{self.url}{path}: {exc or type(exc).__name__}",
-                hint="is `t25 serve` running there, and reachable from this host?",
-            ) from exc
-        if response.status_code >= 400:
-            said = refusal(response)
-            raised = wire.error_class(said.code)
-            if raised is not None:
-                raise raised(said.error, hint=said.hint)
-            expected = (refusals or {}).get(response.status_code)
-            if expected is not None:  # an answer the caller expects
-                raise expected(said.error, hint=said.hint)
-            raise otherwise(f"{path} answered {response.status_code}: {said.error}", hint=said.hint)
+        response = await self.send(method, path, **kw)
+        refuse(response, path, refusals=refusals, otherwise=otherwise)
         return response
+
+
+def refuse(
+    response: httpx.Response,
+    path: str,
+    *,
+    refusals: Mapping[int, type[T25Error]] | None = None,
+    otherwise: type[T25Error] = T25Error,
+) -> None:
+    """Raise what a status of 400 or more says (see `Http.request`); nothing below 400."""
+    if response.status_code < 400:
+        return
+    said = refusal(response)
+    raised = wire.error_class(said.code)
+    if raised is not None:
+        raise raised(said.error, hint=said.hint)
+    expected = (refusals or {}).get(response.status_code)
+    if expected is not None:  # an answer the caller expects
+        raise expected(said.error, hint=said.hint)
+    raise otherwise(f"{path} answered {response.status_code}: {said.error}", hint=said.hint)
 
 
 @dataclass(frozen=True)
@@ -110,61 +141,208 @@ def _first_invalid(first: Any) -> Said:
 
 
 class HttpRunQueue:
-    """The run queue (core.ports.RunQueue) of a `t25 serve`, over its REST API."""
+    """The run queue (core.ports.RunQueue) of a `t25 serve`, over its REST API, riding out
+    short outages.
+
+    Every call is retried with backoff (`RETRY`) when serve does not answer, or answers
+    502, 503 or 504 (restarting, its store away), under one `Idempotency-Key` per logical
+    call, which serve honours for claim, events, complete and release: a call whose answer
+    was lost is answered again, not done twice. A call under a lease is retried while the
+    lease would still hold (the last time serve extended it, plus its ttl), then raises
+    LeaseLost: the run is not ours any more. A claim is retried for `lease_ttl_s`, then
+    raises what it met. Output is buffered per lease (t25_tui.api.outbox) and sent in order;
+    a completion first waits for its run's output. Only a 409 (`lease_lost`) stops an
+    agent. A 401 or 403 is tried again after a short pause, then raises CredentialRefused.
+    """
 
     def __init__(
-        self, url: str, credential: str, *, lease_ttl_s: float = 30.0, timeout_s: float = 30.0
+        self,
+        url: str,
+        credential: str,
+        *,
+        lease_ttl_s: float = 30.0,
+        timeout_s: float = 30.0,
+        retry: Backoff = RETRY,
+        credential_pauses: tuple[float, ...] = CREDENTIAL_PAUSES,
     ) -> None:
         self.lease_ttl_s = lease_ttl_s  # every call that proves the lease also extends it
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self.credential_pauses = credential_pauses
         self.http = Http(url, credential, timeout_s=timeout_s)
+        self.holds: dict[tuple[str, int], float] = {}  # lease -> when it would lapse (monotonic)
+        self.outboxes: dict[tuple[str, int], Outbox] = {}
 
     async def close(self) -> None:
+        senders = [o.sender for o in self.outboxes.values() if o.sender is not None]
+        for outbox in self.outboxes.values():
+            outbox.close()
+        await asyncio.gather(*senders, return_exceptions=True)
         await self.http.close()
 
-    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        # The server's error class, from its code: LeaseLost when the lease is gone,
-        # StaleState when a decision beat this run's. A 409 with no code (an older serve)
-        # means the lease is gone; anything else refused is retried with backoff.
-        return await self.http.request(
-            "POST", path, json=body, refusals={409: LeaseLost}, otherwise=ControlPlaneUnreachable
-        )
+    def _prune(self) -> None:
+        """Forget leases that lapsed a while ago: lost, their worker said nothing more."""
+        long_ago = time.monotonic() - 2 * self.lease_ttl_s
+        for key in [k for k, lapses in self.holds.items() if lapses < long_ago]:
+            self.holds.pop(key, None)
+            outbox = self.outboxes.pop(key, None)
+            if outbox is not None:
+                outbox.close()
+
+    def _held(self, lease: Lease, ttl_s: float) -> None:
+        """Serve extended `lease` by `ttl_s` just now."""
+        self.holds[_key(lease)] = time.monotonic() + ttl_s
+
+    def _lapses(self, lease: Lease) -> float:
+        return self.holds.get(_key(lease), time.monotonic() + self.lease_ttl_s)
+
+    async def _post(
+        self, path: str, body: dict[str, Any], *, until: float, lease: Lease | None
+    ) -> httpx.Response:
+        """POST `body`, retried until `until` (monotonic) as the class says. Past it, a call
+        under a lease raises LeaseLost; a claim raises the last failure."""
+        key = str(uuid.uuid4())
+        pauses = self.retry.pauses()
+        refused = iter(self.credential_pauses)
+        tries = 0
+        while True:
+            tries += 1
+            left = until - time.monotonic()
+            try:
+                response = await self.http.send(
+                    "POST",
+                    path,
+                    json=body,
+                    headers={IDEMPOTENCY_HEADER: key},
+                    timeout=max(1.0, min(self.timeout_s, left)),
+                )
+                if response.status_code in (401, 403):
+                    pause = next(refused, None)
+                    if pause is None:
+                        raise CredentialRefused(
+                            f"serve refused the worker credential ({response.status_code}): "
+                            f"{refusal(response).error}",
+                            hint=f"check {CREDENTIAL_ENV}: it must be the one `t25 serve` at "
+                            f"{self.http.url} was started with",
+                        )
+                    log.warning(
+                        "%s answered %d; trying again in %.1f s",
+                        path,
+                        response.status_code,
+                        pause,
+                    )
+                    await asyncio.sleep(pause)
+                    continue
+                if response.status_code not in TRANSIENT_STATUSES:
+                    # The server's error class, from its code: LeaseLost when the lease is
+                    # gone, StaleState when a decision beat this run's. A 409 with no code
+                    # (an older serve) means the lease is gone.
+                    refuse(response, path, refusals={409: LeaseLost}, otherwise=T25Error)
+                    return response
+                said = refusal(response)
+                failure: T25Error = ControlPlaneUnreachable(
+                    f"{path} answered {response.status_code}: {said.error}", hint=said.hint
+                )
+            except ControlPlaneUnreachable as exc:
+                failure = exc
+            pause = next(pauses)
+            if time.monotonic() + pause >= until:
+                if lease is None:
+                    raise failure
+                raise LeaseLost(
+                    f"gave up on {path} for {lease.run_id} after {tries} tries: its lease "
+                    f"has lapsed by now ({failure.message})",
+                    hint="the run goes back to the queue; check the link to serve",
+                )
+            log.warning("%s failed (%s); trying again in %.1f s", path, failure, pause)
+            await asyncio.sleep(pause)
 
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
-        response = await self._post("/worker/claim", {"worker": worker, "ttl_s": ttl_s})
+        self._prune()
+        asked = time.monotonic()
+        response = await self._post(
+            "/worker/claim", {"worker": worker, "ttl_s": ttl_s}, until=asked + ttl_s, lease=None
+        )
         if response.status_code == 204:
             return None
         data = response.json()
-        return Claim(
+        claim = Claim(
             Lease.model_validate(data["lease"]),
             Run.model_validate(data["run"]),
             Task.model_validate(data["task"]),
             tuple(Author.model_validate(a) for a in data.get("authors", [])),
         )
+        self.holds[_key(claim.lease)] = asked + ttl_s
+        return claim
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
-        response = await self._post("/worker/heartbeat", _lease(lease) | {"ttl_s": ttl_s})
+        response = await self._under(lease, "/worker/heartbeat", {"ttl_s": ttl_s}, ttl_s)
         return Lease.model_validate(response.json())
 
     async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        body = _lease(lease) | {
-            "ttl_s": self.lease_ttl_s,
-            "checks": [c.model_dump(mode="json") for c in checks],
-        }
-        return str((await self._post("/worker/prompt", body)).json()["prompt"])
+        body = {"ttl_s": self.lease_ttl_s, "checks": [c.model_dump(mode="json") for c in checks]}
+        response = await self._under(lease, "/worker/prompt", body, self.lease_ttl_s)
+        return str(response.json()["prompt"])
 
     async def record(self, lease: Lease, event: Event) -> None:
-        raw = {"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})}
-        await self._post(
-            "/worker/events", _lease(lease) | {"ttl_s": self.lease_ttl_s, "events": [raw]}
-        )
+        """Put `event` in its lease's outbox; it is sent in order, soon (t25_tui.api.outbox)."""
+        key = _key(lease)
+        outbox = self.outboxes.get(key)
+        if outbox is None:
+
+            async def send(events: list[dict[str, Any]]) -> None:
+                body = {"ttl_s": self.lease_ttl_s, "events": events}
+                await self._under(lease, "/worker/events", body, self.lease_ttl_s)
+
+            outbox = self.outboxes[key] = Outbox(lease.run_id, send)
+        outbox.put({"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})})
 
     async def complete(self, lease: Lease, report: RunReport) -> None:
-        await self._post(
-            "/worker/complete", _lease(lease) | {"report": report.model_dump(mode="json")}
-        )
+        await self._flushed(lease)
+        try:
+            await self._under(lease, "/worker/complete", {"report": report.model_dump(mode="json")})
+        finally:
+            self._forget(lease)
 
     async def release(self, lease: Lease) -> None:
-        await self._post("/worker/release", _lease(lease))
+        """Hand the run back; when serve cannot be reached soon, its lease lapses by itself."""
+        outbox = self.outboxes.get(_key(lease))
+        if outbox is not None:
+            outbox.close()
+        until = min(self._lapses(lease), time.monotonic() + RELEASE_PATIENCE_S)
+        try:
+            await self._post("/worker/release", _lease(lease), until=until, lease=lease)
+        except LeaseLost as exc:
+            log.info("release of %s: %s", lease.run_id, exc)
+        finally:
+            self._forget(lease)
+
+    async def _under(
+        self, lease: Lease, path: str, body: dict[str, Any], ttl_s: float | None = None
+    ) -> httpx.Response:
+        """POST under `lease` while it would hold; a call that extends it (`ttl_s`) says so."""
+        response = await self._post(
+            path, _lease(lease) | body, until=self._lapses(lease), lease=lease
+        )
+        if ttl_s is not None:
+            self._held(lease, ttl_s)
+        return response
+
+    async def _flushed(self, lease: Lease) -> None:
+        outbox = self.outboxes.get(_key(lease))
+        if outbox is not None:
+            await outbox.drain()
+
+    def _forget(self, lease: Lease) -> None:
+        key = _key(lease)
+        self.holds.pop(key, None)
+        outbox = self.outboxes.pop(key, None)
+        if outbox is not None:
+            outbox.close()
+
+
+def _key(lease: Lease) -> tuple[str, int]:
+    return lease.run_id, lease.token
 
 
 def _lease(lease: Lease) -> dict[str, Any]:

@@ -71,6 +71,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
+    """Work runs leased from `args.url` until stopped (exit 0), or until serve refuses the
+    credential (exit 1, one line why). What the workers do is logged to stderr."""
     from t25_tui.runtime import work_remotely
 
     credential = held_secrets.get(CREDENTIAL_ENV)
@@ -80,6 +82,7 @@ def worker(args: argparse.Namespace) -> int:
             hint="export the credential the control plane was started with",
         )
     config = config_of(args)
+    _log_to_stderr()
     print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
     warn_if_unconfined(config)
     if not 0 < args.heartbeat < args.lease_ttl:
@@ -95,3 +98,16 @@ def worker(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _log_to_stderr() -> None:
+    """T25's own loggers (`t25.worker`: claims, finishes, releases, lost leases; `t25.remote`:
+    serve unreachable, retries) at INFO on stderr; libraries' loggers stay quiet."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    t25 = logging.getLogger("t25")
+    t25.addHandler(handler)
+    t25.setLevel(logging.INFO)
+    t25.propagate = False

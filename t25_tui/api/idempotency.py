@@ -1,0 +1,98 @@
+"""Answers serve remembers for a while, by the `Idempotency-Key` a worker's call carried.
+
+A remote worker retries a call whose answer it did not get (t25_tui.api.worker_client);
+the first try may have been done all the same. For the calls that are not idempotent by
+themselves (claim, events, complete, release), serve keeps the answer of each key for
+`KEEP_S` and gives it again to a retry, which is then not done twice; a retry that arrives
+while the first try is still being done waits for it. Only answers below 300 are kept: a
+refusal is worked out again.
+
+The answers are kept in this process's memory, at most `LIMIT` of them: right for one
+serve. A retry that reaches a serve restarted since the first try is done again; the lease
+then decides (a completed run's lease is gone, so a second completion gets 409 and is
+dropped; a second claim's lease lapses unused and its run is claimed again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from fastapi import Request, Response
+
+HEADER = "Idempotency-Key"
+MAX_KEY = 100  # characters of a key; a longer one is not honoured
+KEEP_S = 600.0
+LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class Kept:
+    status: int
+    body: bytes
+    media_type: str | None
+    at: float
+
+    def response(self) -> Response:
+        return Response(self.body, status_code=self.status, media_type=self.media_type)
+
+
+class Answers:
+    """The answers of recent keyed calls, oldest first; bounded in count and age."""
+
+    def __init__(self, *, limit: int = LIMIT, keep_s: float = KEEP_S) -> None:
+        self.limit, self.keep_s = limit, keep_s
+        self.kept: OrderedDict[str, Kept] = OrderedDict()
+        self.failed: OrderedDict[str, float] = OrderedDict()  # keys whose try raised
+        self.busy: dict[str, asyncio.Lock] = {}
+
+    async def once(self, request: Request, answer: Callable[[], Awaitable[Response]]) -> Response:
+        """`answer()`, or the answer a call with the same key (and path) was given."""
+        given = request.headers.get(HEADER)
+        if not given or len(given) > MAX_KEY:
+            return await answer()
+        key = f"{request.url.path} {given}"
+        lock = self.busy.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                kept = self._get(key)
+                if kept is not None:
+                    return kept.response()
+                try:
+                    response = await answer()
+                except Exception:
+                    self._mark_failed(key)
+                    raise
+                if response.status_code < 300:
+                    self._keep(key, response)
+                return response
+        finally:
+            if not lock.locked():
+                self.busy.pop(key, None)
+
+    def failed_before(self, request: Request) -> bool:
+        """An earlier try of this call raised: it may have done part of its work."""
+        given = request.headers.get(HEADER)
+        return bool(given) and f"{request.url.path} {given}" in self.failed
+
+    def _mark_failed(self, key: str) -> None:
+        self.failed[key] = time.monotonic()
+        while len(self.failed) > self.limit:
+            self.failed.popitem(last=False)
+
+    def _get(self, key: str) -> Kept | None:
+        kept = self.kept.get(key)
+        if kept is not None and time.monotonic() - kept.at > self.keep_s:
+            del self.kept[key]
+            return None
+        return kept
+
+    def _keep(self, key: str, response: Response) -> None:
+        self.kept[key] = Kept(
+            response.status_code, bytes(response.body), response.media_type, time.monotonic()
+        )
+        while len(self.kept) > self.limit:
+            self.kept.popitem(last=False)
