@@ -470,6 +470,7 @@ class ControlPlane(Queries, Operations):
         task = await self.task(decision.task)
         _not_held(task, "merged")
         _mergeable(task)
+        _protected_named(task, decision)  # before minutes of checks, not after
         worktrees = self.worktrees(task.project)
         message = f"Merge {task.branch}: {task.title} ({task.id})"
         trial = await worktrees.trial_merge(task, message=message)

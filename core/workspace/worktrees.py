@@ -924,7 +924,8 @@ class Worktrees:
             )  # fmt: skip
         if os.path.lexists(path):  # git no longer knew it: the directory alone
             shutil.rmtree(path, ignore_errors=True)
-        await run_git("worktree", "prune", cwd=self.repo, drivers_from=())
+        if path in await self._listing():  # its entry outlived the directory
+            await run_git("worktree", "prune", cwd=self.repo, drivers_from=())
 
     async def _ready_for_merge(self) -> None:
         """Refuse unless the main checkout is on the default branch, with no merge in
