@@ -586,6 +586,18 @@ async def test_a_default_branch_that_moved_during_the_trial_is_left_where_it_is(
     assert head(repo) == moved
 
 
+async def test_a_directory_in_the_way_of_a_trial_is_never_deleted(repo, wt):
+    task = await _task_with_commit(wt)
+    planted = wt.root / ".merge" / task.id
+    planted.mkdir(parents=True)
+    (planted / "someone's.txt").write_text("keep me\n")
+    before = head(repo)
+    with pytest.raises(MergeRefused, match="in the way of the merge's trial worktree"):
+        await wt.merge(task, message="merge")
+    assert (planted / "someone's.txt").read_text() == "keep me\n"
+    assert head(repo) == before
+
+
 async def test_merge_is_refused_when_the_main_checkout_is_dirty(repo, wt):
     task = await _task_with_commit(wt)
     before = head(repo)

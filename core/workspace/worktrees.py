@@ -25,9 +25,10 @@ The decisions, and the attack each one answers:
 * **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
   kept, and the reason names them (`git worktree remove` alone would delete ignored files).
   Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
-  itself. The branch is kept. The forced removals are of a tree T25 has just added and
-  could not check out (empty, nobody's work) and of a merge's trial tree (T25's own
-  commit and what the checks left); never of a tree cleanup is asked to remove.
+  itself. The branch is kept. The forced removals are git's, of a tree T25 has just added
+  and could not check out (empty, nobody's work) and of a merge's trial tree that git lists
+  as a worktree (T25's own commit and what the checks left); never of a tree cleanup is
+  asked to remove, and never of a directory git does not list.
 * **Merge is the only write to the main checkout**, and it is a human action. The merge
   commit (`--no-ff`: the default branch's head and the reviewed commit as parents) is made
   by `git merge-tree` on no branch and checked out in a trial worktree (`<root>/.merge/<id>`)
@@ -47,6 +48,7 @@ import asyncio
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -69,6 +71,8 @@ from core.workspace.watch import Watch, Watched
 
 if TYPE_CHECKING:
     from core.config.schema import Config
+
+log = logging.getLogger("t25.worktrees")
 
 META_DIR = ".meta"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree with nothing in it
@@ -913,19 +917,26 @@ class Worktrees:
         await self._remove_trial(trial.path)
 
     async def _remove_trial(self, path: Path) -> None:
-        """Forced, and safe to force: a trial tree holds T25's own merge commit, checked out,
-        and what the checks left in it; nobody's work."""
-        if not os.path.lexists(path) and path not in await self._listing():
+        """Remove a trial tree git lists as a worktree of this repository: forced, since it
+        holds only T25's own merge commit and what the checks left in it. Anything else at
+        its path is never deleted: the merge is refused, naming it."""
+        listed = path in await self._listing()
+        if not listed:
+            if os.path.lexists(path):
+                raise MergeRefused(
+                    f"{path} is in the way of the merge's trial worktree, and git does not "
+                    "list it as one",
+                    hint=f"move {path} away, then merge",
+                )
             return
         async with self._admin:
-            await run_git(
-                "worktree", "remove", "--force", "--force", "--", str(path),
-                cwd=self.repo, drivers_from=(),
-            )  # fmt: skip
-        if os.path.lexists(path):  # git no longer knew it: the directory alone
-            shutil.rmtree(path, ignore_errors=True)
-        if path in await self._listing():  # its entry outlived the directory
+            done = await run_git(
+                "worktree", "remove", "--force", "--", str(path), cwd=self.repo, drivers_from=()
+            )
+        if done.code != 0 and not os.path.lexists(path):  # its entry outlived the directory
             await run_git("worktree", "prune", cwd=self.repo, drivers_from=())
+        elif done.code != 0:
+            log.warning("t25: the trial worktree %s was not removed: %s", path, done.err.strip())
 
     async def _ready_for_merge(self) -> None:
         """Refuse unless the main checkout is on the default branch, with no merge in
