@@ -527,9 +527,10 @@ class PostgresStore:
 
         return await self._run(guarded)
 
-    async def cancel_runs(self, task_id: str) -> list[Run]:
+    async def cancel_runs(self, task_id: str, *, queued_only: bool = False) -> list[Run]:
         number = parse_id("T", task_id)
-        cancelled = await self._fetch(sql.CANCEL_RUNS, number)
+        statement = sql.CANCEL_QUEUED_RUNS if queued_only else sql.CANCEL_RUNS
+        cancelled = await self._fetch(statement, number)
         if not cancelled and await self._fetchrow(sql.TASK_EXISTS, number) is None:
             raise checks.task_not_found(format_id("T", number))
         return ROWS.runs(cancelled)

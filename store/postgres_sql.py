@@ -252,6 +252,8 @@ SET status = 'cancelled', lease_token = nextval('lease_tokens'), lease_expires_a
 WHERE task_id = $1 AND status IN ('queued', 'running')
 RETURNING *"""
 
+CANCEL_QUEUED_RUNS = CANCEL_RUNS.replace("IN ('queued', 'running')", "= 'queued'")
+
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt
 # used ($1 the first delay, $2 the longest), or fails the run when that was its last
 # attempt. One conditional statement: a lease that a worker is completing right now

@@ -365,12 +365,13 @@ class SqliteStore:
             lease, status=r["status"], token=r["lease_token"], worker=r["worker"], expired_ago_s=ago
         )
 
-    async def cancel_runs(self, task_id: str) -> list[Run]:
+    async def cancel_runs(self, task_id: str, *, queued_only: bool = False) -> list[Run]:
         tid = parse_id("T", task_id)
+        statement = sql.CANCEL_QUEUED_RUNS if queued_only else sql.CANCEL_RUNS
         async with self._write() as db:
             if not await _all(db, sql.TASK_EXISTS, (tid,)):
                 raise checks.task_not_found(format_id("T", tid))
-            cancelled = await _all(db, sql.CANCEL_RUNS, (tid,))
+            cancelled = await _all(db, statement, (tid,))
         return ROWS.runs(cancelled)
 
     async def reap_expired(

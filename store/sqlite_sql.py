@@ -148,6 +148,8 @@ FROM (SELECT coalesce(max(lease_token), 0) AS token FROM runs) AS top,
 WHERE runs.id = ended.id
 RETURNING *"""
 
+CANCEL_QUEUED_RUNS = CANCEL_RUNS.replace("IN ('queued', 'running')", "= 'queued'")
+
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt
 # used (:delay the first, :max_delay the longest), or fails the run when that was its
 # last attempt.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ import pytest
 from core.domain.models import Task, TaskType
 from core.errors import PublishFailed, T25Error
 from core.workspace.git import git_sync
-from core.workspace.pull_request import publish
+from core.workspace.pull_request import publish, push_default_branch
 from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
@@ -51,6 +52,39 @@ async def test_without_a_remote_the_local_branch_is_the_review_unit(branch):
     _repo, worktrees, task = branch
     note = await publish(worktrees, task)
     assert note == "branch feat/T-4 is the review unit (no git remote 'origin'): 1 file, +1 -0"
+
+
+async def test_with_a_remote_and_no_gh_it_pushes_with_plain_git(branch, tmp_path, monkeypatch):
+    repo, _, task = branch
+    origin = tmp_path / "origin.git"
+    git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
+    git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    git_only = tmp_path / "git-only"
+    git_only.mkdir()
+    (git_only / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(git_only))  # no `gh` anywhere on it
+    note = await publish(started(repo), task)
+    assert note.startswith("pushed feat/T-4 to origin; no pull request opened (`gh` is not ")
+    pushed = git_sync("rev-parse", "refs/heads/feat/T-4", cwd=origin)
+    assert pushed == git_sync("rev-parse", "feat/T-4", cwd=repo)
+
+
+async def test_the_default_branch_a_merge_moved_is_pushed_and_a_refused_push_is_said(
+    branch, tmp_path
+):
+    repo, _, _ = branch
+    assert await push_default_branch(started(repo)) == "no git remote 'origin' to push trunk to"
+    origin = tmp_path / "origin.git"
+    git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
+    git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    assert await push_default_branch(started(repo)) == "pushed trunk to origin"
+    assert git_sync("rev-parse", "trunk", cwd=origin) == git_sync("rev-parse", "trunk", cwd=repo)
+    git_sync("commit", "--allow-empty", "-q", "-m", "elsewhere", cwd=repo)
+    git_sync("push", "-q", "origin", "trunk", cwd=repo)
+    git_sync("reset", "-q", "--hard", "HEAD~1", cwd=repo)
+    git_sync("commit", "--allow-empty", "-q", "-m", "here", cwd=repo)  # diverged: not a ff
+    said = await push_default_branch(started(repo))
+    assert said.startswith("trunk was not pushed to origin: git push failed")
 
 
 async def test_with_a_remote_and_gh_it_pushes_and_opens_a_pull_request(

@@ -32,6 +32,7 @@ from core.domain.answers import (
 from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested, RunStarted
 from core.domain.manifests import added_dependencies
 from core.domain.models import (
+    MERGE_ROLE,
     Artifact,
     ArtifactKind,
     ArtifactMeta,
@@ -175,6 +176,10 @@ class Pipeline:
         if report.evidence:
             await self._keep(
                 run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
+            )
+        if run.role == MERGE_ROLE:  # a worker's merge: landed, or refused
+            return await self.control.merge_finished(
+                run, report.commit, error=self._failure(report)
             )
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:

@@ -53,12 +53,13 @@ from core.domain.events import (
     WorktreeCleaned,
 )
 from core.domain.models import (
+    MERGE_ROLE,
     ArtifactKind,
-    CheckResult,
     NewRun,
     NewTask,
     Project,
     Run,
+    RunStatus,
     Task,
     TaskState,
     TaskType,
@@ -71,10 +72,18 @@ from core.domain.text import reason as valid_reason
 from core.errors import InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
+from core.workspace.merging import checked_merge, holds_branch
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
     from core.workspace.worktrees import TrialMerge, Workspace, Worktrees
+
+# A merge a worker makes: how long it may wait for a worker to take it before it is taken
+# off the queue (nothing changed), how often its result is looked for, and its attempts
+# (a worker that dies holding it: the next one finds the merge landed, or makes it).
+MERGE_CLAIM_WAIT_S = 60.0
+MERGE_POLL_S = 0.25
+MERGE_ATTEMPTS = 2
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 _RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
@@ -276,9 +285,12 @@ class ControlPlane(Queries, Operations):
         dropped connection): a state change is never left without its audit line, nor an
         audit line without its effect or its void."""
         checked = _at_the_door(decision)
-        return await asyncio.shield(self._decide(checked))
+        decided = await asyncio.shield(self._decide(checked))
+        if isinstance(decided, Run):  # a merge a worker makes: wait for its result
+            return await self._merge_result(decided)
+        return decided
 
-    async def _decide(self, decision: Decision) -> Task:
+    async def _decide(self, decision: Decision) -> Task | Run:
         """While this holds the audit log's writer (one decider at a time, in every process
         on this log and this store), the task is read afresh and ruled on: a refusal writes
         nothing. The line is then made durable (AuditError, nothing changed, if it cannot
@@ -287,8 +299,12 @@ class ControlPlane(Queries, Operations):
         in the log by a void line saying so and why, and its error goes to the caller.
 
         A merge is tried first, outside the log (its checks may take minutes, and no other
-        decider waits on them): made on no branch, checked, then landed under the writer."""
+        decider waits on them): made on no branch, checked, then landed under the writer.
+        Where this process has no checkout of the task's repository, the merge is a run a
+        worker with one makes (`_merge_by_worker`): that run is returned."""
         tried = await self._trial_merge(decision) if decision.verb is Verb.MERGE else None
+        if decision.verb is Verb.MERGE and tried is None:
+            return await self._merge_by_worker(decision)
         trial = tried[1] if tried else None
         try:
             async with self.audit.writer() as log:
@@ -462,59 +478,151 @@ class ControlPlane(Queries, Operations):
             enqueue=True,
         )
 
-    async def _trial_merge(self, decision: Decision) -> tuple[Worktrees, TrialMerge]:
+    async def _trial_merge(self, decision: Decision) -> tuple[Worktrees, TrialMerge] | None:
         """The merge `decision` asks for, made in a trial worktree with QA's checks run on
         the result; refused (nothing written, the default branch where it was) when it
         cannot be made or a required check fails. Checked against the task as it is now,
-        and again under the audit log's writer when it lands."""
+        and again under the audit log's writer when it lands. None when this process has
+        no checkout of the task's repository with its branch: a worker merges it."""
         task = await self.task(decision.task)
         _not_held(task, "merged")
         _mergeable(task)
         _protected_named(task, decision)  # before minutes of checks, not after
+        if not await holds_branch(Path(self.config.project(task.project).repo), task.branch):
+            return None
         worktrees = self.worktrees(task.project)
-        message = f"Merge {task.branch}: {task.title} ({task.id})"
-        trial = await worktrees.trial_merge(task, message=message)
-        try:
-            failed = [
-                c for c in await self._merge_checks(task, trial) if c.required and not c.passed
-            ]
-        except BaseException:
-            await worktrees.discard(trial)
-            raise
-        if failed:
-            await worktrees.discard(trial)
-            first = failed[0]
-            said = (
-                printable(first.excerpt.strip().splitlines()[-1]) if first.excerpt.strip() else ""
-            )
-            raise MergeRefused(
-                f"the merge of {task.branch} fails the required QA check{'s' * (len(failed) > 1)} "
-                f"{', '.join(c.name for c in failed)} ({first.name}: exit {first.exit_code}"
-                f"{': ' + said[:200] if said else ''}); "
-                f"{worktrees.default_branch} is unchanged",
-                hint=f"bring {task.branch} up to date with {worktrees.default_branch} "
-                "so the checks pass on the merge, then merge",
-            )
+        checks = self.config.for_project(task.project).qa.checks
+        trial = await checked_merge(
+            worktrees, task, checks, self.run_check, self.merge_confinement(task)
+        )
         return worktrees, trial
 
-    async def _merge_checks(self, task: Task, trial: TrialMerge) -> list[CheckResult]:
-        """`qa.checks` run on the merge's result, in its trial worktree, confined as QA's."""
-        checks = self.config.for_project(task.project).qa.checks
-        if not checks:
-            return []
-        if self.run_check is None:
-            raise MergeRefused(
-                "this T25 process cannot run the QA checks a merge must pass",
-                hint="merge from `t25 merge`, the cockpit or `t25 serve`",
-            )
-        confine = CheckSandbox(
+    def merge_confinement(self, task: Task) -> CheckSandbox:
+        """How a merge's QA checks are confined: as QA's are."""
+        return CheckSandbox(
             kind=self.config.sandbox.mode,
             network=self.config.sandbox.network,
             hidden=self.config.private_paths(),
             run_id=f"merge-{task.id}",
         )
-        abort = asyncio.Event()
-        return [await self.run_check(check, trial.path, abort, confine) for check in checks]
+
+    # -- a merge made by a worker (serve without a checkout) ------------------------------
+
+    async def _merge_by_worker(self, decision: Decision) -> Run:
+        """Record the merge, then queue it as a run of role `merge` for a worker on a host
+        with the repository: its line is anchored before any git, as a merge's always is,
+        and the merge takes effect in the store when the worker reports it landed."""
+        async with self.audit.writer() as log:
+            task = await self.task(decision.task)
+            _not_held(task, "merged")
+            _mergeable(task)
+            _protected_named(task, decision)
+            under_way = [
+                r
+                for r in await self.store.list_runs(task_id=task.id)
+                if r.role == MERGE_ROLE and r.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+            ]
+            if under_way:
+                raise PolicyRefused(
+                    f"the merge of {task.id} is already under way ({under_way[0].id})",
+                    hint=f"its result comes when a worker finishes it: t25 task show {task.id}",
+                )
+            entry = await log.append(
+                actor=decision.actor,
+                task=task.id,
+                decision=Verb.MERGE.value,
+                reason=_with_protected(task, decision.text) or decision.text,
+                bound_to=f"commit:{task.reviewed_head}" if task.reviewed_head else None,
+            )
+            job = NewRun(
+                task_id=task.id,
+                stage=TaskState.DONE,
+                role=MERGE_ROLE,
+                max_attempts=MERGE_ATTEMPTS,
+                while_in_stage=True,
+            )
+            try:
+                run, queued = await self.store.enqueue_run(job)
+            except Exception as exc:
+                await _void(log, entry, exc)
+                raise
+        self.bus.publish(queued)
+        self.work_queued.set()
+        return run
+
+    async def _merge_result(self, run: Run) -> Task:
+        """Wait for the merge run `run` to end: the merged task, or MergeRefused with the
+        worker's reason. One that no worker takes within MERGE_CLAIM_WAIT_S is taken off
+        the queue and its line voided: nothing changed."""
+        queued_for = 0.0
+        while True:
+            now = await self.run(run.id)
+            if now.status is RunStatus.RUNNING:
+                queued_for = 0.0
+            elif now.status is RunStatus.QUEUED:
+                if queued_for >= MERGE_CLAIM_WAIT_S and await asyncio.shield(self._unclaimed(now)):
+                    task = await self.task(run.task_id)
+                    raise MergeRefused(
+                        f"no worker took the merge of {task.id} within "
+                        f"{MERGE_CLAIM_WAIT_S:g} s, and this process has no checkout of "
+                        f"project {task.project} with {task.branch}; nothing changed",
+                        hint="start `t25 worker --url …` on a host with the repository "
+                        f"(t25 doctor there), then merge again: t25 merge {task.id}",
+                    )
+            else:
+                break
+            await asyncio.sleep(MERGE_POLL_S)
+            queued_for += MERGE_POLL_S
+        task = await self.task(run.task_id)
+        if now.status is RunStatus.SUCCEEDED and task.merged:
+            return task
+        raise MergeRefused(
+            f"the merge of {task.id} was refused on the worker: "
+            f"{now.error or 'it ended with no result'}",
+            hint=f"t25 task show {task.id}",
+        )
+
+    async def _unclaimed(self, run: Run) -> bool:
+        """Take a merge run no worker has claimed off the queue, and void its line; False
+        when a worker claimed it meanwhile (it goes on)."""
+        cancelled = await self.store.cancel_runs(run.task_id, queued_only=True)
+        if run.id not in {r.id for r in cancelled}:
+            return False
+        await self.merge_finished(run, None, error="no worker took it")
+        return True
+
+    async def merge_finished(self, run: Run, commit: str | None, *, error: str | None) -> Task:
+        """A worker's merge run ended: landed at `commit` (the task marked merged, with the
+        decision's announcement), or refused for `error` (its audit line voided)."""
+        async with self.audit.writer() as log:
+            task = await self.task(run.task_id)
+            entry = await _open_merge_line(self.audit, task.id)
+            if task.merged or entry is None:
+                return task  # a completion told twice, or nothing left open to settle
+            if error is not None or commit is None:
+                await log.void(entry, error or "the merge run ended with no merge commit")
+                return task
+            announce = DecisionRecorded(
+                at=self.clock(),
+                task_id=task.id,
+                decision=entry.decision,
+                actor=entry.actor,
+                reason=entry.reason,
+                bound_to=entry.bound_to,
+            )
+            write = DecisionWrite(
+                task_id=task.id,
+                expected=task.state,
+                change=TaskUpdated(
+                    at=self.clock(), task_id=task.id, fields={"merged": True}, actor=entry.actor
+                ),
+                announce=announce,
+                fields={"merged": True},
+            )
+            task, events = await self.store.apply_decision(write)
+        for event in events:
+            self.bus.publish(event)
+        return task
 
     async def _clean(self, task: Task) -> None:
         """Remove a finished task's worktree, or record why it was kept (never forced)."""
@@ -734,3 +842,12 @@ def _what_fits(task: Task) -> str:
     if task.state is TaskState.FAILED:
         return f"t25 retry {task.id} runs its stage again"
     return f"t25 task show {task.id} shows where it is"
+
+
+async def _open_merge_line(audit: AuditLog, task_id: str) -> AuditEntry | None:
+    """The task's newest merge line that no line voids: the decision a worker's merge
+    run carries out."""
+    entries = await audit.page(task=task_id)
+    voided = {e.voids for e in entries if e.voids is not None}
+    merges = [e for e in entries if e.decision == Verb.MERGE.value and e.seq not in voided]
+    return merges[-1] if merges else None

@@ -34,7 +34,7 @@ from typing import Protocol
 
 from core.control.service import ControlPlane
 from core.domain.backoff import Backoff
-from core.domain.models import RunStatus, Task, TaskState
+from core.domain.models import MERGE_ROLE, RunStatus, Task, TaskState
 from core.domain.states import WORKING
 from core.errors import StaleState, StoreError, StoreUnavailable
 
@@ -168,6 +168,9 @@ class Sweeper:
         store = self.control.store
         for run in await store.reap_expired(retry_delay_s=1.0):
             if run.status is not RunStatus.FAILED:
+                continue
+            if run.role == MERGE_ROLE:  # its workers died: the merge did not take effect
+                await self.control.merge_finished(run, None, error=run.error or "lease lapsed")
                 continue
             task = await store.get_task(run.task_id)
             if task and task.state is run.stage:

@@ -202,6 +202,11 @@ class Usage(_Value):
     model: str | None = None
 
 
+# The role of a run that merges a DONE task's branch on a host with the repository (a
+# control plane without a checkout of it queues one: core.control.service).
+MERGE_ROLE = "merge"
+
+
 class NewRun(_Value):
     """A unit of work to put on the lease queue: one role of one stage of one task."""
 

@@ -230,8 +230,9 @@ class RunLeases(Protocol):
         """Hand a leased run back to the queue (a worker shutting down)."""
         ...
 
-    async def cancel_runs(self, task_id: str) -> list[Run]:
-        """Cancel every queued or running run of a task; running leases become stale."""
+    async def cancel_runs(self, task_id: str, *, queued_only: bool = False) -> list[Run]:
+        """Cancel every queued or running run of a task (only the queued ones, with
+        `queued_only`); running leases become stale."""
         ...
 
     async def reap_expired(

@@ -26,13 +26,14 @@ from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
-from core.domain.models import Author, CheckResult, Lease, Run, Task, TaskState
+from core.domain.models import MERGE_ROLE, Author, CheckResult, Lease, Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.output import OutputBudget, OutputStream
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
-from core.workspace.pull_request import publish
+from core.workspace.merging import checked_merge, merged_already
+from core.workspace.pull_request import publish, push_default_branch
 from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
 
@@ -126,7 +127,10 @@ class Worker:
         handed_back = False
         try:
             try:
-                report = await self._execute(lease, run, task, abort, claim.authors)
+                if run.role == MERGE_ROLE:
+                    report = await self._merge(task, abort)
+                else:
+                    report = await self._execute(lease, run, task, abort, claim.authors)
             except LeaseLost as exc:  # a call under the lease found it gone, or gave up on serve
                 abort.set()
                 handed_back = True
@@ -230,6 +234,35 @@ class Worker:
             if not undone.changes:
                 return report.model_copy(update={"head": last_commit})
             return await _undo(worktrees, task, report, undone, last_commit)
+
+    async def _merge(self, task: Task, abort: asyncio.Event) -> RunReport:
+        """A merge decided at a control plane with no checkout of the repository, made in
+        this host's: tried, checked and landed as serve would (core.workspace.merging),
+        then the default branch pushed where there is a remote and the worktree removed.
+        A merge an earlier attempt landed is found, not made twice."""
+        worktrees = self.workspace.worktrees(task.project)
+        async with self._locked(worktrees, task.id, abort):
+            commit = await merged_already(worktrees, task)
+            if commit is None:
+                confine = CheckSandbox(
+                    kind=self.config.sandbox.mode,
+                    network=self.config.sandbox.network,
+                    hidden=self.config.private_paths(),
+                    run_id=f"merge-{task.id}",
+                )
+                checks = self.config.for_project(task.project).qa.checks
+                trial = await checked_merge(worktrees, task, checks, self.run_check, confine)
+                try:
+                    commit = await worktrees.land(trial)
+                finally:
+                    await worktrees.discard(trial)
+            pushed = await push_default_branch(worktrees)
+            cleaned = await worktrees.cleanup(task)
+        note = (
+            f"merged {task.branch} into {worktrees.default_branch} as {commit[:12]} "
+            f"on {self.name}; {pushed}; {cleaned.reason}"
+        )
+        return RunReport(commit=commit, note=note)
 
     async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
         """What the lost attempt left is kept under a ref, never built on."""

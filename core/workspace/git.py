@@ -414,7 +414,9 @@ def default_branch(repo: Path) -> str:
     if not branch and repo_root(repo) is None:
         raise GitError(
             f"{repo} is not a git repository",
-            hint="point `repo:` in t25.yaml at one, or run `git init` there",
+            hint="point `repo:` in t25.yaml at one, or run `git init` there; a serve host "
+            "that has no checkout of it (workers on other hosts merge) sets the project's "
+            "`default_branch:` instead",
         )
     if not branch:
         raise GitError(

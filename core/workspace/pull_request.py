@@ -1,8 +1,9 @@
 """PR_OPEN: make a task's branch ready for a human review.
 
-With a git remote `origin` and the GitHub CLI (`gh`) on PATH, T25 pushes the branch and
-opens a pull request. Otherwise the local branch itself is the unit of review, and
-`t25 merge` merges it. Either way a human decides; T25 never merges on its own.
+With a git remote `origin`, T25 pushes the branch (plain `git push`), and with the GitHub
+CLI (`gh`) on PATH it opens a pull request. Otherwise the branch itself is the unit of
+review, and `t25 merge` merges it; a merge a worker makes is pushed the same way
+(`push_default_branch`). Either way a human decides; T25 never merges on its own.
 
 Pushing needs the operator's own transport (SSH agent, credential helper), so unlike
 T25's other git calls it keeps `core.sshCommand` and `credential.helper` from the
@@ -56,14 +57,19 @@ TRANSPORT_ENV = (
 async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
     """Push and open a pull request when possible; say what was done, in one line."""
     stat = await worktrees.diff_stat(task)
-    pinned = worktrees.push_settings
-    gh = shutil.which("gh")
-    if not pinned.urls or gh is None:
-        why = f"no git remote '{REMOTE}'" if not pinned.urls else "`gh` is not installed"
-        return f"branch {task.branch} is the review unit ({why}): {stat.summary()}"
+    if not worktrees.push_settings.urls:
+        return (
+            f"branch {task.branch} is the review unit (no git remote '{REMOTE}'): {stat.summary()}"
+        )
     await _refuse_drift(worktrees)
-    transport = {k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}
-    await _push(worktrees, task, transport)
+    transport = _transport()
+    await _push(worktrees, f"refs/heads/{task.branch}", transport)
+    gh = shutil.which("gh")
+    if gh is None:
+        return (
+            f"pushed {task.branch} to {REMOTE}; no pull request opened (`gh` is not "
+            f"installed), the branch is the review unit: {stat.summary()}"
+        )
     url = await _run(
         [
             gh,
@@ -85,6 +91,25 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
     return f"pushed {task.branch} to {REMOTE} and opened {url.splitlines()[-1] if url else 'a pull request'}"
 
 
+async def push_default_branch(worktrees: Worktrees) -> str:
+    """After a merge made on this host: the default branch pushed to `origin` with plain
+    `git push` (fast-forward only, as every push here), where there is a remote; in one
+    line, what was done. A push that fails is said, never raised: the merge has landed."""
+    default = worktrees.default_branch
+    if not worktrees.push_settings.urls:
+        return f"no git remote '{REMOTE}' to push {default} to"
+    try:
+        await _refuse_drift(worktrees)
+        await _push(worktrees, f"refs/heads/{default}", _transport())
+    except PublishFailed as exc:
+        return f"{default} was not pushed to {REMOTE}: {exc.message}"
+    return f"pushed {default} to {REMOTE}"
+
+
+def _transport() -> dict[str, str]:
+    return {k: os.environ[k] for k in TRANSPORT_ENV if k in os.environ}
+
+
 async def _refuse_drift(worktrees: Worktrees) -> None:
     drift = worktrees.push_settings.changed(await current_push_settings(worktrees.repo))
     if drift:
@@ -95,9 +120,9 @@ async def _refuse_drift(worktrees: Worktrees) -> None:
         )
 
 
-async def _push(worktrees: Worktrees, task: Task, transport: dict[str, str]) -> None:
-    """Push the task's branch to each of origin's URLs, with the receive-pack read at start."""
-    pinned, ref = worktrees.push_settings, f"refs/heads/{task.branch}"
+async def _push(worktrees: Worktrees, ref: str, transport: dict[str, str]) -> None:
+    """Push `ref` to each of origin's URLs, with the receive-pack read at start."""
+    pinned = worktrees.push_settings
     for url in pinned.urls:
         await _run(
             [

@@ -1,0 +1,98 @@
+"""A merge made where the checkout is: tried, checked, then landed.
+
+Serve merges itself when it holds a checkout of the task's repository with the task's
+branch; otherwise a worker on a host that has one does it, as a leased run of role
+`merge` (core.domain.models.MERGE_ROLE). Both go through here: the merge commit made in
+a trial worktree, `qa.checks` run on it confined as QA's, and only when every required
+check passes the default branch moved by fast-forward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.config.schema import QACheck
+from core.domain.agent import CheckSandbox
+from core.domain.models import Task
+from core.domain.text import printable
+from core.errors import MergeRefused
+from core.ports import CheckRunner
+from core.workspace.git import run_git
+
+if TYPE_CHECKING:
+    from core.workspace.worktrees import TrialMerge, Worktrees
+
+
+async def checked_merge(
+    worktrees: Worktrees,
+    task: Task,
+    checks: Sequence[QACheck],
+    run_check: CheckRunner | None,
+    confine: CheckSandbox,
+) -> TrialMerge:
+    """The merge of the commit REVIEW approved, made in a trial worktree with `checks` run
+    on the result; refused (MergeRefused, the trial removed, the default branch where it
+    was) when it cannot be made or a required check fails. The caller lands it
+    (`Worktrees.land`) and discards it after."""
+    if checks and run_check is None:
+        raise MergeRefused(
+            "this T25 process cannot run the QA checks a merge must pass",
+            hint="merge from `t25 merge`, the cockpit or `t25 serve`",
+        )
+    trial = await worktrees.trial_merge(task, message=merge_message(task))
+    try:
+        abort = asyncio.Event()
+        results = [await run_check(c, trial.path, abort, confine) for c in checks if run_check]
+    except BaseException:
+        await worktrees.discard(trial)
+        raise
+    failed = [c for c in results if c.required and not c.passed]
+    if failed:
+        await worktrees.discard(trial)
+        first = failed[0]
+        said = printable(first.excerpt.strip().splitlines()[-1]) if first.excerpt.strip() else ""
+        raise MergeRefused(
+            f"the merge of {task.branch} fails the required QA check{'s' * (len(failed) > 1)} "
+            f"{', '.join(c.name for c in failed)} ({first.name}: exit {first.exit_code}"
+            f"{': ' + said[:200] if said else ''}); "
+            f"{worktrees.default_branch} is unchanged",
+            hint=f"bring {task.branch} up to date with {worktrees.default_branch} "
+            "so the checks pass on the merge, then merge",
+        )
+    return trial
+
+
+def merge_message(task: Task) -> str:
+    """The merge commit's message."""
+    return f"Merge {task.branch}: {task.title} ({task.id})"
+
+
+async def holds_branch(repo: Path, branch: str) -> bool:
+    """Whether `repo` is a git checkout here with the local branch `branch`: where a merge
+    of that branch can be made by this process."""
+    try:
+        done = await run_git(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repo, drivers_from=()
+        )
+    except (OSError, ValueError):  # no such directory: no checkout here
+        return False
+    return done.code == 0
+
+
+async def merged_already(worktrees: Worktrees, task: Task) -> str | None:
+    """The default branch's head, when the commit REVIEW approved is already in it (a merge
+    job whose worker died after landing, run again); None otherwise."""
+    reviewed = task.reviewed_head
+    if reviewed is None:
+        return None
+    default = f"refs/heads/{worktrees.default_branch}"
+    inside = await run_git(
+        "merge-base", "--is-ancestor", reviewed, default, cwd=worktrees.repo, drivers_from=()
+    )
+    if inside.code != 0:
+        return None
+    head = await run_git("rev-parse", default, cwd=worktrees.repo, drivers_from=())
+    return head.out.decode().strip() or None
