@@ -10,24 +10,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
 import time
+import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from itertools import pairwise
 
+import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from core.config.schema import DATABASE_URL_ENV
 from core.domain.backoff import Backoff
 from core.domain.models import TaskState
 from core.errors import ControlPlaneUnreachable
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import Http, HttpRunQueue
-from tests.test_pipeline import Env
+from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
+from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
-from tests.waiting import free_port
+from tests.test_worker_outages import (
+    CMD,
+    SLOW_DEV,
+    WORKER_ARGS,
+    Shop,
+    all_done,
+    assert_each_stage_ran_once,
+    assert_told,
+    dev_runs_running,
+    file_tasks,
+    healthy,
+)
+from tests.waiting import free_port, until
 
 
 @contextmanager
@@ -155,3 +174,60 @@ async def test_when_every_replica_fails_the_worker_backs_off_once_per_round():
     assert min(between_rounds) >= pause * 0.95, gaps
     retried = [line for line in said if "trying again in" in line]
     assert len(retried) == len(names) // 2 - 1, said  # one pause per round, none within
+
+
+@pytest.mark.postgres
+async def test_a_replica_killed_mid_pipeline_fails_no_task_and_runs_no_stage_twice(
+    shop, tmp_path, cluster
+):
+    """Replicas A and B on one database, a worker given `--url A --url B`, several tasks in
+    flight; A is SIGKILLed. The worker says it switched to B, and through B every task
+    reaches DONE, each stage with one run that finished once, nothing left running or
+    queued; the audit chain both wrote verifies."""
+    database = cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}")
+    write_config(shop, roles={"dev": [{"adapter": "scripted", "args": SLOW_DEV}]})
+    env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL, DATABASE_URL_ENV: database}
+    replicas = [Shop(shop, tmp_path / name, env) for name in ("a", "b")]
+    a, b = replicas
+    try:
+        for replica in replicas:
+            replica.logs.mkdir()
+            replica.start_serve()
+        async with (
+            httpx.AsyncClient(base_url=a.url, timeout=30) as at_a,
+            httpx.AsyncClient(base_url=b.url, timeout=30) as at_b,
+        ):
+            for client in (at_a, at_b):
+                await until(lambda c=client: healthy(c), what="replica healthy")
+            worker, err = a.start_worker("--url", b.url, *WORKER_ARGS, "--lease-ttl", "15")
+            refs = await file_tasks(at_a)
+            # Every task in its slow stage, each worker heartbeating and sending output: A
+            # dies with no claim or completion of theirs in flight (see the README on one
+            # killed between a completion and its decision).
+            await until(
+                lambda: dev_runs_running(at_b, len(refs)), timeout=120, what="dev runs in flight"
+            )
+            a.kill_serve()
+            await until(lambda: all_done(at_b, refs), timeout=240, what="every task DONE")
+            await assert_each_stage_ran_once(at_b, refs)
+            for ref in refs:
+                runs = (await at_b.get(f"/tasks/{ref}")).json()["runs"]
+                per_stage = Counter(r["stage"] for r in runs)
+                assert set(per_stage.values()) == {1}, (ref, per_stage)
+            assert worker.poll() is None
+    finally:
+        for replica in replicas:
+            replica.stop()
+    assert_told(err, refs)
+    assert f"switching to {b.url} after {a.url} failed (" in err.read_text()
+    verified = await asyncio.to_thread(
+        subprocess.run,
+        [*CMD, "audit", "verify"],
+        cwd=shop,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
