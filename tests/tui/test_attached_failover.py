@@ -11,6 +11,7 @@ from t25_tui.api.server import make_api
 from tests.test_serve import serving
 from tests.tui.conftest import settle_board, until
 from tests.tui.test_attached import TOKEN, _card_state, remote_app
+from tests.waiting import free_port
 
 
 async def test_the_cockpit_moves_to_the_next_replica_and_keeps_updating(seeded):
@@ -48,3 +49,11 @@ async def test_the_cockpit_moves_to_the_next_replica_and_keeps_updating(seeded):
     items = list(iter(seen.get_nowait, None))
     ids = [e.id for e in items if not isinstance(e, Resync)]
     assert ids == [e.id for e in await local.store.events_after(start, limit=10_000)]
+
+
+def test_t25_tui_with_no_replica_answering_says_so_naming_the_last_tried(t25, tmp_path):
+    a, b = (f"http://127.0.0.1:{free_port()}" for _ in range(2))
+    result = t25("tui", "--url", a, "--url", b, cwd=tmp_path)
+    assert result.code == 1
+    assert f"t25: error: {b}/config:" in result.err
+    assert "hint: is `t25 serve` running there" in result.err
