@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,7 +198,9 @@ def remote_workers(
     heartbeat_s: float = 5.0,
 ) -> list[Worker]:
     """`count` workers of this host, in its own checkouts (`config`), leasing from `runs`:
-    a `t25 serve` elsewhere (`owner`: its URL, whose worktrees these are)."""
+    a `t25 serve` elsewhere, or its replicas. The worktrees are owned by `owner`, the first
+    URL the worker was given (with replicas, the others are only where it fails over to):
+    workers that share a checkout list the same first URL."""
     from core.worker.selection import QuotaBook
     from core.worker.worker import Worker, host_name
     from core.workspace.worktrees import Workspace, owner_of
@@ -223,7 +225,7 @@ def remote_workers(
 
 
 async def work_remotely(
-    url: str,
+    urls: Sequence[str],
     credential: str,
     config: Config,
     *,
@@ -231,12 +233,13 @@ async def work_remotely(
     lease_ttl_s: float = 30.0,
     heartbeat_s: float = 5.0,
 ) -> None:
-    """Run `workers` workers against the control plane at `url` until SIGTERM/SIGINT."""
+    """Run `workers` workers against the control plane at `urls` (one serve, or replicas
+    on one Postgres to fail over between, in order) until SIGTERM/SIGINT."""
     from t25_tui.api.worker_client import HttpRunQueue
 
-    runs = HttpRunQueue(url, credential, lease_ttl_s=lease_ttl_s)
+    runs = HttpRunQueue(urls, credential, lease_ttl_s=lease_ttl_s)
     crew = remote_workers(
-        config, runs, owner=url, count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
+        config, runs, owner=urls[0], count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
     )
     running = [asyncio.create_task(_keep_working(w)) for w in crew]
     stop = asyncio.Event()

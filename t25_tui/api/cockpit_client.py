@@ -7,6 +7,11 @@ refusal raises the class the serve raised. Events arrive on one SSE stream and a
 published on a local EventBus, so the app cannot tell this control plane from a local
 one. A stream that breaks is reopened from the last id seen (`Last-Event-ID`): nothing
 is missed, nothing is shown twice, and the board is re-read once the link is back.
+
+Given replicas (`t25 tui --url A --url B`: serves on one Postgres), a request or a stream
+that one of them does not take goes to the next at once (t25_tui.api.worker_client.Http);
+the stream resumes there from the same id, which is exact, since the ids are the store's.
+The reconnection backoff comes only after every address failed in a row.
 """
 
 from __future__ import annotations
@@ -55,9 +60,12 @@ AUDIT_PAGE = 5000  # the most audit lines serve gives per request (GET /audit)
 
 
 @asynccontextmanager
-async def attach(url: str, token: str | None = None) -> AsyncIterator[RemoteControlPlane]:
-    """The control plane at `url`, following its events until exit."""
-    http = Http(url, token if token is not None else held_secrets.get(OPERATOR_ENV))
+async def attach(
+    urls: str | Sequence[str], token: str | None = None
+) -> AsyncIterator[RemoteControlPlane]:
+    """The control plane at `urls` (one serve, or replicas to fail over between, in
+    order), following its events until exit."""
+    http = Http(urls, token if token is not None else held_secrets.get(OPERATOR_ENV))
     try:
         control = await RemoteControlPlane.connect(http)
         following = asyncio.create_task(control.follow(), name="t25-attach-events")
@@ -74,7 +82,8 @@ class RemoteControlPlane(Operations):
     """A `t25 serve`'s control plane, as the cockpit holds it: `Operations` over REST + SSE."""
 
     def __init__(self, http: Http, config: Config, cursor: int) -> None:
-        self.http, self.url = http, http.url
+        self.http = http
+        self.url = http.url  # where the event stream is attached, or last was
         self.config = config
         self.cursor = cursor  # the newest event id this cockpit has been given
         self.connected = False
@@ -247,21 +256,32 @@ class RemoteControlPlane(Operations):
     # -- events ----------------------------------------------------------------------------
 
     async def follow(self) -> None:
-        """Publish the control plane's events on the bus, for as long as the cockpit runs."""
+        """Publish the control plane's events on the bus, for as long as the cockpit runs.
+        A stream that ends or breaks is reopened at the next address at once; once every
+        address has failed in a row, after a pause (RECONNECT)."""
         waits = RECONNECT.pauses()
+        failed = 0  # addresses that failed in a row
         while True:
+            at = self.http.at
+            why = "the stream ended"
             try:
                 await self._stream()
             except (httpx.HTTPError, SSEError, T25Error, ValueError) as exc:
-                log.info("event stream from %s broke: %s", self.url, exc)
+                why = str(exc) or type(exc).__name__
+                log.info("event stream from %s broke: %s", self.url, why)
             if self.connected:  # it was up: the first retry comes soon again
-                waits = RECONNECT.pauses()
+                waits, failed = RECONNECT.pauses(), 0
             self._linked(False)
-            await asyncio.sleep(next(waits))
+            self.http.move_on(at, why)
+            failed += 1
+            if failed >= len(self.http.urls):
+                failed = 0
+                await asyncio.sleep(next(waits))
 
     async def _stream(self) -> None:
         headers = {"Last-Event-ID": str(self.cursor)}
         timeout = httpx.Timeout(10.0, read=SILENCE_S)
+        self.url = self.http.url
         async with aconnect_sse(
             self.http.client, "GET", "/events", headers=headers, timeout=timeout
         ) as source:

@@ -1,4 +1,5 @@
-"""The HTTP client of a `t25 serve`, and the run queue a remote worker leases from over it.
+"""The HTTP client of a `t25 serve` (and its replicas), and the run queue a remote worker
+leases from over it.
 
 `t25 worker --url` (t25_tui.runtime.work_remotely) loads the local t25.yaml (repositories,
 roles, QA checks), claims runs from a `t25 serve` control plane through `HttpRunQueue`,
@@ -7,7 +8,10 @@ completes under its fencing token. A refusal raises the class the server raised 
 code, t25_tui.api.errors): when the lease is gone (409 `lease_lost`) the agent is stopped
 and nothing more is sent. A call serve did not take (no answer, 502, 503, 504) is retried
 under one idempotency key while the lease holds (`HttpRunQueue`); output waits in an
-outbox meanwhile (t25_tui.api.outbox). On SIGTERM or SIGINT it hands its leases back.
+outbox meanwhile (t25_tui.api.outbox). Given more than one URL (`--url A --url B`: serve
+replicas on one Postgres), a call that one of them did not take goes to the next at once
+(`Http`); the backoff comes only after every address failed. On SIGTERM or SIGINT it hands
+its leases back.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,29 +46,74 @@ RELEASE_PATIENCE_S = 5.0  # a release not taken by then is left to the lease's l
 
 
 class Http:
-    """A client of one `t25 serve`: its base URL, a bearer secret, refusals as T25 errors."""
+    """A client of a `t25 serve` and its replicas: their base URLs, a bearer secret,
+    refusals as T25 errors.
 
-    def __init__(self, url: str, secret: str | None, *, timeout_s: float = 30.0) -> None:
-        self.url = url.rstrip("/")
-        self.client = httpx.AsyncClient(
-            base_url=self.url,
-            timeout=timeout_s,
-            headers={"Authorization": f"Bearer {secret}"} if secret else {},
-        )
+    Requests go to one address at a time (`url`). One that does not answer, or answers
+    502, 503 or 504, moves this client on to the next address at once (one log line
+    says so), and the request is sent there; it stays there until that one fails in
+    turn. Replicas share one Postgres, so any of them can answer any request."""
+
+    def __init__(
+        self, urls: str | Sequence[str], secret: str | None, *, timeout_s: float = 30.0
+    ) -> None:
+        listed = [urls] if isinstance(urls, str) else list(urls)
+        if not listed:
+            raise ValueError("a client needs at least one URL")
+        self.urls = [u.rstrip("/") for u in listed]
+        self.at = 0  # the address in use
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        self.clients = [
+            httpx.AsyncClient(base_url=u, timeout=timeout_s, headers=headers) for u in self.urls
+        ]
+
+    @property
+    def url(self) -> str:
+        """The address in use."""
+        return self.urls[self.at]
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The HTTP client of the address in use."""
+        return self.clients[self.at]
 
     async def close(self) -> None:
-        await self.client.aclose()
+        for client in self.clients:
+            await client.aclose()
+
+    def move_on(self, failed: int, why: str) -> None:
+        """The address at index `failed` failed (`why`): use the next one, unless another
+        request has moved on from it already."""
+        if len(self.urls) > 1 and self.at == failed:
+            self.at = (failed + 1) % len(self.urls)
+            log.warning("switching to %s after %s failed (%s)", self.url, self.urls[failed], why)
 
     async def send(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        """Send one request and return whatever was answered; no answer at all (refused
-        connection, reset, timeout) raises ControlPlaneUnreachable."""
-        try:
-            return await self.client.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise ControlPlaneUnreachable(
-                f"{self.url}{path}: {exc or type(exc).__name__}",
-                hint="is `t25 serve` running there, and reachable from this host?",
-            ) from exc
+        """Send one request and return what was answered, trying each address at most once:
+        the first answer that is not 502, 503 or 504, else the last such answer. When no
+        address answered at all (refused connection, reset, timeout) it raises
+        ControlPlaneUnreachable."""
+        last: httpx.Response | ControlPlaneUnreachable | None = None
+        for _ in self.urls:
+            at = self.at
+            try:
+                response = await self.clients[at].request(method, path, **kw)
+            except httpx.HTTPError as exc:
+                why = str(exc) or type(exc).__name__
+                last = ControlPlaneUnreachable(
+                    f"{self.urls[at]}{path}: {why}",
+                    hint="is `t25 serve` running there, and reachable from this host?",
+                )
+                last.__cause__ = exc
+            else:
+                if response.status_code not in TRANSIENT_STATUSES:
+                    return response
+                last, why = response, f"{path} answered {response.status_code}"
+            self.move_on(at, why)
+        if isinstance(last, ControlPlaneUnreachable):
+            raise last
+        assert last is not None
+        return last
 
     async def request(
         self,
@@ -75,9 +124,9 @@ class Http:
         otherwise: type[T25Error] = T25Error,
         **kw: Any,
     ) -> httpx.Response:
-        """Send one request. A status of 400 or more raises the error class the server
-        raised (its `code`, t25_tui.api.errors) with its message and hint; a refusal that
-        names no class (the Gate's, or a code this client does not know) raises
+        """Send one request (`send`). A status of 400 or more raises the error class the
+        server raised (its `code`, t25_tui.api.errors) with its message and hint; a refusal
+        that names no class (the Gate's, or a code this client does not know) raises
         `refusals[status]`, or `otherwise`."""
         response = await self.send(method, path, **kw)
         refuse(response, path, refusals=refusals, otherwise=otherwise)
@@ -142,9 +191,9 @@ def _first_invalid(first: Any) -> Said:
 
 class HttpRunQueue:
     """The run queue (core.ports.RunQueue) of a `t25 serve`, over its REST API, riding out
-    short outages.
+    short outages; of its replicas too, failing over between them (`Http`).
 
-    Every call is retried with backoff (`RETRY`) when serve does not answer, or answers
+    Every call is retried with backoff (`RETRY`) when no serve answers, or each answers
     502, 503 or 504 (restarting, its store away), under one `Idempotency-Key` per logical
     call, which serve honours for claim, events, complete and release: a call whose answer
     was lost is answered again, not done twice. A call under a lease is retried while the
@@ -157,7 +206,7 @@ class HttpRunQueue:
 
     def __init__(
         self,
-        url: str,
+        urls: str | Sequence[str],
         credential: str,
         *,
         lease_ttl_s: float = 30.0,
@@ -169,7 +218,7 @@ class HttpRunQueue:
         self.timeout_s = timeout_s
         self.retry = retry
         self.credential_pauses = credential_pauses
-        self.http = Http(url, credential, timeout_s=timeout_s)
+        self.http = Http(urls, credential, timeout_s=timeout_s)
         self.holds: dict[tuple[str, int], float] = {}  # lease -> when it would lapse (monotonic)
         self.outboxes: dict[tuple[str, int], Outbox] = {}
 
@@ -214,7 +263,9 @@ class HttpRunQueue:
                     path,
                     json=body,
                     headers={IDEMPOTENCY_HEADER: key},
-                    timeout=max(1.0, min(self.timeout_s, left)),
+                    # each address of a round gets its share of the time left, so that a
+                    # replica that hangs leaves the next one time to answer
+                    timeout=max(1.0, min(self.timeout_s, left / len(self.http.urls))),
                 )
                 if response.status_code in (401, 403):
                     pause = next(refused, None)

@@ -274,7 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
         "work runs leased from a `t25 serve` control plane, in this host's repositories",
         runs_agents=True,
     )
-    p.add_argument("--url", required=True, help="the control plane, e.g. http://10.0.0.5:8725")
+    p.add_argument(
+        "--url",
+        action="append",
+        required=True,
+        metavar="URL",
+        help="the control plane, e.g. http://10.0.0.5:8725; repeated, serve replicas on one "
+        "Postgres to fail over between, in order (worktrees belong to the first)",
+    )
     p.add_argument("--workers", type=int, default=1, metavar="N", help="runs at once (default: 1)")
     p.add_argument(
         "--lease-ttl",
@@ -318,10 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tui.add_argument(
         "--url",
+        action="append",
         metavar="URL",
         help="attach to the `t25 serve` at URL instead (e.g. http://factory:8725): "
         "no local t25.yaml or store; the token, when serve needs one, comes "
-        "from T25_OPERATOR_TOKEN",
+        "from T25_OPERATOR_TOKEN; repeated, serve replicas to fail over between",
     )
 
     add(

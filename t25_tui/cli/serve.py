@@ -71,8 +71,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def worker(args: argparse.Namespace) -> int:
-    """Work runs leased from `args.url` until stopped (exit 0), or until serve refuses the
-    credential (exit 1, one line why). What the workers do is logged to stderr."""
+    """Work runs leased from `args.url` (a list: serve, or its replicas to fail over
+    between) until stopped (exit 0), or until serve refuses the credential (exit 1, one
+    line why). What the workers do is logged to stderr."""
     from t25_tui.runtime import work_remotely
 
     credential = held_secrets.get(CREDENTIAL_ENV)
@@ -83,7 +84,7 @@ def worker(args: argparse.Namespace) -> int:
         )
     config = config_of(args)
     _log_to_stderr()
-    print(f"t25 worker: {args.workers} worker(s) leasing from {args.url}", flush=True)
+    print(f"t25 worker: {args.workers} worker(s) leasing from {_listed(args.url)}", flush=True)
     warn_if_unconfined(config)
     if not 0 < args.heartbeat < args.lease_ttl:
         raise ConfigError("--heartbeat must be positive and shorter than --lease-ttl")
@@ -98,6 +99,12 @@ def worker(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _listed(urls: list[str]) -> str:
+    """`A`, or `A (failing over to B, C)`."""
+    rest = f" (failing over to {', '.join(urls[1:])})" if len(urls) > 1 else ""
+    return f"{urls[0]}{rest}"
 
 
 def _log_to_stderr() -> None:
