@@ -802,3 +802,33 @@ async def test_each_project_works_under_its_own_roles_limits_and_checks(env, tmp
     ]
     _, content = await control.store.get_artifact(report[-1].id)
     assert [c["name"] for c in json.loads(content)["checks"]] == ["strict"]
+
+
+async def test_a_report_told_again_after_its_first_telling_stopped_short_is_decided_once(env):
+    """The first telling recorded the run and its process stopped before deciding (a serve
+    replica killed, the store gone): the report told again decides it — no stage run
+    twice by the stall check — and told a third time decides nothing more."""
+    from core.control.pipeline import Pipeline
+    from core.domain.agent import AgentResult
+    from core.domain.reports import RunReport
+
+    control = await env.open()
+    task = await control.enter(await env.new(), S.SPEC, actor="t25")
+    lease = await control.store.claim_run("w1", 30.0)
+    spec = {"summary": "Greet", "acceptance_criteria": ["it greets"]}
+    result = AgentResult(adapter="scripted", final_text=json.dumps(spec), log=b"said\n")
+    report = RunReport(result=result, prompt="write the spec")
+    pipeline = Pipeline(control)
+    await control.store.complete_run(lease, pipeline._outcome(report))  # then it stopped
+    assert (await env.task(task.id)).state is S.SPEC
+    decided = await pipeline.complete(lease, report)
+    assert decided is not None and decided.state is S.PLAN
+    assert (await pipeline.complete(lease, report)).state is S.PLAN  # nothing more
+    runs = await control.store.list_runs(task_id=task.id)
+    assert [(r.stage, r.status) for r in runs] == [
+        (S.SPEC, RunStatus.SUCCEEDED),
+        (S.PLAN, RunStatus.QUEUED),
+    ]
+    kinds = [a.meta.kind for a in await control.store.list_artifacts(task_id=task.id)]
+    assert sorted(kinds) == sorted([ArtifactKind.PROMPT, ArtifactKind.LOG, ArtifactKind.SPEC])
+    assert await env.history(task.id) == [S.SPEC, S.PLAN]

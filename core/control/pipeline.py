@@ -48,7 +48,7 @@ from core.domain.models import (
 )
 from core.domain.output import truncation_marker
 from core.domain.reports import RunReport
-from core.errors import AnswerInvalid
+from core.errors import AnswerInvalid, LeaseLost
 
 if TYPE_CHECKING:
     from core.config.schema import Config
@@ -165,9 +165,51 @@ class Pipeline:
     # -- completion --------------------------------------------------------------------------
 
     async def complete(self, lease: Lease, report: RunReport) -> Task | None:
-        """Accept a worker's report under its lease (LeaseLost otherwise), then decide."""
-        run, event = await self.control.store.complete_run(lease, self._outcome(report))
+        """Accept a worker's report under its lease (LeaseLost otherwise), then decide.
+
+        A report told again — its first telling recorded the run, and the process that
+        took it stopped (a serve replica killed, the store gone) before deciding — is
+        decided now, rather than left to the stall check to run the stage again; a task
+        that was decided on has left the run's stage, and is not decided twice."""
+        outcome = self._outcome(report)
+        try:
+            run, event = await self.control.store.complete_run(lease, outcome)
+        except LeaseLost:
+            run = await self._told_before(lease, outcome)
+            return await self._decide_once(run, report)
         self.control.bus.publish(event)
+        return await self._decide_once(run, report, kept=False)
+
+    async def _told_before(self, lease: Lease, outcome: RunOutcome) -> Run:
+        """The run `lease` finished with this very outcome (LeaseLost if it did not: a
+        lapsed lease, a run cancelled or reaped, another worker's)."""
+        run = await self.control.store.get_run(lease.run_id)
+        if (
+            run is None
+            or run.lease_token != lease.token
+            or run.worker != lease.worker
+            or run.status is not outcome.status
+            or run.error != outcome.error
+        ):
+            raise LeaseLost(f"the lease of {lease.run_id} no longer holds")
+        return run
+
+    async def _decide_once(self, run: Run, report: RunReport, *, kept: bool = True) -> Task | None:
+        """Keep the run's prompt, log and evidence (unless a first telling `kept` some of
+        them), then decide, while its task is still in the run's stage."""
+        if not kept or not await self._kept_any(run):
+            await self._keep_run(run, report)
+        if run.role == MERGE_ROLE:  # a worker's merge: landed, or refused
+            return await self.control.merge_finished(
+                run, report.commit, error=self._failure(report)
+            )
+        task = await self.control.store.get_task(run.task_id)
+        if task is None or task.state is not run.stage or task.archived:
+            return task  # the task moved on (cancelled, say) while the run was going
+        return await self._decide(task, run, report)
+
+    async def _keep_run(self, run: Run, report: RunReport) -> None:
+        """The run's own artifacts: its prompt, its log, the evidence of a violation."""
         if report.prompt is not None:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
         if report.result is not None:
@@ -177,14 +219,10 @@ class Pipeline:
             await self._keep(
                 run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
             )
-        if run.role == MERGE_ROLE:  # a worker's merge: landed, or refused
-            return await self.control.merge_finished(
-                run, report.commit, error=self._failure(report)
-            )
-        task = await self.control.store.get_task(run.task_id)
-        if task is None or task.state is not run.stage or task.archived:
-            return task  # the task moved on (cancelled, say) while the run was going
-        return await self._decide(task, run, report)
+
+    async def _kept_any(self, run: Run) -> bool:
+        kept = await self.control.store.list_artifacts(task_id=run.task_id)
+        return any(a.meta.run_id == run.id for a in kept)
 
     def _outcome(self, report: RunReport) -> RunOutcome:
         """What the store keeps of a run's report: its status, agent, usage and cost."""
