@@ -324,11 +324,13 @@ def build_parser() -> argparse.ArgumentParser:
         "from T25_OPERATOR_TOKEN",
     )
 
-    add(
+    p = add(
         "doctor",
         "doctor:doctor",
-        "check every configured agent CLI: found, version, capabilities, what looks wrong",
+        "check every configured agent CLI (found, version, capabilities, login), git, the "
+        "sandbox, the store and t25.yaml; exit 1 when T25 could not work as configured",
     )
+    _json_option(p)
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
@@ -371,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint.add_argument("--json", action="store_true", help="as a JSON object")
     checkpoint.set_defaults(handler=_command("audit:checkpoint"))
     return parser
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    """`--json`: one JSON object instead of text, of the shape t25_tui.cli.shapes documents."""
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (see README: Scripting)"
+    )
 
 
 def _since(text: str) -> int | datetime:
