@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.containment import run_tag
+from adapters.login import LoginProbe
 from adapters.parsing import classify_error, reset_time
 from adapters.process import (
     PARSE_LIMIT,
@@ -128,6 +129,9 @@ class CliAdapterSpec:
     # The CLI's own login (relative to HOME): bound read-only into a sandboxed run's
     # private HOME, never copied.
     login_files: tuple[str, ...] = ()
+    # The CLI's own status command, when it offers one (`t25 doctor` runs it).
+    login_probe: LoginProbe | None = None
+    needs_login: bool = True  # False for T25's own scripted agent
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""

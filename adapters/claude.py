@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.login import LoginProbe, claude_status
 from adapters.parsing import (
     JsonObject,
     anthropic_usage,
@@ -27,6 +28,9 @@ class ClaudeSpec(CliAdapterSpec):
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
     login_files = (".claude/.credentials.json",)
+    login_probe = LoginProbe(
+        ("auth", "status"), claude_status, "claude auth login"
+    )  # JSON, offline, ~0.4 s
     login_env = (
         *NETWORK_ENV,
         "ANTHROPIC_API_KEY",

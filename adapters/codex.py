@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.login import LoginProbe, codex_status
 from adapters.parsing import (
     JsonObject,
     json_lines,
@@ -46,6 +47,9 @@ class CodexSpec(CliAdapterSpec):
     binary = "codex"
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
     login_files = (".codex/auth.json",)
+    login_probe = LoginProbe(
+        ("login", "status"), codex_status, "codex login"
+    )  # reads ~/.codex only
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
     owned_flags = ("--json", "-C", "--cd")
     capabilities = Capabilities(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.login import LoginProbe, opencode_credentials
 from adapters.parsing import JsonObject, count_at, json_lines, number, object_at, text_of
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
@@ -16,6 +17,8 @@ class OpencodeSpec(CliAdapterSpec):
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
     login_files = (".local/share/opencode/auth.json",)
+    # Stored credentials and provider keys in the environment, counted; about 1 s.
+    login_probe = LoginProbe(("auth", "list"), opencode_credentials, "opencode auth login")
     login_env = (
         *NETWORK_ENV,
         "OPENCODE_CONFIG",

@@ -22,6 +22,7 @@ class ScriptedSpec(CliAdapterSpec):
     name = "scripted"
     binary = "t25-scripted-agent"
     capabilities = Capabilities(project_config_off="reads none")
+    needs_login = False
 
     def locate(self) -> str | None:
         # A venv's bin directory holds the script but need not be on PATH.

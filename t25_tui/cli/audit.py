@@ -1,4 +1,5 @@
-"""`t25 audit`, `t25 audit verify`, `t25 audit export` and `t25 audit checkpoint`."""
+"""`t25 audit` (with `--json`, `shapes.AuditLog`), `t25 audit verify`, `t25 audit export` and
+`t25 audit checkpoint`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from core.domain.models import task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
+from t25_tui.cli.shapes import AuditLog
 
 PAGE = 5000  # events, or audit lines, per read: the most serve gives at once
 CSV_COLUMNS = (
@@ -28,10 +30,14 @@ CSV_COLUMNS = (
 
 def show(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> None:
-        everything = (await control.audit_trail()).entries
+        trail = await control.audit_trail()
+        everything = trail.entries
         voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
         wanted = task_id(args.task) if args.task else None
         entries = [e for e in everything if wanted is None or e.task == wanted]
+        if args.json:
+            print(AuditLog.of(entries, everything, trail.verdict).text())
+            return
         if not entries:
             print("no decisions recorded" + (f" for {wanted}" if wanted else ""))
         for e in entries:

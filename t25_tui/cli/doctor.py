@@ -1,25 +1,40 @@
 """`t25 doctor`: every configured agent CLI - found or not, its version against the supported
-range, what it can do headless - and what looks wrong in the profiles that use it.
+range, what it can do headless, whether it is logged in - and what looks wrong in the
+profiles that use it; git, bubblewrap and the store beside them (`doctor_checks`).
 
-Exits 1 when some configured role has no usable adapter (none found, or every one of its
-profiles asks for a sandbox that cannot be had), so a script can gate on it. Before
-`t25 init` it checks the roles of the t25.yaml that `t25 init` would write, so the agent
-CLIs can be checked first. An unknown adapter name is one problem among the others here;
-every other command refuses the file for it.
+Exits 1 when T25 could not work as configured: a role has no usable adapter (none found, or
+every one of its profiles asks for a sandbox that cannot be had), or the CLI that would
+play it is not logged in; t25.yaml has an error; git is missing or too old; a Postgres
+store does not answer. A script can gate on it, or read `--json` (`shapes.DoctorReport`).
+Before `t25 init`, or when t25.yaml has an error, it checks the roles of the t25.yaml that
+`t25 init` would write (and lists every CLI T25 ships), so the agent CLIs can be checked
+first. An unknown adapter name is one problem among the others here; every other command
+refuses the file for it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from adapters.login import Login, LoginState, check_login, key_variables
 from core.config.schema import ROLES, AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
+from t25_tui.cli.doctor_checks import bubblewrap_check, elsewhere, git_check, store_check
+from t25_tui.cli.shapes import (
+    AdapterCheck,
+    ConfigCheck,
+    DoctorReport,
+    LoginJson,
+    ProjectOverrides,
+    RoleCheck,
+)
 
 if TYPE_CHECKING:
     from adapters.base import CliAdapterSpec
@@ -27,98 +42,165 @@ if TYPE_CHECKING:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    config, note = _config(args)
-    lines, ok = asyncio.run(diagnose(config))
-    if note:
-        lines[0] = f"t25 doctor: {note}"
-    print("\n".join(printable(line) for line in lines))  # names come from the file
-    return 0 if ok else 1
+    report = asyncio.run(examine(args))
+    if args.json:
+        print(report.text())
+    else:
+        print("\n".join(printable(line) for line in render(report)))  # names come from the file
+    return 0 if report.ok else 1
 
 
-def _config(args: argparse.Namespace) -> tuple[Config, str | None]:
-    """The t25.yaml in use; before `t25 init`, the one it would write, so the agent CLIs
-    can be checked before anything is set up."""
+async def examine(args: argparse.Namespace) -> DoctorReport:
+    """Everything the doctor checks, at once: the configuration, git, bubblewrap, the
+    store, and each agent CLI (found, version, login)."""
+    config, check = _config(args)
+    git, bubblewrap, store, (adapters, roles, problems, playable) = await asyncio.gather(
+        git_check(),
+        bubblewrap_check(),
+        store_check(config.store_url),
+        _agents(config, every_cli=not check.found),
+    )
+    problems = [
+        *([check.error] if check.error else []),
+        *(tool.problem for tool in (git, store) if tool.problem),
+        *problems,
+    ]
+    ok = playable and check.error is None and git.ok and store.reachable is not False
+    return DoctorReport(
+        ok=ok,
+        config=check,
+        sandbox=sandbox_line(config),
+        git=git,
+        bubblewrap=bubblewrap,
+        store=store,
+        adapters=adapters,
+        roles=roles,
+        projects=[
+            ProjectOverrides(name=p.name, overrides=p.overrides())
+            for p in config.projects
+            if p.overrides()
+        ],
+        problems=list(dict.fromkeys(problems)),
+    )
+
+
+def _config(args: argparse.Namespace) -> tuple[Config, ConfigCheck]:
+    """The t25.yaml in use. Before `t25 init`, or when the file has an error, the one
+    `t25 init` would write stands in, so the agent CLIs can still be checked."""
     from core.config.schema import CONFIG_FILENAME, default_config_text, find_config, parse_config
     from core.errors import ConfigError
     from t25_tui.cli.context import config_of
 
+    example = parse_config(default_config_text(), Path.cwd() / CONFIG_FILENAME)
     if not args.config:
         try:
             find_config(Path.cwd())
         except ConfigError:
-            example = parse_config(default_config_text(), Path.cwd() / CONFIG_FILENAME)
-            return example, (
-                f"no {CONFIG_FILENAME} here yet, so this checks the roles "
-                "`t25 init` would configure"
-            )
-    return config_of(args, any_adapter=True), None
+            return example, ConfigCheck(path=None, found=False, error=None)
+    try:
+        config = config_of(args, any_adapter=True)
+    except ConfigError as exc:
+        return example, ConfigCheck(path=args.config, found=True, error=exc.message)
+    return config, ConfigCheck(path=str(config.path), found=True, error=None)
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    out.insert(1, "  ".join("-" * width for width in widths))
-    return out
-
-
-# The adapter table's columns, one row per adapter the configuration names.
-COLUMNS = [
-    "adapter",
-    "found",
-    "version",
-    "supported",
-    "output",
-    "usage",
-    "cost",
-    "resume",
-    "sandbox flags",
-    "later stages",  # how QA, review, security and docs runs skip the tree's own settings
-]
-
-
-async def diagnose(config: Config) -> tuple[list[str], bool]:
-    """The report's lines, and whether every configured role has a usable adapter."""
-    from adapters.registry import builtin_adapters
+async def _agents(
+    config: Config, *, every_cli: bool
+) -> tuple[list[AdapterCheck], list[RoleCheck], list[str], bool]:
+    """Each adapter the roles name (with `every_cli`, every CLI T25 ships as well), each
+    role's chain and player, what is wrong, and whether every role has a player that can
+    run: found, its sandbox to be had, and not logged out."""
+    from adapters.registry import BUILTIN_NAMES, builtin_adapters
 
     adapters = builtin_adapters()
     chains = _chains(config)
     own = {p.name: _chains(config.for_project(p.name)) for p in config.projects if p.roles}
     every = [chain for found in (chains, *own.values()) for chain in found.values()]
     used = list(dict.fromkeys(p.adapter for chain in every for p in chain))
-    versions = await _versions(adapters, used)
-
-    rows, problems = [COLUMNS], []
-    for name in used:
-        row, found = _adapter_row(name, adapters, versions.get(name))
-        rows.append(row)
-        problems += found
+    extra = [n for n in BUILTIN_NAMES if every_cli and n not in used and n != "scripted"]
+    names = [*used, *extra]
+    roots = [config.root, Path.cwd()]
+    found = await asyncio.gather(*(_adapter_check(n, adapters, roots) for n in names))
+    checks = [check for check, _ in found]
+    problems = [
+        p for name, (_, wrong) in zip(names, found, strict=True) if name in used for p in wrong
+    ]
+    logged_out = {c.name for c in checks if c.login and c.login.state == LoginState.NO.value}
 
     sandboxes = _Sandboxes(config)
-    roles: list[str] = []
-    all_ok = True
-    for role, chain in chains.items():
-        usable, found = await _usable(role, chain, adapters, sandboxes)
-        problems += found
-        all_ok &= usable is not None
-        roles.append(_role_line(role, chain, usable))
-    problems += _self_review(config, chains)
+    roles: list[RoleCheck] = []
+    playable = True
+    chains_by_project: list[tuple[str | None, dict[str, list[AgentProfile]], set[str]]]
+    chains_by_project = [(None, chains, set(chains))]
     for project in config.projects:
-        overrides = project.overrides()
-        if not overrides:
-            continue
-        roles += [f"  project {project.name}, in place of the above: {'; '.join(overrides)}"]
         named = project.roles.model_fields_set if project.roles else set()
-        for role, chain in own.get(project.name, {}).items():
+        chains_by_project.append((project.name, own.get(project.name, {}), named))
+    for project_name, project_chains, named in chains_by_project:
+        for role, chain in project_chains.items():
             if role not in named:  # the top-level chain, checked above
                 continue
-            usable, found = await _usable(role, chain, adapters, sandboxes)
-            problems += [f"project {project.name}: {p}" for p in found]
-            all_ok &= usable is not None
-            roles.append("  " + _role_line(role, chain, usable))
-    return _report(config, rows, roles, problems), all_ok
+            usable, wrong = await _usable(role, chain, adapters, sandboxes)
+            where = f"project {project_name}: " if project_name else ""
+            problems += [where + p for p in wrong]
+            playable &= usable is not None and usable not in logged_out
+            chain_names = [p.adapter for p in chain]
+            roles.append(
+                RoleCheck(role=role, project=project_name, chain=chain_names, plays=usable)
+            )
+    problems += _self_review(config, chains)
+    return checks, roles, problems, playable
+
+
+async def _adapter_check(
+    name: str, adapters: Mapping[str, AgentAdapter], roots: list[Path]
+) -> tuple[AdapterCheck, list[str]]:
+    """One adapter: found, version, capabilities, login; and what is wrong with it."""
+    from adapters.base import CliAdapter
+
+    adapter = adapters.get(name)
+    if not isinstance(adapter, CliAdapter):
+        known = sorted(adapters)
+        unknown = AdapterCheck(
+            name=name, known=False, path=None, elsewhere=None, version=None,
+            supported=False, newer_than_tested=False, capabilities=None, login=None,
+        )  # fmt: skip
+        problem = f"{name}: no such adapter (known: {', '.join(known)})" + did_you_mean(name, known)
+        return unknown, [problem]
+    spec, path = adapter.spec, adapter.locate()
+    version, login = await asyncio.gather(adapter.version(), check_login(spec, path))
+    supported, note = spec.check_version(version) if path else (False, "not installed")
+    off_path = None if path else elsewhere(spec.binary, roots)
+    check = AdapterCheck(
+        name=name,
+        known=True,
+        path=path,
+        elsewhere=str(off_path) if off_path else None,
+        version=version,
+        supported=supported,
+        newer_than_tested="newer" in note,
+        capabilities=dataclasses.asdict(spec.capabilities),
+        login=LoginJson(state=login.state.value, by=login.by),
+    )
+    return check, _adapter_problems(check, spec, note, login)
+
+
+def _adapter_problems(
+    check: AdapterCheck, spec: CliAdapterSpec, note: str, login: Login
+) -> list[str]:
+    name = spec.name
+    if check.path is None:
+        off_path = Path(check.elsewhere) if check.elsewhere else None
+        found = f" (found {off_path}: add {off_path.parent} to PATH)" if off_path else ""
+        return [f"{name}: `{spec.binary}` not found on PATH{found}"]
+    problems = [f"{name}: {note}"] if not check.supported or "newer" in note else []
+    if login.state is LoginState.NO:
+        keys = key_variables(spec)
+        how = spec.login_probe.log_in if spec.login_probe else "the CLI"
+        alternative = f", or set {' or '.join(keys)}" if keys else ""
+        problems.append(f"{name}: not logged in ({login.by}): log in with `{how}`{alternative}")
+    elif login.state is LoginState.UNKNOWN:
+        problems.append(f"{name}: login unknown: {login.by}")
+    return problems
 
 
 def _self_review(config: Config, chains: Mapping[str, list[AgentProfile]]) -> list[str]:
@@ -148,55 +230,6 @@ def _self_review(config: Config, chains: Mapping[str, list[AgentProfile]]) -> li
 def _chains(config: Config) -> dict[str, list[AgentProfile]]:
     """Every configured role's fallback chain, in pipeline order."""
     return {role: chain for role in ROLES if (chain := config.roles.chain(role))}
-
-
-async def _versions(adapters: Mapping[str, AgentAdapter], used: list[str]) -> dict[str, str | None]:
-    """The version of each used adapter T25 ships, all read at once."""
-    known = [name for name in used if name in adapters]
-    versions = await asyncio.gather(*(adapters[name].version() for name in known))
-    return dict(zip(known, versions, strict=True))
-
-
-def _adapter_row(
-    name: str, adapters: Mapping[str, AgentAdapter], version: str | None
-) -> tuple[list[str], list[str]]:
-    """One adapter's row of the table, and what is wrong with it."""
-    from adapters.base import CliAdapter
-
-    adapter = adapters.get(name)
-    if not isinstance(adapter, CliAdapter):
-        known = sorted(adapters)
-        return [name, *["-"] * (len(COLUMNS) - 1)], [
-            f"{name}: no such adapter (known: {', '.join(known)})" + did_you_mean(name, known)
-        ]
-    spec, path = adapter.spec, adapter.locate()
-    supported, note = spec.check_version(version) if path else (False, "not installed")
-    newer = "newer" in note
-    row = [
-        name,
-        path or "no",
-        version or "-",
-        _yes(supported) + (" (newer)" if newer else ""),
-        *_capabilities(spec),
-    ]
-    if path is None:
-        return row, [f"{name}: `{spec.binary}` not found on PATH"]
-    if not supported or newer:
-        return row, [f"{name}: {note}"]
-    return row, []
-
-
-def _capabilities(spec: CliAdapterSpec) -> list[str]:
-    """The table's last six cells: what the CLI can do headless."""
-    caps = spec.capabilities
-    return [
-        caps.structured_output,
-        _yes(caps.usage),
-        _yes(caps.cost),
-        caps.resume,
-        caps.sandbox_flags,
-        caps.project_config_off,
-    ]
 
 
 def _yes(flag: bool) -> str:
@@ -280,16 +313,106 @@ def sandbox_line(config: Config) -> str:
     return describe(config.sandbox.mode, config.sandbox.network)
 
 
-def _role_line(role: str, chain: list[AgentProfile], usable: str | None) -> str:
-    chain_text = " -> ".join(p.adapter for p in chain)
-    return f"  {role:<9} {chain_text:<30} {'plays: ' + usable if usable else 'NO USABLE ADAPTER'}"
-
-
-def _report(
-    config: Config, rows: list[list[str]], roles: list[str], problems: list[str]
-) -> list[str]:
-    lines = [f"t25 doctor: {config.path}", sandbox_line(config), "", *_table(rows)]
-    lines += ["", "roles:", *roles, ""]
-    if not problems:
+def render(report: DoctorReport) -> list[str]:
+    """The report as a person reads it."""
+    config = report.config
+    if not config.found:
+        head = (
+            "t25 doctor: no t25.yaml here yet (hint: `t25 init` writes one), so this checks "
+            "the roles it would configure"
+        )
+    elif config.error:
+        head = f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
+    else:
+        head = f"t25 doctor: {config.path}"
+    lines = [head, report.sandbox, *_tools(report), "", *_table(_rows(report.adapters)), ""]
+    lines.append("roles:")
+    for project in [None, *report.projects]:
+        if project is not None:
+            overrides = "; ".join(project.overrides)
+            lines.append(f"  project {project.name}, in place of the above: {overrides}")
+        indent = "  " if project is None else "    "
+        name = project.name if project else None
+        lines += [indent + _role_line(r) for r in report.roles if r.project == name]
+    lines.append("")
+    if not report.problems:
         return [*lines, "problems: none"]
-    return [*lines, "problems:", *(f"  - {p}" for p in dict.fromkeys(problems))]
+    return [*lines, "problems:", *(f"  - {p}" for p in report.problems)]
+
+
+def _tools(report: DoctorReport) -> list[str]:
+    """git, bubblewrap and the store, a line each."""
+    git, bwrap, store = report.git, report.bubblewrap, report.store
+    lines = [
+        f"git: {git.version} ({git.path})" if git.ok else f"git: NOT USABLE: {git.problem}",
+        f"bubblewrap: {bwrap.version or 'version unknown'} ({bwrap.path}), usable"
+        if bwrap.ok
+        else f"bubblewrap: not usable: {bwrap.problem}",
+    ]
+    if store.reachable is None:
+        return [*lines, f"store: {store.url}"]
+    return [*lines, f"store: {store.url} {'reachable' if store.reachable else 'UNREACHABLE'}"]
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    out.insert(1, "  ".join("-" * width for width in widths))
+    return out
+
+
+# The adapter table's columns, one row per adapter (`_rows`).
+COLUMNS = [
+    "adapter",
+    "found",
+    "version",
+    "supported",
+    "output",
+    "usage",
+    "cost",
+    "resume",
+    "sandbox flags",
+    "later stages",  # how QA, review, security and docs runs skip the tree's own settings
+    "login",  # what the CLI's own probe, a key variable or a credentials file says
+]
+CAPABILITIES = (  # Capabilities' fields, in the table's order
+    "structured_output",
+    "usage",
+    "cost",
+    "resume",
+    "sandbox_flags",
+    "project_config_off",
+)
+
+
+def _rows(adapters: list[AdapterCheck]) -> list[list[str]]:
+    """The adapter table: a row per adapter, its capabilities and its login."""
+    rows = [COLUMNS]
+    for a in adapters:
+        if a.capabilities is None:
+            rows.append([a.name, *["-"] * (len(COLUMNS) - 1)])
+            continue
+        rows.append(
+            [
+                a.name,
+                a.path or "no",
+                a.version or "-",
+                _yes(a.supported) + (" (newer)" if a.newer_than_tested else ""),
+                *(_cell(a.capabilities[key]) for key in CAPABILITIES),
+                a.login.state + (f" ({a.login.by})" if a.login.by else "") if a.login else "-",
+            ]
+        )
+    return rows
+
+
+def _cell(value: str | bool) -> str:
+    return _yes(value) if isinstance(value, bool) else value
+
+
+def _role_line(role: RoleCheck) -> str:
+    chain_text = " -> ".join(role.chain)
+    plays = "plays: " + role.plays if role.plays else "NO USABLE ADAPTER"
+    return f"{role.role:<9} {chain_text:<30} {plays}"

@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lst.add_argument("--project", help="only this project's tasks")
     lst.add_argument("--all", action="store_true", help="include archived tasks")
+    _json_option(lst)
     lst.set_defaults(handler=_command("tasks:list_"))
     show = task_sub.add_parser(
         "show",
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show a task's history, runs, artifacts and cost.",
     )
     show.add_argument("id", help="task id, e.g. T-7 or 7")
+    _json_option(show)
     show.set_defaults(handler=_command("tasks:show"))
 
     for name, verb in (
@@ -332,13 +334,27 @@ def build_parser() -> argparse.ArgumentParser:
         "from T25_OPERATOR_TOKEN; repeated, serve replicas to fail over between",
     )
 
-    add(
+    p = add(
         "doctor",
         "doctor:doctor",
-        "check every configured agent CLI: found, version, capabilities, what looks wrong",
+        "check every configured agent CLI (found, version, capabilities, login), git, the "
+        "sandbox, the store and t25.yaml; exit 1 when T25 could not work as configured",
     )
+    _json_option(p)
+    p = add(
+        "completion",
+        "completion:completion",
+        "print a shell completion script (commands, options, task ids): "
+        "source <(t25 completion bash)",
+    )
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    # Hidden (no help): what the completion scripts run to list task ids.
+    sub.add_parser("__complete-ids").set_defaults(handler=_command("completion:ids"))
+    p = add("cost", "cost:cost", "estimated spend: in total, and by role, adapter, model and task")
+    _json_option(p)
     audit = add("audit", "audit:show", "the audit log of operator decisions")
     audit.add_argument("--task", help="only this task's decisions")
+    _json_option(audit)
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     verify = audit_sub.add_parser(
         "verify",
@@ -379,6 +395,13 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint.add_argument("--json", action="store_true", help="as a JSON object")
     checkpoint.set_defaults(handler=_command("audit:checkpoint"))
     return parser
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    """`--json`: one JSON object instead of text, of the shape t25_tui.cli.shapes documents."""
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (see README: Scripting)"
+    )
 
 
 def _since(text: str) -> int | datetime:

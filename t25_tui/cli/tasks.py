@@ -1,4 +1,4 @@
-"""`t25 task new|list|show`.
+"""`t25 task new|list|show`; `list` and `show` print JSON with `--json` (`shapes`).
 
 Everything these print that came from outside T25 (titles, descriptions, reasons, actors,
 errors) goes through `core.domain.text.printable`: text stored before the door checked it may
@@ -17,6 +17,7 @@ from core.domain.models import Artifact, ArtifactKind, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, age, run
+from t25_tui.cli.shapes import TaskJson, TaskList, TaskShow
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
 # SHA-256: the task is shown in full, with a warning on each such artifact.
@@ -43,6 +44,9 @@ def list_(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> None:
         states = [TaskState(s) for s in args.state] if args.state else None
         tasks = await control.tasks(states=states, project=args.project, archived=args.all)
+        if args.json:
+            print(TaskList(tasks=[TaskJson.of(t) for t in tasks]).text())
+            return
         if not tasks:
             print(
                 "no tasks"
@@ -65,12 +69,10 @@ def list_(args: argparse.Namespace) -> int:
 def show(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> bool:
         detail = await control.detail(args.id, verify=True)
-        _head(detail.task)
-        _history(detail)
-        _runs(detail)
-        _artifacts(detail)
-        roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
-        print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
+        if args.json:
+            print(TaskShow.of(detail).text())
+        else:
+            _text(detail)
         if detail.damaged:
             sys.stdout.flush()
             print(
@@ -81,6 +83,15 @@ def show(args: argparse.Namespace) -> int:
         return not detail.damaged
 
     return 0 if run(args, body) else CORRUPTED_EXIT
+
+
+def _text(detail: TaskDetail) -> None:
+    _head(detail.task)
+    _history(detail)
+    _runs(detail)
+    _artifacts(detail)
+    roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
+    print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
 
 
 def _head(task: Task) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+from tests.shapes import conforms
 
 
 def write(repo, roles) -> None:
@@ -109,16 +114,18 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
     )
     # Spacing aside: the columns are as wide as the widest cell, the path included.
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
-    assert set(lines[4]) == {"-", " "}
-    assert lines[:4] + lines[5:] == [
+    assert set(lines[7]) == {"-", " "}
+    assert lines[2].startswith("git: ") and lines[3].startswith("bubblewrap: ")
+    assert lines[:2] + lines[4:7] + lines[8:] == [
         f"t25 doctor: {repo / 't25.yaml'}",
         "sandbox: auto - bubblewrap confines every agent and QA check; network shared",
+        f"store: sqlite:///{repo / '.factory' / 't25.db'}",
         "",
-        "adapter found version supported output usage cost resume sandbox flags later stages",
-        f"claude no - no {claude_caps}",
-        f"scripted {scripted} 0.1.0 yes no no no no none reads none",
-        "nosuch - - - - - - - - -",
-        "clade - - - - - - - - -",
+        "adapter found version supported output usage cost resume sandbox flags later stages login",
+        f"claude no - no {claude_caps} not checked (not installed)",
+        f"scripted {scripted} 0.1.0 yes no no no no none reads none not needed",
+        "nosuch - - - - - - - - - -",
+        "clade - - - - - - - - - -",
         "",
         "roles:",
         "spec claude -> scripted plays: scripted",
@@ -162,3 +169,65 @@ def test_doctor_shows_each_projects_own_policy_and_checks_its_own_roles(repo, t2
     )
     assert lines[at + 1].split()[:2] == ["dev", "nosuch"] and "NO USABLE ADAPTER" in lines[at + 1]
     assert "nosuch: no such adapter" in done.out
+
+
+def test_a_typo_in_t25_yaml_is_named_with_its_line_and_the_rest_is_still_checked(repo, t25):
+    (repo / "t25.yaml").write_text("projects:\n  - name: app\nlimits:\n  max_dif_lines: 10\n")
+    done = t25("doctor")
+    assert done.code == 1
+    wrong = "t25.yaml:4: limits.max_dif_lines: unknown key"
+    assert done.out.startswith(f"t25 doctor: {wrong}")
+    assert "did you mean 'max_diff_lines'?" in done.out
+    assert "git: " in done.out and "roles:" in done.out  # the rest, checked all the same
+    report = conforms("doctor", t25("doctor", "--json").out)
+    assert report["config"]["error"].startswith(wrong) and not report["ok"]
+    assert report["problems"][0].startswith(wrong)
+
+
+def _with_store(repo, url: str) -> None:
+    roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "dev", "qa", "docs")}
+    roles["reviewer"] = [{"adapter": "scripted", "model": "scripted-2"}]
+    (repo / "t25.yaml").write_text(
+        yaml.safe_dump({"projects": [{"name": "app"}], "roles": roles, "store": {"url": url}})
+    )
+
+
+def test_a_postgres_store_that_answers_is_reachable(repo, t25):
+    dsn = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+    _with_store(repo, dsn)
+    done = t25("doctor", "--json")
+    report = conforms("doctor", done.out)
+    if not report["store"]["reachable"] and os.environ.get("T25_REQUIRE_PG") != "1":
+        pytest.skip(f"no Postgres at {dsn}: {report['store']['problem']}")
+    assert report["store"] == {"url": dsn, "reachable": True, "problem": None}
+    assert done.code == 0, report["problems"]
+    assert f"store: {dsn} reachable" in t25("doctor").out
+
+
+def test_a_postgres_store_that_does_not_answer_fails_the_doctor(repo, t25):
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    _with_store(repo, f"postgresql://postgres@127.0.0.1:{port}/t25")
+    done = t25("doctor")
+    assert done.code == 1
+    assert f"store: postgresql://postgres@127.0.0.1:{port}/t25 UNREACHABLE" in done.out
+    assert "problems: none" not in done.out
+
+
+def test_the_json_report_has_its_documented_shape(repo, t25):
+    roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "dev", "qa", "docs")}
+    roles["reviewer"] = [{"adapter": "scripted", "model": "scripted-2"}]
+    project = {"name": "app", "roles": {"dev": [{"adapter": "nosuch"}]}}
+    (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [project], "roles": roles}))
+    done = t25("doctor", "--json")
+    report = conforms("doctor", done.out)
+    assert done.code == 1 and report["ok"] is False
+    assert report["config"] == {"path": str(repo / "t25.yaml"), "found": True, "error": None}
+    assert {"role": "dev", "project": "app", "chain": ["nosuch"], "plays": None} in report["roles"]
+    assert {"role": "dev", "project": None, "chain": ["scripted"], "plays": "scripted"} in (
+        report["roles"]
+    )
+    assert report["projects"] == [{"name": "app", "overrides": ["roles.dev nosuch"]}]
+    scripted = next(a for a in report["adapters"] if a["name"] == "scripted")
+    assert scripted["login"] == {"state": "not needed", "by": ""}

@@ -1,0 +1,382 @@
+"""What `--json` prints: one model per read command, the single source of its shape.
+
+`t25 task list --json`, `task show --json`, `audit --json`, `cost --json` and
+`doctor --json` each print one JSON object, built from these models and nothing else, so
+a script can rely on it: keys are snake_case, times ISO 8601 in UTC (`…Z`), ids strings
+(`"T-7"`, `"R-12"`, `"A-3"`). A key may be added in a later version; none is renamed or
+removed without a note in CHANGELOG.md. `SHAPES` names each one; the JSON Schema of a shape
+is `SHAPES[name].model_json_schema(mode="serialization")`, and the tests validate every
+command's output against it. The README's "Scripting" section documents them for people.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
+
+from core.control.audit import VOID
+from core.domain.audit import AuditEntry, Verdict
+from core.domain.cost import CostSummary
+from core.domain.detail import TaskDetail
+from core.domain.events import DecisionRecorded, TaskTransitioned
+from core.domain.models import Artifact, Run, Task, Usage
+
+
+def _utc(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# A time as ISO 8601 in UTC, e.g. "2026-12-02T00:16:32.123456Z".
+UtcTime = Annotated[
+    datetime,
+    PlainSerializer(_utc, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
+class Shape(BaseModel):
+    """A `--json` object: no key beyond those declared."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def text(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+# -- tasks --------------------------------------------------------------------------------
+
+
+class TaskJson(Shape):
+    """One task, as `task list` and `task show` give it."""
+
+    id: str
+    project: str
+    title: str
+    type: str
+    state: str
+    branch: str
+    description: str
+    archived: bool
+    merged: bool
+    resume_state: str | None
+    qa_loops: int
+    review_loops: int
+    error: str | None
+    approved_plan_sha: str | None
+    checks_passed: bool | None
+    review_verdict: str | None
+    reviewed_head: str | None
+    violation: str | None
+    protected_paths: list[str]
+    created_at: UtcTime
+    state_since: UtcTime
+
+    @classmethod
+    def of(cls, task: Task) -> TaskJson:
+        data = task.model_dump(mode="python", include=set(cls.model_fields))
+        data.update(type=task.type.value, state=task.state.value, branch=task.branch)
+        data["resume_state"] = task.resume_state.value if task.resume_state else None
+        data["protected_paths"] = list(task.protected_paths)
+        return cls(**data)
+
+
+class TaskList(Shape):
+    """`t25 task list --json`: the tasks, in filing order."""
+
+    tasks: list[TaskJson]
+
+
+class HistoryJson(Shape):
+    """A state change (`kind: transition`) or an operator decision (`kind: decision`)."""
+
+    kind: Literal["transition", "decision"]
+    at: UtcTime
+    actor: str
+    reason: str
+    from_state: str | None = None  # a transition's
+    to_state: str | None = None
+    decision: str | None = None  # a decision's
+    bound_to: str | None = None
+
+
+class UsageJson(Shape):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageJson:
+        return cls(**usage.model_dump(exclude={"model"}))
+
+
+class RunJson(Shape):
+    """One agent run of a task's stage."""
+
+    id: str
+    stage: str
+    role: str
+    status: str
+    attempts: int
+    adapter: str | None
+    adapter_reason: str | None
+    cli_version: str | None
+    model: str | None
+    exit_code: int | None
+    error: str | None
+    usage: UsageJson
+    cost_usd: float
+    enqueued_at: UtcTime
+    started_at: UtcTime | None
+    finished_at: UtcTime | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunJson:
+        data = run.model_dump(
+            include=set(cls.model_fields) - {"stage", "status", "usage"}, mode="python"
+        )
+        return cls(
+            **data, stage=run.stage.value, status=run.status.value, usage=UsageJson.of(run.usage)
+        )
+
+
+class ArtifactJson(Shape):
+    """An artifact (spec, plan, diff, report, prompt, log): its hash and provenance."""
+
+    id: str
+    kind: str
+    media_type: str
+    size: int
+    sha256: str
+    run_id: str | None
+    role: str | None
+    adapter: str | None
+    model: str | None
+    created_at: UtcTime
+    damaged: str | None  # why its content no longer matches its SHA-256, when it does not
+
+    @classmethod
+    def of(cls, artifact: Artifact, damaged: str | None = None) -> ArtifactJson:
+        meta = artifact.meta
+        return cls(
+            id=artifact.id,
+            kind=meta.kind.value,
+            media_type=meta.media_type,
+            size=artifact.size,
+            sha256=artifact.sha256,
+            run_id=meta.run_id,
+            role=meta.role,
+            adapter=meta.adapter,
+            model=meta.model,
+            created_at=artifact.created_at,
+            damaged=damaged,
+        )
+
+
+class CostJson(Shape):
+    """Estimated spend (USD, from `cost.rates` or the CLI's own figure) and tokens; each
+    `by_…` sums to `total_usd`."""
+
+    total_usd: float
+    runs: int
+    usage: UsageJson
+    by_role: dict[str, float]
+    by_adapter: dict[str, float]
+    by_model: dict[str, float]
+
+    @classmethod
+    def of(cls, cost: CostSummary) -> CostJson:
+        data = cost.model_dump(mode="python", exclude={"usage"})
+        return cls(**data, usage=UsageJson.of(cost.usage))
+
+
+class TaskShow(Shape):
+    """`t25 task show ID --json`: a task with its history, runs, artifacts and cost."""
+
+    task: TaskJson
+    history: list[HistoryJson]
+    runs: list[RunJson]
+    artifacts: list[ArtifactJson]
+    cost: CostJson
+    question: str | None
+
+    @classmethod
+    def of(cls, detail: TaskDetail) -> TaskShow:
+        damaged = {d.id: d.error for d in detail.damaged}
+        return cls(
+            task=TaskJson.of(detail.task),
+            history=[_history(event) for event in detail.history],
+            runs=[RunJson.of(run) for run in detail.runs],
+            artifacts=[ArtifactJson.of(a, damaged.get(a.id)) for a in detail.artifacts],
+            cost=CostJson.of(detail.cost),
+            question=detail.question,
+        )
+
+
+def _history(event: TaskTransitioned | DecisionRecorded) -> HistoryJson:
+    if isinstance(event, TaskTransitioned):
+        return HistoryJson(
+            kind="transition",
+            at=event.at,
+            actor=event.actor,
+            reason=event.reason,
+            from_state=event.from_state.value,
+            to_state=event.to_state.value,
+        )
+    return HistoryJson(
+        kind="decision",
+        at=event.at,
+        actor=event.actor,
+        reason=event.reason,
+        decision=event.decision,
+        bound_to=event.bound_to,
+    )
+
+
+# -- cost and audit ----------------------------------------------------------------------
+
+
+class CostReport(CostJson):
+    """`t25 cost --json`: every run's spend, and each task's (by id; a task with no runs
+    is absent)."""
+
+    by_task: dict[str, float]
+
+
+class AuditLineJson(Shape):
+    """One line of the audit log; `voided_by` is the later line that says it did not take
+    effect, when one does."""
+
+    seq: int
+    ts: UtcTime
+    actor: str
+    task: str | None
+    decision: str
+    reason: str
+    bound_to: str | None
+    voids: int | None
+    voided_by: int | None
+    prev: str
+    hash: str
+
+
+class ChainJson(Shape):
+    """The hash chain's verdict, as `t25 audit verify` checks it."""
+
+    ok: bool
+    lines: int
+    message: str
+
+
+class AuditLog(Shape):
+    """`t25 audit --json`: the operator decisions (one task's with `--task`), oldest first."""
+
+    entries: list[AuditLineJson]
+    chain: ChainJson
+
+    @classmethod
+    def of(
+        cls, entries: list[AuditEntry], everything: list[AuditEntry], verdict: Verdict
+    ) -> AuditLog:
+        voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
+        return cls(
+            entries=[
+                AuditLineJson(
+                    **e.model_dump(mode="python", include=set(AuditLineJson.model_fields)),
+                    voided_by=voided.get(e.seq),
+                )
+                for e in entries
+            ],
+            chain=ChainJson(ok=verdict.ok, lines=verdict.lines, message=verdict.message),
+        )
+
+
+# -- doctor --------------------------------------------------------------------------------
+
+
+class ConfigCheck(Shape):
+    """The t25.yaml in use: `found` false before `t25 init` (the roles it would write are
+    checked instead); `error` is the first thing wrong in it, with its line."""
+
+    path: str | None
+    found: bool
+    error: str | None
+
+
+class ToolCheck(Shape):
+    """A program T25 itself uses (git, bubblewrap): where, which version, whether it will do."""
+
+    path: str | None
+    version: str | None
+    ok: bool
+    problem: str | None
+
+
+class StoreCheck(Shape):
+    """The store: its URL without a password; `reachable` is null for SQLite (a file)."""
+
+    url: str
+    reachable: bool | None
+    problem: str | None
+
+
+class LoginJson(Shape):
+    """An agent CLI's login, as its own probe, a key variable or a credentials file says;
+    `by` says which (never a secret)."""
+
+    state: Literal["yes", "no", "unknown", "not checked", "not needed"]
+    by: str
+
+
+class AdapterCheck(Shape):
+    """One adapter the configuration names."""
+
+    name: str
+    known: bool  # an adapter T25 ships
+    path: str | None  # where it was found on PATH
+    elsewhere: str | None  # not on PATH, but found here (e.g. .tools/npm/node_modules/.bin)
+    version: str | None
+    supported: bool  # the version is in the range T25 supports (or newer: it tries it)
+    newer_than_tested: bool
+    capabilities: dict[str, str | bool] | None
+    login: LoginJson | None
+
+
+class RoleCheck(Shape):
+    """A role's chain and the adapter that would play it (null: none can)."""
+
+    role: str
+    project: str | None  # set for a project's own chain
+    chain: list[str]
+    plays: str | None
+
+
+class ProjectOverrides(Shape):
+    name: str
+    overrides: list[str]
+
+
+class DoctorReport(Shape):
+    """`t25 doctor --json`: `ok` is false exactly when the command exits 1."""
+
+    ok: bool
+    config: ConfigCheck
+    sandbox: str
+    git: ToolCheck
+    bubblewrap: ToolCheck
+    store: StoreCheck
+    adapters: list[AdapterCheck]
+    roles: list[RoleCheck]
+    projects: list[ProjectOverrides]
+    problems: list[str]
+
+
+SHAPES: dict[str, type[Shape]] = {
+    "task-list": TaskList,
+    "task-show": TaskShow,
+    "audit": AuditLog,
+    "cost": CostReport,
+    "doctor": DoctorReport,
+}
