@@ -55,6 +55,10 @@ log = logging.getLogger("t25.attach")
 OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
 RECONNECT = Backoff(0.5, 10.0)  # waits before the event stream is reopened: 0.5 s doubling to 10 s
 SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a byte is a dead link
+# A decision is answered once it took effect; a merge (its checks, or a worker making it) may
+# take minutes. One sent again to the next replica (its first went unanswered) is ruled on
+# against the task as it is then: a decision that took effect is refused, never made twice.
+DECISION_TIMEOUT = httpx.Timeout(10.0, read=900.0)
 PAGE = 5000  # the most events the control plane returns per request
 AUDIT_PAGE = 5000  # the most audit lines serve gives per request (GET /audit)
 
@@ -251,7 +255,10 @@ class RemoteControlPlane(Operations):
             body["bound_to"] = decision.bound_to
         if decision.allow_paths:
             body["allow_paths"] = list(decision.allow_paths)
-        return await self._post(path, body)
+        # Serve answers a decision once it has taken effect: a merge's checks, or a worker's
+        # merge, may take minutes.
+        response = await self.http.request("POST", path, json=body, timeout=DECISION_TIMEOUT)
+        return Task.model_validate_json(response.content)
 
     # -- events ----------------------------------------------------------------------------
 
