@@ -97,6 +97,7 @@ class RowReader:
             reviewed_head=r["reviewed_head"],
             violation=r["violation"],
             protected_paths=tuple(json.loads(r["protected_paths"] or "[]")),
+            rewind_to=r["rewind_to"],
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),
         )

@@ -293,6 +293,8 @@ def _everywhere(text: str) -> PromptContext:
         check_results=[check],
         reject_reasons=[text],
         answers=[text],
+        failure=text,
+        again=text,
         diff=text,
     )
 

@@ -654,3 +654,25 @@ async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt)
         await wt.merge(task, message="merge")
     assert head(repo) == before
     assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
+
+
+async def test_a_fingerprint_waits_out_another_process_half_way_through_adding_a_worktree(repo, wt):
+    """Another worker's `git worktree add` writes its entry file by file; `git status` in
+    the main checkout meanwhile dies on the missing commondir. Read again, not failed."""
+    ghost = repo / ".factory" / "worktrees" / "T-99"
+    ghost.mkdir(parents=True)
+    entry = repo / ".git" / "worktrees" / "T-99"
+    entry.mkdir(parents=True)
+    (ghost / ".git").write_text(f"gitdir: {entry}\n")
+    (entry / "HEAD").write_text("ref: refs/heads/trunk\n")
+    (entry / "commondir").write_text("")  # created, not written yet
+
+    async def finish_writing() -> None:
+        await asyncio.sleep(0.3)
+        (entry / "commondir").write_text("../..\n")
+        (entry / "gitdir").write_text(f"{ghost / '.git'}\n")
+
+    finishing = asyncio.create_task(finish_writing())
+    print_ = await wt.fingerprint()
+    await finishing
+    assert print_.head_sha == head(repo)

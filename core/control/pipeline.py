@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from core.control import cost, policies
 from core.control.prompts import PromptContext, build_prompt
+from core.control.queries import EVERY_EVENT
 from core.domain.agent import AgentResult
 from core.domain.answers import (
     DevAnswer,
@@ -29,7 +30,14 @@ from core.domain.answers import (
     StageAnswer,
     parse_answer,
 )
-from core.domain.events import ApprovalRequested, ArtifactStored, InputRequested, RunStarted
+from core.domain.events import (
+    ApprovalRequested,
+    ArtifactStored,
+    DecisionRecorded,
+    InputRequested,
+    RunStarted,
+    TaskTransitioned,
+)
 from core.domain.manifests import added_dependencies
 from core.domain.models import (
     MERGE_ROLE,
@@ -90,6 +98,7 @@ class Pipeline:
             else None
         )
         decisions = await self.control.decisions(task.id)
+        failure, again = await self._sent_back(task, run)
         loops = {
             S.QA: task.qa_loops,
             S.REVIEW: task.review_loops,
@@ -106,9 +115,30 @@ class Pipeline:
             failed_checks=failed,
             reject_reasons=tuple(d.reason for d in decisions if d.decision == "reject"),
             answers=tuple(d.reason for d in decisions if d.decision == "answer"),
+            failure=failure,
+            again=again,
             check_results=checks,
             diff=diff or "",
         )
+
+    async def _sent_back(self, task: Task, run: Run) -> tuple[str, str | None]:
+        """When the task entered this stage by an operator's retry or reset: what failed
+        before (a retry) and the operator's words; ("", None) otherwise."""
+        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        moves = [e for e in events if isinstance(e, TaskTransitioned)]
+        if not moves or moves[-1].to_state is not run.stage or moves[-1].actor == T25:
+            return "", None
+        last = moves[-1]
+        decided = [
+            e
+            for e in events
+            if isinstance(e, DecisionRecorded) and e.decision in ("retry", "reset")
+        ]
+        if not decided or decided[-1].id < last.id:
+            return "", None
+        failed = [m for m in moves[:-1] if m.to_state is S.FAILED]
+        failure = failed[-1].reason if last.from_state is S.FAILED and failed else ""
+        return failure, decided[-1].reason
 
     async def _feedback(
         self, run: Run, task: Task
@@ -206,6 +236,8 @@ class Pipeline:
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
+        if task.rewind_to is not None:  # this run began where the reset or retry asked
+            task = await self.control.update(task, actor=T25, rewind_to=None)
         return await self._decide(task, run, report)
 
     async def _keep_run(self, run: Run, report: RunReport) -> None:
@@ -445,16 +477,23 @@ class Pipeline:
             fields[f"{loop}_loops"] = done + 1
             return await self.control.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
         task = await self.control.update(task, actor=T25, **fields)
+        # The answer grants one more loop: IMPLEMENTING with the answer in its prompt, then
+        # this check again (a second failure asks again).
         return await self._ask(
             task,
             f"{loop.upper()} sent the task back {done} times "
             f"(limit {bound}) and it still fails: {why}. "
-            "Answer with guidance to try again.",
+            f"Answer with guidance: the dev agent gets one more round with your answer, "
+            f"then {loop.upper()} runs again.",
+            resume_state=S.IMPLEMENTING,
         )
 
-    async def _ask(self, task: Task, question: str) -> Task:
+    async def _ask(self, task: Task, question: str, **fields: Any) -> Task:
+        """Wait for a human; an answer returns to the stage that asked (or `resume_state`)."""
         stage = task.state
-        task = await self.control.transition(task, S.NEEDS_INPUT, actor=T25, reason=question)
+        task = await self.control.transition(
+            task, S.NEEDS_INPUT, actor=T25, reason=question, **fields
+        )
         await self.control.record(InputRequested(task_id=task.id, stage=stage, question=question))
         return task
 

@@ -17,6 +17,7 @@ drop the header, the task or the output contract:
     ## Failing checks to fix
     ## Why the previous plan was rejected
     ## Operator answers
+    ## Why this stage runs again   a retry's failure and reason, or a reset's reason
     ## Check results / ## Diff    what QA, REVIEW and DOCS look at
     ## Protected paths touched    REVIEW: the changed paths policies.protected_paths names
     ## Output format              schema, example, and how to ask a question instead
@@ -76,6 +77,7 @@ FAILING_CHECKS_HEADING = "## Failing checks to fix"
 REJECTED_HEADING = "## Why the previous plan was rejected"
 ANSWERS_HEADING = "## Operator answers"
 PROTECTED_HEADING = "## Protected paths touched"
+AGAIN_HEADING = "## Why this stage runs again"
 # Headings other tools look for (the scripted agent: whether the operator answered). Only
 # T25 writes them: a template may not, and free text is fenced (see the module docstring).
 RESERVED_HEADINGS = frozenset(
@@ -85,6 +87,7 @@ RESERVED_HEADINGS = frozenset(
         REJECTED_HEADING,
         ANSWERS_HEADING,
         PROTECTED_HEADING,
+        AGAIN_HEADING,
     }
 )
 QUOTED_NOTE = (
@@ -120,6 +123,10 @@ class PromptContext(BaseModel):
     failed_checks: tuple[CheckResult, ...] = ()
     reject_reasons: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
+    # An operator sent the task back into this stage (a retry, a reset): what failed, if
+    # anything, and the operator's words.
+    failure: str = ""
+    again: str | None = None
     check_results: tuple[CheckResult, ...] = ()
     diff: str = ""
 
@@ -214,6 +221,7 @@ def build_prompt(
         _section(FAILING_CHECKS_HEADING, "\n\n".join(_check(c) for c in ctx.failed_checks)),
         _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
         _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
+        _again(ctx),
         _check_results(ctx),
         _protected(task) if ctx.stage == S.REVIEW else "",
         _diff(ctx.diff, max_diff_chars),
@@ -272,6 +280,21 @@ def _check(check: CheckResult) -> str:
     if check.excerpt.strip() and not check.passed:
         line += "\n\nEnd of its output:\n\n" + _quoted(check.excerpt.rstrip("\n"))
     return line
+
+
+def _again(ctx: PromptContext) -> str:
+    """Why an operator sent the task back into this stage: the failure, and their words."""
+    if ctx.again is None:
+        return ""
+    parts = []
+    if ctx.failure:
+        parts.append("The last attempt at this stage failed:\n\n" + _quoted(ctx.failure))
+    if ctx.again:
+        parts.append("The operator sent it back to you, saying:\n\n" + _quoted(ctx.again))
+    else:
+        parts.append("The operator sent it back to you, giving no reason.")
+    parts.append("Do not repeat what failed; start from the branch as it is now.")
+    return _section(AGAIN_HEADING, "\n\n".join(parts))
 
 
 def _check_results(ctx: PromptContext) -> str:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
 from core.control.policies import merge_refusal, unnamed_protected
-from core.control.queries import Queries
+from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
 from core.domain.audit import AuditEntry
 from core.domain.clock import Clock, system_clock
@@ -48,6 +48,7 @@ from core.domain.events import (
     DecisionRecorded,
     Event,
     EventBus,
+    RunStarted,
     TaskTransitioned,
     TaskUpdated,
     WorktreeCleaned,
@@ -64,12 +65,12 @@ from core.domain.models import (
     TaskState,
     TaskType,
 )
-from core.domain.states import TERMINAL, WORKING, assert_transition
+from core.domain.states import TERMINAL, WORKING, assert_reset, assert_transition
 from core.domain.text import MAX_PATHS, printable
 from core.domain.text import actor as valid_actor
 from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
-from core.errors import InvalidInput, MergeRefused, PolicyRefused
+from core.errors import IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch
 from core.workspace.merging import checked_merge, holds_branch
@@ -113,6 +114,7 @@ class Ruling:
     cancel_runs: bool = False  # end the task's runs
     merge: TrialMerge | None = None  # land this tried merge first (git: outside the store)
     cleans: bool = False  # remove the task's worktree after
+    reset: bool = False  # `to` is a stage the task goes back to (assert_reset)
     # The words the audit line and the announcement record, when more than the decision's
     # own (a merge adds the protected paths it named).
     recorded: str | None = None
@@ -189,11 +191,22 @@ class ControlPlane(Queries, Operations):
         return updated
 
     def _change(
-        self, task: Task, to: TaskState, *, actor: str, reason: str, fields: dict[str, Any]
+        self,
+        task: Task,
+        to: TaskState,
+        *,
+        actor: str,
+        reason: str,
+        fields: dict[str, Any],
+        reset: bool = False,
     ) -> tuple[TaskTransitioned, dict[str, Any]]:
-        """The event and the fields of a legal move: into NEEDS_INPUT or FAILED it records
-        the stage to resume, and out of them it clears it."""
-        assert_transition(task.state, to, resume_state=task.resume_state)
+        """The event and the fields of a legal move (a `reset`: back to a stage the task
+        passed): into NEEDS_INPUT or FAILED it records the stage to resume, and out of them
+        it clears it."""
+        if reset:
+            assert_reset(task.state, to, resume_state=task.resume_state)
+        else:
+            assert_transition(task.state, to, resume_state=task.resume_state)
         fields = dict(fields)
         if to in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             resume = task.state if task.state in WORKING else _RESUME_FROM.get(task.state)
@@ -368,7 +381,12 @@ class ControlPlane(Queries, Operations):
             change = TaskUpdated(at=now, task_id=task.id, fields=fields, actor=decision.actor)
         else:
             change, fields = self._change(
-                task, ruling.to, actor=decision.actor, reason=ruling.why, fields=ruling.fields
+                task,
+                ruling.to,
+                actor=decision.actor,
+                reason=ruling.why,
+                fields=ruling.fields,
+                reset=ruling.reset,
             )
         announce = DecisionRecorded(
             at=now,
@@ -428,9 +446,12 @@ class ControlPlane(Queries, Operations):
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
             case Verb.RETRY:
                 _retriable(task)
-                return Ruling(
-                    to=_resumed(task), why=decision.text, fields={"error": None}, enqueue=True
-                )
+                fields: dict[str, Any] = {"error": None}
+                if task.resume_state is TaskState.IMPLEMENTING:  # not on the failed change
+                    fields["rewind_to"] = await self._stage_start(task, TaskState.IMPLEMENTING)
+                return Ruling(to=_resumed(task), why=decision.text, fields=fields, enqueue=True)
+            case Verb.RESET:
+                return await self._reset(task, decision)
             case Verb.ARCHIVE:
                 _archivable(task)
                 return Ruling(fields={"archived": True}, cleans=True)
@@ -447,6 +468,76 @@ class ControlPlane(Queries, Operations):
                     enqueue=True,
                 )
         assert_never(decision.verb)
+
+    async def _reset(self, task: Task, decision: Decision) -> Ruling:
+        """Back to `decision.stage`, its branch moved back (by the worker that takes the
+        stage's run) to the commit that stage began from, bound to that commit; the runs
+        going on end, and what QA and review decided is forgotten."""
+        stage = decision.stage
+        assert stage is not None  # checked at the door
+        _not_held(task, "reset")
+        if task.merged or task.archived:
+            raise PolicyRefused(
+                f"{task.id} is {'merged' if task.merged else 'archived'}; it cannot be reset",
+                hint=f"file a new task: t25 task new (see t25 task show {task.id})",
+            )
+        try:
+            assert_reset(task.state, stage, resume_state=task.resume_state)
+        except IllegalTransition as exc:
+            raise PolicyRefused(
+                f"{task.id} cannot be reset to {stage}: {exc.message}", hint=_what_fits(task)
+            ) from None
+        head = await self._stage_start(task, stage)
+        if head is None:
+            raise PolicyRefused(
+                f"{task.id} has no run of {stage} that says where it began",
+                hint=f"t25 task show {task.id} lists its runs; reset to a stage that ran",
+            )
+        fields: dict[str, Any] = {
+            "rewind_to": head,
+            "error": None,
+            "checks_passed": None,
+            "review_verdict": None,
+            "reviewed_head": None,
+        }
+        if stage in (TaskState.SPEC, TaskState.PLAN):
+            fields["approved_plan_sha"] = None
+        return Ruling(
+            to=stage,
+            why=decision.text or f"reset to {stage}, at {head[:12]}",
+            fields=fields,
+            enqueue=True,
+            cancel_runs=True,
+            reset=True,
+            bound_to=f"commit:{head}",
+        )
+
+    async def _stage_start(self, task: Task, stage: TaskState) -> str | None:
+        """The branch head a stage began from: recorded by the first run of `stage` that
+        started since the task was last reset (or ever); for a retried implementation, by
+        the run that failed (the latest)."""
+        events = await self.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        stages = {r.id: r.stage for r in await self.store.list_runs(task_id=task.id)}
+        resets = [
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, DecisionRecorded) and e.decision == Verb.RESET.value
+        ]
+        since = events[resets[-1] + 1 :] if resets else events
+        started = [
+            e
+            for e in since
+            if isinstance(e, RunStarted) and e.head and stages.get(e.run_id or "") is stage
+        ]
+        if task.state is TaskState.FAILED and stage is task.resume_state:
+            started.reverse()  # a retry: where the failed run began
+        if not started:
+            started = [
+                e
+                for e in events
+                if isinstance(e, RunStarted) and e.head and stages.get(e.run_id or "") is stage
+            ]
+        return started[0].head if started else None
 
     async def _approval(self, task: Task, decision: Decision) -> Ruling:
         """An approval is bound to the SHA-256 of the newest plan, re-hashed as it is read;
@@ -670,6 +761,12 @@ class ControlPlane(Queries, Operations):
         it is now (one that moved since review: what the merge would refuse)."""
         return await self.decide(Decision(verb=Verb.RECHECK, task=ref, actor=actor, text=reason))
 
+    async def reset(self, ref: str, stage: TaskState, *, actor: str, reason: str = "") -> Task:
+        """Send a task back to `stage`, its branch to where that stage began."""
+        return await self.decide(
+            Decision(verb=Verb.RESET, task=ref, actor=actor, text=reason, stage=stage)
+        )
+
     async def acknowledge(self, ref: str, *, actor: str, reason: str) -> Task:
         """Record that a human has seen what a run changed outside its worktree (and what
         T25 put back): retry and merge may go on."""
@@ -704,6 +801,13 @@ def _at_the_door(decision: Decision) -> Decision:
             f"a merge names {len(decision.allow_paths):,} paths; at most {MAX_PATHS:,}",
             hint="name the protected paths the task touches (t25 task show)",
         )
+    if decision.verb is Verb.RESET and decision.stage is None:
+        raise InvalidInput(
+            "a reset names the stage to go back to",
+            hint=f"t25 reset {decision.task} --to IMPLEMENTING",
+        )
+    if decision.stage is not None and decision.verb is not Verb.RESET:
+        raise InvalidInput(f"only a reset names a stage, not {decision.verb.value}")
     paths = tuple(valid_path(p) for p in decision.allow_paths)
     return decision.model_copy(update={"actor": actor, "text": text, "allow_paths": paths})
 

@@ -7,7 +7,8 @@ rejection's reason, an answer, an approval's comment, a note for the audit log.
 `bound_to` is what the operator was shown, when the decision names it (the SHA-256 of the
 plan approved): a decision bound to something that has changed since is refused.
 `allow_paths` are the protected paths a merge names (policies.protected_paths): a merge
-of a task that touches one is refused unless the decision names every one.
+of a task that touches one is refused unless the decision names every one. `stage` is
+where a reset sends the task back to.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
+
+from core.domain.models import TaskState
 
 
 class Verb(StrEnum):
@@ -29,6 +32,7 @@ class Verb(StrEnum):
     ARCHIVE = "archive"
     ACKNOWLEDGE = "acknowledge"  # a run's violation was seen: retry and merge may go on
     RECHECK = "recheck"  # a DONE, unmerged task goes through QA and REVIEW again
+    RESET = "reset"  # back to a stage the task passed, its branch to where that stage began
 
 
 class Decision(BaseModel):
@@ -42,3 +46,4 @@ class Decision(BaseModel):
     text: str = ""
     bound_to: str | None = None
     allow_paths: tuple[str, ...] = ()
+    stage: TaskState | None = None  # where a reset goes back to

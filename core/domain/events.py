@@ -123,6 +123,7 @@ class RunStarted(Event):
     cli_version: str | None = None
     model: str | None = None
     attempt: int = 1
+    head: str | None = None  # the task branch's head as the run began: where a reset goes back to
 
 
 class RunOutput(Event):

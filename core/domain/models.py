@@ -162,6 +162,9 @@ class Task(_Value):
     # The changed paths `policies.protected_paths` names, as of the last implementation: a
     # merge needs an approver to name each one.
     protected_paths: tuple[str, ...] = ()
+    # The commit the next run starts from (a reset, or a retried implementation): its
+    # worker moves the branch back there first. None: go on from the branch as it is.
+    rewind_to: str | None = None
     created_at: datetime
     state_since: datetime
 
@@ -185,6 +188,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "reviewed_head",
         "violation",
         "protected_paths",
+        "rewind_to",
     }
 )
 

@@ -3,6 +3,8 @@
     RECEIVED → SPEC → PLAN → AWAITING_APPROVAL → IMPLEMENTING → QA → REVIEW → PR_OPEN → DOCS → DONE
     escapes: NEEDS_INPUT · FAILED · CANCELLED      loop: QA and REVIEW can send back to IMPLEMENTING
     recheck: an operator sends a DONE task that is not merged back to QA (its branch as it is now)
+    reset: an operator sends a task back to a stage it passed (`assert_reset`), its branch
+           moved back to where that stage began
     DOCS → QA: a documentation change that touches more than documentation is checked and reviewed
 
 PLAN goes straight to IMPLEMENTING when the plan needs no approval; a rejected plan goes
@@ -41,6 +43,20 @@ TRANSITIONS: dict[S, frozenset[S]] = {
     S.CANCELLED: frozenset(),
 }
 
+# The pipeline's order, for a reset (`t25 reset ID --to STAGE`): back to a working stage the
+# task is in or has passed. A task waiting on a human or failed stands where it left off.
+_ORDER: dict[S, float] = {
+    S.SPEC: 1,
+    S.PLAN: 2,
+    S.AWAITING_APPROVAL: 2.5,
+    S.IMPLEMENTING: 3,
+    S.QA: 4,
+    S.REVIEW: 5,
+    S.PR_OPEN: 6,
+    S.DOCS: 7,
+    S.DONE: 8,
+}
+
 # Sources whose way back into the pipeline is fixed by the task's `resume_state`.
 _RESUMING = {S.NEEDS_INPUT, S.FAILED}
 
@@ -60,4 +76,20 @@ def assert_transition(current: S, target: S, *, resume_state: S | None = None) -
         expected = resume_state or "no recorded stage"
         raise IllegalTransition(
             f"a task in {current} returns only to the stage it left ({expected}), not {target}"
+        )
+
+
+def assert_reset(current: S, target: S, *, resume_state: S | None = None) -> None:
+    """Raise IllegalTransition unless a reset may take a task in `current` back to `target`:
+    a working stage at or before where the task stands (for NEEDS_INPUT or FAILED, the
+    stage it left)."""
+    where = resume_state if current in _RESUMING else current
+    if target not in WORKING:
+        stages = ", ".join(WORKING)
+        raise IllegalTransition(f"a reset goes back to a working stage ({stages}), not {target}")
+    if where is None or where not in _ORDER:
+        raise IllegalTransition(f"a task in {current} cannot be reset")
+    if _ORDER[target] > _ORDER[where]:
+        raise IllegalTransition(
+            f"a reset goes back, not forward: the task stands at {where}, before {target}"
         )

@@ -197,6 +197,16 @@ class Worker:
             path = await worktrees.ensure(task)
             if run.attempts > 1:  # an attempt before this one lost its lease midway
                 await self._set_aside(worktrees, run, task)
+            if task.rewind_to is not None:  # a reset, or a retried implementation
+                archived = await worktrees.rewind(task, task.rewind_to)
+                if archived:
+                    log.info(
+                        "%s: moved %s back to %s; its head %s kept under refs/t25/archive/",
+                        task.id,
+                        task.branch,
+                        task.rewind_to[:12],
+                        archived[:12],
+                    )
             last_commit = await worktrees.tip(task)  # T25's: every run before was watched
             implementing = run.stage is TaskState.IMPLEMENTING
             watched = await worktrees.watch_run(task, may_commit=implementing)
@@ -394,6 +404,7 @@ class Worker:
                 cli_version=await chosen.adapter.version(),
                 model=chosen.profile.model,
                 attempt=run.attempts,
+                head=await self.workspace.worktrees(task.project).tip(task),
             ),
         )
 

@@ -49,9 +49,14 @@ FACTORY_DIR = ".factory"
 _COMMON_DIRS = ("hooks", "info")
 # Files read as git config, by name: their change is described key by key.
 _CONFIG_NAMES = frozenset({"config", "config.worktree", ".gitconfig"})
-# Where T25 keeps what a lost attempt left (`Worktrees.set_aside`): written between runs by
-# T25 alone, never read as config, so not measured (another task's run may be going on).
-LEFTOVERS_REF = "refs/t25/leftovers"
+# T25's own refs, written between runs by T25 alone and never read as config, so not
+# measured (another task's run may be going on): what a lost attempt left
+# (`Worktrees.set_aside`), what a worktree held before it was reset or removed
+# (`Worktrees.snapshot`), what a branch held before it was moved back (`Worktrees.rewind`).
+T25_REFS = "refs/t25"
+LEFTOVERS_REF = f"{T25_REFS}/leftovers"
+SNAPSHOTS_REF = f"{T25_REFS}/snapshots"
+ARCHIVE_REF = f"{T25_REFS}/archive"
 # T25's task branches (`feat/T-7`), local and remote-tracking.
 TASK_BRANCH = re.compile(
     rf"refs/(?:heads|remotes/[^/]+)/(?:{'|'.join(t.value for t in TaskType)})/T-[0-9]+"
@@ -314,7 +319,7 @@ def _refs(raw: bytes, branch: str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in os.fsdecode(raw).splitlines():
         name, _, sha = line.partition("\0")
-        if name == own or not (TASK_BRANCH.fullmatch(name) or name.startswith(f"{LEFTOVERS_REF}/")):
+        if name == own or not (TASK_BRANCH.fullmatch(name) or name.startswith(f"{T25_REFS}/")):
             out[name] = sha
     return out
 

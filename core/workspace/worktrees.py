@@ -53,7 +53,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,7 +64,13 @@ from core.domain.backoff import Backoff, retry
 from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
-from core.workspace.fingerprint import LEFTOVERS_REF, Fingerprint, fingerprint
+from core.workspace.fingerprint import (
+    ARCHIVE_REF,
+    LEFTOVERS_REF,
+    SNAPSHOTS_REF,
+    Fingerprint,
+    fingerprint,
+)
 from core.workspace.git import Completed, default_branch, git, git_bytes, run_git, status_entries
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
@@ -506,11 +512,14 @@ class Worktrees:
         worktree's own config names them (`run_git` reads them in `path`)."""
         return await run_git("reset", "--hard", "--quiet", "--no-recurse-submodules", cwd=path)
 
-    async def reset(self, task: Task, commit: str) -> None:
+    async def reset(self, task: Task, commit: str, *, snapshot: bool = True) -> None:
         """Put the task's worktree back at `commit` (T25's last commit on the branch): on the
         task branch, every change, commit of the agent's own and untracked or ignored file
-        gone. After a run that broke the invariant, so nothing it left is built on."""
+        gone. After a run that broke the invariant, so nothing it left is built on; what
+        the worktree held is kept first (`snapshot`) unless the caller kept it already."""
         path = self.path_for(task.id)
+        if snapshot:
+            await self.snapshot(task)
         with self._working_on(task.id):
             await self._verify(task, path, on_branch=False)
             git_dir = await self._admin_dir(path)
@@ -548,8 +557,56 @@ class Worktrees:
             identity = await self._identity(path)
             kept = await git(*identity, "commit-tree", tree, "-p", head, "-m", message, cwd=path)
             await git("update-ref", f"{LEFTOVERS_REF}/{name}", kept, cwd=path, drivers_from=())
-        await self.reset(task, tip)
+        await self.reset(task, tip, snapshot=False)
         return kept
+
+    async def snapshot(self, task: Task) -> str | None:
+        """Before the task's worktree is reset or removed: what it holds — its HEAD, with
+        any change and untracked file committed on top (never on the branch) — kept under
+        `refs/t25/snapshots/<id>/<n>`. The commit kept, or None without a worktree."""
+        path = self.path_for(task.id)
+        if not path.exists():
+            return None
+        with self._working_on(task.id):
+            await self._verify(task, path, on_branch=False)
+            head = await self._rev("HEAD", cwd=path)
+            if head is None:
+                return None
+            kept = head
+            if await git("status", "--porcelain", "--untracked-files=all", cwd=path):
+                await git("add", "--all", cwd=path)
+                tree = await git("write-tree", cwd=path)
+                message = f"{task.id}: the worktree as it was\n\nKept by T25."
+                identity = await self._identity(path)
+                kept = await git(
+                    *identity, "commit-tree", tree, "-p", head, "-m", message, cwd=path
+                )
+            await self._keep_ref(f"{SNAPSHOTS_REF}/{task.id}", kept)
+        return kept
+
+    async def rewind(self, task: Task, commit: str) -> str | None:
+        """Move the task branch (and its worktree) back to `commit`, for a reset or a
+        retried implementation, keeping the head it had under `refs/t25/archive/<id>/<n>`
+        (and the worktree under a snapshot). The head archived, or None when the branch
+        was at `commit` already."""
+        tip = await self.tip(task)
+        if tip is None or tip == commit:
+            return None
+        await self._keep_ref(f"{ARCHIVE_REF}/{task.id}", tip)
+        await self.reset(task, commit)
+        return tip
+
+    async def _keep_ref(self, prefix: str, commit: str) -> str:
+        """Point `<prefix>/<n>` at `commit`, n one more than the highest there; the ref."""
+        listed = await git(
+            "for-each-ref", "--format=%(refname)", f"{prefix}/", cwd=self.repo, drivers_from=()
+        )
+        taken = [
+            int(r.rsplit("/", 1)[1]) for r in listed.splitlines() if r.rsplit("/", 1)[1].isdigit()
+        ]
+        ref = f"{prefix}/{max(taken, default=0) + 1}"
+        await git("update-ref", ref, commit, cwd=self.repo, drivers_from=())
+        return ref
 
     async def _identity(self, path: Path) -> list[str]:
         """`-c user.name=… -c user.email=…` for what the repository does not set."""
@@ -737,6 +794,7 @@ class Worktrees:
                 return Cleanup(
                     False, f"kept {path}: {dirt}; commit, move or delete them, then clean up again"
                 )
+            kept = await self.snapshot(task)
             # Never --force: if git sees something we did not, git's refusal stands.
             async with self._admin:
                 done = await run_git(
@@ -752,7 +810,38 @@ class Worktrees:
                     False, f"kept {path}: git refused to remove it ({_git_reason(done.err)})"
                 )
             self._record_path(task.id).unlink(missing_ok=True)
-            return Cleanup(True, f"removed {path}; branch {task.branch} kept")
+            at = f" (its head kept as {kept[:12]} under {SNAPSHOTS_REF}/{task.id}/)" if kept else ""
+            return Cleanup(True, f"removed {path}; branch {task.branch} kept{at}")
+
+    def has_worktree(self, task: Task) -> bool:
+        return os.path.lexists(self.path_for(task.id))
+
+    async def landed(self, task: Task) -> str | None:
+        """Whether the task branch's change is in the default branch although T25 did not
+        merge it: merged there (its tip an ancestor), or squash-, rebase- or cherry-pick-
+        merged — merging the branch now would change nothing (`git merge-tree`: the tree
+        it would make is the default branch's own). How, in words; None when it is not."""
+        tip = await self.tip(task)
+        default = f"refs/heads/{self.default_branch}"
+        if tip is None:
+            return None
+        inside = await run_git(
+            "merge-base", "--is-ancestor", tip, default, cwd=self.repo, drivers_from=()
+        )
+        if inside.code == 0:
+            return f"{task.branch} is merged into {self.default_branch}"
+        tried = await run_git(
+            "merge-tree", "--write-tree", "--no-messages", default, tip, cwd=self.repo
+        )
+        tree = os.fsdecode(tried.out).splitlines()[0] if tried.code == 0 and tried.out else None
+        if tree is not None and tree == await git(
+            "rev-parse", f"{default}^{{tree}}", cwd=self.repo
+        ):
+            return (
+                f"{task.branch}'s change is already in {self.default_branch} "
+                "(squash- or rebase-merged: merging it would change nothing)"
+            )
+        return None
 
     async def _dirt(self, path: Path) -> str:
         """'' for a clean tree, else '2 uncommitted, 1 ignored file(s): a.py, b.log …'."""
@@ -974,12 +1063,14 @@ class Worktrees:
         """The main checkout's fingerprint, leaving out this worktree root; for a task's run,
         with its branch among the refs and its worktree's config among the git files."""
         if task is None:
-            return await fingerprint(self.repo, exclude=[self.root])
+            return await _past_half_written(lambda: fingerprint(self.repo, exclude=[self.root]))
         return await self._fingerprint(task, await self._admin_dir(self.path_for(task.id)))
 
     async def _fingerprint(self, task: Task, git_dir: Path) -> Fingerprint:
-        return await fingerprint(
-            self.repo, exclude=[self.root], branch=task.branch, worktree_git_dir=git_dir
+        return await _past_half_written(
+            lambda: fingerprint(
+                self.repo, exclude=[self.root], branch=task.branch, worktree_git_dir=git_dir
+            )
         )
 
     async def watch_run(self, task: Task, *, may_commit: bool = False) -> Watched:
@@ -993,6 +1084,16 @@ class Worktrees:
 
 def _met_half_written_entry(exc: Exception) -> bool:
     return isinstance(exc, GitError) and HALF_WRITTEN in exc.message
+
+
+async def _past_half_written(read: Callable[[], Awaitable[Fingerprint]]) -> Fingerprint:
+    """A fingerprint, read again when its `git status` met a worktree entry another
+    process (another worker's `git worktree add`) was still writing."""
+    return await retry(
+        lambda _: read(),
+        pauses=ADMIN_RACE.pauses(ADMIN_RACE_RETRIES),
+        transient=_met_half_written_entry,
+    )
 
 
 def _names(names: list[str]) -> str:

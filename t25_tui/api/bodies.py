@@ -269,6 +269,11 @@ class MergeBody(DecisionBody):
     allow_paths: list[RepoPath] = Field([], max_length=MAX_PATHS)
 
 
+class ResetBody(DecisionBody):
+    # The working stage to go back to; its branch returns to where that stage began.
+    to: Literal["SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"]
+
+
 class AnswerBody(_Body):
     actor: Actor | None = None
     text: Answer

@@ -255,6 +255,8 @@ class RemoteControlPlane(Operations):
             body["bound_to"] = decision.bound_to
         if decision.allow_paths:
             body["allow_paths"] = list(decision.allow_paths)
+        if decision.stage is not None:
+            body["to"] = decision.stage.value
         # Serve answers a decision once it has taken effect: a merge's checks, or a worker's
         # merge, may take minutes.
         response = await self.http.request("POST", path, json=body, timeout=DECISION_TIMEOUT)

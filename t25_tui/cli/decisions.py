@@ -1,19 +1,24 @@
 """Operator decisions from the command line: cancel, retry, archive, recheck, approve, reject,
-answer, merge, acknowledge. Each builds the `Decision` the cockpit and the REST API build, and hands it
+answer, merge, acknowledge, reset. Each builds the `Decision` the cockpit and the REST API build, and hands it
 to the control plane's `decide`."""
 
 from __future__ import annotations
 
 import argparse
 import re
+from typing import TYPE_CHECKING
 
 from core.domain.decisions import Decision, Verb
 from core.domain.events import DecisionRecorded, WorktreeCleaned
+from core.domain.models import TaskState
 from core.domain.states import WORKING
 from core.domain.text import printable
 from core.errors import InvalidInput
 from core.ports import Operations
-from t25_tui.cli.context import actor_of, run
+from t25_tui.cli.context import actor_of, run, run_runtime
+
+if TYPE_CHECKING:
+    from t25_tui.runtime import Runtime
 
 
 def _decide(
@@ -23,6 +28,7 @@ def _decide(
     *,
     bound_to: str | None = None,
     allow_paths: tuple[str, ...] = (),
+    stage: TaskState | None = None,
 ) -> int:
     async def body(control: Operations) -> None:
         sub = control.bus.subscribe()
@@ -33,6 +39,7 @@ def _decide(
             text=text,
             bound_to=bound_to,
             allow_paths=allow_paths,
+            stage=stage,
         )
         task = await control.decide(decision)
         print(
@@ -97,3 +104,26 @@ def recheck(args: argparse.Namespace) -> int:
 
 def acknowledge(args: argparse.Namespace) -> int:
     return _decide(args, Verb.ACKNOWLEDGE, args.reason)
+
+
+def reset(args: argparse.Namespace) -> int:
+    return _decide(args, Verb.RESET, args.reason, stage=TaskState(args.to))
+
+
+def cleanup(args: argparse.Namespace) -> int:
+    """Remove the worktrees that may go (core.control.cleanup); exit 1 when one was kept."""
+    from core.control.cleanup import clean_up
+
+    async def body(runtime: Runtime) -> int:
+        lines = await clean_up(runtime.control, args.id, dry_run=args.dry_run)
+        if not lines:
+            print("nothing to clean up" + (f" for {args.id}" if args.id else ""))
+        for line in lines:
+            head = f"{line.task.id}  {printable(line.why)}"
+            if line.removed is None:
+                print(f"{head}: would remove its worktree")
+            else:
+                print(f"{head}: {printable(line.said)}")
+        return 1 if any(line.removed is False for line in lines) else 0
+
+    return run_runtime(args, body)

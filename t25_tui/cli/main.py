@@ -36,6 +36,7 @@ STATES = (
     "FAILED",
     "CANCELLED",
 )
+WORKING_STAGES = ("SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS")
 
 
 def _command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -183,13 +184,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, verb in (
         ("cancel", "stop a task and its runs"),
-        ("retry", "send a FAILED task back to the stage that failed"),
+        ("retry", "send a FAILED task back to the stage that failed; --reason goes to the agent"),
         ("archive", "hide a finished, failed or cancelled task from the board"),
         ("recheck", "send a DONE task that is not merged through QA and review again"),
     ):
         p = add(name, f"decisions:{name}", verb)
         p.add_argument("id", help="task id, e.g. T-7 or 7")
         p.add_argument("--reason", default="", help="why (kept in the audit log)")
+    reset = add(
+        "reset",
+        "decisions:reset",
+        "send a task back to a stage it passed, its branch to where that stage began",
+    )
+    reset.add_argument("id", help="task id, e.g. T-7 or 7")
+    reset.add_argument(
+        "--to",
+        required=True,
+        type=str.upper,
+        choices=WORKING_STAGES,
+        metavar="STAGE",
+        help="the stage to go back to: " + ", ".join(WORKING_STAGES),
+    )
+    reset.add_argument(
+        "--reason", default="", help="why (kept in the audit log; the agent reads it)"
+    )
+
+    clean = add(
+        "cleanup",
+        "decisions:cleanup",
+        "remove the worktrees of merged, archived or landed tasks that a merge or archive kept",
+    )
+    clean.add_argument("id", nargs="?", help="only this task (default: every task)")
+    clean.add_argument(
+        "--dry-run", action="store_true", help="say which worktrees would go; remove none"
+    )
 
     run = add(
         "run", "run:run_", "work the queue until nothing can move without a human", runs_agents=True

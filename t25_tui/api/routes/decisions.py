@@ -1,4 +1,4 @@
-"""The operator decisions over REST: `POST /tasks/{id}/approve|reject|answer|merge|cancel|retry|archive|acknowledge`.
+"""The operator decisions over REST: `POST /tasks/{id}/approve|reject|answer|merge|cancel|retry|archive|acknowledge|recheck|reset`.
 
 Each route builds the `Decision` the command line and the cockpit build and hands it to the
 control plane's `decide`: the same check, the same audit line, the same event.
@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from fastapi import APIRouter, Request
 
 from core.domain.decisions import Decision, Verb
-from core.domain.models import Task
+from core.domain.models import Task, TaskState
 from t25_tui.api import document
-from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody, MergeBody
+from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody, MergeBody, ResetBody
 from t25_tui.api.services import Ops, actor_of
 
 router = APIRouter()
@@ -65,6 +65,26 @@ async def merge(control: Ops, request: Request, ref: str, body: MergeBody) -> Ta
         actor=actor_of(request, body.actor),
         text=body.reason,
         allow_paths=tuple(body.allow_paths),
+    )
+    return await control.decide(decision)
+
+
+@router.post(
+    "/tasks/{ref}/reset",
+    response_model=Task,
+    responses=document.DECIDE,
+    summary="Send a task back to a stage it passed (the same decision as `t25 reset`)",
+)
+async def reset(control: Ops, request: Request, ref: str, body: ResetBody) -> Task:
+    """`to` is the working stage to go back to; the task's branch returns to the commit that
+    stage began from (its head kept under `refs/t25/archive/`), and the audit line is bound
+    to that commit. Refused (409) going forward, or on a merged or archived task."""
+    decision = Decision(
+        verb=Verb.RESET,
+        task=ref,
+        actor=actor_of(request, body.actor),
+        text=body.reason,
+        stage=TaskState(body.to),
     )
     return await control.decide(decision)
 
