@@ -98,6 +98,8 @@ class RowReader:
             violation=r["violation"],
             protected_paths=tuple(json.loads(r["protected_paths"] or "[]")),
             rewind_to=r["rewind_to"],
+            budget_usd=r["budget_usd"],
+            budget_tokens=r["budget_tokens"],
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),
         )

@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     PrivateAttr,
     ValidationError,
@@ -283,6 +284,10 @@ class Limits(_Section):
     max_qa_loops: NonNegativeInt = 2
     # Dependencies one task may add across its manifests; None: no budget.
     max_new_dependencies: NonNegativeInt | None = None
+    # What one task may spend, in estimated USD (cost.rates) and in tokens; None: no budget.
+    # Reached, the task waits for a human before its next run (an answer can raise it).
+    max_cost_usd: PositiveFloat | None = None
+    max_tokens: PositiveInt | None = None
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
     # An agent's output streamed as events, per run; past it, one truncation marker.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from core.config.schema import Config
 from core.control.cost import summarize
 from core.domain.audit import AuditTrail
-from core.domain.cost import CostSummary
+from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
 from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
 from core.domain.models import (
@@ -90,8 +90,34 @@ class Queries:
             runs=runs,
             artifacts=artifacts,
             cost=summarize(runs),
+            spend=self.spend_of(task, runs),
             question=asked[-1] if asked else None,
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
+        )
+
+    async def spend(self, task: Task) -> Spend:
+        """What `task` has spent against its budget."""
+        return self.spend_of(task, await self.store.list_runs(task_id=task.id))
+
+    def spend_of(self, task: Task, runs: list[Run]) -> Spend:
+        """`runs`' spend (the task's), against the task's budget: its own, raised by an
+        answer, else its project's limits."""
+        limits = self.config.for_project(task.project).limits
+        unpriced = {
+            r.model or r.usage.model or "unknown"
+            for r in runs
+            if tokens_of(r.usage)
+            and not r.cost_usd
+            and self.config.rate_for(r.model or r.usage.model) is None
+        }
+        return Spend(
+            usd=sum(r.cost_usd for r in runs),
+            tokens=sum(tokens_of(r.usage) for r in runs),
+            budget_usd=task.budget_usd if task.budget_usd is not None else limits.max_cost_usd,
+            budget_tokens=(
+                task.budget_tokens if task.budget_tokens is not None else limits.max_tokens
+            ),
+            unpriced=tuple(sorted(unpriced)),
         )
 
     async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:

@@ -43,11 +43,13 @@ from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
 from core.domain.audit import AuditEntry
 from core.domain.clock import Clock, system_clock
+from core.domain.cost import Spend, raised_budget
 from core.domain.decisions import Decision, Verb
 from core.domain.events import (
     DecisionRecorded,
     Event,
     EventBus,
+    InputRequested,
     RunStarted,
     TaskTransitioned,
     TaskUpdated,
@@ -249,13 +251,42 @@ class ControlPlane(Queries, Operations):
         self, task: Task, stage: TaskState, *, actor: str, reason: str = "", **fields: Any
     ) -> Task:
         """Move into a working stage and queue its run, in one store write (no task is left
-        in a stage whose run was never queued, nor a run queued twice)."""
+        in a stage whose run was never queued, nor a run queued twice). A task whose budget
+        is spent waits for a human instead, before that run (`_budget_spent`)."""
+        if stage in STAGE_ROLE and stage is not TaskState.PR_OPEN:
+            spend = await self.spend(task)
+            if spend.reached:
+                return await self._budget_spent(task, stage, spend, reason, fields)
         event, fields = self._change(task, stage, actor=actor, reason=reason, fields=fields)
         run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
         updated, events = await self.store.enter_stage(task.id, task.state, event, fields, run)
         for stored in events:
             self.bus.publish(stored)
         self.work_queued.set()
+        return updated
+
+    async def _budget_spent(
+        self, task: Task, stage: TaskState, spend: Spend, reason: str, fields: dict[str, Any]
+    ) -> Task:
+        """Wait in NEEDS_INPUT before `stage`'s run, with the spend so far; the answer that
+        names a new budget sends the task on into `stage` (the fields it would have set
+        set now)."""
+        question = (
+            f"{task.id} has spent {spend.line()}: its budget is reached before "
+            f"{stage} ({STAGE_ROLE[stage]}){f', after: {reason}' if reason else ''}. Answer with "
+            f'a new budget to go on (e.g. "budget ${_suggest(spend.usd, spend.budget_usd)}" or '
+            f'"budget {_suggest_tokens(spend)} tokens"), or cancel it.'
+        )
+        event, changed = self._change(
+            task,
+            TaskState.NEEDS_INPUT,
+            actor="t25",
+            reason=question,
+            fields={**fields, "resume_state": stage},
+        )
+        updated, stored = await self.store.apply_transition(task.id, task.state, event, changed)
+        self.bus.publish(stored)
+        await self.record(InputRequested(task_id=task.id, stage=stage, question=question))
         return updated
 
     async def new_task(
@@ -422,7 +453,10 @@ class ControlPlane(Queries, Operations):
                 return Ruling(to=TaskState.PLAN, why=decision.text, enqueue=True)
             case Verb.ANSWER:
                 _expect(task, TaskState.NEEDS_INPUT, "answered")
-                return Ruling(to=_resumed(task), why="operator answered", enqueue=True)
+                raised = _raised(task, decision, await self.spend(task))
+                return Ruling(
+                    to=_resumed(task), why="operator answered", fields=raised, enqueue=True
+                )
             case Verb.MERGE:
                 _not_held(task, "merged")
                 _mergeable(task)
@@ -829,6 +863,42 @@ def _plan_summary(content: bytes) -> str:
         return "unreadable"
     line = printable(" ".join(f"{plan.get('risk', '?')} risk: {steps}".split()))
     return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _raised(task: Task, decision: Decision, spend: Spend) -> dict[str, Any]:
+    """The budget an answer raises (fields of the task): an answer to a task whose budget
+    is spent must name a new one above the spend, or it is refused."""
+    if not spend.reached:
+        return {}
+    usd, tokens = raised_budget(decision.text)
+    fields: dict[str, Any] = {}
+    if usd is not None:
+        fields["budget_usd"] = usd
+    if tokens is not None:
+        fields["budget_tokens"] = tokens
+    after = spend.model_copy(
+        update={
+            "budget_usd": fields.get("budget_usd", spend.budget_usd),
+            "budget_tokens": fields.get("budget_tokens", spend.budget_tokens),
+        }
+    )
+    if after.reached:
+        raise PolicyRefused(
+            f"{task.id} has spent {spend.line()}; an answer must name a budget above that "
+            "to let it go on",
+            hint=f't25 answer {task.id} "budget ${_suggest(spend.usd, spend.budget_usd)}" '
+            f'(or "budget {_suggest_tokens(spend)} tokens"), or t25 cancel {task.id}',
+        )
+    return fields
+
+
+def _suggest(spent: float, budget: float | None) -> str:
+    """A round budget above `spent`: double the old one, or twice the spend."""
+    return f"{max(2 * (budget or 0), 2 * spent, 1.0):.0f}"
+
+
+def _suggest_tokens(spend: Spend) -> str:
+    return f"{max(2 * (spend.budget_tokens or 0), 2 * spend.tokens, 1_000_000):,}"
 
 
 def _expect(task: Task, state: TaskState, done: str) -> None:

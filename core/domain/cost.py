@@ -5,6 +5,8 @@ The value only; `core.control.cost` estimates a run's cost and sums runs into it
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.domain.models import Usage
@@ -22,3 +24,58 @@ class CostSummary(BaseModel):
     by_role: dict[str, float] = {}
     by_adapter: dict[str, float] = {}
     by_model: dict[str, float] = {}
+
+
+class Spend(BaseModel):
+    """What a task has spent against its budget (limits.max_cost_usd and max_tokens, or the
+    task's own, raised by an operator's answer). Tokens count every kind a CLI reports."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    usd: float = 0.0
+    tokens: int = 0
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    unpriced: tuple[str, ...] = ()  # models that ran with tokens and no rate: $0 is no figure
+
+    @property
+    def reached(self) -> bool:
+        """Whether the next run would go past a budget: the spend is at or over it."""
+        return (self.budget_usd is not None and self.usd >= self.budget_usd) or (
+            self.budget_tokens is not None and self.tokens >= self.budget_tokens
+        )
+
+    def line(self) -> str:
+        """`$0.42 of $5.00 · 12,345 of 1,000,000 tokens`: the spend, against its budget."""
+        usd = f"${self.usd:.4f}" + (f" of ${self.budget_usd:.2f}" if self.budget_usd else "")
+        if self.unpriced:
+            usd += f" (not priced: {', '.join(self.unpriced)})"
+        tokens = f"{self.tokens:,}" + (f" of {self.budget_tokens:,}" if self.budget_tokens else "")
+        return f"{usd} · {tokens} tokens"
+
+
+def tokens_of(usage: Usage) -> int:
+    """Every token a run reported: input, output, cache read and cache write."""
+    return (
+        usage.input_tokens
+        + usage.output_tokens
+        + usage.cache_read_tokens
+        + usage.cache_write_tokens
+    )
+
+
+_USD = re.compile(r"\$\s*([0-9][0-9_,]*(?:\.[0-9]+)?)")
+_TOKENS = re.compile(r"([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([kKmM]?)\s*tokens?\b")
+
+
+def raised_budget(text: str) -> tuple[float | None, int | None]:
+    """The budget an operator's answer names: `$12` (USD), `3M tokens`, `250k tokens`,
+    `2,000,000 tokens`; (None, None) when it names none."""
+    usd = _USD.search(text)
+    tokens = _TOKENS.search(text)
+    new_usd = float(usd[1].replace(",", "").replace("_", "")) if usd else None
+    new_tokens = None
+    if tokens:
+        scale = {"": 1, "k": 1_000, "m": 1_000_000}[tokens[2].lower()]
+        new_tokens = int(float(tokens[1].replace(",", "").replace("_", "")) * scale)
+    return new_usd, new_tokens

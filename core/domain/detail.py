@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.domain.cost import CostSummary
+from core.domain.cost import CostSummary, Spend
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, Run, Task
 
@@ -37,6 +37,7 @@ class TaskDetail(BaseModel):
     runs: list[Run] = []
     artifacts: list[Artifact] = []
     cost: CostSummary = Field(default_factory=CostSummary)
+    spend: Spend = Field(default_factory=Spend)  # against the task's budget
     # The question a task asked a human, the newest one (NEEDS_INPUT shows it).
     question: str | None = None
     # Filled only when the reader asked for the artifacts to be re-hashed (`verify`).

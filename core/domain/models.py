@@ -165,6 +165,10 @@ class Task(_Value):
     # The commit the next run starts from (a reset, or a retried implementation): its
     # worker moves the branch back there first. None: go on from the branch as it is.
     rewind_to: str | None = None
+    # The task's own budget, raised by an operator's answer past limits.max_cost_usd and
+    # limits.max_tokens; None: the configured one.
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
     created_at: datetime
     state_since: datetime
 
@@ -189,6 +193,8 @@ MUTABLE_TASK_FIELDS = frozenset(
         "violation",
         "protected_paths",
         "rewind_to",
+        "budget_usd",
+        "budget_tokens",
     }
 )
 

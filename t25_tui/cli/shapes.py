@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
 
 from core.control.audit import VOID
 from core.domain.audit import AuditEntry, Verdict
-from core.domain.cost import CostSummary
+from core.domain.cost import CostSummary, Spend
 from core.domain.detail import TaskDetail
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, Run, Task, Usage
@@ -192,6 +192,23 @@ class CostJson(Shape):
         return cls(**data, usage=UsageJson.of(cost.usage))
 
 
+class SpendJson(Shape):
+    """A task's spend against its budget (`null`: no budget); `unpriced` names the models
+    that ran with no rate, whose $0 is no figure; `reached`: the next run waits for a human."""
+
+    usd: float
+    tokens: int
+    budget_usd: float | None
+    budget_tokens: int | None
+    unpriced: list[str]
+    reached: bool
+
+    @classmethod
+    def of(cls, spend: Spend) -> SpendJson:
+        data = spend.model_dump(mode="python")
+        return cls(**{**data, "unpriced": list(spend.unpriced), "reached": spend.reached})
+
+
 class TaskShow(Shape):
     """`t25 task show ID --json`: a task with its history, runs, artifacts and cost."""
 
@@ -200,6 +217,7 @@ class TaskShow(Shape):
     runs: list[RunJson]
     artifacts: list[ArtifactJson]
     cost: CostJson
+    spend: SpendJson
     question: str | None
 
     @classmethod
@@ -211,6 +229,7 @@ class TaskShow(Shape):
             runs=[RunJson.of(run) for run in detail.runs],
             artifacts=[ArtifactJson.of(a, damaged.get(a.id)) for a in detail.artifacts],
             cost=CostJson.of(detail.cost),
+            spend=SpendJson.of(detail.spend),
             question=detail.question,
         )
 

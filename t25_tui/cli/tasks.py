@@ -92,6 +92,7 @@ def _text(detail: TaskDetail) -> None:
     _artifacts(detail)
     roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
     print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
+    print(f"spend    {detail.spend.line()}" + ("  BUDGET REACHED" if detail.spend.reached else ""))
 
 
 def _head(task: Task) -> None:
