@@ -41,6 +41,7 @@ no reset.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -199,7 +200,17 @@ class PostgresStore:
         the same key, finds that task and its event, and files no second one."""
         event = TaskCreated(title=new.title, type=new.type.value, project=new.project, actor=actor)
         key = new.request_key or uuid.uuid4().hex
-        args = (new.project, new.title, new.type.value, new.description, _payload(event), key)
+        after = json.dumps(list(new.after)) if new.after else None
+        args = (
+            new.project,
+            new.title,
+            new.type.value,
+            new.description,
+            _payload(event),
+            key,
+            new.priority,
+            after,
+        )
         look_first = new.request_key is not None
 
         async def create(con: Connection, retried: bool) -> Record | None:

@@ -45,8 +45,9 @@ LIST_PROJECTS = "SELECT name, repo_path, default_branch FROM projects ORDER BY n
 # $6 the request key (0007): a retry whose first try committed finds it (CREATED_UNDER_KEY).
 CREATE_TASK = """
 WITH task AS (
-    INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
-    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text
+    INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key,
+                       priority, after_tasks)
+    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text, $7::integer, $8::text
     FROM projects WHERE name = $1
     ON CONFLICT (request_key) WHERE request_key IS NOT NULL DO NOTHING
     RETURNING *
@@ -191,8 +192,9 @@ SET status = 'running', attempts = attempts + 1, lease_token = nextval('lease_to
     lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
-    SELECT id FROM runs WHERE status = 'queued' AND not_before <= clock_timestamp()
-    ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
+    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
+    WHERE runs.status = 'queued' AND runs.not_before <= clock_timestamp()
+    ORDER BY tasks.priority DESC, runs.id FOR UPDATE OF runs SKIP LOCKED LIMIT 1
 )
 RETURNING {_LEASE}"""
 

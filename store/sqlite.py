@@ -131,6 +131,8 @@ class SqliteStore:
             "type": new.type.value,
             "description": new.description,
             "request_key": new.request_key,
+            "priority": new.priority,
+            "after_tasks": json.dumps(list(new.after)) if new.after else None,
         }
         async with self._write() as db:
             if new.request_key is not None:  # filed already under this key: that task

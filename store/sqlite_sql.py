@@ -42,8 +42,10 @@ LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
 # -- tasks --------------------------------------------------------------------------------
 
 INSERT_TASK = f"""
-INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
-SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key
+INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key,
+                   priority, after_tasks)
+SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key, :priority,
+    :after_tasks
 FROM projects WHERE name = :project
 RETURNING *"""
 # The task filed under a key, and its TaskCreated event.
@@ -106,7 +108,9 @@ UPDATE runs
 SET status = 'running', attempts = attempts + 1, lease_token = {_NEXT_TOKEN}, worker = :worker,
     lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
 WHERE id = (
-    SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW} ORDER BY id LIMIT 1
+    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
+    WHERE runs.status = 'queued' AND runs.not_before <= {NOW}
+    ORDER BY tasks.priority DESC, runs.id LIMIT 1
 )
 RETURNING *"""
 

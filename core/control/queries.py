@@ -19,6 +19,7 @@ from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
 from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
     Run,
@@ -94,6 +95,28 @@ class Queries:
             question=asked[-1] if asked else None,
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
         )
+
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        """What an approval of the task's plan is decided on (core.domain.evidence)."""
+        from core.control import evidence
+
+        return await evidence.approval(self, await self.task(ref))
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        """What a merge of the task would take (core.domain.evidence)."""
+        from core.control import evidence
+
+        return await evidence.merge(self, await self.task(ref))
+
+    async def blockers(self, task: Task) -> tuple[str, ...]:
+        """The tasks `task` waits for (`after`) that are not merged yet: until there are
+        none, it stays in RECEIVED."""
+        waiting = []
+        for ref in task.after:
+            other = await self.store.get_task(ref)
+            if other is None or not other.merged:
+                waiting.append(ref)
+        return tuple(waiting)
 
     async def spend(self, task: Task) -> Spend:
         """What `task` has spent against its budget."""

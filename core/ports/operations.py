@@ -28,6 +28,7 @@ from core.domain.cost import CostSummary
 from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
 from core.domain.events import Event, EventBus
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
 
 
@@ -94,6 +95,16 @@ class Operations(Protocol):
         ...
 
     # -- writes -----------------------------------------------------------------------------
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        """The spec, the plan and its SHA-256, earlier rejections and answers, and an
+        estimate of what the stages left will cost."""
+        ...
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        """The reviewed head, the commits (where the checkout is here) and diff stat, the QA
+        checks, the review rounds, the protected paths, and why a merge would be refused."""
+        ...
+
     async def new_task(
         self,
         title: str,
@@ -103,9 +114,13 @@ class Operations(Protocol):
         description: str = "",
         project: str | None = None,
         request_key: str | None = None,
+        priority: int = 0,
+        after: Sequence[str] = (),
     ) -> Task:
         """File a task; its title and description are checked at this door. Filed again
-        under the same `request_key` (a retry after a lost reply): the task filed first."""
+        under the same `request_key` (a retry after a lost reply): the task filed first.
+        `priority` orders the queue (higher first); `after` names tasks it waits for: it
+        starts once each is merged."""
         ...
 
     async def decide(self, decision: Decision) -> Task:

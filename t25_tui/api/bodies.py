@@ -29,7 +29,15 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from core.domain import text
 from core.domain.agent import AgentResult
 from core.domain.manifests import ManifestChange
-from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
+from core.domain.models import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    CheckResult,
+    DiffStat,
+    Lease,
+    TaskType,
+    Usage,
+)
 from core.domain.reports import RunReport
 from core.domain.text import (
     MAX_ACTOR,
@@ -131,6 +139,8 @@ Bytes = Annotated[bytes, BeforeValidator(_base64), Field(json_schema_extra={"pat
 RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
+TaskRef = Annotated[str, Field(pattern=r"^(?:T-)?[1-9][0-9]{0,17}$")]  # T-7, or 7
+Priority = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY)]
 
 
 class HeldLease(Lease):
@@ -245,6 +255,9 @@ class NewTaskBody(_Body):
     # The filer's key for this filing: sent again (a retry after a lost reply), the task
     # filed the first time is the answer, and no second one is filed.
     request_key: RequestKey | None = None
+    priority: Priority = 0  # higher runs first
+    # The tasks it waits for: it starts once each of them is merged.
+    after: list[TaskRef] = Field([], max_length=100)
 
 
 class DecisionBody(_Body):
@@ -272,6 +285,15 @@ class MergeBody(DecisionBody):
 class ResetBody(DecisionBody):
     # The working stage to go back to; its branch returns to where that stage began.
     to: Literal["SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"]
+
+
+class EditBody(DecisionBody):
+    # What changes (at least one): the title and description before the task implements,
+    # the type before its first run, the priority until it is finished.
+    title: Title | None = None
+    description: Description | None = None
+    type: TaskType | None = None
+    priority: Priority | None = None
 
 
 class AnswerBody(_Body):

@@ -37,6 +37,7 @@ from core.domain.cost import CostSummary
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import Event, EventBus
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
     AuditAnchor,
@@ -146,6 +147,14 @@ class RemoteControlPlane(Operations):
         found = await self._get(f"/tasks/{_ref(ref)}", verify=verify or None)
         return TaskDetail.model_validate_json(found.content)
 
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        found = await self._get(f"/tasks/{_ref(ref)}/evidence/approval")
+        return ApprovalEvidence.model_validate_json(found.content)
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        found = await self._get(f"/tasks/{_ref(ref)}/evidence/merge")
+        return MergeEvidence.model_validate_json(found.content)
+
     async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
         """One task's events after `after`, in pages of at most PAGE (the serve's bound)."""
         out: list[Event] = []
@@ -229,6 +238,8 @@ class RemoteControlPlane(Operations):
         description: str = "",
         project: str | None = None,
         request_key: str | None = None,
+        priority: int = 0,
+        after: Sequence[str] = (),
     ) -> Task:
         """Filed under a key of this filing's own, so a request sent again after a lost
         reply finds the task the first one filed."""
@@ -239,6 +250,8 @@ class RemoteControlPlane(Operations):
             "project": project,
             "actor": actor,
             "request_key": request_key or uuid.uuid4().hex,
+            "priority": priority,
+            "after": list(after),
         }
         return await self._post("/tasks", body)
 
@@ -257,6 +270,7 @@ class RemoteControlPlane(Operations):
             body["allow_paths"] = list(decision.allow_paths)
         if decision.stage is not None:
             body["to"] = decision.stage.value
+        body.update(decision.changes)
         # Serve answers a decision once it has taken effect: a merge's checks, or a worker's
         # merge, may take minutes.
         response = await self.http.request("POST", path, json=body, timeout=DECISION_TIMEOUT)

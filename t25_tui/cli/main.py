@@ -160,7 +160,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.add_argument("--description", default="", help="more detail for the agents")
     new.add_argument("--project", help="project from t25.yaml (default: the first)")
+    new.add_argument(
+        "--priority",
+        type=int,
+        default=0,
+        metavar="N",
+        help="-100 to 100; the queue takes higher first, then older (default: 0)",
+    )
+    new.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="start only once this task is merged (repeatable)",
+    )
     new.set_defaults(handler=_command("tasks:new"))
+    edit = task_sub.add_parser(
+        "edit",
+        help="change a task's title, description, type or priority",
+        description="Change a task's title or description (until it implements), its type "
+        "(before its first run) or its priority (until it is finished). Audited.",
+    )
+    edit.add_argument("id", help="task id, e.g. T-7 or 7")
+    edit.add_argument("--title", help="the new title")
+    edit.add_argument("--description", help="the new description")
+    edit.add_argument("--type", choices=TASK_TYPES, help="the new type (names the branch)")
+    edit.add_argument("--priority", type=int, metavar="N", help="the new priority, -100 to 100")
+    edit.add_argument("--reason", default="", help="why (kept in the audit log)")
+    edit.set_defaults(handler=_command("tasks:edit"))
     lst = task_sub.add_parser("list", help="list tasks", description="List tasks.")
     lst.add_argument(
         "--state",
@@ -262,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a protected path the change touches (policies.protected_paths), named to "
         "merge it anyway; repeat for each (t25 task show lists them)",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what the merge would take (commits, diff stat, checks, review, protected "
+        "paths, the reviewed head) and whether it would be refused; merge nothing",
+    )
+    _json_option(p)
     p = add(
         "acknowledge",
         "decisions:acknowledge",

@@ -350,6 +350,29 @@ async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
     assert [lease.run_id for lease in leases if lease] == [r.id for r in runs]
 
 
+async def test_claims_go_by_priority_then_oldest_first(store: Store, project: Project) -> None:
+    filed = [
+        (await store.create_task(NewTask(project=project.name, title=t, priority=p), actor="a"))[0]
+        for t, p in (("low", -1), ("plain", 0), ("urgent", 5), ("plain too", 0))
+    ]
+    assert [t.priority for t in filed] == [-1, 0, 5, 0]
+    for task in filed:
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    leases = [await store.claim_run("w", 30) for _ in filed]
+    order = [lease.task_id for lease in leases if lease]
+    assert order == [filed[2].id, filed[1].id, filed[3].id, filed[0].id]
+
+
+async def test_a_task_keeps_the_tasks_it_waits_for(store: Store, project: Project) -> None:
+    first = await new_task(store)
+    task, _ = await store.create_task(
+        NewTask(project=project.name, title="later", after=(first.id,)), actor="a"
+    )
+    assert task.after == (first.id,)
+    again = await store.get_task(task.id)
+    assert again is not None and again.after == (first.id,) and again.priority == 0
+
+
 async def test_each_run_is_claimed_exactly_once(
     store: Store, second_store: Store, project: Project
 ) -> None:
