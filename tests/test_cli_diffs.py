@@ -1,0 +1,92 @@
+"""`t25 diff`, `t25 show` and `t25 logs` as a person runs them: a real repository, a real
+store, a task driven to DONE by the scripted agent."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.test_cli import PIPELINE_CONFIG
+
+
+@pytest.fixture
+def done_task(t25, repo):
+    """T-1, through the whole pipeline, waiting to be merged."""
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    assert t25("task", "new", "Greeting").code == 0
+    ran = t25("run")
+    assert ran.code == 0, ran.err
+    assert "T-1" in t25("task", "list", "--state", "DONE").out
+    return "T-1"
+
+
+def test_diff_prints_the_branch_against_the_default_branch_plain_when_piped(t25, done_task):
+    whole = t25("diff", done_task)
+    assert whole.code == 0, whole.err
+    assert whole.out.startswith("diff --git a/")
+    assert "\x1b[" not in whole.out
+    assert "the whole branch" in whole.err
+
+    stat = t25("diff", done_task, "--stat")
+    assert stat.code == 0, stat.err
+    assert " changed, " in stat.out.splitlines()[-1] and "insertion" in stat.out
+
+    shape = json.loads(t25("diff", done_task, "--stat", "--json").out)
+    assert set(shape) == {
+        "task", "attempt", "attempts", "run", "source", "base", "tip", "files",
+        "insertions", "deletions",
+    }  # fmt: skip
+    assert shape["task"] == "T-1" and shape["source"] == "git" and shape["attempt"] is None
+    assert shape["files"] and set(shape["files"][0]) == {
+        "path", "old_path", "insertions", "deletions", "binary",
+    }  # fmt: skip
+    assert shape["insertions"] == sum(f["insertions"] for f in shape["files"]) > 0
+    assert all(f"b/{f['path']}" in whole.out for f in shape["files"])
+
+
+def test_diff_of_one_attempt_and_of_an_attempt_that_never_was(t25, done_task):
+    one = t25("diff", done_task, "--attempt", "1")
+    assert one.code == 0, one.err
+    assert one.out.startswith("diff --git a/") and "attempt 1 of 1 (R-" in one.err
+    shape = json.loads(t25("diff", done_task, "--attempt", "1", "--json").out)
+    assert shape["attempt"] == 1 and shape["run"].startswith("R-")
+    missing = t25("diff", done_task, "--attempt", "2")
+    assert missing.code == 1 and "no implementing attempt 2 (it has 1)" in missing.err
+
+
+def test_diff_of_a_merged_task_is_still_its_change(t25, done_task):
+    before = t25("diff", done_task).out
+    assert t25("merge", done_task).code == 0
+    assert t25("diff", done_task).out == before
+
+
+def test_show_prints_an_artifact_and_refuses_one_whose_content_changed(t25, repo, done_task):
+    listed = json.loads(t25("diff", done_task, "--json").out)
+    assert listed["files"]
+    shown = t25("show", "A-1")
+    assert shown.code == 0, shown.err
+    assert "verified" in shown.err and shown.out
+    db = repo / ".factory" / "t25.db"
+    con = sqlite3.connect(db)
+    con.execute("UPDATE blobs SET content = ? WHERE rowid = 1", (b"tampered",))
+    con.commit()
+    con.close()
+    damaged = t25("show", "A-1")
+    assert damaged.code == 1
+    assert damaged.err.startswith("t25: error: artifact A-1 is corrupted")
+    assert "Traceback" not in damaged.err
+    assert t25("show", "A-999").code == 1
+
+
+def test_logs_are_readable_text_and_raw_on_request(t25, done_task):
+    readable = t25("logs", done_task)
+    assert readable.code == 0, readable.err
+    assert '"type"' not in readable.out
+    assert "· finished: success" in readable.out
+    assert "→ write(" in readable.out  # the implementing run's tool call, with its argument
+    assert "\x1b[" not in readable.out
+    raw = t25("logs", done_task, "--raw")
+    assert raw.code == 0 and '"type": "result"' in raw.out
