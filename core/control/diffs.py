@@ -76,6 +76,11 @@ async def _from_artifact(
     if found is None:
         note = f"no diff: {task.branch} is not in this repository and no implementing run "
         return empty.model_copy(update={"note": note + "reported one"})
+    missing = (
+        f"no commit of {run.id} on {task.branch} in this repository"
+        if run is not None
+        else f"{task.branch} is not in this repository"
+    )
     _, content = await store.get_artifact(found.id)  # verified against its SHA-256
     whole = content.decode(errors="replace")
     text, cut = capped(whole)
@@ -83,8 +88,8 @@ async def _from_artifact(
         update={
             "run_id": found.meta.run_id,
             "source": "artifact",
-            "note": f"{task.branch} is not in this repository: the diff {found.meta.run_id} "
-            f"reported ({found.id}), the whole branch as that run left it",
+            "note": f"{missing}: the diff {found.meta.run_id} reported ({found.id}), the whole "
+            "branch as that run left it",
             "files": files_of(whole),
             "text": text,
             "truncated": cut,
