@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.workspace.git import git, git_bytes
+from core.workspace.git import git, git_bytes, run_git
 
 # As Worktrees.diff: no external diff, no textconv, no colour, fixed prefixes.
 _DIFF = ("diff", "-M", "--no-ext-diff", "--no-textconv", "--no-color")
@@ -42,10 +42,15 @@ async def _diff(repo: Path, base: str, tip: str) -> Change:
 
 async def branch_change(repo: Path, default_branch: str, branch: str) -> Change | None:
     """The task branch's whole change; None when the branch is not in `repo`."""
-    tip = await _rev(repo, f"refs/heads/{branch}")
-    main = await _rev(repo, f"refs/heads/{default_branch}")
-    if tip is None or main is None:
+    # Both ends in one git call: a branch that is not here fails it.
+    done = await run_git(
+        "rev-parse", f"refs/heads/{branch}^{{commit}}", f"refs/heads/{default_branch}^{{commit}}",
+        cwd=repo, drivers_from=(),
+    )  # fmt: skip
+    ends = done.out.decode(errors="replace").split()
+    if done.code != 0 or len(ends) != 2:
         return None
+    tip, main = ends
     base = await git("merge-base", main, tip, cwd=repo, drivers_from=())
     if base == tip and tip != main:  # merged: compare with the default branch before it
         before = await _before_merge(repo, tip, main)

@@ -6,7 +6,10 @@ switches between the whole change and an attempt's, `[` `]` move between attempt
 diff is read through `Operations.diff`, so an attached cockpit reads it from its serve.
 
 The view draws only the lines on screen, styling each the first time it is shown (as
-toolong draws a huge log): a diff of thousands of lines opens as fast as a short one.
+toolong draws a huge log): a diff of thousands of lines opens as fast as a short one. The
+screen's keys are one line of text from the command table rather than a `Footer`, which
+builds a widget per key again each time the focus moves: on this screen that was most of
+the time it took to open.
 """
 
 from __future__ import annotations
@@ -21,14 +24,14 @@ from textual.content import Content
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.domain.diffs import FileDiff, TaskDiff
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.tui.cards import Clock, literal
-from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.commands import Node, bindings, commands_on
 from t25_tui.tui.screens.base import T25Screen, cockpit
 
 ALL = "all"  # the file list's first option: every file at once
@@ -100,6 +103,7 @@ class DiffScreen(T25Screen):
     DiffScreen #diff-head { height: auto; padding: 0 1; }
     DiffScreen #diff-body { height: 1fr; }
     DiffScreen #diff-files { width: 30%; max-width: 48; height: 1fr; }
+    DiffScreen #diff-keys { height: 1; background: $footer-background; }
     """
 
     def __init__(
@@ -111,16 +115,32 @@ class DiffScreen(T25Screen):
         self.last_attempt: int | None = attempt  # what `v` goes back to
         self.diff: TaskDiff | None = None
         self.chosen = ALL
+        self._shown: tuple[TaskDiff, str] | None = None  # what the view holds
 
     def compose(self) -> ComposeResult:
         yield Static("", id="diff-head")
         with Horizontal(id="diff-body"):
             yield OptionList(id="diff-files")
             yield DiffView(id="diff-view")
-        yield Footer()
+        yield Static(self._key_line(), id="diff-keys")
+
+    def _key_line(self) -> Text:
+        """The screen's keys as they are in effect, and help's."""
+        keymap = cockpit(self).keymap
+        line = Text(" ")
+        for command in (
+            *commands_on(Node.DIFF),
+            *(c for c in commands_on(Node.APP) if c.id == "help"),
+        ):
+            line.append(keymap.shown(command.id), style="bold")
+            line.append(f" {command.label}   ")
+        return line
 
     def on_mount(self) -> None:
-        self.load()
+        if self.diff is not None:  # read before the screen was pushed: drawn in one pass
+            self._display(self.diff)
+        else:
+            self.load()
 
     @property
     def selected_task(self) -> str | None:
@@ -128,7 +148,9 @@ class DiffScreen(T25Screen):
 
     @work(group="diff", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        diff = await self.control.diff(self.task_id, attempt=self.attempt)
+        self._display(await self.control.diff(self.task_id, attempt=self.attempt))
+
+    def _display(self, diff: TaskDiff) -> None:
         self.diff = diff
         self._show_head(diff)
         files = self.query_one("#diff-files", OptionList)
@@ -171,10 +193,11 @@ class DiffScreen(T25Screen):
         return f"{toggle}: {other}" + ("" if diff.attempt is None else f", {steps}: other attempts")
 
     def _show(self, chosen: str) -> None:
-        self.chosen = chosen
         diff = self.diff
-        if diff is None:
+        if diff is None or (diff, chosen) == self._shown:
             return
+        self.chosen = chosen
+        self._shown = (diff, chosen)
         view = self.query_one(DiffView)
         if chosen == ALL:
             view.show(diff.text or "(no change)")
@@ -211,6 +234,16 @@ class DiffScreen(T25Screen):
         if wanted != self.attempt:
             self.attempt = wanted
             self.load()
+
+
+async def diff_screen(
+    control: Operations, task_id: str, clock: Clock, *, attempt: int | None = None
+) -> DiffScreen:
+    """A diff screen with its diff already read. Pushed, it lays out once, with the text in
+    it: reading while the new screen is laid out would wait on that layout."""
+    screen = DiffScreen(control, task_id, clock, attempt=attempt)
+    screen.diff = await control.diff(task_id, attempt=attempt)
+    return screen
 
 
 def _file_label(f: FileDiff) -> Text:
