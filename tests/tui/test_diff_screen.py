@@ -80,3 +80,54 @@ async def test_a_file_or_all_files_and_a_long_diff_scrolls(seeded):
         await until(pilot, lambda: screen.chosen == "1")
         assert view.lines == text.splitlines()[7:14]
         await pilot.pause()
+
+
+async def test_the_attached_cockpit_reads_the_diff_from_its_serve(seeded):
+    from t25_tui.api.cockpit_client import attach
+    from t25_tui.api.server import make_api
+    from t25_tui.tui.app import make_app
+    from tests.test_serve import serving
+
+    local = await seeded.control.diff("T-1")
+    api = make_api(seeded.control, worker_credential=None, operator_token="op-7")
+    async with serving(api) as url, attach(url, "op-7") as remote:
+        app = make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await _diff_of(app, pilot, "T-1")
+            assert screen.diff == local
+            assert screen.query_one(DiffView).lines == local.text.splitlines()
+            await pilot.press("v")
+            await until(pilot, lambda: screen.diff is not None and screen.diff.attempt == 1)
+            await pilot.pause()
+
+
+async def test_the_log_pane_shows_agent_events_as_readable_text(seeded):
+    import json
+
+    from core.domain.events import RunOutput
+    from core.domain.models import RunStatus
+    from t25_tui.tui.widgets.logpane import LogPane
+
+    f = seeded.control
+    run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][-1]
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("l")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+        )
+        pane = app.screen.query_one(LogPane)
+        call = {
+            "type": "assistant",
+            "message": {
+                "content": [{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]
+            },
+        }
+        line = json.dumps(call) + "\n"
+        for part in (line[:20], line[20:]):  # one event, split across two batches
+            await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=part))
+        await until(pilot, lambda: "→ Bash(command='ls')" in pane.output.lines)
+        assert not any(line.startswith('{"type"') for line in pane.output.lines)
