@@ -90,3 +90,35 @@ def test_logs_are_readable_text_and_raw_on_request(t25, done_task):
     assert "\x1b[" not in readable.out
     raw = t25("logs", done_task, "--raw")
     assert raw.code == 0 and '"type": "result"' in raw.out
+
+
+def test_on_a_terminal_the_diff_is_coloured_and_an_agents_escape_is_escaped():
+    from core.domain.diffs import TaskDiff, files_of
+    from t25_tui.cli.diff import coloured, stat_lines
+
+    text = (
+        "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n"
+        " keep\n-old\n+new \x1b[2J\n"
+    )
+    shown = coloured(text)
+    assert "\x1b[32m+new \\x1b[2J\x1b[0m" in shown and "\x1b[31m-old\x1b[0m" in shown
+    assert "\x1b[2J" not in shown.replace("\\x1b[2J", "")
+    diff = TaskDiff(task_id="T-1", files=files_of(text), text=text)
+    assert stat_lines(diff) == [
+        " x.py |     2 +-",
+        " 1 file changed, 1 insertion(+), 1 deletion(-)",
+    ]
+
+
+def test_a_deleted_line_that_reads_like_a_header_is_counted_as_a_deletion():
+    from core.domain.diffs import files_of
+
+    text = (
+        "diff --git a/a.md b/a.md\n--- a/a.md\n+++ b/a.md\n@@ -1,2 +1 @@\n"
+        "--- not a header\n keep\n"
+        "diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\n"
+        "rename to new.py\n"
+    )
+    first, renamed = files_of(text)
+    assert (first.path, first.insertions, first.deletions) == ("a.md", 0, 1)
+    assert (renamed.path, renamed.old_path) == ("new.py", "old.py")
