@@ -122,3 +122,19 @@ def test_a_deleted_line_that_reads_like_a_header_is_counted_as_a_deletion():
     first, renamed = files_of(text)
     assert (first.path, first.insertions, first.deletions) == ("a.md", 0, 1)
     assert (renamed.path, renamed.old_path) == ("new.py", "old.py")
+
+
+def test_after_a_review_send_back_each_attempt_shows_only_its_own_change(t25, repo):
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
+    assert t25("task", "new", "Twice", "--description", "scripted: review=changes-once").code == 0
+    assert t25("run").code == 0
+    first = json.loads(t25("diff", "T-1", "--attempt", "1", "--json").out)
+    second = t25("diff", "T-1", "--attempt", "2")
+    assert first["attempts"] == 2 and second.code == 0, second.err
+    assert "+- T-1 round 2: scripted change" in second.out
+    assert "round 1" not in "".join(
+        line for line in second.out.splitlines() if line.startswith(("+", "-"))
+    )
+    whole = t25("diff", "T-1").out
+    assert "round 1: scripted change" in whole and "round 2: scripted change" in whole

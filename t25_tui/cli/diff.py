@@ -2,7 +2,7 @@
 
 `t25 diff ID` prints the task branch's change against the default branch, `--attempt N`
 one implementing attempt's; `--stat` its files and line counts (`--json`: the shape
-below); colour on a terminal, plain when piped, so the output applies with `git apply`.
+below); colour on a terminal (not under NO_COLOR), plain when piped, so the output applies with `git apply`.
 `t25 show A-12` prints an artifact as stored, after the store re-hashed it: content that
 no longer matches its SHA-256 is refused (exit 1). What is said about either (where a
 diff was read from, an artifact's provenance) goes to stderr.
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from core.domain.diffs import TaskDiff
 from core.domain.text import printable
@@ -37,6 +38,11 @@ _COLOURS = (
     ("+", "\x1b[32m"),
     ("-", "\x1b[31m"),
 )
+
+
+def colour_wanted(stream: TextIO) -> bool:
+    """Colour for a terminal, unless NO_COLOR (https://no-color.org) says otherwise."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
 def stat_json(diff: TaskDiff) -> dict[str, Any]:
@@ -126,7 +132,7 @@ def diff(args: argparse.Namespace) -> int:
         return await control.diff(args.id, attempt=args.attempt, stat=stat)
 
     found = run(args, body)
-    tty = sys.stdout.isatty()
+    tty = colour_wanted(sys.stdout)
     if args.json:
         print(json.dumps(stat_json(found), indent=2))
         return 0

@@ -19,6 +19,7 @@ from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
+from t25_tui.cli.diff import colour_wanted
 
 # SGR colours by kind, on a terminal only.
 _COLOUR = {
@@ -43,7 +44,7 @@ class Printer:
     def __init__(self, *, raw: bool, out: TextIO, err: TextIO) -> None:
         self.raw = raw
         self.out, self.err = out, err
-        self.colour = out.isatty()
+        self.colour = colour_wanted(out)
         self._transcripts: dict[tuple[str, str], Transcript] = {}
 
     def output(self, event: RunOutput) -> None:
