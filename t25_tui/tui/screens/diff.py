@@ -194,8 +194,8 @@ class DiffScreen(T25Screen):
 
     def _show(self, chosen: str) -> None:
         diff = self.diff
-        if diff is None or (diff, chosen) == self._shown:
-            return
+        if diff is None or (self._shown and self._shown[0] is diff and self._shown[1] == chosen):
+            return  # the view holds it already
         self.chosen = chosen
         self._shown = (diff, chosen)
         view = self.query_one(DiffView)
