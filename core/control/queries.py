@@ -18,6 +18,7 @@ from core.control.cost import summarize
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
@@ -167,6 +168,12 @@ class Queries:
 
     async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
         return await self.store.get_artifact(artifact_id(ref))
+
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        from core.control.diffs import read_diff  # git is asked only when a diff is
+
+        found = await read_diff(self.config, self.store, await self.task(ref), attempt)
+        return found.stat_only() if stat else found
 
     async def cost(self) -> CostSummary:
         return summarize(await self.store.list_runs())

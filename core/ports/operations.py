@@ -13,7 +13,7 @@ every operator decision is a `Decision` handed to `decide`.
 
 The surface is exactly what the faces use: the configuration and the event bus (the
 cockpit's live board), one task and its detail, the lists, an artifact's content, a
-task's events (its history and its agents' output), cost, the audit trail, and the two
+task's events (its history and its agents' output), its diff, cost, the audit trail, and the two
 writes an operator makes, filing a task and deciding on one.
 """
 
@@ -27,6 +27,7 @@ from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary
 from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import Event, EventBus
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
@@ -77,6 +78,11 @@ class Operations(Protocol):
 
     async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
         """An artifact and its content, verified against its SHA-256 (ArtifactCorrupted)."""
+        ...
+
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        """The task's whole change against the default branch, or implementing attempt
+        `attempt`'s (1 the first); with `stat`, its files and line counts but no text."""
         ...
 
     async def cost(self) -> CostSummary:

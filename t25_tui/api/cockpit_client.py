@@ -36,6 +36,7 @@ from core.domain.backoff import Backoff
 from core.domain.cost import CostSummary
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import Event, EventBus
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
@@ -190,6 +191,10 @@ class RemoteControlPlane(Operations):
                 f"{artifact.id} arrived damaged: its content does not match its SHA-256"
             )
         return artifact, response.content
+
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        found = await self._get(f"/tasks/{_ref(ref)}/diff", attempt=attempt, stat=stat or None)
+        return TaskDiff.model_validate_json(found.content)
 
     async def cost(self) -> CostSummary:
         return CostSummary.model_validate_json((await self._get("/cost")).content)

@@ -303,9 +303,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--reason", required=True, help="what you checked (kept in the audit log)")
-    p = add("logs", "run:logs", "agent output of a task's runs, or of one run")
+    p = add("logs", "logs:logs", "agent output of a task's runs, or of one run, as readable text")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
+    p.add_argument(
+        "--raw", action="store_true", help="the CLIs' output as they printed it (JSON events)"
+    )
+    p = add(
+        "diff",
+        "diff:diff",
+        "a task's change against the default branch, or one implementing attempt's",
+    )
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument(
+        "--attempt",
+        type=int,
+        metavar="N",
+        help="only what implementing attempt N changed (1 the first; t25 task show lists runs)",
+    )
+    p.add_argument("--stat", action="store_true", help="files and lines changed, not the diff")
+    p.add_argument("--json", action="store_true", help="the stat as one JSON object")
+    p = add("show", "diff:show", "print an artifact's content, verified against its SHA-256")
+    p.add_argument("id", help="artifact id, e.g. A-12 (t25 task show lists them)")
 
     p = add(
         "serve",

@@ -1,4 +1,4 @@
-"""`t25 run` and `t25 logs`: the pipeline at work, from the shell."""
+"""`t25 run`: the pipeline at work, from the shell."""
 
 from __future__ import annotations
 
@@ -14,15 +14,13 @@ from core.domain.events import (
     InputRequested,
     Resync,
     RunFinished,
-    RunOutput,
     RunStarted,
     TaskTransitioned,
 )
 from core.domain.models import TaskState
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
-from core.ports import Operations
-from t25_tui.cli.context import run, run_runtime
+from t25_tui.cli.context import run_runtime
 
 if TYPE_CHECKING:
     from t25_tui.runtime import Runtime
@@ -142,46 +140,3 @@ def run_(args: argparse.Namespace) -> int:
     if stopped_by:
         return 128 + stopped_by[0]
     return 0 if worked else TASKS_FAILED_EXIT
-
-
-def logs(args: argparse.Namespace) -> int:
-    async def body(control: Operations) -> None:
-        ref = args.ref.strip()
-        if ref[:1].upper() == "R":
-            the_run = await control.run(ref)
-            tid, only_run = the_run.task_id, the_run.id
-        else:
-            tid, only_run = (await control.task(ref)).id, None
-        after = 0
-        while True:
-            events = await control.events(tid, after=after, limit=5000)
-            for event in events:
-                after = event.id
-                if only_run and event.run_id != only_run:
-                    continue
-                if isinstance(event, RunOutput):
-                    (sys.stdout if event.stream == "stdout" else sys.stderr).write(event.text)
-                elif isinstance(event, RunStarted | RunFinished) and not only_run:
-                    what = event.kind.replace("run_", "")
-                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
-            sys.stdout.flush()
-            if events:
-                continue
-            if not args.follow or await _finished(control, tid, only_run):
-                return
-            await asyncio.sleep(0.2)
-
-    run(args, body)
-    return 0
-
-
-async def _finished(control: Operations, tid: str, only_run: str | None) -> bool:
-    if only_run:
-        return (await control.run(only_run)).finished_at is not None
-    task = await control.task(tid)
-    return task.state in (
-        TaskState.DONE,
-        TaskState.CANCELLED,
-        TaskState.FAILED,
-        *HUMAN_NEEDED,
-    )
