@@ -75,10 +75,10 @@ from core.domain.text import MAX_PATHS, printable
 from core.domain.text import actor as valid_actor
 from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
-from core.errors import IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
+from core.errors import GitError, IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, git
-from core.workspace.merging import checked_merge, holds_branch
+from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
@@ -273,7 +273,7 @@ class ControlPlane(Queries, Operations):
         branch, from git where this process has the checkout with the task's branch."""
         found = await super().merge_evidence(ref)
         task = await self.task(ref)
-        if not await holds_branch(Path(self.config.project(task.project).repo), task.branch):
+        if not await self._holds(task):
             return found
         worktrees = self.worktrees(task.project)
         head = task.reviewed_head or f"refs/heads/{task.branch}"
@@ -652,7 +652,7 @@ class ControlPlane(Queries, Operations):
         _not_held(task, "merged")
         _mergeable(task)
         _protected_named(task, decision)  # before minutes of checks, not after
-        if not await holds_branch(Path(self.config.project(task.project).repo), task.branch):
+        if not await self._holds(task):
             return None
         worktrees = self.worktrees(task.project)
         checks = self.config.for_project(task.project).qa.checks
@@ -660,6 +660,15 @@ class ControlPlane(Queries, Operations):
             worktrees, task, checks, self.run_check, self.merge_confinement(task)
         )
         return worktrees, trial
+
+    async def _holds(self, task: Task) -> bool:
+        """Whether this process has a checkout of the task's repository with its branch:
+        where a merge of it is made here, not by a worker."""
+        try:
+            worktrees = self.worktrees(task.project)
+        except GitError:  # not a repository here, and no default_branch configured
+            return False
+        return await worktrees.holds(task)
 
     def merge_confinement(self, task: Task) -> CheckSandbox:
         """How a merge's QA checks are confined: as QA's are."""

@@ -24,7 +24,15 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Response
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    model_validator,
+)
 
 from core.domain import text
 from core.domain.agent import AgentResult
@@ -140,7 +148,7 @@ RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
 TaskRef = Annotated[str, Field(pattern=r"^(?:T-)?[1-9][0-9]{0,17}$")]  # T-7, or 7
-Priority = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY)]
+Priority = Annotated[int, Field(strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)]
 
 
 class HeldLease(Lease):
@@ -287,13 +295,31 @@ class ResetBody(DecisionBody):
     to: Literal["SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"]
 
 
+EDITABLE = ("title", "description", "type", "priority")
+
+
 class EditBody(DecisionBody):
     # What changes (at least one): the title and description before the task implements,
     # the type before its first run, the priority until it is finished.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in EDITABLE
+            ]
+        },
+    )
+
     title: Title | None = None
     description: Description | None = None
     type: TaskType | None = None
     priority: Priority | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> EditBody:
+        if all(getattr(self, k) is None for k in EDITABLE):
+            raise ValueError(f"name at least one of {', '.join(EDITABLE)}")
+        return self
 
 
 class AnswerBody(_Body):
