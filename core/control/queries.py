@@ -10,7 +10,7 @@ names nothing is NotFound, with a hint.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from core.config.schema import Config
@@ -118,6 +118,11 @@ class Queries:
 
     async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
         return await self.store.get_artifact(artifact_id(ref))
+
+    async def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        _, chunks = await self.store.stream_artifact(artifact_id(ref))
+        async for chunk in chunks:
+            yield chunk
 
     async def cost(self) -> CostSummary:
         return summarize(await self.store.list_runs())

@@ -244,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("logs", "run:logs", "agent output of a task's runs, or of one run")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
+    p.add_argument(
+        "--log",
+        action="store_true",
+        help="a finished run's log artifact instead: its output byte-exact, as stored",
+    )
 
     p = add(
         "serve",

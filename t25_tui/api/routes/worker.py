@@ -17,16 +17,15 @@ completion names it by size and SHA-256, and serve keeps its own copy as the log
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from core.control.run_queue import LocalRunQueue
 from core.domain.events import Event
 from core.domain.models import Lease, Run, RunStatus, TaskState
 from core.domain.reports import RunReport
-from core.domain.text import MAX_ACTOR
 from core.errors import InvalidInput, LeaseLost
 from core.ports import Claim
 from t25_tui.api import document
@@ -40,11 +39,14 @@ from t25_tui.api.bodies import (
     RunId,
     TaskId,
     TtlS,
+    WorkerName,
 )
 from t25_tui.api.services import Remembered, Runs, Uploads
 from t25_tui.api.uploads import CHUNK_BYTES, LogUploads
 
 router = APIRouter(prefix="/worker")
+
+COMPLETING_S = 60.0  # the lease, proved before serve stores a log, holds this long to finish
 
 
 @router.post(
@@ -117,7 +119,7 @@ async def upload_log(
     run_id: RunId,
     task_id: TaskId,
     token: Count,
-    worker: Annotated[str, Query(min_length=1, max_length=MAX_ACTOR)],
+    worker: WorkerName,
     offset: Count,
     ttl_s: TtlS = 30.0,
 ) -> dict[str, int]:
@@ -137,7 +139,7 @@ async def complete(
 ) -> Response:
     async def completed() -> Response:
         try:
-            report = await _with_uploaded_log(uploads, body.lease, body.report)
+            report = await _with_uploaded_log(runs, uploads, body.lease, body.report)
             task = await runs.pipeline.complete(body.lease, report)
         except (LeaseLost, InvalidInput) as exc:  # a retry may find its upload kept, removed
             if not await _completed_before(runs, body.lease):
@@ -162,12 +164,16 @@ async def release(
     return await answers.once(request, released)
 
 
-async def _with_uploaded_log(uploads: LogUploads, lease: Lease, report: RunReport) -> RunReport:
+async def _with_uploaded_log(
+    runs: LocalRunQueue, uploads: LogUploads, lease: Lease, report: RunReport
+) -> RunReport:
     """The report with its log as serve's own copy, checked against what the worker said of
-    it: the worker's `path` names nothing here."""
+    it: the worker's `path` names nothing here. The lease first (LeaseLost): the log of a
+    lease that is gone is none of serve's business."""
     result = report.result
     if result is None or result.log is None:
         return report
+    await runs.heartbeat(lease, COMPLETING_S)
     log = await uploads.take(lease, result.log)
     return report.model_copy(update={"result": result.model_copy(update={"log": log})})
 
