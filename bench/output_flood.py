@@ -168,15 +168,15 @@ def flood(
     readers = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(len(procs))]
     for reader in readers:
         reader.start()
-    baseline = 0
+    baselines: list[int] = []
     peaks = [0] * len(procs)
     began = time.monotonic()
     while procs[0].poll() is None:
         peaks = [
             max(p, status_kib(proc.pid, "VmHWM") or 0) for p, proc in zip(peaks, procs, strict=True)
         ]
-        if not baseline and run_started(db_path):  # loaded, the store open: the first run starts
-            baseline = sum(status_kib(proc.pid, "VmRSS") or 0 for proc in procs)
+        if not baselines and run_started(db_path):  # loaded, the store open: the first run starts
+            baselines = [status_kib(proc.pid, "VmRSS") or 0 for proc in procs]
         if serve and all_ended(db_path, runs):
             for proc in reversed(procs):  # the worker first, then serve
                 proc.terminate()
@@ -189,6 +189,7 @@ def flood(
     for reader in readers:
         reader.join(timeout=10)
     seconds = time.monotonic() - began
+    baseline = sum(baselines)
     db = sqlite3.connect(db_path)
     stored = {}
     for run_id, role, count, text in db.execute(
@@ -229,6 +230,7 @@ def flood(
         "exit_codes": [proc.returncode for proc in procs],
         "seconds": round(seconds, 1),
         "rss_at_first_run_mib": round(baseline / 1024, 1),
+        "rss_at_first_run_mib_each": [round(b / 1024, 1) for b in baselines],
         "peak_rss_mib": round(sum(peaks) / 1024, 1),
         "peak_rss_mib_each": [round(p / 1024, 1) for p in peaks],
         "growth_mib": round((sum(peaks) - baseline) / 1024, 1),

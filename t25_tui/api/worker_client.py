@@ -203,7 +203,8 @@ class HttpRunQueue:
     lease would still hold (the last time serve extended it, plus its ttl), then raises
     LeaseLost: the run is not ours any more. A claim is retried for `lease_ttl_s`, then
     raises what it met. Output is buffered per lease (t25_tui.api.outbox) and sent in order;
-    a completion first waits for its run's output. Only a 409 (`lease_lost`) stops an
+    a completion first waits for its run's output, then uploads its log in chunks
+    (`upload_log`: each retried like any call, kept once by serve however often it is sent). Only a 409 (`lease_lost`) stops an
     agent. A 401 or 403 is tried again after a short pause, then raises CredentialRefused.
     """
 
