@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,7 @@ from core.domain.models import ArtifactKind, Lease, TaskState, utcnow
 from core.domain.output import truncation_marker
 from core.domain.reports import RunReport
 from core.errors import ArtifactCorrupted, InvalidInput
+from core.worker.worker import sweep_run_logs
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
 from t25_tui.api.uploads import LogUploads
@@ -180,3 +182,27 @@ async def test_an_uploaded_log_short_of_or_unlike_what_its_completion_says_is_re
         await uploads.take(lease(), said)
     uploads.discard(lease())
     assert not uploads.path(lease()).exists()
+
+
+def test_the_logs_a_killed_worker_spooled_are_swept_and_a_live_ones_kept(tmp_path):
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    left = tmp_path / f"R-1-{gone}-abc.log"
+    live = tmp_path / f"R-2-{os.getpid()}-def.log"
+    for path in (left, live):
+        path.write_bytes(b"said\n")
+    assert sweep_run_logs(tmp_path) == [left]
+    assert live.exists() and not left.exists()
+
+
+async def test_an_upload_left_for_an_hour_is_swept_when_the_next_begins(tmp_path):
+    uploads = LogUploads(tmp_path, 4096)
+    await uploads.write(lease(1), 0, b"abandoned")
+    an_hour_ago = time.time() - 3601
+    os.utime(uploads.path(lease(1)), (an_hour_ago, an_hour_ago))
+    await uploads.write(lease(2), 0, b"fresh")
+    assert not uploads.path(lease(1)).exists() and uploads.path(lease(2)).exists()

@@ -88,6 +88,7 @@ class Worker:
         self.busy = False
 
     async def run_forever(self, poll_s: float = 0.5) -> None:
+        sweep_run_logs(self.config.root / ".factory" / RUN_LOGS)
         while not self.stopping.is_set():
             if not await self.run_once():
                 self.wake.clear()
@@ -454,6 +455,29 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+def sweep_run_logs(where: Path) -> list[Path]:
+    """Remove the run logs a T25 process that no longer runs left in `where` (killed before
+    it reported them): a spool is named `<run>-<pid>-….log` after the process writing it."""
+    removed = []
+    for path in where.glob("R-*-*-*.log"):
+        pid = path.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it runs
+        return True
+    return True
 
 
 def _discard_log(result: AgentResult | None) -> None:

@@ -7,7 +7,8 @@ a chunk sent again because its answer was lost is kept once, and a gap is answer
 where to go on from. Serve appends it to a file of its own, one per lease, under
 `.factory/uploads/`. The completion names the log by size and SHA-256; serve checks its copy
 against them (`LogUploads.take`), the pipeline streams it into the store as the run's log
-artifact, and the file is removed (`LogUploads.discard`).
+artifact, and the file is removed (`LogUploads.discard`). An upload whose worker never
+completed is removed an hour after its last chunk, when the next upload begins.
 
 Serve keeps at most its own `limits.max_log_bytes` of a log, and the truncation marker: a
 worker configured to keep more has the rest acknowledged and dropped, and its log is cut
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import time
 from pathlib import Path
 
 from core.domain.agent import RunLog
@@ -29,6 +31,7 @@ from core.errors import ArtifactCorrupted, InvalidInput
 
 CHUNK_BYTES = 2**20  # the most of a log one request carries (the Gate's cap for /worker/log)
 UPLOADS = "uploads"  # under serve's `.factory/`
+STALE_S = 3600.0  # an upload untouched this long is of a lease long lost: removed
 
 
 class LogUploads:
@@ -54,6 +57,8 @@ class LogUploads:
 
     def _append(self, path: Path, offset: int, chunk: bytes) -> int:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if offset == 0 and not path.exists():  # a new upload: a moment to tidy up
+            self._sweep()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "ab") as file:
             have = os.fstat(fd).st_size
@@ -94,6 +99,14 @@ class LogUploads:
                 hint="the run goes back to the queue once its lease lapses",
             )
         return RunLog(path=path, size=size, sha256=sha256)
+
+    def _sweep(self) -> None:
+        """Remove uploads untouched for `STALE_S`: their worker died, or lost its lease."""
+        long_ago = time.time() - STALE_S
+        for old in self.root.glob("*.log"):
+            with contextlib.suppress(OSError):
+                if old.stat().st_mtime < long_ago:
+                    old.unlink()
 
     def discard(self, lease: Lease) -> None:
         """Remove the log uploaded under `lease`: kept in the store, or of a lease lost."""
