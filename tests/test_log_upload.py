@@ -145,6 +145,8 @@ async def test_a_remote_workers_log_is_uploaded_in_chunks_retried_once_and_store
             async with httpx.AsyncClient(base_url=url) as client:
                 damaged = await client.get(f"/artifacts/{ref}")
                 assert damaged.status_code == 422  # verified before a byte is sent
+                verified = await client.get(f"/tasks/{task.id}", params={"verify": "true"})
+                assert [d["id"] for d in verified.json()["damaged"]] == [ref]
 
         assert (await env.task(task.id)).state is TaskState.PLAN
         # two chunks, each tried twice under one key: the retry was kept once

@@ -152,7 +152,9 @@ class Queries:
     async def _damage(self, artifact: Artifact) -> DamagedArtifact | None:
         """Why an artifact's stored content cannot be trusted, or None when it re-hashes right."""
         try:
-            await self.store.get_artifact(artifact.id)
+            _, chunks = await self.store.stream_artifact(artifact.id)  # a log is never held
+            async for _ in chunks:
+                pass
         except ArtifactCorrupted as exc:
             return DamagedArtifact(id=artifact.id, error=exc.message, hint=exc.hint)
         return None
