@@ -12,10 +12,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from fastapi import Request
+from fastapi.responses import JSONResponse
 
 from core.domain.agent import AgentResult, RunLog
 from core.domain.backoff import Backoff
@@ -26,6 +30,7 @@ from core.errors import ArtifactCorrupted, InvalidInput
 from core.worker.worker import sweep_run_logs
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
+from t25_tui.api.services import services_in
 from t25_tui.api.uploads import LogUploads
 from t25_tui.api.worker_client import HttpRunQueue
 from tests.test_pipeline import Env, env  # noqa: F401 - a fixture
@@ -154,6 +159,43 @@ async def test_a_remote_workers_log_is_uploaded_in_chunks_retried_once_and_store
         assert offsets == [0, 0, 2**20, 2**20]
         assert lossy.sent[0][1] == lossy.sent[1][1] != lossy.sent[2][1] == lossy.sent[3][1]
         assert leftovers(shop) == []  # serve's copy went once it was stored
+    finally:
+        await env.close()
+
+
+async def test_a_completion_taken_by_a_replica_without_the_upload_uploads_it_there_again(
+    shop, tmp_path
+):
+    """Serve A took the log, then was away for the completion; replica B, sharing the
+    store but not A's uploads, took it: the worker uploads the log to B and completes."""
+    env = Env(shop)
+    control = await env.open(limits={"max_log_bytes": LIMIT})
+    try:
+        task = await env.new()
+        await control.enter(task, TaskState.SPEC, actor="t25")
+        a = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+
+        @a.middleware("http")
+        async def away_for_completions(request: Request, call_next: Any) -> Any:
+            if request.url.path == "/worker/complete":
+                return JSONResponse({"error": "restarting"}, status_code=503)
+            return await call_next(request)
+
+        b = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        b.state.t25 = replace(services_in(b), uploads=LogUploads(tmp_path / "b", LIMIT))
+        async with serving(a) as url_a, serving(b) as url_b:
+            runs = HttpRunQueue([url_a, url_b], CREDENTIAL, retry=Backoff(0.01, 0.01))
+            try:
+                claim = await runs.claim("remote-1", 30)
+                assert claim is not None
+                content = os.urandom(2**20 + 5) + MARKER
+                log = spooled(tmp_path / "R.log", content)
+                result = AgentResult(adapter="scripted", final_text=SPEC, log=log)
+                await runs.complete(claim.lease, RunReport(result=result, prompt="write it"))
+            finally:
+                await runs.close()
+        assert await stored_log(env, task.id) == content
+        assert list((tmp_path / "b").iterdir()) == []
     finally:
         await env.close()
 

@@ -33,7 +33,13 @@ from core.domain.backoff import Backoff
 from core.domain.events import Event
 from core.domain.models import Author, CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
-from core.errors import ControlPlaneUnreachable, CredentialRefused, LeaseLost, T25Error
+from core.errors import (
+    ControlPlaneUnreachable,
+    CredentialRefused,
+    InvalidInput,
+    LeaseLost,
+    T25Error,
+)
 from core.ports import Claim
 from t25_tui.api import errors as wire
 from t25_tui.api.outbox import Outbox
@@ -361,10 +367,20 @@ class HttpRunQueue:
     async def complete(self, lease: Lease, report: RunReport) -> None:
         """Send the run's output still waiting, its log (`upload_log`), then its report."""
         await self._flushed(lease)
+        log = report.result.log if report.result is not None else None
+        body = {"report": report.model_dump(mode="json")}
         try:
-            if report.result is not None and report.result.log is not None:
-                await self.upload_log(lease, report.result.log)
-            await self._under(lease, "/worker/complete", {"report": report.model_dump(mode="json")})
+            if log is not None:
+                await self.upload_log(lease, log)
+            try:
+                await self._under(lease, "/worker/complete", body)
+            except InvalidInput:
+                if log is None:
+                    raise
+                # The serve that took the completion has not all of the log: another replica
+                # took the upload. Once more, to this one.
+                await self.upload_log(lease, log)
+                await self._under(lease, "/worker/complete", body)
         finally:
             self._forget(lease)
 
