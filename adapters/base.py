@@ -429,7 +429,6 @@ class CliAdapter:
             prompt_arg(request.prompt, request.cwd) as prompt,
             private_home(wants_home, self.spec.home_files) as home,
         ):
-            spool = log_spool(request)
             env = self.environment(request, home)
             argv = sandbox.wrap(
                 [path, *self.spec.build_argv(request, prompt)],
@@ -447,7 +446,7 @@ class CliAdapter:
                 log_limit=request.max_log_bytes,
                 parse_limit=self.spec.parse_limit,
                 tag=run_tag(request.run_id),
-                log_to=spool,
+                log_to=log_spool(request),
             )
         return self._result(request, version, done)
 
