@@ -206,10 +206,13 @@ class Head:
             self._append(truncation_marker(self.limit, self.limit).encode())
             self.seen = self.kept
 
-    def _open(self) -> BinaryIO:
+    def _open(self) -> None:
+        """Open the file, kept on `self` at once: a cancellation that lands meanwhile still
+        finds it to close."""
         if self.spool is None:
-            return _unnamed_file()
-        return open(self.spool, "wb", buffering=0)
+            self.file = _unnamed_file()
+        else:
+            self.file = open(self.spool, "wb", buffering=0)  # noqa: SIM115 - closed by `close`
 
     async def _spill(self) -> None:
         pending = bytes(self.buffer)
@@ -218,7 +221,8 @@ class Head:
             if self.on_disk:
                 try:
                     if self.file is None:
-                        self.file = await _off_loop(self._open)
+                        await _off_loop(self._open)
+                    assert self.file is not None
                     await _off_loop(self.file.write, pending)
                     return
                 except OSError:  # no room: the rest stays in memory
@@ -239,7 +243,7 @@ class Head:
         assert self.spool is not None, "a log kept in memory is read by value()"
         self._mark()
         if self.file is None:
-            self.file = await _off_loop(self._open)
+            await _off_loop(self._open)
         await self._spill()
         if self.held:
             raise OSError(f"could not write the run's log to {self.spool}")
