@@ -291,6 +291,17 @@ def _runs(pid: int) -> bool:
     return True
 
 
+def log_spool(request: AgentRequest) -> Path:
+    """A new 0600 file for the run's log: in the request's `log_dir` (the worker's private
+    area), else the temp directory; never the worktree. Its run's worker removes it once the
+    run is reported."""
+    where = request.log_dir or Path(tempfile.gettempdir())
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, name = tempfile.mkstemp(prefix=f"{request.run_id}-{os.getpid()}-", suffix=".log", dir=where)
+    os.close(fd)
+    return Path(name)
+
+
 def run_homes() -> Path:
     """Where private HOMEs are made. Not under the temp dir: Codex refuses to run its
     sandbox helpers from a home there."""
@@ -435,6 +446,7 @@ class CliAdapter:
                 log_limit=request.max_log_bytes,
                 parse_limit=self.spec.parse_limit,
                 tag=run_tag(request.run_id),
+                log_to=log_spool(request),
             )
         return self._result(request, version, done)
 
@@ -475,7 +487,7 @@ class CliAdapter:
             final_text=output.final_text,
             usage=output.usage,
             files_changed=_relative(output.files_changed, request.cwd),
-            log=done.log,
+            log=done.log_file,
             cost_usd=output.cost_usd,
             duration_s=done.duration_s,
             failure=failure,

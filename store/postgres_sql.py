@@ -300,8 +300,15 @@ WHERE sha256 = $1 AND kind = $2 AND media_type = $3 AND task_id IS NOT DISTINCT 
 ORDER BY id DESC LIMIT 1"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content, blobs.chunks AS chunks
 FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = $1"""
+# Content stored in chunks (store._chunks): its blob row first ($1 sha256, $2 size, $3 the
+# number of chunks), returned only when it is new; then each chunk ($1 sha256, $2 n, $3 bytes).
+INSERT_CHUNKED_BLOB = """
+INSERT INTO blobs (sha256, content, size, chunks) VALUES ($1, ''::bytea, $2, $3)
+ON CONFLICT (sha256) DO NOTHING RETURNING sha256"""
+INSERT_BLOB_CHUNK = "INSERT INTO blob_chunks (sha256, n, content) VALUES ($1, $2, $3)"
+GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = $1 AND n = $2"
 LIST_ARTIFACTS = f"""
 SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
 WHERE ($1::bigint IS NULL OR artifacts.task_id = $1) ORDER BY artifacts.id"""

@@ -184,8 +184,15 @@ VALUES (:sha256, :kind, :media_type, :task_id, :run_id, :role, :adapter, :cli_ve
 RETURNING *"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content, blobs.chunks AS chunks
 FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = ?"""
+# Content stored in chunks (store._chunks): its blob row first (sha256, size, the number of
+# chunks), returned only when it is new; then each chunk (sha256, n, bytes).
+INSERT_CHUNKED_BLOB = """
+INSERT INTO blobs (sha256, content, size, chunks) VALUES (?, X'', ?, ?)
+ON CONFLICT (sha256) DO NOTHING RETURNING sha256"""
+INSERT_BLOB_CHUNK = "INSERT INTO blob_chunks (sha256, n, content) VALUES (?, ?, ?)"
+GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = ? AND n = ?"
 LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256) WHERE {{where}} ORDER BY artifacts.id"
 
 # -- audit anchor -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ names nothing is NotFound, with a hint.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from core.config.schema import Config
@@ -175,6 +175,11 @@ class Queries:
         found = await read_diff(self.config, self.store, await self.task(ref), attempt)
         return found.stat_only() if stat else found
 
+    async def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        _, chunks = await self.store.stream_artifact(artifact_id(ref))
+        async for chunk in chunks:
+            yield chunk
+
     async def cost(self) -> CostSummary:
         return summarize(await self.store.list_runs())
 
@@ -203,7 +208,9 @@ class Queries:
     async def _damage(self, artifact: Artifact) -> DamagedArtifact | None:
         """Why an artifact's stored content cannot be trusted, or None when it re-hashes right."""
         try:
-            await self.store.get_artifact(artifact.id)
+            _, chunks = await self.store.stream_artifact(artifact.id)  # a log is never held
+            async for _ in chunks:
+                pass
         except ArtifactCorrupted as exc:
             return DamagedArtifact(id=artifact.id, error=exc.message, hint=exc.hint)
         return None

@@ -19,7 +19,7 @@ writes an operator makes, filing a task and deciding on one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from core.config.schema import Config
@@ -83,6 +83,11 @@ class Operations(Protocol):
     async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
         """The task's whole change against the default branch, or implementing attempt
         `attempt`'s (1 the first); with `stat`, its files and line counts but no text."""
+        ...
+
+    def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        """An artifact's content a chunk at a time, never held whole (a run's log): re-hashed
+        as it streams, ArtifactCorrupted after the last chunk when it does not match."""
         ...
 
     async def cost(self) -> CostSummary:

@@ -27,7 +27,6 @@ from fastapi import Response
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
@@ -35,7 +34,7 @@ from pydantic import (
 )
 
 from core.domain import text
-from core.domain.agent import AgentResult
+from core.domain.agent import AgentResult, RunLog
 from core.domain.manifests import ManifestChange
 from core.domain.models import (
     MAX_PRIORITY,
@@ -132,18 +131,6 @@ ExitCode = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # runs.exit_code is
 Seconds = Annotated[float, Field(ge=0, le=10**9)]
 CommitId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]  # SHA-1 or SHA-256
 TtlS = Annotated[float, Field(gt=0, le=3600)]
-# RFC 4648 base64, padded and canonical (the bits a short group leaves over are zero).
-BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
-
-
-def _base64(value: Any) -> Any:
-    """pydantic also takes unpadded and URL-safe base64; the document promises the standard."""
-    if isinstance(value, str) and not re.fullmatch(BASE64, value):
-        raise ValueError("is not canonical base64 (RFC 4648, with padding)")
-    return value
-
-
-Bytes = Annotated[bytes, BeforeValidator(_base64), Field(json_schema_extra={"pattern": BASE64})]
 RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
@@ -187,6 +174,13 @@ class ManifestSent(ManifestChange):
     after: Output | None = None
 
 
+class RunLogSent(RunLog):
+    """A run's log as its completion names it: uploaded before (`PUT /worker/log`); `path`
+    is the worker's own, and serve reads its copy instead."""
+
+    size: Count
+
+
 class AgentResultSent(AgentResult):
     adapter: Output
     cli_version: Output | None = None
@@ -197,7 +191,7 @@ class AgentResultSent(AgentResult):
     cost_usd: Annotated[float, Field(ge=0, le=10**9)] | None = None
     error: Output | None = None
     files_changed: tuple[Output, ...] = ()
-    log: Bytes = b""
+    log: RunLogSent | None = None
     duration_s: Seconds = 0.0
 
 

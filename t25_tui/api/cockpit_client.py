@@ -50,7 +50,7 @@ from core.domain.models import (
 )
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
-from t25_tui.api.worker_client import Http
+from t25_tui.api.worker_client import Http, refuse
 
 log = logging.getLogger("t25.attach")
 
@@ -195,6 +195,24 @@ class RemoteControlPlane(Operations):
     async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
         found = await self._get(f"/tasks/{_ref(ref)}/diff", attempt=attempt, stat=stat or None)
         return TaskDiff.model_validate_json(found.content)
+
+    async def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        """The content as it arrives, checked here too against its SHA-256 after the last
+        chunk: it crossed a network."""
+        path = f"/artifacts/{_ref(ref)}"
+        async with self.http.client.stream("GET", path) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                refuse(response, path)
+            artifact = Artifact.model_validate_json(response.headers["X-T25-Artifact"])
+            hashed = hashlib.sha256()
+            async for chunk in response.aiter_bytes():
+                hashed.update(chunk)
+                yield chunk
+        if hashed.hexdigest() != artifact.sha256:
+            raise ArtifactCorrupted(
+                f"{artifact.id} arrived damaged: its content does not match its SHA-256"
+            )
 
     async def cost(self) -> CostSummary:
         return CostSummary.model_validate_json((await self._get("/cost")).content)

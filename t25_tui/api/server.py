@@ -50,6 +50,7 @@ from t25_tui.api.operators import TOKENS_ENV, Operators
 from t25_tui.api.routes import decisions, diffs, events, reads, runs, tasks, worker
 from t25_tui.api.services import Services, services_in
 from t25_tui.api.tail import Tail
+from t25_tui.api.uploads import UPLOADS, LogUploads
 
 CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
 OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
@@ -113,7 +114,12 @@ def make_api(
         "protocol of one T25 installation.",
     )
     api.state.t25 = Services(
-        control=control, runs=LocalRunQueue(control, Pipeline(control)), tail=Tail(control.store)
+        control=control,
+        runs=LocalRunQueue(control, Pipeline(control)),
+        tail=Tail(control.store),
+        uploads=LogUploads(
+            control.config.root / ".factory" / UPLOADS, control.config.limits.max_log_bytes
+        ),
     )
     for router in ROUTERS:
         api.include_router(router)

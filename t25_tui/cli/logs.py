@@ -14,9 +14,10 @@ from typing import TextIO
 
 from adapters.transcript import Entry, Kind, Transcript, as_text
 from core.domain.events import RunFinished, RunOutput, RunStarted
-from core.domain.models import TaskState
+from core.domain.models import ArtifactKind, TaskState
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
+from core.errors import NotFound
 from core.ports import Operations
 from t25_tui.cli.context import run
 from t25_tui.cli.diff import colour_wanted
@@ -79,6 +80,9 @@ def logs(args: argparse.Namespace) -> int:
 
     async def body(control: Operations) -> None:
         ref = args.ref.strip()
+        if args.log:
+            await _stored_log(control, ref)
+            return
         if ref[:1].upper() == "R":
             the_run = await control.run(ref)
             tid, only_run = the_run.task_id, the_run.id
@@ -120,3 +124,20 @@ async def _finished(control: Operations, tid: str, only_run: str | None) -> bool
         TaskState.FAILED,
         *HUMAN_NEEDED,
     )
+
+
+async def _stored_log(control: Operations, ref: str) -> None:
+    """A run's log artifact to stdout as it streams from the store, never held whole."""
+    the_run = await control.run(ref)
+    logs = [
+        a
+        for a in await control.artifacts(task=the_run.task_id)
+        if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == the_run.id
+    ]
+    if not logs:
+        raise NotFound(
+            f"{the_run.id} has no log artifact", hint="a run's log is kept once the run finished"
+        )
+    async for chunk in control.artifact_chunks(logs[-1].id):
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.flush()

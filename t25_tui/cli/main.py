@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--raw", action="store_true", help="the CLIs' output as they printed it (JSON events)"
     )
+    p.add_argument(
+        "--log",
+        action="store_true",
+        help="a finished run's log artifact instead: its output byte-exact, as stored",
+    )
     p = add(
         "diff",
         "diff:diff",
