@@ -38,6 +38,7 @@ from adapters.process import (
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import TaskState, Usage
+from core.domain.pids import alive
 from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
@@ -273,22 +274,12 @@ def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
         for path in where.glob(f"{PROMPT_FILE_PREFIX}*.md"):
             owner = _PROMPT_FILE.fullmatch(path.name)
             with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
-                if owner and path.lstat().st_uid == os.getuid() and not _runs(int(owner[1])):
+                if owner and path.lstat().st_uid == os.getuid() and not alive(int(owner[1])):
                     path.unlink()
                     removed.append(path)
     if removed:
         log.info("removed %d prompt file(s) left by T25 processes that were killed", len(removed))
     return removed
-
-
-def _runs(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it runs
-        return True
-    return True
 
 
 def log_spool(request: AgentRequest) -> Path:

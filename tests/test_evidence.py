@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from core.domain.models import ArtifactKind, TaskState
 from core.workspace.git import git_sync
-from tests.test_pipeline import Env
 
 S = TaskState
 EVERY_RISK = {"require_for_risk": ["low", "medium", "high"]}
-
-
-@pytest.fixture
-async def env(shop):
-    e = Env(shop)
-    yield e
-    await e.close()
 
 
 async def test_the_approval_shows_the_spec_the_plan_its_hash_the_past_and_the_cost_left(env, t25):

@@ -111,13 +111,6 @@ class Env:
         await self._open.aclose()
 
 
-@pytest.fixture
-async def env(shop: Path):
-    e = Env(shop)
-    yield e
-    await e.close()
-
-
 def trunk_log(repo: Path) -> list[str]:
     return git_sync("log", "--format=%s", "trunk", cwd=repo).splitlines()
 

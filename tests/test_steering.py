@@ -8,16 +8,8 @@ import pytest
 
 from core.domain.models import TaskState
 from core.errors import InvalidInput, NotFound, PolicyRefused
-from tests.test_pipeline import Env
 
 S = TaskState
-
-
-@pytest.fixture
-async def env(shop):
-    e = Env(shop)
-    yield e
-    await e.close()
 
 
 async def test_a_task_waits_for_the_tasks_it_names_to_be_merged(env):

@@ -27,6 +27,7 @@ from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
 from core.domain.models import MERGE_ROLE, Author, CheckResult, Lease, Run, Task, TaskState
+from core.domain.pids import alive
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
@@ -474,21 +475,11 @@ def sweep_run_logs(where: Path) -> list[Path]:
     removed = []
     for path in where.glob("R-*-*-*.log"):
         pid = path.name.split("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             with contextlib.suppress(OSError):
                 path.unlink()
                 removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it runs
-        return True
-    return True
 
 
 def _discard_log(result: AgentResult | None) -> None:
