@@ -450,6 +450,8 @@ class T25App(Cockpit):
                         type=req.type,
                         description=req.description,
                         project=req.project,
+                        priority=req.priority,
+                        after=req.after,
                     ),
                     refused=lambda why: self.action_new_task(req, why),
                 )

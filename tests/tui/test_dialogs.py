@@ -75,6 +75,11 @@ async def fill_new_task(pilot) -> None:
     assert focused(app) == "project"
     await pilot.press("enter", "down", "enter")  # shop, then billing
     await until(pilot, lambda: app.screen.query_one("#project", Select).value == "billing")
+    await pilot.press("tab")
+    assert focused(app) == "priority"
+    await pilot.press("backspace", *"3")
+    await pilot.press("tab")
+    assert focused(app) == "after"  # left empty: it waits for nothing
 
 
 async def test_tab_reaches_every_field_and_files_a_task_with_all_of_them(two_projects):
@@ -86,16 +91,17 @@ async def test_tab_reaches_every_field_and_files_a_task_with_all_of_them(two_pro
         await fill_new_task(pilot)
         await pilot.press("tab")
         assert focused(app) == "file"
-        await pilot.press("shift+tab", "shift+tab", "shift+tab", "shift+tab")
+        await pilot.press(*["shift+tab"] * 6)
         assert focused(app) == "title"  # and back, field by field
-        await pilot.press("tab", "tab", "tab", "tab", "enter")  # the File task button
+        await pilot.press(*["tab"] * 6, "enter")  # the File task button
         await until_async(pilot, lambda: only_task(two_projects))
     task = await only_task(two_projects)
-    assert (task.title, task.type, task.description, task.project) == (
+    assert (task.title, task.type, task.description, task.project, task.priority) == (
         "Refund a cancelled order",
         TaskType.FIX,
         "Money goes back\nto the card it came from.",
         "billing",
+        3,
     )
 
 
@@ -106,7 +112,7 @@ async def test_ctrl_s_files_the_task_from_inside_the_description(two_projects):
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
         await fill_new_task(pilot)
-        await pilot.press("shift+tab")
+        await pilot.press("shift+tab", "shift+tab", "shift+tab")
         assert focused(app) == "description"
         await pilot.press("enter", *"Keep the receipt.", "ctrl+s")
         await until_async(pilot, lambda: only_task(two_projects))

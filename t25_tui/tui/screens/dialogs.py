@@ -22,7 +22,7 @@ from textual.widgets import Button, Input, Label, Select, Static, TextArea
 import core.domain.text
 from core.domain.decisions import Verb
 from core.domain.evidence import ApprovalEvidence
-from core.domain.models import Task, TaskType
+from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, Task, TaskType
 from core.errors import InvalidInput
 from t25_tui.tui.cards import literal
 from t25_tui.tui.commands import Node, bindings
@@ -100,6 +100,19 @@ def parse_plan(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return plan if isinstance(plan, dict) else None
+
+
+def _priority(typed: str) -> int:
+    """A priority as typed: a whole number from MIN_PRIORITY to MAX_PRIORITY (empty: 0)."""
+    try:
+        value = int(typed.strip() or "0")
+    except ValueError:
+        raise InvalidInput(
+            f"a priority is a whole number, not {typed.strip()!r}", hint="0 is the default"
+        ) from None
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise InvalidInput(f"a priority is from {MIN_PRIORITY} to {MAX_PRIORITY}, not {value}")
+    return value
 
 
 def _title(task: Task, before: str, after: str = "") -> Text:
@@ -296,10 +309,13 @@ class NewTaskRequest:
     type: TaskType
     description: str
     project: str | None
+    priority: int = 0
+    after: tuple[str, ...] = ()  # the tasks it waits for, merged
 
 
 class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
-    """File a task: title, type, description (several lines), project.
+    """File a task: title, type, description (several lines), project, priority, and the
+    tasks it waits for (started once each is merged).
 
     Enter in the title, the File button or ctrl+s (which no field takes for itself) files
     it. What the core would refuse (`core.domain.text`) is refused here, with the reason, and
@@ -360,6 +376,22 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
                     ),
                     id="project",
                 )
+            with Horizontal(classes="field"):
+                yield Label("priority", classes="field-name")
+                yield Input(
+                    str(draft.priority) if draft else "0",
+                    placeholder="-100 to 100; higher runs first",
+                    id="priority",
+                    compact=True,
+                )
+            with Horizontal(classes="field"):
+                yield Label("after", classes="field-name")
+                yield Input(
+                    " ".join(draft.after) if draft else "",
+                    placeholder="optional: T-3 T-5 — starts once each is merged",
+                    id="after",
+                    compact=True,
+                )
             yield Static(literal(self.refusal, multiline=True), id="refusal")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("File task", id="file", variant="primary", compact=True)
@@ -386,6 +418,12 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
         except InvalidInput as exc:
             self._refuse(exc, "#description")
             return
+        try:
+            priority = _priority(self.query_one("#priority", Input).value)
+        except InvalidInput as exc:
+            self._refuse(exc, "#priority")
+            return
+        after = tuple(self.query_one("#after", Input).value.replace(",", " ").split())
         project = self.query_one("#project", Select).value
         kind = self.query_one("#type", Select).value  # never blank: allow_blank=False
         self.dismiss(
@@ -394,6 +432,8 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
                 kind if isinstance(kind, TaskType) else TaskType.FEAT,
                 description,
                 project if isinstance(project, str) else None,
+                priority,
+                after,
             )
         )
 
