@@ -78,14 +78,28 @@ def test_task_detail_runs(snap_compare, seeded_app):
     assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_open("T-1", "3"))
 
 
-def test_approval_dialog(snap_compare, seeded_app):
+def _dialog(task: str, key: str):
     async def run_before(pilot) -> None:
         await _loaded(pilot)
-        pilot.app.board.focus_task("T-2")
-        await pilot.press("a")
+        pilot.app.board.focus_task(task)
+        await pilot.press(key)
         await pilot.pause(0.5)
 
-    assert snap_compare(seeded_app(), terminal_size=(100, 30), run_before=run_before)
+    return run_before
+
+
+def test_approval_dialog(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(100, 30), run_before=_dialog("T-2", "a"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_approval_dialog_at(snap_compare, seeded_app, size):
+    assert snap_compare(seeded_app(), terminal_size=size, run_before=_dialog("T-2", "a"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_merge_question_at(snap_compare, seeded_app, size):
+    assert snap_compare(seeded_app(), terminal_size=size, run_before=_dialog("T-1", "m"))
 
 
 def test_cost_pane(snap_compare, seeded_app):

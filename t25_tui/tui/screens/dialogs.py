@@ -81,7 +81,7 @@ def past_text(found: ApprovalEvidence) -> Text:
     earlier rejections and answers, and the cost of the stages left."""
     out = Text()
     if found.plan_sha256:
-        out.append("\nsha    ", style="bold")
+        out.append("plan   ", style="bold")
         out.append(found.plan_sha256)
     for rejected in found.rejections:
         out.append("\nrejected ", style="bold")
@@ -91,6 +91,7 @@ def past_text(found: ApprovalEvidence) -> Text:
         out.append(literal(answer))
     out.append("\ncost   ", style="bold")
     out.append(literal(found.estimate_line()))
+    out.append("\n")
     return out
 
 
@@ -141,9 +142,8 @@ class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
             with VerticalScroll(classes="dialog-body"):
                 if self.evidence is not None:
                     yield Static(spec_text(self.evidence), id="spec")
-                yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
-                if self.evidence is not None:
                     yield Static(past_text(self.evidence), id="past")
+                yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
             yield Input(
                 placeholder="why reject? (the planner reads it) — or a comment to approve with",
                 id="reason",
