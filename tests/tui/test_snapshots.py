@@ -67,7 +67,12 @@ def test_board(snap_compare, seeded_app):
 
 
 def test_board_at_80x24(snap_compare, seeded_app):
-    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_then())
+    """One list grouped by state; the selected card (right: the next state's first) whole."""
+    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_then("right"))
+
+
+def test_board_at_160x48(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(160, 48), run_before=_then("right"))
 
 
 def test_task_detail_history(snap_compare, seeded_app):
