@@ -290,6 +290,8 @@ class T25App(Cockpit):
         """See what other processes did (a `t25 approve` from another shell)."""
         if await self.control.last_event_id() > self.seen_event_id:
             self.schedule_refresh()
+            if self.screen_stack and isinstance(self.screen, Inbox):
+                self.screen.task_changed(None)  # what another shell's `t25` asked or decided
 
     def on_board_opened(self, message: Board.Opened) -> None:
         self.push_screen(TaskDetail(self.control, message.task_id, self.clock))
@@ -323,6 +325,8 @@ class T25App(Cockpit):
         if self.link and self.loaded.is_set():
             self.show_status()  # a remote link went down or came back
         self.schedule_refresh()
+        if self.screen_stack and isinstance(self.screen, T25Screen):
+            self.screen.task_changed(None)  # whatever it shows may have changed meanwhile
 
     # -- filter ----------------------------------------------------------------------------------
 
