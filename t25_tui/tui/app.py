@@ -34,6 +34,7 @@ from core.ports import AgentAdapter, Operations
 from t25_tui.tui import messages as bridge
 from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
+from t25_tui.tui.desktop import notification
 from t25_tui.tui.screens.base import Cockpit, T25Screen
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
@@ -320,6 +321,16 @@ class T25App(Cockpit):
             timeout=12,
             markup=False,
         )
+        # Away from the terminal (it reported a blur; one that never reports focus counts
+        # as focused): the bell, and a desktop notification on the operator's machine.
+        if self.control.config.cockpit.notifications and not self.app_focus:
+            self.bell()
+            self.write_to_terminal(notification("T25: a human is needed", message.text, os.environ))
+
+    def write_to_terminal(self, sequence: str) -> None:
+        """Write an escape sequence straight to the terminal (none when headless)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
         if self.link and self.loaded.is_set():
