@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from textual import on, work
@@ -50,6 +51,7 @@ from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
+from t25_tui.tui.workspace import editor_argv, shell_argv, worktree_of
 
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
@@ -100,6 +102,7 @@ class T25App(Cockpit):
         self.loaded = asyncio.Event()  # the first board is on screen
         self.status_note = ""
         self.stopping = False
+        self.terminal_away = False  # a shell or editor has the terminal (into_worktree)
         self._board_stale = False  # something changed since the board was last read
         self._board_reads = 0  # reads in flight
         self._sweeper_task: asyncio.Task[None] | None = None
@@ -323,7 +326,11 @@ class T25App(Cockpit):
         )
         # Away from the terminal (it reported a blur; one that never reports focus counts
         # as focused): the bell, and a desktop notification on the operator's machine.
-        if self.control.config.cockpit.notifications and not self.app_focus:
+        if (
+            self.control.config.cockpit.notifications
+            and not self.app_focus
+            and not self.terminal_away
+        ):
             self.bell()
             self.write_to_terminal(notification("T25: a human is needed", message.text, os.environ))
 
@@ -418,6 +425,52 @@ class T25App(Cockpit):
                 self.screen.action_tab("log")
             else:
                 self.push_screen(TaskDetail(self.control, tid, self.clock, tab="log"))
+
+    def action_shell(self) -> None:
+        if tid := self._need_task():
+            self.into_worktree(tid, shell_argv(os.environ))
+
+    def action_editor(self) -> None:
+        if tid := self._need_task():
+            self.into_worktree(tid, editor_argv(os.environ))
+
+    @work(group="workspace", exclusive=True, exit_on_error=False)
+    async def into_worktree(self, tid: str, argv: list[str]) -> None:
+        """Run `argv` (a shell, an editor) in `tid`'s worktree with the terminal handed to
+        it; the cockpit comes back when it ends. Its agents go on meanwhile: the program is
+        awaited, not waited for, so the event loop keeps their output and leases moving."""
+        try:
+            path = await worktree_of(self.control, tid)
+        except T25Error as exc:
+            hint = f"\n\nhint: {exc.hint}" if exc.hint else ""
+            self.push_screen(MessageDialog("No worktree to open", exc.message + hint))
+            return
+        failed = ""
+        with self._terminal_handed_over():
+            try:
+                program = await asyncio.create_subprocess_exec(*argv, cwd=path)
+                code = await program.wait()
+            except OSError as exc:
+                failed = f"{argv[0]}: {exc.strerror or exc}"
+        if failed:
+            self.push_screen(MessageDialog("Could not start it", printable(failed)))
+        else:
+            self.status(f"back from {argv[0]} in {tid}'s worktree (exit {code})")
+
+    @contextmanager
+    def _terminal_handed_over(self) -> Iterator[None]:
+        """The terminal belongs to another program: the cockpit suspends, and paints
+        nothing until it is back (a repaint would land in the other program's screen).
+        Headless (under a test) there is no terminal to hand over."""
+        if self.is_headless:
+            yield
+            return
+        self.terminal_away = True
+        try:
+            with self.batch_update(), self.suspend():
+                yield
+        finally:
+            self.terminal_away = False
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
         """Textual's own, then every command with a title, with the keys in effect."""
