@@ -4,6 +4,7 @@ worktree, and say so when it has none.
 Under Pilot the app is headless and `App.suspend` is not supported there, so the cockpit
 hands over no terminal (`_terminal_handed_over` is a no-op): the program really runs, with
 the argv and directory a real terminal would get, and these tests read what it recorded.
+The suspension itself is tested on the real binary in a pty, with an interactive shell.
 """
 
 from __future__ import annotations
@@ -45,3 +46,31 @@ async def test_a_task_without_a_worktree_says_so(seeded, tmp_path, monkeypatch):
         await until(pilot, lambda: isinstance(app.screen, MessageDialog))
         assert "T-9 has no worktree" in app.screen.body
         assert not Path(record).exists()
+
+
+def test_the_real_cockpit_steps_aside_for_a_shell_and_comes_back(tmp_path, monkeypatch):
+    """`t25 tui` on a pty: `s` suspends it, an interactive /bin/sh gets the terminal in the
+    worktree, and exiting the shell brings the board back."""
+    from tests.tui.terminal import Terminal
+    from tests.tui.test_terminal import DEMO_CONFIG, make_repo, t25
+
+    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    t25(repo, "task", "new", "Rotate the key", "--description", "scripted: risk=high")
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("PS1", "in-the-worktree$ ")
+    term = Terminal(repo, size=(100, 30))
+    try:
+        term.wait_for("AWAITING_APPROVAL 1", timeout=90)  # T-1, selected, has its worktree
+        term.type("s")
+        term.wait_for("in-the-worktree$")
+        term.type("\x03")  # ctrl+c at the shell's prompt is the shell's, not the cockpit's
+        term.wait_for("in-the-worktree$")
+        term.type("pwd > ../where; exit 7\r")
+        term.wait_for("back from /bin/sh in T-1's worktree (exit 7)")
+        assert (repo / ".factory" / "worktrees" / "where").read_text().strip() == str(
+            (repo / ".factory" / "worktrees" / "T-1").resolve()
+        )
+        term.type("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
