@@ -33,7 +33,15 @@ from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
 from core.ports import AgentAdapter, Operations
 from t25_tui.tui import messages as bridge
-from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
+from t25_tui.tui.cards import (
+    BoardFilter,
+    Card,
+    Clock,
+    cards,
+    human_needed,
+    over_budget,
+    wall_clock,
+)
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
 from t25_tui.tui.desktop import notification
 from t25_tui.tui.screens.base import Cockpit, T25Screen
@@ -232,10 +240,11 @@ class T25App(Cockpit):
             last = await self.control.last_event_id()
             tasks = await self.control.tasks()
             spent = await self.control.cost_by_task()
+            over = await over_budget(self.control, tasks, spent)
         finally:
             self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
-        self.cards = cards(tasks, spent)
+        self.cards = cards(tasks, spent, over)
         self.show_cards()
         if not self.loaded.is_set():
             self.board.focus_first()

@@ -44,6 +44,7 @@ HEADER_STYLE = {
     TaskState.FAILED: "bold red",
     TaskState.CANCELLED: "bold dim",
 }
+OVER_BUDGET = "$! "  # a card's mark: its spend reached its budget (the detail has the figures)
 COMPACT_BELOW = 100  # terminal columns: narrower, the board is one list grouped by state
 
 
@@ -52,6 +53,8 @@ def render_card(card: Card, now: datetime) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     if card.human:
         text.append("⚑ ", style="bold yellow")
+    if card.over_budget:
+        text.append(OVER_BUDGET, style="bold red")
     text.append(head, style="bold")
     text.append("\n")
     text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
@@ -63,6 +66,8 @@ def render_line(card: Card, now: datetime) -> Text:
     head, title = card.lines(now)
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("⚑ " if card.human else "  ", style="bold yellow")
+    if card.over_budget:
+        text.append(OVER_BUDGET, style="bold red")
     text.append(head, style="bold")
     text.append("  ")
     text.append(printable(title), style="dim" if card.task.archived else "")
