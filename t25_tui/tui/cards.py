@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
-from core.config.schema import Config
+from core.config.schema import Config, Limits
 from core.domain.cost import Spend, tokens_of
 from core.domain.models import Task, TaskState
 from core.domain.text import printable
@@ -102,14 +102,12 @@ def cards(
     return [Card(t, spent.get(t.id, 0.0), human_needed(t), t.id in over) for t in tasks]
 
 
-def budget_of(task: Task, config: Config) -> tuple[float | None, int | None]:
-    """The budget in force for `task` (USD, tokens): its own, else its project's limits."""
-    try:
-        limits = config.for_project(task.project).limits
-    except ConfigError:  # a project no longer in t25.yaml: only the task's own budget
-        return task.budget_usd, task.budget_tokens
-    usd = task.budget_usd if task.budget_usd is not None else limits.max_cost_usd
-    tokens = task.budget_tokens if task.budget_tokens is not None else limits.max_tokens
+def budget_of(task: Task, limits: Limits | None) -> tuple[float | None, int | None]:
+    """The budget in force for `task` (USD, tokens): its own, else its project's `limits`."""
+    usd, tokens = task.budget_usd, task.budget_tokens
+    if limits is not None:
+        usd = limits.max_cost_usd if usd is None else usd
+        tokens = limits.max_tokens if tokens is None else tokens
     return usd, tokens
 
 
@@ -123,11 +121,16 @@ async def over_budget(
     """The tasks whose spend reached their budget. Dollars come from `spent` (the board's
     read); tokens are read only for an unsettled task with a token budget, and only when
     its dollars have not already reached theirs."""
+    limits: dict[str, Limits | None] = {}
     over = set()
     for task in tasks:
         if task.state in SETTLED or task.archived:
             continue
-        usd, tokens = budget_of(task, control.config)
+        if task.project not in limits:
+            limits[task.project] = _limits(control.config, task.project)
+        usd, tokens = budget_of(task, limits[task.project])
+        if usd is None and tokens is None:
+            continue
         spend = Spend(usd=spent.get(task.id, 0.0), budget_usd=usd, budget_tokens=tokens)
         if not spend.reached and tokens is not None:
             used = sum(tokens_of(r.usage) for r in await control.runs(task=task.id))
@@ -135,6 +138,15 @@ async def over_budget(
         if spend.reached:
             over.add(task.id)
     return over
+
+
+def _limits(config: Config, project: str) -> Limits | None:
+    """A project's limits; None for a project no longer in t25.yaml (its tasks keep only
+    their own budgets)."""
+    try:
+        return config.for_project(project).limits
+    except ConfigError:
+        return None
 
 
 @dataclass(frozen=True)
