@@ -502,6 +502,14 @@ class ServeConfig(_Section):
         return int(self.bind.rpartition(":")[2])
 
 
+class CockpitConfig(_Section):
+    """How `t25 tui` behaves (its keys are `keys:`, a section of their own)."""
+
+    # When a human is needed and the terminal is not focused: the bell and a desktop
+    # notification (t25_tui.tui.desktop).
+    notifications: bool = True
+
+
 def absolute_sqlite_url(url: str, root: Path) -> str:
     """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
     prefix = "sqlite:///"
@@ -537,6 +545,7 @@ class Config(_Section):
     worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
     store: StoreConfig = Field(default_factory=dict, validate_default=True)
     serve: ServeConfig = ServeConfig()
+    cockpit: CockpitConfig = CockpitConfig()
     keys: dict[str, Keys] = {}  # the cockpit's commands on other keys (core.config.keys)
 
     # Not a key of the file: set by load_config. A Config built in memory acts as if

@@ -104,6 +104,8 @@ def git_env(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
         "GIT_AUTHOR_EMAIL",
         "GIT_COMMITTER_NAME",
         "GIT_COMMITTER_EMAIL",
+        "GIT_AUTHOR_DATE",  # a pinned date (reproducible commits), never a path or program
+        "GIT_COMMITTER_DATE",
     )
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(

@@ -303,6 +303,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--reason", required=True, help="what you checked (kept in the audit log)")
+    p = add(
+        "shell",
+        "workspace:shell",
+        "open $SHELL in a task's worktree (exit it to come back), or $EDITOR with --editor",
+    )
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument("--editor", action="store_true", help="open $VISUAL or $EDITOR there instead")
     p = add("logs", "logs:logs", "agent output of a task's runs, or of one run, as readable text")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")

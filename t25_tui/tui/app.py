@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from textual import on, work
@@ -32,8 +33,17 @@ from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
 from core.ports import AgentAdapter, Operations
 from t25_tui.tui import messages as bridge
-from t25_tui.tui.cards import BoardFilter, Card, Clock, cards, human_needed, wall_clock
+from t25_tui.tui.cards import (
+    BoardFilter,
+    Card,
+    Clock,
+    cards,
+    human_needed,
+    over_budget,
+    wall_clock,
+)
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
+from t25_tui.tui.desktop import notification
 from t25_tui.tui.screens.base import Cockpit, T25Screen
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
@@ -49,6 +59,7 @@ from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
+from t25_tui.tui.workspace import editor_argv, shell_argv, worktree_of
 
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
@@ -99,6 +110,7 @@ class T25App(Cockpit):
         self.loaded = asyncio.Event()  # the first board is on screen
         self.status_note = ""
         self.stopping = False
+        self.terminal_away = False  # a shell or editor has the terminal (into_worktree)
         self._board_stale = False  # something changed since the board was last read
         self._board_reads = 0  # reads in flight
         self._sweeper_task: asyncio.Task[None] | None = None
@@ -228,10 +240,11 @@ class T25App(Cockpit):
             last = await self.control.last_event_id()
             tasks = await self.control.tasks()
             spent = await self.control.cost_by_task()
+            over = await over_budget(self.control, tasks, spent)
         finally:
             self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
-        self.cards = cards(tasks, spent)
+        self.cards = cards(tasks, spent, over)
         self.show_cards()
         if not self.loaded.is_set():
             self.board.focus_first()
@@ -290,6 +303,8 @@ class T25App(Cockpit):
         """See what other processes did (a `t25 approve` from another shell)."""
         if await self.control.last_event_id() > self.seen_event_id:
             self.schedule_refresh()
+            if self.screen_stack and isinstance(self.screen, Inbox):
+                self.screen.task_changed(None)  # what another shell's `t25` asked or decided
 
     def on_board_opened(self, message: Board.Opened) -> None:
         self.push_screen(TaskDetail(self.control, message.task_id, self.clock))
@@ -318,11 +333,27 @@ class T25App(Cockpit):
             timeout=12,
             markup=False,
         )
+        # Away from the terminal (it reported a blur; one that never reports focus counts
+        # as focused): the bell, and a desktop notification on the operator's machine.
+        if (
+            self.control.config.cockpit.notifications
+            and not self.app_focus
+            and not self.terminal_away
+        ):
+            self.bell()
+            self.write_to_terminal(notification("T25: a human is needed", message.text, os.environ))
+
+    def write_to_terminal(self, sequence: str) -> None:
+        """Write an escape sequence straight to the terminal (none when headless)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
 
     def on_store_resync(self, message: bridge.StoreResync) -> None:
         if self.link and self.loaded.is_set():
             self.show_status()  # a remote link went down or came back
         self.schedule_refresh()
+        if self.screen_stack and isinstance(self.screen, T25Screen):
+            self.screen.task_changed(None)  # whatever it shows may have changed meanwhile
 
     # -- filter ----------------------------------------------------------------------------------
 
@@ -403,6 +434,52 @@ class T25App(Cockpit):
                 self.screen.action_tab("log")
             else:
                 self.push_screen(TaskDetail(self.control, tid, self.clock, tab="log"))
+
+    def action_shell(self) -> None:
+        if tid := self._need_task():
+            self.into_worktree(tid, shell_argv(os.environ))
+
+    def action_editor(self) -> None:
+        if tid := self._need_task():
+            self.into_worktree(tid, editor_argv(os.environ))
+
+    @work(group="workspace", exclusive=True, exit_on_error=False)
+    async def into_worktree(self, tid: str, argv: list[str]) -> None:
+        """Run `argv` (a shell, an editor) in `tid`'s worktree with the terminal handed to
+        it; the cockpit comes back when it ends. Its agents go on meanwhile: the program is
+        awaited, not waited for, so the event loop keeps their output and leases moving."""
+        try:
+            path = await worktree_of(self.control, tid)
+        except T25Error as exc:
+            hint = f"\n\nhint: {exc.hint}" if exc.hint else ""
+            self.push_screen(MessageDialog("No worktree to open", exc.message + hint))
+            return
+        failed = ""
+        with self._terminal_handed_over():
+            try:
+                program = await asyncio.create_subprocess_exec(*argv, cwd=path)
+                code = await program.wait()
+            except OSError as exc:
+                failed = f"{argv[0]}: {exc.strerror or exc}"
+        if failed:
+            self.push_screen(MessageDialog("Could not start it", printable(failed)))
+        else:
+            self.status(f"back from {argv[0]} in {tid}'s worktree (exit {code})")
+
+    @contextmanager
+    def _terminal_handed_over(self) -> Iterator[None]:
+        """The terminal belongs to another program: the cockpit suspends, and paints
+        nothing until it is back (a repaint would land in the other program's screen).
+        Headless (under a test) there is no terminal to hand over."""
+        if self.is_headless:
+            yield
+            return
+        self.terminal_away = True
+        try:
+            with self.batch_update(), self.suspend():
+                yield
+        finally:
+            self.terminal_away = False
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
         """Textual's own, then every command with a title, with the keys in effect."""

@@ -17,8 +17,12 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
+from core.config.schema import Config, Limits
+from core.domain.cost import Spend, tokens_of
 from core.domain.models import Task, TaskState
 from core.domain.text import printable
+from core.errors import ConfigError
+from core.ports import Operations
 
 Clock = Callable[[], datetime]
 
@@ -74,6 +78,7 @@ class Card:
     task: Task
     cost: float
     human: str | None
+    over_budget: bool = False  # its spend reached its budget: it waits before its next run
 
     @property
     def id(self) -> str:
@@ -88,9 +93,60 @@ class Card:
         return head, t.title
 
 
-def cards(tasks: Iterable[Task], spent: Mapping[str, float]) -> list[Card]:
-    """A card per task, with what its runs cost so far (`Store.cost_by_task`)."""
-    return [Card(t, spent.get(t.id, 0.0), human_needed(t)) for t in tasks]
+def cards(
+    tasks: Iterable[Task], spent: Mapping[str, float], over_budget: Iterable[str] = ()
+) -> list[Card]:
+    """A card per task, with what its runs cost so far (`Store.cost_by_task`) and whether
+    it is one of the tasks `over_budget` names."""
+    over = set(over_budget)
+    return [Card(t, spent.get(t.id, 0.0), human_needed(t), t.id in over) for t in tasks]
+
+
+def budget_of(task: Task, limits: Limits | None) -> tuple[float | None, int | None]:
+    """The budget in force for `task` (USD, tokens): its own, else its project's `limits`."""
+    usd, tokens = task.budget_usd, task.budget_tokens
+    if limits is not None:
+        usd = limits.max_cost_usd if usd is None else usd
+        tokens = limits.max_tokens if tokens is None else tokens
+    return usd, tokens
+
+
+# States a task spends no more in: its budget is no longer news.
+SETTLED = (TaskState.DONE, TaskState.CANCELLED)
+
+
+async def over_budget(
+    control: Operations, tasks: Iterable[Task], spent: Mapping[str, float]
+) -> set[str]:
+    """The tasks whose spend reached their budget. Dollars come from `spent` (the board's
+    read); tokens are read only for an unsettled task with a token budget, and only when
+    its dollars have not already reached theirs."""
+    limits: dict[str, Limits | None] = {}
+    over = set()
+    for task in tasks:
+        if task.state in SETTLED or task.archived:
+            continue
+        if task.project not in limits:
+            limits[task.project] = _limits(control.config, task.project)
+        usd, tokens = budget_of(task, limits[task.project])
+        if usd is None and tokens is None:
+            continue
+        spend = Spend(usd=spent.get(task.id, 0.0), budget_usd=usd, budget_tokens=tokens)
+        if not spend.reached and tokens is not None:
+            used = sum(tokens_of(r.usage) for r in await control.runs(task=task.id))
+            spend = spend.model_copy(update={"tokens": used})
+        if spend.reached:
+            over.add(task.id)
+    return over
+
+
+def _limits(config: Config, project: str) -> Limits | None:
+    """A project's limits; None for a project no longer in t25.yaml (its tasks keep only
+    their own budgets)."""
+    try:
+        return config.for_project(project).limits
+    except ConfigError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,7 @@ def last_line(pane) -> str:
 
 
 def visible_ids(app) -> set[str]:
-    ids = set()
-    for state in TaskState:
-        options = app.board.column(state).cards
-        ids |= {options.get_option_at_index(i).id for i in range(options.option_count)}
-    return ids
+    return app.board.shown_ids()
 
 
 async def test_filter_the_board(seeded):

@@ -21,6 +21,8 @@ def seeded_app(tmp_path: Path, monkeypatch):
     for var in ("NO_COLOR", "FORCE_COLOR", "COLORTERM", "TEXTUAL_THEME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):  # the same commits, the same ids
+        monkeypatch.setenv(var, "2026-01-01T12:00:00+00:00")
     loop = asyncio.new_event_loop()
     seeded = loop.run_until_complete(open_sample(tmp_path / "shop"))
     yield lambda: app_for(seeded)
@@ -67,7 +69,12 @@ def test_board(snap_compare, seeded_app):
 
 
 def test_board_at_80x24(snap_compare, seeded_app):
-    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_then())
+    """One list grouped by state; the selected card (right: the next state's first) whole."""
+    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_then("right"))
+
+
+def test_board_at_160x48(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(160, 48), run_before=_then("right"))
 
 
 def test_task_detail_history(snap_compare, seeded_app):

@@ -19,6 +19,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from core.domain.cost import Spend
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run, Task
 from core.domain.text import printable
@@ -129,24 +130,25 @@ class TaskDetail(T25Screen):
         self.runs = detail.runs
         self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
         now = self.clock()
-        self._show_head(task, now)
+        self._show_head(task, now, detail.spend)
         self._show_history(events)
         self._show_runs(now)
         self._show_artifacts()
         self.ready = True
         self._follow_newest_run(first)
 
-    def _show_head(self, task: Task, now: datetime) -> None:
-        cost = sum(r.cost_usd for r in self.runs)
+    def _show_head(self, task: Task, now: datetime, spend: Spend) -> None:
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
         facts = (
             f"  {printable(task.title)}\n{task.state} for "
             f"{age(task.state_since, now)} · {task.type.value} · {printable(task.branch)}"
             f" · project {printable(task.project)} · loops qa {task.qa_loops} review "
-            f"{task.review_loops} · ${cost:.4f}"
+            f"{task.review_loops}\nspent {printable(spend.line())}"
         )
         head: list[str | tuple[str, str]] = [(task.id, "bold"), facts]
+        if spend.reached:
+            head.append((" · budget reached", "bold red"))
         if need:
             head += ["\n", (f"⚑ {need}", "bold yellow")]
         if task.error:

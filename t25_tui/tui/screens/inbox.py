@@ -1,4 +1,5 @@
-"""The inbox: every task waiting for a human — plans to approve, questions, merges.
+"""The inbox: every task waiting for a human — plans to approve, questions, merges — kept
+current while it is open (the app tells it of every change, and of what its store poll sees).
 
 Enter (or decide, `a` unless `keys:` moved it) opens the right dialog for the highlighted task; the app acts on the
 result through the ControlPlane, exactly as `t25 approve|reject|answer|merge` do.
@@ -57,6 +58,11 @@ class Inbox(T25Screen):
         if keep and keep in [t.id for t in waiting]:
             table.move_cursor(row=table.get_row_index(keep))
         self.ready = True
+
+    def task_ids(self) -> set[str]:
+        """The tasks listed now."""
+        table = self.query_one(DataTable)
+        return {str(row.value) for row in table.rows}
 
     def selected(self) -> str | None:
         table = self.query_one(DataTable)

@@ -1,9 +1,19 @@
-"""The board: one column per pipeline state, one card per task.
+"""The board: one column per pipeline state, one card per task; on a narrow terminal, one
+list grouped by state.
 
 Columns are `OptionList`s (only visible lines are rendered); a refresh replaces only the
 columns whose cards changed, so a store with thousands of tasks repaints cheaply. Left
 and right move between columns; up and down between cards; enter opens a task (the
 board's commands, `t25_tui.tui.commands`, so `keys:` can move them).
+
+Below `COMPACT_BELOW` columns of terminal the board is a single list instead: a header
+per state that has tasks, then its cards, one line each. Collapsing empty columns was
+the other way; it was not enough: 13 states of 27-column cards need 350 columns, a seeded
+board has tasks in nine of them, and at 80×24 two and a half columns would show, with the
+rest of the work off to the side where no one looks. A list shows every waiting task on
+one screen, keeps the pipeline's order, and — one `OptionList` that scrolls its
+highlighted line into view — the selected card is always whole on screen. Left and right
+jump to the previous and next state there.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, Vertical
@@ -26,6 +37,15 @@ from t25_tui.tui.cards import CARDS_PER_COLUMN, COLUMNS, Card
 from t25_tui.tui.commands import Node, bindings
 
 Drawn = tuple[tuple[str, Text], ...]  # (task id, card) for each card drawn
+# The column titles' colours (t25.tcss), for the narrow board's headers.
+HEADER_STYLE = {
+    TaskState.AWAITING_APPROVAL: "bold yellow",
+    TaskState.NEEDS_INPUT: "bold yellow",
+    TaskState.FAILED: "bold red",
+    TaskState.CANCELLED: "bold dim",
+}
+OVER_BUDGET = "$! "  # a card's mark: its spend reached its budget (the detail has the figures)
+COMPACT_BELOW = 100  # terminal columns: narrower, the board is one list grouped by state
 
 
 def render_card(card: Card, now: datetime) -> Text:
@@ -33,9 +53,24 @@ def render_card(card: Card, now: datetime) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     if card.human:
         text.append("⚑ ", style="bold yellow")
+    if card.over_budget:
+        text.append(OVER_BUDGET, style="bold red")
     text.append(head, style="bold")
     text.append("\n")
     text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
+    return text
+
+
+def render_line(card: Card, now: datetime) -> Text:
+    """A card on one line, for the narrow board: its head, then as much title as fits."""
+    head, title = card.lines(now)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append("⚑ " if card.human else "  ", style="bold yellow")
+    if card.over_budget:
+        text.append(OVER_BUDGET, style="bold red")
+    text.append(head, style="bold")
+    text.append("  ")
+    text.append(printable(title), style="dim" if card.task.archived else "")
     return text
 
 
@@ -80,8 +115,8 @@ class Column(Vertical):
         yield Cards(id=f"list-{self.state.value}", classes="cards")
 
     @property
-    def cards(self) -> OptionList:
-        return self.query_one(OptionList)
+    def cards(self) -> Cards:
+        return self.query_one(Cards)
 
     def show(self, cards: Sequence[Card], now: datetime) -> None:
         drawn = tuple((c.id, render_card(c, now)) for c in cards[:CARDS_PER_COLUMN])
@@ -106,8 +141,54 @@ class Column(Vertical):
             options.highlighted = options.get_option_index(keep)
 
 
-class Board(HorizontalScroll):
-    """Every state's column side by side; scrolls sideways when the terminal is narrow."""
+class StateList(Cards):
+    """The narrow board: a header per state that has tasks, then its cards, one line each."""
+
+    def __init__(self) -> None:
+        super().__init__(id="state-list", classes="cards")
+        self._key: object = None
+
+    def show(self, by_state: dict[TaskState, list[Card]], now: datetime) -> None:
+        """Redraw when a line changed, keeping the highlight on the card it was on."""
+        items: list[Option] = []
+        for state, cards in by_state.items():
+            if not cards:
+                continue  # an empty state takes no room
+            header = Text(f"{state.value} {len(cards)}", style=HEADER_STYLE.get(state, "bold"))
+            items.append(Option(header, disabled=True))
+            items += (Option(render_line(c, now), id=c.id) for c in cards[:CARDS_PER_COLUMN])
+            if (more := len(cards) - CARDS_PER_COLUMN) > 0:
+                note = Text(f"  … {more} more (filter with /)", style="dim")
+                items.append(Option(note, disabled=True))
+        key = tuple((o.id, str(o.prompt)) for o in items)
+        if key == self._key:
+            return
+        self._key = key
+        keep = self.highlighted_option.id if self.highlighted_option else None
+        self.clear_options()
+        self.add_options(items)
+        if keep and keep in self.task_ids():
+            self.highlighted = self.get_option_index(keep)
+
+    def task_ids(self) -> list[str]:
+        """The tasks listed, top to bottom."""
+        return [o.id for o in self.options if o.id and not o.disabled]
+
+    def jump(self, step: int) -> None:
+        """Highlight the first card of the next (`step` 1) or previous (-1) state."""
+        firsts = [i for i, o in enumerate(self.options) if o.id and self.options[i - 1].disabled]
+        if not firsts:
+            return
+        here = self.highlighted if self.highlighted is not None else -1
+        group = sum(1 for i in firsts if i <= here) - 1  # -1: above the first state
+        if group < 0 and step > 0:
+            group = -step  # the first state comes next
+        self.highlighted = firsts[(group + step) % len(firsts)]
+
+
+class Board(Vertical):
+    """Every state's column side by side, scrolling sideways; below `COMPACT_BELOW`
+    terminal columns, one list grouped by state instead."""
 
     BINDINGS = bindings(Node.BOARD)
 
@@ -118,9 +199,36 @@ class Board(HorizontalScroll):
             super().__init__()
             self.task_id = task_id
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._by_state: dict[TaskState, list[Card]] = {s: [] for s in COLUMNS}
+        self._now: datetime | None = None
+
     def compose(self) -> ComposeResult:
-        for state in COLUMNS:
-            yield Column(state)
+        with HorizontalScroll(id="columns"):
+            for state in COLUMNS:
+                yield Column(state)
+        yield StateList()
+
+    @property
+    def compact(self) -> bool:
+        return self.has_class("compact")
+
+    @property
+    def state_list(self) -> StateList:
+        return self.query_one(StateList)
+
+    def on_resize(self, event: events.Resize) -> None:
+        compact = event.size.width < COMPACT_BELOW
+        if compact == self.compact:
+            return
+        selected = self.selected()
+        self.set_class(compact, "compact")
+        self._draw()
+        if selected:
+            self.focus_task(selected)
+        elif self.screen.focused is None or not self.screen.focused.display:
+            self.focus_first()
 
     def column(self, state: TaskState) -> Column:
         return self.query_one(f"#col-{state.value}", Column)
@@ -129,42 +237,68 @@ class Board(HorizontalScroll):
         by_state: dict[TaskState, list[Card]] = {s: [] for s in COLUMNS}
         for card in cards:
             by_state[card.task.state].append(card)
-        for state, column_cards in by_state.items():
+        for column_cards in by_state.values():
             # Newest first: the most recent work is what an operator looks for.
             column_cards.sort(key=lambda c: c.task.state_since, reverse=True)
-            self.column(state).show(column_cards, now)
+        self._by_state, self._now = by_state, now
+        self._draw()
+
+    def _draw(self) -> None:
+        """Draw the cards in the shape on screen (only that one: thousands of tasks)."""
+        if self._now is None:
+            return
+        if self.compact:
+            self.state_list.show(self._by_state, self._now)
+        else:
+            for state, column_cards in self._by_state.items():
+                self.column(state).show(column_cards, self._now)
+
+    def shown_ids(self) -> set[str]:
+        """Every task with a card on the board as it is drawn now."""
+        if self.compact:
+            return set(self.state_list.task_ids())
+        return {i for column in self.query(Column) for i, _ in column.shown}
 
     def selected(self) -> str | None:
         focused = self.screen.focused
-        if isinstance(focused, Cards) and any(focused.parent is c for c in self.query(Column)):
+        if isinstance(focused, Cards) and focused in self._lists():
             option = focused.highlighted_option
-            if option is not None and option.id and not option.id.startswith("more-"):
+            if option is not None and option.id and not option.disabled:
                 return option.id
         return None
 
+    def _lists(self) -> list[Cards]:
+        if self.compact:
+            return [self.state_list]
+        return [column.cards for column in self.query(Column)]
+
     def focus_task(self, task_id: str) -> bool:
-        for column in self.query(Column):
-            options = column.cards
+        for options in self._lists():
             try:
                 index = options.get_option_index(task_id)
-            except Exception:  # noqa: BLE001 - OptionDoesNotExist: not in this column
+            except Exception:  # noqa: BLE001 - OptionDoesNotExist: not in this list
                 continue
             options.focus()
             options.highlighted = index
-            column.scroll_visible()
+            if isinstance(options.parent, Column):
+                options.parent.scroll_visible(animate=False)
             return True
         return False
 
     def focus_first(self) -> None:
         """Focus the first card on the board (the first column that has one)."""
-        for column in self.query(Column):
-            if column.cards.option_count:
-                column.cards.focus()
-                column.cards.highlighted = 0
+        for options in self._lists():
+            if options.option_count:
+                options.focus()
+                options.action_first()
                 return
-        self.query(Column).first().cards.focus()
+        self._lists()[0].focus()
 
     def action_column(self, step: int) -> None:
+        if self.compact:
+            self.state_list.focus()
+            self.state_list.jump(step)
+            return
         columns = list(self.query(Column))
         focused = self.screen.focused
         current = next((i for i, c in enumerate(columns) if c.cards is focused), 0)
@@ -172,9 +306,9 @@ class Board(HorizontalScroll):
         target.cards.focus()
         if target.cards.highlighted is None and target.cards.option_count:
             target.cards.highlighted = 0
-        self.scroll_to_widget(target, animate=False)
+        self.query_one("#columns", HorizontalScroll).scroll_to_widget(target, animate=False)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if event.option.id:
+        if event.option.id and not event.option.disabled:
             self.post_message(self.Opened(event.option.id))

@@ -1,0 +1,52 @@
+"""Pilot tests: a card whose task has spent its budget is marked, and the task's detail
+shows its spend against its budget, tokens beside dollars."""
+
+from __future__ import annotations
+
+from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.widgets.board import OVER_BUDGET
+from tests.tui.conftest import app_for, settle_board, until
+from tests.tui.screen_text import screen_text
+
+
+def with_limits(seeded, **limits) -> None:
+    config = seeded.control.config
+    seeded.control.config = config.model_copy(
+        update={"limits": config.limits.model_copy(update=limits)}
+    )
+
+
+def marked(app) -> set[str]:
+    return {c.id for c in app.cards if c.over_budget}
+
+
+async def test_cards_over_a_dollar_budget_are_marked_and_settled_ones_are_not(seeded):
+    with_limits(seeded, max_cost_usd=0.05)  # T-2 spent $0.05, T-8 $0.06, T-1 (DONE) $0.10
+    app = app_for(seeded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle_board(app, pilot)
+        assert {"T-2", "T-8"} <= marked(app) and "T-1" not in marked(app)
+        assert "T-7" not in marked(app)  # nothing spent
+        await until(pilot, lambda: f"{OVER_BUDGET}T-2 feat" in screen_text(app))
+
+
+async def test_a_token_budget_marks_cards_too(seeded):
+    with_limits(seeded, max_tokens=1)
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert "T-8" in marked(app)
+
+
+async def test_the_detail_shows_spend_against_the_budget(seeded):
+    with_limits(seeded, max_cost_usd=0.05, max_tokens=1_000_000)
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        app.board.focus_task("T-8")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        spend = (await seeded.control.detail("T-8")).spend
+        text = screen_text(app)
+        assert spend.line() in text and "of 1,000,000 tokens" in text
+        assert "budget reached" in text
