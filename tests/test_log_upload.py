@@ -33,7 +33,7 @@ from t25_tui.api.server import make_api
 from t25_tui.api.services import services_in
 from t25_tui.api.uploads import LogUploads
 from t25_tui.api.worker_client import HttpRunQueue
-from tests.test_pipeline import Env, env  # noqa: F401 - a fixture
+from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, serving
 
 LIMIT = 3 * 2**19  # 1.5 MiB: past one chunk of the store and of an upload
