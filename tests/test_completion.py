@@ -65,7 +65,7 @@ def two_tasks(t25, repo) -> Path:
 
 def test_bash_completes_commands_options_values_and_task_ids(two_tasks):
     assert bash(two_tasks, "t25", "ta") == ["task"]
-    assert bash(two_tasks, "t25", "task", "") == ["new", "list", "show"]
+    assert bash(two_tasks, "t25", "task", "") == ["new", "edit", "list", "show"]
     assert bash(two_tasks, "t25", "task", "list", "--st") == ["--state"]
     assert bash(two_tasks, "t25", "task", "list", "--state", "AW") == ["AWAITING_APPROVAL"]
     assert bash(two_tasks, "t25", "approve", "") == ["T-1", "T-2"]
@@ -79,7 +79,7 @@ def test_bash_completes_commands_options_values_and_task_ids(two_tasks):
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed")
 def test_zsh_completes_the_same(two_tasks):
     assert zsh(two_tasks, "t25", "ta") == ["init", "demo", "task", *zsh(two_tasks, "t25", "")[3:]]
-    assert zsh(two_tasks, "t25", "task", "") == ["new", "list", "show"]
+    assert zsh(two_tasks, "t25", "task", "") == ["new", "edit", "list", "show"]
     assert "--state" in zsh(two_tasks, "t25", "task", "list", "--")
     assert "AWAITING_APPROVAL" in zsh(two_tasks, "t25", "task", "list", "--state", "")
     assert zsh(two_tasks, "t25", "merge", "") == ["T-1", "T-2"]
@@ -89,7 +89,7 @@ def test_zsh_completes_the_same(two_tasks):
 @pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed")
 def test_fish_completes_the_same(two_tasks):
     assert fish(two_tasks, "t25 ta") == ["task"]
-    assert fish(two_tasks, "t25 task ") == ["list", "new", "show"]
+    assert fish(two_tasks, "t25 task ") == ["edit", "list", "new", "show"]
     assert fish(two_tasks, "t25 task list --st") == ["--state"]
     assert "AWAITING_APPROVAL" in fish(two_tasks, "t25 task list --state ")
     assert fish(two_tasks, "t25 retry ") == ["T-1", "T-2"]
