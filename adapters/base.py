@@ -38,6 +38,7 @@ from adapters.process import (
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import TaskState, Usage
+from core.domain.pids import alive
 from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
@@ -273,7 +274,7 @@ def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
         for path in where.glob(f"{PROMPT_FILE_PREFIX}*.md"):
             owner = _PROMPT_FILE.fullmatch(path.name)
             with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
-                if owner and path.lstat().st_uid == os.getuid() and not _runs(int(owner[1])):
+                if owner and path.lstat().st_uid == os.getuid() and not alive(int(owner[1])):
                     path.unlink()
                     removed.append(path)
     if removed:
@@ -281,14 +282,15 @@ def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
     return removed
 
 
-def _runs(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it runs
-        return True
-    return True
+def log_spool(request: AgentRequest) -> Path:
+    """A new 0600 file for the run's log: in the request's `log_dir` (the worker's private
+    area), else the temp directory; never the worktree. Its run's worker removes it once the
+    run is reported."""
+    where = request.log_dir or Path(tempfile.gettempdir())
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, name = tempfile.mkstemp(prefix=f"{request.run_id}-{os.getpid()}-", suffix=".log", dir=where)
+    os.close(fd)
+    return Path(name)
 
 
 def run_homes() -> Path:
@@ -435,6 +437,7 @@ class CliAdapter:
                 log_limit=request.max_log_bytes,
                 parse_limit=self.spec.parse_limit,
                 tag=run_tag(request.run_id),
+                log_to=log_spool(request),
             )
         return self._result(request, version, done)
 
@@ -475,7 +478,7 @@ class CliAdapter:
             final_text=output.final_text,
             usage=output.usage,
             files_changed=_relative(output.files_changed, request.cwd),
-            log=done.log,
+            log=done.log_file,
             cost_usd=output.cost_usd,
             duration_s=done.duration_s,
             failure=failure,

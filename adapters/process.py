@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
+import hashlib
 import os
 import signal
 import tempfile
@@ -32,6 +34,7 @@ from adapters import containment
 from adapters.redact import RedactedStream, Redactor
 from core.config import held_secrets
 from core.config.schema import MAX_LOG_BYTES
+from core.domain.agent import RunLog
 from core.domain.output import truncation_marker
 from core.workspace.git import close_pipes, let_go, unstoppable
 
@@ -94,7 +97,8 @@ class ProcessResult:
     exit_code: int | None  # None when it did not exit by itself (killed, or never started)
     stdout: bytes  # each stream's head and tail (`Capped`), for reading the result
     stderr: bytes
-    log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)
+    log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)...
+    log_file: RunLog | None = None  # ... or, when it was spooled to a file, that file
     tail: bytes = b""  # ... and their last TAIL_BYTES, wherever the log was cut
     timed_out: bool = False
     aborted: bool = False
@@ -148,14 +152,20 @@ class Head:
 
     A run's log: what an operator reads to see what the agent did, so it is kept as it came,
     from the start. While the run goes on it is held in memory only up to `SPILL_BYTES`;
-    the rest waits in an unnamed temporary file (written off the event loop), read back once,
-    in one piece, when the run has ended. Without room on disk it stays in memory.
+    the rest is written (off the event loop) to a file. With a `spool` path (an agent's
+    run) that file is the log: `spooled()` finishes it and says where it is, how big, and
+    its SHA-256, hashed as it was written; nothing reads it back. Without one (a version
+    probe, a QA check) the file is an unnamed temporary one, read back once, in one piece,
+    by `value()`; without room on disk the log stays in memory.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, spool: Path | None = None) -> None:
         self.limit = max(limit, 1)
+        self.spool = spool
         self.seen = 0  # bytes fed
         self.kept = 0  # bytes kept: at most `limit`
+        self.size = 0  # bytes of the log: what was kept, and the marker once it is added
+        self.hash = hashlib.sha256()  # of the log, as it is written
         self.buffer = bytearray()
         self.file: BinaryIO | None = None
         self.held: list[bytes] = []  # what could not be written to the file
@@ -181,9 +191,28 @@ class Head:
             return
         part = chunk[:room]
         self.kept += len(part)
-        self.buffer += part
+        self._append(part)
         if len(self.buffer) >= SPILL_BYTES:
             await self._spill()
+
+    def _append(self, part: bytes) -> None:
+        self.size += len(part)
+        self.hash.update(part)
+        self.buffer += part
+
+    def _mark(self) -> None:
+        """The truncation marker after what was kept, when that was not all (once)."""
+        if self.truncated:
+            self._append(truncation_marker(self.limit, self.limit).encode())
+            self.seen = self.kept
+
+    def _open(self) -> None:
+        """Open the file, kept on `self` at once: a cancellation that lands meanwhile still
+        finds it to close."""
+        if self.spool is None:
+            self.file = _unnamed_file()
+        else:
+            self.file = open(self.spool, "wb", buffering=0)  # noqa: SIM115 - closed by `close`
 
     async def _spill(self) -> None:
         pending = bytes(self.buffer)
@@ -192,7 +221,8 @@ class Head:
             if self.on_disk:
                 try:
                     if self.file is None:
-                        self.file = await _off_loop(_unnamed_file)
+                        await _off_loop(self._open)
+                    assert self.file is not None
                     await _off_loop(self.file.write, pending)
                     return
                 except OSError:  # no room: the rest stays in memory
@@ -202,12 +232,22 @@ class Head:
     async def value(self) -> bytes:
         """What was kept, and the marker when that was not all, as one `bytes`: read back
         from the file in one piece when it spilled to one."""
-        if self.truncated:
-            self.buffer += truncation_marker(self.limit, self.limit).encode()
-            self.seen = self.kept  # marked once
+        self._mark()
         if self.file is not None:
             await self._spill()  # the rest, after what is on disk
         return await _off_loop(self._whole)
+
+    async def spooled(self) -> RunLog:
+        """The log written to its `spool` file to the end, the marker after it when it was
+        cut (the file exists even for an empty log); OSError when the disk refused it."""
+        assert self.spool is not None, "a log kept in memory is read by value()"
+        self._mark()
+        if self.file is None:
+            await _off_loop(self._open)
+        await self._spill()
+        if self.held:
+            raise OSError(f"could not write the run's log to {self.spool}")
+        return RunLog(path=self.spool, size=self.size, sha256=self.hash.hexdigest())
 
     def _whole(self) -> bytes:
         on_file = b""
@@ -221,6 +261,13 @@ class Head:
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
+
+    def discard(self) -> None:
+        """Close the file and, when it is a named spool, remove it: the run will not report it."""
+        self.close()
+        if self.spool is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.spool.unlink()
 
 
 async def _off_loop(call: Callable[..., T], *args: object) -> T:
@@ -401,11 +448,14 @@ async def run_process(
     parse_limit: int = PARSE_LIMIT,
     tag: str | None = None,
     redactor: Redactor | None = None,
+    log_to: Path | None = None,
 ) -> ProcessResult:
     """Run `argv` to its end, its timeout, or `abort`; never raises for the child's behaviour.
 
     What it prints is redacted of `redactor`'s secrets (by default, those T25 holds) before it
-    reaches `on_output` or the result. The log keeps its first `log_limit` bytes; stdout and
+    reaches `on_output` or the result. The log keeps its first `log_limit` bytes: in the
+    result's `log`, or, given `log_to`, written to that file (`log_file`), which the caller
+    removes once it is done with it (`run_process` removes it when it raises). stdout and
     stderr, for reading the result, their first and last `parse_limit / 2`.
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
@@ -413,10 +463,9 @@ async def run_process(
     carries the tag when the run ends is killed too (`adapters.containment`).
     """
     redactor = Redactor.of_held() if redactor is None else redactor
+    printed = _Output(log_limit, parse_limit, log_to)
     if tag is None:
-        return await _run(
-            argv, cwd, env, timeout_s, abort, on_output, grace_s, (log_limit, parse_limit), redactor
-        )
+        return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, printed, redactor)
     try:
         return await _run(
             argv,
@@ -426,7 +475,7 @@ async def run_process(
             abort,
             on_output,
             grace_s,
-            (log_limit, parse_limit),
+            printed,
             redactor,
         )
     finally:
@@ -465,10 +514,12 @@ class _Output:
     result, both interleaved from the start for the log, each bounded; and the
     `ProcessResult` it makes once the child has ended."""
 
-    def __init__(self, limit: int, parse_limit: int = PARSE_LIMIT) -> None:
+    def __init__(
+        self, limit: int, parse_limit: int = PARSE_LIMIT, spool: Path | None = None
+    ) -> None:
         self.started = time.monotonic()
         parse = min(limit, parse_limit)
-        self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit)
+        self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit, spool)
 
     async def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
         """The result of a child that ran: `code` is its leader's return code."""
@@ -500,11 +551,13 @@ class _Output:
         ]
 
     async def result(self, exit_code: int | None, **how: Any) -> ProcessResult:
+        spooled = self.log.spool is not None
         return ProcessResult(
             exit_code=exit_code,
             stdout=self.out.value(),
             stderr=self.err.value(),
-            log=await self.log.value(),
+            log=b"" if spooled else await self.log.value(),
+            log_file=await self.log.spooled() if spooled else None,
             tail=self.log.tail,
             duration_s=time.monotonic() - self.started,
             **how,
@@ -519,10 +572,9 @@ async def _run(
     abort: asyncio.Event,
     on_output: OutputCallback | None,
     grace_s: float,
-    limits: tuple[int, int],
+    printed: _Output,
     redactor: Redactor,
 ) -> ProcessResult:
-    printed = _Output(*limits)
     try:
         if abort.is_set():
             return await printed.result(exit_code=None, aborted=True)
@@ -545,5 +597,8 @@ async def _run(
             await unstoppable(lambda: _let_go(proc, helpers))
 
         return await printed.ended(proc.returncode, timed_out=timed_out, aborted=aborted)
+    except BaseException:
+        printed.log.discard()  # no result: nobody will remove its spool
+        raise
     finally:
         printed.log.close()  # its file, if it spilled to one

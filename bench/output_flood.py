@@ -1,35 +1,49 @@
 """T25's memory and storage under an output flood: two runs at once, each printing 100 MB.
 
-A real `t25 run` (a child process, the embedded SQLite store, two workers) works two tasks
-whose SPEC agent floods its output (`t25-scripted-agent --misbehave flood:N`, stdout and
-stderr alternately, one stdout line of N/2 bytes); the other stages answer at once. While it
-runs, /proc/<pid>/status is sampled; once it has ended, the store is read.
+Two tasks whose SPEC agent floods its output (`t25-scripted-agent --misbehave flood:N`,
+stdout and stderr alternately, one stdout line of N/2 bytes); the other stages answer at
+once. The embedded SQLite store. Two ways:
+
+  * local (the default): one real `t25 run` (a child process, two in-process workers);
+  * `--serve`: a real `t25 serve --workers 0` and a real `t25 worker --url` with two slots,
+    the worker streaming its output over HTTP and uploading each log in chunks before its
+    completion, as a remote worker does.
+
+While it runs, /proc/<pid>/status of each T25 process is sampled; once it has ended, the
+store is read.
 
 Prints:
-  * T25's resident memory when the first run started, its peak (VmHWM), and the growth,
+  * T25's resident memory when the first run started (VmRSS, summed over its processes),
+    its peak, and the growth. The peak is each process's own peak (VmHWM) summed: an upper
+    bound, as the processes need not peak at once; `peak_rss_mib_each` lists them.
   * per flooding run: the bytes of RunOutput text stored, and the size of its log artifact,
   * whether the truncation marker is in the stream and in the artifact, and how the tasks ended.
 
-Run: .venv/bin/python bench/output_flood.py [--mb 100] [--runs 2] [--log-mb 64] [--events-mb 8]
-(`--log-mb`/`--events-mb` set limits.max_log_bytes/max_output_event_bytes; 0 keeps the
-defaults). Figures, not a test: tests/test_output_bounds.py asserts on the budget.
+Run: .venv/bin/python bench/output_flood.py [--serve] [--mb 100] [--runs 2] [--log-mb 64]
+[--events-mb 8] (`--log-mb`/`--events-mb` set limits.max_log_bytes/max_output_event_bytes;
+0 keeps the defaults). Figures, not a test: tests/test_output_bounds.py asserts on the budget.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "[t25: output truncated after "
+CREDENTIAL = "flood-bench-worker-credential"
+DONE_STATES = ("DONE", "FAILED", "CANCELLED", "NEEDS_INPUT", "AWAITING_APPROVAL")
 
 CONFIG = """\
 projects: [{{name: flood, repo: .}}]
@@ -81,7 +95,57 @@ def status_kib(pid: int, field: str) -> int | None:
     return None
 
 
-def flood(repo: Path, *, mb: int, runs: int, log_mb: int, events_mb: int) -> dict[str, object]:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_started(db: Path) -> bool:
+    try:
+        with sqlite3.connect(db, timeout=0.1) as con:
+            return bool(con.execute("SELECT 1 FROM events WHERE kind = 'run_started'").fetchone())
+    except sqlite3.Error:
+        return False
+
+
+def all_ended(db: Path, runs: int) -> bool:
+    try:
+        with sqlite3.connect(db, timeout=0.1) as con:
+            states = [s for (s,) in con.execute("SELECT state FROM tasks")]
+    except sqlite3.Error:
+        return False
+    return len(states) == runs and all(s in DONE_STATES for s in states)
+
+
+def start(repo: Path, serve: bool) -> list[subprocess.Popen[str]]:
+    """`t25 run`; or `t25 serve` and, once it answers, `t25 worker --url` with two slots."""
+    spawn = functools.partial(
+        subprocess.Popen,
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL},
+    )
+    if not serve:
+        return [spawn([sys.executable, "-m", "t25_tui", "run"])]
+    url = f"http://127.0.0.1:{free_port()}"
+    server = spawn([sys.executable, "-m", "t25_tui", "serve", "--bind", url[7:], "--workers", "0"])
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.1)
+    worker = spawn([sys.executable, "-m", "t25_tui", "worker", "--url", url, "--workers", "2"])
+    return [server, worker]
+
+
+def flood(
+    repo: Path, *, mb: int, runs: int, log_mb: int, events_mb: int, serve: bool
+) -> dict[str, object]:
     """Run the flood in `repo`; what it cost and what was stored."""
     assert t25("init", cwd=repo).returncode == 0
     limits = "".join(
@@ -92,34 +156,41 @@ def flood(repo: Path, *, mb: int, runs: int, log_mb: int, events_mb: int) -> dic
     (repo / "t25.yaml").write_text(CONFIG.format(flood=mb * 10**6, runs=runs, limits=limits))
     for n in range(runs):
         assert t25("task", "new", f"Flood {n + 1}", cwd=repo).returncode == 0
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "t25_tui", "run"],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started: list[int] = []
-    lines: list[str] = []
+    db_path = repo / ".factory" / "t25.db"
+    procs = start(repo, serve)
+    errors = [""] * len(procs)
 
-    def read() -> None:
-        assert runner.stdout is not None
-        for line in runner.stdout:
-            lines.append(line)
-            if not started and " started: " in line:
-                started.append(status_kib(runner.pid, "VmRSS") or 0)
+    def drain(i: int) -> None:  # a full stderr pipe would stop the process
+        stream = procs[i].stderr
+        assert stream is not None
+        errors[i] = stream.read()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    peak = 0
+    readers = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(len(procs))]
+    for reader in readers:
+        reader.start()
+    baselines: list[int] = []
+    peaks = [0] * len(procs)
     began = time.monotonic()
-    while runner.poll() is None:
-        peak = max(peak, status_kib(runner.pid, "VmHWM") or 0)
+    while procs[0].poll() is None:
+        peaks = [
+            max(p, status_kib(proc.pid, "VmHWM") or 0) for p, proc in zip(peaks, procs, strict=True)
+        ]
+        if not baselines and run_started(db_path):  # loaded, the store open: the first run starts
+            baselines = [status_kib(proc.pid, "VmRSS") or 0 for proc in procs]
+        if serve and all_ended(db_path, runs):
+            for proc in reversed(procs):  # the worker first, then serve
+                proc.terminate()
+                proc.wait(timeout=60)
         time.sleep(0.05)
-    reader.join(timeout=10)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=60)
+    for reader in readers:
+        reader.join(timeout=10)
     seconds = time.monotonic() - began
-    err = runner.stderr.read() if runner.stderr else ""
-    db = sqlite3.connect(repo / ".factory" / "t25.db")
+    baseline = sum(baselines)
+    db = sqlite3.connect(db_path)
     stored = {}
     for run_id, role, count, text in db.execute(
         "SELECT runs.id, runs.role, count(events.id), "
@@ -129,39 +200,45 @@ def flood(repo: Path, *, mb: int, runs: int, log_mb: int, events_mb: int) -> dic
     ):
         if role != "spec":
             continue
-        (size,) = db.execute(
-            "SELECT blobs.size FROM artifacts JOIN blobs USING (sha256) "
+        (sha, size) = db.execute(
+            "SELECT sha256, blobs.size FROM artifacts JOIN blobs USING (sha256) "
             "WHERE artifacts.run_id = ? AND artifacts.kind = 'log'",
             (run_id,),
-        ).fetchone() or (None,)
+        ).fetchone() or (None, None)
         (marked,) = db.execute(
             "SELECT count(*) FROM events WHERE run_id = ? AND kind = 'run_output' "
             "AND instr(json_extract(payload, '$.text'), ?) > 0",
             (run_id, MARKER),
         ).fetchone()
-        (in_log,) = db.execute(
-            "SELECT count(*) FROM artifacts JOIN blobs USING (sha256) "
-            "WHERE artifacts.run_id = ? AND artifacts.kind = 'log' "
-            "AND instr(CAST(blobs.content AS TEXT), ?) > 0",
-            (run_id, MARKER),
+        # The log's last bytes: its last chunk (blob_chunks), or the blob itself.
+        (tail,) = db.execute(
+            "SELECT coalesce((SELECT content FROM blob_chunks WHERE sha256 = ?1 "
+            "ORDER BY n DESC LIMIT 1), (SELECT content FROM blobs WHERE sha256 = ?1))",
+            (sha,),
         ).fetchone()
         stored[f"R-{run_id}"] = {
             "output_events": count,
             "output_event_bytes": text,
             "log_artifact_bytes": size,
             "marker_in_stream": bool(marked),
-            "marker_in_log": bool(in_log),
+            "marker_in_log": tail is not None and MARKER.encode() in bytes(tail)[-200:],
         }
     states = dict(db.execute("SELECT 'T-' || id, state FROM tasks").fetchall())
+    leftovers = [p.name for d in ("run-logs", "uploads") for p in (repo / ".factory" / d).glob("*")]
     return {
-        "exit_code": runner.returncode,
+        "through": "t25 serve + t25 worker --url" if serve else "t25 run",
+        "exit_codes": [proc.returncode for proc in procs],
         "seconds": round(seconds, 1),
-        "rss_at_first_run_mib": round((started[0] if started else 0) / 1024, 1),
-        "peak_rss_mib": round(peak / 1024, 1),
-        "growth_mib": round((peak - (started[0] if started else 0)) / 1024, 1),
+        "rss_at_first_run_mib": round(baseline / 1024, 1),
+        "rss_at_first_run_mib_each": [round(b / 1024, 1) for b in baselines],
+        "peak_rss_mib": round(sum(peaks) / 1024, 1),
+        "peak_rss_mib_each": [round(p / 1024, 1) for p in peaks],
+        "growth_mib": round((sum(peaks) - baseline) / 1024, 1),
+        "growth_mb": round((sum(peaks) - baseline) * 1024 / 10**6, 1),
         "flooding_runs": stored,
         "tasks": states,
-        "stderr_tail": err.strip().splitlines()[-3:],
+        "log_files_left": leftovers,
+        "stderr_tail": [line for err in errors for line in err.strip().splitlines()[-3:]],
     }
 
 
@@ -173,6 +250,9 @@ def main() -> None:
     parser.add_argument(
         "--events-mb", type=int, default=0, help="limits.max_output_event_bytes in MiB"
     )
+    parser.add_argument(
+        "--serve", action="store_true", help="through t25 serve and a remote t25 worker"
+    )
     args = parser.parse_args()
     os.environ.setdefault("PYTHONPATH", str(ROOT))
     with tempfile.TemporaryDirectory(prefix="t25-flood-") as tmp:
@@ -182,6 +262,7 @@ def main() -> None:
             runs=args.runs,
             log_mb=args.log_mb,
             events_mb=args.events_mb,
+            serve=args.serve,
         )
     print(json.dumps(figures, indent=2))
 

@@ -52,6 +52,7 @@ async def main() -> None:
     await shoot("approval", ["a"], focus="T-2")
     await shoot("detail", ["enter", "2"], focus="T-1")
     await shoot("log", ["l"], focus="T-3")
+    await shoot("diff", ["enter", "d"], focus="T-1")
     await shoot(
         "new-task",
         ["n", *("space" if c == " " else c for c in "Refund a cancelled order"), "tab"],

@@ -18,7 +18,6 @@ from pydantic import TypeAdapter
 from core.domain.events import Event, TaskTransitioned
 from core.domain.models import (
     MUTABLE_TASK_FIELDS,
-    Artifact,
     AuditAnchor,
     Lease,
     NewRun,
@@ -29,7 +28,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
-from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
+from core.errors import LeaseLost, NotFound, StaleState
 
 
 def _field_type(name: str) -> TypeAdapter[Any]:
@@ -122,17 +121,6 @@ async def sha256(content: bytes) -> str:
     if len(content) <= HASH_INLINE_MAX:
         return hashlib.sha256(content).hexdigest()
     return await asyncio.to_thread(lambda: hashlib.sha256(content).hexdigest())
-
-
-async def verified(artifact: Artifact, content: bytes, *, changed_outside: str) -> None:
-    """ArtifactCorrupted unless `content` hashes to what `artifact` was stored as."""
-    actual = await sha256(content)
-    if actual != artifact.sha256:
-        raise ArtifactCorrupted(
-            f"artifact {artifact.id} is corrupted: its content hashes to {actual}, "
-            f"but it was stored as {artifact.sha256}",
-            hint=f"{changed_outside} was changed outside T25; re-run the stage that produced it",
-        )
 
 
 # -- errors ---------------------------------------------------------------------------------

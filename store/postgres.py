@@ -41,10 +41,12 @@ no reset.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
@@ -73,6 +75,7 @@ from core.domain.models import (
 from core.errors import AuditError, StoreUnavailable
 from core.ports.store import DecisionWrite
 from store import _checks as checks
+from store import _chunks as chunks
 from store import postgres_schema as schema
 from store import postgres_sql as sql
 from store import rows
@@ -199,7 +202,17 @@ class PostgresStore:
         the same key, finds that task and its event, and files no second one."""
         event = TaskCreated(title=new.title, type=new.type.value, project=new.project, actor=actor)
         key = new.request_key or uuid.uuid4().hex
-        args = (new.project, new.title, new.type.value, new.description, _payload(event), key)
+        after = json.dumps(list(new.after)) if new.after else None
+        args = (
+            new.project,
+            new.title,
+            new.type.value,
+            new.description,
+            _payload(event),
+            key,
+            new.priority,
+            after,
+        )
         look_first = new.request_key is not None
 
         async def create(con: Connection, retried: bool) -> Record | None:
@@ -545,9 +558,33 @@ class PostgresStore:
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
         sha = await checks.sha256(content)
+
+        async def blob(con: Connection) -> None:
+            await con.execute(sql.INSERT_BLOB, sha, content, len(content))
+
+        return ROWS.artifact(await self._put(sha, meta, blob), size=len(content))
+
+    async def put_artifact_file(self, path: Path, meta: ArtifactMeta) -> Artifact:
+        sha, size = await chunks.file_digest(path)
+        if size <= chunks.CHUNK_BYTES:
+            return await self.put_artifact(await chunks.whole(chunks.file_chunks(path, sha)), meta)
+
+        async def blob(con: Connection) -> None:
+            if await con.fetchrow(sql.INSERT_CHUNKED_BLOB, sha, size, chunks.chunk_count(size)):
+                n = 0
+                async for chunk in chunks.file_chunks(path, sha):
+                    await con.execute(sql.INSERT_BLOB_CHUNK, sha, n, chunk)
+                    n += 1
+
+        return ROWS.artifact(await self._put(sha, meta, blob), size=size)
+
+    async def _put(
+        self, sha: str, meta: ArtifactMeta, blob: Callable[[Connection], Awaitable[None]]
+    ) -> Record:
+        """The artifact row of content `sha` with its provenance, after `blob` stored the
+        content (unless stored already), in one transaction; retried when a connection died."""
         task = rows.number_or_none("T", meta.task_id)
         run = rows.number_or_none("R", meta.run_id)
-
         provenance = (
             sha,
             meta.kind.value,
@@ -569,20 +606,33 @@ class PostgresStore:
                     raise checks.task_not_found(format_id("T", task))
                 if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
                     raise checks.run_not_found(format_id("R", run))
-                await con.execute(sql.INSERT_BLOB, sha, content, len(content))
+                await blob(con)
                 inserted = await con.fetchrow(sql.INSERT_ARTIFACT, *provenance)
             return _returned(inserted)
 
-        return ROWS.artifact(await self._run(put), size=len(content))
+        return await self._run(put)
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        artifact, content = await self.stream_artifact(artifact_id)
+        return artifact, await chunks.whole(content)
+
+    async def stream_artifact(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[bytes]]:
         aid = format_id("A", parse_id("A", artifact_id))
         row = await self._fetchrow(sql.GET_ARTIFACT, parse_id("A", aid))
         if row is None:
             raise checks.artifact_not_found(aid)
-        artifact, content = ROWS.artifact(row), bytes(row["content"])
-        await checks.verified(artifact, content, changed_outside="the database")
-        return artifact, content
+        artifact = ROWS.artifact(row)
+        content = self._content(artifact.sha256, bytes(row["content"]), row["chunks"])
+        return artifact, chunks.verified(artifact, content, changed_outside="the database")
+
+    async def _content(self, sha: str, inline: bytes, count: int) -> AsyncIterator[bytes]:
+        """A blob's content: inline, or its chunks read one at a time (a missing one is
+        empty; the hash check after the last says so)."""
+        if not count:
+            yield inline
+        for n in range(count):
+            found = await self._fetchrow(sql.GET_BLOB_CHUNK, sha, n)
+            yield bytes(found["content"]) if found else b""
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
         task = rows.number_or_none("T", task_id)

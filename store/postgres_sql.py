@@ -45,8 +45,9 @@ LIST_PROJECTS = "SELECT name, repo_path, default_branch FROM projects ORDER BY n
 # $6 the request key (0007): a retry whose first try committed finds it (CREATED_UNDER_KEY).
 CREATE_TASK = """
 WITH task AS (
-    INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
-    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text
+    INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key,
+                       priority, after_tasks)
+    SELECT name, $2::text, $3::text, $4::text, 'RECEIVED', now(), now(), $6::text, $7::integer, $8::text
     FROM projects WHERE name = $1
     ON CONFLICT (request_key) WHERE request_key IS NOT NULL DO NOTHING
     RETURNING *
@@ -191,8 +192,9 @@ SET status = 'running', attempts = attempts + 1, lease_token = nextval('lease_to
     lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
-    SELECT id FROM runs WHERE status = 'queued' AND not_before <= clock_timestamp()
-    ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
+    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
+    WHERE runs.status = 'queued' AND runs.not_before <= clock_timestamp()
+    ORDER BY tasks.priority DESC, runs.id FOR UPDATE OF runs SKIP LOCKED LIMIT 1
 )
 RETURNING {_LEASE}"""
 
@@ -298,8 +300,15 @@ WHERE sha256 = $1 AND kind = $2 AND media_type = $3 AND task_id IS NOT DISTINCT 
 ORDER BY id DESC LIMIT 1"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content, blobs.chunks AS chunks
 FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = $1"""
+# Content stored in chunks (store._chunks): its blob row first ($1 sha256, $2 size, $3 the
+# number of chunks), returned only when it is new; then each chunk ($1 sha256, $2 n, $3 bytes).
+INSERT_CHUNKED_BLOB = """
+INSERT INTO blobs (sha256, content, size, chunks) VALUES ($1, ''::bytea, $2, $3)
+ON CONFLICT (sha256) DO NOTHING RETURNING sha256"""
+INSERT_BLOB_CHUNK = "INSERT INTO blob_chunks (sha256, n, content) VALUES ($1, $2, $3)"
+GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = $1 AND n = $2"
 LIST_ARTIFACTS = f"""
 SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
 WHERE ($1::bigint IS NULL OR artifacts.task_id = $1) ORDER BY artifacts.id"""

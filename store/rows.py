@@ -100,6 +100,8 @@ class RowReader:
             rewind_to=r["rewind_to"],
             budget_usd=r["budget_usd"],
             budget_tokens=r["budget_tokens"],
+            priority=r["priority"],
+            after=tuple(json.loads(r["after_tasks"] or "[]")),
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),
         )

@@ -45,6 +45,7 @@ from core.domain.models import (
 from core.errors import StoreUnavailable
 from core.ports.store import DecisionWrite
 from store import _checks as checks
+from store import _chunks as chunks
 from store import rows, sqlite_file
 from store import sqlite_sql as sql
 from store.sqlite_file import BUSY_TIMEOUT_MS, transaction
@@ -131,6 +132,8 @@ class SqliteStore:
             "type": new.type.value,
             "description": new.description,
             "request_key": new.request_key,
+            "priority": new.priority,
+            "after_tasks": json.dumps(list(new.after)) if new.after else None,
         }
         async with self._write() as db:
             if new.request_key is not None:  # filed already under this key: that task
@@ -386,6 +389,31 @@ class SqliteStore:
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
         sha = await checks.sha256(content)
+
+        async def blob(db: aiosqlite.Connection) -> None:
+            await db.execute_fetchall(sql.INSERT_BLOB, (sha, content, len(content)))
+
+        return ROWS.artifact(await self._put(sha, meta, blob), size=len(content))
+
+    async def put_artifact_file(self, path: Path, meta: ArtifactMeta) -> Artifact:
+        sha, size = await chunks.file_digest(path)
+        if size <= chunks.CHUNK_BYTES:
+            return await self.put_artifact(await chunks.whole(chunks.file_chunks(path, sha)), meta)
+
+        async def blob(db: aiosqlite.Connection) -> None:
+            if await _all(db, sql.INSERT_CHUNKED_BLOB, (sha, size, chunks.chunk_count(size))):
+                n = 0
+                async for chunk in chunks.file_chunks(path, sha):
+                    await db.execute_fetchall(sql.INSERT_BLOB_CHUNK, (sha, n, chunk))
+                    n += 1
+
+        return ROWS.artifact(await self._put(sha, meta, blob), size=size)
+
+    async def _put(
+        self, sha: str, meta: ArtifactMeta, blob: Callable[[aiosqlite.Connection], Awaitable[None]]
+    ) -> Row:
+        """The artifact row of content `sha` with its provenance, after `blob` stored the
+        content (unless stored already), in one transaction."""
         task = rows.number_or_none("T", meta.task_id)
         run = rows.number_or_none("R", meta.run_id)
         params = {**meta.model_dump(mode="json"), "sha256": sha, "task_id": task, "run_id": run}
@@ -394,18 +422,31 @@ class SqliteStore:
                 raise checks.task_not_found(format_id("T", task))
             if run is not None and not await _all(db, sql.RUN_EXISTS, (run,)):
                 raise checks.run_not_found(format_id("R", run))
-            await db.execute_fetchall(sql.INSERT_BLOB, (sha, content, len(content)))
+            await blob(db)
             (row,) = await _all(db, sql.INSERT_ARTIFACT, params)
-        return ROWS.artifact(row, size=len(content))
+        return row
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        artifact, content = await self.stream_artifact(artifact_id)
+        return artifact, await chunks.whole(content)
+
+    async def stream_artifact(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[bytes]]:
         aid = format_id("A", parse_id("A", artifact_id))
         found = await self._read(sql.GET_ARTIFACT, (parse_id("A", aid),))
         if not found:
             raise checks.artifact_not_found(aid)
-        artifact, content = ROWS.artifact(found[0]), bytes(found[0]["content"])
-        await checks.verified(artifact, content, changed_outside="the store file")
-        return artifact, content
+        artifact = ROWS.artifact(found[0])
+        content = self._content(artifact.sha256, bytes(found[0]["content"]), found[0]["chunks"])
+        return artifact, chunks.verified(artifact, content, changed_outside="the store file")
+
+    async def _content(self, sha: str, inline: bytes, count: int) -> AsyncIterator[bytes]:
+        """A blob's content: inline, or its chunks read one at a time (a missing one is
+        empty; the hash check after the last says so)."""
+        if not count:
+            yield inline
+        for n in range(count):
+            found = await self._read(sql.GET_BLOB_CHUNK, (sha, n))
+            yield bytes(found[0]["content"]) if found else b""
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]:
         where, params = "1", tuple[int, ...]()

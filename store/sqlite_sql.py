@@ -42,8 +42,10 @@ LIST_PROJECTS = "SELECT * FROM projects ORDER BY name"
 # -- tasks --------------------------------------------------------------------------------
 
 INSERT_TASK = f"""
-INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key)
-SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key
+INSERT INTO tasks (project, title, type, description, state, created_at, state_since, request_key,
+                   priority, after_tasks)
+SELECT name, :title, :type, :description, 'RECEIVED', {NOW}, {NOW}, :request_key, :priority,
+    :after_tasks
 FROM projects WHERE name = :project
 RETURNING *"""
 # The task filed under a key, and its TaskCreated event.
@@ -106,7 +108,9 @@ UPDATE runs
 SET status = 'running', attempts = attempts + 1, lease_token = {_NEXT_TOKEN}, worker = :worker,
     lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
 WHERE id = (
-    SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW} ORDER BY id LIMIT 1
+    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
+    WHERE runs.status = 'queued' AND runs.not_before <= {NOW}
+    ORDER BY tasks.priority DESC, runs.id LIMIT 1
 )
 RETURNING *"""
 
@@ -180,8 +184,15 @@ VALUES (:sha256, :kind, :media_type, :task_id, :run_id, :role, :adapter, :cli_ve
 RETURNING *"""
 _ARTIFACT_COLUMNS = "artifacts.*, blobs.size AS size"
 GET_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content
+SELECT {_ARTIFACT_COLUMNS}, blobs.content AS content, blobs.chunks AS chunks
 FROM artifacts JOIN blobs USING (sha256) WHERE artifacts.id = ?"""
+# Content stored in chunks (store._chunks): its blob row first (sha256, size, the number of
+# chunks), returned only when it is new; then each chunk (sha256, n, bytes).
+INSERT_CHUNKED_BLOB = """
+INSERT INTO blobs (sha256, content, size, chunks) VALUES (?, X'', ?, ?)
+ON CONFLICT (sha256) DO NOTHING RETURNING sha256"""
+INSERT_BLOB_CHUNK = "INSERT INTO blob_chunks (sha256, n, content) VALUES (?, ?, ?)"
+GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = ? AND n = ?"
 LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256) WHERE {{where}} ORDER BY artifacts.id"
 
 # -- audit anchor -------------------------------------------------------------------------

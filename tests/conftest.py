@@ -145,3 +145,13 @@ def shop(tmp_path: Path) -> Path:
     git_sync("commit", "-q", "-m", "tests", cwd=repo)
     (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     return repo
+
+
+@pytest.fixture
+async def env(shop: Path):
+    """A factory on `shop` with the scripted agents (tests.test_pipeline.Env), closed after."""
+    from tests.test_pipeline import Env
+
+    e = Env(shop)
+    yield e
+    await e.close()

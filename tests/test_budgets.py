@@ -10,16 +10,8 @@ from core.domain.cost import raised_budget
 from core.domain.events import InputRequested
 from core.domain.models import RunStatus, TaskState
 from core.errors import PolicyRefused
-from tests.test_pipeline import Env
 
 S = TaskState
-
-
-@pytest.fixture
-async def env(shop):
-    e = Env(shop)
-    yield e
-    await e.close()
 
 
 async def test_a_spent_token_budget_waits_before_the_next_run_and_an_answer_raises_it(env):

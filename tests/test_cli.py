@@ -208,11 +208,13 @@ def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, rep
     assert merged.code == 0, merged.err
     assert "T-1  DONE  merged" in merged.out and "worktree: removed" in merged.out
 
-    logs = t25("logs", "T-2")
+    logs = t25("logs", "T-2", "--raw")
     assert logs.code == 0 and '"type": "result"' in logs.out and "── R-" in logs.out
     first_run = logs.out.split("── ")[1].split()[0]
-    one = t25("logs", first_run)
+    one = t25("logs", first_run, "--raw")
     assert one.code == 0 and '"subtype": "init"' in one.out
+    readable = t25("logs", first_run)
+    assert readable.code == 0 and readable.out.startswith("· session started")
     assert t25("logs", "R-999").code == 1
     decisions = [line.split()[3] for line in t25("audit").out.splitlines()]
     assert decisions == ["reject", "answer", "approve", "merge"]
@@ -282,7 +284,7 @@ def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
     finally:
         runner.wait(timeout=60)
     assert followed.code == 0, followed.err
-    assert followed.out.count('"type": "result"') == 6  # spec, plan, dev, qa, review, docs
+    assert followed.out.count("· finished: ") == 6  # spec, plan, dev, qa, review, docs
     assert "DONE" in t25("task", "list").out
 
 

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -231,7 +232,7 @@ def test_task_show_warns_on_each_corrupted_artifact(t25, repo):
         assert lines[at + 1].strip().startswith(f"warning: artifact {aid} is corrupted")
     assert sum("warning:" in line for line in lines) == 2
     assert "2 of T-1's artifacts no longer match their SHA-256" in shown.err
-    assert lines[-1].startswith("cost ")  # the rest of the task is still shown
+    assert lines[-2].startswith("cost ") and lines[-1].startswith("spend ")  # the rest still shown
 
 
 # -- the configuration, as the command line reports it -------------------------------------------
@@ -270,3 +271,22 @@ def test_doctor_before_init_checks_what_init_would_configure(t25, repo):
     assert "claude" in done.out and "codex" in done.out
     assert done.code == 1  # neither CLI is on that PATH
     assert not (repo / "t25.yaml").exists()
+
+
+def test_t25_run_keeps_a_live_line_per_run_on_a_terminal_and_plain_lines_when_piped(t25, repo):
+    from tests.tui.terminal import Terminal
+
+    assert t25("init").code == 0
+    (repo / "t25.yaml").write_text(SCRIPTED % ", args: [--misbehave, 'slow:2']")
+    assert t25("task", "new", "one").code == 0
+    term = Terminal(repo, command="run")
+    try:
+        term.wait_for("⟳ T-1 IMPLEMENTING", timeout=90)  # the run going on, at the foot
+        assert re.search(r"⟳ T-1 IMPLEMENTING R-\d+ on scripted +\d+\.\d s", term.text())
+        assert b"\x1b[1F\x1b[J" in term.raw  # redrawn in place, not scrolled
+        assert term.wait_exit(120) == 0
+    finally:
+        term.kill()
+    assert t25("task", "new", "two").code == 0
+    piped = t25("run")
+    assert piped.code == 0 and "⟳" not in piped.out and "\x1b[" not in piped.out

@@ -4,6 +4,7 @@ scripted agent), the real SQLite store, the in-process lease workers."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -108,13 +109,6 @@ class Env:
 
     async def close(self) -> None:
         await self._open.aclose()
-
-
-@pytest.fixture
-async def env(shop: Path):
-    e = Env(shop)
-    yield e
-    await e.close()
 
 
 def trunk_log(repo: Path) -> list[str]:
@@ -828,19 +822,24 @@ async def test_each_project_works_under_its_own_roles_limits_and_checks(env, tmp
     assert [c["name"] for c in json.loads(content)["checks"]] == ["strict"]
 
 
-async def test_a_report_told_again_after_its_first_telling_stopped_short_is_decided_once(env):
+async def test_a_report_told_again_after_its_first_telling_stopped_short_is_decided_once(
+    env, tmp_path
+):
     """The first telling recorded the run and its process stopped before deciding (a serve
     replica killed, the store gone): the report told again decides it — no stage run
     twice by the stall check — and told a third time decides nothing more."""
     from core.control.pipeline import Pipeline
-    from core.domain.agent import AgentResult
+    from core.domain.agent import AgentResult, RunLog
     from core.domain.reports import RunReport
 
+    said = tmp_path / "said.log"
+    said.write_bytes(b"said\n")
+    log = RunLog(path=said, size=5, sha256=hashlib.sha256(b"said\n").hexdigest())
     control = await env.open()
     task = await control.enter(await env.new(), S.SPEC, actor="t25")
     lease = await control.store.claim_run("w1", 30.0)
     spec = {"summary": "Greet", "acceptance_criteria": ["it greets"]}
-    result = AgentResult(adapter="scripted", final_text=json.dumps(spec), log=b"said\n")
+    result = AgentResult(adapter="scripted", final_text=json.dumps(spec), log=log)
     report = RunReport(result=result, prompt="write the spec")
     pipeline = Pipeline(control)
     await control.store.complete_run(lease, pipeline._outcome(report))  # then it stopped

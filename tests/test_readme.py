@@ -111,7 +111,16 @@ def test_the_global_options_paragraph_names_the_parsers_global_options():
 # -- the cockpit's keys ------------------------------------------------------------------------
 
 # How the README writes a key, as Textual names it.
-KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "?": "question_mark", "/": "slash"}
+KEY_NAMES = {
+    "←": "left",
+    "→": "right",
+    "↑": "up",
+    "↓": "down",
+    "?": "question_mark",
+    "/": "slash",
+    "[": "left_square_bracket",
+    "]": "right_square_bracket",
+}
 # Keys no command of the table holds: moving in a list (the widget's), and the app's own
 # `key_escape` that clears the filter.
 WIDGET_KEYS = {"up", "down", "escape"}

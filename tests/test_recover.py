@@ -12,16 +12,8 @@ from core.domain.events import RunStarted
 from core.domain.models import ArtifactKind, TaskState
 from core.errors import InvalidInput, PolicyRefused
 from core.workspace.git import git_sync
-from tests.test_pipeline import Env
 
 S = TaskState
-
-
-@pytest.fixture
-async def env(shop):
-    e = Env(shop)
-    yield e
-    await e.close()
 
 
 async def _prompts(control, task_id: str, stage: S) -> list[str]:

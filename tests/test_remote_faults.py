@@ -53,9 +53,20 @@ def control_plane(
     )
     started: list[subprocess.Popen] = []
 
-    def worker(*extra: str) -> subprocess.Popen:
+    def worker(*extra: str, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
         p = subprocess.Popen(
-            [*CMD, "worker", "--url", url, "--lease-ttl", "2", "--heartbeat", "0.5", *extra],
+            [
+                *prefix,
+                *CMD,
+                "worker",
+                "--url",
+                url,
+                "--lease-ttl",
+                "2",
+                "--heartbeat",
+                "0.5",
+                *extra,
+            ],
             cwd=repo,
             env=ENV,
             stdout=subprocess.DEVNULL,
@@ -190,12 +201,21 @@ def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
 
 
 @pytest.mark.postgres
-def test_serve_with_its_clock_two_minutes_ahead_of_the_database_runs_each_stage_once(shop, cluster):
-    """Run times come from the database's clock; serve's own clock, two minutes ahead,
-    must not make the sweeper take a decision in progress for a stall and run the stage
-    again. The end state: every task DONE, every stage of it run exactly once."""
+@pytest.mark.parametrize(
+    ("serve_skew", "worker_skew"),
+    [("+120s", None), (None, "-120s")],
+    ids=["serve-ahead", "workers-behind"],
+)
+def test_a_clock_two_minutes_off_the_database_runs_each_stage_once(
+    shop, cluster, serve_skew, worker_skew
+):
+    """Run times and lease deadlines come from the database's clock; serve's own clock two
+    minutes ahead must not make the sweeper take a decision in progress for a stall, nor
+    workers' clocks two minutes behind make a lease look longer or shorter than it is.
+    The end state: every task DONE, every stage of it run exactly once."""
     database = cluster.new_database(f"t25_{uuid.uuid4().hex[:12]}")
-    ahead = ("faketime", "-f", "+120s")
+    ahead = ("faketime", "-f", serve_skew) if serve_skew else ()
+    behind = ("faketime", "-f", worker_skew) if worker_skew else ()
     with control_plane(shop, [], serve_prefix=ahead, serve_env={DATABASE_URL_ENV: database}) as (
         client,
         worker,
@@ -204,7 +224,7 @@ def test_serve_with_its_clock_two_minutes_ahead_of_the_database_runs_each_stage_
         for n in tasks:
             assert client.post("/tasks", json={"title": f"Add greeting {n}"}).status_code == 201
         for _ in range(3):
-            worker()
+            worker(prefix=behind)
 
         def states() -> list[str]:
             return [client.get(f"/tasks/T-{n}").json()["task"]["state"] for n in tasks]

@@ -41,13 +41,6 @@ def dev(*misbehave: str) -> dict[str, list[dict[str, object]]]:
     return {"dev": [{"adapter": "scripted", "args": args}]}
 
 
-@pytest.fixture
-async def env(shop: Path):
-    e = Env(shop)
-    yield e
-    await e.close()
-
-
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
 

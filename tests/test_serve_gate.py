@@ -12,7 +12,7 @@ import json
 import httpx
 import pytest
 
-from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, MAX_FIELDS, OUTPUT_CAP
+from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, LOG_CHUNK_CAP, MAX_FIELDS, OUTPUT_CAP
 from t25_tui.api.server import make_api
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
@@ -98,6 +98,8 @@ async def test_a_declared_size_over_the_cap_is_refused_before_it_is_sent(open_lo
         open_loopback, _head("/worker/complete", COMPLETION_CAP + 1, token=CREDENTIAL)
     )
     assert done[0] == 413
+    chunk = await exchange(open_loopback, _head("/worker/log", LOG_CHUNK_CAP + 1, token=CREDENTIAL))
+    assert chunk[0] == 413  # a log comes a chunk at a time
 
 
 async def test_a_chunked_body_is_refused_the_moment_it_passes_the_cap(open_loopback):
@@ -109,7 +111,7 @@ async def test_a_chunked_body_is_refused_the_moment_it_passes_the_cap(open_loopb
 
 
 async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_loopback):
-    # A completion with a 5 MB log passes the size check and reaches the lease check (409);
+    # A completion with a 5 MB answer passes the size check and reaches the lease check;
     # the same bytes to an operator endpoint are refused for their size.
     log = "A" * (5 * 2**20)
     report = {
@@ -120,7 +122,7 @@ async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_l
             "worker": "w",
             "expires_at": "2030-01-01T00:00:00Z",
         },
-        "report": {"result": {"adapter": "scripted", "log": log}},
+        "report": {"result": {"adapter": "scripted", "final_text": log}},
     }
     async with httpx.AsyncClient(base_url=open_loopback, timeout=30) as client:
         done = await client.post("/worker/complete", json=report, headers=WORKER)

@@ -293,7 +293,7 @@ class Limits(_Section):
     # An agent's output streamed as events, per run; past it, one truncation marker.
     max_output_event_bytes: PositiveInt = DEFAULT_MAX_OUTPUT_EVENT_BYTES
     # An agent's output kept byte-exact in its log artifact; past it, the marker. At most
-    # 64 MiB: a remote worker's completion carries the log to serve (t25_tui.api.gate).
+    # 64 MiB. Never held whole: spooled to a file, uploaded to serve and stored in chunks.
     max_log_bytes: Annotated[int, Field(ge=4096, le=MAX_LOG_BYTES)] = MAX_LOG_BYTES
 
 

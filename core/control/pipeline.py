@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -54,7 +55,6 @@ from core.domain.models import (
     Task,
     TaskState,
 )
-from core.domain.output import truncation_marker
 from core.domain.reports import RunReport
 from core.errors import AnswerInvalid, LeaseLost
 
@@ -244,9 +244,10 @@ class Pipeline:
         """The run's own artifacts: its prompt, its log, the evidence of a violation."""
         if report.prompt is not None:
             await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
-        if report.result is not None:
-            log = bounded_log(report.result.log, self.control.config.limits.max_log_bytes)
-            await self._keep(run, ArtifactKind.LOG, log, "text/plain")
+        if report.result is not None and report.result.log is not None:
+            # A file on this host, stored a chunk at a time (a worker's spool, or what a remote
+            # worker uploaded to serve): never read whole.
+            await self._keep(run, ArtifactKind.LOG, report.result.log.path, "text/plain")
         if report.evidence:
             await self._keep(
                 run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
@@ -504,7 +505,9 @@ class Pipeline:
 
     # -- artifacts ---------------------------------------------------------------------------
 
-    async def _keep(self, run: Run, kind: ArtifactKind, content: bytes, media: str) -> Artifact:
+    async def _keep(
+        self, run: Run, kind: ArtifactKind, content: bytes | Path, media: str
+    ) -> Artifact:
         meta = ArtifactMeta(
             kind=kind,
             media_type=media,
@@ -515,7 +518,11 @@ class Pipeline:
             cli_version=run.cli_version,
             model=run.model,
         )
-        artifact = await self.control.store.put_artifact(content, meta)
+        store = self.control.store
+        if isinstance(content, Path):
+            artifact = await store.put_artifact_file(content, meta)
+        else:
+            artifact = await store.put_artifact(content, meta)
         await self.control.record(
             ArtifactStored(
                 task_id=run.task_id,
@@ -584,13 +591,3 @@ def _listed(paths: Sequence[str], shown: int = 5) -> str:
     """Paths in a reason: the first few, then how many more."""
     more = len(paths) - shown
     return ", ".join(paths[:shown]) + (f" … and {more} more" if more > 0 else "")
-
-
-def bounded_log(log: bytes, limit: int) -> bytes:
-    """A run's log as the store keeps it: its first `limit` bytes and the truncation marker.
-    A worker already cuts it there (`adapters.process.Head`); this holds for one that did not
-    (a remote worker configured otherwise)."""
-    marker = truncation_marker(limit, limit).encode()
-    if len(log) <= limit + len(marker):
-        return log
-    return log[:limit] + marker

@@ -10,7 +10,7 @@ names nothing is NotFound, with a hint.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from core.config.schema import Config
@@ -18,7 +18,9 @@ from core.control.cost import summarize
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
     Run,
@@ -95,6 +97,28 @@ class Queries:
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
         )
 
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        """What an approval of the task's plan is decided on (core.domain.evidence)."""
+        from core.control import evidence
+
+        return await evidence.approval(self, await self.task(ref))
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        """What a merge of the task would take (core.domain.evidence)."""
+        from core.control import evidence
+
+        return await evidence.merge(self, await self.task(ref))
+
+    async def blockers(self, task: Task) -> tuple[str, ...]:
+        """The tasks `task` waits for (`after`) that are not merged yet: until there are
+        none, it stays in RECEIVED."""
+        waiting = []
+        for ref in task.after:
+            other = await self.store.get_task(ref)
+            if other is None or not other.merged:
+                waiting.append(ref)
+        return tuple(waiting)
+
     async def spend(self, task: Task) -> Spend:
         """What `task` has spent against its budget."""
         return self.spend_of(task, await self.store.list_runs(task_id=task.id))
@@ -145,6 +169,17 @@ class Queries:
     async def artifact(self, ref: str) -> tuple[Artifact, bytes]:
         return await self.store.get_artifact(artifact_id(ref))
 
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        from core.control.diffs import read_diff  # git is asked only when a diff is
+
+        found = await read_diff(self.config, self.store, await self.task(ref), attempt)
+        return found.stat_only() if stat else found
+
+    async def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        _, chunks = await self.store.stream_artifact(artifact_id(ref))
+        async for chunk in chunks:
+            yield chunk
+
     async def cost(self) -> CostSummary:
         return summarize(await self.store.list_runs())
 
@@ -173,7 +208,9 @@ class Queries:
     async def _damage(self, artifact: Artifact) -> DamagedArtifact | None:
         """Why an artifact's stored content cannot be trusted, or None when it re-hashes right."""
         try:
-            await self.store.get_artifact(artifact.id)
+            _, chunks = await self.store.stream_artifact(artifact.id)  # a log is never held
+            async for _ in chunks:
+                pass
         except ArtifactCorrupted as exc:
             return DamagedArtifact(id=artifact.id, error=exc.message, hint=exc.hint)
         return None

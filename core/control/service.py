@@ -55,8 +55,11 @@ from core.domain.events import (
     TaskUpdated,
     WorktreeCleaned,
 )
+from core.domain.evidence import MergeEvidence
 from core.domain.models import (
+    MAX_PRIORITY,
     MERGE_ROLE,
+    MIN_PRIORITY,
     ArtifactKind,
     NewRun,
     NewTask,
@@ -72,10 +75,10 @@ from core.domain.text import MAX_PATHS, printable
 from core.domain.text import actor as valid_actor
 from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
-from core.errors import IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
+from core.errors import GitError, IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
-from core.workspace.git import default_branch
-from core.workspace.merging import checked_merge, holds_branch
+from core.workspace.git import default_branch, git
+from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
@@ -265,6 +268,34 @@ class ControlPlane(Queries, Operations):
         self.work_queued.set()
         return updated
 
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        """The store's evidence, with the commits the merge would take and the default
+        branch, from git where this process has the checkout with the task's branch."""
+        found = await super().merge_evidence(ref)
+        task = await self.task(ref)
+        if not await self._holds(task):
+            return found
+        worktrees = self.worktrees(task.project)
+        head = task.reviewed_head or f"refs/heads/{task.branch}"
+        log = await git(
+            "log", "--no-decorate", "--format=%h %s",
+            f"refs/heads/{worktrees.default_branch}..{head}", cwd=worktrees.repo, check=False,
+        )  # fmt: skip
+        refusal = found.refusal
+        if refusal is None:
+            try:
+                await worktrees.moved_since_review(task)
+            except MergeRefused as exc:
+                refusal = exc.message
+        return found.model_copy(
+            update={
+                "default_branch": worktrees.default_branch,
+                "commits": tuple(log.splitlines()),
+                "diff_stat": await worktrees.diff_stat(task),
+                "refusal": refusal,
+            }
+        )
+
     async def _budget_spent(
         self, task: Task, stage: TaskState, spend: Spend, reason: str, fields: dict[str, Any]
     ) -> Task:
@@ -298,6 +329,8 @@ class ControlPlane(Queries, Operations):
         description: str = "",
         project: str | None = None,
         request_key: str | None = None,
+        priority: int = 0,
+        after: Sequence[str] = (),
     ) -> Task:
         """File a task. The title and description are checked here, the one door every
         face (command line, cockpit, REST) comes through: bounded, no control characters,
@@ -307,6 +340,8 @@ class ControlPlane(Queries, Operations):
 
         title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
+        _priority(priority)
+        waits = tuple(dict.fromkeys([(await self.task(ref)).id for ref in after]))
         task, event = await self.store.create_task(
             NewTask(
                 project=name,
@@ -314,6 +349,8 @@ class ControlPlane(Queries, Operations):
                 type=type,
                 description=description,
                 request_key=request_key,
+                priority=priority,
+                after=waits,
             ),
             actor=actor,
         )
@@ -486,6 +523,8 @@ class ControlPlane(Queries, Operations):
                 return Ruling(to=_resumed(task), why=decision.text, fields=fields, enqueue=True)
             case Verb.RESET:
                 return await self._reset(task, decision)
+            case Verb.EDIT:
+                return _edit(task, decision)
             case Verb.ARCHIVE:
                 _archivable(task)
                 return Ruling(fields={"archived": True}, cleans=True)
@@ -613,7 +652,7 @@ class ControlPlane(Queries, Operations):
         _not_held(task, "merged")
         _mergeable(task)
         _protected_named(task, decision)  # before minutes of checks, not after
-        if not await holds_branch(Path(self.config.project(task.project).repo), task.branch):
+        if not await self._holds(task):
             return None
         worktrees = self.worktrees(task.project)
         checks = self.config.for_project(task.project).qa.checks
@@ -621,6 +660,15 @@ class ControlPlane(Queries, Operations):
             worktrees, task, checks, self.run_check, self.merge_confinement(task)
         )
         return worktrees, trial
+
+    async def _holds(self, task: Task) -> bool:
+        """Whether this process has a checkout of the task's repository with its branch:
+        where a merge of it is made here, not by a worker."""
+        try:
+            worktrees = self.worktrees(task.project)
+        except GitError:  # not a repository here, and no default_branch configured
+            return False
+        return await worktrees.holds(task)
 
     def merge_confinement(self, task: Task) -> CheckSandbox:
         """How a merge's QA checks are confined: as QA's are."""
@@ -795,6 +843,14 @@ class ControlPlane(Queries, Operations):
         it is now (one that moved since review: what the merge would refuse)."""
         return await self.decide(Decision(verb=Verb.RECHECK, task=ref, actor=actor, text=reason))
 
+    async def edit(
+        self, ref: str, changes: dict[str, str | int], *, actor: str, reason: str = ""
+    ) -> Task:
+        """Change a task's title, description, type or priority (see `_edit`)."""
+        return await self.decide(
+            Decision(verb=Verb.EDIT, task=ref, actor=actor, text=reason, changes=changes)
+        )
+
     async def reset(self, ref: str, stage: TaskState, *, actor: str, reason: str = "") -> Task:
         """Send a task back to `stage`, its branch to where that stage began."""
         return await self.decide(
@@ -842,8 +898,96 @@ def _at_the_door(decision: Decision) -> Decision:
         )
     if decision.stage is not None and decision.verb is not Verb.RESET:
         raise InvalidInput(f"only a reset names a stage, not {decision.verb.value}")
+    changes = _changes(decision) if decision.verb is Verb.EDIT else {}
+    if decision.changes and decision.verb is not Verb.EDIT:
+        raise InvalidInput(f"only an edit changes a task's fields, not {decision.verb.value}")
     paths = tuple(valid_path(p) for p in decision.allow_paths)
-    return decision.model_copy(update={"actor": actor, "text": text, "allow_paths": paths})
+    return decision.model_copy(
+        update={"actor": actor, "text": text, "allow_paths": paths, "changes": changes}
+    )
+
+
+EDITABLE = ("title", "description", "type", "priority")
+
+
+def _changes(decision: Decision) -> dict[str, str | int]:
+    """An edit's changes, each checked as the filing door checks it."""
+    from core.domain import text
+
+    unknown = sorted(set(decision.changes) - set(EDITABLE))
+    if unknown or not decision.changes:
+        raise InvalidInput(
+            f"an edit changes {', '.join(EDITABLE)}"
+            + (f"; not {', '.join(unknown)}" if unknown else ": name at least one"),
+            hint=f't25 task edit {decision.task} --title "…"',
+        )
+    out: dict[str, str | int] = {}
+    for name, value in decision.changes.items():
+        if name == "title":
+            out[name] = text.title(str(value))
+        elif name == "description":
+            out[name] = text.description(str(value))
+        elif name == "type":
+            try:
+                out[name] = TaskType(str(value)).value
+            except ValueError:
+                kinds = ", ".join(t.value for t in TaskType)
+                raise InvalidInput(f"a task type is one of {kinds}, not {value!r}") from None
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidInput(f"a priority is a whole number, not {value!r}")
+            _priority(value)
+            out[name] = value
+    return out
+
+
+# Where a task has not started implementing: its title and description may still change.
+_BEFORE_IMPLEMENTING = frozenset(
+    {TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL}
+)
+
+
+def _edit(task: Task, decision: Decision) -> Ruling:
+    """An operator's edit: the priority while the task is not finished; the title and the
+    description until it starts implementing; the type (its branch's name) before its first
+    run. Recorded as what changed, from what to what."""
+    if task.state in TERMINAL or task.archived:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}{' and archived' if task.archived else ''}; "
+            "a finished task is not edited",
+            hint="file a new task: t25 task new",
+        )
+    where = (
+        task.resume_state if task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED) else task.state
+    )
+    changes = {k: v for k, v in decision.changes.items() if getattr(task, k) != v}
+    words = [k for k in ("title", "description") if k in changes]
+    if words and where not in _BEFORE_IMPLEMENTING:
+        raise PolicyRefused(
+            f"{task.id} has started implementing ({task.state}); its {' and '.join(words)} "
+            "no longer change",
+            hint=f"t25 reset {task.id} --to PLAN, then edit it; or file a new task",
+        )
+    if "type" in changes and task.state is not TaskState.RECEIVED:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}: its branch {task.branch} exists, and its type names it",
+            hint="file a new task of the type you want",
+        )
+    said = (
+        "; ".join(f"{k}: {_shown(getattr(task, k))} → {_shown(v)}" for k, v in changes.items())
+        or "nothing changed"
+    )
+    return Ruling(fields=changes, recorded=f"{said}: {decision.text}" if decision.text else said)
+
+
+def _shown(value: object) -> str:
+    """A field's value in an edit's audit line: short, one line."""
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, TaskType):
+        value = value.value
+    shown = printable(str(value)).replace("\n", " ")
+    return repr(shown if len(shown) <= 60 else shown[:59] + "…")
 
 
 async def _void(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:
@@ -899,6 +1043,14 @@ def _suggest(spent: float, budget: float | None) -> str:
 
 def _suggest_tokens(spend: Spend) -> str:
     return f"{max(2 * (spend.budget_tokens or 0), 2 * spend.tokens, 1_000_000):,}"
+
+
+def _priority(priority: int) -> None:
+    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise InvalidInput(
+            f"a priority is from {MIN_PRIORITY} to {MAX_PRIORITY}, not {priority}",
+            hint="higher runs first; 0 is the default",
+        )
 
 
 def _expect(task: Task, state: TaskState, done: str) -> None:

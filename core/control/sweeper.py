@@ -186,6 +186,8 @@ class Sweeper:
     async def advance(self, task: Task) -> None:
         """Queue the next step of a task that can move and has nothing queued."""
         if task.state is TaskState.RECEIVED:
+            if task.after and await self.control.blockers(task):
+                return  # it waits for the tasks it names to be merged
             await self.control.enter(task, TaskState.SPEC, actor="t25", reason="picked up")
             return
         runs = await self.control.store.list_runs(task_id=task.id)

@@ -37,6 +37,9 @@ class AgentRequest(BaseModel):
     network: str = "shared"  # shared | none: inside a sandbox
     hidden: tuple[Path, ...] = ()  # T25's state, out of a sandboxed run's sight
     max_log_bytes: int = MAX_LOG_BYTES  # output kept byte-exact in the log (limits.max_log_bytes)
+    # Where the log is spooled while the run goes on: the worker's private area under
+    # `.factory/`, never the worktree. None: the system's temp directory.
+    log_dir: Path | None = None
 
 
 class CheckSandbox(BaseModel):
@@ -61,17 +64,27 @@ class Failure(StrEnum):
     SPAWN = "spawn"  # could not be started at all
 
 
+class RunLog(BaseModel):
+    """A run's log, kept in a file rather than in memory: where the file is on this host, its
+    size, and the SHA-256 of its content (computed while it was written).
+
+    The log of an agent's run may be tens of MiB; nothing passes it around whole. On the wire
+    (a remote worker's completion) `path` is the worker's own and names nothing at serve:
+    the worker uploads the file first (`PUT /worker/log`), and serve reads its own copy,
+    checked against `size` and `sha256`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    path: Path
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class AgentResult(BaseModel):
     """What an adapter reports when its process has ended."""
 
-    # The log is raw bytes: base64 in JSON, so a remote worker can send any output back.
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        ser_json_bytes="base64",
-        val_json_bytes="base64",
-        defer_build=True,
-    )
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     adapter: str
     cli_version: str | None = None
@@ -84,7 +97,7 @@ class AgentResult(BaseModel):
     error: str | None = None
     quota_resets_at: datetime | None = None
     files_changed: tuple[str, ...] = ()
-    log: bytes = b""
+    log: RunLog | None = None  # both streams interleaved, bounded (limits.max_log_bytes)
     duration_s: float = 0.0
 
     @property

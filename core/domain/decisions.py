@@ -8,7 +8,7 @@ rejection's reason, an answer, an approval's comment, a note for the audit log.
 plan approved): a decision bound to something that has changed since is refused.
 `allow_paths` are the protected paths a merge names (policies.protected_paths): a merge
 of a task that touches one is refused unless the decision names every one. `stage` is
-where a reset sends the task back to.
+where a reset sends the task back to; `changes` what an edit changes.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class Verb(StrEnum):
     ACKNOWLEDGE = "acknowledge"  # a run's violation was seen: retry and merge may go on
     RECHECK = "recheck"  # a DONE, unmerged task goes through QA and REVIEW again
     RESET = "reset"  # back to a stage the task passed, its branch to where that stage began
+    EDIT = "edit"  # title, description, type or priority, before the task is implemented
 
 
 class Decision(BaseModel):
@@ -47,3 +48,5 @@ class Decision(BaseModel):
     bound_to: str | None = None
     allow_paths: tuple[str, ...] = ()
     stage: TaskState | None = None  # where a reset goes back to
+    # What an edit changes: any of title, description, type, priority.
+    changes: dict[str, str | int] = {}

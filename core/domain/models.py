@@ -125,6 +125,10 @@ class Project(_Value):
     default_branch: str
 
 
+# A task's priority: higher runs first (the queue takes runs by priority, then age).
+MIN_PRIORITY, MAX_PRIORITY = -100, 100
+
+
 class NewTask(_Value):
     """What an operator files; the store gives it an id."""
 
@@ -135,6 +139,8 @@ class NewTask(_Value):
     # The filer's own key for this filing (at most 100 characters): filed again under the
     # same key, the store returns the task it already holds, and files no second one.
     request_key: str | None = Field(default=None, min_length=1, max_length=100)
+    priority: int = Field(default=0, ge=MIN_PRIORITY, le=MAX_PRIORITY)
+    after: tuple[str, ...] = ()  # the tasks it waits for: it starts once each is merged
 
 
 class Task(_Value):
@@ -169,6 +175,8 @@ class Task(_Value):
     # limits.max_tokens; None: the configured one.
     budget_usd: float | None = None
     budget_tokens: int | None = None
+    priority: int = 0
+    after: tuple[str, ...] = ()  # the tasks it waits for; it leaves RECEIVED once all are merged
     created_at: datetime
     state_since: datetime
 
@@ -195,6 +203,11 @@ MUTABLE_TASK_FIELDS = frozenset(
         "rewind_to",
         "budget_usd",
         "budget_tokens",
+        # An operator's edit (`t25 task edit`), before the task is implemented.
+        "title",
+        "description",
+        "type",
+        "priority",
     }
 )
 

@@ -13,13 +13,13 @@ every operator decision is a `Decision` handed to `decide`.
 
 The surface is exactly what the faces use: the configuration and the event bus (the
 cockpit's live board), one task and its detail, the lists, an artifact's content, a
-task's events (its history and its agents' output), cost, the audit trail, and the two
+task's events (its history and its agents' output), its diff, cost, the audit trail, and the two
 writes an operator makes, filing a task and deciding on one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from core.config.schema import Config
@@ -27,7 +27,9 @@ from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary
 from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import Event, EventBus
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import Artifact, Run, RunStatus, Task, TaskState, TaskType
 
 
@@ -78,6 +80,16 @@ class Operations(Protocol):
         """An artifact and its content, verified against its SHA-256 (ArtifactCorrupted)."""
         ...
 
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        """The task's whole change against the default branch, or implementing attempt
+        `attempt`'s (1 the first); with `stat`, its files and line counts but no text."""
+        ...
+
+    def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        """An artifact's content a chunk at a time, never held whole (a run's log): re-hashed
+        as it streams, ArtifactCorrupted after the last chunk when it does not match."""
+        ...
+
     async def cost(self) -> CostSummary:
         """Every run's estimated cost, in total and by role, adapter and model."""
         ...
@@ -94,6 +106,16 @@ class Operations(Protocol):
         ...
 
     # -- writes -----------------------------------------------------------------------------
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        """The spec, the plan and its SHA-256, earlier rejections and answers, and an
+        estimate of what the stages left will cost."""
+        ...
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        """The reviewed head, the commits (where the checkout is here) and diff stat, the QA
+        checks, the review rounds, the protected paths, and why a merge would be refused."""
+        ...
+
     async def new_task(
         self,
         title: str,
@@ -103,9 +125,13 @@ class Operations(Protocol):
         description: str = "",
         project: str | None = None,
         request_key: str | None = None,
+        priority: int = 0,
+        after: Sequence[str] = (),
     ) -> Task:
         """File a task; its title and description are checked at this door. Filed again
-        under the same `request_key` (a retry after a lost reply): the task filed first."""
+        under the same `request_key` (a retry after a lost reply): the task filed first.
+        `priority` orders the queue (higher first); `after` names tasks it waits for: it
+        starts once each is merged."""
         ...
 
     async def decide(self, decision: Decision) -> Task:

@@ -20,9 +20,10 @@ signature says what it uses.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain.audit import ChainLine
@@ -248,14 +249,29 @@ class RunLeases(Protocol):
 
 class ArtifactStore(Protocol):
     """What the stages produced. Content is stored once per SHA-256 however often it is
-    written; reading re-hashes it and raises ArtifactCorrupted on a mismatch."""
+    written; reading re-hashes it and raises ArtifactCorrupted on a mismatch.
+
+    Small content (a prompt, a plan, a diff) is written and read as one `bytes`; large
+    content (a run's log, up to `limits.max_log_bytes`) is stored from a file and read back
+    as a stream of chunks, never held whole."""
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
         """Store content by SHA-256 (once, however often written) with its provenance."""
         ...
 
+    async def put_artifact_file(self, path: Path, meta: ArtifactMeta) -> Artifact:
+        """`put_artifact` of a file's content, read and stored a chunk at a time (1 MiB);
+        ArtifactCorrupted, and nothing stored, if the file changes meanwhile."""
+        ...
+
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
-        """Read an artifact, verifying its hash; ArtifactCorrupted on a mismatch."""
+        """Read an artifact whole, verifying its hash; ArtifactCorrupted on a mismatch."""
+        ...
+
+    async def stream_artifact(self, artifact_id: str) -> tuple[Artifact, AsyncIterator[bytes]]:
+        """An artifact (NotFound at once), and its content as chunks read one at a time,
+        re-hashed as they pass: the iterator raises ArtifactCorrupted after the last chunk
+        when they do not hash to the artifact's SHA-256."""
         ...
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]: ...

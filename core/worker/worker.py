@@ -27,6 +27,7 @@ from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
 from core.domain.models import MERGE_ROLE, Author, CheckResult, Lease, Run, Task, TaskState
+from core.domain.pids import alive
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
@@ -41,6 +42,7 @@ log = logging.getLogger("t25.worker")
 
 LOCK_RETRY_S = 0.5
 OVERLOAD_BACKOFF_S = (2.0, 8.0, 30.0)  # pauses before retrying an overloaded provider
+RUN_LOGS = "run-logs"  # under `.factory/`: the logs of runs going on, until reported
 
 
 def host_name() -> str:
@@ -87,6 +89,7 @@ class Worker:
         self.busy = False
 
     async def run_forever(self, poll_s: float = 0.5) -> None:
+        sweep_run_logs(self.config.root / ".factory" / RUN_LOGS)
         while not self.stopping.is_set():
             if not await self.run_once():
                 self.wake.clear()
@@ -125,6 +128,7 @@ class Worker:
         self.live[lease.task_id] = abort
         beat = asyncio.create_task(self._heartbeat(lease, abort))
         handed_back = False
+        report: RunReport | None = None
         try:
             try:
                 if run.role == MERGE_ROLE:
@@ -169,6 +173,7 @@ class Worker:
                 log.info("%s released %s after %s", self.name, what, _took(started))
             beat.cancel()
             self.live.pop(lease.task_id, None)
+            _discard_log(report.result if report else None)  # reported, or never to be
 
     async def _heartbeat(self, lease: Lease, abort: asyncio.Event) -> Lease:
         """Extend the lease until cancelled; on LeaseLost, abort the agent."""
@@ -377,6 +382,7 @@ class Worker:
             if result.failure is Failure.OVERLOAD and not abort.is_set():
                 # Still overloaded after the retries: the next adapter may serve; this one is
                 # skipped only for this run (an overload is not an exhausted quota).
+                _discard_log(overloaded)
                 overloaded, tried = result, tried | {profile.adapter}
                 notes.append(
                     f"{profile.adapter}: still overloaded after "
@@ -384,7 +390,10 @@ class Worker:
                 )
                 continue
             if result.failure is not Failure.QUOTA:
+                if overloaded is not result:
+                    _discard_log(overloaded)
                 return result, reason
+            _discard_log(result)
             self.quota.mark(profile.adapter, result.quota_resets_at)
             tried |= {profile.adapter}
             notes.append(f"{profile.adapter}: quota exhausted ({result.error or 'no detail'})")
@@ -428,6 +437,7 @@ class Worker:
             network=self.config.sandbox.network,
             hidden=self.config.private_paths(),
             max_log_bytes=self.config.limits.max_log_bytes,
+            log_dir=self.config.root / ".factory" / RUN_LOGS,
         )
 
     async def _run_through_overload(
@@ -449,6 +459,7 @@ class Worker:
                 result = await chosen.adapter.run(request, stream.write, abort)
             if result.failure is not Failure.OVERLOAD or pause is None or abort.is_set():
                 break
+            _discard_log(result)  # retried: this try's log is not the run's
             notes.append(
                 f"{chosen.profile.adapter}: overloaded, retried after {pause:g} s "
                 f"({result.error or 'no detail'})"
@@ -456,6 +467,26 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+def sweep_run_logs(where: Path) -> list[Path]:
+    """Remove the run logs a T25 process that no longer runs left in `where` (killed before
+    it reported them): a spool is named `<run>-<pid>-….log` after the process writing it."""
+    removed = []
+    for path in where.glob("R-*-*-*.log"):
+        pid = path.name.split("-")[2]
+        if pid.isdigit() and not alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _discard_log(result: AgentResult | None) -> None:
+    """Remove the file an agent's run spooled its log to: reported, or not to be."""
+    if result is not None and result.log is not None:
+        with contextlib.suppress(FileNotFoundError):
+            result.log.path.unlink()
 
 
 def _took(started: float) -> str:

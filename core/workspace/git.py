@@ -435,3 +435,15 @@ def identity(cwd: Path) -> str:
     email = git_sync("config", "user.email", cwd=cwd, check=False)
     who = " ".join(p for p in (name, f"<{email}>" if email else "") if p)
     return f"{user} ({who})" if who else user
+
+
+async def holds_branch(repo: Path, branch: str) -> bool:
+    """Whether `repo` is a git checkout here with the local branch `branch`: where a merge
+    of that branch can be made by this process."""
+    try:
+        done = await run_git(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repo, drivers_from=()
+        )
+    except (OSError, ValueError):  # no such directory: no checkout here
+        return False
+    return done.code == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config.schema import QACheck
@@ -68,18 +67,6 @@ async def checked_merge(
 def merge_message(task: Task) -> str:
     """The merge commit's message."""
     return f"Merge {task.branch}: {task.title} ({task.id})"
-
-
-async def holds_branch(repo: Path, branch: str) -> bool:
-    """Whether `repo` is a git checkout here with the local branch `branch`: where a merge
-    of that branch can be made by this process."""
-    try:
-        done = await run_git(
-            "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repo, drivers_from=()
-        )
-    except (OSError, ValueError):  # no such directory: no checkout here
-        return False
-    return done.code == 0
 
 
 async def merged_already(worktrees: Worktrees, task: Task) -> str | None:

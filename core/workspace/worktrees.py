@@ -71,7 +71,15 @@ from core.workspace.fingerprint import (
     Fingerprint,
     fingerprint,
 )
-from core.workspace.git import Completed, default_branch, git, git_bytes, run_git, status_entries
+from core.workspace.git import (
+    Completed,
+    default_branch,
+    git,
+    git_bytes,
+    holds_branch,
+    run_git,
+    status_entries,
+)
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
 
@@ -812,6 +820,10 @@ class Worktrees:
             self._record_path(task.id).unlink(missing_ok=True)
             at = f" (its head kept as {kept[:12]} under {SNAPSHOTS_REF}/{task.id}/)" if kept else ""
             return Cleanup(True, f"removed {path}; branch {task.branch} kept{at}")
+
+    async def holds(self, task: Task) -> bool:
+        """Whether the repository is a checkout here with the task's branch."""
+        return await holds_branch(self.repo, task.branch)
 
     def has_worktree(self, task: Task) -> bool:
         return os.path.lexists(self.path_for(task.id))

@@ -24,12 +24,27 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Response
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    model_validator,
+)
 
 from core.domain import text
-from core.domain.agent import AgentResult
+from core.domain.agent import AgentResult, RunLog
 from core.domain.manifests import ManifestChange
-from core.domain.models import CheckResult, DiffStat, Lease, TaskType, Usage
+from core.domain.models import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    CheckResult,
+    DiffStat,
+    Lease,
+    TaskType,
+    Usage,
+)
 from core.domain.reports import RunReport
 from core.domain.text import (
     MAX_ACTOR,
@@ -116,21 +131,11 @@ ExitCode = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # runs.exit_code is
 Seconds = Annotated[float, Field(ge=0, le=10**9)]
 CommitId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]  # SHA-1 or SHA-256
 TtlS = Annotated[float, Field(gt=0, le=3600)]
-# RFC 4648 base64, padded and canonical (the bits a short group leaves over are zero).
-BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
-
-
-def _base64(value: Any) -> Any:
-    """pydantic also takes unpadded and URL-safe base64; the document promises the standard."""
-    if isinstance(value, str) and not re.fullmatch(BASE64, value):
-        raise ValueError("is not canonical base64 (RFC 4648, with padding)")
-    return value
-
-
-Bytes = Annotated[bytes, BeforeValidator(_base64), Field(json_schema_extra={"pattern": BASE64})]
 RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
+TaskRef = Annotated[str, Field(pattern=r"^(?:T-)?[1-9][0-9]{0,17}$")]  # T-7, or 7
+Priority = Annotated[int, Field(strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)]
 
 
 class HeldLease(Lease):
@@ -169,6 +174,13 @@ class ManifestSent(ManifestChange):
     after: Output | None = None
 
 
+class RunLogSent(RunLog):
+    """A run's log as its completion names it: uploaded before (`PUT /worker/log`); `path`
+    is the worker's own, and serve reads its copy instead."""
+
+    size: Count
+
+
 class AgentResultSent(AgentResult):
     adapter: Output
     cli_version: Output | None = None
@@ -179,7 +191,7 @@ class AgentResultSent(AgentResult):
     cost_usd: Annotated[float, Field(ge=0, le=10**9)] | None = None
     error: Output | None = None
     files_changed: tuple[Output, ...] = ()
-    log: Bytes = b""
+    log: RunLogSent | None = None
     duration_s: Seconds = 0.0
 
 
@@ -245,6 +257,9 @@ class NewTaskBody(_Body):
     # The filer's key for this filing: sent again (a retry after a lost reply), the task
     # filed the first time is the answer, and no second one is filed.
     request_key: RequestKey | None = None
+    priority: Priority = 0  # higher runs first
+    # The tasks it waits for: it starts once each of them is merged.
+    after: list[TaskRef] = Field([], max_length=100)
 
 
 class DecisionBody(_Body):
@@ -272,6 +287,33 @@ class MergeBody(DecisionBody):
 class ResetBody(DecisionBody):
     # The working stage to go back to; its branch returns to where that stage began.
     to: Literal["SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"]
+
+
+EDITABLE = ("title", "description", "type", "priority")
+
+
+class EditBody(DecisionBody):
+    # What changes (at least one): the title and description before the task implements,
+    # the type before its first run, the priority until it is finished.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in EDITABLE
+            ]
+        },
+    )
+
+    title: Title | None = None
+    description: Description | None = None
+    type: TaskType | None = None
+    priority: Priority | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> EditBody:
+        if all(getattr(self, k) is None for k in EDITABLE):
+            raise ValueError(f"name at least one of {', '.join(EDITABLE)}")
+        return self
 
 
 class AnswerBody(_Body):

@@ -36,7 +36,9 @@ from core.domain.backoff import Backoff
 from core.domain.cost import CostSummary
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
+from core.domain.diffs import TaskDiff
 from core.domain.events import Event, EventBus
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
     AuditAnchor,
@@ -48,7 +50,7 @@ from core.domain.models import (
 )
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
-from t25_tui.api.worker_client import Http
+from t25_tui.api.worker_client import Http, refuse
 
 log = logging.getLogger("t25.attach")
 
@@ -146,6 +148,14 @@ class RemoteControlPlane(Operations):
         found = await self._get(f"/tasks/{_ref(ref)}", verify=verify or None)
         return TaskDetail.model_validate_json(found.content)
 
+    async def approval_evidence(self, ref: str) -> ApprovalEvidence:
+        found = await self._get(f"/tasks/{_ref(ref)}/evidence/approval")
+        return ApprovalEvidence.model_validate_json(found.content)
+
+    async def merge_evidence(self, ref: str) -> MergeEvidence:
+        found = await self._get(f"/tasks/{_ref(ref)}/evidence/merge")
+        return MergeEvidence.model_validate_json(found.content)
+
     async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
         """One task's events after `after`, in pages of at most PAGE (the serve's bound)."""
         out: list[Event] = []
@@ -181,6 +191,28 @@ class RemoteControlPlane(Operations):
                 f"{artifact.id} arrived damaged: its content does not match its SHA-256"
             )
         return artifact, response.content
+
+    async def diff(self, ref: str, *, attempt: int | None = None, stat: bool = False) -> TaskDiff:
+        found = await self._get(f"/tasks/{_ref(ref)}/diff", attempt=attempt, stat=stat or None)
+        return TaskDiff.model_validate_json(found.content)
+
+    async def artifact_chunks(self, ref: str) -> AsyncIterator[bytes]:
+        """The content as it arrives, checked here too against its SHA-256 after the last
+        chunk: it crossed a network."""
+        path = f"/artifacts/{_ref(ref)}"
+        async with self.http.client.stream("GET", path) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                refuse(response, path)
+            artifact = Artifact.model_validate_json(response.headers["X-T25-Artifact"])
+            hashed = hashlib.sha256()
+            async for chunk in response.aiter_bytes():
+                hashed.update(chunk)
+                yield chunk
+        if hashed.hexdigest() != artifact.sha256:
+            raise ArtifactCorrupted(
+                f"{artifact.id} arrived damaged: its content does not match its SHA-256"
+            )
 
     async def cost(self) -> CostSummary:
         return CostSummary.model_validate_json((await self._get("/cost")).content)
@@ -229,6 +261,8 @@ class RemoteControlPlane(Operations):
         description: str = "",
         project: str | None = None,
         request_key: str | None = None,
+        priority: int = 0,
+        after: Sequence[str] = (),
     ) -> Task:
         """Filed under a key of this filing's own, so a request sent again after a lost
         reply finds the task the first one filed."""
@@ -239,6 +273,8 @@ class RemoteControlPlane(Operations):
             "project": project,
             "actor": actor,
             "request_key": request_key or uuid.uuid4().hex,
+            "priority": priority,
+            "after": list(after),
         }
         return await self._post("/tasks", body)
 
@@ -257,6 +293,7 @@ class RemoteControlPlane(Operations):
             body["allow_paths"] = list(decision.allow_paths)
         if decision.stage is not None:
             body["to"] = decision.stage.value
+        body.update(decision.changes)
         # Serve answers a decision once it has taken effect: a merge's checks, or a worker's
         # merge, may take minutes.
         response = await self.http.request("POST", path, json=body, timeout=DECISION_TIMEOUT)

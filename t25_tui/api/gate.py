@@ -32,6 +32,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
 from t25_tui.api import errors as wire
 from t25_tui.api.operators import Operators
+from t25_tui.api.uploads import CHUNK_BYTES
 
 HEADER_TIMEOUT_S = 10.0  # a request head (request line and headers) arrives within this
 BODY_IDLE_S = 30.0  # a body may pause this long between two reads (nginx: 60 s)
@@ -52,14 +53,20 @@ BODY_CAP = _JSON_BYTES_PER_CHAR * (MAX_DESCRIPTION + MAX_TITLE + MAX_ACTOR) + 16
 # (core.worker.output.OutputStream, adapters.process.CHUNK): under 100,000 characters, 1.2 MB
 # escaped at the worst. 4 MiB leaves room for a few batches in one request.
 OUTPUT_CAP = 4 * 2**20
-# A completion carries the run's log: at most limits.max_log_bytes (64 MiB at most, its
-# first bytes and a truncation marker) as base64 (4/3 of it, 85.4 MiB), plus the final
-# text, the diff and the prompt. 128 MiB holds the largest log with 42 MiB for the rest.
-COMPLETION_CAP = 128 * 2**20
+# A completion names the run's log, uploaded before it a chunk at a time (`/worker/log`,
+# t25_tui.api.uploads), and carries the final text, the diff and the prompt: 42 MiB, what
+# they had beside the largest log when the log came in the completion's own body.
+COMPLETION_CAP = 42 * 2**20
+# One chunk of a run's log, raw bytes.
+LOG_CHUNK_CAP = CHUNK_BYTES
 
 MAX_FIELDS = 100  # fields in one JSON object: T25's widest body object has about 15
 
-_CAPS = {"/worker/events": OUTPUT_CAP, "/worker/complete": COMPLETION_CAP}
+_CAPS = {
+    "/worker/events": OUTPUT_CAP,
+    "/worker/complete": COMPLETION_CAP,
+    "/worker/log": LOG_CHUNK_CAP,
+}
 OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 WORKER_PREFIX = "/worker/"
 

@@ -47,15 +47,24 @@ from t25_tui.api import errors as wire
 from t25_tui.api.bodies import invalid_request
 from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
 from t25_tui.api.operators import TOKENS_ENV, Operators
-from t25_tui.api.routes import decisions, events, reads, runs, tasks, worker
+from t25_tui.api.routes import decisions, diffs, events, reads, runs, tasks, worker
 from t25_tui.api.services import Services, services_in
 from t25_tui.api.tail import Tail
+from t25_tui.api.uploads import UPLOADS, LogUploads
 
 CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
 OPERATOR_ENV = held_secrets.OPERATOR_TOKEN
 SHUTDOWN_GRACE_S = 10  # a stopping serve waits this long for requests in flight
 RETRY_AFTER_S = 2  # what a 503 (the store unavailable for now) tells a client to wait
-ROUTERS = (reads.router, tasks.router, decisions.router, runs.router, events.router, worker.router)
+ROUTERS = (
+    reads.router,
+    tasks.router,
+    diffs.router,
+    decisions.router,
+    runs.router,
+    events.router,
+    worker.router,
+)
 
 
 def is_loopback(host: str) -> bool:
@@ -105,7 +114,12 @@ def make_api(
         "protocol of one T25 installation.",
     )
     api.state.t25 = Services(
-        control=control, runs=LocalRunQueue(control, Pipeline(control)), tail=Tail(control.store)
+        control=control,
+        runs=LocalRunQueue(control, Pipeline(control)),
+        tail=Tail(control.store),
+        uploads=LogUploads(
+            control.config.root / ".factory" / UPLOADS, control.config.limits.max_log_bytes
+        ),
     )
     for router in ROUTERS:
         api.include_router(router)

@@ -20,6 +20,7 @@ from core.ports import Operations
 from t25_tui.api.idempotency import Answers
 from t25_tui.api.operators import Operator
 from t25_tui.api.tail import Tail
+from t25_tui.api.uploads import LogUploads
 
 API_ACTOR = "api"  # who decided, when a request does not say
 
@@ -38,12 +39,13 @@ def actor_of(request: Request, claimed: str | None) -> str:
 
 @dataclass(frozen=True)
 class Services:
-    """One serve's control plane, its run queue for remote workers, its event tail, and the
-    answers it remembers for retried worker calls."""
+    """One serve's control plane, its run queue for remote workers, its event tail, the
+    answers it remembers for retried worker calls, and the run logs being uploaded to it."""
 
     control: ControlPlane
     runs: LocalRunQueue
     tail: Tail
+    uploads: LogUploads
     answers: Answers = field(default_factory=Answers)
 
 
@@ -78,8 +80,13 @@ def _answers(request: Request) -> Answers:
     return services_of(request).answers
 
 
+def _uploads(request: Request) -> LogUploads:
+    return services_of(request).uploads
+
+
 Ops = Annotated[Operations, Depends(_operations)]  # what an operator's route calls, as every face
 Control = Annotated[ControlPlane, Depends(_control)]  # the serve's own: its store, for /health
 Runs = Annotated[LocalRunQueue, Depends(_runs)]
 EventTail = Annotated[Tail, Depends(_tail)]
 Remembered = Annotated[Answers, Depends(_answers)]
+Uploads = Annotated[LogUploads, Depends(_uploads)]

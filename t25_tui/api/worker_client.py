@@ -22,19 +22,28 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from core.config.held_secrets import WORKER_CREDENTIAL as CREDENTIAL_ENV
+from core.domain.agent import RunLog
 from core.domain.backoff import Backoff
 from core.domain.events import Event
 from core.domain.models import Author, CheckResult, Lease, Run, Task
 from core.domain.reports import RunReport
-from core.errors import ControlPlaneUnreachable, CredentialRefused, LeaseLost, T25Error
+from core.errors import (
+    ControlPlaneUnreachable,
+    CredentialRefused,
+    InvalidInput,
+    LeaseLost,
+    T25Error,
+)
 from core.ports import Claim
 from t25_tui.api import errors as wire
 from t25_tui.api.outbox import Outbox
+from t25_tui.api.uploads import CHUNK_BYTES as UPLOAD_CHUNK_BYTES
 
 log = logging.getLogger("t25.remote")
 
@@ -200,7 +209,8 @@ class HttpRunQueue:
     lease would still hold (the last time serve extended it, plus its ttl), then raises
     LeaseLost: the run is not ours any more. A claim is retried for `lease_ttl_s`, then
     raises what it met. Output is buffered per lease (t25_tui.api.outbox) and sent in order;
-    a completion first waits for its run's output. Only a 409 (`lease_lost`) stops an
+    a completion first waits for its run's output, then uploads its log in chunks
+    (`upload_log`: each retried like any call, kept once by serve however often it is sent). Only a 409 (`lease_lost`) stops an
     agent. A 401 or 403 is tried again after a short pause, then raises CredentialRefused.
     """
 
@@ -250,7 +260,13 @@ class HttpRunQueue:
     ) -> httpx.Response:
         """POST `body`, retried until `until` (monotonic) as the class says. Past it, a call
         under a lease raises LeaseLost; a claim raises the last failure."""
-        key = str(uuid.uuid4())
+        return await self._retried("POST", path, until=until, lease=lease, json=body)
+
+    async def _retried(
+        self, method: str, path: str, *, until: float, lease: Lease | None, **kw: Any
+    ) -> httpx.Response:
+        """Send one call (`kw`: its body, query and headers), retried as `_post` says."""
+        headers = {IDEMPOTENCY_HEADER: str(uuid.uuid4()), **kw.pop("headers", {})}
         pauses = self.retry.pauses()
         refused = iter(self.credential_pauses)
         tries = 0
@@ -259,10 +275,10 @@ class HttpRunQueue:
             left = until - time.monotonic()
             try:
                 response = await self.http.send(
-                    "POST",
+                    method,
                     path,
-                    json=body,
-                    headers={IDEMPOTENCY_HEADER: key},
+                    headers=headers,
+                    **kw,
                     # each address of a round gets its share of the time left, so that a
                     # replica that hangs leaves the next one time to answer
                     timeout=max(1.0, min(self.timeout_s, left / len(self.http.urls))),
@@ -349,11 +365,56 @@ class HttpRunQueue:
         outbox.put({"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})})
 
     async def complete(self, lease: Lease, report: RunReport) -> None:
+        """Send the run's output still waiting, its log (`upload_log`), then its report."""
         await self._flushed(lease)
+        log = report.result.log if report.result is not None else None
+        body = {"report": report.model_dump(mode="json")}
         try:
-            await self._under(lease, "/worker/complete", {"report": report.model_dump(mode="json")})
+            if log is not None:
+                await self.upload_log(lease, log)
+            try:
+                await self._under(lease, "/worker/complete", body)
+            except InvalidInput:
+                if log is None:
+                    raise
+                # The serve that took the completion has not all of the log: another replica
+                # took the upload. Once more, to this one.
+                await self.upload_log(lease, log)
+                await self._under(lease, "/worker/complete", body)
         finally:
             self._forget(lease)
+
+    async def upload_log(self, lease: Lease, log: RunLog) -> None:
+        """Send the run's log file to serve a chunk at a time (`PUT /worker/log`), each from
+        where serve says its copy ends: a chunk whose answer was lost is sent again and kept
+        once. Each call proves the lease and extends it. Never holds more than a chunk."""
+        query = {
+            "run_id": lease.run_id,
+            "task_id": lease.task_id,
+            "token": lease.token,
+            "worker": lease.worker,
+            "ttl_s": self.lease_ttl_s,
+        }
+        offset = 0
+        for _ in range(3 * (log.size // UPLOAD_CHUNK_BYTES) + 10):  # serve may send us back
+            chunk = await asyncio.to_thread(_read_at, log.path, offset)
+            response = await self._retried(
+                "PUT",
+                "/worker/log",
+                until=self._lapses(lease),
+                lease=lease,
+                params=query | {"offset": offset},
+                content=chunk,
+                headers={"Content-Type": "application/octet-stream"},
+            )
+            self._held(lease, self.lease_ttl_s)
+            offset = int(response.json()["received"])
+            if offset >= log.size:
+                return
+        raise T25Error(
+            f"serve did not take the log of {lease.run_id}: it kept asking for it again",
+            hint="check that one serve (or replicas on one store) answers this worker",
+        )
 
     async def release(self, lease: Lease) -> None:
         """Hand the run back; when serve cannot be reached soon, its lease lapses by itself."""
@@ -390,6 +451,13 @@ class HttpRunQueue:
         outbox = self.outboxes.pop(key, None)
         if outbox is not None:
             outbox.close()
+
+
+def _read_at(path: Path, offset: int) -> bytes:
+    """At most one upload's chunk of a file, from `offset`."""
+    with open(path, "rb") as file:
+        file.seek(offset)
+        return file.read(UPLOAD_CHUNK_BYTES)
 
 
 def _key(lease: Lease) -> tuple[str, int]:

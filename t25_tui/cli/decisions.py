@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from core.domain.decisions import Decision, Verb
 from core.domain.events import DecisionRecorded, WorktreeCleaned
+from core.domain.evidence import MergeEvidence
 from core.domain.models import TaskState
 from core.domain.states import WORKING
 from core.domain.text import printable
@@ -83,7 +84,24 @@ def answer(args: argparse.Namespace) -> int:
 
 
 def merge(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return merge_dry_run(args)
     return _decide(args, Verb.MERGE, args.reason, allow_paths=tuple(args.allow_path or ()))
+
+
+def merge_dry_run(args: argparse.Namespace) -> int:
+    """What `t25 merge ID` would take, and whether it would be refused (exit 1)."""
+
+    async def body(control: Operations) -> MergeEvidence:
+        return await control.merge_evidence(args.id)
+
+    found = run(args, body)
+    if args.json:
+        print(found.model_dump_json(indent=2))
+    else:
+        for line in found.lines():
+            print(line)
+    return 0 if found.refusal is None else 1
 
 
 def cancel(args: argparse.Namespace) -> int:

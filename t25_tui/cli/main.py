@@ -160,7 +160,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.add_argument("--description", default="", help="more detail for the agents")
     new.add_argument("--project", help="project from t25.yaml (default: the first)")
+    new.add_argument(
+        "--priority",
+        type=int,
+        default=0,
+        metavar="N",
+        help="-100 to 100; the queue takes higher first, then older (default: 0)",
+    )
+    new.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="start only once this task is merged (repeatable)",
+    )
     new.set_defaults(handler=_command("tasks:new"))
+    edit = task_sub.add_parser(
+        "edit",
+        help="change a task's title, description, type or priority",
+        description="Change a task's title or description (until it implements), its type "
+        "(before its first run) or its priority (until it is finished). Audited.",
+    )
+    edit.add_argument("id", help="task id, e.g. T-7 or 7")
+    edit.add_argument("--title", help="the new title")
+    edit.add_argument("--description", help="the new description")
+    edit.add_argument("--type", choices=TASK_TYPES, help="the new type (names the branch)")
+    edit.add_argument("--priority", type=int, metavar="N", help="the new priority, -100 to 100")
+    edit.add_argument("--reason", default="", help="why (kept in the audit log)")
+    edit.set_defaults(handler=_command("tasks:edit"))
     lst = task_sub.add_parser("list", help="list tasks", description="List tasks.")
     lst.add_argument(
         "--state",
@@ -262,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a protected path the change touches (policies.protected_paths), named to "
         "merge it anyway; repeat for each (t25 task show lists them)",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what the merge would take (commits, diff stat, checks, review, protected "
+        "paths, the reviewed head) and whether it would be refused; merge nothing",
+    )
+    _json_option(p)
     p = add(
         "acknowledge",
         "decisions:acknowledge",
@@ -276,9 +310,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", help="task id, e.g. T-7 or 7")
     p.add_argument("--editor", action="store_true", help="open $VISUAL or $EDITOR there instead")
-    p = add("logs", "run:logs", "agent output of a task's runs, or of one run")
+    p = add("logs", "logs:logs", "agent output of a task's runs, or of one run, as readable text")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
+    p.add_argument(
+        "--raw", action="store_true", help="the CLIs' output as they printed it (JSON events)"
+    )
+    p.add_argument(
+        "--log",
+        action="store_true",
+        help="a finished run's log artifact instead: its output byte-exact, as stored",
+    )
+    p = add(
+        "diff",
+        "diff:diff",
+        "a task's change against the default branch, or one implementing attempt's",
+    )
+    p.add_argument("id", help="task id, e.g. T-7 or 7")
+    p.add_argument(
+        "--attempt",
+        type=int,
+        metavar="N",
+        help="only what implementing attempt N changed (1 the first; t25 task show lists runs)",
+    )
+    p.add_argument("--stat", action="store_true", help="files and lines changed, not the diff")
+    p.add_argument("--json", action="store_true", help="the stat as one JSON object")
+    p = add("show", "diff:show", "print an artifact's content, verified against its SHA-256")
+    p.add_argument("id", help="artifact id, e.g. A-12 (t25 task show lists them)")
 
     p = add(
         "serve",

@@ -1,4 +1,4 @@
-"""`t25 run` and `t25 logs`: the pipeline at work, from the shell."""
+"""`t25 run`: the pipeline at work, from the shell."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import argparse
 import asyncio
 import signal
 import sys
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 from core.domain.events import (
     ApprovalRequested,
@@ -21,8 +22,7 @@ from core.domain.events import (
 from core.domain.models import TaskState
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
-from core.ports import Operations
-from t25_tui.cli.context import run, run_runtime
+from t25_tui.cli.context import run_runtime
 
 if TYPE_CHECKING:
     from t25_tui.runtime import Runtime
@@ -59,6 +59,62 @@ def describe(event: Event) -> str | None:
     return None
 
 
+class LiveRuns:
+    """On a terminal, one line per run going on, kept at the foot of the output and redrawn
+    twice a second: task, stage, adapter, time so far, output so far (tokens come with the
+    run's end, when the CLI reports them). Progress lines print above it. Piped, it draws
+    nothing: the plain lines alone. Two ANSI sequences (cursor up, erase below) are all it
+    needs, so no terminal library is brought in for it."""
+
+    def __init__(self, out: TextIO, *, live: bool) -> None:
+        self.out = out
+        self.live = live
+        self.stage: dict[str, str] = {}  # task -> the stage it is in
+        self.running: dict[str, list[Any]] = {}  # run -> [task, stage, adapter, began, bytes]
+        self.drawn = 0
+
+    def seen(self, event: Event) -> None:
+        match event:
+            case TaskTransitioned():
+                self.stage[event.task_id or ""] = str(event.to_state)
+            case RunStarted():
+                task = event.task_id or ""
+                stage = self.stage.get(task, "")
+                self.running[event.run_id or ""] = [task, stage, event.adapter, time.monotonic(), 0]
+            case RunOutput() if event.run_id in self.running:
+                self.running[event.run_id][4] += len(event.text)
+            case RunFinished():
+                self.running.pop(event.run_id or "", None)
+
+    def print(self, line: str) -> None:
+        self._erase()
+        print(line, file=self.out, flush=not self.live)
+        self.draw()
+
+    def draw(self) -> None:
+        if not self.live:
+            return
+        self._erase()
+        lines = [self._line(run, *facts) for run, facts in self.running.items()]
+        for line in lines:
+            self.out.write(line + "\n")
+        self.out.flush()
+        self.drawn = len(lines)
+
+    def _erase(self) -> None:
+        if self.live and self.drawn:
+            self.out.write(f"\x1b[{self.drawn}F\x1b[J")
+        self.drawn = 0
+
+    @staticmethod
+    def _line(run: str, task: str, stage: str, adapter: str | None, began: float, size: int) -> str:
+        took = time.monotonic() - began
+        return (
+            f"  ⟳ {task} {stage} {run} on {adapter or '?'}  {took:5.1f} s  "
+            f"{size / 1000:,.1f} kB out"
+        )
+
+
 def run_(args: argparse.Namespace) -> int:
     stopped_by: list[signal.Signals] = []
 
@@ -69,19 +125,29 @@ def run_(args: argparse.Namespace) -> int:
         # The bus carries this process's own events only: a task seen going to FAILED here
         # was failed by the runs this `t25 run` worked.
         failed_here: set[str] = set()
+        live = LiveRuns(sys.stdout, live=sys.stdout.isatty())
 
         def show(item: Event | Resync) -> None:
             if isinstance(item, TaskTransitioned) and item.to_state is TaskState.FAILED:
                 failed_here.add(item.task_id or "")
-            line = None if isinstance(item, Resync) else describe(item)
+            if isinstance(item, Resync):
+                return
+            live.seen(item)
+            line = describe(item)
             if line:
-                print(line, flush=True)
+                live.print(line)
 
         async def report() -> None:
             async for item in sub:
                 show(item)
 
+        async def redraw() -> None:
+            while live.live:
+                await asyncio.sleep(0.5)
+                live.draw()
+
         printer = asyncio.create_task(report())
+        drawing = asyncio.create_task(redraw())
         working = asyncio.create_task(sweeper.work(follow=args.follow))
 
         # SIGTERM, or SIGHUP (a dropped SSH session): stop the agents, hand the runs back.
@@ -101,7 +167,10 @@ def run_(args: argparse.Namespace) -> int:
                 working.cancel()
             await asyncio.gather(working, return_exceptions=True)
             printer.cancel()
-            await asyncio.gather(printer, return_exceptions=True)
+            drawing.cancel()
+            await asyncio.gather(printer, drawing, return_exceptions=True)
+            live.running.clear()
+            live.draw()
         failed_to_print = None if printer.cancelled() else printer.exception()
         if failed_to_print is not None:
             raise failed_to_print
@@ -142,46 +211,3 @@ def run_(args: argparse.Namespace) -> int:
     if stopped_by:
         return 128 + stopped_by[0]
     return 0 if worked else TASKS_FAILED_EXIT
-
-
-def logs(args: argparse.Namespace) -> int:
-    async def body(control: Operations) -> None:
-        ref = args.ref.strip()
-        if ref[:1].upper() == "R":
-            the_run = await control.run(ref)
-            tid, only_run = the_run.task_id, the_run.id
-        else:
-            tid, only_run = (await control.task(ref)).id, None
-        after = 0
-        while True:
-            events = await control.events(tid, after=after, limit=5000)
-            for event in events:
-                after = event.id
-                if only_run and event.run_id != only_run:
-                    continue
-                if isinstance(event, RunOutput):
-                    (sys.stdout if event.stream == "stdout" else sys.stderr).write(event.text)
-                elif isinstance(event, RunStarted | RunFinished) and not only_run:
-                    what = event.kind.replace("run_", "")
-                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
-            sys.stdout.flush()
-            if events:
-                continue
-            if not args.follow or await _finished(control, tid, only_run):
-                return
-            await asyncio.sleep(0.2)
-
-    run(args, body)
-    return 0
-
-
-async def _finished(control: Operations, tid: str, only_run: str | None) -> bool:
-    if only_run:
-        return (await control.run(only_run)).finished_at is not None
-    task = await control.task(tid)
-    return task.state in (
-        TaskState.DONE,
-        TaskState.CANCELLED,
-        TaskState.FAILED,
-        *HUMAN_NEEDED,
-    )

@@ -11,6 +11,7 @@ import argparse
 import shlex
 import sys
 
+from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Task, TaskState, TaskType
@@ -33,8 +34,34 @@ def new(args: argparse.Namespace) -> int:
             type=TaskType(args.type),
             description=args.description,
             project=args.project,
+            priority=args.priority,
+            after=args.after,
         )
         print(f"{task.id}  {task.state}  {task.branch}  {printable(task.title)}")
+        if task.after:
+            print(
+                f"  starts once {', '.join(task.after)} {'is' if len(task.after) == 1 else 'are'} merged"
+            )
+
+    run(args, body)
+    return 0
+
+
+def edit(args: argparse.Namespace) -> int:
+    named = {
+        "title": args.title,
+        "description": args.description,
+        "type": args.type,
+        "priority": args.priority,
+    }
+    changes = {k: v for k, v in named.items() if v is not None}
+
+    async def body(control: Operations) -> None:
+        decision = Decision(
+            verb=Verb.EDIT, task=args.id, actor=actor_of(args), text=args.reason, changes=changes
+        )
+        task = await control.decide(decision)
+        print(f"{task.id}  {task.state}  priority {task.priority}  {printable(task.title)}")
 
     run(args, body)
     return 0
@@ -57,6 +84,10 @@ def list_(args: argparse.Namespace) -> int:
         print(f"{'ID':<{width}}  {'STATE':<17}  {'TYPE':<8}  {'AGE':>4}  TITLE")
         for t in tasks:
             flag = " (archived)" if t.archived else ""
+            if t.priority:
+                flag += f" [priority {t.priority}]"
+            if t.after and t.state is TaskState.RECEIVED:
+                flag += f" (after {', '.join(t.after)})"
             print(
                 f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since):>4}  "
                 f"{printable(t.title)}{flag}"
@@ -73,6 +104,10 @@ def show(args: argparse.Namespace) -> int:
             print(TaskShow.of(detail).text())
         else:
             _text(detail)
+            if detail.task.state is TaskState.AWAITING_APPROVAL:
+                found = await control.approval_evidence(detail.task.id)
+                for line in found.lines(detail.task.id):
+                    print(line)
         if detail.damaged:
             sys.stdout.flush()
             print(

@@ -545,6 +545,7 @@ class T25App(Cockpit):
         if task.state is TaskState.AWAITING_APPROVAL:
             plans = [a for a in detail.artifacts if a.meta.kind is ArtifactKind.PLAN]
             plan, raw = (await f.artifact(plans[-1].id)) if plans else (None, b"")
+            evidence = await f.approval_evidence(tid)
             # The approval is bound to the plan shown: refused if it changed meanwhile.
             shown = f"sha256:{plan.sha256}" if plan else None
 
@@ -555,7 +556,7 @@ class T25App(Cockpit):
                         choice.verb, tid, choice.text, bound_to=shown if approving else None
                     )
 
-            self.push_screen(ApprovalDialog(task, raw.decode(errors="replace")), decided)
+            self.push_screen(ApprovalDialog(task, raw.decode(errors="replace"), evidence), decided)
         elif task.state is TaskState.NEEDS_INPUT:
 
             def answered(text: str | None) -> None:
@@ -605,15 +606,21 @@ class T25App(Cockpit):
         self.act(verb.value, lambda: self.control.decide(decision))
 
     def action_merge(self) -> None:
-        if not (tid := self._need_task()):
-            return
-        # The protected paths the board knows the change touches: listed in the question,
-        # and named by the merge when the operator says yes (T25 refuses, listing them,
-        # if the task has touched others since).
-        protected = next((c.task.protected_paths for c in self.cards if c.task.id == tid), ())
+        if tid := self._need_task():
+            self._merge(tid)
+
+    @work(group="actions", exit_on_error=False)
+    async def _merge(self, tid: str) -> None:
+        """Ask, showing what the merge would take (`merge_evidence`: the commits, the diff
+        stat, the checks, the review rounds, the reviewed head), then merge."""
+        found = await self.control.merge_evidence(tid)
+        # The protected paths the change touches: listed in the question, and named by the
+        # merge when the operator says yes (T25 refuses, listing them, if the task has
+        # touched others since).
+        protected = found.protected_paths
         question = (
-            f"Merge {tid} into the default branch? T25 refuses, with the reason, unless its "
-            "checks passed and review approved."
+            f"Merge {tid}? T25 refuses, with the reason, unless its checks passed and review "
+            "approved.\n\n" + "\n".join(found.lines())
         )
         if protected:
             listed = "\n".join(f"  {printable(p)}" for p in protected)

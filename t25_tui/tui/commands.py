@@ -36,6 +36,7 @@ class Place(Enum):
     SCREENS = "Above the board"  # the task detail, the inbox, the cost, audit and agents panes
     DETAIL = "Task detail"
     LOG = "Log (in the detail)"
+    DIFF = "Diff"
     PANES = "Cost, audit, agents"
     DIALOGS = "Every dialog"
     APPROVAL = "Approval dialog"
@@ -55,6 +56,7 @@ class Node(Enum):
     APP = "every screen"
     BOARD = "the board"
     DETAIL = "the task detail"
+    DIFF = "the diff"
     INBOX = "the inbox"
     PANES = "the cost, audit and agents panes"
     APPROVAL = "the approval dialog"
@@ -70,6 +72,7 @@ BOUND_ON: Mapping[Node, tuple[Place, ...]] = {
     Node.APP: (Place.EVERYWHERE, Place.TASK),
     Node.BOARD: (Place.BOARD,),
     Node.DETAIL: (Place.SCREENS, Place.DETAIL, Place.LOG),
+    Node.DIFF: (Place.SCREENS, Place.DIFF),
     Node.INBOX: (Place.SCREENS, Place.INBOX),
     Node.PANES: (Place.SCREENS, Place.PANES),
     Node.APPROVAL: (Place.DIALOGS, Place.APPROVAL),
@@ -165,12 +168,22 @@ COMMANDS: tuple[Command, ...] = (
             "its runs: adapter, CLI version, model, time, tokens, cost", show=True),
     Command("detail.log", ("4", "l"), "tab('log')", "log", Place.DETAIL,
             "the log of the run chosen under runs, else the newest", show=True),
+    Command("detail.diff", ("d",), "diff", "diff", Place.DETAIL,
+            "its diff, file by file: the whole change, or one implementing attempt's",
+            show=True),
     Command("log.follow", ("f",), "follow_log", "follow/pause", Place.LOG,
             "pause or resume following the output", show=True),
     Command("log.search", ("slash",), "search_log", "search log", Place.LOG,
             "search the log", show=True),
     Command("log.next_match", ("n",), "next_match", "next match", Place.LOG,
             "the next match"),
+    # -- the diff --
+    Command("diff.view", ("v",), "toggle_view", "whole/attempt", Place.DIFF,
+            "switch between the whole change and one implementing attempt's", show=True),
+    Command("diff.previous_attempt", ("left_square_bracket",), "attempt(-1)", "prev attempt",
+            Place.DIFF, "the previous implementing attempt", show=True),
+    Command("diff.next_attempt", ("right_square_bracket",), "attempt(1)", "next attempt",
+            Place.DIFF, "the next implementing attempt", show=True),
     # -- the cost, audit and agents panes --
     Command("reload", ("r",), "reload", "reload", Place.PANES,
             "read it again", show=True),
@@ -203,6 +216,10 @@ WIDGET_KEYS: Mapping[Place, tuple[tuple[str, str], ...]] = {
     ),
     Place.BOARD: (("↑ ↓", "previous / next card"), ("esc", "clear the filter")),
     Place.INBOX: (("enter", "decide on the highlighted task"),),
+    Place.DIFF: (
+        ("↑ ↓", "in the file list: a file, or all files"),
+        ("tab", "to the diff, to scroll it"),
+    ),
     Place.DIALOGS: (("tab / shift+tab", "next / previous field or button"),),
     Place.APPROVAL: (("enter", "in the reason: reject with it"),),
     Place.ANSWER: (("enter", "send the answer"),),

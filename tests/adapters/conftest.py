@@ -33,6 +33,7 @@ def make_request(workdir: Path) -> Callable[..., AgentRequest]:
         **fields,
     ) -> AgentRequest:
         fields.setdefault("cwd", workdir)
+        fields.setdefault("log_dir", workdir.parent / "run-logs")  # never the worktree
         return AgentRequest(
             task_id="T-7",
             run_id="R-1",

@@ -26,8 +26,14 @@ async def run(adapter, request, sink=None, abort=None):
     return await adapter.run(request, sink or Sink(), abort or asyncio.Event())
 
 
+def logged(result) -> bytes:
+    """The run's log, from the file it was spooled to."""
+    assert result.log is not None
+    return result.log.path.read_bytes()
+
+
 def spawned_pid(result) -> int:
-    for line in result.log.decode().splitlines():
+    for line in logged(result).decode().splitlines():
         if '"spawned"' in line:
             return json.loads(line)["pid"]
     raise AssertionError("the agent reported no child")
@@ -84,7 +90,7 @@ async def test_a_prompt_over_100_kb_in_bytes_goes_through_a_private_temp_file(
     assert len(prompt) < PROMPT_FILE_THRESHOLD < len(prompt.encode())
     result = await run(scripted, make_request(prompt=prompt))
     assert result.ok, result.error
-    init = json.loads(result.log.decode().splitlines()[0])
+    init = json.loads(logged(result).decode().splitlines()[0])
     path = Path(init["prompt_file"])
     assert init["prompt_file_mode"] == "0o600"
     assert init["prompt_bytes"] == len(prompt.encode())
@@ -99,7 +105,7 @@ async def test_the_temp_file_is_removed_after_a_timeout_too(scripted, make_reque
         scripted, make_request(prompt=prompt, args=("--misbehave", "hang"), timeout_s=1)
     )
     assert result.failure is Failure.TIMEOUT
-    init = json.loads(result.log.decode().splitlines()[0])
+    init = json.loads(logged(result).decode().splitlines()[0])
     assert not Path(init["prompt_file"]).exists()
     await eventually(lambda: not alive(spawned_pid(result)))
 
@@ -117,7 +123,7 @@ async def test_a_successful_run_fills_the_result(scripted, make_request):
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
     assert result.files_changed == ("changes/T-7.md",)
     assert result.duration_s > 0
-    assert result.log.decode() == sink.text()  # nothing on stderr: the log is stdout
+    assert logged(result).decode() == sink.text()  # nothing on stderr: the log is stdout
     assert next(e["type"] for e in sink.events()) == "system"
 
 
@@ -182,7 +188,7 @@ async def test_a_flood_with_a_huge_line_still_ends_in_an_answer(scripted, make_r
     result = await run(scripted, make_request("QA", args=("--misbehave", "flood:3000000")), sink)
     assert result.ok, result.error
     assert max(len(line) for line in sink.text().splitlines()) > 100_000
-    assert sink.text("stderr") and len(result.log) >= 3_000_000
+    assert sink.text("stderr") and len(logged(result)) >= 3_000_000
     parse_answer(TaskState.QA, result.final_text)
 
 

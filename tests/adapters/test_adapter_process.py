@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import signal
 import sys
@@ -251,6 +252,38 @@ async def test_a_big_log_waits_on_disk_and_comes_back_byte_exact(tmp_path):
     expected = b"".join(bytes([i]) * 65536 for i in range(80))
     marker = truncation(3 * 2**20)
     assert done.log == expected[: 3 * 2**20] + marker
+
+
+async def test_an_agents_log_is_spooled_to_its_file_byte_exact_with_its_size_and_hash(tmp_path):
+    # 5 MiB of output, 3 MiB kept: written to the named file as it comes, hashed as written
+    code = "import os\nfor i in range(80):\n    os.write(1, bytes([i]) * 65536)\n"
+    spool = tmp_path / "logs" / "R-1.log"
+    spool.parent.mkdir()
+    done = await run(py(code), tmp_path, log_limit=3 * 2**20, log_to=spool)
+    expected = b"".join(bytes([i]) * 65536 for i in range(80))[: 3 * 2**20] + truncation(3 * 2**20)
+    assert done.log == b"" and done.log_file is not None
+    assert done.log_file.path == spool and spool.read_bytes() == expected
+    assert done.log_file.size == len(expected)
+    assert done.log_file.sha256 == hashlib.sha256(expected).hexdigest()
+    quiet = await run(py("pass"), tmp_path, log_to=tmp_path / "logs" / "R-2.log")
+    assert quiet.log_file is not None and quiet.log_file.size == 0  # a file all the same
+    assert quiet.log_file.path.read_bytes() == b""
+
+
+async def test_a_cancelled_run_removes_the_file_its_log_was_spooled_to(tmp_path):
+    spool = tmp_path / "R-1.log"
+    running = asyncio.create_task(
+        run(
+            py("import os, time\nos.write(1, b'x' * 3_000_000)\ntime.sleep(60)"),
+            tmp_path,
+            log_to=spool,
+        )
+    )
+    await eventually(lambda: spool.exists())
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert not spool.exists()
 
 
 async def test_a_log_fed_past_the_spill_holds_little_in_memory():

@@ -37,6 +37,7 @@ REQUIRE_PG = os.environ.get("T25_REQUIRE_PG") == "1"
 class Backend(Protocol):
     async def open(self) -> Store: ...
     async def corrupt_blob(self, sha256: str) -> None: ...
+    async def corrupt_chunk(self, sha256: str, n: int) -> None: ...
     async def drop(self) -> None: ...
 
 
@@ -58,6 +59,21 @@ class SqliteBackend:
                     db.execute(
                         "UPDATE blobs SET content = CAST(content || x'00' AS BLOB) WHERE sha256 = ?",
                         (sha256,),
+                    )
+            finally:
+                db.close()
+
+        await asyncio.to_thread(tamper)
+
+    async def corrupt_chunk(self, sha256: str, n: int) -> None:
+        def tamper() -> None:
+            db = sqlite3.connect(self.path)
+            try:
+                with db:
+                    db.execute(
+                        "UPDATE blob_chunks SET content = CAST(x'00' || substr(content, 2) AS BLOB)"
+                        " WHERE sha256 = ? AND n = ?",
+                        (sha256, n),
                     )
             finally:
                 db.close()
@@ -201,6 +217,20 @@ class PostgresBackend:
         finally:
             await con.close()
 
+    async def corrupt_chunk(self, sha256: str, n: int) -> None:
+        import asyncpg
+
+        con = await asyncpg.connect(self.url)
+        try:
+            await con.execute(
+                "UPDATE blob_chunks SET content = '\\x00'::bytea || substr(content, 2)"
+                " WHERE sha256 = $1 AND n = $2",
+                sha256,
+                n,
+            )
+        finally:
+            await con.close()
+
     async def drop(self) -> None:
         if self.created and self._clones is not None:
             self._clones.drop(self.name)
@@ -259,3 +289,9 @@ async def project(store: Store) -> Project:
     return await store.upsert_project(
         Project(name="demo", repo_path="/srv/demo", default_branch="main")
     )
+
+
+@pytest.fixture
+def corrupt_chunk(backend: Backend) -> Callable[[str, int], Awaitable[None]]:
+    """Change one stored chunk of a chunked blob behind the store's back."""
+    return backend.corrupt_chunk

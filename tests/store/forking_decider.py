@@ -27,12 +27,17 @@ async def cancel(config_path: Path, task: str) -> None:
     store = await open_store(config.store_url)
     try:
         control = ControlPlane(config, store)
-        print("deciding", flush=True)
+        _say("deciding")
         began = time.monotonic()
         await control.cancel(task, actor="killer", reason="killed at random")
-        print(f"decided {time.monotonic() - began:.4f}", flush=True)
+        _say(f"decided {time.monotonic() - began:.4f}")
     finally:
         await store.close()
+
+
+def _say(line: str) -> None:
+    """One whole line in one write: a child killed at any point leaves no half line."""
+    os.write(sys.stdout.fileno(), f"{line}\n".encode())
 
 
 def main(config_path: Path) -> None:
@@ -45,9 +50,9 @@ def main(config_path: Path) -> None:
             except BaseException:  # noqa: BLE001 - the status says it
                 os._exit(1)
             os._exit(0)
-        print(f"pid {pid}", flush=True)
+        _say(f"pid {pid}")
         _, status = os.waitpid(pid, 0)
-        print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
+        _say(f"exit {os.waitstatus_to_exitcode(status)}")
 
 
 if __name__ == "__main__":

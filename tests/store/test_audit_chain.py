@@ -291,6 +291,9 @@ class _Trees:
     def __init__(self, refuses: bool) -> None:
         self.refuses = refuses
 
+    async def holds(self, task) -> bool:
+        return True  # the checkout is here: this process merges
+
     async def moved_since_review(self, task) -> None:
         return None
 

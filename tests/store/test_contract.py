@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import inspect
 from datetime import UTC, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from core.domain.events import (
     TaskUpdated,
 )
 from core.domain.models import (
+    Artifact,
     ArtifactKind,
     ArtifactMeta,
     AuditAnchor,
@@ -32,6 +34,7 @@ from core.domain.models import (
     TaskType,
     Usage,
 )
+from core.domain.output import truncation_marker
 from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
 from core.ports import DecisionWrite, Store
 
@@ -218,8 +221,8 @@ async def test_unknown_task_is_not_found(store: Store, project: Project) -> None
 
 async def test_only_mutable_fields_can_be_set(store: Store, project: Project) -> None:
     task = await new_task(store)
-    with pytest.raises(ValueError, match="title"):
-        await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"title": "sneaky"})
+    with pytest.raises(ValueError, match="project"):
+        await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"project": "sneaky"})
     with pytest.raises(ValueError, match="state"):
         await store.update_task(
             task.id, S.RECEIVED, {"state": "DONE"}, TaskUpdated(fields={}, actor="a")
@@ -348,6 +351,29 @@ async def test_claims_go_oldest_first(store: Store, project: Project) -> None:
     ]
     leases = [await store.claim_run("w", 30) for _ in runs]
     assert [lease.run_id for lease in leases if lease] == [r.id for r in runs]
+
+
+async def test_claims_go_by_priority_then_oldest_first(store: Store, project: Project) -> None:
+    filed = [
+        (await store.create_task(NewTask(project=project.name, title=t, priority=p), actor="a"))[0]
+        for t, p in (("low", -1), ("plain", 0), ("urgent", 5), ("plain too", 0))
+    ]
+    assert [t.priority for t in filed] == [-1, 0, 5, 0]
+    for task in filed:
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    leases = [await store.claim_run("w", 30) for _ in filed]
+    order = [lease.task_id for lease in leases if lease]
+    assert order == [filed[2].id, filed[1].id, filed[3].id, filed[0].id]
+
+
+async def test_a_task_keeps_the_tasks_it_waits_for(store: Store, project: Project) -> None:
+    first = await new_task(store)
+    task, _ = await store.create_task(
+        NewTask(project=project.name, title="later", after=(first.id,)), actor="a"
+    )
+    assert task.after == (first.id,)
+    again = await store.get_task(task.id)
+    assert again is not None and again.after == (first.id,) and again.priority == 0
 
 
 async def test_each_run_is_claimed_exactly_once(
@@ -632,6 +658,74 @@ async def test_corrupted_artifact_is_detected(store: Store, project: Project, co
     assert artifact.id in message and artifact.sha256 in message
     tampered = hashlib.sha256(b"the real plan\x00").hexdigest()
     assert tampered in message
+
+
+def big_log(size: int) -> bytes:
+    """Content over one chunk: numbered lines, so a misplaced chunk would show."""
+    lines = b"".join(b"line %08d of the agent's output\n" % n for n in range(size // 32 + 1))
+    return lines[:size] + truncation_marker(size, size).encode()
+
+
+async def streamed(store: Store, artifact_id: str) -> tuple[Artifact, list[bytes]]:
+    artifact, chunks = await store.stream_artifact(artifact_id)
+    return artifact, [chunk async for chunk in chunks]
+
+
+async def test_a_large_artifact_is_stored_from_a_file_and_streamed_back_in_chunks(
+    store: Store, project: Project, tmp_path: Path
+) -> None:
+    lease = await leased_run(store)
+    content = big_log(2 * 2**20 + 12345)  # three chunks, the last one short
+    path = tmp_path / "run.log"
+    path.write_bytes(content)
+    meta = ArtifactMeta(kind=ArtifactKind.LOG, task_id=lease.task_id, run_id=lease.run_id)
+
+    first = await store.put_artifact_file(path, meta)
+    second = await store.put_artifact_file(path, meta.model_copy(update={"adapter": "codex"}))
+
+    assert first.sha256 == second.sha256 == hashlib.sha256(content).hexdigest()
+    assert first.size == len(content) and first.id != second.id
+    read, chunks = await streamed(store, first.id)
+    assert read == first and b"".join(chunks) == content
+    assert [len(c) for c in chunks] == [2**20, 2**20, len(content) - 2 * 2**20]
+    assert (await store.get_artifact(second.id))[1] == content  # whole, for a caller that asks
+
+
+async def test_a_small_artifact_streams_as_one_chunk_and_a_small_file_is_stored_whole(
+    store: Store, project: Project, tmp_path: Path
+) -> None:
+    path = tmp_path / "short.log"
+    path.write_bytes(b"said a little\n")
+    artifact = await store.put_artifact_file(path, ArtifactMeta(kind=ArtifactKind.LOG))
+
+    assert (await streamed(store, artifact.id))[1] == [b"said a little\n"]
+    with pytest.raises(NotFound, match="A-99"):
+        await store.stream_artifact("A-99")
+
+
+async def test_a_streamed_artifact_with_a_tampered_chunk_fails_verification(
+    store: Store, project: Project, tmp_path: Path, corrupt_chunk
+) -> None:
+    content = big_log(3 * 2**20)
+    path = tmp_path / "run.log"
+    path.write_bytes(content)
+    artifact = await store.put_artifact_file(path, ArtifactMeta(kind=ArtifactKind.LOG))
+
+    await corrupt_chunk(artifact.sha256, 1)
+
+    _, chunks = await store.stream_artifact(artifact.id)
+    passed: list[bytes] = []
+
+    async def read_all() -> None:
+        async for chunk in chunks:
+            passed.append(chunk)  # noqa: PERF401 - each as it comes, up to the error
+
+    with pytest.raises(ArtifactCorrupted, match=artifact.id) as e:
+        await read_all()
+    assert len(passed) == 4 and b"".join(passed) != content  # raised after the last chunk
+    assert artifact.sha256 in str(e.value)
+    with pytest.raises(ArtifactCorrupted):
+        await store.get_artifact(artifact.id)
 
 
 # -- audit anchor -----------------------------------------------------------------------------

@@ -38,3 +38,13 @@ def test_postgres_schema_mirrors_the_sqlite_tables() -> None:
         return set(re.findall(r"CREATE TABLE (\w+)", text))
 
     assert tables("postgres") == tables("sqlite") | POSTGRES_ONLY
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_0011_keeps_large_blobs_in_numbered_chunks_beside_the_whole_ones(dialect: str) -> None:
+    (chunked,) = [m for m in migrations.load(dialect) if m.id == 11]
+    assert chunked.name == "blob_chunks"
+    sql = " ".join(chunked.sql.split())
+    assert re.search(r"ALTER TABLE blobs ADD COLUMN chunks \w+ NOT NULL DEFAULT 0", sql)
+    assert re.search(r"CREATE TABLE blob_chunks \( sha256 \w+ NOT NULL REFERENCES blobs", sql)
+    assert "PRIMARY KEY (sha256, n)" in sql

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.domain.models import NewRun, NewTask, Project, TaskState
+from core.domain.models import ArtifactKind, ArtifactMeta, NewRun, NewTask, Project, TaskState
 from core.errors import StoreError
 from store import migrations, open_store
 from store.sqlite_file import APPLICATION_ID
@@ -262,3 +262,38 @@ async def test_0007_keeps_the_oldest_live_run_of_a_doubled_stage_and_tokens_go_o
         assert lease is not None and lease.token == 8  # past every token any run holds
     finally:
         await store.close()
+
+
+# What 0011 adds, taken out again: the file as a T25 before 0011 left it.
+BEFORE_0011 = """
+DROP TABLE blob_chunks;
+ALTER TABLE blobs DROP COLUMN chunks;
+DELETE FROM schema_migrations WHERE id = 11;
+"""
+
+
+async def test_0011_keeps_the_blobs_stored_whole_and_stores_large_ones_in_chunks(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t25.db"
+    store = await open_store(url(path))
+    plan = await store.put_artifact(b"# Plan\n", ArtifactMeta(kind=ArtifactKind.PLAN))
+    await store.close()
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(BEFORE_0011)
+    finally:
+        db.close()
+
+    store = await open_store(url(path))  # 0011 again
+    try:
+        assert (await store.get_artifact(plan.id))[1] == b"# Plan\n"  # whole, as it was
+        log = tmp_path / "run.log"
+        log.write_bytes(b"x" * (2**20 + 1))
+        stored = await store.put_artifact_file(log, ArtifactMeta(kind=ArtifactKind.LOG))
+        assert (await store.get_artifact(stored.id))[1] == log.read_bytes()
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT chunks FROM blobs WHERE sha256 = ?", (plan.sha256,)).fetchone()
+        assert db.execute("SELECT count(*) FROM blob_chunks").fetchone() == (2,)

@@ -20,6 +20,7 @@ from t25_tui.tui.screens.dialogs import (
     MessageDialog,
     NewTaskDialog,
 )
+from t25_tui.tui.screens.diff import DiffScreen
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
@@ -32,6 +33,7 @@ BOUND_BY = {
     Node.APP: [T25App],
     Node.BOARD: [Board],
     Node.DETAIL: [TaskDetail],
+    Node.DIFF: [DiffScreen],
     Node.INBOX: [Inbox],
     Node.PANES: [CostPane, AuditPane, ProfilesPane],
     Node.APPROVAL: [ApprovalDialog],

@@ -99,3 +99,11 @@ def test_cost_pane(snap_compare, seeded_app):
 
 def test_audit_pane(snap_compare, seeded_app):
     assert snap_compare(seeded_app(), terminal_size=(120, 36), run_before=_then("u"))
+
+
+def test_diff_screen_at_80x24(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(80, 24), run_before=_open("T-1", "d"))
+
+
+def test_diff_screen_at_160x48(snap_compare, seeded_app):
+    assert snap_compare(seeded_app(), terminal_size=(160, 48), run_before=_open("T-1", "d"))

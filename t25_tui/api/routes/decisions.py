@@ -13,7 +13,14 @@ from fastapi import APIRouter, Request
 from core.domain.decisions import Decision, Verb
 from core.domain.models import Task, TaskState
 from t25_tui.api import document
-from t25_tui.api.bodies import AnswerBody, ApprovalBody, DecisionBody, MergeBody, ResetBody
+from t25_tui.api.bodies import (
+    AnswerBody,
+    ApprovalBody,
+    DecisionBody,
+    EditBody,
+    MergeBody,
+    ResetBody,
+)
 from t25_tui.api.services import Ops, actor_of
 
 router = APIRouter()
@@ -85,6 +92,29 @@ async def reset(control: Ops, request: Request, ref: str, body: ResetBody) -> Ta
         actor=actor_of(request, body.actor),
         text=body.reason,
         stage=TaskState(body.to),
+    )
+    return await control.decide(decision)
+
+
+@router.post(
+    "/tasks/{ref}/edit",
+    response_model=Task,
+    responses=document.DECIDE,
+    summary="Edit a task's title, description, type or priority (as `t25 task edit`)",
+)
+async def edit(control: Ops, request: Request, ref: str, body: EditBody) -> Task:
+    """Only the fields given change; refused (409) once the task has gone past where that
+    field may change, and (422) when none is given."""
+    named = {"title": body.title, "description": body.description, "priority": body.priority}
+    changes: dict[str, str | int] = {k: v for k, v in named.items() if v is not None}
+    if body.type is not None:
+        changes["type"] = body.type.value
+    decision = Decision(
+        verb=Verb.EDIT,
+        task=ref,
+        actor=actor_of(request, body.actor),
+        text=body.reason,
+        changes=changes,
     )
     return await control.decide(decision)
 

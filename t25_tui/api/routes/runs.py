@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
 
-from core.domain.models import Artifact, Run, RunStatus
+from core.domain.models import Artifact, Run, RunStatus, artifact_id
 from t25_tui.api import document
 from t25_tui.api.bodies import json_list
-from t25_tui.api.services import Ops
+from t25_tui.api.services import Control, Ops
 
 router = APIRouter()
+
+STREAMED_OVER = 2**20  # an artifact larger than this is streamed, not held
 
 _CONTENT = {
     "content": {
@@ -41,15 +44,21 @@ async def artifacts(control: Ops, task: str | None = None) -> Response:
     response_class=Response,
     responses={200: _CONTENT, **document.READ},
 )
-async def artifact(control: Ops, ref: str) -> Response:
-    """The content, verified against its SHA-256; its provenance is in `X-T25-Artifact`."""
-    meta, content = await control.artifact(ref)
-    return Response(
-        content,
-        media_type=meta.meta.media_type,
-        headers={
-            "X-T25-SHA256": meta.sha256,
-            "X-T25-Kind": meta.meta.kind,
-            "X-T25-Artifact": json.dumps(meta.model_dump(mode="json")),
-        },
-    )
+async def artifact(control: Control, ref: str) -> Response:
+    """The content, verified against its SHA-256; its provenance is in `X-T25-Artifact`.
+    A large one (a run's log) is streamed from the store a chunk at a time, never held: it
+    is read through once to verify it (a 422 when it is damaged), then sent."""
+    store = control.store
+    meta, content = await store.stream_artifact(artifact_id(ref))
+    headers = {
+        "X-T25-SHA256": meta.sha256,
+        "X-T25-Kind": meta.meta.kind,
+        "X-T25-Artifact": json.dumps(meta.model_dump(mode="json")),
+    }
+    if meta.size <= STREAMED_OVER:
+        whole = b"".join([chunk async for chunk in content])
+        return Response(whole, media_type=meta.meta.media_type, headers=headers)
+    async for _ in content:  # verified to its end before a status is given
+        pass
+    _, content = await store.stream_artifact(meta.id)
+    return StreamingResponse(content, media_type=meta.meta.media_type, headers=headers)

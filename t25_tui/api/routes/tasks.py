@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 
 from core.domain.detail import TaskDetail
+from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import MAX_ID, Task, TaskState
 from core.ports import Operations
 from t25_tui.api import document
@@ -52,7 +53,27 @@ async def new_task(control: Ops, request: Request, body: NewTaskBody) -> Task:
         description=body.description,
         project=body.project,
         request_key=body.request_key,
+        priority=body.priority,
+        after=body.after,
     )
+
+
+@router.get(
+    "/tasks/{ref}/evidence/approval", response_model=ApprovalEvidence, responses=document.READ
+)
+async def approval_evidence(control: Ops, ref: str) -> ApprovalEvidence:
+    """What an approval of the task's plan is decided on: the spec, the plan and its
+    SHA-256 (send it as `bound_to`), earlier rejections and answers, and an estimate of the
+    stages left from this project's past runs."""
+    return await control.approval_evidence(ref)
+
+
+@router.get("/tasks/{ref}/evidence/merge", response_model=MergeEvidence, responses=document.READ)
+async def merge_evidence(control: Ops, ref: str) -> MergeEvidence:
+    """What a merge would take: the reviewed head, the commits (where serve has the
+    checkout) and diff stat, the QA checks, the review rounds, the protected paths, and
+    why a merge would be refused now (`refusal`, null when it may go ahead)."""
+    return await control.merge_evidence(ref)
 
 
 @router.get("/tasks/{ref}", response_model=TaskDetail, responses=document.READ)

@@ -1,4 +1,5 @@
-"""The lease protocol of remote workers: `POST /worker/claim|heartbeat|prompt|events|complete|release`.
+"""The lease protocol of remote workers: `POST /worker/claim|heartbeat|prompt|events|complete|release`,
+and `PUT /worker/log`.
 
 These routes are the control plane's run queue (core.ports.RunQueue) over HTTP: each calls
 the in-process run queue a local worker calls, so a remote worker and a local one are
@@ -7,10 +8,15 @@ held to the same lease. A call under a lease that expired or whose token is stal
 sent again under the same `Idempotency-Key` gets the first answer again and is not done
 twice (t25_tui.api.idempotency). A completion sent again under the lease that finished
 its run is answered as done, even by a serve restarted since.
+
+A run's log is uploaded before its completion, a chunk at a time (`PUT /worker/log`, each
+chunk from an offset, kept once however often it is sent: t25_tui.api.uploads); the
+completion names it by size and SHA-256, and serve keeps its own copy as the log artifact.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -19,13 +25,28 @@ from fastapi.responses import JSONResponse
 from core.control.run_queue import LocalRunQueue
 from core.domain.events import Event
 from core.domain.models import Lease, Run, RunStatus, TaskState
-from core.errors import LeaseLost
+from core.domain.reports import RunReport
+from core.errors import InvalidInput, LeaseLost
 from core.ports import Claim
 from t25_tui.api import document
-from t25_tui.api.bodies import ClaimBody, CompleteBody, EventsBody, LeaseBody, PromptBody
-from t25_tui.api.services import Remembered, Runs
+from t25_tui.api.bodies import (
+    ClaimBody,
+    CompleteBody,
+    Count,
+    EventsBody,
+    LeaseBody,
+    PromptBody,
+    RunId,
+    TaskId,
+    TtlS,
+    WorkerName,
+)
+from t25_tui.api.services import Remembered, Runs, Uploads
+from t25_tui.api.uploads import CHUNK_BYTES, LogUploads
 
 router = APIRouter(prefix="/worker")
+
+COMPLETING_S = 60.0  # the lease, proved before serve stores a log, holds this long to finish
 
 
 @router.post(
@@ -80,28 +101,81 @@ async def run_events(
     return await answers.once(request, recorded)
 
 
+@router.put(
+    "/log",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": f"the log's bytes from `offset`, at most {CHUNK_BYTES} of them",
+            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+        }
+    },
+    responses=document.LEASE,
+)
+async def upload_log(
+    runs: Runs,
+    uploads: Uploads,
+    request: Request,
+    run_id: RunId,
+    task_id: TaskId,
+    token: Count,
+    worker: WorkerName,
+    offset: Count,
+    ttl_s: TtlS = 30.0,
+) -> dict[str, int]:
+    """One chunk of a run's log, under its lease (which it extends by `ttl_s`), from
+    `offset`. Answers `received`: where to send from next. A chunk sent again is kept once;
+    one past the end of what serve has is not kept (`received` says where that is)."""
+    held = Lease(
+        run_id=run_id, task_id=task_id, token=token, worker=worker, expires_at=datetime.now(UTC)
+    )
+    lease = await runs.heartbeat(held, ttl_s)  # a lost lease's log is dropped
+    return {"received": await uploads.write(lease, offset, await request.body())}
+
+
 @router.post("/complete", responses=document.LEASE)
 async def complete(
-    runs: Runs, body: CompleteBody, request: Request, answers: Remembered
+    runs: Runs, uploads: Uploads, body: CompleteBody, request: Request, answers: Remembered
 ) -> Response:
     async def completed() -> Response:
         try:
-            task = await runs.pipeline.complete(body.lease, body.report)
-        except LeaseLost:
+            report = await _with_uploaded_log(runs, uploads, body.lease, body.report)
+            task = await runs.pipeline.complete(body.lease, report)
+        except (LeaseLost, InvalidInput) as exc:  # a retry may find its upload kept, removed
             if not await _completed_before(runs, body.lease):
+                if isinstance(exc, LeaseLost):
+                    uploads.discard(body.lease)  # a lost lease's log is dropped
                 raise
             task = await runs.control.task(body.lease.task_id)
+        uploads.discard(body.lease)  # kept in the store now
         return JSONResponse({"task": task.model_dump(mode="json") if task else None})
 
     return await answers.once(request, completed)
 
 
 @router.post("/release", response_model=Run, responses=document.LEASE)
-async def release(runs: Runs, body: LeaseBody, request: Request, answers: Remembered) -> Response:
+async def release(
+    runs: Runs, uploads: Uploads, body: LeaseBody, request: Request, answers: Remembered
+) -> Response:
     async def released() -> Response:
+        uploads.discard(body.lease)
         return JSONResponse((await runs.released(body.lease)).model_dump(mode="json"))
 
     return await answers.once(request, released)
+
+
+async def _with_uploaded_log(
+    runs: LocalRunQueue, uploads: LogUploads, lease: Lease, report: RunReport
+) -> RunReport:
+    """The report with its log as serve's own copy, checked against what the worker said of
+    it: the worker's `path` names nothing here. The lease first (LeaseLost): the log of a
+    lease that is gone is none of serve's business."""
+    result = report.result
+    if result is None or result.log is None:
+        return report
+    await runs.heartbeat(lease, COMPLETING_S)
+    log = await uploads.take(lease, result.log)
+    return report.model_copy(update={"result": result.model_copy(update={"log": log})})
 
 
 async def _completed_before(runs: LocalRunQueue, lease: Lease) -> bool:

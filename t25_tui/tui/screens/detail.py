@@ -116,6 +116,13 @@ class TaskDetail(T25Screen):
         self.action_tab("log")
         self.query_one(LogPane).action_next_match()
 
+    @work(group="diff", exclusive=True, exit_on_error=False)
+    async def action_diff(self) -> None:
+        """Its diff, on a screen of its own, pushed once the diff is read."""
+        from t25_tui.tui.screens.diff import diff_screen
+
+        self.app.push_screen(await diff_screen(self.control, self.task_id, self.clock))
+
     @work(group="detail", exclusive=True, exit_on_error=False)
     async def reload(self, first: bool = False) -> None:
         detail = await self.control.detail(self.task_id)

@@ -21,6 +21,7 @@ from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 import core.domain.text
 from core.domain.decisions import Verb
+from core.domain.evidence import ApprovalEvidence
 from core.domain.models import Task, TaskType
 from core.errors import InvalidInput
 from t25_tui.tui.cards import literal
@@ -61,6 +62,38 @@ def plan_text(plan: dict[str, Any] | None, raw: str) -> Text:
     return out
 
 
+def spec_text(found: ApprovalEvidence) -> Text:
+    """The spec the plan serves: its summary and acceptance criteria."""
+    out = Text()
+    if found.spec is None:
+        return out
+    out.append("spec   ", style="bold")
+    out.append(literal(found.spec.summary, multiline=True))
+    for criterion in found.spec.acceptance_criteria:
+        out.append("\n  ✓ ")
+        out.append(literal(criterion))
+    out.append("\n")
+    return out
+
+
+def past_text(found: ApprovalEvidence) -> Text:
+    """What is behind and ahead of the plan: its SHA-256 (what an approval binds to), the
+    earlier rejections and answers, and the cost of the stages left."""
+    out = Text()
+    if found.plan_sha256:
+        out.append("\nsha    ", style="bold")
+        out.append(found.plan_sha256)
+    for rejected in found.rejections:
+        out.append("\nrejected ", style="bold")
+        out.append(literal(rejected))
+    for answer in found.answers:
+        out.append("\nanswered ", style="bold")
+        out.append(literal(answer))
+    out.append("\ncost   ", style="bold")
+    out.append(literal(found.estimate_line()))
+    return out
+
+
 def parse_plan(raw: str) -> dict[str, Any] | None:
     try:
         plan = json.loads(raw)
@@ -81,10 +114,11 @@ class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
 
     BINDINGS = bindings(Node.APPROVAL)
 
-    def __init__(self, task: Task, plan_raw: str) -> None:
+    def __init__(self, task: Task, plan_raw: str, evidence: ApprovalEvidence | None = None) -> None:
         super().__init__(classes="dialog")
         self.task_ = task
         self.plan_raw = plan_raw
+        self.evidence = evidence
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
@@ -92,7 +126,11 @@ class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
                 _title(self.task_, f"Approve the plan of {self.task_.id}: "), classes="dialog-title"
             )
             with VerticalScroll(classes="dialog-body"):
+                if self.evidence is not None:
+                    yield Static(spec_text(self.evidence), id="spec")
                 yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
+                if self.evidence is not None:
+                    yield Static(past_text(self.evidence), id="past")
             yield Input(
                 placeholder="why reject? (the planner reads it) — or a comment to approve with",
                 id="reason",

@@ -1,6 +1,8 @@
 """A live per-run log: follows an agent's output as it streams, replays a finished run.
 
-Writing to a `Log` line by line is slow, so output is buffered and written in batches on
+Output is shown as `t25 logs` shows it: rendered by `adapters.transcript` (messages, tool
+calls, results, errors), a transcript per stream so an event split across two batches is
+read whole. Writing to a `Log` line by line is slow, so output is buffered and written in batches on
 a short timer (toolong's habit); `max_lines` bounds memory whatever an agent prints.
 Replay reads the run's `RunOutput` events from the store; live events that arrive while
 replaying are held and applied after it, skipping any the replay already wrote. The screen
@@ -16,8 +18,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
-from core.domain.events import RunOutput
-from core.domain.text import printable
+from adapters.transcript import Transcript, as_text
+from core.domain.events import RunFinished, RunOutput
 from core.ports import Operations
 from t25_tui.tui.cards import literal
 
@@ -63,6 +65,7 @@ class LogPane(Vertical):
         self.written = 0  # characters written, for tests and the benchmark
         self._query = ""
         self._match_line = -1
+        self._transcripts: dict[str, Transcript] = {}  # by stream, of the run shown
 
     def compose(self) -> ComposeResult:
         yield Static(self._status(), classes="log-status")
@@ -90,17 +93,23 @@ class LogPane(Vertical):
         self.cursor = 0
         self._buffer.clear()
         self._held.clear()
+        self._transcripts.clear()
         self.replayed = False
         self.output.clear()
         self.query_one(".log-status", Static).update(self._status())
         self.replay()
 
-    @staticmethod
-    def shown(text: str) -> str:
-        """Agent output as the log shows it. Textual's `Log` replaces only U+0000–U+0014,
-        so an ESC from an agent would reach the terminal: everything `core.domain.text` refuses
-        is escaped instead (a CRLF line end is just a line end)."""
-        return printable(text.replace("\r\n", "\n"), multiline=True)
+    def shown(self, event: RunOutput) -> str:
+        """A batch of agent output as the log shows it: the lines it completes, rendered
+        (everything an agent wrote is escaped there, so no ESC reaches the terminal)."""
+        transcript = self._transcripts.setdefault(event.stream, Transcript())
+        return "".join(as_text(entry) + "\n" for entry in transcript.feed(event.text))
+
+    def _finished(self) -> None:
+        """The run ended: the last lines it left unfinished."""
+        for transcript in self._transcripts.values():
+            self._buffer.extend(as_text(entry) + "\n" for entry in transcript.close())
+        self._transcripts.clear()
 
     def take(self, event: RunOutput) -> None:
         """A live batch of output from the bridge: buffer it for the next flush."""
@@ -110,7 +119,7 @@ class LogPane(Vertical):
             self._held.append(event)
         elif event.id > self.cursor:
             self.cursor = event.id
-            self._buffer.append(self.shown(event.text))
+            self._buffer.append(self.shown(event))
 
     @work(group="log-replay", exclusive=True, exit_on_error=False)
     async def replay(self) -> None:
@@ -121,7 +130,9 @@ class LogPane(Vertical):
             for e in events:
                 after = e.id
                 if isinstance(e, RunOutput) and e.run_id == run_id:
-                    self._buffer.append(self.shown(e.text))
+                    self._buffer.append(self.shown(e))
+                elif isinstance(e, RunFinished) and e.run_id == run_id:
+                    self._finished()
             if len(events) < 5000:
                 break
         if run_id != self.run_id:
@@ -130,7 +141,7 @@ class LogPane(Vertical):
         for e in self._held:
             if e.id > self.cursor:
                 self.cursor = e.id
-                self._buffer.append(self.shown(e.text))
+                self._buffer.append(self.shown(e))
         self._held.clear()
         self.replayed = True
         self.flush()

@@ -1,0 +1,147 @@
+"""Gathering what an operator sees before deciding (core.domain.evidence), from the store.
+
+`approval` reads the spec, the newest plan (re-hashed: the SHA-256 an approval binds to),
+the task's earlier rejections and answers, and estimates the stages left from this
+project's past runs of each role's first profile. `merge` reads the reviewed head, the
+last implementation's diff stat, the QA report, the review rounds and the protected paths;
+the control plane adds the commits from git where it has the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from core.control.policies import evaluate_review, merge_refusal
+from core.domain.answers import PlanAnswer, ReviewAnswer, SpecAnswer
+from core.domain.decisions import Verb
+from core.domain.events import DecisionRecorded
+from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
+from core.domain.models import ArtifactKind, CheckResult, DiffStat, RunStatus, Task, TaskState
+
+if TYPE_CHECKING:
+    from core.control.queries import Queries
+
+# The stages an approved plan has ahead of it, and the role working each.
+AFTER_APPROVAL = (
+    (TaskState.IMPLEMENTING, "dev"),
+    (TaskState.QA, "qa"),
+    (TaskState.REVIEW, "reviewer"),
+    (TaskState.DOCS, "docs"),
+)
+
+
+async def approval(queries: Queries, task: Task) -> ApprovalEvidence:
+    spec = await _newest(queries, task, ArtifactKind.SPEC)
+    plan = await _newest(queries, task, ArtifactKind.PLAN)
+    decisions = await queries.decisions(task.id)
+    return ApprovalEvidence(
+        spec=SpecAnswer.model_validate_json(spec[1]) if spec else None,
+        plan=PlanAnswer.model_validate_json(plan[1]) if plan else None,
+        plan_sha256=f"sha256:{plan[0]}" if plan else None,
+        rejections=_said(decisions, Verb.REJECT),
+        answers=_said(decisions, Verb.ANSWER),
+        estimate=await _estimate(queries, task),
+    )
+
+
+async def merge(queries: Queries, task: Task) -> MergeEvidence:
+    diff = await _newest(queries, task, ArtifactKind.DIFF)
+    qa = await _newest(queries, task, ArtifactKind.QA_REPORT)
+    checks = (
+        [CheckResult.model_validate(c) for c in json.loads(qa[1]).get("checks", [])] if qa else []
+    )
+    review = task.review_verdict == "approve" if task.review_verdict else None
+    return MergeEvidence(
+        branch=task.branch,
+        reviewed_head=task.reviewed_head,
+        diff_stat=_stat(diff[1].decode(errors="replace")) if diff else None,
+        checks=tuple(checks),
+        rounds=await _rounds(queries, task),
+        protected_paths=task.protected_paths,
+        refusal=merge_refusal(task, checks_passed=task.checks_passed, review_approved=review),
+    )
+
+
+async def _newest(queries: Queries, task: Task, kind: ArtifactKind) -> tuple[str, bytes] | None:
+    """The newest artifact of `kind`: its SHA-256 (re-hashed as read) and content."""
+    found = [a for a in await queries.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
+    if not found:
+        return None
+    artifact, content = await queries.store.get_artifact(found[-1].id)
+    return artifact.sha256, content
+
+
+def _said(decisions: list[DecisionRecorded], verb: Verb) -> tuple[str, ...]:
+    return tuple(d.reason for d in decisions if d.decision == verb.value and d.reason)
+
+
+async def _estimate(queries: Queries, task: Task) -> tuple[StageEstimate, ...]:
+    """Each stage left, from the project's past succeeded runs of its role (and of the
+    model its first profile names, when it names one)."""
+    policy = queries.config.for_project(task.project)
+    mine = {
+        t.id for t in await queries.store.list_tasks(project=task.project, include_archived=True)
+    }
+    past = [
+        r for r in await queries.store.list_runs(status=RunStatus.SUCCEEDED) if r.task_id in mine
+    ]
+    out = []
+    for stage, role in AFTER_APPROVAL:
+        chain = policy.roles.chain(role) or []
+        model = chain[0].model if chain else None
+        costs = [
+            r.cost_usd
+            for r in past
+            if r.role == role and (model is None or model in (r.model, r.usage.model))
+        ]
+        priced = bool(costs and any(costs)) or queries.config.rate_for(model) is not None
+        out.append(
+            StageEstimate(
+                stage=stage.value,
+                role=role,
+                model=model,
+                runs=len(costs),
+                low_usd=min(costs, default=0.0),
+                high_usd=max(costs, default=0.0),
+                priced=priced,
+            )
+        )
+    return tuple(out)
+
+
+async def _rounds(queries: Queries, task: Task) -> tuple[ReviewRound, ...]:
+    """Every review run's findings, oldest first, each round with what became of it: the
+    blocking ones sent the change back to the dev agent; a round without them approved it."""
+    runs = {r.id for r in await queries.store.list_runs(task_id=task.id) if r.role == "reviewer"}
+    rounds: list[ReviewRound] = []
+    for artifact in await queries.store.list_artifacts(task_id=task.id):
+        if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in runs:
+            _, content = await queries.store.get_artifact(artifact.id)
+            findings = ReviewAnswer.model_validate_json(content).findings
+            verdict = evaluate_review(findings)
+            outcome = "approved" if verdict.approve else "sent back to the dev agent"
+            rounds.append(
+                ReviewRound(round=len(rounds) + 1, findings=tuple(findings), outcome=outcome)
+            )
+    return tuple(rounds)
+
+
+def _stat(diff: str) -> DiffStat:
+    """A unified diff's stat: the files it touches, lines added and removed."""
+    files: list[str] = []
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+++ b/"):
+            files.append(line[6:])
+        elif line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return DiffStat(files=tuple(files), added=added, deleted=removed)
+
+
+def as_json(model: BaseModel) -> str:
+    return model.model_dump_json(indent=2)

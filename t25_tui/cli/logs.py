@@ -1,0 +1,143 @@
+"""`t25 logs`: the agents' output of a task's runs, or of one run, as a person reads it.
+
+Each run's output is rendered by `adapters.transcript` (messages, tool calls with their
+arguments, results, errors; the cockpit's log pane shows the same), coloured by kind on a
+terminal and plain when piped. `--raw` prints what the CLI printed, as it printed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TextIO
+
+from adapters.transcript import Entry, Kind, Transcript, as_text
+from core.domain.events import RunFinished, RunOutput, RunStarted
+from core.domain.models import ArtifactKind, TaskState
+from core.domain.states import HUMAN_NEEDED
+from core.domain.text import printable
+from core.errors import NotFound
+from core.ports import Operations
+from t25_tui.cli.context import run
+from t25_tui.cli.diff import colour_wanted
+
+# SGR colours by kind, on a terminal only.
+_COLOUR = {
+    Kind.MESSAGE: "",
+    Kind.CALL: "\x1b[36m",
+    Kind.RESULT: "\x1b[2m",
+    Kind.ERROR: "\x1b[31m",
+    Kind.INFO: "\x1b[2m",
+    Kind.TEXT: "",
+}
+
+
+def coloured(entry: Entry, colour: bool) -> str:
+    line = as_text(entry)
+    start = _COLOUR[entry.kind] if colour else ""
+    return f"{start}{line}\x1b[0m" if start else line
+
+
+class Printer:
+    """Where a run's output goes: the transcript of each stream of each run, or raw."""
+
+    def __init__(self, *, raw: bool, out: TextIO, err: TextIO) -> None:
+        self.raw = raw
+        self.out, self.err = out, err
+        self.colour = colour_wanted(out)
+        self._transcripts: dict[tuple[str, str], Transcript] = {}
+
+    def output(self, event: RunOutput) -> None:
+        stream = self.out if event.stream == "stdout" else self.err
+        if self.raw:
+            stream.write(event.text)
+            return
+        key = (event.run_id or "", event.stream)
+        transcript = self._transcripts.setdefault(key, Transcript())
+        self._write(transcript.feed(event.text), stream)
+
+    def finish(self, run_id: str | None) -> None:
+        """A run ended: its last unfinished lines, if any."""
+        for stream_name, stream in (("stdout", self.out), ("stderr", self.err)):
+            transcript = self._transcripts.pop((run_id or "", stream_name), None)
+            if transcript is not None:
+                self._write(transcript.close(), stream)
+
+    def close(self) -> None:
+        """The output ended: every run's unfinished last lines."""
+        for run_id, _stream in list(self._transcripts):
+            self.finish(run_id)
+
+    def _write(self, entries: list[Entry], stream: TextIO) -> None:
+        colour = self.colour and stream is self.out
+        for entry in entries:
+            stream.write(coloured(entry, colour) + "\n")
+
+
+def logs(args: argparse.Namespace) -> int:
+    printer = Printer(raw=args.raw, out=sys.stdout, err=sys.stderr)
+
+    async def body(control: Operations) -> None:
+        ref = args.ref.strip()
+        if args.log:
+            await _stored_log(control, ref)
+            return
+        if ref[:1].upper() == "R":
+            the_run = await control.run(ref)
+            tid, only_run = the_run.task_id, the_run.id
+        else:
+            tid, only_run = (await control.task(ref)).id, None
+        after = 0
+        while True:
+            events = await control.events(tid, after=after, limit=5000)
+            for event in events:
+                after = event.id
+                if only_run and event.run_id != only_run:
+                    continue
+                if isinstance(event, RunOutput):
+                    printer.output(event)
+                elif isinstance(event, RunFinished):
+                    printer.finish(event.run_id)
+                if isinstance(event, RunStarted | RunFinished) and not only_run:
+                    what = event.kind.replace("run_", "")
+                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
+            sys.stdout.flush()
+            if events:
+                continue
+            if not args.follow or await _finished(control, tid, only_run):
+                return
+            await asyncio.sleep(0.2)
+
+    run(args, body)
+    printer.close()
+    return 0
+
+
+async def _finished(control: Operations, tid: str, only_run: str | None) -> bool:
+    if only_run:
+        return (await control.run(only_run)).finished_at is not None
+    task = await control.task(tid)
+    return task.state in (
+        TaskState.DONE,
+        TaskState.CANCELLED,
+        TaskState.FAILED,
+        *HUMAN_NEEDED,
+    )
+
+
+async def _stored_log(control: Operations, ref: str) -> None:
+    """A run's log artifact to stdout as it streams from the store, never held whole."""
+    the_run = await control.run(ref)
+    logs = [
+        a
+        for a in await control.artifacts(task=the_run.task_id)
+        if a.meta.kind is ArtifactKind.LOG and a.meta.run_id == the_run.id
+    ]
+    if not logs:
+        raise NotFound(
+            f"{the_run.id} has no log artifact", hint="a run's log is kept once the run finished"
+        )
+    async for chunk in control.artifact_chunks(logs[-1].id):
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.flush()
