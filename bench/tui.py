@@ -220,7 +220,7 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
                 sent = time.monotonic()
                 os.write(term.fd, b"?")
                 try:
-                    term.wait_for("this help", timeout=10)
+                    term.wait_for("Keys by where they work", timeout=10)
                 except AssertionError:
                     raise SystemExit(f"press {n}: the help screen never appeared") from None
                 lags.append((time.monotonic() - sent) * 1000)

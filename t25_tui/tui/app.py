@@ -447,7 +447,8 @@ class T25App(Cockpit):
     async def into_worktree(self, tid: str, argv: list[str]) -> None:
         """Run `argv` (a shell, an editor) in `tid`'s worktree with the terminal handed to
         it; the cockpit comes back when it ends. Its agents go on meanwhile: the program is
-        awaited, not waited for, so the event loop keeps their output and leases moving."""
+        awaited on the event loop, not waited for by a blocking call, so the loop keeps their
+        output read and their leases renewed."""
         try:
             path = await worktree_of(self.control, tid)
         except T25Error as exc:

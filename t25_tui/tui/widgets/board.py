@@ -179,10 +179,11 @@ class StateList(Cards):
         firsts = [i for i, o in enumerate(self.options) if o.id and self.options[i - 1].disabled]
         if not firsts:
             return
-        here = self.highlighted if self.highlighted is not None else -1
-        group = sum(1 for i in firsts if i <= here) - 1  # -1: above the first state
-        if group < 0 and step > 0:
-            group = -step  # the first state comes next
+        here = self.highlighted
+        if here is None:  # nothing highlighted yet: the first state, or the last
+            self.highlighted = firsts[0 if step > 0 else -1]
+            return
+        group = sum(1 for i in firsts if i <= here) - 1  # the state `here` is in
         self.highlighted = firsts[(group + step) % len(firsts)]
 
 
