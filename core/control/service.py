@@ -89,6 +89,7 @@ if TYPE_CHECKING:
 # (a worker that dies holding it: the next one finds the merge landed, or makes it).
 MERGE_CLAIM_WAIT_S = 60.0
 MERGE_POLL_S = 0.25
+MERGE_SETTLE_S = 30.0  # a run that succeeded: how long its completion may take to mark it
 MERGE_ATTEMPTS = 2
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
@@ -727,7 +728,7 @@ class ControlPlane(Queries, Operations):
         """Wait for the merge run `run` to end: the merged task, or MergeRefused with the
         worker's reason. One that no worker takes within MERGE_CLAIM_WAIT_S is taken off
         the queue and its line voided: nothing changed."""
-        queued_for = 0.0
+        queued_for = settled = 0.0
         while True:
             now = await self.run(run.id)
             if now.status is RunStatus.RUNNING:
@@ -742,8 +743,13 @@ class ControlPlane(Queries, Operations):
                         hint="start `t25 worker --url …` on a host with the repository "
                         f"(t25 doctor there), then merge again: t25 merge {task.id}",
                     )
-            else:
+            elif now.status is not RunStatus.SUCCEEDED:
                 break
+            else:  # landed; marked merged by the completion's next write
+                settled += MERGE_POLL_S
+                task = await self.task(run.task_id)
+                if task.merged or settled > MERGE_SETTLE_S:
+                    break
             await asyncio.sleep(MERGE_POLL_S)
             queued_for += MERGE_POLL_S
         task = await self.task(run.task_id)
