@@ -159,7 +159,6 @@ async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
                 "adapter": "scripted\x00",
                 "final_text": "\x00",
                 "error": "\x00",
-                "log": "AAE=",
             },
         },
     }

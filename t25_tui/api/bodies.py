@@ -27,9 +27,11 @@ from fastapi import Response
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -135,7 +137,22 @@ RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
 TaskRef = Annotated[str, Field(pattern=r"^(?:T-)?[1-9][0-9]{0,17}$")]  # T-7, or 7
-Priority = Annotated[int, Field(strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)]
+
+
+def _whole_number(value: object) -> object:
+    """A JSON integer (3, or 3.0, which JSON Schema counts as one), never a boolean or a
+    string of digits."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a whole number")
+    return value
+
+
+Priority = Annotated[
+    int,
+    Field(ge=MIN_PRIORITY, le=MAX_PRIORITY),
+    BeforeValidator(_whole_number),
+    WithJsonSchema({"type": "integer", "minimum": MIN_PRIORITY, "maximum": MAX_PRIORITY}),
+]
 
 
 class HeldLease(Lease):
@@ -229,6 +246,7 @@ class RunStartedSent(_WorkerEvent):
     cli_version: str | None = None
     model: str | None = None
     attempt: Annotated[int, Field(ge=1, le=10**6)] = 1
+    head: CommitId | None = None  # the branch head as the run began: where a reset goes back
 
 
 class RunOutputSent(_WorkerEvent):

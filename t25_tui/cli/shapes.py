@@ -16,7 +16,6 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
 
-from core.control.audit import VOID
 from core.domain.audit import AuditEntry, Verdict
 from core.domain.cost import CostSummary, Spend
 from core.domain.detail import TaskDetail
@@ -299,7 +298,7 @@ class AuditLog(Shape):
     def of(
         cls, entries: list[AuditEntry], everything: list[AuditEntry], verdict: Verdict
     ) -> AuditLog:
-        voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
+        voided = {e.voids: e.seq for e in everything if e.voids}  # T25's void lines
         return cls(
             entries=[
                 AuditLineJson(
