@@ -108,8 +108,18 @@ class Worker:
                 w.cancel()
 
     async def run_once(self) -> bool:
-        """Claim and work one run; False when the queue had nothing to claim."""
-        claim = await self.runs.claim(self.name, self.lease_ttl_s)
+        """Claim and work one run; False when the queue had nothing to claim. A claim the
+        worker is stopped in the middle of is finished, then handed back: its run is never
+        left leased to a worker that is gone."""
+        claiming = asyncio.ensure_future(self.runs.claim(self.name, self.lease_ttl_s))
+        try:
+            claim = await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                got = await claiming
+                if got is not None:
+                    await self.runs.release(got.lease)
+            raise
         if claim is None:
             return False
         self.busy = True
