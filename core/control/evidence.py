@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from core.control.policies import evaluate_review, merge_refusal
 from core.domain.answers import PlanAnswer, ReviewAnswer, SpecAnswer
 from core.domain.decisions import Verb
+from core.domain.diffs import files_of
 from core.domain.events import DecisionRecorded
 from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
 from core.domain.models import ArtifactKind, CheckResult, DiffStat, RunStatus, Task, TaskState
@@ -131,17 +130,10 @@ async def _rounds(queries: Queries, task: Task) -> tuple[ReviewRound, ...]:
 
 def _stat(diff: str) -> DiffStat:
     """A unified diff's stat: the files it touches, lines added and removed."""
-    files: list[str] = []
-    added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+++ b/"):
-            files.append(line[6:])
-        elif line.startswith("+") and not line.startswith("+++"):
-            added += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            removed += 1
-    return DiffStat(files=tuple(files), added=added, deleted=removed)
-
-
-def as_json(model: BaseModel) -> str:
-    return model.model_dump_json(indent=2)
+    files = files_of(diff)
+    return DiffStat(
+        files=tuple(f.path for f in files),
+        renamed_from=tuple(f.old_path for f in files if f.old_path),
+        added=sum(f.insertions for f in files),
+        deleted=sum(f.deletions for f in files),
+    )

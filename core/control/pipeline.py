@@ -35,6 +35,7 @@ from core.domain.events import (
     ApprovalRequested,
     ArtifactStored,
     DecisionRecorded,
+    Event,
     InputRequested,
     RunStarted,
     TaskTransitioned,
@@ -97,8 +98,9 @@ class Pipeline:
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
             else None
         )
-        decisions = await self.control.decisions(task.id)
-        failure, again = await self._sent_back(task, run)
+        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        decisions = [e for e in events if isinstance(e, DecisionRecorded)]
+        failure, again = _sent_back(events, run)
         loops = {
             S.QA: task.qa_loops,
             S.REVIEW: task.review_loops,
@@ -120,25 +122,6 @@ class Pipeline:
             check_results=checks,
             diff=diff or "",
         )
-
-    async def _sent_back(self, task: Task, run: Run) -> tuple[str, str | None]:
-        """When the task entered this stage by an operator's retry or reset: what failed
-        before (a retry) and the operator's words; ("", None) otherwise."""
-        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
-        moves = [e for e in events if isinstance(e, TaskTransitioned)]
-        if not moves or moves[-1].to_state is not run.stage or moves[-1].actor == T25:
-            return "", None
-        last = moves[-1]
-        decided = [
-            e
-            for e in events
-            if isinstance(e, DecisionRecorded) and e.decision in ("retry", "reset")
-        ]
-        if not decided or decided[-1].id < last.id:
-            return "", None
-        failed = [m for m in moves[:-1] if m.to_state is S.FAILED]
-        failure = failed[-1].reason if last.from_state is S.FAILED and failed else ""
-        return failure, decided[-1].reason
 
     async def _feedback(
         self, run: Run, task: Task
@@ -591,3 +574,20 @@ def _listed(paths: Sequence[str], shown: int = 5) -> str:
     """Paths in a reason: the first few, then how many more."""
     more = len(paths) - shown
     return ", ".join(paths[:shown]) + (f" … and {more} more" if more > 0 else "")
+
+
+def _sent_back(events: Sequence[Event], run: Run) -> tuple[str, str | None]:
+    """When the task entered this stage by an operator's retry or reset: what failed
+    before (a retry) and the operator's words; ("", None) otherwise."""
+    moves = [e for e in events if isinstance(e, TaskTransitioned)]
+    if not moves or moves[-1].to_state is not run.stage or moves[-1].actor == T25:
+        return "", None
+    last = moves[-1]
+    decided = [
+        e for e in events if isinstance(e, DecisionRecorded) and e.decision in ("retry", "reset")
+    ]
+    if not decided or (decided[-1].id or 0) < (last.id or 0):
+        return "", None
+    failed = [m for m in moves[:-1] if m.to_state is S.FAILED]
+    failure = failed[-1].reason if last.from_state is S.FAILED and failed else ""
+    return failure, decided[-1].reason

@@ -597,21 +597,15 @@ class ControlPlane(Queries, Operations):
             for i, e in enumerate(events)
             if isinstance(e, DecisionRecorded) and e.decision == Verb.RESET.value
         ]
-        since = events[resets[-1] + 1 :] if resets else events
-        started = [
-            e
-            for e in since
+        heads = [
+            (i, e.head)
+            for i, e in enumerate(events)
             if isinstance(e, RunStarted) and e.head and stages.get(e.run_id or "") is stage
         ]
+        since = [h for i, h in heads if not resets or i > resets[-1]] or [h for _, h in heads]
         if task.state is TaskState.FAILED and stage is task.resume_state:
-            started.reverse()  # a retry: where the failed run began
-        if not started:
-            started = [
-                e
-                for e in events
-                if isinstance(e, RunStarted) and e.head and stages.get(e.run_id or "") is stage
-            ]
-        return started[0].head if started else None
+            since.reverse()  # a retry: where the failed run began
+        return since[0] if since else None
 
     async def _approval(self, task: Task, decision: Decision) -> Ruling:
         """An approval is bound to the SHA-256 of the newest plan, re-hashed as it is read;
