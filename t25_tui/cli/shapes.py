@@ -205,7 +205,7 @@ class SpendJson(Shape):
 
     @classmethod
     def of(cls, spend: Spend) -> SpendJson:
-        data = spend.model_dump(mode="python")
+        data = spend.model_dump(mode="python", exclude={"role"})  # a task's: no role
         return cls(**{**data, "unpriced": list(spend.unpriced), "reached": spend.reached})
 
 
