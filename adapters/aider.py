@@ -51,12 +51,13 @@ _NOISE = (
 )
 
 
-def _exchanges(stdout: str) -> tuple[tuple[Usage, ...], float]:
+def _exchanges(stdout: str, model: str | None) -> tuple[tuple[Usage, ...], float]:
     """Each exchange's tokens (aider prints one report line per model reply, rounded to
     a tenth of a thousand above 1k) and the dollars spent over all of them."""
     reports = list(_TOKENS.finditer(stdout))
     requests = tuple(
-        Usage(input_tokens=_count(m["sent"]), output_tokens=_count(m["recv"])) for m in reports
+        Usage(input_tokens=_count(m["sent"]), output_tokens=_count(m["recv"]), model=model)
+        for m in reports
     )
     return requests, sum((float(m["cost"] or 0) for m in reports), 0.0)
 
@@ -168,7 +169,8 @@ class AiderSpec(CliAdapterSpec):
         }
 
     def parse(self, stdout: str) -> CliOutput:
-        requests, cost = _exchanges(stdout)
+        model = _model(stdout)
+        requests, cost = _exchanges(stdout, model)
         spent = summed(requests)
         errors = [m.group(0).strip() for m in _ERROR.finditer(stdout)]
         failed = (
@@ -181,7 +183,7 @@ class AiderSpec(CliAdapterSpec):
             files_changed=tuple(
                 dict.fromkeys(m["file"].strip() for m in _APPLIED.finditer(stdout))
             ),
-            usage=spent.model_copy(update={"model": _model(stdout)}),
+            usage=spent.model_copy(update={"model": model}),
             cost_usd=cost or None,
             requests=requests,
         )

@@ -320,7 +320,7 @@ def test_opencode_reports_each_step_and_sums_them():
 
 def test_aider_reports_each_exchange_it_printed():
     parsed = AiderSpec().parse(read("aider/ok.stdout.txt"))
-    assert per_request(parsed) == [(649, 0, 9)]
+    assert per_request(parsed) == [(649, 0, 9)] and parsed.requests[0].model == "openai/fake-model"
     again = read("aider/ok.stdout.txt") + "\nTokens: 1.2k sent, 15 received.\n"
     assert per_request(AiderSpec().parse(again)) == [(649, 0, 9), (1200, 0, 15)]
 
