@@ -11,9 +11,10 @@ every request it is sent:
               instead of starting it cold.
 
 Each request is split the way its API is (Anthropic `system`/`tools`/`messages`, OpenAI
-Responses `instructions`/`tools`/`input`, Chat Completions `messages[role=system]`/`tools`/
-the other messages, Gemini `systemInstruction`/`tools`/`contents`) and its parts measured in
-bytes of compact JSON (a string: its UTF-8 bytes). Tokens are estimated as bytes / 4, the
+Responses `instructions` and developer turns/`tools`/`input`, Chat Completions
+`messages[role=system]`/`tools`/the other messages, Gemini `systemInstruction`/`tools`/
+`contents`: tests/fakemodel/parts.py) and its parts measured in bytes of compact JSON (a
+string: its UTF-8 bytes). Tokens are estimated as bytes / 4, the
 rule of thumb for English text and JSON; no tokenizer is run. A configuration this build of
 T25 refuses (`tools` or `resume` unknown to its t25.yaml) is printed as "n/a — not supported
 by this build".
@@ -35,7 +36,6 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -53,6 +53,7 @@ from core.errors import ConfigError
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
+from tests.fakemodel.parts import Parts, parts
 from tests.fakemodel.server import FakeModel
 from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, profile
 
@@ -85,64 +86,6 @@ FINDINGS = json.dumps(
 )
 
 
-# -- a request, split the way its API is -----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sent:
-    """The bytes of one request's system prompt, tool schemas and messages."""
-
-    system: int = 0
-    tools: int = 0
-    messages: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.system + self.tools + self.messages
-
-    def __add__(self, other: Sent) -> Sent:
-        return Sent(
-            self.system + other.system, self.tools + other.tools, self.messages + other.messages
-        )
-
-
-def size(value: Any) -> int:
-    """A field's bytes: a string's UTF-8, anything else as compact JSON; nothing is 0."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        return len(value.encode())
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def split(request: dict) -> Sent:
-    """One logged request of the fake model, split by its API's own fields."""
-    body, path = request.get("body") or {}, request["path"].split("?")[0]
-    if path.endswith("/messages"):  # Anthropic Messages
-        return Sent(size(body.get("system")), size(body.get("tools")), size(body.get("messages")))
-    if path.endswith("/responses"):  # OpenAI Responses: `instructions` and developer turns
-        system, others = _system_turns(body.get("input"))
-        return Sent(
-            size(body.get("instructions")) + size(system), size(body.get("tools")), size(others)
-        )
-    if path.endswith("/chat/completions"):  # Chat Completions: the system turns apart
-        system, others = _system_turns(body.get("messages"))
-        return Sent(size(system), size(body.get("tools")), size(others))
-    # Gemini generateContent
-    return Sent(
-        size(body.get("systemInstruction")), size(body.get("tools")), size(body.get("contents"))
-    )
-
-
-def _system_turns(turns: object) -> tuple[list[dict] | None, list[Any] | None]:
-    """A message list's system and developer turns (Codex sends its system prompt so), and
-    the rest; None for an empty side."""
-    listed = turns if isinstance(turns, list) else []
-    system = [t for t in listed if isinstance(t, dict) and t.get("role") in ("system", "developer")]
-    others = [t for t in listed if not (isinstance(t, dict) and t in system)]
-    return system or None, others or None
-
-
 # -- one task through the pipeline, its requests noted per run --------------------------------
 
 
@@ -154,8 +97,8 @@ class StageRun:
     requests: list[dict]
 
     @property
-    def sent(self) -> Sent:
-        return sum((split(r) for r in self.requests), Sent())
+    def sent(self) -> Parts:
+        return sum((parts(r) for r in self.requests), Parts())
 
 
 class Metered(CliAdapter):
@@ -188,8 +131,8 @@ class Outcome:
     error: str | None = None
     refused: str | None = None  # the config this build refused, and why
 
-    def sent(self) -> Sent:
-        return sum((r.sent for r in self.runs), Sent())
+    def sent(self) -> Parts:
+        return sum((r.sent for r in self.runs), Parts())
 
 
 def make_repo(path: Path) -> Path:
@@ -252,7 +195,7 @@ def figures(runs: list[StageRun] | None) -> str:
     """One configuration's column: its requests, KB per part and estimated tokens."""
     if runs is None:
         return f"{NOT_SUPPORTED:<{COLUMN}}"
-    sent = sum((r.sent for r in runs), Sent())
+    sent = sum((r.sent for r in runs), Parts())
     requests = sum(len(r.requests) for r in runs)
     return (
         f"{requests:>4} {kb(sent.system):>7} {kb(sent.tools):>7} {kb(sent.messages):>7} "
@@ -315,8 +258,7 @@ def _largest_fixed(outcome: Outcome) -> int | None:
     """The largest system prompt plus tool schemas any one request carried."""
     if outcome.refused or not outcome.runs:
         return None
-    parts = [split(r) for run in outcome.runs for r in run.requests]
-    return max((p.system + p.tools for p in parts), default=0)
+    return max((parts(r).fixed for run in outcome.runs for r in run.requests), default=0)
 
 
 def environment(fake: FakeModel, homes: Path) -> None:
