@@ -11,6 +11,7 @@ import re
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
+from adapters.parsing import summed
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -50,12 +51,15 @@ _NOISE = (
 )
 
 
-def _spent(stdout: str) -> tuple[int, int, float]:
-    """Tokens sent and received and dollars spent, over every report line of the run."""
+def _exchanges(stdout: str, model: str | None) -> tuple[tuple[Usage, ...], float]:
+    """Each exchange's tokens (aider prints one report line per model reply, rounded to
+    a tenth of a thousand above 1k) and the dollars spent over all of them."""
     reports = list(_TOKENS.finditer(stdout))
-    sent = sum(_count(m["sent"]) for m in reports)
-    received = sum(_count(m["recv"]) for m in reports)
-    return sent, received, sum((float(m["cost"] or 0) for m in reports), 0.0)
+    requests = tuple(
+        Usage(input_tokens=_count(m["sent"]), output_tokens=_count(m["recv"]), model=model)
+        for m in reports
+    )
+    return requests, sum((float(m["cost"] or 0) for m in reports), 0.0)
 
 
 def _model(stdout: str) -> str | None:
@@ -165,9 +169,13 @@ class AiderSpec(CliAdapterSpec):
         }
 
     def parse(self, stdout: str) -> CliOutput:
-        sent, received, cost = _spent(stdout)
+        model = _model(stdout)
+        requests, cost = _exchanges(stdout, model)
+        spent = summed(requests)
         errors = [m.group(0).strip() for m in _ERROR.finditer(stdout)]
-        failed = bool(errors) and not sent  # errors, and no token spent: no model answered
+        failed = (
+            bool(errors) and not spent.input_tokens
+        )  # errors, and no token spent: no model answered
         return CliOutput(
             final_text="" if failed else _answer(stdout),
             is_error=failed,
@@ -175,6 +183,7 @@ class AiderSpec(CliAdapterSpec):
             files_changed=tuple(
                 dict.fromkeys(m["file"].strip() for m in _APPLIED.finditer(stdout))
             ),
-            usage=Usage(input_tokens=sent, output_tokens=received, model=_model(stdout)),
+            usage=spent.model_copy(update={"model": model}),
             cost_usd=cost or None,
+            requests=requests,
         )

@@ -73,6 +73,9 @@ class CliOutput:
     files_changed: tuple[str, ...] = ()
     resets_at: datetime | None = None  # when the CLI named a quota reset in its events
     cost_usd: float | None = None  # when the CLI reports its own cost
+    # The tokens of each model request, in order, as the CLI reports them along the way
+    # (`usage` is its own total); how fine that is differs by CLI (`adapters.parsing`).
+    requests: tuple[Usage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -477,6 +480,7 @@ class CliAdapter:
             exit_code=done.exit_code,
             final_text=output.final_text,
             usage=output.usage,
+            requests=output.requests,
             files_changed=_relative(output.files_changed, request.cwd),
             log=done.log_file,
             cost_usd=output.cost_usd,

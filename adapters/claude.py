@@ -8,6 +8,7 @@ from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, in
 from adapters.login import LoginProbe, claude_status
 from adapters.parsing import (
     JsonObject,
+    anthropic_requests,
     anthropic_usage,
     epoch,
     json_lines,
@@ -95,6 +96,7 @@ class ClaudeSpec(CliAdapterSpec):
             files_changed=_edited_files(events),
             resets_at=epoch(limit.get("resetsAt")) if limit.get("status") == "rejected" else None,
             cost_usd=number(result.get("total_cost_usd")),
+            requests=anthropic_requests(events),
         )
 
 

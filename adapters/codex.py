@@ -14,6 +14,7 @@ from adapters.parsing import (
     last_event,
     list_at,
     message_of,
+    openai_turns,
     openai_usage,
     text_of,
 )
@@ -106,6 +107,7 @@ class CodexSpec(CliAdapterSpec):
             error=(message_of(failed.get("error")) or "the turn failed") if failed else None,
             usage=openai_usage(done.get("usage"), None),
             files_changed=_changed_files(items),
+            requests=openai_turns(events),
         )
 
 

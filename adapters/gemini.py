@@ -16,6 +16,7 @@ from adapters.base import (
 from adapters.parsing import (
     JsonObject,
     count_at,
+    gemini_models,
     json_lines,
     last_event,
     message_of,
@@ -102,6 +103,7 @@ class GeminiSpec(CliAdapterSpec):
             else None,
             files_changed=_edited_files(events),
             usage=_usage(object_at(result, "stats")),
+            requests=gemini_models(object_at(result, "stats")),
         )
 
 

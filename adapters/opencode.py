@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
 from adapters.login import LoginProbe, opencode_credentials
-from adapters.parsing import JsonObject, count_at, json_lines, number, object_at, text_of
+from adapters.parsing import (
+    JsonObject,
+    json_lines,
+    number,
+    object_at,
+    opencode_step,
+    summed,
+    text_of,
+)
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
-from core.domain.models import Usage
 
 EDIT_TOOLS = {"write", "edit", "patch"}
 
@@ -76,13 +83,15 @@ class OpencodeSpec(CliAdapterSpec):
         parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
         steps = [part for kind, part in parts if kind == "step_finish"]
         errors = [e["error"] for e in events if e.get("type") == "error"]
+        requests = tuple(map(opencode_step, steps))  # one step, one model request
         return CliOutput(
             final_text=_final_text(parts),
             is_error=bool(errors),
             error=_error(errors[-1]) if errors else None,
             files_changed=_edited_files(parts),
             cost_usd=sum((number(step.get("cost")) or 0.0 for step in steps), 0.0),
-            usage=_usage(steps),
+            usage=summed(requests),
+            requests=requests,
         )
 
 
@@ -101,18 +110,6 @@ def _edited_files(parts: list[tuple[object, JsonObject]]) -> tuple[str, ...]:
     calls = [part for kind, part in parts if kind == "tool_use" and part.get("tool") in EDIT_TOOLS]
     given = [object_at(object_at(call, "state"), "input") for call in calls]
     return tuple(g["filePath"] for g in given if isinstance(g.get("filePath"), str))
-
-
-def _usage(steps: list[JsonObject]) -> Usage:
-    """The tokens of every step, summed."""
-    tokens = [object_at(step, "tokens") for step in steps]
-    caches = [object_at(t, "cache") for t in tokens]
-    return Usage(
-        input_tokens=sum(count_at(t, "input") for t in tokens),
-        output_tokens=sum(count_at(t, "output") for t in tokens),
-        cache_read_tokens=sum(count_at(c, "read") for c in caches),
-        cache_write_tokens=sum(count_at(c, "write") for c in caches),
-    )
 
 
 def _error(last: object) -> str:

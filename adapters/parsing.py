@@ -228,3 +228,76 @@ def text_of(value: object) -> str:
 def message_of(detail: object) -> str:
     """An error's text: the detail itself, or its `message` when it is an object."""
     return text_of(detail.get("message") if isinstance(detail, dict) else detail)
+
+
+# -- tokens per model request, as each CLI reports them -------------------------------------
+#
+# A run's summed usage comes from the CLI's final report; these read the figures it gives
+# along the way, one `Usage` for each model request it names (`CliOutput.requests`).
+
+SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's own messages (an API error it relays): no request
+
+
+def anthropic_requests(events: list[JsonObject]) -> tuple[Usage, ...]:
+    """Claude Code's stream-json: each `assistant` event carries its message's usage, and a
+    message with several content blocks is printed once per block, so a message id counts
+    once (its last report). The output counts are those Claude Code prints while the message
+    streams, often lower than the result's total."""
+    by_message: dict[object, Usage] = {}
+    for n, event in enumerate(events):
+        message = object_at(event, "message")
+        model = text_of(message.get("model"))
+        if event.get("type") != "assistant" or "usage" not in message or model == SYNTHETIC_MODEL:
+            continue
+        key = message.get("id") if isinstance(message.get("id"), str) else n
+        by_message[key] = anthropic_usage(message["usage"], model or None)
+    return tuple(by_message.values())
+
+
+def openai_turns(events: list[JsonObject]) -> tuple[Usage, ...]:
+    """Codex's `exec --json`: one usage per `turn.completed`, which sums the model requests of
+    that turn (Codex reports none finer)."""
+    return tuple(
+        openai_usage(e.get("usage"), None) for e in events if e.get("type") == "turn.completed"
+    )
+
+
+def gemini_models(stats: JsonObject) -> tuple[Usage, ...]:
+    """Gemini CLI's stream-json `result.stats`: totals per model, the finest it reports; one
+    entry per model (a run's routing call and its main model's turns apart)."""
+    entries = []
+    for model, counts in object_at(stats, "models").items():
+        if not isinstance(counts, dict):
+            continue
+        cached = count_at(counts, "cached")
+        entries.append(
+            Usage(
+                input_tokens=max(count_at(counts, "input_tokens") - cached, 0),
+                output_tokens=count_at(counts, "output_tokens"),
+                cache_read_tokens=cached,
+                model=model,
+            )
+        )
+    return tuple(entries)
+
+
+def opencode_step(step: JsonObject) -> Usage:
+    """opencode's `step_finish` part: the tokens of the one model request that step made."""
+    tokens = object_at(step, "tokens")
+    cache = object_at(tokens, "cache")
+    return Usage(
+        input_tokens=count_at(tokens, "input"),
+        output_tokens=count_at(tokens, "output"),
+        cache_read_tokens=count_at(cache, "read"),
+        cache_write_tokens=count_at(cache, "write"),
+    )
+
+
+def summed(requests: tuple[Usage, ...]) -> Usage:
+    """The four counts of `requests` added up (no model: they may name several)."""
+    return Usage(
+        input_tokens=sum(r.input_tokens for r in requests),
+        output_tokens=sum(r.output_tokens for r in requests),
+        cache_read_tokens=sum(r.cache_read_tokens for r in requests),
+        cache_write_tokens=sum(r.cache_write_tokens for r in requests),
+    )

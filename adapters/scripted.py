@@ -47,12 +47,14 @@ class ScriptedSpec(CliAdapterSpec):
             and e.get("name") == "write"
             and isinstance(e.get("path"), str)
         ]
+        usage = anthropic_usage(result.get("usage"), result.get("model"))
         return CliOutput(
             final_text=text,
             is_error=is_error,
             error=text if is_error else None,
-            usage=anthropic_usage(result.get("usage"), result.get("model")),
+            usage=usage,
             files_changed=tuple(dict.fromkeys(files)),
+            requests=(usage,) if "usage" in result else (),  # its answer is its one request
         )
 
     def detect_quota(self, output: CliOutput, stderr: str) -> QuotaSignal | None:

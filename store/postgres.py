@@ -500,6 +500,7 @@ class PostgresStore:
             usage.model,
             outcome.cost_usd,
             _payload(event),
+            rows.requests_text(outcome.requests),
         )
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()

@@ -35,6 +35,11 @@ from core.domain.models import (
 )
 
 
+def requests_text(requests: Iterable[Usage]) -> str:
+    """A run's `requests` column: its requests' counts as a JSON array (migration 0013)."""
+    return json.dumps([r.model_dump(exclude_none=True) for r in requests], separators=(",", ":"))
+
+
 class Row(Protocol):
     """A driver's row: a column's value by its name."""
 
@@ -133,6 +138,7 @@ class RowReader:
             exit_code=r["exit_code"],
             error=r["error"],
             usage=usage,
+            requests=tuple(Usage(**entry) for entry in json.loads(r["requests"])),
             cost_usd=r["cost_usd"],
             enqueued_at=self.time(r["enqueued_at"]),
             started_at=self._maybe_time(r["started_at"]),

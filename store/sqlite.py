@@ -323,7 +323,8 @@ class SqliteStore:
         usage = outcome.usage
         params = {
             **_lease_params(lease),
-            **outcome.model_dump(exclude={"usage"}),
+            **outcome.model_dump(exclude={"usage", "requests"}),
+            "requests": rows.requests_text(outcome.requests),
             "status": outcome.status.value,
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,

@@ -45,6 +45,34 @@ def test_task_list_show_audit_and_cost_print_their_documented_shapes(t25, repo):
     assert round(sum(r["cost_usd"] for r in shown["runs"]), 6) == round(
         shown["cost"]["total_usd"], 6
     )
+    # tokens per stage beside dollars; each run's model requests as its CLI reported them
+    by_stage = shown["cost"]["by_stage"]
+    assert list(by_stage)[:3] == ["SPEC", "PLAN", "IMPLEMENTING"] and "DOCS" in by_stage
+    agent_runs = [r for r in shown["runs"] if r["adapter"] == "scripted"]
+    assert agent_runs and all(
+        r["requests"] == [{**r["usage"], "model": r["model"]}] for r in agent_runs
+    )
+    dev = [r for r in agent_runs if r["stage"] == "IMPLEMENTING"]
+    implementing = by_stage["IMPLEMENTING"]
+    assert implementing["requests"] == len(dev) and implementing["runs"] == len(dev)
+    assert (
+        implementing["cached_input_tokens"] == sum(r["usage"]["cache_read_tokens"] for r in dev) > 0
+    )
+    assert implementing["input_tokens"] == sum(
+        r["usage"]["input_tokens"] + r["usage"]["cache_write_tokens"] for r in dev
+    )
+    assert implementing["output_tokens"] == sum(r["usage"]["output_tokens"] for r in dev) > 0
+    assert round(sum(s["usd"] for s in by_stage.values()), 6) == round(
+        shown["cost"]["total_usd"], 6
+    )
+    shown_text = t25("task", "show", "1").out
+    assert "tokens by stage" in shown_text
+    (line,) = [ln for ln in shown_text.splitlines() if ln.strip().startswith("IMPLEMENTING ")]
+    assert line.split()[1:4] == [
+        str(implementing["requests"]),
+        f"{implementing['input_tokens']:,}",
+        f"{implementing['cached_input_tokens']:,}",
+    ]
 
     audit = conforms("audit", t25("audit", "--json").out)
     assert [(e["seq"], e["decision"], e["task"]) for e in audit["entries"]] == [
@@ -61,6 +89,7 @@ def test_task_list_show_audit_and_cost_print_their_documented_shapes(t25, repo):
     assert round(sum(cost["by_role"].values()), 6) == round(cost["total_usd"], 6)
     text = t25("cost").out
     assert text.startswith("total      $") and "by role" in text and "T-1 $" in text
+    assert set(cost["by_stage"]) >= {"SPEC", "PLAN"} and "tokens by stage" in text
 
 
 def test_a_task_that_is_not_there_is_an_error_not_json(t25, repo):

@@ -152,6 +152,8 @@ async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
         r.adapter == "scripted" and r.cli_version and r.usage.input_tokens > 0 for r in agent_runs
     )
     assert all(r.cost_usd > 0 for r in agent_runs)
+    # each run keeps the tokens of its model requests as the agent reported them
+    assert all(r.requests == (r.usage,) for r in agent_runs)
 
     # the agent worked in the task's own worktree, on its own branch
     worktree = env.repo / ".factory" / "worktrees" / task.id

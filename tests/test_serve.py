@@ -341,6 +341,9 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
             runs = client.get("/tasks/T-1").json()["runs"]
         assert all("-r" in r["worker"] for r in runs if r["worker"])
         assert {r["status"] for r in runs} == {"succeeded"}
+        # each agent run's tokens per model request crossed the wire with its report
+        agent_runs = [r for r in runs if r["adapter"] == "scripted"]
+        assert agent_runs and all(r["requests"] == [r["usage"]] for r in agent_runs)
     finally:
         for p in workers:
             p.send_signal(signal.SIGTERM)

@@ -8,7 +8,7 @@ The four token counts of a `Usage` are disjoint: adapters report `input_tokens`
 without the cached ones, so each count is priced once, at its own rate.
 
     estimate(usage, rate) -> USD for one run (0.0 when the model has no rate)
-    summarize(runs)       -> CostSummary: total, and per role, adapter and model
+    summarize(runs)       -> CostSummary: total, and per role, adapter, model and stage
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from core.config.schema import Rate
-from core.domain.cost import CostSummary
+from core.domain.cost import CostSummary, StageTokens
 from core.domain.models import Run, Usage
 
 __all__ = ["CostSummary", "estimate", "summarize"]
@@ -54,7 +54,26 @@ def summarize(runs: Sequence[Run]) -> CostSummary:
         by_adapter=_group(runs, lambda run: run.adapter or UNKNOWN),
         # The model recorded on the run, else the one its usage report named.
         by_model=_group(runs, lambda run: run.model or run.usage.model or UNKNOWN),
+        by_stage=by_stage(runs),
     )
+
+
+def by_stage(runs: Sequence[Run]) -> dict[str, StageTokens]:
+    """Each stage's runs, requests, tokens and cost, stages in the order they first ran."""
+    stages: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        stages[run.stage.value].append(run)
+    return {
+        stage: StageTokens(
+            runs=len(of_stage),
+            requests=sum(len(run.requests) for run in of_stage),
+            input_tokens=sum(r.usage.input_tokens + r.usage.cache_write_tokens for r in of_stage),
+            cached_input_tokens=sum(run.usage.cache_read_tokens for run in of_stage),
+            output_tokens=sum(run.usage.output_tokens for run in of_stage),
+            usd=sum(run.cost_usd for run in of_stage),
+        )
+        for stage, of_stage in stages.items()
+    }
 
 
 def _group(runs: Sequence[Run], key: Callable[[Run], str]) -> dict[str, float]:

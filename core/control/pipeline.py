@@ -261,6 +261,7 @@ class Pipeline:
             cli_version=result.cli_version,
             model=model,
             usage=result.usage,
+            requests=result.requests,
             cost_usd=self._cost(result, model),
         )
 

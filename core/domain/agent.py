@@ -92,6 +92,7 @@ class AgentResult(BaseModel):
     exit_code: int | None = None
     final_text: str = ""
     usage: Usage = Field(default_factory=Usage)
+    requests: tuple[Usage, ...] = ()  # each model request's tokens, as the CLI reported them
     cost_usd: float | None = None  # the CLI's own cost figure, when it reports one
     failure: Failure | None = None
     error: str | None = None

@@ -12,6 +12,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.domain.models import Usage
 
 
+class StageTokens(BaseModel):
+    """What the runs of one stage sent and received, beside what they cost.
+
+    `input_tokens` is the input not read from a cache (cache writes included),
+    `cached_input_tokens` the input read from one: together, all a stage's requests sent.
+    `requests` counts the model requests the CLIs reported (`Run.requests`); a CLI that
+    reports coarser than per request (Codex per turn, Gemini CLI per model) counts less.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    runs: int = 0
+    requests: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+
+
 class CostSummary(BaseModel):
     """Estimated spend over some runs, grouped the ways an operator asks about it.
     Each grouping sums to `total_usd`; groups are ordered by cost, highest first."""
@@ -24,6 +43,8 @@ class CostSummary(BaseModel):
     by_role: dict[str, float] = {}
     by_adapter: dict[str, float] = {}
     by_model: dict[str, float] = {}
+    # The same runs by stage (SPEC, PLAN, IMPLEMENTING, …), in the order they first ran.
+    by_stage: dict[str, StageTokens] = {}
 
 
 class Spend(BaseModel):

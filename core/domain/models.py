@@ -270,6 +270,8 @@ class Run(_Value):
     exit_code: int | None = None
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    # Each model request's tokens, in order, as its CLI reported them (adapters.parsing).
+    requests: tuple[Usage, ...] = ()
     cost_usd: float = 0.0
     enqueued_at: datetime
     started_at: datetime | None = None
@@ -297,6 +299,7 @@ class RunOutcome(_Value):
     cli_version: str | None = None
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    requests: tuple[Usage, ...] = ()  # each model request's tokens, as the CLI reported them
     cost_usd: float = 0.0
 
 

@@ -59,6 +59,7 @@ from core.domain.text import (
 from t25_tui.api.errors import CODES, INVALID_REQUEST
 
 MAX_WORKER_NAME = 200
+MAX_REQUESTS = 100_000  # model requests one run reports (a long agent loop makes hundreds)
 MAX_LISTED = 5  # fields named in one refusal
 
 # -- text a person typed --------------------------------------------------------------------
@@ -205,6 +206,7 @@ class AgentResultSent(AgentResult):
     exit_code: ExitCode | None = None
     final_text: Output = ""
     usage: UsageSent = UsageSent()
+    requests: tuple[UsageSent, ...] = Field((), max_length=MAX_REQUESTS)
     cost_usd: Annotated[float, Field(ge=0, le=10**9)] | None = None
     error: Output | None = None
     files_changed: tuple[Output, ...] = ()

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
 
 from core.domain.audit import AuditEntry, Verdict
-from core.domain.cost import CostSummary, Spend
+from core.domain.cost import CostSummary, Spend, StageTokens
 from core.domain.detail import TaskDetail
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, Run, Task, Usage
@@ -112,6 +112,16 @@ class UsageJson(Shape):
         return cls(**usage.model_dump(exclude={"model"}))
 
 
+class RequestJson(UsageJson):
+    """One model request's tokens, as the agent CLI reported them (`model`: when it named one)."""
+
+    model: str | None
+
+    @classmethod
+    def of(cls, usage: Usage) -> RequestJson:
+        return cls(**usage.model_dump())
+
+
 class RunJson(Shape):
     """One agent run of a task's stage."""
 
@@ -127,6 +137,7 @@ class RunJson(Shape):
     exit_code: int | None
     error: str | None
     usage: UsageJson
+    requests: list[RequestJson]  # each model request, in order; [] when the CLI reports none
     cost_usd: float
     enqueued_at: UtcTime
     started_at: UtcTime | None
@@ -135,10 +146,15 @@ class RunJson(Shape):
     @classmethod
     def of(cls, run: Run) -> RunJson:
         data = run.model_dump(
-            include=set(cls.model_fields) - {"stage", "status", "usage"}, mode="python"
+            include=set(cls.model_fields) - {"stage", "status", "usage", "requests"},
+            mode="python",
         )
         return cls(
-            **data, stage=run.stage.value, status=run.status.value, usage=UsageJson.of(run.usage)
+            **data,
+            stage=run.stage.value,
+            status=run.status.value,
+            usage=UsageJson.of(run.usage),
+            requests=[RequestJson.of(r) for r in run.requests],
         )
 
 
@@ -175,9 +191,26 @@ class ArtifactJson(Shape):
         )
 
 
+class StageTokensJson(Shape):
+    """One stage's runs, the model requests they reported, their tokens and cost:
+    `input_tokens` not read from a cache (cache writes included), `cached_input_tokens`
+    read from one."""
+
+    runs: int
+    requests: int
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    usd: float
+
+    @classmethod
+    def of(cls, stage: StageTokens) -> StageTokensJson:
+        return cls(**stage.model_dump())
+
+
 class CostJson(Shape):
     """Estimated spend (USD, from `cost.rates` or the CLI's own figure) and tokens; each
-    `by_…` sums to `total_usd`."""
+    `by_…` sums to `total_usd` (`by_stage` in its `usd`, beside its tokens)."""
 
     total_usd: float
     runs: int
@@ -185,11 +218,13 @@ class CostJson(Shape):
     by_role: dict[str, float]
     by_adapter: dict[str, float]
     by_model: dict[str, float]
+    by_stage: dict[str, StageTokensJson]
 
     @classmethod
     def of(cls, cost: CostSummary) -> CostJson:
-        data = cost.model_dump(mode="python", exclude={"usage"})
-        return cls(**data, usage=UsageJson.of(cost.usage))
+        data = cost.model_dump(mode="python", exclude={"usage", "by_stage"})
+        stages = {name: StageTokensJson.of(s) for name, s in cost.by_stage.items()}
+        return cls(**data, usage=UsageJson.of(cost.usage), by_stage=stages)
 
 
 class SpendJson(Shape):

@@ -18,6 +18,7 @@ from core.domain.models import Artifact, ArtifactKind, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, age, run
+from t25_tui.cli.cost import stage_lines
 from t25_tui.cli.shapes import TaskJson, TaskList, TaskShow
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
@@ -127,6 +128,8 @@ def _text(detail: TaskDetail) -> None:
     _artifacts(detail)
     roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
     print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
+    for line in stage_lines(detail.cost.by_stage):
+        print(line)
     print(f"spend    {detail.spend.line()}" + ("  BUDGET REACHED" if detail.spend.reached else ""))
 
 

@@ -152,6 +152,7 @@ async def run_stage(
                 cli_version="t25-scripted-agent 0.1.0",
                 model=model,
                 usage=usage,
+                requests=_requests(usage),
                 cost_usd=cost,
                 error=None if status is RunStatus.SUCCEEDED else "exit 1: the agent gave up",
             ),
@@ -389,3 +390,16 @@ def make_sample_repo(repo: Path) -> None:
     (repo / "README.md").write_text("# shop\n\nA small sample service.\n")
     git_sync("add", "-A", cwd=repo)
     git_sync("commit", "--quiet", "-m", "Initial commit", cwd=repo)
+
+
+def _requests(usage: Usage) -> tuple[Usage, ...]:
+    """A run's tokens as three model requests would report them: the same fixed part sent
+    each turn, the answer in the last."""
+    sent = usage.input_tokens // 3
+    first = Usage(input_tokens=sent, output_tokens=0, model=usage.model)
+    last = Usage(
+        input_tokens=usage.input_tokens - 2 * sent,
+        output_tokens=usage.output_tokens,
+        model=usage.model,
+    )
+    return (first, first, last)

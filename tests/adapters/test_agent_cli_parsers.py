@@ -266,3 +266,65 @@ def test_versions_against_the_supported_range(spec, version, supported, newer):
 def test_files_changed_are_relative_to_the_worktree():
     stdout = read("codex/apply-patch.jsonl").replace("/scratch/repo-codex-A6iP", "/tmp")
     assert outcome(CodexSpec(), stdout).files_changed == ("hello.txt",)
+
+
+# -- tokens per model request ----------------------------------------------------------------
+
+
+def per_request(parsed) -> list[tuple[int, int, int]]:
+    """(input, cached input, output) of each request a parse found."""
+    return [(r.input_tokens, r.cache_read_tokens, r.output_tokens) for r in parsed.requests]
+
+
+def test_claude_counts_each_message_once_though_it_prints_one_event_per_block():
+    # Three `assistant` events: the first message (text, then a tool call) and the answer.
+    parsed = ClaudeSpec().parse(read("claude/write-tool.stream.jsonl"))
+    assert per_request(parsed) == [(1200, 0, 1), (1200, 0, 1)]
+    assert {r.model for r in parsed.requests} == {"claude-sonnet-4-5"}
+
+
+def test_claude_relayed_api_error_is_no_request():
+    # Claude Code's own "<synthetic>" message about the error reached no model.
+    assert ClaudeSpec().parse(read("claude/err-429.stream.jsonl")).requests == ()
+
+
+def test_claude_requests_carry_cached_input_apart():
+    line = (
+        '{"type":"assistant","message":{"id":"m1","model":"claude-x","content":[],'
+        '"usage":{"input_tokens":10,"cache_read_input_tokens":900,'
+        '"cache_creation_input_tokens":50,"output_tokens":7}}}'
+    )
+    parsed = ClaudeSpec().parse(line)
+    assert per_request(parsed) == [(10, 900, 7)]
+    assert parsed.requests[0].cache_write_tokens == 50
+
+
+def test_codex_reports_one_usage_per_turn():
+    parsed = CodexSpec().parse(read("codex/exec-shell.jsonl"))
+    assert per_request(parsed) == [(3000, 0, 80)]
+    two_turns = read("codex/apply-patch.jsonl") + read("codex/exec-shell.jsonl")
+    assert len(CodexSpec().parse(two_turns).requests) == 2
+
+
+def test_gemini_reports_its_tokens_per_model():
+    parsed = GeminiSpec().parse(read("gemini/ok.stream-json.jsonl"))
+    assert per_request(parsed) == [(1000, 0, 20), (2000, 0, 40)]
+    assert [r.model for r in parsed.requests] == ["gemini-3.5-flash-lite", "gemini-3.8-flash"]
+
+
+def test_opencode_reports_each_step_and_sums_them():
+    parsed = OpencodeSpec().parse(read("opencode/ok.json-events.jsonl"))
+    assert per_request(parsed) == [(900, 0, 30), (900, 0, 30)]
+    assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (1800, 60)
+
+
+def test_aider_reports_each_exchange_it_printed():
+    parsed = AiderSpec().parse(read("aider/ok.stdout.txt"))
+    assert per_request(parsed) == [(649, 0, 9)] and parsed.requests[0].model == "openai/fake-model"
+    again = read("aider/ok.stdout.txt") + "\nTokens: 1.2k sent, 15 received.\n"
+    assert per_request(AiderSpec().parse(again)) == [(649, 0, 9), (1200, 0, 15)]
+
+
+def test_the_requests_reach_the_agent_result():
+    result = outcome(ClaudeSpec(), read("claude/write-tool.stream.jsonl"))
+    assert len(result.requests) == 2 and result.usage.input_tokens == 2400

@@ -78,6 +78,14 @@ async def test_a_real_cli_plays_the_dev_stage_of_a_whole_pipeline(cli, fake, sho
     assert dev.adapter == cli and dev.cli_version, dev
     assert dev.usage.input_tokens > 0 and dev.usage.output_tokens > 0
     assert dev.cost_usd > 0
+    # The other roles are scripted: every request the fake served was the dev agent's. The
+    # CLI reports them one by one (or per turn, or per model: never more than were served),
+    # and together they are the run's input.
+    served = [r for r in fake.requests if r["api"]]
+    assert 1 <= len(dev.requests) <= len(served), (dev.requests, len(served))
+    assert sum(r.input_tokens + r.cache_read_tokens for r in dev.requests) == (
+        dev.usage.input_tokens + dev.usage.cache_read_tokens
+    )
     worktree = shop / ".factory" / "worktrees" / task.id
     assert (worktree / "greeting.txt").read_text() == "hello from the agent\n"
     assert "greeting.txt" in diff and "+hello from the agent" in diff

@@ -494,6 +494,25 @@ async def test_complete_run_records_the_outcome_and_run_finished(
         await store.complete_run(lease, RunOutcome(status=RunStatus.RUNNING))
 
 
+async def test_a_runs_tokens_per_request_are_kept_in_order(store: Store, project: Project) -> None:
+    requests = (
+        Usage(input_tokens=1200, output_tokens=1, cache_read_tokens=30_000, model="sonnet"),
+        Usage(input_tokens=8, output_tokens=84, cache_write_tokens=900),
+        Usage(input_tokens=5, model="odd\x00model"),  # what an agent reported, kept as it can be
+    )
+    lease = await leased_run(store)
+    outcome = RunOutcome(status=RunStatus.SUCCEEDED, requests=requests)
+
+    run, _ = await store.complete_run(lease, outcome)
+
+    assert run.requests == requests
+    assert (await store.get_run(run.id)).requests == requests
+    assert (await store.list_runs(task_id=lease.task_id))[0].requests == requests
+    other = await leased_run(store)
+    done, _ = await store.complete_run(other, RunOutcome(status=RunStatus.FAILED))
+    assert done.requests == () and (await store.get_run(other.run_id)).requests == ()
+
+
 async def test_text_an_agent_wrote_may_hold_nul(store: Store, project: Project) -> None:
     # An agent's error, model name or output reaches the store from an in-process worker with
     # nothing in between. Postgres text cannot hold NUL: it is kept as U+FFFD, never an error.

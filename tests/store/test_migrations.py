@@ -48,3 +48,10 @@ def test_0011_keeps_large_blobs_in_numbered_chunks_beside_the_whole_ones(dialect
     assert re.search(r"ALTER TABLE blobs ADD COLUMN chunks \w+ NOT NULL DEFAULT 0", sql)
     assert re.search(r"CREATE TABLE blob_chunks \( sha256 \w+ NOT NULL REFERENCES blobs", sql)
     assert "PRIMARY KEY (sha256, n)" in sql
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_run_requests_adds_a_json_column_to_runs_that_old_runs_read_as_none(dialect: str) -> None:
+    (added,) = [m for m in migrations.load(dialect) if m.name == "run_requests"]
+    sql = " ".join(added.sql.split())
+    assert re.search(r"ALTER TABLE runs ADD COLUMN requests \w+ NOT NULL DEFAULT '\[\]'", sql)

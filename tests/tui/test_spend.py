@@ -3,7 +3,10 @@ shows its spend against its budget, tokens beside dollars."""
 
 from __future__ import annotations
 
+from textual.widgets import DataTable
+
 from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.panes import CostPane
 from t25_tui.tui.widgets.board import OVER_BUDGET
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.screen_text import screen_text
@@ -50,3 +53,24 @@ async def test_the_detail_shows_spend_against_the_budget(seeded):
         text = screen_text(app)
         assert spend.line() in text and "of 1,000,000 tokens" in text
         assert "budget reached" in text
+
+
+async def test_the_cost_pane_shows_each_stages_tokens_beside_its_dollars(seeded):
+    runs = await seeded.control.runs()
+    implementing = [r for r in runs if r.stage.value == "IMPLEMENTING"]
+    app = app_for(seeded)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_board(app, pilot)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, CostPane) and app.screen.ready)
+        table = app.screen.query_one("#cost-stages", DataTable)
+        rows = {str(table.get_row_at(n)[0]): table.get_row_at(n) for n in range(table.row_count)}
+        assert [str(c) for c in rows["IMPLEMENTING"]] == [
+            "IMPLEMENTING",
+            str(len(implementing)),
+            f"{sum(len(r.requests) for r in implementing):,}",
+            f"{sum(r.usage.input_tokens for r in implementing):,}",
+            "0",
+            f"{sum(r.usage.output_tokens for r in implementing):,}",
+            f"${sum(r.cost_usd for r in implementing):.4f}",
+        ]

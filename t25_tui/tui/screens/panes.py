@@ -61,18 +61,23 @@ class _Pane(T25Screen):
 
 
 class CostPane(_Pane):
-    """Estimated spend per task, role, adapter and model, today and in total, with the rates."""
+    """Estimated spend per task, role, adapter and model, today and in total, with the rates;
+    and the tokens of each stage beside its dollars."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("", id="cost-summary", classes="pane-title")
             yield Static("", id="cost-chart")
+            yield DataTable(id="cost-stages", zebra_stripes=True)
             yield DataTable(id="cost-groups", zebra_stripes=True)
             yield DataTable(id="cost-tasks", zebra_stripes=True)
             yield Static("", id="cost-rates")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#cost-stages", DataTable).add_columns(
+            "stage", "runs", "requests", "input", "cached input", "output", "cost"
+        )
         self.query_one("#cost-groups", DataTable).add_columns("by", "name", "today", "total")
         self.query_one("#cost-tasks", DataTable).add_columns("task", "runs", "tokens", "cost")
         self.reload()
@@ -84,6 +89,7 @@ class CostPane(_Pane):
         today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
         total, day = summarize(runs), summarize(today)
         self._show_summary(total, day)
+        self._show_stages(total)
         self._show_groups(total, day)
         self._show_tasks(runs)
         self.query_one("#cost-rates", Static).update(
@@ -100,6 +106,21 @@ class CostPane(_Pane):
         chart = Table.grid(padding=(0, 4))
         chart.add_row(bars("by role", total.by_role), bars("by model", total.by_model))
         self.query_one("#cost-chart", Static).update(chart)
+
+    def _show_stages(self, total: CostSummary) -> None:
+        """Tokens per stage: input not read from a cache, input read from one, output."""
+        stages = self.query_one("#cost-stages", DataTable)
+        stages.clear()
+        for stage, s in total.by_stage.items():
+            stages.add_row(
+                stage,
+                str(s.runs),
+                f"{s.requests:,}",
+                f"{s.input_tokens:,}",
+                f"{s.cached_input_tokens:,}",
+                f"{s.output_tokens:,}",
+                f"${s.usd:.4f}",
+            )
 
     def _show_groups(self, total: CostSummary, day: CostSummary) -> None:
         groups = self.query_one("#cost-groups", DataTable)
