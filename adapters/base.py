@@ -37,7 +37,7 @@ from adapters.process import (
 )
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
-from core.domain.models import TaskState, Usage
+from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
 from core.domain.pids import alive
 from core.ports import OutputSink
 
@@ -73,6 +73,7 @@ class CliOutput:
     files_changed: tuple[str, ...] = ()
     resets_at: datetime | None = None  # when the CLI named a quota reset in its events
     cost_usd: float | None = None  # when the CLI reports its own cost
+    session_id: str | None = None  # the CLI's session, which a later run may resume
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,11 @@ def _relative(files: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _session_id(found: str | None) -> str | None:
+    """The session id the CLI reported, when it is one T25 can pass back to it safely."""
+    return found if found and re.fullmatch(SESSION_ID_PATTERN, found) else None
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -484,6 +490,8 @@ class CliAdapter:
             failure=failure,
             error=error,
             quota_resets_at=resets_at,
+            session_id=_session_id(output.session_id),
+            resumed_session=request.resume_session,
         )
 
     def _failure(

@@ -33,7 +33,7 @@ class OpencodeSpec(CliAdapterSpec):
         structured_output="--format json",
         usage=True,
         cost=True,
-        resume="--session ID / --continue",
+        resume="run --session ID",
         sandbox_flags="none (permissions from its config)",
         # OPENCODE_DISABLE_PROJECT_CONFIG drops the tree's opencode.json (its MCP servers,
         # providers, permissions) and AGENTS.md; 1.18.33 still runs .opencode/plugin/*.js
@@ -45,6 +45,8 @@ class OpencodeSpec(CliAdapterSpec):
         argv = ["run", "--format", "json"]
         if request.model:  # provider/model
             argv += ["-m", request.model]
+        if request.resume_session:
+            argv += ["--session", request.resume_session]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
@@ -83,6 +85,9 @@ class OpencodeSpec(CliAdapterSpec):
             files_changed=_edited_files(parts),
             cost_usd=sum((number(step.get("cost")) or 0.0 for step in steps), 0.0),
             usage=_usage(steps),
+            session_id=next(
+                (e["sessionID"] for e in events if isinstance(e.get("sessionID"), str)), None
+            ),
         )
 
 

@@ -500,6 +500,8 @@ class PostgresStore:
             usage.model,
             outcome.cost_usd,
             _payload(event),
+            outcome.session_id,
+            outcome.resumed_session,
         )
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()

@@ -127,6 +127,8 @@ class RunJson(Shape):
     error: str | None
     usage: UsageJson
     cost_usd: float
+    session_id: str | None  # the agent CLI's session
+    resumed_session: str | None  # the session the run continued; null: a fresh one
     enqueued_at: UtcTime
     started_at: UtcTime | None
     finished_at: UtcTime | None

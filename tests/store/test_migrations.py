@@ -48,3 +48,12 @@ def test_0011_keeps_large_blobs_in_numbered_chunks_beside_the_whole_ones(dialect
     assert re.search(r"ALTER TABLE blobs ADD COLUMN chunks \w+ NOT NULL DEFAULT 0", sql)
     assert re.search(r"CREATE TABLE blob_chunks \( sha256 \w+ NOT NULL REFERENCES blobs", sql)
     assert "PRIMARY KEY (sha256, n)" in sql
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_0012_gives_each_run_its_cli_session_and_the_one_it_continued(dialect: str) -> None:
+    (sessions,) = [m for m in migrations.load(dialect) if m.id == 12]
+    assert sessions.name == "run_sessions"
+    sql = " ".join(sessions.sql.split())
+    assert re.search(r"ALTER TABLE runs ADD COLUMN session_id text;", sql, re.IGNORECASE)
+    assert re.search(r"ALTER TABLE runs ADD COLUMN resumed_session text;", sql, re.IGNORECASE)
