@@ -712,3 +712,40 @@ def test_a_projects_override_is_checked_like_the_top_level_and_names_its_line(he
     assert str(err).startswith(
         "t25.yaml:3: projects[0].limits: workers is how many runs this T25 process works"
     )
+
+
+@pytest.mark.parametrize(
+    "home", ["private_home: true", "sandbox: bwrap", "sandbox: null", "private_home: false"]
+)
+def test_resume_needs_the_clis_own_home_where_its_sessions_are_kept(here: Path, home: str) -> None:
+    err = error_of(
+        here,
+        f"""
+        projects:
+          - name: app
+        roles:
+          dev:
+            - adapter: claude
+              resume: true
+              {home}
+        """,
+    )
+    assert "resume: true needs the CLI's own HOME" in str(err)
+    assert "set private_home: false and sandbox: none" in str(err)
+
+
+def test_resume_with_the_clis_own_home_loads(here: Path) -> None:
+    write(
+        here,
+        """
+        projects:
+          - name: app
+        roles:
+          dev:
+            - adapter: claude
+              resume: true
+              sandbox: none
+        """,
+    )
+    (profile,) = load_config(here / "t25.yaml").roles.dev
+    assert profile.resume and not profile.private_home and profile.sandbox == "none"
