@@ -175,3 +175,36 @@ def test_a_remote_worker_continues_the_session_and_serve_keeps_it(shop, home, tm
             assert worker.wait(timeout=30) == 0
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
+
+
+async def test_only_a_send_backs_first_attempt_continues_the_last_dev_session(env):
+    from core.control.pipeline import Pipeline
+    from core.domain.models import ResumableSession, RunOutcome, RunStatus
+
+    control = await env.open()
+    store = control.store
+
+    async def finish_queued(session_id: str | None = None) -> None:
+        while lease := await store.claim_run("w", 30):
+            done = RunOutcome(status=RunStatus.SUCCEEDED, adapter="claude", session_id=session_id)
+            await store.complete_run(lease, done)
+
+    task = await env.new()
+    for stage in (S.SPEC, S.PLAN, S.IMPLEMENTING):
+        task = await control.enter(task, stage, actor="t25")
+    await finish_queued("sess-1")
+    first = next(r for r in await store.list_runs(task_id=task.id) if r.stage is S.IMPLEMENTING)
+    task = await control.enter(task, S.QA, actor="t25")
+    await finish_queued()
+    task = await control.enter(task, S.IMPLEMENTING, actor="t25", qa_loops=1)
+    lease = await store.claim_run("w", 30)
+    run = await store.get_run(lease.run_id)
+    pipeline = Pipeline(control)
+    assert await pipeline.resumable(run, task) == ResumableSession(
+        run_id=first.id, adapter="claude", session_id="sess-1"
+    )
+    lost_before = run.model_copy(update={"attempts": 2})
+    assert await pipeline.resumable(lost_before, task) is None
+    rewound = task.model_copy(update={"rewind_to": "0" * 40})
+    assert await pipeline.resumable(run, rewound) is None
+    assert await pipeline.resumable(first, task) is None  # no dev run before it

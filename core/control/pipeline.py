@@ -103,9 +103,13 @@ class Pipeline:
 
     async def resumable(self, run: Run, task: Task) -> ResumableSession | None:
         """The CLI session an IMPLEMENTING run may continue: the task's last dev run's, when
-        QA or REVIEW sent the task back to it (not an operator's retry or reset, after which
-        the conversation no longer matches the branch) and that run reported one."""
+        QA or REVIEW sent the task back to it (not an operator's retry, reset or answer, after
+        which the conversation no longer matches the branch) and that run reported one."""
         if run.stage is not S.IMPLEMENTING or task.rewind_to is not None:
+            return None
+        if not task.qa_loops + task.review_loops or run.attempts > 1:
+            # Never sent back; or an attempt of this run was lost midway, and what it said
+            # in the session went with the work T25 set aside.
             return None
         events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
         moves = [e for e in events if isinstance(e, TaskTransitioned)]

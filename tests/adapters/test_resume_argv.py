@@ -128,3 +128,20 @@ def test_a_session_id_that_could_be_read_as_an_option_is_not_kept():
         ClaudeSpec().parse(read("claude/write-tool.stream.jsonl")).session_id or "", "--evil"
     )
     assert outcome(ClaudeSpec(), stdout).session_id is None
+
+
+def test_doctor_says_when_a_profile_asks_a_cli_that_cannot_resume_to():
+    from adapters.gemini import GeminiSpec
+    from core.config.schema import AgentProfile
+    from t25_tui.cli.doctor import _profile_problems
+
+    def problems(spec: CliAdapterSpec) -> list[str]:
+        profile = AgentProfile(adapter=spec.name, resume=True, sandbox="none")
+        return [p for p in _profile_problems(profile, spec) if "resume" in p]
+
+    (gemini,) = problems(GeminiSpec())
+    assert gemini == (
+        "resume: true, but gemini cannot continue a session headless "
+        "(--resume takes latest or an index, not a session id): its send-backs start afresh"
+    )
+    assert problems(ClaudeSpec()) == problems(CodexSpec()) == problems(OpencodeSpec()) == []
