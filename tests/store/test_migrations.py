@@ -51,8 +51,8 @@ def test_0011_keeps_large_blobs_in_numbered_chunks_beside_the_whole_ones(dialect
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_0012_gives_each_run_its_cli_session_and_the_one_it_continued(dialect: str) -> None:
-    (sessions,) = [m for m in migrations.load(dialect) if m.id == 12]
+def test_0013_gives_each_run_its_cli_session_and_the_one_it_continued(dialect: str) -> None:
+    (sessions,) = [m for m in migrations.load(dialect) if m.id == 13]
     assert sessions.name == "run_sessions"
     sql = " ".join(sessions.sql.split())
     assert re.search(r"ALTER TABLE runs ADD COLUMN session_id text;", sql, re.IGNORECASE)

@@ -1,4 +1,4 @@
--- 0012: the agent CLI's session of a run.
+-- 0013: the agent CLI's session of a run.
 --
 -- A QA or review send-back may continue the last dev run's CLI session rather than start a
 -- fresh one (a profile's `resume: true`). A run keeps the session it took place in, as its
