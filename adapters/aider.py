@@ -103,7 +103,9 @@ class AiderSpec(CliAdapterSpec):
         structured_output="no (text)",
         usage=True,
         cost=True,
-        resume="--restore-chat-history",
+        # --restore-chat-history reads the worktree's .aider.chat.history.md, not a session
+        # T25 can name: T25 does not pass it.
+        resume="no (--restore-chat-history is by worktree, not by session)",
         sandbox_flags="--yes-always",
         # aider always reads .aider.conf.yml and .env from its working directory (and the git
         # root, with git); `--config` and `--env-file` only add one. The command line outranks

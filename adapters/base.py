@@ -37,7 +37,7 @@ from adapters.process import (
 )
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.domain.agent import AgentRequest, AgentResult, Failure
-from core.domain.models import TaskState, Usage
+from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
 from core.domain.pids import alive
 from core.ports import OutputSink
 
@@ -76,6 +76,7 @@ class CliOutput:
     # The tokens of each model request, in order, as the CLI reports them along the way
     # (`usage` is its own total); how fine that is differs by CLI (`adapters.parsing`).
     requests: tuple[Usage, ...] = ()
+    session_id: str | None = None  # the CLI's session, which a later run may resume
 
 
 @dataclass(frozen=True)
@@ -333,6 +334,11 @@ def _relative(files: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _session_id(found: str | None) -> str | None:
+    """The session id the CLI reported, when it is one T25 can pass back to it safely."""
+    return found if found and re.fullmatch(SESSION_ID_PATTERN, found) else None
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -488,6 +494,8 @@ class CliAdapter:
             failure=failure,
             error=error,
             quota_resets_at=resets_at,
+            session_id=_session_id(output.session_id),
+            resumed_session=request.resume_session,
         )
 
     def _failure(

@@ -63,6 +63,8 @@ class ClaudeSpec(CliAdapterSpec):
         ]
         if request.model:
             argv += ["--model", request.model]
+        if request.resume_session:  # the same session goes on (its id stays)
+            argv += ["--resume", request.resume_session]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
@@ -97,6 +99,7 @@ class ClaudeSpec(CliAdapterSpec):
             resets_at=epoch(limit.get("resetsAt")) if limit.get("status") == "rejected" else None,
             cost_usd=number(result.get("total_cost_usd")),
             requests=anthropic_requests(events),
+            session_id=_session(init, result),
         )
 
 
@@ -105,6 +108,14 @@ def _model(result: JsonObject, init: JsonObject) -> str | None:
     models = object_at(result, "modelUsage")
     busiest = max(models, key=lambda m: _output_tokens(models[m]), default=None)
     return busiest or text_of(init.get("model")) or None
+
+
+def _session(init: JsonObject, result: JsonObject) -> str | None:
+    """The session the run took place in: its `init` event's. A run that failed before it
+    began has none; its `result` then names the session it was asked to resume, which may
+    not exist (2.1.197: "No conversation found with session ID")."""
+    found = init.get("session_id") or (None if result.get("is_error") else result.get("session_id"))
+    return found if isinstance(found, str) and found else None
 
 
 def _edited_files(events: list[JsonObject]) -> tuple[str, ...]:

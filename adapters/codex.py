@@ -83,7 +83,9 @@ class CodexSpec(CliAdapterSpec):
         ]
         if request.model:
             argv += ["-m", request.model]
-        return [*argv, *request.args, "--", inline_prompt(prompt)]
+        # `exec resume` takes the options of `exec` before it, and none of its own but these.
+        resume = ["resume", request.resume_session] if request.resume_session else []
+        return [*argv, *request.args, *resume, "--", inline_prompt(prompt)]
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         return ["-c", f"projects={untrusted_projects(request.cwd)}"]
@@ -108,6 +110,7 @@ class CodexSpec(CliAdapterSpec):
             usage=openai_usage(done.get("usage"), None),
             files_changed=_changed_files(items),
             requests=openai_turns(events),
+            session_id=_thread(events),
         )
 
 
@@ -137,6 +140,14 @@ def _main_checkout(cwd: Path) -> list[Path]:
     except (OSError, UnicodeDecodeError):
         return []
     return [common.parent]
+
+
+def _thread(events: list[JsonObject]) -> str | None:
+    """The thread (session) id of `thread.started`: what `exec resume` takes. A resume of a
+    thread that is gone prints no event (0.171: "no rollout found for thread id")."""
+    started = next((e for e in events if e.get("type") == "thread.started"), {})
+    found = started.get("thread_id")
+    return found if isinstance(found, str) and found else None
 
 
 def _changed_files(items: list[JsonObject]) -> tuple[str, ...]:

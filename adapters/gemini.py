@@ -66,7 +66,9 @@ class GeminiSpec(CliAdapterSpec):
         structured_output="-o stream-json",
         usage=True,
         cost=False,
-        resume="--resume SESSION",
+        # 0.61's --resume takes `latest` or an index in the project's list, not a session
+        # id: another run in the same worktree may have become `latest` meanwhile.
+        resume="no (--resume takes latest or an index, not a session id)",
         sandbox_flags="--yolo",
         # Headless 0.61 refuses an untrusted folder outright; `--skip-trust` without
         # GEMINI_CLI_TRUST_WORKSPACE reads settings before it trusts, so the worktree's

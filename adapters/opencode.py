@@ -40,7 +40,7 @@ class OpencodeSpec(CliAdapterSpec):
         structured_output="--format json",
         usage=True,
         cost=True,
-        resume="--session ID / --continue",
+        resume="run --session ID",
         sandbox_flags="none (permissions from its config)",
         # OPENCODE_DISABLE_PROJECT_CONFIG drops the tree's opencode.json (its MCP servers,
         # providers, permissions) and AGENTS.md; 1.18.33 still runs .opencode/plugin/*.js
@@ -52,6 +52,8 @@ class OpencodeSpec(CliAdapterSpec):
         argv = ["run", "--format", "json"]
         if request.model:  # provider/model
             argv += ["-m", request.model]
+        if request.resume_session:
+            argv += ["--session", request.resume_session]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
@@ -92,6 +94,9 @@ class OpencodeSpec(CliAdapterSpec):
             cost_usd=sum((number(step.get("cost")) or 0.0 for step in steps), 0.0),
             usage=summed(requests),
             requests=requests,
+            session_id=next(
+                (e["sessionID"] for e in events if isinstance(e.get("sessionID"), str)), None
+            ),
         )
 
 

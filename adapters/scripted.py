@@ -21,7 +21,7 @@ class ScriptedSpec(CliAdapterSpec):
 
     name = "scripted"
     binary = "t25-scripted-agent"
-    capabilities = Capabilities(project_config_off="reads none")
+    capabilities = Capabilities(resume="--resume SESSION_ID", project_config_off="reads none")
     needs_login = False
 
     def locate(self) -> str | None:
@@ -33,6 +33,8 @@ class ScriptedSpec(CliAdapterSpec):
         argv = ["--prompt-file", str(prompt.path)] if prompt.path else ["-p", prompt.text or ""]
         if request.model:
             argv += ["--model", request.model]
+        if request.resume_session:
+            argv += ["--resume", request.resume_session]
         return [*argv, *request.args]
 
     def parse(self, stdout: str) -> CliOutput:
@@ -55,6 +57,7 @@ class ScriptedSpec(CliAdapterSpec):
             usage=usage,
             files_changed=tuple(dict.fromkeys(files)),
             requests=(usage,) if "usage" in result else (),  # its answer is its one request
+            session_id=text_of(result.get("session_id")) or None,
         )
 
     def detect_quota(self, output: CliOutput, stderr: str) -> QuotaSignal | None:

@@ -9,7 +9,14 @@ did not write; `scripted: key=value` directives it reads from the task's descrip
 is quoted). It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
 way real agents do, so the supervision code is tested against real processes.
 
-    t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--misbehave WHAT]... [--version]
+Each run is a session with an id, reported in its `init` and `result` events. A task whose
+description says `scripted: sessions=keep` has its sessions kept in
+`$HOME/.t25-scripted-agent/sessions/`, and `--resume ID` continues one of them (its earlier
+prompts are read as part of the conversation); resuming one that was not kept fails as
+Claude Code does ("No conversation found with session ID").
+
+    t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--resume ID]
+                       [--misbehave WHAT]... [--version]
 
 Standard library only, and nothing imported before it is needed: it starts in milliseconds.
 """
@@ -39,9 +46,10 @@ def changes_file(task: str) -> str:
 ESCAPE_FILE = "ESCAPED_BY_AGENT.txt"
 QUOTA_TEXT = "You've hit your session limit · resets 5am (UTC)"
 USAGE = (
-    "usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] "
+    "usage: t25-scripted-agent [-p PROMPT | --prompt-file PATH] [--model M] [--resume ID] "
     "[--misbehave WHAT]... [--version]"
 )
+SESSIONS_DIR = ".t25-scripted-agent/sessions"  # under $HOME
 
 _HEADER = re.compile(r"T25-(STAGE|ROLE|TASK|ROUND):[ \t]*(\S.*?)[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -62,12 +70,19 @@ def emit(**event: object) -> None:
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
     """A hand-written parser: a prompt such as `--force` after -p is a value, never an option."""
-    args: dict[str, Any] = {"prompt": None, "prompt_file": None, "model": None, "misbehave": []}
+    args: dict[str, Any] = {
+        "prompt": None,
+        "prompt_file": None,
+        "model": None,
+        "resume": None,
+        "misbehave": [],
+    }
     takes_value = {
         "-p": "prompt",
         "--prompt": "prompt",
         "--prompt-file": "prompt_file",
         "--model": "model",
+        "--resume": "resume",
         "--misbehave": "misbehave",
     }
     i = 0
@@ -481,6 +496,31 @@ def read_prompt(args: dict[str, Any]) -> tuple[str, dict[str, str]]:
     }
 
 
+def session_path(session: str) -> str:
+    if not re.fullmatch(r"[\w-]{1,100}", session):
+        raise UsageError(f"--resume takes a session id, got {session!r}")
+    return os.path.join(os.path.expanduser("~"), SESSIONS_DIR, f"{session}.json")
+
+
+def earlier_prompts(session: str) -> list[str] | None:
+    """The prompts of a kept session, oldest first; None when no such session was kept."""
+    try:
+        with open(session_path(session), encoding="utf-8") as file:
+            return list(json.load(file))
+    except FileNotFoundError:
+        return None
+
+
+def keep_session(session: str, prompts: list[str]) -> None:
+    path = session_path(session)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(prompts, file)
+
+
+SESSION = ""  # this run's session id, set by main
+
+
 def result(text: str, prompt: str, model: str, *, is_error: bool = False) -> None:
     n_in, n_out = len(prompt.encode()) // 4 + 1, len(text.encode()) // 4 + 1
     emit(
@@ -489,6 +529,7 @@ def result(text: str, prompt: str, model: str, *, is_error: bool = False) -> Non
         is_error=is_error,
         result=text,
         model=model,
+        session_id=SESSION,
         usage={
             "input_tokens": n_in,
             "output_tokens": n_out,
@@ -546,22 +587,39 @@ def misbehave_once(what: str, prompt: str, model: str, seed: str = "") -> int | 
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SESSION
+    import uuid
+
     args = parse_args(sys.argv[1:] if argv is None else argv)
     prompt, source = read_prompt(args)
     model = args["model"] or DEFAULT_MODEL
+    earlier: list[str] = []
+    if args["resume"] is not None:
+        found = earlier_prompts(args["resume"])
+        if found is None:
+            text = f"No conversation found with session ID: {args['resume']}"
+            print(text, file=sys.stderr)
+            emit(type="result", subtype="error_during_execution", is_error=True, errors=[text])
+            return 1
+        SESSION, earlier = args["resume"], found
+    else:
+        SESSION = str(uuid.uuid4())
     misbehave = args["misbehave"]
     structure = top_level(prompt)
     headers: dict[str, str] = {}
-    for found in filter(None, map(_HEADER.fullmatch, structure)):
-        headers.setdefault(found[1], found[2])  # T25's header comes first
+    for found_header in filter(None, map(_HEADER.fullmatch, structure)):
+        headers.setdefault(found_header[1], found_header[2])  # T25's header comes first
+    directives = dict(_DIRECTIVE.findall("\n".join([*earlier, prompt])))
     ctx = {
         "prompt": prompt,
         "structure": structure,
         "misbehave": misbehave,
         "task": headers.get("TASK", "T-?"),
         "round": headers.get("ROUND", "1"),
-        "directives": dict(_DIRECTIVE.findall(prompt)),
+        "directives": directives,
     }
+    if directives.get("sessions") == "keep":
+        keep_session(SESSION, [*earlier, prompt])
     stage = headers.get("STAGE")
     emit(
         type="system",
@@ -569,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         model=model,
         cwd=os.getcwd(),
         prompt_bytes=len(prompt.encode()),
+        session_id=SESSION,
         **source,
     )
     emit(type="assistant", text=f"Working on {stage} for {ctx['task']} as {headers.get('ROLE')}.")

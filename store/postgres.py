@@ -501,6 +501,8 @@ class PostgresStore:
             outcome.cost_usd,
             _payload(event),
             rows.requests_text(outcome.requests),
+            outcome.session_id,
+            outcome.resumed_session,
         )
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()

@@ -216,13 +216,15 @@ RETURNING {_LEASE}"""
 # The outcome and its RunFinished event in one statement, only while the lease holds.
 # $1 id, $2 token, $3 worker, $4 status, $5 exit code, $6 error, $7 adapter, $8 adapter
 # reason, $9 cli version, $10 model, $11-$14 tokens (in, out, cache read, cache write),
-# $15 usage model, $16 cost, $17 the RunFinished payload, $18 the requests' tokens (JSON).
+# $15 usage model, $16 cost, $17 the RunFinished payload, $18 the requests' tokens (JSON),
+# $19 the CLI's session, $20 the session it resumed.
 COMPLETE_RUN = f"""
 WITH run AS (
     UPDATE runs
     SET status = $4, exit_code = $5, error = $6, adapter = $7, adapter_reason = $8, cli_version = $9,
         model = $10, input_tokens = $11, output_tokens = $12, cache_read_tokens = $13,
         cache_write_tokens = $14, usage_model = $15, cost_usd = $16, requests = $18,
+        session_id = $19, resumed_session = $20,
         finished_at = clock_timestamp(), lease_expires_at = NULL
     WHERE {_LEASE_HOLDS}
     RETURNING *

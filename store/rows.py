@@ -140,6 +140,8 @@ class RowReader:
             usage=usage,
             requests=tuple(Usage(**entry) for entry in json.loads(r["requests"])),
             cost_usd=r["cost_usd"],
+            session_id=r["session_id"],
+            resumed_session=r["resumed_session"],
             enqueued_at=self.time(r["enqueued_at"]),
             started_at=self._maybe_time(r["started_at"]),
             finished_at=self._maybe_time(r["finished_at"]),

@@ -130,6 +130,7 @@ SET status = :status, exit_code = :exit_code, error = :error, adapter = :adapter
     input_tokens = :input_tokens, output_tokens = :output_tokens,
     cache_read_tokens = :cache_read_tokens, cache_write_tokens = :cache_write_tokens,
     usage_model = :usage_model, cost_usd = :cost_usd, requests = :requests,
+    session_id = :session_id, resumed_session = :resumed_session,
     finished_at = {NOW}, lease_expires_at = NULL
 WHERE {_LEASE_HOLDS}
 RETURNING *"""

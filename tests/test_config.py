@@ -338,7 +338,7 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
     )
     assert str(err) == (
         "t25.yaml:8: roles.dev[1].modle: unknown key (known: adapter, model, args, timeout_s, "
-        "env_passthrough, private_home, sandbox, sandbox_image); "
+        "env_passthrough, private_home, sandbox, sandbox_image, resume); "
         "did you mean 'model'?"
     )
 
@@ -712,3 +712,40 @@ def test_a_projects_override_is_checked_like_the_top_level_and_names_its_line(he
     assert str(err).startswith(
         "t25.yaml:3: projects[0].limits: workers is how many runs this T25 process works"
     )
+
+
+@pytest.mark.parametrize(
+    "home", ["private_home: true", "sandbox: bwrap", "sandbox: null", "private_home: false"]
+)
+def test_resume_needs_the_clis_own_home_where_its_sessions_are_kept(here: Path, home: str) -> None:
+    err = error_of(
+        here,
+        f"""
+        projects:
+          - name: app
+        roles:
+          dev:
+            - adapter: claude
+              resume: true
+              {home}
+        """,
+    )
+    assert "resume: true needs the CLI's own HOME" in str(err)
+    assert "set private_home: false and sandbox: none" in str(err)
+
+
+def test_resume_with_the_clis_own_home_loads(here: Path) -> None:
+    write(
+        here,
+        """
+        projects:
+          - name: app
+        roles:
+          dev:
+            - adapter: claude
+              resume: true
+              sandbox: none
+        """,
+    )
+    (profile,) = load_config(here / "t25.yaml").roles.dev
+    assert profile.resume and not profile.private_home and profile.sandbox == "none"

@@ -204,6 +204,9 @@ class AgentProfile(_Section):
     # None: the project's `sandbox.mode`. bwrap: bubblewrap or refuse; none: unconfined.
     sandbox: Literal["none", "bwrap", "docker"] | None = None
     sandbox_image: str | None = None  # required with sandbox: docker
+    # A QA or review send-back continues the last dev run's CLI session instead of starting
+    # cold, where the CLI resumes headless (its adapter's `resume` capability).
+    resume: bool = False
 
     @field_validator("adapter")
     @classmethod
@@ -230,6 +233,12 @@ class AgentProfile(_Section):
     def _image(self) -> AgentProfile:
         if self.sandbox == "docker" and not self.sandbox_image:
             raise ValueError("sandbox: docker needs sandbox_image (the image to run the CLI in)")
+        if self.resume and (self.private_home or self.sandbox != "none"):
+            raise ValueError(
+                "resume: true needs the CLI's own HOME, where it keeps its sessions: a private "
+                "HOME (private_home: true, or any sandbox) is new for every run and its "
+                "sessions go with it; set private_home: false and sandbox: none, or resume: false"
+            )
         return self
 
 

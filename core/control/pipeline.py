@@ -50,6 +50,7 @@ from core.domain.models import (
     CheckResult,
     DiffStat,
     Lease,
+    ResumableSession,
     Run,
     RunOutcome,
     RunStatus,
@@ -85,9 +86,46 @@ class Pipeline:
 
     # -- prompts ---------------------------------------------------------------------------
 
-    async def prompt_for(self, run: Run, task: Task, *, checks: Sequence[CheckResult] = ()) -> str:
+    async def prompt_for(
+        self,
+        run: Run,
+        task: Task,
+        *,
+        checks: Sequence[CheckResult] = (),
+        continuing: bool = False,
+    ) -> str:
+        """The run's prompt; `continuing`: for a run that continues the session of the task's
+        last dev run (`resumable`), what is new only."""
         ctx = await self._context(run, task, tuple(checks))
+        if continuing:
+            ctx = ctx.model_copy(update={"continuing": True})
         return build_prompt(ctx, overrides=self.control.config.project(task.project).prompts)
+
+    async def resumable(self, run: Run, task: Task) -> ResumableSession | None:
+        """The CLI session an IMPLEMENTING run may continue: the task's last dev run's, when
+        QA or REVIEW sent the task back to it (not an operator's retry, reset or answer, after
+        which the conversation no longer matches the branch) and that run reported one."""
+        if run.stage is not S.IMPLEMENTING or task.rewind_to is not None:
+            return None
+        if not task.qa_loops + task.review_loops or run.attempts > 1:
+            # Never sent back; or an attempt of this run was lost midway, and what it said
+            # in the session went with the work T25 set aside.
+            return None
+        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        moves = [e for e in events if isinstance(e, TaskTransitioned)]
+        last = moves[-1] if moves else None
+        if last is None or last.actor != T25 or last.from_state not in (S.QA, S.REVIEW):
+            return None
+        dev = [
+            r
+            for r in await self.control.store.list_runs(task_id=task.id)
+            if r.stage is S.IMPLEMENTING and r.id != run.id and r.status is RunStatus.SUCCEEDED
+        ]
+        if not dev or not dev[-1].session_id or not dev[-1].adapter:
+            return None
+        return ResumableSession(
+            run_id=dev[-1].id, adapter=dev[-1].adapter, session_id=dev[-1].session_id
+        )
 
     async def _context(
         self, run: Run, task: Task, checks: tuple[CheckResult, ...]
@@ -263,6 +301,8 @@ class Pipeline:
             usage=result.usage,
             requests=result.requests,
             cost_usd=self._cost(result, model),
+            session_id=result.session_id,
+            resumed_session=result.resumed_session,
         )
 
     def _cost(self, result: AgentResult | None, model: str | None) -> float:

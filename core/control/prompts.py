@@ -22,6 +22,10 @@ drop the header, the task or the output contract:
     ## Protected paths touched    REVIEW: the changed paths policies.protected_paths names
     ## Output format              schema, example, and how to ask a question instead
 
+A run that continues the CLI session of the task's last dev run (a QA or review send-back,
+`resume: true`) already holds the task, spec and plan in its conversation: its prompt is the
+header, `## This conversation goes on`, the feedback sections and the output format only.
+
 Templates ship in `core/control/templates/*.md` (one per stage, plus security.md for the
 security role, which reviews at stage REVIEW). A project overrides one by putting a
 file of the same name in its `prompts:` directory. Templates are `string.Template`
@@ -78,6 +82,7 @@ REJECTED_HEADING = "## Why the previous plan was rejected"
 ANSWERS_HEADING = "## Operator answers"
 PROTECTED_HEADING = "## Protected paths touched"
 AGAIN_HEADING = "## Why this stage runs again"
+CONTINUED_HEADING = "## This conversation goes on"
 # Headings other tools look for (the scripted agent: whether the operator answered). Only
 # T25 writes them: a template may not, and free text is fenced (see the module docstring).
 RESERVED_HEADINGS = frozenset(
@@ -129,6 +134,8 @@ class PromptContext(BaseModel):
     again: str | None = None
     check_results: tuple[CheckResult, ...] = ()
     diff: str = ""
+    # The run continues the CLI session of the task's last dev run: what is new only.
+    continuing: bool = False
 
     @model_validator(mode="after")
     def _stage_and_role(self) -> PromptContext:
@@ -198,6 +205,8 @@ def build_prompt(
     header = (
         f"T25-STAGE: {ctx.stage}\nT25-ROLE: {ctx.role}\nT25-TASK: {task.id}\nT25-ROUND: {ctx.round}"
     )
+    if ctx.continuing:
+        return _continuation(header, ctx)
     text, source = load_template(template_name(ctx.stage, ctx.role), overrides)
     values = {
         "task_id": task.id,
@@ -214,13 +223,7 @@ def build_prompt(
         _task(task),
         _spec(ctx.spec) if ctx.spec else "",
         _plan(ctx.plan, previous=ctx.stage == S.PLAN) if ctx.plan else "",
-        _section(
-            FINDINGS_HEADING,
-            _quoted("\n".join(_finding(f) for f in ctx.findings)) if ctx.findings else "",
-        ),
-        _section(FAILING_CHECKS_HEADING, "\n\n".join(_check(c) for c in ctx.failed_checks)),
-        _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
-        _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
+        _feedback(ctx),
         _again(ctx),
         _check_results(ctx),
         _protected(task) if ctx.stage == S.REVIEW else "",
@@ -228,6 +231,38 @@ def build_prompt(
         _output_format(ctx.stage),
     ]
     return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def _continuation(header: str, ctx: PromptContext) -> str:
+    """A send-back's prompt to the session that wrote the change: what came back, only."""
+    sent_back = "Review" if ctx.findings else "QA"
+    lead = (
+        f"{sent_back} sent your change back (round {ctx.round}). The task, its spec and the "
+        "plan are earlier in this conversation; the branch holds your change as T25 "
+        "committed it. Fix what follows in the current directory, as before: no commits, "
+        "nothing written outside it. Then answer in the output format below."
+    )
+    sections = [
+        header,
+        _section(CONTINUED_HEADING, lead),
+        _feedback(ctx.model_copy(update={"reject_reasons": ()})),  # plans: not new
+        _output_format(ctx.stage),
+    ]
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def _feedback(ctx: PromptContext) -> str:
+    """What the agent must act on: findings, failing checks, rejections, answers."""
+    sections = [
+        _section(
+            FINDINGS_HEADING,
+            _quoted("\n".join(_finding(f) for f in ctx.findings)) if ctx.findings else "",
+        ),
+        _section(FAILING_CHECKS_HEADING, "\n\n".join(_check(c) for c in ctx.failed_checks)),
+        _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
+        _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
+    ]
+    return "\n\n".join(s for s in sections if s)
 
 
 # -- sections ---------------------------------------------------------------------------------

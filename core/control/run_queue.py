@@ -25,8 +25,13 @@ class LocalRunQueue:
         if lease is None:
             return None
         run, task = await self.leased(lease)
+        return await self.claimed(lease, run, task)
+
+    async def claimed(self, lease: Lease, run: Run, task: Task) -> Claim:
+        """The claim of a leased run, with what its worker needs to know beyond the run: a
+        review's authors, a send-back's session to continue."""
         authors = await self.pipeline.authors(task) if run.stage is TaskState.REVIEW else ()
-        return Claim(lease, run, task, authors)
+        return Claim(lease, run, task, authors, await self.pipeline.resumable(run, task))
 
     async def leased(self, lease: Lease) -> tuple[Run, Task]:
         """The run a lease is on, and its task."""
@@ -35,8 +40,16 @@ class LocalRunQueue:
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         return await self.control.store.heartbeat(lease, ttl_s)
 
-    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        return await self.pipeline.prompt_for(run, task, checks=checks)
+    async def prompt(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        checks: list[CheckResult],
+        *,
+        continuing: bool = False,
+    ) -> str:
+        return await self.pipeline.prompt_for(run, task, checks=checks, continuing=continuing)
 
     async def record(self, lease: Lease, event: Event) -> None:
         await self.control.record(event)

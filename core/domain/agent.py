@@ -40,6 +40,8 @@ class AgentRequest(BaseModel):
     # Where the log is spooled while the run goes on: the worker's private area under
     # `.factory/`, never the worktree. None: the system's temp directory.
     log_dir: Path | None = None
+    # The CLI session this run continues (a QA or review send-back); None: a fresh session.
+    resume_session: str | None = None
 
 
 class CheckSandbox(BaseModel):
@@ -100,6 +102,8 @@ class AgentResult(BaseModel):
     files_changed: tuple[str, ...] = ()
     log: RunLog | None = None  # both streams interleaved, bounded (limits.max_log_bytes)
     duration_s: float = 0.0
+    session_id: str | None = None  # the CLI's session, when it reports one
+    resumed_session: str | None = None  # the session the run continued (its request's)
 
     @property
     def ok(self) -> bool:

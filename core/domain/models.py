@@ -273,6 +273,10 @@ class Run(_Value):
     # Each model request's tokens, in order, as its CLI reported them (adapters.parsing).
     requests: tuple[Usage, ...] = ()
     cost_usd: float = 0.0
+    # The CLI session the run took place in, and the one it continued (None: it began a
+    # fresh one). A QA or review send-back may continue the last dev run's (`resume:`).
+    session_id: str | None = None
+    resumed_session: str | None = None
     enqueued_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -301,6 +305,8 @@ class RunOutcome(_Value):
     usage: Usage = Field(default_factory=Usage)
     requests: tuple[Usage, ...] = ()  # each model request's tokens, as the CLI reported them
     cost_usd: float = 0.0
+    session_id: str | None = None
+    resumed_session: str | None = None
 
 
 class Author(_Value):
@@ -309,6 +315,20 @@ class Author(_Value):
 
     adapter: str
     models: tuple[str, ...] = ()
+
+
+# A CLI's session id as T25 keeps and passes it back (a UUID, `ses_…`): nothing a CLI could
+# read as an option, nothing that needs quoting.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
+
+
+class ResumableSession(_Value):
+    """The CLI session of a task's last dev run, which the dev run of a QA or review
+    send-back may continue on the same adapter (a profile's `resume: true`)."""
+
+    run_id: str
+    adapter: str
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
 
 
 # -- artifacts -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.domain.events import Event
-from core.domain.models import Author, CheckResult, Lease, Run, Task
+from core.domain.models import Author, CheckResult, Lease, ResumableSession, Run, Task
 from core.domain.reports import RunReport
 
 
@@ -19,12 +19,14 @@ from core.domain.reports import RunReport
 class Claim:
     """A claimed run: the lease, and the run and task it is for. A REVIEW run's claim also
     says who wrote the change (`authors`), so its worker can pick a reviewer that did not
-    (policies.reviewer_differs_from_author)."""
+    (policies.reviewer_differs_from_author); a send-back's IMPLEMENTING run, the session of
+    the last dev run it may continue (`resume`)."""
 
     lease: Lease
     run: Run
     task: Task
     authors: tuple[Author, ...] = ()
+    resume: ResumableSession | None = None
 
 
 class RunQueue(Protocol):
@@ -34,7 +36,13 @@ class RunQueue(Protocol):
     async def claim(self, worker: str, ttl_s: float) -> Claim | None: ...
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease: ...
     async def prompt(
-        self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        checks: list[CheckResult],
+        *,
+        continuing: bool = False,
     ) -> str: ...
     async def record(self, lease: Lease, event: Event) -> None: ...
     async def complete(self, lease: Lease, report: RunReport) -> None: ...

@@ -37,8 +37,18 @@ class PatientRunQueue:
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         return await self.runs.heartbeat(lease, ttl_s)
 
-    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        return await self._patiently(lambda: self.runs.prompt(lease, run, task, checks))
+    async def prompt(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        checks: list[CheckResult],
+        *,
+        continuing: bool = False,
+    ) -> str:
+        return await self._patiently(
+            lambda: self.runs.prompt(lease, run, task, checks, continuing=continuing)
+        )
 
     async def record(self, lease: Lease, event: Event) -> None:
         await self._patiently(lambda: self.runs.record(lease, event))

@@ -20,13 +20,22 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
-from core.domain.models import MERGE_ROLE, Author, CheckResult, Lease, Run, Task, TaskState
+from core.domain.models import (
+    MERGE_ROLE,
+    CheckResult,
+    Lease,
+    ResumableSession,
+    Run,
+    Task,
+    TaskState,
+)
 from core.domain.pids import alive
 from core.domain.reports import RunReport
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
@@ -144,7 +153,7 @@ class Worker:
                 if run.role == MERGE_ROLE:
                     report = await self._merge(task, abort)
                 else:
-                    report = await self._execute(lease, run, task, abort, claim.authors)
+                    report = await self._execute(lease, run, task, abort, claim)
             except LeaseLost as exc:  # a call under the lease found it gone, or gave up on serve
                 abort.set()
                 handed_back = True
@@ -205,7 +214,7 @@ class Worker:
         run: Run,
         task: Task,
         abort: asyncio.Event,
-        authors: tuple[Author, ...] = (),
+        claim: Claim | None = None,
     ) -> RunReport:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
@@ -227,7 +236,7 @@ class Worker:
             watched = await worktrees.watch_run(task, may_commit=implementing)
             try:
                 try:
-                    report = await self._stage(lease, run, task, worktrees, path, abort, authors)
+                    report = await self._stage(lease, run, task, worktrees, path, abort, claim)
                 except LeaseLost:
                     raise  # not this run's failure: the run is no longer ours
                 except T25Error as exc:  # no adapter could run, the push failed, ...
@@ -311,9 +320,10 @@ class Worker:
         worktrees: Worktrees,
         path: Path,
         abort: asyncio.Event,
-        authors: tuple[Author, ...] = (),
+        claim: Claim | None = None,
     ) -> RunReport:
         """Do the run's stage: PR_OPEN's push, or QA's checks and the role's agent."""
+        authors = claim.authors if claim else ()
         if run.stage is TaskState.PR_OPEN:
             return RunReport(note=await publish(worktrees, task))
         policy = self.config.for_project(task.project)  # its own roles, checks and limits
@@ -335,8 +345,16 @@ class Worker:
             )
             checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
-        result, reason = await self._run_agent(lease, run, task, prompt, path, abort, chain, passed)
-        return RunReport(result=result, adapter_reason=reason, prompt=prompt, checks=tuple(checks))
+        session = claim.resume if claim else None
+        goes_on = None
+        if session is not None and any(_resumes(p, session) for p in chain):
+            continued = await self.runs.prompt(lease, run, task, checks, continuing=True)
+            goes_on = Continuation(session, continued)
+        result, reason = await self._run_agent(
+            lease, run, task, prompt, path, abort, chain, passed, goes_on
+        )
+        sent = goes_on.prompt if goes_on and result.resumed_session else prompt
+        return RunReport(result=result, adapter_reason=reason, prompt=sent, checks=tuple(checks))
 
     @contextlib.asynccontextmanager
     async def _locked(
@@ -367,9 +385,11 @@ class Worker:
         abort: asyncio.Event,
         chain: Sequence[AgentProfile],
         passed: Sequence[str] = (),
+        goes_on: Continuation | None = None,
     ) -> tuple[AgentResult, str]:
         """Run the chain: the first usable adapter, falling back past exhausted quota.
-        `passed` says why profiles before it were passed over (a review's authors)."""
+        `passed` says why profiles before it were passed over (a review's authors); a
+        profile that may continue the session `goes_on` names does (`_continue`)."""
         tried: frozenset[str] = frozenset()
         notes: list[str] = list(passed)
         overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
@@ -387,7 +407,12 @@ class Worker:
             profile = chosen.profile
             await self._announce(lease, run, task, chosen, "; ".join([*notes, chosen.reason]))
             request = self._request(run, task, prompt, cwd, profile)
-            result = await self._run_through_overload(lease, chosen, request, notes, abort, budget)
+            if goes_on is not None and _resumes(profile, goes_on.session):
+                result = await self._continue(lease, chosen, request, goes_on, notes, abort, budget)
+            else:
+                result = await self._run_through_overload(
+                    lease, chosen, request, notes, abort, budget
+                )
             reason = "; ".join([*notes, chosen.reason])
             if result.failure is Failure.OVERLOAD and not abort.is_set():
                 # Still overloaded after the retries: the next adapter may serve; this one is
@@ -450,6 +475,32 @@ class Worker:
             log_dir=self.config.root / ".factory" / RUN_LOGS,
         )
 
+    async def _continue(
+        self,
+        lease: Lease,
+        chosen: Selection,
+        request: AgentRequest,
+        goes_on: Continuation,
+        notes: list[str],
+        abort: asyncio.Event,
+        budget: OutputBudget,
+    ) -> AgentResult:
+        """Continue the last dev run's session with what is new; a CLI that cannot (the
+        session is not on this host, or is gone) gets `request`, the whole prompt, once."""
+        session = goes_on.session
+        resumed = request.model_copy(
+            update={"prompt": goes_on.prompt, "resume_session": session.session_id}
+        )
+        result = await self._run_through_overload(lease, chosen, resumed, notes, abort, budget)
+        if result.failure is not Failure.EXIT or abort.is_set():
+            return result
+        _discard_log(result)  # not the run's: it starts again
+        notes.append(
+            f"{chosen.profile.adapter}: could not continue session {session.session_id} of "
+            f"{session.run_id} ({result.error or 'no detail'}); ran afresh with the whole prompt"
+        )
+        return await self._run_through_overload(lease, chosen, request, notes, abort, budget)
+
     async def _run_through_overload(
         self,
         lease: Lease,
@@ -477,6 +528,20 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(abort.wait(), pause)
         return result
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A send-back's dev run may continue `session`, with `prompt`: what is new only."""
+
+    session: ResumableSession
+    prompt: str
+
+
+def _resumes(profile: AgentProfile, session: ResumableSession) -> bool:
+    """Whether a run on `profile` continues `session`: its profile allows it, on the adapter
+    whose CLI holds the session."""
+    return profile.resume and profile.adapter == session.adapter
 
 
 def sweep_run_logs(where: Path) -> list[Path]:

@@ -41,6 +41,7 @@ from core.domain.manifests import ManifestChange
 from core.domain.models import (
     MAX_PRIORITY,
     MIN_PRIORITY,
+    SESSION_ID_PATTERN,
     CheckResult,
     DiffStat,
     Lease,
@@ -134,6 +135,7 @@ ExitCode = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # runs.exit_code is
 Seconds = Annotated[float, Field(ge=0, le=10**9)]
 CommitId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]  # SHA-1 or SHA-256
 TtlS = Annotated[float, Field(gt=0, le=3600)]
+SessionId = Annotated[str, Field(pattern=SESSION_ID_PATTERN)]  # an agent CLI's session
 RunId = Annotated[str, Field(pattern=r"^R-[1-9][0-9]{0,17}$")]
 RequestKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 TaskId = Annotated[str, Field(pattern=r"^T-[1-9][0-9]{0,17}$")]
@@ -212,6 +214,8 @@ class AgentResultSent(AgentResult):
     files_changed: tuple[Output, ...] = ()
     log: RunLogSent | None = None
     duration_s: Seconds = 0.0
+    session_id: SessionId | None = None
+    resumed_session: SessionId | None = None
 
 
 class RunReportSent(RunReport):
@@ -355,6 +359,8 @@ class PromptBody(_Body):
     lease: HeldLease
     ttl_s: TtlS = 30.0
     checks: list[CheckSent] = Field([], max_length=100)
+    # The run continues the session of the task's last dev run: the prompt of what is new.
+    continuing: bool = False
 
 
 class EventsBody(_Body):

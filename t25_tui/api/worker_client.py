@@ -31,7 +31,7 @@ from core.config.held_secrets import WORKER_CREDENTIAL as CREDENTIAL_ENV
 from core.domain.agent import RunLog
 from core.domain.backoff import Backoff
 from core.domain.events import Event
-from core.domain.models import Author, CheckResult, Lease, Run, Task
+from core.domain.models import Author, CheckResult, Lease, ResumableSession, Run, Task
 from core.domain.reports import RunReport
 from core.errors import (
     ControlPlaneUnreachable,
@@ -341,6 +341,7 @@ class HttpRunQueue:
             Run.model_validate(data["run"]),
             Task.model_validate(data["task"]),
             tuple(Author.model_validate(a) for a in data.get("authors", [])),
+            ResumableSession.model_validate(data["resume"]) if data.get("resume") else None,
         )
         self.holds[_key(claim.lease)] = asked + ttl_s
         return claim
@@ -349,8 +350,20 @@ class HttpRunQueue:
         response = await self._under(lease, "/worker/heartbeat", {"ttl_s": ttl_s}, ttl_s)
         return Lease.model_validate(response.json())
 
-    async def prompt(self, lease: Lease, run: Run, task: Task, checks: list[CheckResult]) -> str:
-        body = {"ttl_s": self.lease_ttl_s, "checks": [c.model_dump(mode="json") for c in checks]}
+    async def prompt(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        checks: list[CheckResult],
+        *,
+        continuing: bool = False,
+    ) -> str:
+        body = {
+            "ttl_s": self.lease_ttl_s,
+            "checks": [c.model_dump(mode="json") for c in checks],
+            "continuing": continuing,
+        }
         response = await self._under(lease, "/worker/prompt", body, self.lease_ttl_s)
         return str(response.json()["prompt"])
 

@@ -271,6 +271,13 @@ def _profile_problems(profile: AgentProfile, spec: CliAdapterSpec | None) -> lis
         if env not in os.environ
     ]
     problems += _hidden_login(profile, spec)
+    if profile.resume and spec is not None and spec.capabilities.resume.startswith("no"):
+        why = spec.capabilities.resume.removeprefix("no").strip(" ()")
+        problems.append(
+            f"resume: true, but {spec.name} cannot continue a session headless"
+            + (f" ({why})" if why else "")
+            + ": its send-backs start afresh"
+        )
     return problems
 
 

@@ -139,6 +139,8 @@ class RunJson(Shape):
     usage: UsageJson
     requests: list[RequestJson]  # each model request, in order; [] when the CLI reports none
     cost_usd: float
+    session_id: str | None  # the agent CLI's session
+    resumed_session: str | None  # the session the run continued; null: a fresh one
     enqueued_at: UtcTime
     started_at: UtcTime | None
     finished_at: UtcTime | None

@@ -14,7 +14,7 @@ import sys
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
-from core.domain.models import Artifact, ArtifactKind, Task, TaskState, TaskType
+from core.domain.models import Artifact, ArtifactKind, Run, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, age, run
@@ -183,6 +183,16 @@ def _runs(detail: TaskDetail) -> None:
         passed_over = r.adapter_reason and not r.adapter_reason.endswith("first in the chain")
         if r.stage is TaskState.REVIEW and passed_over:  # who was passed over, and why
             print(f"  {'':<{width}}  adapter: {printable(r.adapter_reason or '')}")
+        if r.session_id or r.resumed_session:
+            print(f"  {'':<{width}}  {_session(r)}")
+
+
+def _session(run: Run) -> str:
+    """The agent CLI's session of a run, and the one it continued (a send-back's dev run)."""
+    line = f"session: {printable(run.session_id or '-')}"
+    if run.resumed_session:
+        line += f" (continued {printable(run.resumed_session)})"
+    return line
 
 
 def _artifacts(detail: TaskDetail) -> None:

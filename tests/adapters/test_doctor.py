@@ -123,7 +123,7 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "",
         "adapter found version supported output usage cost resume sandbox flags later stages login",
         f"claude no - no {claude_caps} not checked (not installed)",
-        f"scripted {scripted} 0.1.0 yes no no no no none reads none not needed",
+        f"scripted {scripted} 0.1.0 yes no no no --resume SESSION_ID none reads none not needed",
         "nosuch - - - - - - - - - -",
         "clade - - - - - - - - - -",
         "",

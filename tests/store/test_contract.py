@@ -513,6 +513,24 @@ async def test_a_runs_tokens_per_request_are_kept_in_order(store: Store, project
     assert done.requests == () and (await store.get_run(other.run_id)).requests == ()
 
 
+async def test_a_run_keeps_its_cli_session_and_the_one_it_continued(
+    store: Store, project: Project
+) -> None:
+    fresh, resumed = await leased_run(store), None
+    run, _ = await store.complete_run(
+        fresh, RunOutcome(status=RunStatus.SUCCEEDED, session_id="6cbb9fc9-7a5c")
+    )
+    assert (run.session_id, run.resumed_session) == ("6cbb9fc9-7a5c", None)
+    resumed = await leased_run(store)
+    outcome = RunOutcome(
+        status=RunStatus.SUCCEEDED, session_id="6cbb9fc9-7a5c", resumed_session="6cbb9fc9-7a5c"
+    )
+    run, _ = await store.complete_run(resumed, outcome)
+    assert (run.session_id, run.resumed_session) == ("6cbb9fc9-7a5c", "6cbb9fc9-7a5c")
+    assert await store.get_run(run.id) == run
+    assert (await store.list_runs(task_id=fresh.task_id))[0].resumed_session is None
+
+
 async def test_text_an_agent_wrote_may_hold_nul(store: Store, project: Project) -> None:
     # An agent's error, model name or output reaches the store from an in-process worker with
     # nothing in between. Postgres text cannot hold NUL: it is kept as U+FFFD, never an error.

@@ -55,3 +55,12 @@ def test_run_requests_adds_a_json_column_to_runs_that_old_runs_read_as_none(dial
     (added,) = [m for m in migrations.load(dialect) if m.name == "run_requests"]
     sql = " ".join(added.sql.split())
     assert re.search(r"ALTER TABLE runs ADD COLUMN requests \w+ NOT NULL DEFAULT '\[\]'", sql)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_0014_gives_each_run_its_cli_session_and_the_one_it_continued(dialect: str) -> None:
+    (sessions,) = [m for m in migrations.load(dialect) if m.id == 14]
+    assert sessions.name == "run_sessions"
+    sql = " ".join(sessions.sql.split())
+    assert re.search(r"ALTER TABLE runs ADD COLUMN session_id text;", sql, re.IGNORECASE)
+    assert re.search(r"ALTER TABLE runs ADD COLUMN resumed_session text;", sql, re.IGNORECASE)

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 
 from core.control.run_queue import LocalRunQueue
 from core.domain.events import Event
-from core.domain.models import Lease, Run, RunStatus, TaskState
+from core.domain.models import Lease, Run, RunStatus
 from core.domain.reports import RunReport
 from core.errors import InvalidInput, LeaseLost
 from core.ports import Claim
@@ -67,6 +67,7 @@ async def claim(runs: Runs, body: ClaimBody, request: Request, answers: Remember
                 "run": got.run.model_dump(mode="json"),
                 "task": got.task.model_dump(mode="json"),
                 "authors": [author.model_dump(mode="json") for author in got.authors],
+                "resume": got.resume.model_dump(mode="json") if got.resume else None,
             }
         )
 
@@ -82,7 +83,8 @@ async def heartbeat(runs: Runs, body: LeaseBody) -> dict[str, Any]:
 async def prompt(runs: Runs, body: PromptBody) -> dict[str, str]:
     lease = await runs.heartbeat(body.lease, body.ttl_s)  # only the lease holder may ask
     run, task = await runs.leased(lease)
-    return {"prompt": await runs.prompt(lease, run, task, list(body.checks))}
+    made = await runs.prompt(lease, run, task, list(body.checks), continuing=body.continuing)
+    return {"prompt": made}
 
 
 @router.post("/events", status_code=204, responses=document.LEASE)
@@ -204,5 +206,4 @@ async def _held_by(runs: LocalRunQueue, worker: str) -> Claim | None:
         run_id=run.id, task_id=run.task_id, token=run.lease_token, worker=worker, expires_at=expires
     )
     run, task = await runs.leased(lease)
-    authors = await runs.pipeline.authors(task) if run.stage is TaskState.REVIEW else ()
-    return Claim(lease, run, task, authors)
+    return await runs.claimed(lease, run, task)

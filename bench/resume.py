@@ -1,0 +1,73 @@
+"""What a review send-back costs with `resume: true` against a dev run that starts cold, per
+real agent CLI against the fake model server (which logs every request): requests and bytes
+sent to the model by the dev run the review sent back, and by the whole task's dev runs.
+
+The fake model answers a conversation that already holds a tool result at once, so a resumed
+run asks it once where a cold one asks twice (a tool call, then the answer): the byte figures
+say what each request carries, not how much work a real model would redo. Run by hand:
+
+    .venv/bin/python bench/resume.py [CLI ...]      (default: claude codex opencode)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from adapters.codex import HEADLESS_CONFIG
+from bench.agent_clis import environment
+from core.workspace.git import git_sync
+from tests.conftest import make_repo
+from tests.fakemodel.server import FakeModel
+from tests.real_clis.conftest import FINAL
+from tests.real_clis.test_real_resume import SendBack, send_back_loop
+
+
+def shop(where: Path) -> Path:
+    """The pipeline tests' sample project (tests/conftest.py `shop`)."""
+    repo = make_repo(where / "shop", branch="trunk")
+    (repo / "test_app.py").write_text(
+        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n"
+    )
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "-q", "-m", "tests", cwd=repo)
+    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    return repo
+
+
+async def measure(cli: str, *, resume: bool) -> SendBack:
+    where = Path(tempfile.mkdtemp(prefix="t25-bench-resume-"))
+    (where / "home" / ".codex").mkdir(parents=True)
+    (where / "home" / ".codex" / "config.toml").write_text(HEADLESS_CONFIG)
+    os.environ["HOME"] = str(where / "home")  # the CLI's sessions: this measurement's
+    os.environ.pop("CODEX_HOME", None)
+    with FakeModel(final=FINAL) as fake:
+        environment(fake)
+        loop = await send_back_loop(cli, fake, shop(where), resume=resume)
+    if loop.task.state.value != "DONE":
+        raise SystemExit(f"{cli}: the task ended {loop.task.state}: {loop.task.error}")
+    return loop
+
+
+async def main(clis: list[str]) -> None:
+    print(f"{'cli':<9} {'send-back dev run':<18} {'requests':>8} {'bytes':>9}   whole task's dev")
+    for cli in clis:
+        for resume in (False, True):
+            loop = await measure(cli, resume=resume)
+            how = f"resumed ({loop.dev[1].resumed_session is not None})" if resume else "cold"
+            both = loop.first + loop.second
+            print(
+                f"{cli:<9} {how:<18} {len(loop.second):>8} {SendBack.size(loop.second):>9,}"
+                f"   {len(both)} requests, {SendBack.size(both):,} bytes"
+            )
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:] or ["claude", "codex", "opencode"]))
