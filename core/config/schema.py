@@ -56,6 +56,10 @@ INIT_HINT = "run `t25 init` to create one"
 Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
 ROLES: tuple[str, ...] = get_args(Role)  # in pipeline order
 Risk = Literal["low", "medium", "high"]
+# What an agent may do in its worktree (core.domain.tools): a profile's `tools:` lists these,
+# or says `cli` (the CLI's own defaults); omitted, the role's default set.
+ToolClass = Literal["read", "search", "edit", "shell"]
+ToolSetting = list[ToolClass] | Literal["cli"] | None
 
 
 class _Section(BaseModel):
@@ -204,6 +208,7 @@ class AgentProfile(_Section):
     # None: the project's `sandbox.mode`. bwrap: bubblewrap or refuse; none: unconfined.
     sandbox: Literal["none", "bwrap", "docker"] | None = None
     sandbox_image: str | None = None  # required with sandbox: docker
+    tools: ToolSetting = None  # None: the role's default set (core.domain.tools)
 
     @field_validator("adapter")
     @classmethod

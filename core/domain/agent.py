@@ -40,6 +40,9 @@ class AgentRequest(BaseModel):
     # Where the log is spooled while the run goes on: the worker's private area under
     # `.factory/`, never the worktree. None: the system's temp directory.
     log_dir: Path | None = None
+    # The tool classes the CLI may offer its model (core.domain.tools); None: the CLI's own
+    # defaults, nothing narrowed and none of T25's overhead switches.
+    tools: frozenset[str] | None = None
 
 
 class CheckSandbox(BaseModel):

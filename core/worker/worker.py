@@ -29,6 +29,7 @@ from core.domain.manifests import is_manifest
 from core.domain.models import MERGE_ROLE, Author, CheckResult, Lease, Run, Task, TaskState
 from core.domain.pids import alive
 from core.domain.reports import RunReport
+from core.domain.tools import tools_for
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.output import OutputBudget, OutputStream
@@ -448,6 +449,7 @@ class Worker:
             hidden=self.config.private_paths(),
             max_log_bytes=self.config.limits.max_log_bytes,
             log_dir=self.config.root / ".factory" / RUN_LOGS,
+            tools=tools_for(run.role, profile.tools),
         )
 
     async def _run_through_overload(
