@@ -218,6 +218,22 @@ class AgentProfile(_Section):
             raise ValueError(unknown_name("adapter", name, sorted(known)))
         return name
 
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, value: Any) -> Any:
+        known = list(get_args(ToolClass))
+        if isinstance(value, str) and value != "cli":
+            raise ValueError(
+                f"expected a list of tool classes such as [read, search], or cli, got {show(value)}"
+            )
+        for name in value if isinstance(value, list) else ():
+            if name not in get_args(ToolClass):
+                raise ValueError(
+                    unknown_name("tool class", str(name), known)
+                    + "; `tools: cli` keeps the CLI's own tools"
+                )
+        return value
+
     @field_validator("env_passthrough")
     @classmethod
     def _env_names(cls, names: list[str]) -> list[str]:
