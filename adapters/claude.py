@@ -98,7 +98,9 @@ class ClaudeSpec(CliAdapterSpec):
             return []
         names = [name for kind in TOOLS for name in TOOLS[kind] if kind in tools]
         # `--tools ""` offers no tool at all; a listed name is the only way one is offered.
-        return ["--tools", ",".join(names), *OVERHEAD_ARGS]
+        # `--tools` names built-ins only: an MCP server's tools, from the user's or the
+        # project's configuration, are outside every class and go with `--strict-mcp-config`.
+        return ["--tools", ",".join(names), "--strict-mcp-config", *OVERHEAD_ARGS]
 
     def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
         return {} if tools is None else dict(OVERHEAD_ENV)

@@ -157,6 +157,7 @@ def tools_flag(args: list[str]) -> set[str] | None:
 def test_claude_offers_a_reading_role_read_grep_and_glob_only(role):
     args = argv(ClaudeSpec(), role, default(role))
     assert tools_flag(args) == {"Read", "Grep", "Glob"}
+    assert "--strict-mcp-config" in args  # and no MCP server's tools either
     assert "--exclude-dynamic-system-prompt-sections" in args
 
 

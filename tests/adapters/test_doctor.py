@@ -113,6 +113,7 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "stream-json yes yes --resume SESSION_ID --dangerously-skip-permissions "
         "--setting-sources user --strict-mcp-config"
     )
+    claude_flags = "--strict-mcp-config --exclude-dynamic-system-prompt-sections"
     claude_env = (
         "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1 CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1 "
         "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"
@@ -142,7 +143,7 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "",
         "tools (what each role's CLI may offer its model, and the flags that say so):",
         "spec read, search",
-        f"claude --tools Read,Grep,Glob --exclude-dynamic-system-prompt-sections; env {claude_env}",
+        f"claude --tools Read,Grep,Glob {claude_flags}; env {claude_env}",
         "scripted (no flags)",
         "planner read, search",
         "nosuch (no such adapter)",
