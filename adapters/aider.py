@@ -15,6 +15,7 @@ from adapters.parsing import summed
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
+from core.domain.tools import EDIT
 
 _TOKENS = re.compile(
     r"^Tokens: (?P<sent>[\d.,]+k?) sent(?:, (?P<cw>[\d.,]+k?) cache write)?"
@@ -113,6 +114,9 @@ class AiderSpec(CliAdapterSpec):
         # endpoint. Another provider's endpoint, `load:` or model settings planted there still
         # apply.
         project_config_off="no way; lint, test, shell off, endpoint pinned",
+        # No tool calls: aider edits by the edit blocks of its replies, and runs no command
+        # under --yes-always (a shell command needs an explicit yes).
+        tools="no tools; read-only roles: --chat-mode ask --dry-run",
     )
 
     # A private HOME gets a price cache, so aider does not fetch litellm's list from GitHub.
@@ -146,13 +150,24 @@ class AiderSpec(CliAdapterSpec):
         ]
         if request.model:
             argv += ["--model", request.model]
-        argv += self.later_args(request)
+        argv += [*self.later_args(request), *self.tool_args(request.tools)]
         message = (
             ["--message-file", str(prompt.path)]
             if prompt.path
             else [f"--message={prompt.text or ''}"]
         )  # `=`: a prompt with dashes stays a value
         return [*argv, *request.args, *message]
+
+    def tool_args(self, tools: frozenset[str] | None) -> list[str]:
+        if tools is None:
+            return []
+        # Its prompt's instructions to suggest shell commands: --yes-always never runs them.
+        args = ["--no-suggest-shell-commands"]
+        if EDIT not in tools:
+            # Ask mode: a prompt without edit-format instructions, and no edit applied; a dry
+            # run besides, so that no reply of the model's writes a file whatever its format.
+            args += ["--chat-mode", "ask", "--dry-run"]
+        return args
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         pinned = ["--no-auto-lint", "--no-auto-test", "--no-suggest-shell-commands"]

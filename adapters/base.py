@@ -99,6 +99,8 @@ class Capabilities:
     # How a later stage's run keeps the CLI from loading the worktree's own settings, hooks
     # and servers (`project_config_off`), or what it cannot switch off.
     project_config_off: str = "no way"
+    # How a role's tool set (core.domain.tools) reaches the CLI, or what it cannot narrow.
+    tools: str = "no way"
 
 
 # The runs after the dev agent wrote the tree: whatever it planted there (settings, hooks,
@@ -186,6 +188,16 @@ class CliAdapterSpec:
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         """Variables this CLI needs on top of the minimal environment (retry limits, telemetry
         off). `HOME` is already the private one when the request asked for it."""
+        return {}
+
+    def tool_args(self, tools: frozenset[str] | None) -> list[str]:
+        """Flags that narrow the CLI's own tools to the classes in `tools` (core.domain.tools)
+        and switch off its overhead T25 does not need; none for None (the CLI's defaults).
+        A spec's `build_argv` adds them with one call."""
+        return []
+
+    def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
+        """Variables to the same end, set on top of `extra_env`; none for None."""
         return {}
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
@@ -395,6 +407,7 @@ class CliAdapter:
             )
             extra.update(self.spec.home_env(home))
         extra.update(self.spec.extra_env(request))
+        extra.update(self.spec.tool_env(request.tools))
         if project_config_off(request):
             extra.update(self.spec.isolated_env(request))
         return minimal_env(extra)

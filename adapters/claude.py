@@ -23,6 +23,33 @@ from core.domain.agent import AgentRequest
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
+# Each tool class (core.domain.tools) as Claude Code's built-in tools, for `--tools`. Every
+# other built-in (Agent, Cron*, Task*, Workflow, ScheduleWakeup, EnterWorktree, WebFetch,
+# WebSearch, NotebookEdit, Skill, ...) is left out: 2.1.197 sends 24 tool schemas by default.
+TOOLS = {
+    "read": ("Read",),
+    "search": ("Grep", "Glob"),
+    "edit": ("Write", "Edit"),
+    "shell": ("Bash",),
+}
+# Claude Code's own overhead, switched off whenever T25 narrows the tools (measured on
+# 2.1.197 against the fake model; bytes of one request's system prompt and tool schemas).
+OVERHEAD_ENV = {
+    # The auto-memory section (~13 KB of system prompt): memory kept under HOME across
+    # sessions means nothing to one run in a throwaway worktree, often with a private HOME.
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    # The commit and pull-request instructions (~6 KB, most of them in Bash's schema): T25
+    # commits the worktree and opens the pull request itself; an agent never does.
+    "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1",
+    # Bash's `run_in_background` (~0.5 KB): a shell left running after the run ends is what
+    # T25's supervision kills; a stage waits for its commands.
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+}
+# The per-machine sections (working directory, git status, environment) move from the system
+# prompt into the first user message, so the system prompt is the same for every worktree
+# and the provider's prompt cache serves it across tasks (in the pinned version's --help).
+OVERHEAD_ARGS = ("--exclude-dynamic-system-prompt-sections",)
+
 
 class ClaudeSpec(CliAdapterSpec):
     name = "claude"
@@ -50,6 +77,7 @@ class ClaudeSpec(CliAdapterSpec):
         # Measured on 2.1.197: the worktree's .claude/settings.json (hooks, apiKeyHelper, env
         # such as ANTHROPIC_BASE_URL) and .mcp.json servers run without these; with them, none.
         project_config_off="--setting-sources user --strict-mcp-config",
+        tools="--tools (exact built-ins) and overhead switched off",
     )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -60,12 +88,25 @@ class ClaudeSpec(CliAdapterSpec):
             "--verbose",
             "--dangerously-skip-permissions",
             *self.later_args(request),
+            *self.tool_args(request.tools),
         ]
         if request.model:
             argv += ["--model", request.model]
         if request.resume_session:  # the same session goes on (its id stays)
             argv += ["--resume", request.resume_session]
         return [*argv, *request.args, "--", inline_prompt(prompt)]
+
+    def tool_args(self, tools: frozenset[str] | None) -> list[str]:
+        if tools is None:
+            return []
+        names = [name for kind in TOOLS for name in TOOLS[kind] if kind in tools]
+        # `--tools ""` offers no tool at all; a listed name is the only way one is offered.
+        # `--tools` names built-ins only: an MCP server's tools, from the user's or the
+        # project's configuration, are outside every class and go with `--strict-mcp-config`.
+        return ["--tools", ",".join(names), "--strict-mcp-config", *OVERHEAD_ARGS]
+
+    def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
+        return {} if tools is None else dict(OVERHEAD_ENV)
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         # Only the user's settings (the private HOME's, or the operator's own), and no MCP

@@ -20,6 +20,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
+from core.domain.tools import read_only
 
 # Headless and quiet: no update check, no analytics, no plugins (each reaches for a host).
 HEADLESS_CONFIG = """\
@@ -41,6 +42,19 @@ exporter = "none"
 metrics_exporter = "none"
 trace_exporter = "none"
 """
+
+# Codex's own overhead, switched off whenever T25 sets the tools (measured on 0.171.0 against
+# the fake model: one request's instructions and tool schemas, 36 KB by default).
+OVERHEAD_ARGS = (
+    # The goal tools (get_goal, create_goal, update_goal; ~3.3 KB): a stage's goal is its prompt.
+    *("--disable", "goals"),
+    # The list of bundled skills (image generation, OpenAI docs, skill installer; ~4.8 KB).
+    *("-c", "skills.include_instructions=false"),
+    # request_user_input (~1.4 KB): nobody answers a headless run.
+    *("-c", "tools.experimental_request_user_input.enabled=false"),
+    # web_search: a stage works from its worktree and its prompt, not the web.
+    *("-c", 'web_search="disabled"'),
+)
 
 
 class CodexSpec(CliAdapterSpec):
@@ -64,6 +78,9 @@ class CodexSpec(CliAdapterSpec):
         # whatever the user's config trusts (measured on 0.171: a planted server then never
         # starts). Skills under the tree still load: instructions, which run nothing.
         project_config_off="-c projects=<tree and parents untrusted>",
+        # Its shell reads as well as writes: no tool can be taken away by class, but its own
+        # sandbox refuses every write of a read-only role (apply_patch and shell alike).
+        tools="--sandbox read-only for read-only roles; shell and patch tools stay offered",
     )
     home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
 
@@ -73,8 +90,7 @@ class CodexSpec(CliAdapterSpec):
             "--json",
             "-C",
             str(request.cwd),
-            "--sandbox",
-            "workspace-write",
+            *self.tool_args(request.tools),
             "-c",
             "check_for_update_on_startup=false",
             "-c",
@@ -86,6 +102,13 @@ class CodexSpec(CliAdapterSpec):
         # `exec resume` takes the options of `exec` before it, and none of its own but these.
         resume = ["resume", request.resume_session] if request.resume_session else []
         return [*argv, *request.args, *resume, "--", inline_prompt(prompt)]
+
+    def tool_args(self, tools: frozenset[str] | None) -> list[str]:
+        # Writes confined to the worktree for any role that edits or runs commands; none at
+        # all for a role that only reads and searches. The CLI's defaults keep workspace-write:
+        # T25 never runs Codex without its sandbox.
+        sandbox = "read-only" if read_only(tools) else "workspace-write"
+        return ["--sandbox", sandbox, *(OVERHEAD_ARGS if tools is not None else ())]
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         return ["-c", f"projects={untrusted_projects(request.cwd)}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import (
@@ -26,8 +27,14 @@ from adapters.parsing import (
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
+from core.domain.tools import ordered
 
 EDIT_TOOLS = {"write_file", "replace", "edit"}
+# Policy files (user tier, so over --yolo) shipped with T25: `deny-all.toml` takes every tool
+# away, built-in and MCP, and one file per tool class (core.domain.tools) allows its tools
+# back. A tool denied outright is never declared to the model (0.61.0 by default declares 16:
+# topics, skills, web fetch and search, todos, plan mode, sub-agents, background shells, ...).
+POLICIES = Path(__file__).with_name("gemini_policies")
 # API-key login, no telemetry, no update checks (see agent-cli-captures/gemini-settings.json).
 # And no project-level agents, skills, hooks or `.env`: user-level defaults that only a
 # trusted workspace's own settings can turn back on, which a later stage never reads.
@@ -75,11 +82,18 @@ class GeminiSpec(CliAdapterSpec):
         # .gemini/settings.json (MCP servers, hooks, tools) is never loaded (measured). Its
         # agents, skills and .env stay off only through the private HOME's settings.
         project_config_off="--skip-trust, no GEMINI_CLI_TRUST_WORKSPACE",
+        tools="--policy files: every tool denied but the role's",
     )
     home_files: ClassVar[dict[str, str]] = {".gemini/settings.json": HEADLESS_SETTINGS}
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
-        argv = ["-o", "stream-json", "--yolo", *self.later_args(request)]
+        argv = [
+            "-o",
+            "stream-json",
+            "--yolo",
+            *self.later_args(request),
+            *self.tool_args(request.tools),
+        ]
         if request.model:  # with a model named, it skips a routing call
             argv += ["-m", request.model]
         # `--prompt=TEXT` keeps a prompt that starts with dashes a value, not an option.
@@ -89,6 +103,12 @@ class GeminiSpec(CliAdapterSpec):
         # The dev stage works a tree checked out from the default branch: its project
         # settings are the project's own. Every later stage's tree holds what an agent wrote.
         return {} if project_config_off(request) else {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    def tool_args(self, tools: frozenset[str] | None) -> list[str]:
+        if tools is None:
+            return []
+        files = ["deny-all", *ordered(tools)]
+        return [arg for name in files for arg in ("--policy", str(POLICIES / f"{name}.toml"))]
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         return ["--skip-trust"]

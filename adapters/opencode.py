@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
 from adapters.login import LoginProbe, opencode_credentials
 from adapters.parsing import (
@@ -17,6 +19,16 @@ from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 
 EDIT_TOOLS = {"write", "edit", "patch"}
+# Each tool class (core.domain.tools) as opencode's permission keys. OPENCODE_PERMISSION is
+# merged into its config's `permission`: "*" denies every tool (built-in and MCP; a denied
+# tool is not offered to the model at all), the run's classes are allowed back. 1.18.33
+# offers 10 tools by default: skill, task, todowrite and webfetch among them.
+PERMISSIONS = {
+    "read": ("read", "list"),
+    "search": ("grep", "glob"),
+    "edit": ("edit",),  # write, edit and patch
+    "shell": ("bash",),
+}
 
 
 class OpencodeSpec(CliAdapterSpec):
@@ -46,6 +58,7 @@ class OpencodeSpec(CliAdapterSpec):
         # providers, permissions) and AGENTS.md; 1.18.33 still runs .opencode/plugin/*.js
         # (measured), for which it has no switch.
         project_config_off="OPENCODE_DISABLE_PROJECT_CONFIG (not .opencode/plugin/)",
+        tools="OPENCODE_PERMISSION: every tool denied but the role's",
     )
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
@@ -69,6 +82,13 @@ class OpencodeSpec(CliAdapterSpec):
             ),
             "1",
         )
+
+    def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
+        if tools is None:
+            return {}
+        allowed = [key for kind in PERMISSIONS if kind in tools for key in PERMISSIONS[kind]]
+        permission = {"*": "deny", **dict.fromkeys(allowed, "allow")}  # the last match wins
+        return {"OPENCODE_PERMISSION": json.dumps(permission)}
 
     def isolated_env(self, request: AgentRequest) -> dict[str, str]:
         # And nothing from a .claude/ directory (its CLAUDE.md and skills).

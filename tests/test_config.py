@@ -338,7 +338,7 @@ def test_an_unknown_key_inside_a_profile_in_a_list(here: Path) -> None:
     )
     assert str(err) == (
         "t25.yaml:8: roles.dev[1].modle: unknown key (known: adapter, model, args, timeout_s, "
-        "env_passthrough, private_home, sandbox, sandbox_image, resume); "
+        "env_passthrough, private_home, sandbox, sandbox_image, resume, tools); "
         "did you mean 'model'?"
     )
 

@@ -56,6 +56,10 @@ INIT_HINT = "run `t25 init` to create one"
 Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
 ROLES: tuple[str, ...] = get_args(Role)  # in pipeline order
 Risk = Literal["low", "medium", "high"]
+# What an agent may do in its worktree (core.domain.tools): a profile's `tools:` lists these,
+# or says `cli` (the CLI's own defaults); omitted, the role's default set.
+ToolClass = Literal["read", "search", "edit", "shell"]
+ToolSetting = list[ToolClass] | Literal["cli"] | None
 
 
 class _Section(BaseModel):
@@ -207,6 +211,7 @@ class AgentProfile(_Section):
     # A QA or review send-back continues the last dev run's CLI session instead of starting
     # cold, where the CLI resumes headless (its adapter's `resume` capability).
     resume: bool = False
+    tools: ToolSetting = None  # None: the role's default set (core.domain.tools)
 
     @field_validator("adapter")
     @classmethod
@@ -215,6 +220,22 @@ class AgentProfile(_Section):
         if known is not None and name not in known:
             raise ValueError(unknown_name("adapter", name, sorted(known)))
         return name
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, value: Any) -> Any:
+        known = list(get_args(ToolClass))
+        if isinstance(value, str) and value != "cli":
+            raise ValueError(
+                f"expected a list of tool classes such as [read, search], or cli, got {show(value)}"
+            )
+        for name in value if isinstance(value, list) else ():
+            if name not in get_args(ToolClass):
+                raise ValueError(
+                    unknown_name("tool class", str(name), known)
+                    + "; `tools: cli` keeps the CLI's own tools"
+                )
+        return value
 
     @field_validator("env_passthrough")
     @classmethod

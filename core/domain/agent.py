@@ -42,6 +42,9 @@ class AgentRequest(BaseModel):
     log_dir: Path | None = None
     # The CLI session this run continues (a QA or review send-back); None: a fresh session.
     resume_session: str | None = None
+    # The tool classes the CLI may offer its model (core.domain.tools); None: the CLI's own
+    # defaults, nothing narrowed and none of T25's overhead switches.
+    tools: frozenset[str] | None = None
 
 
 class CheckSandbox(BaseModel):

@@ -38,6 +38,7 @@ from core.domain.models import (
 )
 from core.domain.pids import alive
 from core.domain.reports import RunReport
+from core.domain.tools import tools_for
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.output import OutputBudget, OutputStream
@@ -473,6 +474,7 @@ class Worker:
             hidden=self.config.private_paths(),
             max_log_bytes=self.config.limits.max_log_bytes,
             log_dir=self.config.root / ".factory" / RUN_LOGS,
+            tools=tools_for(run.role, profile.tools),
         )
 
     async def _continue(

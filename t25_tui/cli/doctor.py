@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ from t25_tui.cli.shapes import (
     LoginJson,
     ProjectOverrides,
     RoleCheck,
+    ToolMapping,
 )
 
 if TYPE_CHECKING:
@@ -75,6 +77,7 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         store=store,
         adapters=adapters,
         roles=roles,
+        tools=tool_mappings(config),
         projects=[
             ProjectOverrides(name=p.name, overrides=p.overrides())
             for p in config.projects
@@ -201,6 +204,39 @@ def _adapter_problems(
     elif login.state is LoginState.UNKNOWN:
         problems.append(f"{name}: login unknown: {login.by}")
     return problems
+
+
+def tool_mappings(config: Config) -> list[ToolMapping]:
+    """For each role (and each project's own chain), what every CLI of its chain is given
+    for the role's tool set: the flags and variables its adapter spec maps the set onto."""
+    from adapters.registry import builtin_specs
+    from core.domain.tools import ordered, tools_for
+
+    specs = {spec.name: spec for spec in builtin_specs()}
+    chains: list[tuple[str | None, str, list[AgentProfile]]] = [
+        (None, role, chain) for role, chain in _chains(config).items()
+    ]
+    for project in config.projects:
+        named = project.roles.model_fields_set if project.roles else set()
+        own = _chains(config.for_project(project.name))
+        chains += [(project.name, role, chain) for role, chain in own.items() if role in named]
+    out = []
+    for where, role, chain in chains:
+        for profile in chain:
+            spec = specs.get(profile.adapter)
+            tools = tools_for(role, profile.tools)
+            out.append(
+                ToolMapping(
+                    role=role,
+                    project=where,
+                    adapter=profile.adapter,
+                    tools=None if tools is None else ordered(tools),
+                    args=spec.tool_args(tools) if spec else [],
+                    env=spec.tool_env(tools) if spec else {},
+                    narrows=spec.capabilities.tools if spec else None,
+                )
+            )
+    return out
 
 
 def _self_review(config: Config, chains: Mapping[str, list[AgentProfile]]) -> list[str]:
@@ -341,7 +377,7 @@ def render(report: DoctorReport) -> list[str]:
         indent = "  " if project is None else "    "
         name = project.name if project else None
         lines += [indent + _role_line(r) for r in report.roles if r.project == name]
-    lines.append("")
+    lines += ["", *_tool_lines(report.tools), ""]
     if not report.problems:
         return [*lines, "problems: none"]
     return [*lines, "problems:", *(f"  - {p}" for p in report.problems)]
@@ -417,6 +453,24 @@ def _rows(adapters: list[AdapterCheck]) -> list[list[str]]:
 
 def _cell(value: str | bool) -> str:
     return _yes(value) if isinstance(value, bool) else value
+
+
+def _tool_lines(mappings: list[ToolMapping]) -> list[str]:
+    """Each role's tool classes, and what each CLI of its chain is given for them."""
+    lines = ["tools (what each role's CLI may offer its model, and the flags that say so):"]
+    heading = None
+    for m in mappings:
+        role = f"project {m.project}: {m.role}" if m.project else m.role
+        classes = ", ".join(m.tools) if m.tools is not None else "the CLI's own (tools: cli)"
+        if (role, classes) != heading:
+            heading = (role, classes)
+            lines.append(f"  {role:<9} {classes or 'none'}")
+        shown = [" ".join(shlex.quote(arg) for arg in m.args)] if m.args else []
+        if m.env:
+            shown.append("env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in m.env.items()))
+        nothing = "(no flags)" if m.narrows else "(no such adapter)"
+        lines.append(f"    {m.adapter:<9} {'; '.join(shown) or nothing}")
+    return lines
 
 
 def _role_line(role: RoleCheck) -> str:

@@ -427,6 +427,18 @@ class RoleCheck(Shape):
     plays: str | None
 
 
+class ToolMapping(Shape):
+    """What one CLI of a role's chain is given for the role's tool set (core.domain.tools)."""
+
+    role: str
+    project: str | None  # set for a project's own chain
+    adapter: str
+    tools: list[str] | None  # the tool classes; null: `tools: cli`, the CLI's own defaults
+    args: list[str]  # the flags T25 adds for them
+    env: dict[str, str]  # and the variables
+    narrows: str | None  # how this CLI narrows a set, or what it cannot (its capabilities)
+
+
 class ProjectOverrides(Shape):
     name: str
     overrides: list[str]
@@ -443,6 +455,7 @@ class DoctorReport(Shape):
     store: StoreCheck
     adapters: list[AdapterCheck]
     roles: list[RoleCheck]
+    tools: list[ToolMapping]
     projects: list[ProjectOverrides]
     problems: list[str]
 

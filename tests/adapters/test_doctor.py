@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -112,6 +113,11 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "stream-json yes yes --resume SESSION_ID --dangerously-skip-permissions "
         "--setting-sources user --strict-mcp-config"
     )
+    claude_flags = "--strict-mcp-config --exclude-dynamic-system-prompt-sections"
+    claude_env = (
+        "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1 CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1 "
+        "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"
+    )
     # Spacing aside: the columns are as wide as the widest cell, the path included.
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
     assert set(lines[7]) == {"-", " "}
@@ -134,6 +140,22 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "qa scripted plays: scripted",
         "reviewer clade -> scripted plays: scripted",
         "docs scripted plays: scripted",
+        "",
+        "tools (what each role's CLI may offer its model, and the flags that say so):",
+        "spec read, search",
+        f"claude --tools Read,Grep,Glob {claude_flags}; env {claude_env}",
+        "scripted (no flags)",
+        "planner read, search",
+        "nosuch (no such adapter)",
+        "dev read, search, edit, shell",
+        "scripted (no flags)",
+        "qa read, search",
+        "scripted (no flags)",
+        "reviewer read, search",
+        "clade (no such adapter)",
+        "scripted (no flags)",
+        "docs read, search, edit",
+        "scripted (no flags)",
         "",
         "problems:",
         "- claude: `claude` not found on PATH",
@@ -231,3 +253,38 @@ def test_the_json_report_has_its_documented_shape(repo, t25):
     assert report["projects"] == [{"name": "app", "overrides": ["roles.dev nosuch"]}]
     scripted = next(a for a in report["adapters"] if a["name"] == "scripted")
     assert scripted["login"] == {"state": "not needed", "by": ""}
+
+
+def test_the_json_report_maps_each_roles_tool_set_onto_each_cli_of_its_chain(repo, t25):
+    roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "qa", "docs")}
+    roles["dev"] = [{"adapter": "claude"}, {"adapter": "codex", "tools": "cli"}]
+    roles["reviewer"] = [{"adapter": "codex"}, {"adapter": "gemini", "tools": ["read"]}]
+    project = {"name": "app", "roles": {"docs": [{"adapter": "opencode"}]}}
+    (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [project], "roles": roles}))
+    report = conforms("doctor", t25("doctor", "--json").out)
+    tools = {(m["project"], m["role"], m["adapter"]): m for m in report["tools"]}
+
+    dev = tools[None, "dev", "claude"]
+    assert dev["tools"] == ["read", "search", "edit", "shell"]
+    assert dev["args"][:2] == ["--tools", "Read,Grep,Glob,Write,Edit,Bash"]
+    assert dev["env"]["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    # `tools: cli`: the CLI's own tools; Codex keeps the sandbox T25 always gives it.
+    assert tools[None, "dev", "codex"]["tools"] is None
+    assert tools[None, "dev", "codex"]["args"] == ["--sandbox", "workspace-write"]
+    assert tools[None, "reviewer", "codex"]["args"][:2] == ["--sandbox", "read-only"]
+    gemini = tools[None, "reviewer", "gemini"]
+    assert gemini["tools"] == ["read"]
+    assert [Path(a).name for a in gemini["args"][1::2]] == ["deny-all.toml", "read.toml"]
+    docs = tools["app", "docs", "opencode"]
+    assert json.loads(docs["env"]["OPENCODE_PERMISSION"]) == {
+        "*": "deny", "read": "allow", "list": "allow", "grep": "allow", "glob": "allow",
+        "edit": "allow",
+    }  # fmt: skip
+    assert tools[None, "spec", "scripted"]["args"] == []
+    codex = next(a for a in report["adapters"] if a["name"] == "codex")
+    assert "shell and patch tools stay offered" in codex["capabilities"]["tools"]
+
+    text = t25("doctor").out
+    assert "reviewer  read, search" in text
+    assert "codex     --sandbox read-only --disable goals" in text
+    assert "project app: docs read, search, edit" in text
