@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.checks import run_check
+from adapters.codex import HEADLESS_CONFIG
 from adapters.registry import builtin_specs
 from core.config.schema import load_config
 from core.control.service import ControlPlane
@@ -291,7 +292,22 @@ def environment(fake: FakeModel, homes: Path) -> None:
     )
 
 
-CONFIGURATIONS = {"defaults": {"tools": "cli"}, "t25": {}, "resume": {"resume": True}}
+# `resume` needs the CLI's own HOME (its sessions live there): no private HOME, no sandbox;
+# the HOME is this measurement's own (`own_home`).
+CONFIGURATIONS = {
+    "defaults": {"tools": "cli"},
+    "t25": {},
+    "resume": {"resume": True, "private_home": False, "sandbox": "none"},
+}
+
+
+def own_home(where: Path) -> None:
+    """A HOME of the bench's own for a CLI that keeps its sessions there, with Codex told
+    to stay headless (as a private HOME would be)."""
+    (where / ".codex").mkdir(parents=True)
+    (where / ".codex" / "config.toml").write_text(HEADLESS_CONFIG)
+    os.environ["HOME"] = str(where)
+    os.environ.pop("CODEX_HOME", None)
 
 
 async def main() -> None:
@@ -313,9 +329,13 @@ async def main() -> None:
             for name in names:
                 with FakeModel(final=ANSWER) as fake:
                     environment(fake, Path(tmp) / "homes")
+                    home = os.environ.get("HOME", "")
+                    if name == "resume":
+                        own_home(Path(tmp) / f"{cli}-home")
                     runs[name] = await one_task(
                         cli, fake, CONFIGURATIONS[name], Path(tmp) / f"{cli}-{name}"
                     )
+                    os.environ["HOME"] = home
             report(cli, runs)
             sys.stdout.flush()
 
