@@ -45,6 +45,8 @@ HEADER_STYLE = {
     TaskState.CANCELLED: "bold dim",
 }
 OVER_BUDGET = "$! "  # a card's mark: its spend reached its budget (the detail has the figures)
+BLOCKED = "⧗ "  # a card's mark: it waits for tasks not merged yet (its title line names them)
+BLOCKED_STYLE = "bold magenta"
 COMPACT_BELOW = 100  # terminal columns: narrower, the board is one list grouped by state
 
 
@@ -55,22 +57,34 @@ def render_card(card: Card, now: datetime) -> Text:
         text.append("⚑ ", style="bold yellow")
     if card.over_budget:
         text.append(OVER_BUDGET, style="bold red")
+    if card.blockers:
+        text.append(BLOCKED, style=BLOCKED_STYLE)
     text.append(head, style="bold")
     text.append("\n")
-    text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
+    _append_title(text, card, title)
     return text
+
+
+def _append_title(text: Text, card: Card, title: str) -> None:
+    """The title, after what a blocked card waits for."""
+    if card.blockers:
+        text.append(f"{card.waits_for} · ", style=BLOCKED_STYLE)
+    text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
 
 
 def render_line(card: Card, now: datetime) -> Text:
     """A card on one line, for the narrow board: its head, then as much title as fits."""
     head, title = card.lines(now)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append("⚑ " if card.human else "  ", style="bold yellow")
+    if card.blockers and not card.human:
+        text.append(BLOCKED, style=BLOCKED_STYLE)
+    else:
+        text.append("⚑ " if card.human else "  ", style="bold yellow")
     if card.over_budget:
         text.append(OVER_BUDGET, style="bold red")
     text.append(head, style="bold")
     text.append("  ")
-    text.append(printable(title), style="dim" if card.task.archived else "")
+    _append_title(text, card, title)
     return text
 
 
@@ -81,6 +95,11 @@ class Cards(OptionList):
     BINDINGS: ClassVar[list[BindingType]] = [
         b for b in OptionList.BINDINGS if isinstance(b, Binding) and b.action != "select"
     ]
+
+    def on_resize(self) -> None:
+        """The highlighted card stays whole on screen when the list grows shorter (a
+        smaller terminal): OptionList scrolls to it only when the highlight moves."""
+        self.call_after_refresh(self.scroll_to_highlight)
 
 
 def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | None]:
