@@ -27,7 +27,12 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, Vertical
+from textual.content import Content
+from textual.css.styles import RulesMap
 from textual.message import Message
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -88,6 +93,34 @@ def render_line(card: Card, now: datetime) -> Text:
     return text
 
 
+class CardPrompt(Visual):
+    """A card as its list draws it.
+
+    A card's lines never wrap (`.cards` cuts them with an ellipsis), so it is as tall as
+    it has lines at any width. Told so, a list measures a thousand cards without laying out
+    their text, which OptionList otherwise does for every option it is given — the most
+    of the board's first draw with thousands of tasks."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text  # as composed (the board compares it between refreshes)
+        self.content = Content.from_rich_text(text)
+        self.height = text.plain.count("\n") + 1
+
+    def __str__(self) -> str:
+        return self.text.plain
+
+    def render_strips(
+        self, width: int, height: int | None, style: Style, options: RenderOptions
+    ) -> list[Strip]:
+        return self.content.render_strips(width, height, style, options)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return self.content.get_optimal_width(rules, container_width)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        return self.height
+
+
 class Cards(OptionList):
     """A column's cards. Enter is not the list's own: it is the board's `open` command."""
 
@@ -108,7 +141,7 @@ def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | Non
     for i, (task_id, text) in enumerate(drawn):
         if i:
             items.append(None)
-        items.append(Option(text, id=task_id))
+        items.append(Option(CardPrompt(text), id=task_id))
     if more:
         items.append(
             Option(
@@ -175,7 +208,9 @@ class StateList(Cards):
                 continue  # an empty state takes no room
             header = Text(f"{state.value} {len(cards)}", style=HEADER_STYLE.get(state, "bold"))
             items.append(Option(header, disabled=True))
-            items += (Option(render_line(c, now), id=c.id) for c in cards[:CARDS_PER_COLUMN])
+            items += (
+                Option(CardPrompt(render_line(c, now)), id=c.id) for c in cards[:CARDS_PER_COLUMN]
+            )
             if (more := len(cards) - CARDS_PER_COLUMN) > 0:
                 note = Text(f"  … {more} more (filter with /)", style="dim")
                 items.append(Option(note, disabled=True))
