@@ -64,6 +64,9 @@ def task_fields(fields: dict[str, Any]) -> dict[str, Any]:
             value = int(value)
         elif isinstance(value, tuple):  # a list of names, kept as a JSON array
             value = json.dumps(list(value)) if value else None
+        elif isinstance(value, dict):  # kept as a JSON object
+            value = json.dumps(_FIELD_TYPES[name].dump_python(value, mode="json")) or None
+            value = None if value == "{}" else value
         values[name] = value
     return values
 

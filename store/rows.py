@@ -100,6 +100,7 @@ class RowReader:
             rewind_to=r["rewind_to"],
             budget_usd=r["budget_usd"],
             budget_tokens=r["budget_tokens"],
+            role_budgets=json.loads(r["role_budgets"] or "{}"),
             priority=r["priority"],
             after=tuple(json.loads(r["after_tasks"] or "[]")),
             created_at=self.time(r["created_at"]),

@@ -57,6 +57,34 @@ async def test_a_spent_dollar_budget_is_raised_in_dollars(env):
     assert (await env.task(task.id)).state is S.DONE
 
 
+async def test_a_roles_budget_waits_before_that_roles_next_run_and_is_raised_for_it(env):
+    """`limits.by_role`: the reviewer's runs of a task may spend 1 token. The first review
+    runs (nothing spent yet) and sends the change back; before the second, the task waits;
+    the answer raises the reviewer's budget for this task, not the task's."""
+    control = await env.open(limits={"by_role": {"reviewer": {"max_tokens": 1}}})
+    task = await env.new(description="scripted: review=changes-once")
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.NEEDS_INPUT and task.resume_state is S.REVIEW
+    runs = await control.store.list_runs(task_id=task.id)
+    roles = [r.role for r in runs]
+    assert roles.count("reviewer") == 1 and roles.count("dev") == 2
+    asked = [
+        e
+        for e in await control.store.events_after(0, task_id=task.id, limit=1000)
+        if isinstance(e, InputRequested)
+    ]
+    assert f"{task.id} has spent reviewer: $" in asked[-1].question
+    assert "its reviewer budget (limits.by_role) is reached before REVIEW" in asked[-1].question
+    with pytest.raises(PolicyRefused, match="must name a budget above that"):
+        await control.answer(task.id, "go on", actor="ana")
+    answered = await control.answer(task.id, "budget 10M tokens", actor="ana")
+    assert answered.state is S.REVIEW and answered.budget_tokens is None
+    assert answered.role_budgets["reviewer"].tokens == 10_000_000
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+
+
 def test_an_answer_names_a_budget_in_dollars_or_tokens():
     assert raised_budget("budget $12") == (12.0, None)
     assert raised_budget("ok: $7.50 and 250k tokens") == (7.5, 250_000)

@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from tests.shapes import conforms
 from tests.test_cli import PIPELINE_CONFIG
 
 
@@ -90,6 +91,24 @@ def test_logs_are_readable_text_and_raw_on_request(t25, done_task):
     assert "\x1b[" not in readable.out
     raw = t25("logs", done_task, "--raw")
     assert raw.code == 0 and '"type": "result"' in raw.out
+
+
+def test_logs_as_json_lines_in_their_documented_shape(t25, done_task):
+    shown = t25("logs", done_task, "--json")
+    assert shown.code == 0, shown.err
+    lines = [conforms("logs-line", text) for text in shown.out.splitlines()]
+    starts = [line for line in lines if line["kind"] == "run_started"]
+    ends = [line for line in lines if line["kind"] == "run_finished"]
+    assert starts and {s["run_id"] for s in starts} <= {e["run_id"] for e in ends}
+    assert {line["line"] for line in ends} == {"succeeded"}
+    calls = [line for line in lines if line["kind"] == "call"]
+    assert any(line["line"].startswith("write(") for line in calls), calls
+    assert all(line["stream"] == "stdout" and line["run_id"] for line in calls)
+    run = calls[0]["run_id"]
+    one = [conforms("logs-line", text) for text in t25("logs", run, "--json").out.splitlines()]
+    assert {line["run_id"] for line in one} == {run}
+    assert one[0]["kind"] == "run_started"
+    assert t25("logs", done_task, "--json", "--raw").code == 2  # one way of showing at a time
 
 
 def test_on_a_terminal_the_diff_is_coloured_and_an_agents_escape_is_escaped():

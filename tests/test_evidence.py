@@ -46,6 +46,25 @@ async def test_the_approval_shows_the_spec_the_plan_its_hash_the_past_and_the_co
     assert f"t25 approve {task.id} --plan {found.plan_sha256}" in shown.out
 
 
+async def test_the_estimate_counts_the_loops_a_past_task_went_through(env):
+    """A past task sent back once by review ran dev twice: the dearest end of the range is
+    its two runs, the cheapest a task that ran dev once."""
+    control = await env.open()
+    await env.new("Went straight through")
+    await env.new(description="scripted: review=changes-once")
+    await env.work()
+    dev = [r for r in await control.store.list_runs() if r.role == "dev"]
+    assert len(dev) == 3 and all(r.cost_usd > 0 for r in dev)
+    by_task = {r.task_id: [d.cost_usd for d in dev if d.task_id == r.task_id] for r in dev}
+    waiting = await env.new("Next")
+    implementing = (await control.approval_evidence(waiting.id)).estimate[0]
+    assert implementing.stage == "IMPLEMENTING" and implementing.runs == 3
+    assert implementing.high_usd == max(sum(costs) for costs in by_task.values())
+    assert implementing.low_usd == min(sum(costs) for costs in by_task.values())
+    assert implementing.high_usd > max(r.cost_usd for r in dev)
+    await env.close()
+
+
 async def test_the_merge_shows_what_it_takes_and_a_dry_run_merges_nothing(env, t25):
     control = await env.open(policies={"protected_paths": ["package.json"]})
     task = await env.new(description="scripted: review=changes-once scripted: touch=package.json")

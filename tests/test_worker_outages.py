@@ -361,6 +361,35 @@ class Link:
         w.close()
 
 
+async def test_a_claim_retried_at_a_restarted_serve_gets_the_lease_its_first_try_took(
+    shop, tmp_path
+):
+    """serve took a claim and died before answering; the worker's retry reaches the serve
+    started since, which has forgotten the answer: it gets the run its first try claimed,
+    not a second one (the first would sit leased until its lease lapsed, then run again)."""
+    async with shop_served(shop, tmp_path) as (served, client):
+        await file_tasks(client, 2)
+        auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+        claim = {"worker": "w", "ttl_s": 60}
+        key = uuid.uuid4().hex
+        first: list[httpx.Response] = []
+
+        async def claimed() -> bool:
+            first[:] = [await client.post("/worker/claim", json=claim, headers=auth)]
+            return first[0].status_code == 200
+
+        await until(claimed, what="a run to claim")
+        served.kill_serve()
+        served.start_serve()
+        await until(lambda: healthy(client), what="serve back")
+        retry = auth | {"Idempotency-Key": key, "T25-Retry": "2"}
+        again = await client.post("/worker/claim", json=claim, headers=retry)
+        assert again.status_code == 200, again.text
+        assert again.json()["lease"] == first[0].json()["lease"]
+        running = (await client.get("/runs", params={"status": "running"})).json()
+        assert [r["id"] for r in running] == [first[0].json()["run"]["id"]]
+
+
 async def test_serve_answers_a_retried_call_with_its_first_answer(shop, tmp_path):
     """A claim, output or completion sent again under its Idempotency-Key (its answer was
     lost on the way) is answered as the first time, and not done twice."""

@@ -275,6 +275,13 @@ DEFAULT_MAX_OUTPUT_EVENT_BYTES = 8 * 2**20
 MAX_LOG_BYTES = 64 * 2**20
 
 
+class RoleBudget(_Section):
+    """What one role's runs of a task may spend (`limits.by_role`); None: no budget."""
+
+    max_cost_usd: PositiveFloat | None = None
+    max_tokens: PositiveInt | None = None
+
+
 class Limits(_Section):
     """Bounds T25 enforces, whatever an agent says."""
 
@@ -288,6 +295,8 @@ class Limits(_Section):
     # Reached, the task waits for a human before its next run (an answer can raise it).
     max_cost_usd: PositiveFloat | None = None
     max_tokens: PositiveInt | None = None
+    # The same, for one role's runs of a task (`by_role: {reviewer: {max_cost_usd: 1}}`).
+    by_role: dict[Role, RoleBudget] = {}
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
     # An agent's output streamed as events, per run; past it, one truncation marker.

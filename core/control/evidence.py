@@ -79,7 +79,8 @@ def _said(decisions: list[DecisionRecorded], verb: Verb) -> tuple[str, ...]:
 
 async def _estimate(queries: Queries, task: Task) -> tuple[StageEstimate, ...]:
     """Each stage left, from the project's past succeeded runs of its role (and of the
-    model its first profile names, when it names one)."""
+    model its first profile names, when it names one), summed per task: a task whose QA or
+    review sent it back ran a role more than once, and the range says so."""
     policy = queries.config.for_project(task.project)
     mine = {
         t.id for t in await queries.store.list_tasks(project=task.project, include_archived=True)
@@ -91,18 +92,22 @@ async def _estimate(queries: Queries, task: Task) -> tuple[StageEstimate, ...]:
     for stage, role in AFTER_APPROVAL:
         chain = policy.roles.chain(role) or []
         model = chain[0].model if chain else None
-        costs = [
-            r.cost_usd
+        runs = [
+            r
             for r in past
             if r.role == role and (model is None or model in (r.model, r.usage.model))
         ]
-        priced = bool(costs and any(costs)) or queries.config.rate_for(model) is not None
+        per_task: dict[str, float] = {}
+        for r in runs:
+            per_task[r.task_id] = per_task.get(r.task_id, 0.0) + r.cost_usd
+        costs = list(per_task.values())
+        priced = any(costs) or queries.config.rate_for(model) is not None
         out.append(
             StageEstimate(
                 stage=stage.value,
                 role=role,
                 model=model,
-                runs=len(costs),
+                runs=len(runs),
                 low_usd=min(costs, default=0.0),
                 high_usd=max(costs, default=0.0),
                 priced=priced,

@@ -13,7 +13,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from core.config.schema import Config
+from core.config.schema import Config, RoleBudget
 from core.control.cost import summarize
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
@@ -23,6 +23,7 @@ from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTran
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
+    Budget,
     Run,
     RunStatus,
     Task,
@@ -124,10 +125,30 @@ class Queries:
         """What `task` has spent against its budget."""
         return self.spend_of(task, await self.store.list_runs(task_id=task.id))
 
-    def spend_of(self, task: Task, runs: list[Run]) -> Spend:
+    async def budget_reached(self, task: Task, role: str | None) -> Spend | None:
+        """The budget the next run of `role` would go past: the task's, else the role's
+        (limits.by_role); None while both hold."""
+        runs = await self.store.list_runs(task_id=task.id)
+        task_spend = self.spend_of(task, runs)
+        if task_spend.reached:
+            return task_spend
+        role_spend = self.spend_of(task, runs, role=role) if role else None
+        return role_spend if role_spend is not None and role_spend.reached else None
+
+    def spend_of(self, task: Task, runs: list[Run], *, role: str | None = None) -> Spend:
         """`runs`' spend (the task's), against the task's budget: its own, raised by an
-        answer, else its project's limits."""
+        answer, else its project's limits. With `role`, that role's runs against the role's
+        budget, the same way (limits.by_role)."""
         limits = self.config.for_project(task.project).limits
+        if role is None:
+            configured = RoleBudget(max_cost_usd=limits.max_cost_usd, max_tokens=limits.max_tokens)
+            own = Budget(usd=task.budget_usd, tokens=task.budget_tokens)
+        else:
+            runs = [r for r in runs if r.role == role]
+            configured = limits.by_role.get(role) or RoleBudget()  # type: ignore[call-overload]
+            own = task.role_budgets.get(role) or Budget()
+        budget_usd = own.usd if own.usd is not None else configured.max_cost_usd
+        budget_tokens = own.tokens if own.tokens is not None else configured.max_tokens
         unpriced = {
             r.model or r.usage.model or "unknown"
             for r in runs
@@ -136,12 +157,11 @@ class Queries:
             and self.config.rate_for(r.model or r.usage.model) is None
         }
         return Spend(
+            role=role,
             usd=sum(r.cost_usd for r in runs),
             tokens=sum(tokens_of(r.usage) for r in runs),
-            budget_usd=task.budget_usd if task.budget_usd is not None else limits.max_cost_usd,
-            budget_tokens=(
-                task.budget_tokens if task.budget_tokens is not None else limits.max_tokens
-            ),
+            budget_usd=budget_usd,
+            budget_tokens=budget_tokens,
             unpriced=tuple(sorted(unpriced)),
         )
 

@@ -61,6 +61,7 @@ from core.domain.models import (
     MERGE_ROLE,
     MIN_PRIORITY,
     ArtifactKind,
+    Budget,
     NewRun,
     NewTask,
     Project,
@@ -255,11 +256,12 @@ class ControlPlane(Queries, Operations):
         self, task: Task, stage: TaskState, *, actor: str, reason: str = "", **fields: Any
     ) -> Task:
         """Move into a working stage and queue its run, in one store write (no task is left
-        in a stage whose run was never queued, nor a run queued twice). A task whose budget
-        is spent waits for a human instead, before that run (`_budget_spent`)."""
+        in a stage whose run was never queued, nor a run queued twice). A task whose budget,
+        or whose budget for the stage's role, is spent waits for a human instead, before that
+        run (`_budget_spent`)."""
         if stage in STAGE_ROLE and stage is not TaskState.PR_OPEN:
-            spend = await self.spend(task)
-            if spend.reached:
+            spend = await self.budget_reached(task, STAGE_ROLE[stage])
+            if spend is not None:
                 return await self._budget_spent(task, stage, spend, reason, fields)
         event, fields = self._change(task, stage, actor=actor, reason=reason, fields=fields)
         run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
@@ -303,8 +305,9 @@ class ControlPlane(Queries, Operations):
         """Wait in NEEDS_INPUT before `stage`'s run, with the spend so far; the answer that
         names a new budget sends the task on into `stage` (the fields it would have set
         set now)."""
+        whose = f"its {spend.role} budget (limits.by_role)" if spend.role else "its budget"
         question = (
-            f"{task.id} has spent {spend.line()}: its budget is reached before "
+            f"{task.id} has spent {spend.line()}: {whose} is reached before "
             f"{stage} ({STAGE_ROLE[stage]}){f', after: {reason}' if reason else ''}. Answer with "
             f'a new budget to go on (e.g. "budget ${_suggest(spend.usd, spend.budget_usd)}" or '
             f'"budget {_suggest_tokens(spend)} tokens"), or cancel it.'
@@ -491,7 +494,9 @@ class ControlPlane(Queries, Operations):
                 return Ruling(to=TaskState.PLAN, why=decision.text, enqueue=True)
             case Verb.ANSWER:
                 _expect(task, TaskState.NEEDS_INPUT, "answered")
-                raised = _raised(task, decision, await self.spend(task))
+                stage = task.resume_state
+                role = STAGE_ROLE.get(stage) if stage else None
+                raised = _raised(task, decision, await self.budget_reached(task, role))
                 return Ruling(
                     to=_resumed(task), why="operator answered", fields=raised, enqueue=True
                 )
@@ -1009,23 +1014,26 @@ def _plan_summary(content: bytes) -> str:
     return line if len(line) <= 200 else line[:199] + "…"
 
 
-def _raised(task: Task, decision: Decision, spend: Spend) -> dict[str, Any]:
-    """The budget an answer raises (fields of the task): an answer to a task whose budget
-    is spent must name a new one above the spend, or it is refused."""
-    if not spend.reached:
+def _raised(task: Task, decision: Decision, spend: Spend | None) -> dict[str, Any]:
+    """The budget an answer raises (fields of the task): an answer to a task whose budget,
+    or whose next role's, is spent must name a new one above the spend, or it is refused."""
+    if spend is None:
         return {}
     usd, tokens = raised_budget(decision.text)
-    fields: dict[str, Any] = {}
-    if usd is not None:
-        fields["budget_usd"] = usd
-    if tokens is not None:
-        fields["budget_tokens"] = tokens
     after = spend.model_copy(
         update={
-            "budget_usd": fields.get("budget_usd", spend.budget_usd),
-            "budget_tokens": fields.get("budget_tokens", spend.budget_tokens),
+            "budget_usd": spend.budget_usd if usd is None else usd,
+            "budget_tokens": spend.budget_tokens if tokens is None else tokens,
         }
     )
+    named = {"usd": usd, "tokens": tokens}
+    fields: dict[str, Any]
+    if spend.role:
+        own = task.role_budgets.get(spend.role) or Budget()
+        raised = own.model_copy(update={k: v for k, v in named.items() if v is not None})
+        fields = {"role_budgets": {**task.role_budgets, spend.role: raised}}
+    else:
+        fields = {f"budget_{k}": v for k, v in named.items() if v is not None}
     if after.reached:
         raise PolicyRefused(
             f"{task.id} has spent {spend.line()}; an answer must name a budget above that "

@@ -28,10 +28,13 @@ class CostSummary(BaseModel):
 
 class Spend(BaseModel):
     """What a task has spent against its budget (limits.max_cost_usd and max_tokens, or the
-    task's own, raised by an operator's answer). Tokens count every kind a CLI reports."""
+    task's own, raised by an operator's answer); with `role`, what that role's runs of the
+    task have spent against the role's (limits.by_role). Tokens count every kind a CLI
+    reports."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
+    role: str | None = None
     usd: float = 0.0
     tokens: int = 0
     budget_usd: float | None = None
@@ -46,12 +49,13 @@ class Spend(BaseModel):
         )
 
     def line(self) -> str:
-        """`$0.42 of $5.00 · 12,345 of 1,000,000 tokens`: the spend, against its budget."""
+        """`$0.42 of $5.00 · 12,345 of 1,000,000 tokens`: the spend, against its budget
+        (`reviewer: …` for a role's)."""
         usd = f"${self.usd:.4f}" + (f" of ${self.budget_usd:.2f}" if self.budget_usd else "")
         if self.unpriced:
             usd += f" (not priced: {', '.join(self.unpriced)})"
         tokens = f"{self.tokens:,}" + (f" of {self.budget_tokens:,}" if self.budget_tokens else "")
-        return f"{usd} · {tokens} tokens"
+        return f"{self.role + ': ' if self.role else ''}{usd} · {tokens} tokens"
 
 
 def tokens_of(usage: Usage) -> int:

@@ -16,7 +16,8 @@ from core.domain.text import printable
 
 class StageEstimate(BaseModel):
     """What one remaining stage has cost in this project's past runs of its role and model:
-    a range (the cheapest and the dearest run), or unpriced / unknown."""
+    a range (the cheapest and the dearest task's, each task's runs of the role summed: its
+    QA and review loops included), or unpriced / unknown."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 

@@ -143,6 +143,13 @@ class NewTask(_Value):
     after: tuple[str, ...] = ()  # the tasks it waits for: it starts once each is merged
 
 
+class Budget(_Value):
+    """A budget an operator's answer set: USD and tokens, None where it named none."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+
 class Task(_Value):
     id: str
     project: str
@@ -175,6 +182,8 @@ class Task(_Value):
     # limits.max_tokens; None: the configured one.
     budget_usd: float | None = None
     budget_tokens: int | None = None
+    # A role's budget for this task, raised by an answer past `limits.by_role`, by role.
+    role_budgets: dict[str, Budget] = Field(default_factory=dict)
     priority: int = 0
     after: tuple[str, ...] = ()  # the tasks it waits for; it leaves RECEIVED once all are merged
     created_at: datetime
@@ -203,6 +212,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "rewind_to",
         "budget_usd",
         "budget_tokens",
+        "role_budgets",
         # An operator's edit (`t25 task edit`), before the task is implemented.
         "title",
         "description",

@@ -8,9 +8,11 @@ while the first try is still being done waits for it. Only answers below 300 are
 refusal is worked out again.
 
 The answers are kept in this process's memory, at most `LIMIT` of them: right for one
-serve. A retry that reaches a serve restarted since the first try is done again; the lease
-then decides (a completed run's lease is gone, so a second completion gets 409 and is
-dropped; a second claim's lease lapses unused and its run is claimed again).
+serve. A retry says so (`RETRY_HEADER`, the try's number), so that a serve restarted since
+the first try, which has forgotten its answer, can still tell a retry from a first call:
+a retried claim first looks for the lease its first try may have taken
+(t25_tui.api.routes.worker), and a completion sent again under the lease that finished its
+run is answered as done.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 
 HEADER = "Idempotency-Key"
+RETRY_HEADER = "T25-Retry"  # on the second and later tries of a call: the try's number
 MAX_KEY = 100  # characters of a key; a longer one is not honoured
 KEEP_S = 600.0
 LIMIT = 10_000
@@ -74,9 +77,15 @@ class Answers:
                 self.busy.pop(key, None)
 
     def failed_before(self, request: Request) -> bool:
-        """An earlier try of this call raised: it may have done part of its work."""
+        """An earlier try of this call may have done its work with no answer kept: it raised
+        here, or it reached a serve that has since restarted (the call says it is a retry and
+        no answer is kept for it)."""
         given = request.headers.get(HEADER)
-        return bool(given) and f"{request.url.path} {given}" in self.failed
+        if not given:
+            return False
+        return f"{request.url.path} {given}" in self.failed or bool(
+            request.headers.get(RETRY_HEADER)
+        )
 
     def _mark_failed(self, key: str) -> None:
         self.failed[key] = time.monotonic()

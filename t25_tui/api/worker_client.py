@@ -42,12 +42,13 @@ from core.errors import (
 )
 from core.ports import Claim
 from t25_tui.api import errors as wire
+from t25_tui.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from t25_tui.api.idempotency import RETRY_HEADER
 from t25_tui.api.outbox import Outbox
 from t25_tui.api.uploads import CHUNK_BYTES as UPLOAD_CHUNK_BYTES
 
 log = logging.getLogger("t25.remote")
 
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 TRANSIENT_STATUSES = frozenset({502, 503, 504})  # serve, or its store, away for now
 RETRY = Backoff(0.5, 5.0, jitter=0.2)  # pauses between tries of a call serve did not take
 CREDENTIAL_PAUSES = (1.0, 3.0)  # a refused credential is tried twice more, then given up
@@ -272,6 +273,8 @@ class HttpRunQueue:
         tries = 0
         while True:
             tries += 1
+            if tries > 1:
+                headers[RETRY_HEADER] = str(tries)
             left = until - time.monotonic()
             try:
                 response = await self.http.send(

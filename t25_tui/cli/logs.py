@@ -2,7 +2,9 @@
 
 Each run's output is rendered by `adapters.transcript` (messages, tool calls with their
 arguments, results, errors; the cockpit's log pane shows the same), coloured by kind on a
-terminal and plain when piped. `--raw` prints what the CLI printed, as it printed it.
+terminal and plain when piped. `--raw` prints what the CLI printed, as it printed it;
+`--json` the same lines as JSON Lines, one `shapes.LogLine` each, with each run's start
+and end.
 """
 
 from __future__ import annotations
@@ -10,17 +12,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from datetime import datetime
 from typing import TextIO
 
 from adapters.transcript import Entry, Kind, Transcript, as_text
 from core.domain.events import RunFinished, RunOutput, RunStarted
-from core.domain.models import ArtifactKind, TaskState
+from core.domain.models import ArtifactKind, TaskState, utcnow
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from core.errors import NotFound
 from core.ports import Operations
 from t25_tui.cli.context import run
 from t25_tui.cli.diff import colour_wanted
+from t25_tui.cli.shapes import LogLine
 
 # SGR colours by kind, on a terminal only.
 _COLOUR = {
@@ -40,43 +44,66 @@ def coloured(entry: Entry, colour: bool) -> str:
 
 
 class Printer:
-    """Where a run's output goes: the transcript of each stream of each run, or raw."""
+    """Where a run's output goes: the transcript of each stream of each run, raw, or as
+    JSON Lines (`json`, all on `out`)."""
 
-    def __init__(self, *, raw: bool, out: TextIO, err: TextIO) -> None:
-        self.raw = raw
+    def __init__(self, *, raw: bool, out: TextIO, err: TextIO, json: bool = False) -> None:
+        self.raw, self.json = raw, json
         self.out, self.err = out, err
-        self.colour = colour_wanted(out)
+        self.colour = colour_wanted(out) and not json
         self._transcripts: dict[tuple[str, str], Transcript] = {}
 
     def output(self, event: RunOutput) -> None:
-        stream = self.out if event.stream == "stdout" else self.err
         if self.raw:
-            stream.write(event.text)
+            (self.out if event.stream == "stdout" else self.err).write(event.text)
             return
         key = (event.run_id or "", event.stream)
         transcript = self._transcripts.setdefault(key, Transcript())
-        self._write(transcript.feed(event.text), stream)
+        self._write(transcript.feed(event.text), event.run_id, event.stream, event.at)
+
+    def boundary(self, event: RunStarted | RunFinished, *, alone: bool) -> None:
+        """A run started or ended: a line between runs (none when `alone`, one run's
+        output), and in JSON a line of its own always."""
+        if self.json:
+            said = event.adapter or "" if isinstance(event, RunStarted) else event.status.value
+            self._line(event.run_id, event.kind, None, said, event.at)
+        elif not alone:
+            what = event.kind.replace("run_", "")
+            self.out.write(f"\n── {printable(event.run_id or '')} {what} ──\n")
 
     def finish(self, run_id: str | None) -> None:
         """A run ended: its last unfinished lines, if any."""
-        for stream_name, stream in (("stdout", self.out), ("stderr", self.err)):
-            transcript = self._transcripts.pop((run_id or "", stream_name), None)
+        for stream in ("stdout", "stderr"):
+            transcript = self._transcripts.pop((run_id or "", stream), None)
             if transcript is not None:
-                self._write(transcript.close(), stream)
+                self._write(transcript.close(), run_id, stream, utcnow())
 
     def close(self) -> None:
         """The output ended: every run's unfinished last lines."""
         for run_id, _stream in list(self._transcripts):
             self.finish(run_id)
 
-    def _write(self, entries: list[Entry], stream: TextIO) -> None:
-        colour = self.colour and stream is self.out
+    def _write(self, entries: list[Entry], run_id: str | None, stream: str, at: datetime) -> None:
+        if self.json:
+            for entry in entries:
+                self._line(run_id, entry.kind.value, stream, entry.text, at)
+            return
+        out = self.out if stream == "stdout" else self.err
+        colour = self.colour and out is self.out
         for entry in entries:
-            stream.write(coloured(entry, colour) + "\n")
+            out.write(coloured(entry, colour) + "\n")
+
+    def _line(
+        self, run_id: str | None, kind: str, stream: str | None, text: str, at: datetime
+    ) -> None:
+        line = LogLine.model_validate(
+            {"run_id": run_id, "kind": kind, "stream": stream, "line": text, "at": at}
+        )
+        self.out.write(line.model_dump_json() + "\n")
 
 
 def logs(args: argparse.Namespace) -> int:
-    printer = Printer(raw=args.raw, out=sys.stdout, err=sys.stderr)
+    printer = Printer(raw=args.raw, out=sys.stdout, err=sys.stderr, json=args.json)
 
     async def body(control: Operations) -> None:
         ref = args.ref.strip()
@@ -99,9 +126,8 @@ def logs(args: argparse.Namespace) -> int:
                     printer.output(event)
                 elif isinstance(event, RunFinished):
                     printer.finish(event.run_id)
-                if isinstance(event, RunStarted | RunFinished) and not only_run:
-                    what = event.kind.replace("run_", "")
-                    print(f"\n── {printable(event.run_id or '')} {what} ──", flush=True)
+                if isinstance(event, RunStarted | RunFinished):
+                    printer.boundary(event, alone=bool(only_run))
             sys.stdout.flush()
             if events:
                 continue

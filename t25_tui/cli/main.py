@@ -313,13 +313,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("logs", "logs:logs", "agent output of a task's runs, or of one run, as readable text")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
-    p.add_argument(
+    shown_as = p.add_mutually_exclusive_group()
+    shown_as.add_argument(
         "--raw", action="store_true", help="the CLIs' output as they printed it (JSON events)"
     )
-    p.add_argument(
+    shown_as.add_argument(
         "--log",
         action="store_true",
         help="a finished run's log artifact instead: its output byte-exact, as stored",
+    )
+    shown_as.add_argument(
+        "--json",
+        action="store_true",
+        help="the readable lines as JSON Lines: run_id, kind, stream, line, at",
     )
     p = add(
         "diff",

@@ -1,7 +1,8 @@
 """What `--json` prints: one model per read command, the single source of its shape.
 
 `t25 task list --json`, `task show --json`, `audit --json`, `cost --json` and
-`doctor --json` each print one JSON object, built from these models and nothing else, so
+`doctor --json` each print one JSON object, and `logs --json` one object a line (JSON
+Lines: it may follow a run as it goes), built from these models and nothing else, so
 a script can rely on it: keys are snake_case, times ISO 8601 in UTC (`…Z`), ids strings
 (`"T-7"`, `"R-12"`, `"A-3"`). A key may be added in a later version; none is renamed or
 removed without a note in CHANGELOG.md. `SHAPES` names each one; the JSON Schema of a shape
@@ -204,7 +205,7 @@ class SpendJson(Shape):
 
     @classmethod
     def of(cls, spend: Spend) -> SpendJson:
-        data = spend.model_dump(mode="python")
+        data = spend.model_dump(mode="python", exclude={"role"})  # a task's: no role
         return cls(**{**data, "unpriced": list(spend.unpriced), "reached": spend.reached})
 
 
@@ -311,6 +312,24 @@ class AuditLog(Shape):
         )
 
 
+# -- logs --------------------------------------------------------------------------------
+
+
+class LogLine(Shape):
+    """`t25 logs --json`: one line of an agent's output as read (`kind` as `t25 logs` colours
+    it: `message`, `call`, `result`, `error`, `info`, `text`), or a run's start or end
+    (`run_started`, `run_finished`, with no `stream`, its `line` the adapter or the outcome);
+    JSON Lines, in the order they came."""
+
+    run_id: str | None
+    kind: Literal[
+        "message", "call", "result", "error", "info", "text", "run_started", "run_finished"
+    ]
+    stream: Literal["stdout", "stderr"] | None
+    line: str
+    at: UtcTime
+
+
 # -- doctor --------------------------------------------------------------------------------
 
 
@@ -397,4 +416,5 @@ SHAPES: dict[str, type[Shape]] = {
     "audit": AuditLog,
     "cost": CostReport,
     "doctor": DoctorReport,
+    "logs-line": LogLine,
 }

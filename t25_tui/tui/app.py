@@ -56,6 +56,9 @@ from t25_tui.tui.screens.dialogs import (
     MessageDialog,
     NewTaskDialog,
     NewTaskRequest,
+    ResetChoice,
+    ResetDialog,
+    reset_stages,
 )
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
@@ -599,6 +602,7 @@ class T25App(Cockpit):
         *,
         bound_to: str | None = None,
         allow_paths: tuple[str, ...] = (),
+        stage: TaskState | None = None,
     ) -> None:
         """Hand one operator decision to the control plane, as the command line does."""
         decision = decisions.Decision(
@@ -608,6 +612,7 @@ class T25App(Cockpit):
             text=text,
             bound_to=bound_to,
             allow_paths=allow_paths,
+            stage=stage,
         )
         self.act(verb.value, lambda: self.control.decide(decision))
 
@@ -656,6 +661,26 @@ class T25App(Cockpit):
 
     def action_retry(self) -> None:
         self._confirm_with_reason("retry", "Retry {tid} from the stage that failed?", "retry")
+
+    def action_reset(self) -> None:
+        if tid := self._need_task():
+            self._reset(tid)
+
+    @work(group="actions", exit_on_error=False)
+    async def _reset(self, tid: str) -> None:
+        """Ask where to (the stages `t25 reset` would take) and why, then reset."""
+        task = await self.control.task(tid)
+        stages = reset_stages(task)
+        if not stages or task.merged or task.archived:
+            self.bell()
+            self.status(f"{task.id} is {task.state}: no stage to reset it to")
+            return
+
+        def chosen(choice: ResetChoice | None) -> None:
+            if choice is not None:
+                self.decide(decisions.Verb.RESET, tid, choice.reason, stage=choice.stage)
+
+        self.push_screen(ResetDialog(task, stages), chosen)
 
     def action_recheck(self) -> None:
         self._confirm_with_reason(

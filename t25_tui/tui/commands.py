@@ -134,6 +134,9 @@ COMMANDS: tuple[Command, ...] = (
             "cancel it: its running agent stops", title="Cancel task"),
     Command("retry", ("r",), "retry", "retry", _T,
             "send a FAILED task back to the stage that failed", title="Retry task"),
+    Command("reset", ("o",), "reset", "reset", _T,
+            "send it back to a stage it passed, its branch to where that stage began",
+            title="Reset task to a stage"),
     Command("recheck", ("k",), "recheck", "recheck", _T,
             "send a DONE task that is not merged through QA and review again (a branch that "
             "moved since review)", title="Recheck task"),

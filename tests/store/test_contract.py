@@ -259,6 +259,21 @@ async def test_update_task_is_compare_and_set_without_a_state_change(
     assert await store.get_task(task.id) == updated
 
 
+async def test_a_task_keeps_its_budgets_by_role(store: Store, project: Project) -> None:
+    task = await new_task(store)
+    raised = {"reviewer": {"usd": 2.5, "tokens": None}, "dev": {"usd": None, "tokens": 10}}
+    updated, _ = await store.update_task(
+        task.id, S.RECEIVED, {"role_budgets": raised}, TaskUpdated(fields={}, actor="bob")
+    )
+    assert updated.role_budgets["reviewer"].usd == 2.5
+    assert updated.role_budgets["dev"].tokens == 10
+    assert await store.get_task(task.id) == updated
+    cleared, _ = await store.update_task(
+        task.id, S.RECEIVED, {"role_budgets": {}}, TaskUpdated(fields={}, actor="bob")
+    )
+    assert cleared.role_budgets == {} and (await store.get_task(task.id)).role_budgets == {}
+
+
 # -- events -----------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Select
 
 from core.domain.models import TaskState
 from t25_tui.tui.screens.dialogs import (
@@ -10,6 +11,7 @@ from t25_tui.tui.screens.dialogs import (
     ApprovalDialog,
     ConfirmDialog,
     MessageDialog,
+    ResetDialog,
 )
 from t25_tui.tui.screens.inbox import Inbox
 from tests.tui.conftest import app_for, settle_board, until, until_async
@@ -149,3 +151,32 @@ async def _titled(f, title):
 
 async def _archived(f, ref):
     return (await f.task(ref)).archived
+
+
+async def test_reset_offers_the_stages_passed_and_hands_the_chosen_one_to_the_control_plane(
+    seeded,
+):
+    """T-8 stands at IMPLEMENTING (QA sent it back): the dialog offers SPEC, PLAN and
+    IMPLEMENTING, nothing ahead. Its seeded runs say nowhere where a stage began, so the
+    control plane refuses, naming the stage chosen, and nothing changes."""
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-8")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, ResetDialog))
+        offered = app.screen.query_one("#stage", Select)
+        assert [str(stage) for stage in app.screen.stages] == ["SPEC", "PLAN", "IMPLEMENTING"]
+        assert offered.value is TaskState.IMPLEMENTING  # the nearest, first
+        offered.value = TaskState.PLAN
+        await pilot.press("tab", *"the plan missed the cache key", "enter")
+        await until(pilot, lambda: isinstance(app.screen, MessageDialog))
+        said = app.screen.body
+        assert "T-8 has no run of PLAN that says where it began" in said
+        await pilot.press("escape")
+        assert app.board.focus_task("T-6")  # CANCELLED: nothing to reset to
+        await pilot.press("o")
+        await pilot.pause()
+        assert not isinstance(app.screen, ResetDialog)
+    assert (await seeded.control.task("T-8")).state is TaskState.IMPLEMENTING
+    assert "reset" not in [d for d, _ in decisions(seeded, "T-8")]

@@ -195,7 +195,7 @@ async def _completed_before(runs: LocalRunQueue, lease: Lease) -> bool:
 async def _held_by(runs: LocalRunQueue, worker: str) -> Claim | None:
     """The run `worker` holds a lease on. A worker claims only when it holds none, so a
     retried claim that finds one is its first try's: the claim was made, and the store went
-    away before its run could be read back (a 503)."""
+    away before its run could be read back (a 503), or serve before it answered."""
     held = [r for r in await runs.control.runs(status=RunStatus.RUNNING) if r.worker == worker]
     if len(held) != 1 or (expires := held[0].lease_expires_at) is None:
         return None

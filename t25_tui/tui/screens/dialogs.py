@@ -23,8 +23,9 @@ from textual.widgets import Button, Input, Label, Select, Static, TextArea
 import core.domain.text
 from core.domain.decisions import Verb
 from core.domain.evidence import ApprovalEvidence
-from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, Task, TaskType
-from core.errors import InvalidInput
+from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, Task, TaskState, TaskType
+from core.domain.states import WORKING, assert_reset
+from core.errors import IllegalTransition, InvalidInput
 from core.ports import Operations
 from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
@@ -477,3 +478,85 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_file()
+
+
+def reset_stages(task: Task) -> list[TaskState]:
+    """The stages a reset may take `task` back to: working stages at or before where it
+    stands, that ran an agent (PR_OPEN is T25's own)."""
+    fits: list[TaskState] = []
+    for stage in WORKING:
+        try:
+            assert_reset(task.state, stage, resume_state=task.resume_state)
+        except IllegalTransition:
+            continue
+        if stage is not TaskState.PR_OPEN:
+            fits.append(stage)
+    return fits
+
+
+@dataclass(frozen=True)
+class ResetChoice:
+    """Where the operator sends a task back (`t25 reset ID --to STAGE`), and why."""
+
+    stage: TaskState
+    reason: str
+
+
+class ResetDialog(T25Dialog[ResetChoice | None]):
+    """Back to a stage the task passed: its branch goes back to where that stage began (the
+    old head kept under refs/t25/archive/), and the reason reaches the agent."""
+
+    BINDINGS = bindings(Node.ANSWER)
+
+    def __init__(self, task: Task, stages: list[TaskState]) -> None:
+        super().__init__(classes="dialog")
+        self.task_ = task
+        self.stages = stages
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box small"):
+            yield Label(
+                _title(self.task_, f"Reset {self.task_.id} to an earlier stage: ", ""),
+                classes="dialog-title",
+            )
+            yield Static(
+                "Its runs going on stop, what QA and review decided is forgotten, and the "
+                "branch goes back to where the stage began (the old head is kept under "
+                f"refs/t25/archive/{self.task_.id}/).",
+                classes="dialog-body",
+            )
+            yield Select(
+                [(stage.value, stage) for stage in self.stages],
+                allow_blank=False,
+                compact=True,
+                value=self.stages[-1],
+                id="stage",
+            )
+            yield Input(
+                placeholder="reason (the agent reads it; kept in the audit log) — enter resets",
+                id="reason",
+                compact=True,
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Reset", id="reset", variant="warning", compact=True)
+            yield Label(
+                f"tab between fields · enter reset · {self.keymap.first('close')} close",
+                classes="dialog-keys",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#stage").focus()
+
+    def _reset(self) -> None:
+        stage = self.query_one("#stage", Select).value
+        reason = self.query_one("#reason", Input).value.strip()
+        if isinstance(stage, TaskState):
+            self.dismiss(ResetChoice(stage, reason))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._reset()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self._reset()
