@@ -10,6 +10,7 @@ shows a UI that no longer exists.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -66,4 +67,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):  # the same commits, the same ids
+        os.environ[var] = "2026-01-01T12:00:00+00:00"
     asyncio.run(main())
