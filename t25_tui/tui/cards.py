@@ -157,10 +157,12 @@ async def over_budget(
     control: Operations, tasks: Iterable[Task], spent: Mapping[str, float]
 ) -> set[str]:
     """The tasks whose spend reached their budget. Dollars come from `spent` (the board's
-    read); tokens are read only for an unsettled task with a token budget, and only when
-    its dollars have not already reached theirs."""
+    read); tokens are counted only for unsettled tasks with a token budget whose dollars
+    have not already reached theirs, from one read of the runs however many they are (a
+    read per task was a request per card attached to a serve)."""
     limits: dict[str, Limits | None] = {}
     over = set()
+    by_tokens: list[tuple[Task, Spend]] = []
     for task in tasks:
         if task.state in SETTLED or task.archived:
             continue
@@ -170,11 +172,17 @@ async def over_budget(
         if usd is None and tokens is None:
             continue
         spend = Spend(usd=spent.get(task.id, 0.0), budget_usd=usd, budget_tokens=tokens)
-        if not spend.reached and tokens is not None:
-            used = sum(tokens_of(r.usage) for r in await control.runs(task=task.id))
-            spend = spend.model_copy(update={"tokens": used})
         if spend.reached:
             over.add(task.id)
+        elif tokens is not None:
+            by_tokens.append((task, spend))
+    if by_tokens:
+        used: dict[str, int] = {}
+        for run in await control.runs():
+            used[run.task_id] = used.get(run.task_id, 0) + tokens_of(run.usage)
+        for task, spend in by_tokens:
+            if spend.model_copy(update={"tokens": used.get(task.id, 0)}).reached:
+                over.add(task.id)
     return over
 
 
