@@ -18,6 +18,7 @@ jump to the previous and next state there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
@@ -103,8 +104,12 @@ class CardPrompt(Visual):
 
     def __init__(self, text: Text) -> None:
         self.text = text  # as composed (the board compares it between refreshes)
-        self.content = Content.from_rich_text(text)
         self.height = text.plain.count("\n") + 1
+
+    @functools.cached_property
+    def content(self) -> Content:
+        """The card as Textual draws it: made when first drawn (most cards never are)."""
+        return Content.from_rich_text(self.text)
 
     def __str__(self) -> str:
         return self.text.plain
