@@ -5,10 +5,15 @@
                                   [--diff-lines 5000]
 
 The first two run the real `t25 tui` binary in a pseudo-terminal (as over SSH) and time
-what it draws (the first frame also attached to a `t25 serve`, with `--url`); the third drives the app in-process with Pilot. Targets (issue 4): first
-frame < 1.5 s, keypress p95 < 100 ms, the UI never freezes on 10 MB of output; the
-fourth (issue 15) opens the diff screen on a task whose branch changes 5,000 lines, read
-from git as the cockpit reads it: target ≤ 0.3 s to the drawn screen.
+what it draws (the first frame also attached to a `t25 serve`, with `--url`); the third drives the app in-process with Pilot. Targets (issue 15): first
+frame with 5,000 tasks ≤ 1.0 s on a quiet machine, keypress p95 ≤ 100 ms with 8 runs
+streaming, the UI never freezes on 10 MB of output; the fourth opens the diff screen on a
+task whose branch changes 5,000 lines, read from git as the cockpit reads it: target
+≤ 0.3 s to the drawn screen.
+
+On a shared machine wall-clock figures move with the load: the first frame is also given
+as the CPU time the `t25 tui` process had spent when it appeared, which moves far less,
+and every part prints the load average it ran at.
 """
 
 from __future__ import annotations
@@ -103,11 +108,11 @@ def first_frame(n: int) -> None:
         t0 = time.monotonic()
         asyncio.run(fill(repo, n))
         print(f"  seeded {n} tasks in {time.monotonic() - t0:.1f}s")
-        times, rss = frames(repo, n, "--no-workers")
+        times, cpu, rss = frames(repo, n, "--no-workers")
         print(
             f"time to first frame with {n} tasks (real t25 tui in a pty, 120x36): "
             f"best {min(times):.2f}s, median {statistics.median(times):.2f}s "
-            f"(target < 1.5 s); RSS {rss:.0f} MB"
+            f"(target ≤ 1.0 s), CPU {statistics.median(cpu):.2f}s; RSS {rss:.0f} MB; {load()}"
         )
         url = f"127.0.0.1:{free_port()}"
         serve = subprocess.Popen(
@@ -118,31 +123,45 @@ def first_frame(n: int) -> None:
         )
         try:
             wait_listening(url)
-            times, rss = frames(Path(tmp), n, "--url", f"http://{url}")
+            times, cpu, rss = frames(Path(tmp), n, "--url", f"http://{url}")
         finally:
             serve.terminate()
             serve.wait()
         print(
             f"  attached to a local t25 serve (t25 tui --url, REST + SSE): "
-            f"best {min(times):.2f}s, median {statistics.median(times):.2f}s; RSS {rss:.0f} MB"
+            f"best {min(times):.2f}s, median {statistics.median(times):.2f}s, "
+            f"CPU {statistics.median(cpu):.2f}s; RSS {rss:.0f} MB"
         )
 
 
-def frames(cwd: Path, n: int, *args: str) -> tuple[list[float], float]:
-    """Three starts of the real binary: seconds until the board shows all `n` tasks, and RSS."""
-    times, rss = [], 0.0
+def frames(cwd: Path, n: int, *args: str) -> tuple[list[float], list[float], float]:
+    """Three starts of the real binary: seconds until the board shows all `n` tasks, the
+    CPU seconds the process had used by then, and RSS."""
+    times, cpu, rss = [], [], 0.0
     for _ in range(3):
         started = time.monotonic()
         term = Terminal(cwd, *args, size=(120, 36))
         try:
             term.wait_for(f"{n} tasks", timeout=60)
             times.append(time.monotonic() - started)
+            cpu.append(cpu_s(term.pid))
             rss = rss_mb(term.pid)
             term.type("q")
             term.wait_exit()
         finally:
             term.kill()
-    return times, rss
+    return times, cpu, rss
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load() -> str:
+    """The machine's load average (1, 5 and 15 minutes): what the figures ran beside."""
+    return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def wait_listening(bind: str, timeout_s: float = 30.0) -> None:
@@ -245,7 +264,7 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
             term.kill()
     print(
         f"keypress to repaint with {streams} runs streaming about {lines_per_s} lines/s each "
-        f"({events} output batches recorded; target p95 < 100 ms); RSS {rss:.0f} MB"
+        f"({events} output batches recorded; target p95 ≤ 100 ms); RSS {rss:.0f} MB; {load()}"
     )
     for what, times in (("open the help screen (?)", lags), ("open the filter bar (/)", moves)):
         times.sort()
@@ -362,7 +381,7 @@ async def diff_open(lines: int, repeats: int = 5) -> None:
     print(
         f"diff screen, {shown} diff lines in {files} files read from git: opened and drawn in "
         f"median {statistics.median(took) * 1000:.0f} ms, worst {max(took) * 1000:.0f} ms "
-        f"of {repeats} (target ≤ 300 ms)"
+        f"of {repeats} (target ≤ 300 ms); {load()}"
     )
 
 

@@ -10,6 +10,7 @@ shows a UI that no longer exists.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +51,7 @@ async def main() -> None:
     await shoot("board", [], focus="T-2")
     await shoot("board-80x24", [], focus="T-2", size=(80, 24))
     await shoot("approval", ["a"], focus="T-2")
+    await shoot("merge", ["m"], focus="T-1")
     await shoot("detail", ["enter", "2"], focus="T-1")
     await shoot("log", ["l"], focus="T-3")
     await shoot("diff", ["enter", "d"], focus="T-1")
@@ -65,4 +67,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):  # the same commits, the same ids
+        os.environ[var] = "2026-01-01T12:00:00+00:00"
     asyncio.run(main())

@@ -95,6 +95,7 @@ class Queries:
             cost=summarize(runs),
             spend=self.spend_of(task, runs),
             question=asked[-1] if asked else None,
+            blockers=await self.blockers(task) if task.state is TaskState.RECEIVED else (),
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
         )
 

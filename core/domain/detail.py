@@ -40,5 +40,8 @@ class TaskDetail(BaseModel):
     spend: Spend = Field(default_factory=Spend)  # against the task's budget
     # The question a task asked a human, the newest one (NEEDS_INPUT shows it).
     question: str | None = None
+    # The tasks it names in `after` that are not merged yet: while any is left, it waits in
+    # RECEIVED (empty once it has started).
+    blockers: tuple[str, ...] = ()
     # Filled only when the reader asked for the artifacts to be re-hashed (`verify`).
     damaged: list[DamagedArtifact] = []

@@ -37,6 +37,7 @@ from t25_tui.tui.cards import (
     BoardFilter,
     Card,
     Clock,
+    blocked,
     cards,
     human_needed,
     over_budget,
@@ -51,6 +52,7 @@ from t25_tui.tui.screens.dialogs import (
     ApprovalChoice,
     ApprovalDialog,
     ConfirmDialog,
+    MergeDialog,
     MessageDialog,
     NewTaskDialog,
     NewTaskRequest,
@@ -244,10 +246,11 @@ class T25App(Cockpit):
             tasks = await self.control.tasks()
             spent = await self.control.cost_by_task()
             over = await over_budget(self.control, tasks, spent)
+            waiting = await blocked(self.control, tasks)
         finally:
             self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
-        self.cards = cards(tasks, spent, over)
+        self.cards = cards(tasks, spent, over, waiting)
         self.show_cards()
         if not self.loaded.is_set():
             self.board.focus_first()
@@ -641,7 +644,7 @@ class T25App(Cockpit):
             if reason is not None:
                 self.decide(decisions.Verb.MERGE, tid, reason, allow_paths=protected)
 
-        self.push_screen(ConfirmDialog(question), confirmed)
+        self.push_screen(MergeDialog(self.control, tid, self.clock, question), confirmed)
 
     def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
         if not (tid := self._need_task()):

@@ -11,7 +11,7 @@ in a title is shown as typed rather than read as markup.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -21,7 +21,7 @@ from core.config.schema import Config, Limits
 from core.domain.cost import Spend, tokens_of
 from core.domain.models import Task, TaskState
 from core.domain.text import printable
-from core.errors import ConfigError
+from core.errors import ConfigError, NotFound
 from core.ports import Operations
 
 Clock = Callable[[], datetime]
@@ -79,10 +79,16 @@ class Card:
     cost: float
     human: str | None
     over_budget: bool = False  # its spend reached its budget: it waits before its next run
+    blockers: tuple[str, ...] = ()  # the tasks it waits for, not merged yet: it has not started
 
     @property
     def id(self) -> str:
         return self.task.id
+
+    @property
+    def waits_for(self) -> str:
+        """What a blocked card says before its title: `waits for T-3, T-5`."""
+        return f"waits for {', '.join(self.blockers)}" if self.blockers else ""
 
     def lines(self, now: datetime) -> tuple[str, str]:
         t = self.task
@@ -94,12 +100,44 @@ class Card:
 
 
 def cards(
-    tasks: Iterable[Task], spent: Mapping[str, float], over_budget: Iterable[str] = ()
+    tasks: Iterable[Task],
+    spent: Mapping[str, float],
+    over_budget: Iterable[str] = (),
+    blocked: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Card]:
-    """A card per task, with what its runs cost so far (`Store.cost_by_task`) and whether
-    it is one of the tasks `over_budget` names."""
+    """A card per task, with what its runs cost so far (`Store.cost_by_task`), whether it
+    is one of the tasks `over_budget` names, and what it waits for (`blocked`)."""
     over = set(over_budget)
-    return [Card(t, spent.get(t.id, 0.0), human_needed(t), t.id in over) for t in tasks]
+    blocked = blocked or {}
+    return [
+        Card(t, spent.get(t.id, 0.0), human_needed(t), t.id in over, blocked.get(t.id, ()))
+        for t in tasks
+    ]
+
+
+async def blocked(control: Operations, tasks: Sequence[Task]) -> dict[str, tuple[str, ...]]:
+    """The tasks of `tasks` held in RECEIVED by a task they wait for (`after`) that is not
+    merged, each with the ones it waits for: what `Queries.blockers` tells the sweeper,
+    read from the board's own list. Only a task the list lacks (archived, say) is read."""
+    known: dict[str, Task | None] = {t.id: t for t in tasks}
+    found = {}
+    for task in tasks:
+        if task.state is not TaskState.RECEIVED or task.archived or not task.after:
+            continue
+        for ref in task.after:
+            if ref not in known:
+                try:
+                    known[ref] = await control.task(ref)
+                except NotFound:
+                    known[ref] = None
+        waiting = tuple(ref for ref in task.after if not _merged(known[ref]))
+        if waiting:
+            found[task.id] = waiting
+    return found
+
+
+def _merged(task: Task | None) -> bool:
+    return task is not None and task.merged
 
 
 def budget_of(task: Task, limits: Limits | None) -> tuple[float | None, int | None]:
@@ -119,10 +157,12 @@ async def over_budget(
     control: Operations, tasks: Iterable[Task], spent: Mapping[str, float]
 ) -> set[str]:
     """The tasks whose spend reached their budget. Dollars come from `spent` (the board's
-    read); tokens are read only for an unsettled task with a token budget, and only when
-    its dollars have not already reached theirs."""
+    read); tokens are counted only for unsettled tasks with a token budget whose dollars
+    have not already reached theirs, from one read of the runs however many they are (a
+    read per task was a request per card attached to a serve)."""
     limits: dict[str, Limits | None] = {}
     over = set()
+    by_tokens: list[tuple[Task, Spend]] = []
     for task in tasks:
         if task.state in SETTLED or task.archived:
             continue
@@ -132,11 +172,17 @@ async def over_budget(
         if usd is None and tokens is None:
             continue
         spend = Spend(usd=spent.get(task.id, 0.0), budget_usd=usd, budget_tokens=tokens)
-        if not spend.reached and tokens is not None:
-            used = sum(tokens_of(r.usage) for r in await control.runs(task=task.id))
-            spend = spend.model_copy(update={"tokens": used})
         if spend.reached:
             over.add(task.id)
+        elif tokens is not None:
+            by_tokens.append((task, spend))
+    if by_tokens:
+        used: dict[str, int] = {}
+        for run in await control.runs():
+            used[run.task_id] = used.get(run.task_id, 0) + tokens_of(run.usage)
+        for task, spend in by_tokens:
+            if spend.model_copy(update={"tokens": used.get(task.id, 0)}).reached:
+                over.add(task.id)
     return over
 
 

@@ -42,6 +42,7 @@ class Place(Enum):
     APPROVAL = "Approval dialog"
     ANSWER = "Answer dialog"
     CONFIRM = "Confirmation"
+    MERGE = "Merge question"
     MESSAGE = "Message"
     NEW_TASK = "New task dialog"
     HELP = "This help"
@@ -62,6 +63,7 @@ class Node(Enum):
     APPROVAL = "the approval dialog"
     ANSWER = "the answer dialog"
     CONFIRM = "the confirmation"
+    MERGE = "the merge question"
     MESSAGE = "the message dialog"
     NEW_TASK = "the new task dialog"
     HELP = "the help screen"
@@ -78,6 +80,7 @@ BOUND_ON: Mapping[Node, tuple[Place, ...]] = {
     Node.APPROVAL: (Place.DIALOGS, Place.APPROVAL),
     Node.ANSWER: (Place.DIALOGS, Place.ANSWER),
     Node.CONFIRM: (Place.DIALOGS, Place.CONFIRM),
+    Node.MERGE: (Place.DIALOGS, Place.CONFIRM, Place.MERGE),
     Node.MESSAGE: (Place.DIALOGS, Place.MESSAGE),
     Node.NEW_TASK: (Place.DIALOGS, Place.NEW_TASK),
     Node.HELP: (Place.DIALOGS, Place.HELP),
@@ -201,6 +204,8 @@ COMMANDS: tuple[Command, ...] = (
             "yes, do it"),
     Command("confirm.no", ("n",), "dismiss(None)", "no", Place.CONFIRM,
             "no, leave it as it is"),
+    Command("merge.diff", ("d",), "diff", "diff", Place.MERGE,
+            "the diff it would merge, file by file (escape comes back to the question)"),
     Command("message.close", ("enter", "q"), "dismiss(None)", "close", Place.MESSAGE,
             "close the message"),
     Command("new_task.file", ("ctrl+s",), "file", "file it", Place.NEW_TASK,

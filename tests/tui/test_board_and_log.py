@@ -117,3 +117,18 @@ async def test_a_truncated_stream_shows_its_marker_line_as_it_arrives(seeded):
         )
         streamed = [line for line in pane.output.lines if line and set(line) == {"y"}]
         assert len(streamed) == 10 and sum(map(len, streamed)) == 990  # and their newlines
+
+
+async def test_a_card_is_two_lines_whatever_its_title(seeded):
+    """A title wider than its column is cut with an ellipsis; the card stays two lines."""
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        cards = app.board.column(TaskState.AWAITING_APPROVAL).cards  # T-2 alone
+        assert cards.option_count == 1 and cards.virtual_size.height == 2
+        assert str(cards.get_option("T-2").prompt).endswith("Rotate the session signing key")
+        await until(pilot, lambda: "Rotate the session signin…" in _lines_of(cards))
+
+
+def _lines_of(widget) -> str:
+    return "\n".join(strip.text for strip in widget.render_lines(widget.region.reset_offset))

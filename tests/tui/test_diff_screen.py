@@ -1,14 +1,18 @@
-"""The diff screen: opened from the task detail, a file or all files, the whole change and
-an attempt's one key apart, and a long diff drawn a screen at a time."""
+"""The diff screen: opened from the task detail and from the merge question, a file or all
+files, the whole change and an attempt's one key apart, and a long diff drawn a screen at a
+time."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from core.domain.diffs import TaskDiff, files_of
 from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.dialogs import MergeDialog
 from t25_tui.tui.screens.diff import DiffScreen, DiffView
-from tests.tui.conftest import app_for, settle_board, until
+from tests.tui.conftest import app_for, settle_board, until, until_async
 
 
 async def _diff_of(app, pilot, task: str) -> DiffScreen:
@@ -46,6 +50,34 @@ async def test_d_in_the_detail_opens_the_whole_change_and_v_one_attempts(seeded)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, TaskDetail))
         await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_the_merge_question_opens_the_diff_and_leaving_it_asks_again(seeded, size):
+    control = seeded.control
+    task = await control.task("T-1")
+    await control.update(task, actor="t25", checks_passed=True, review_verdict="approve")
+    app = app_for(seeded)
+    async with app.run_test(size=size) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-1")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
+        question = app.screen
+        assert "d the diff" in str(question.query_one(".dialog-keys").render())
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.ready)
+        screen = app.screen
+        assert screen.task_id == "T-1" and screen.diff is not None
+        assert [f.path for f in screen.diff.files] == ["changes/T-1.md"]
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is question)
+        await pilot.press("y")
+        await until_async(pilot, lambda: _merged(control, "T-1"))
+
+
+async def _merged(control, ref: str) -> bool:
+    return (await control.task(ref)).merged
 
 
 async def test_a_file_or_all_files_and_a_long_diff_scrolls(seeded):

@@ -27,7 +27,11 @@ async def test_the_narrow_board_moves_by_card_and_by_state_and_keeps_its_selecti
         assert app.board.selected() == "T-6"
         listed = app.board.state_list
         row = listed.get_option_index("T-6")
-        assert listed.scroll_offset.y <= row < listed.scroll_offset.y + listed.size.height
+        # scrolled to it once the list is laid out at its new height
+        await until(
+            pilot,
+            lambda: listed.scroll_offset.y <= row < listed.scroll_offset.y + listed.size.height,
+        )
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, TaskDetail))
         assert app.screen.task_id == "T-6"

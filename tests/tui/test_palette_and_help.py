@@ -17,6 +17,7 @@ from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
     ApprovalDialog,
     ConfirmDialog,
+    MergeDialog,
     MessageDialog,
     NewTaskDialog,
 )
@@ -39,6 +40,7 @@ BOUND_BY = {
     Node.APPROVAL: [ApprovalDialog],
     Node.ANSWER: [AnswerDialog],
     Node.CONFIRM: [ConfirmDialog],
+    Node.MERGE: [MergeDialog],
     Node.MESSAGE: [MessageDialog],
     Node.NEW_TASK: [NewTaskDialog],
     Node.HELP: [HelpScreen],

@@ -74,3 +74,23 @@ async def test_the_cost_pane_shows_each_stages_tokens_beside_its_dollars(seeded)
             f"{sum(r.usage.output_tokens for r in implementing):,}",
             f"${sum(r.cost_usd for r in implementing):.4f}",
         ]
+
+
+async def test_token_budgets_are_checked_from_one_read_of_the_runs(seeded):
+    """However many cards have a token budget, a board read asks for the runs once: all of
+    them, never one task's (a request per card, attached to a serve)."""
+    with_limits(seeded, max_tokens=1)
+    control = seeded.control
+    asked: list[str | None] = []
+    runs = control.runs
+
+    async def counted(*, task=None, status=None):
+        asked.append(task)
+        return await runs(task=task, status=status)
+
+    control.runs = counted
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert {"T-2", "T-3", "T-8"} <= marked(app)
+        assert asked and set(asked) == {None}

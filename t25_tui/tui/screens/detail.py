@@ -61,6 +61,7 @@ class TaskDetail(T25Screen):
         self.first_tab = tab
         self.runs: list[Run] = []
         self.artifacts: list[Artifact] = []
+        self.blockers: tuple[str, ...] = ()  # the tasks it waits for: a change to one is news
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
@@ -129,15 +130,16 @@ class TaskDetail(T25Screen):
         task, events = detail.task, detail.history
         self.runs = detail.runs
         self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
+        self.blockers = detail.blockers
         now = self.clock()
-        self._show_head(task, now, detail.spend)
+        self._show_head(task, now, detail.spend, detail.blockers)
         self._show_history(events)
         self._show_runs(now)
         self._show_artifacts()
         self.ready = True
         self._follow_newest_run(first)
 
-    def _show_head(self, task: Task, now: datetime, spend: Spend) -> None:
+    def _show_head(self, task: Task, now: datetime, spend: Spend, blockers: Sequence[str]) -> None:
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
         facts = (
@@ -151,6 +153,10 @@ class TaskDetail(T25Screen):
             head.append((" · budget reached", "bold red"))
         if need:
             head += ["\n", (f"⚑ {need}", "bold yellow")]
+        if blockers:
+            each = "it is" if len(blockers) == 1 else "each is"
+            waits = f"⧗ waits for {', '.join(blockers)}: it starts once {each} merged"
+            head += ["\n", (waits, "bold magenta")]
         if task.error:
             head += ["\n", (f"error: {printable(task.error)}", "red")]
         if task.protected_paths:
@@ -242,7 +248,7 @@ class TaskDetail(T25Screen):
         return self.task_id
 
     def task_changed(self, task_id: str | None) -> None:
-        if task_id in (None, self.task_id):
+        if task_id is None or task_id == self.task_id or task_id in self.blockers:
             self.reload()
 
     def run_output(self, event: RunOutput) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
@@ -25,7 +26,8 @@ from core.domain.evidence import ApprovalEvidence
 from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, Task, TaskState, TaskType
 from core.domain.states import WORKING, assert_reset
 from core.errors import IllegalTransition, InvalidInput
-from t25_tui.tui.cards import literal
+from core.ports import Operations
+from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Dialog
 
@@ -260,13 +262,14 @@ class ConfirmDialog(T25Dialog[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes", id="yes", variant="primary", compact=True)
                 yield Button("No", id="no", compact=True)
-            keys = self.keymap
-            yield Label(
-                f"{keys.first('confirm.yes')} yes · {keys.first('confirm.no')} no"
-                if not self.with_reason
-                else f"enter yes · {keys.first('close')} no",
-                classes="dialog-keys",
-            )
+            yield Label(self.keys_line(), classes="dialog-keys")
+
+    def keys_line(self) -> str:
+        """The reminder of the dialog's keys, as they are in effect."""
+        keys = self.keymap
+        if self.with_reason:
+            return f"enter yes · {keys.first('close')} no"
+        return f"{keys.first('confirm.yes')} yes · {keys.first('confirm.no')} no"
 
     def on_mount(self) -> None:
         if self.with_reason:
@@ -285,6 +288,30 @@ class ConfirmDialog(T25Dialog[str | None]):
             self.action_yes()
         else:
             self.dismiss(None)
+
+
+class MergeDialog(ConfirmDialog):
+    """The merge question: what the merge would take (`MergeEvidence`), yes or no, and a
+    key for the diff it would merge. The diff screen opens above the question; leaving it
+    comes back here, still asking."""
+
+    BINDINGS = bindings(Node.MERGE)
+
+    def __init__(self, control: Operations, task_id: str, clock: Clock, question: str) -> None:
+        super().__init__(question)
+        self.control = control
+        self.task_id = task_id
+        self.clock = clock
+
+    def keys_line(self) -> str:
+        return f"{super().keys_line()} · {self.keymap.first('merge.diff')} the diff"
+
+    @work(group="diff", exclusive=True, exit_on_error=False)
+    async def action_diff(self) -> None:
+        """The task's diff on its own screen, pushed once it is read (as from the detail)."""
+        from t25_tui.tui.screens.diff import diff_screen
+
+        self.app.push_screen(await diff_screen(self.control, self.task_id, self.clock))
 
 
 class MessageDialog(T25Dialog[None]):

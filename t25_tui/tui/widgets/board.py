@@ -18,6 +18,7 @@ jump to the previous and next state there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
@@ -27,7 +28,12 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, Vertical
+from textual.content import Content
+from textual.css.styles import RulesMap
 from textual.message import Message
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -45,6 +51,8 @@ HEADER_STYLE = {
     TaskState.CANCELLED: "bold dim",
 }
 OVER_BUDGET = "$! "  # a card's mark: its spend reached its budget (the detail has the figures)
+BLOCKED = "⧗ "  # a card's mark: it waits for tasks not merged yet (its title line names them)
+BLOCKED_STYLE = "bold magenta"
 COMPACT_BELOW = 100  # terminal columns: narrower, the board is one list grouped by state
 
 
@@ -55,23 +63,67 @@ def render_card(card: Card, now: datetime) -> Text:
         text.append("⚑ ", style="bold yellow")
     if card.over_budget:
         text.append(OVER_BUDGET, style="bold red")
+    if card.blockers:
+        text.append(BLOCKED, style=BLOCKED_STYLE)
     text.append(head, style="bold")
     text.append("\n")
-    text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
+    _append_title(text, card, title)
     return text
+
+
+def _append_title(text: Text, card: Card, title: str) -> None:
+    """The title, after what a blocked card waits for."""
+    if card.blockers:
+        text.append(f"{card.waits_for} · ", style=BLOCKED_STYLE)
+    text.append(printable(title), style="dim" if card.task.archived else "")  # Text: no markup
 
 
 def render_line(card: Card, now: datetime) -> Text:
     """A card on one line, for the narrow board: its head, then as much title as fits."""
     head, title = card.lines(now)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append("⚑ " if card.human else "  ", style="bold yellow")
+    if card.blockers and not card.human:
+        text.append(BLOCKED, style=BLOCKED_STYLE)
+    else:
+        text.append("⚑ " if card.human else "  ", style="bold yellow")
     if card.over_budget:
         text.append(OVER_BUDGET, style="bold red")
     text.append(head, style="bold")
     text.append("  ")
-    text.append(printable(title), style="dim" if card.task.archived else "")
+    _append_title(text, card, title)
     return text
+
+
+class CardPrompt(Visual):
+    """A card as its list draws it.
+
+    A card's lines never wrap (`.cards` cuts them with an ellipsis), so it is as tall as
+    it has lines at any width. Told so, a list measures a thousand cards without laying out
+    their text, which OptionList otherwise does for every option it is given — the most
+    of the board's first draw with thousands of tasks."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text  # as composed (the board compares it between refreshes)
+        self.height = text.plain.count("\n") + 1
+
+    @functools.cached_property
+    def content(self) -> Content:
+        """The card as Textual draws it: made when first drawn (most cards never are)."""
+        return Content.from_rich_text(self.text)
+
+    def __str__(self) -> str:
+        return self.text.plain
+
+    def render_strips(
+        self, width: int, height: int | None, style: Style, options: RenderOptions
+    ) -> list[Strip]:
+        return self.content.render_strips(width, height, style, options)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return self.content.get_optimal_width(rules, container_width)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        return self.height
 
 
 class Cards(OptionList):
@@ -82,6 +134,11 @@ class Cards(OptionList):
         b for b in OptionList.BINDINGS if isinstance(b, Binding) and b.action != "select"
     ]
 
+    def on_resize(self) -> None:
+        """The highlighted card stays whole on screen when the list grows shorter (a
+        smaller terminal): OptionList scrolls to it only when the highlight moves."""
+        self.call_after_refresh(self.scroll_to_highlight)
+
 
 def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | None]:
     """The options of a column: its cards with a gap between, and how many more there are."""
@@ -89,7 +146,7 @@ def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | Non
     for i, (task_id, text) in enumerate(drawn):
         if i:
             items.append(None)
-        items.append(Option(text, id=task_id))
+        items.append(Option(CardPrompt(text), id=task_id))
     if more:
         items.append(
             Option(
@@ -156,7 +213,9 @@ class StateList(Cards):
                 continue  # an empty state takes no room
             header = Text(f"{state.value} {len(cards)}", style=HEADER_STYLE.get(state, "bold"))
             items.append(Option(header, disabled=True))
-            items += (Option(render_line(c, now), id=c.id) for c in cards[:CARDS_PER_COLUMN])
+            items += (
+                Option(CardPrompt(render_line(c, now)), id=c.id) for c in cards[:CARDS_PER_COLUMN]
+            )
             if (more := len(cards) - CARDS_PER_COLUMN) > 0:
                 note = Text(f"  … {more} more (filter with /)", style="dim")
                 items.append(Option(note, disabled=True))

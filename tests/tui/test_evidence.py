@@ -1,0 +1,47 @@
+"""Pilot tests: the approval dialog and the merge question show what they decide on — the
+spec, the plan's SHA-256, earlier rejections and the estimate; the commits, diff stat,
+review rounds, protected paths and reviewed head — read through the control plane."""
+
+from __future__ import annotations
+
+from t25_tui.tui.screens.dialogs import ApprovalDialog, MergeDialog
+from tests.tui.conftest import app_for, settle_board, until
+
+
+async def test_the_approval_dialog_shows_spec_plan_hash_rejections_and_estimate(seeded):
+    plan = (await seeded.control.approval_evidence("T-2")).plan_sha256
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        spec = str(app.screen.query_one("#spec").render())
+        assert "Rotate the session signing key." in spec
+        assert "✓ the behaviour is covered by a unit test" in spec
+        past = str(app.screen.query_one("#past").render())
+        assert plan and plan.startswith("sha256:") and f"plan   {plan}" in past
+        assert "rejected keep the previous key for 24 h" in past
+        assert "for IMPLEMENTING, QA, REVIEW, DOCS (from 8 past runs)" in past
+
+
+async def test_the_merge_question_shows_commits_diff_review_and_protected_paths(seeded):
+    control = seeded.control
+    task = await control.task("T-1")
+    await control.update(
+        task, actor="t25", checks_passed=True, review_verdict="approve", protected_paths=("a.py",)
+    )
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-1")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
+        question = str(app.screen.query_one(".dialog-title").render())
+        assert "merge feat/T-1 into trunk" in question
+        assert "T-1: Add a greeting endpoint" in question  # the commit
+        assert "1 file, +1 -0" in question and "changes/T-1.md" in question
+        assert "[minor] app.py:2 name the constant" in question  # the review round
+        assert "reviewed head" in question
+        assert "It touches 1 protected path(s)" in question and "  a.py" in question
+        assert "d the diff" in str(app.screen.query_one(".dialog-keys").render())
