@@ -10,6 +10,7 @@ from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
     ApprovalDialog,
     ConfirmDialog,
+    MergeDialog,
     MessageDialog,
     ResetDialog,
 )
@@ -81,14 +82,18 @@ async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
         assert app.board.focus_task("T-1")
-        await pilot.press("m", "y")
+        await pilot.press("m")  # the question comes once its evidence is read
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
+        await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, MessageDialog))
         body = str(app.screen.query_one("#message-body").render())
         assert "cannot be merged" in body
         await pilot.press("escape")
         task = await f.task("T-1")
         await f.update(task, actor="t25", checks_passed=True, review_verdict="approve")
-        await pilot.press("m", "y")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
+        await pilot.press("y")
         await until_async(pilot, lambda: _merged(f))
     assert decisions(seeded, "T-1")[-1][0] == "merge"
 

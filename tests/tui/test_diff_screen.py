@@ -4,8 +4,6 @@ time."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from core.domain.diffs import TaskDiff, files_of
@@ -95,11 +93,9 @@ async def test_a_file_or_all_files_and_a_long_diff_scrolls(seeded):
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
-        started = time.perf_counter()
         app.push_screen(DiffScreen(seeded.control, "T-1", seeded.clock))
         await until(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.ready)
-        took = time.perf_counter() - started
-        assert took < 2.0  # bench/tui.py measures it on a quiet machine: ≤ 0.3 s
+        # How fast it opens is bench/tui.py's to measure (≤ 0.3 s on a quiet machine).
         screen = app.screen
         view = screen.query_one(DiffView)
         assert len(view.lines) == 4900 and view.virtual_size.height == 4900
