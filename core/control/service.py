@@ -1026,14 +1026,6 @@ def _raised(task: Task, decision: Decision, spend: Spend | None) -> dict[str, An
             "budget_tokens": spend.budget_tokens if tokens is None else tokens,
         }
     )
-    named = {"usd": usd, "tokens": tokens}
-    fields: dict[str, Any]
-    if spend.role:
-        own = task.role_budgets.get(spend.role) or Budget()
-        raised = own.model_copy(update={k: v for k, v in named.items() if v is not None})
-        fields = {"role_budgets": {**task.role_budgets, spend.role: raised}}
-    else:
-        fields = {f"budget_{k}": v for k, v in named.items() if v is not None}
     if after.reached:
         raise PolicyRefused(
             f"{task.id} has spent {spend.line()}; an answer must name a budget above that "
@@ -1041,7 +1033,11 @@ def _raised(task: Task, decision: Decision, spend: Spend | None) -> dict[str, An
             hint=f't25 answer {task.id} "budget ${_suggest(spend.usd, spend.budget_usd)}" '
             f'(or "budget {_suggest_tokens(spend)} tokens"), or t25 cancel {task.id}',
         )
-    return fields
+    named = {k: v for k, v in (("usd", usd), ("tokens", tokens)) if v is not None}
+    if spend.role:  # that role's budget for this task, not the task's
+        own = task.role_budgets.get(spend.role) or Budget()
+        return {"role_budgets": {**task.role_budgets, spend.role: own.model_copy(update=named)}}
+    return {f"budget_{k}": v for k, v in named.items()}
 
 
 def _suggest(spent: float, budget: float | None) -> str:
