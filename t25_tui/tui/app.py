@@ -542,6 +542,47 @@ class T25App(Cockpit):
 
         self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
 
+    def action_edit_task(self) -> None:
+        if tid := self._need_task():
+            self._edit_task(tid)
+
+    @work(group="actions", exit_on_error=False)
+    async def _edit_task(
+        self, tid: str, draft: NewTaskRequest | None = None, refusal: str = ""
+    ) -> None:
+        """The task's fields in the New task dialog; what was changed is one edit decision
+        (`t25 task edit`), refused by the core with the reason where it may not change."""
+        task = await self.control.task(tid)
+        shown = draft or NewTaskRequest(
+            task.title, task.type, task.description, task.project, task.priority, task.after
+        )
+
+        def saved(req: NewTaskRequest | None) -> None:
+            if req is None:
+                return
+            wanted: dict[str, str | int] = {
+                "title": req.title,
+                "type": req.type.value,
+                "description": req.description,
+                "priority": req.priority,
+            }
+            changes = {k: v for k, v in wanted.items() if getattr(task, k) != v}
+            if not changes:
+                self.status(f"{tid}: nothing changed")
+                return
+            decision = decisions.Decision(
+                verb=decisions.Verb.EDIT, task=tid, actor=self.actor, changes=changes
+            )
+            self.act(
+                "edit",
+                lambda: self.control.decide(decision),
+                refused=lambda why: self._edit_task(tid, req, why),
+            )
+
+        projects = [p.name for p in self.control.config.projects]
+        dialog = NewTaskDialog(projects, draft=shown, refusal=refusal, editing=tid)
+        self.push_screen(dialog, saved)
+
     def action_decide(self) -> None:
         if tid := self._need_task():
             self._decide(tid)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Select
+from textual.widgets import Input, Select
 
 from core.domain.models import TaskState
 from t25_tui.tui.screens.dialogs import (
@@ -12,6 +12,7 @@ from t25_tui.tui.screens.dialogs import (
     ConfirmDialog,
     MergeDialog,
     MessageDialog,
+    NewTaskDialog,
     ResetDialog,
 )
 from t25_tui.tui.screens.inbox import Inbox
@@ -185,3 +186,43 @@ async def test_reset_offers_the_stages_passed_and_hands_the_chosen_one_to_the_co
         assert not isinstance(app.screen, ResetDialog)
     assert (await seeded.control.task("T-8")).state is TaskState.IMPLEMENTING
     assert "reset" not in [d for d, _ in decisions(seeded, "T-8")]
+
+
+async def test_edit_changes_what_was_changed_and_a_refusal_keeps_what_was_typed(seeded):
+    """T-9 has not started: its title and priority change, as one audited edit. T-8 is
+    implementing: a new title is refused with the reason, and the dialog comes back with
+    what was typed."""
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-9")
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
+        assert app.screen.query_one("#project", Select).disabled
+        title = app.screen.query_one("#title", Input)
+        assert title.value == "Fix the flaky checkout test"
+        title.value = "Fix the flaky checkout test for good"
+        app.screen.query_one("#priority", Input).value = "7"
+        await pilot.press("ctrl+s")
+        await until_async(pilot, lambda: _priority_is(seeded, "T-9", 7))
+        task = await seeded.control.task("T-9")
+        assert task.title == "Fix the flaky checkout test for good"
+        decision, said = decisions(seeded, "T-9")[-1]
+        assert decision == "edit" and "priority: 0 → 7" in said and "title: " in said
+
+        assert app.board.focus_task("T-8")
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))
+        app.screen.query_one("#title", Input).value = "Cache every listing"
+        await pilot.press("ctrl+s")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, NewTaskDialog) and app.screen.refusal != "",
+        )
+        assert "has started implementing" in app.screen.refusal
+        assert app.screen.query_one("#title", Input).value == "Cache every listing"
+    assert (await seeded.control.task("T-8")).title == "Cache product listings"
+
+
+async def _priority_is(s, ref, priority):
+    return (await s.control.task(ref)).priority == priority

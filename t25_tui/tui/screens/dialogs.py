@@ -353,17 +353,25 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
     BINDINGS = bindings(Node.NEW_TASK)
 
     def __init__(
-        self, projects: list[str], *, draft: NewTaskRequest | None = None, refusal: str = ""
+        self,
+        projects: list[str],
+        *,
+        draft: NewTaskRequest | None = None,
+        refusal: str = "",
+        editing: str | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.projects = projects
         self.draft = draft
         self.refusal = refusal
+        self.editing = editing  # a task's id: its fields, to change (project and after stay)
 
     def compose(self) -> ComposeResult:
         draft = self.draft
         with Vertical(classes="dialog-box"):
-            yield Label("New task", classes="dialog-title")
+            yield Label(
+                f"Edit {self.editing}" if self.editing else "New task", classes="dialog-title"
+            )
             with Horizontal(classes="field"):
                 yield Label("title", classes="field-name")
                 yield Input(
@@ -403,6 +411,7 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
                         else self.projects[0]
                     ),
                     id="project",
+                    disabled=bool(self.editing),
                 )
             with Horizontal(classes="field"):
                 yield Label("priority", classes="field-name")
@@ -419,14 +428,21 @@ class NewTaskDialog(T25Dialog[NewTaskRequest | None]):
                     placeholder="optional: T-3 T-5 — starts once each is merged",
                     id="after",
                     compact=True,
+                    disabled=bool(self.editing),
                 )
             yield Static(literal(self.refusal, multiline=True), id="refusal")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("File task", id="file", variant="primary", compact=True)
+                yield Button(
+                    "Save" if self.editing else "File task",
+                    id="file",
+                    variant="primary",
+                    compact=True,
+                )
             keys = self.keymap
             yield Label(
                 "tab / shift+tab next / previous field · enter in the title, "
-                f"{keys.first('new_task.file')} or File task files it · {keys.first('close')} close",
+                f"{keys.first('new_task.file')} or {'Save saves' if self.editing else 'File task files'} "
+                f"it · {keys.first('close')} close",
                 classes="dialog-keys",
             )
 
