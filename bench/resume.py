@@ -22,8 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from adapters.codex import HEADLESS_CONFIG
 from bench.agent_clis import environment
-from core.workspace.git import git_sync
-from tests.conftest import make_repo
+from tests.conftest import make_shop
 from tests.fakemodel.server import FakeModel
 from tests.real_clis.conftest import FINAL
 from tests.real_clis.test_real_resume import SendBack, send_back_loop
@@ -31,15 +30,7 @@ from tests.real_clis.test_real_resume import SendBack, send_back_loop
 
 def shop(where: Path) -> Path:
     """The pipeline tests' sample project (tests/conftest.py `shop`)."""
-    repo = make_repo(where / "shop", branch="trunk")
-    (repo / "test_app.py").write_text(
-        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
-        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n"
-    )
-    git_sync("add", "-A", cwd=repo)
-    git_sync("commit", "-q", "-m", "tests", cwd=repo)
-    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
-    return repo
+    return make_shop(where)
 
 
 async def measure(cli: str, *, resume: bool) -> SendBack:

@@ -19,13 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from adapters.registry import builtin_adapters
-from core.domain.agent import AgentRequest
-from core.domain.models import TaskState
 from core.domain.tools import role_tools
 from core.workspace.git import git_sync
 from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import FINAL, MODELS, SEARCH, profile
+from tests.real_clis.conftest import FINAL, MODELS, SEARCH
+from tests.real_clis.test_tool_sets import run
 
 RUNS = (("defaults", "dev", None), ("dev", "dev", "dev"), ("reading", "reviewer", "reviewer"))
 
@@ -81,26 +79,7 @@ async def one(cli: str, role: str, tools: frozenset[str] | None) -> dict:
         os.environ.update(environment(fake))
         work = Path(where)
         git_sync("init", "-q", cwd=work)
-        entry = profile(cli, fake)
-        request = AgentRequest(
-            task_id="T-1",
-            run_id="R-1",
-            role=role,
-            stage=TaskState.IMPLEMENTING if role == "dev" else TaskState.REVIEW,
-            prompt="Add a greeting file.",
-            cwd=work,
-            model=MODELS[cli],
-            args=tuple(entry.get("args", ())),
-            env_passthrough=tuple(entry.get("env_passthrough", ())),
-            private_home=True,
-            timeout_s=120,
-            tools=tools,
-        )
-
-        async def sink(stream: str, text: str) -> None:
-            pass
-
-        result = await builtin_adapters()[cli].run(request, sink, asyncio.Event())
+        result = await run(cli, fake, work, role, tools, "Add a greeting file.")
         bodies = [r["body"] for r in fake.requests if r.get("api")]
         first = next((b for b in bodies if b.get("tools")), bodies[0] if bodies else {})
         return {

@@ -136,7 +136,12 @@ def t25(repo: Path):
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
     """A repository with a passing unit test, as the pipeline tests' sample project."""
-    repo = make_repo(tmp_path / "shop", branch="trunk")
+    return make_shop(tmp_path)
+
+
+def make_shop(where: Path) -> Path:
+    """The pipeline tests' sample project at `where/shop` (the `shop` fixture; benches too)."""
+    repo = make_repo(where / "shop", branch="trunk")
     (repo / "test_app.py").write_text(
         "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
         "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n"

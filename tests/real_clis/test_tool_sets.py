@@ -74,15 +74,21 @@ def worktree(tmp_path: Path) -> Path:
 
 
 async def run(
-    cli: str, fake: FakeModel, work: Path, role: str, tools: frozenset[str] | None
+    cli: str,
+    fake: FakeModel,
+    work: Path,
+    role: str,
+    tools: frozenset[str] | None,
+    prompt: str = "Review this tree.",
 ) -> AgentResult:
+    """One run of `cli` as `role` in `work` against the fake, with `tools`."""
     entry = profile(cli, fake)
     request = AgentRequest(
         task_id="T-1",
         run_id="R-1",
         role=role,
         stage=TaskState.IMPLEMENTING if role == "dev" else TaskState.REVIEW,
-        prompt="Review this tree.",
+        prompt=prompt,
         cwd=work,
         model=MODELS[cli],
         args=tuple(entry.get("args", ())),
