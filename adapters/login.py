@@ -26,7 +26,7 @@ from adapters.process import minimal_env, passthrough_env, run_process
 if TYPE_CHECKING:
     from adapters.base import CliAdapterSpec
 
-PROBE_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 30.0  # opencode alone takes 3 s of CPU to say; 13 s on two busy cores
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 

@@ -126,6 +126,9 @@ def test_schemathesis_finds_nothing(real_serve, tmp_path):
             "10",
             "--max-failures",
             "20",
+            # Without credentials every answer is the Gate's 401 whatever the input: the
+            # coverage phase reaches every operation; fuzzing it again would find the same 401s.
+            *(() if credentials else ("--phases", "coverage")),
         ],
         cwd=tmp_path,
         capture_output=True,

@@ -25,13 +25,19 @@ def answers(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def wait_until(check: Callable[[], object], timeout: float = 30.0, what: str = "condition") -> None:
+def wait_until(
+    check: Callable[[], object],
+    timeout: float = 30.0,
+    what: str | Callable[[], str] = "condition",
+) -> None:
+    """Wait for `check()`, bounded in time; `what` names it in the failure, or says (called
+    then) where things stood when the time ran out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.1)
-    raise AssertionError(f"{what} not met in {timeout:g} s")
+    raise AssertionError(f"{what() if callable(what) else what} not met in {timeout:g} s")
 
 
 async def until(
