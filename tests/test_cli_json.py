@@ -96,3 +96,18 @@ def test_a_task_that_is_not_there_is_an_error_not_json(t25, repo):
     assert t25("init").code == 0
     done = t25("task", "show", "T-9", "--json")
     assert done.code == 1 and done.out == "" and "T-9" in done.err
+
+
+def test_a_task_that_waits_shows_its_priority_what_it_waits_for_and_what_still_blocks_it(t25, repo):
+    assert t25("init").code == 0
+    assert t25("task", "new", "First").code == 0
+    assert t25("task", "new", "Later", "--after", "T-1", "--priority", "4").code == 0
+    listed = conforms("task-list", t25("task", "list", "--json").out)
+    assert [(t["id"], t["priority"], t["after"]) for t in listed["tasks"]] == [
+        ("T-1", 0, []),
+        ("T-2", 4, ["T-1"]),
+    ]
+    later = conforms("task-show", t25("task", "show", "T-2", "--json").out)
+    assert later["blockers"] == ["T-1"] and later["task"]["after"] == ["T-1"]
+    first = conforms("task-show", t25("task", "show", "T-1", "--json").out)
+    assert first["blockers"] == []

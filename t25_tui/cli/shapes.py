@@ -70,6 +70,8 @@ class TaskJson(Shape):
     reviewed_head: str | None
     violation: str | None
     protected_paths: list[str]
+    priority: int
+    after: list[str]  # the tasks it waits for, merged or not
     created_at: UtcTime
     state_since: UtcTime
 
@@ -79,6 +81,7 @@ class TaskJson(Shape):
         data.update(type=task.type.value, state=task.state.value, branch=task.branch)
         data["resume_state"] = task.resume_state.value if task.resume_state else None
         data["protected_paths"] = list(task.protected_paths)
+        data["after"] = list(task.after)
         return cls(**data)
 
 
@@ -256,6 +259,7 @@ class TaskShow(Shape):
     cost: CostJson
     spend: SpendJson
     question: str | None
+    blockers: list[str]  # the tasks of `after` not merged yet: it has not started
 
     @classmethod
     def of(cls, detail: TaskDetail) -> TaskShow:
@@ -268,6 +272,7 @@ class TaskShow(Shape):
             cost=CostJson.of(detail.cost),
             spend=SpendJson.of(detail.spend),
             question=detail.question,
+            blockers=list(detail.blockers),
         )
 
 
