@@ -41,8 +41,9 @@ def control_plane(
     lease_ttl: float = 4,
 ):
     """`t25 serve` (run under `serve_prefix`, `faketime` say, with `serve_env` added) and a
-    way to start remote workers against it, holding leases of `lease_ttl` seconds: short,
-    so a lapse is quick to reach, yet twice what a heartbeat may be late by on two busy cores."""
+    way to start remote workers against it, holding leases of `lease_ttl` seconds: short, so
+    a lapse is quick to reach, yet long enough that a heartbeat a few seconds late on two busy
+    cores does not lose one (at 2 s, side by side with other tests, one did)."""
     write_config(repo, roles={"dev": [{"adapter": "scripted", "args": dev_args}]}, sandbox=sandbox)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
