@@ -28,11 +28,6 @@ from tests.real_clis.conftest import FINAL
 from tests.real_clis.test_real_resume import SendBack, send_back_loop
 
 
-def shop(where: Path) -> Path:
-    """The pipeline tests' sample project (tests/conftest.py `shop`)."""
-    return make_shop(where)
-
-
 async def measure(cli: str, *, resume: bool) -> SendBack:
     where = Path(tempfile.mkdtemp(prefix="t25-bench-resume-"))
     (where / "home" / ".codex").mkdir(parents=True)
@@ -41,7 +36,7 @@ async def measure(cli: str, *, resume: bool) -> SendBack:
     os.environ.pop("CODEX_HOME", None)
     with FakeModel(final=FINAL) as fake:
         environment(fake)
-        loop = await send_back_loop(cli, fake, shop(where), resume=resume)
+        loop = await send_back_loop(cli, fake, make_shop(where), resume=resume)
     if loop.task.state.value != "DONE":
         raise SystemExit(f"{cli}: the task ended {loop.task.state}: {loop.task.error}")
     return loop
