@@ -6,8 +6,10 @@ Everything is read from its text: the answer, "Tokens: N sent, M received. Cost:
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
@@ -99,6 +101,14 @@ class AiderSpec(CliAdapterSpec):
         "OPENROUTER_API_KEY",
         "DEEPSEEK_API_KEY",
     )
+    base_url_env = ("OPENAI_API_BASE",)
+    vendor_hosts = (  # litellm's providers for the keys it reads
+        "api.openai.com",
+        "api.anthropic.com",
+        "generativelanguage.googleapis.com",
+        "openrouter.ai",
+        "api.deepseek.com",
+    )
     owned_flags = ("--message", "-m", "--message-file", "--pretty", "--stream")
     capabilities = Capabilities(
         structured_output="no (text)",
@@ -176,6 +186,15 @@ class AiderSpec(CliAdapterSpec):
         if base := os.environ.get("OPENAI_API_BASE"):
             pinned.append(f"--openai-api-base={base}")
         return pinned
+
+    def base_urls(self, env: Mapping[str, str], args: Sequence[str]) -> list[str]:
+        urls = super().base_urls(env, args)
+        for arg, value in itertools.pairwise([*args, ""]):
+            if arg.startswith("--openai-api-base="):
+                urls.append(arg.partition("=")[2])
+            elif arg == "--openai-api-base":
+                urls.append(value)
+        return urls
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         # litellm's bundled price list instead of fetching one from GitHub at every start.

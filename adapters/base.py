@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import ClassVar
 
 from adapters.containment import run_tag
 from adapters.login import LoginProbe
+from adapters.netproxy import run_network
 from adapters.parsing import classify_error, reset_time
 from adapters.process import (
     PARSE_LIMIT,
@@ -35,10 +36,13 @@ from adapters.process import (
     passthrough_env,
     run_process,
 )
-from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
+from adapters.sandbox import Confinement, Sandbox, SandboxUnavailable, sandbox_for
+from core.config.hosts import entry_for_url
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
+from core.domain.network import NETWORK_STREAM, Allowlist, Connection
 from core.domain.pids import alive
+from core.domain.tools import read_only
 from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
@@ -136,6 +140,10 @@ class CliAdapterSpec:
     # The CLI's own login (relative to HOME): bound read-only into a sandboxed run's
     # private HOME, never copied.
     login_files: tuple[str, ...] = ()
+    # Where the CLI reaches its model under `network: allowlist` (core.config.hosts entries):
+    # the hosts its base-URL variables name, else its vendor's API hosts (`model_hosts`).
+    base_url_env: tuple[str, ...] = ()
+    vendor_hosts: tuple[str, ...] = ()
     # The CLI's own status command, when it offers one (`t25 doctor` runs it).
     login_probe: LoginProbe | None = None
     needs_login: bool = True  # False for T25's own scripted agent
@@ -216,6 +224,11 @@ class CliAdapterSpec:
         """Variables that point the CLI's config dir into a private HOME (e.g. CODEX_HOME)."""
         return {}
 
+    def confined_args(self, argv: list[str]) -> list[str]:
+        """The arguments for a run inside T25's bubblewrap, where the CLI's own sandbox may
+        not start (it needs capabilities the run does not hold); as built by default."""
+        return argv
+
     # How much of stdout `parse` reads, its head and tail (`adapters.process.PARSE_LIMIT`).
     # A CLI whose final event is its last line needs no more; one that reports its usage
     # all along the output, summed by `parse`, keeps more.
@@ -234,6 +247,17 @@ class CliAdapterSpec:
 
     def locate(self) -> str | None:
         return shutil.which(self.binary)
+
+    def base_urls(self, env: Mapping[str, str], args: Sequence[str]) -> list[str]:
+        """The model endpoints this run's settings name: its base-URL variables (a spec
+        whose CLI takes them elsewhere - its arguments, a config file - adds those)."""
+        return [env[name] for name in self.base_url_env if env.get(name)]
+
+    def model_hosts(self, env: Mapping[str, str], args: Sequence[str]) -> list[str]:
+        """The allowlist entries the CLI needs to reach its model in this run: the
+        endpoints its settings name, else its vendor's API hosts."""
+        named = [entry for url in self.base_urls(env, args) if (entry := entry_for_url(url))]
+        return list(dict.fromkeys(named)) or list(self.vendor_hosts)
 
 
 def inline_prompt(prompt: PromptArg) -> str:
@@ -443,31 +467,39 @@ class CliAdapter:
             private_home(wants_home, self.spec.home_files) as home,
         ):
             env = self.environment(request, home)
-            argv = sandbox.wrap(
-                [path, *self.spec.build_argv(request, prompt)],
-                self._confinement(request, prompt, home),
-                env,
+            allowlist = Allowlist.of(
+                [*self.spec.model_hosts(env, request.args), *request.allow_hosts]
             )
-            done = await run_process(
-                argv,
-                cwd=request.cwd,
-                env=env,
-                timeout_s=request.timeout_s,
-                abort=abort,
-                on_output=sink,
-                grace_s=self.grace_s,
-                log_limit=request.max_log_bytes,
-                parse_limit=self.spec.parse_limit,
-                tag=run_tag(request.run_id),
-                log_to=log_spool(request),
-            )
+
+            async def record(connection: Connection) -> None:
+                await sink(NETWORK_STREAM, connection.to_text())
+
+            box = self._confinement(request, prompt, home, sandbox)
+            args = self.spec.build_argv(request, prompt)
+            if sandbox.name == "bwrap":
+                args = self.spec.confined_args(args)
+            async with run_network(box, allowlist, record) as (box, _):
+                done = await run_process(
+                    sandbox.wrap([path, *args], box, env),
+                    cwd=request.cwd,
+                    env=env,
+                    timeout_s=request.timeout_s,
+                    abort=abort,
+                    on_output=sink,
+                    grace_s=self.grace_s,
+                    log_limit=request.max_log_bytes,
+                    parse_limit=self.spec.parse_limit,
+                    tag=run_tag(request.run_id),
+                    log_to=log_spool(request),
+                )
         return self._result(request, version, done)
 
     def _confinement(
-        self, request: AgentRequest, prompt: PromptArg, home: Path | None
+        self, request: AgentRequest, prompt: PromptArg, home: Path | None, sandbox: Sandbox
     ) -> Confinement:
         """What a sandboxed run may touch: its worktree and HOME, the prompt file and the
-        CLI's login read-only; T25's state and other runs' homes hidden."""
+        CLI's login read-only; T25's state and other runs' homes hidden; the network its
+        sandbox can give (an allowlist needs bubblewrap's network namespace)."""
         readonly = [(p, p) for p in (prompt.path,) if p is not None]
         if home is not None:
             readonly += [(Path.home() / f, home / f) for f in self.spec.login_files]
@@ -476,7 +508,10 @@ class CliAdapter:
             home=home,
             readonly=readonly,
             hidden=(*request.hidden, run_homes()),
-            network=request.network,
+            network=sandbox.network(request.network),
+            read_paths=request.read_paths,
+            # A role that may change no file gets a worktree it cannot change.
+            worktree_writable=not read_only(request.tools),
         )
 
     def _read(self, stdout: str) -> tuple[CliOutput, str | None]:

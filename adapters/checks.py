@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from adapters.base import run_homes
 from adapters.containment import run_tag
+from adapters.netproxy import run_network
 from adapters.process import minimal_env, run_process
 from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.models import CheckResult
+from core.domain.network import Allowlist
 
 # Checks must not litter the worktree: a tree with untracked or ignored files is never
 # cleaned up, so keep Python's bytecode caches out of it.
@@ -52,16 +55,25 @@ async def run_check(
             passed=False,
             excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
         )
-    box = Confinement(worktree=cwd, hidden=confine.hidden, network=confine.network)
-    done = await run_process(
-        sandbox.wrap(list(check.run), box, env),
-        cwd=cwd,
-        env=env,
-        timeout_s=check.timeout_s,
-        abort=abort or asyncio.Event(),
-        tag=run_tag(f"{confine.run_id}/{check.name}"),
+    box = Confinement(
+        worktree=cwd,
+        hidden=(*confine.hidden, run_homes()),
+        network=sandbox.network(confine.network),
+        read_paths=confine.read_paths,
     )
+    async with run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy):
+        done = await run_process(
+            sandbox.wrap(list(check.run), box, env),
+            cwd=cwd,
+            env=env,
+            timeout_s=check.timeout_s,
+            abort=abort or asyncio.Event(),
+            tag=run_tag(f"{confine.run_id}/{check.name}"),
+        )
     excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
+    denied = [c for c in (proxy.records if proxy else []) if not c.allowed]
+    if denied:  # what the check tried to reach and was refused, for whoever reads why it failed
+        excerpt += "".join(f"\n[t25: {c.line()}]" for c in denied[-5:])
     if done.spawn_error:
         excerpt = done.spawn_error
     elif done.timed_out:

@@ -67,6 +67,8 @@ class ClaudeSpec(CliAdapterSpec):
         "CLAUDE_CODE_OAUTH_TOKEN",
         "CLAUDE_CONFIG_DIR",
     )
+    base_url_env = ("ANTHROPIC_BASE_URL",)
+    vendor_hosts = ("api.anthropic.com",)
     owned_flags = ("-p", "--print", "--output-format", "--verbose")
     capabilities = Capabilities(
         structured_output="stream-json",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,6 +23,8 @@ from adapters.parsing import (
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.tools import read_only
+
+_BASE_URL = re.compile(r"""base_url\s*=\s*["']([^"']+)["']""")
 
 # Headless and quiet: no update check, no analytics, no plugins (each reaches for a host).
 HEADLESS_CONFIG = """\
@@ -66,13 +70,15 @@ class CodexSpec(CliAdapterSpec):
         ("login", "status"), codex_status, "codex login"
     )  # reads ~/.codex only
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
+    base_url_env = ("OPENAI_BASE_URL",)
+    vendor_hosts = ("api.openai.com", "chatgpt.com")  # an API key; a ChatGPT login
     owned_flags = ("--json", "-C", "--cd")
     capabilities = Capabilities(
         structured_output="--json",
         usage=True,
         cost=False,
         resume="exec resume SESSION_ID",
-        sandbox_flags="--sandbox workspace-write, approvals never",
+        sandbox_flags="--sandbox workspace-write (in T25's bubblewrap: its wall instead)",
         # Codex loads a project's .codex/config.toml (MCP servers, hooks, exec rules) only in
         # a trusted project; the run marks the tree and the folders above it untrusted, over
         # whatever the user's config trusts (measured on 0.171: a planted server then never
@@ -80,7 +86,7 @@ class CodexSpec(CliAdapterSpec):
         project_config_off="-c projects=<tree and parents untrusted>",
         # Its shell reads as well as writes: no tool can be taken away by class, but its own
         # sandbox refuses every write of a read-only role (apply_patch and shell alike).
-        tools="--sandbox read-only for read-only roles; shell and patch tools stay offered",
+        tools="read-only roles: --sandbox read-only, or a read-only worktree in T25's bubblewrap",
     )
     home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
 
@@ -110,8 +116,28 @@ class CodexSpec(CliAdapterSpec):
         sandbox = "read-only" if read_only(tools) else "workspace-write"
         return ["--sandbox", sandbox, *(OVERHEAD_ARGS if tools is not None else ())]
 
+    def confined_args(self, argv: list[str]) -> list[str]:
+        # Codex's own sandbox is bubblewrap too, and cannot start inside T25's: it must mount
+        # a /proc, which a run without capabilities, under a /proc with covered parts, may not
+        # (measured on 0.171: every write and command fails). T25's sandbox is the wall; a
+        # role that may write nothing gets a read-only worktree from it instead.
+        at = argv.index("--sandbox")
+        return [*argv[:at], "--sandbox", "danger-full-access", *argv[at + 2 :]]
+
     def isolated_args(self, request: AgentRequest) -> list[str]:
         return ["-c", f"projects={untrusted_projects(request.cwd)}"]
+
+    def base_urls(self, env: Mapping[str, str], args: Sequence[str]) -> list[str]:
+        # A provider's `base_url`, given with `-c model_providers.NAME={...}` or in the
+        # config.toml of the CODEX_HOME the run uses.
+        urls = super().base_urls(env, args)
+        urls += [url for arg in args for url in _BASE_URL.findall(arg)]
+        config = Path(env.get("CODEX_HOME") or Path(env.get("HOME", "~")) / ".codex")
+        try:
+            text = (config.expanduser() / "config.toml").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return urls
+        return urls + _BASE_URL.findall(text)
 
     def home_env(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home / ".codex")}

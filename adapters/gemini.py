@@ -68,6 +68,13 @@ class GeminiSpec(CliAdapterSpec):
         "GOOGLE_GENAI_USE_VERTEXAI",
         "GOOGLE_APPLICATION_CREDENTIALS",
     )
+    base_url_env = ("GOOGLE_GEMINI_BASE_URL",)
+    # The Gemini API, and Code Assist with its OAuth token endpoint for a Google login.
+    vendor_hosts = (
+        "generativelanguage.googleapis.com",
+        "cloudcode-pa.googleapis.com",
+        "oauth2.googleapis.com",
+    )
     owned_flags = ("-o", "--output-format", "-p", "--prompt")
     capabilities = Capabilities(
         structured_output="-o stream-json",

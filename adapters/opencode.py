@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
 from adapters.login import LoginProbe, opencode_credentials
@@ -17,6 +20,9 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
+
+# A provider's endpoint in opencode's JSON configuration.
+_BASE_URL = re.compile(r'"baseURL"\s*:\s*"([^"]+)"')
 
 EDIT_TOOLS = {"write", "edit", "patch"}
 # Each tool class (core.domain.tools) as opencode's permission keys. OPENCODE_PERMISSION is
@@ -46,6 +52,15 @@ class OpencodeSpec(CliAdapterSpec):
         "OPENAI_API_KEY",
         "GEMINI_API_KEY",
         "OPENROUTER_API_KEY",
+    )
+    # Its own service, and the providers whose keys it reads; a provider's `baseURL` in its
+    # configuration takes their place (`base_urls`).
+    vendor_hosts = (
+        "opencode.ai",
+        "api.anthropic.com",
+        "api.openai.com",
+        "generativelanguage.googleapis.com",
+        "openrouter.ai",
     )
     owned_flags = ("--format",)
     capabilities = Capabilities(
@@ -82,6 +97,15 @@ class OpencodeSpec(CliAdapterSpec):
             ),
             "1",
         )
+
+    def base_urls(self, env: Mapping[str, str], args: Sequence[str]) -> list[str]:
+        texts = [env.get("OPENCODE_CONFIG_CONTENT", "")]
+        if path := env.get("OPENCODE_CONFIG"):
+            try:
+                texts.append(Path(path).expanduser().read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                pass
+        return [url for text in texts for url in _BASE_URL.findall(text)]
 
     def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
         if tools is None:

@@ -9,12 +9,18 @@
 the whole filesystem is read-only; the task's worktree, the run's private HOME and a private
 `/tmp` and `/run` are writable; T25's state (`.factory/`: the store, the audit log, other
 tasks' worktrees, other runs' homes) and the user's key stores are covered by an empty
-read-only directory; the repository's shared `.git` is read-only, so the agent's own `git add` and
-`git commit` fail (T25 commits the worktree after the run either way). The run has a PID
-namespace of its own (T25's processes and their `/proc` are out of sight, and every
-descendant dies with the namespace, even when T25 is SIGKILLed) and a new session (no
-TIOCSTI into the operator's terminal). The network is shared unless `network: none`, so a
-real CLI reaches its model endpoint, loopback included.
+read-only directory; every user's home (HOME, /root, /home) is an empty one, in which the
+toolchains, the programs on PATH and the repository are given back read-only; the
+repository's shared `.git` is read-only, so the agent's own `git add` and `git commit` fail
+(T25 commits the worktree after the run either way). The run holds no capability, whoever
+runs T25 (root included: no mount, no remount). It has a PID namespace of its own (T25's
+processes and their `/proc` are out of sight, and every descendant dies with the namespace,
+even when T25 is SIGKILLed) and a new session (no TIOCSTI into the operator's terminal).
+
+The network: `allowlist` (the default) gives the run a network namespace of its own whose
+only way out is T25's proxy (adapters.netproxy), reached through a Unix socket and a bridge
+on the sandbox's loopback (adapters.netbridge); `none` the namespace alone; `shared` the
+host's network, loopback services included.
 
 `auto` without a usable bubblewrap runs unconfined and says why (`unconfined`); `required`
 and a profile's explicit `bwrap` refuse instead. `docker` runs the CLI with `docker run`, the
@@ -24,17 +30,19 @@ worktree bind-mounted at its own path, in the profile's `sandbox_image`.
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import os
+import pwd
 import shutil
-import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.containment import reaped
 from adapters.process import run_process
+from adapters.sandbox_probe import ISOLATION, bwrap_problem
 
 CHECK_TIMEOUT_S = 10.0
 KINDS = ("auto", "required", "bwrap", "docker", "none")
@@ -47,6 +55,15 @@ HOME_SECRETS = (
 # Host daemons' sockets live here (Postgres, Docker, D-Bus, the user's agents): a fresh
 # tmpfs hides them. `/etc/resolv.conf` may point into it; that one file is kept.
 RUNTIME_DIRS = ("/run", "/var/run")
+# The usual per-user toolchain locations (relative to HOME): given back read-only inside
+# the hidden home, so the compilers and interpreters installed there still run.
+TOOLCHAINS = (
+    *(".cargo", ".rustup", ".pyenv", ".nvm", ".volta", ".bun", ".deno", ".sdkman"),
+    *(".rbenv", ".asdf", ".goenv", ".ghcup", ".opam", ".juliaup", "go", "bin"),
+    *(".local/bin", ".local/lib", ".local/share/mise", ".local/share/pnpm", ".npm-global"),
+)
+# Credentials kept inside a toolchain's folder, covered when the folder is given back.
+TOOLCHAIN_SECRETS = ("credentials", "credentials.toml", ".credentials.toml")
 
 
 class SandboxUnavailable(Exception):
@@ -63,7 +80,14 @@ class Confinement:
     home: Path | None = None
     readonly: Sequence[tuple[Path, Path]] = ()
     hidden: Sequence[Path] = ()
-    network: str = "shared"  # shared | none
+    network: str = "shared"  # shared | none | allowlist
+    # network: allowlist - the socket of the run's proxy (adapters.netproxy) and the loopback
+    # ports it forwards (the allowlist's local endpoints, adapters.netbridge).
+    proxy: Path | None = None
+    forwards: tuple[int, ...] = ()
+    # Given back read-only inside the hidden homes (the toolchains, sandbox.read_paths).
+    read_paths: Sequence[Path] = ()
+    worktree_writable: bool = True  # False: a role that changes no file
 
 
 class Sandbox:
@@ -75,6 +99,11 @@ class Sandbox:
 
     async def check(self) -> None:
         return None
+
+    def network(self, asked: str) -> str:
+        """The network a run that asked for `asked` gets here: the allowlist needs a network
+        namespace of the run's own, which only bubblewrap gives; elsewhere it is shared."""
+        return "shared" if asked == "allowlist" else asked
 
     def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
         return reaped(argv, env)
@@ -99,37 +128,10 @@ async def _probe(argv: list[str]) -> tuple[int | None, str]:
     return done.exit_code, done.log.decode("utf-8", "replace").strip()
 
 
-def bwrap_problem() -> str | None:
-    """Why bubblewrap cannot confine a run here, or None when it can."""
-    path = shutil.which("bwrap")
-    if path is None:
-        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
-    return _bwrap_problem(path)
-
-
-@functools.cache
-def _bwrap_problem(path: str) -> str | None:
-    """Tried once per binary and process: a probe costs a few milliseconds, and the answer
-    does not change while T25 runs."""
-    probe = [path, "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
-    try:
-        done = subprocess.run(
-            probe, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap did not run: {exc}"
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        return (
-            f"bwrap cannot create its namespaces here: {last[0]} "
-            "(are unprivileged user namespaces disabled?)"
-        )
-    return None
-
-
 class Bubblewrap(Sandbox):
     """bwrap: everything read-only but the worktree, a private HOME and /tmp; T25's state
-    hidden; a PID namespace and a session of its own."""
+    and the users' homes hidden; no capabilities; a PID namespace and a session of its own;
+    a network namespace of its own unless the network is shared."""
 
     name = "bwrap"
     unconfined = None
@@ -139,42 +141,87 @@ class Bubblewrap(Sandbox):
         if problem:
             raise SandboxUnavailable(problem)
 
+    def network(self, asked: str) -> str:
+        return asked
+
     def wrap(self, argv: list[str], confinement: Confinement, env: Mapping[str, str]) -> list[str]:
         bwrap = shutil.which("bwrap") or "bwrap"
+        own_network = confinement.network in ("none", "allowlist")
         return [
             bwrap,
             "--die-with-parent",
             "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
+            *ISOLATION,
             "--unshare-cgroup-try",
-            *(["--unshare-net"] if confinement.network == "none" else []),
+            *(["--unshare-net"] if own_network else []),
             *mount_plan(argv, confinement),
             "--chdir",
             str(confinement.worktree),
             "--",
-            *argv,
+            *bridged(argv, confinement),
         ]
+
+
+# Where a run's network bridge finds T25's proxy, inside the sandbox (a fresh /run).
+BRIDGE = Path(__file__).with_name("netbridge.py")
+BRIDGE_INSIDE = "/run/t25-bridge.py"
+PROXY_DIR_INSIDE = "/run/t25-net"
+PROXY_PORT = 3128  # on the sandbox's own loopback: nothing else listens there
+
+
+def bridged(argv: list[str], confinement: Confinement) -> list[str]:
+    """`argv` behind the bridge to the run's proxy when it has one (network: allowlist)."""
+    if confinement.network != "allowlist" or confinement.proxy is None:
+        return argv
+    port = PROXY_PORT
+    while port in confinement.forwards:
+        port += 1
+    return [
+        _interpreter(),
+        "-I",
+        "-S",
+        BRIDGE_INSIDE,
+        f"{PROXY_DIR_INSIDE}/{confinement.proxy.name}",
+        str(port),
+        *map(str, confinement.forwards),
+        "--",
+        *argv,
+    ]
+
+
+def _interpreter() -> str:
+    """The interpreter the bridge runs on: T25's own, by its real path (a virtualenv's
+    `python` is a link to it)."""
+    return os.path.realpath(sys.executable)
 
 
 def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     """bwrap's mount arguments, in order: each later mount lies over the earlier ones."""
     out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     out += _runtime_dirs()
-    # The fresh /tmp hides programs installed under it (a checkout or virtualenv there),
-    # and a repository there: give them back read-only.
+    # The users' homes are empty (and what is written there is gone with the run); what a
+    # run needs from them - its programs, the toolchains, the repository - is given back
+    # read-only below. The fresh /tmp hides programs and a repository there: the same.
+    homes = hidden_homes()
+    for home in homes:
+        out += ["--tmpfs", str(home)]
     worktree = confinement.worktree
-    for path in (*_under_tmp(argv[0], confinement), *_repository(worktree)):
+    given = [*_under_tmp(argv[0], confinement), *_repository(worktree)]
+    given += _from_homes(argv[0], confinement, homes)
+    for path in _outermost(given):
         out += ["--ro-bind", str(path), str(path)]
     covered = []
-    for path in (*confinement.hidden, *_home_secrets()):
+    for path in (*confinement.hidden, *_home_secrets(given)):
         if path.is_dir():
             out += ["--tmpfs", str(path)]
             covered.append(path)
         elif path.is_file():
             out += ["--ro-bind", "/dev/null", str(path)]
-    out += ["--bind", str(worktree), str(worktree)]
+    out += [
+        "--bind" if confinement.worktree_writable else "--ro-bind",
+        str(worktree),
+        str(worktree),
+    ]
     if (worktree / ".git").exists():  # where the worktree's repository is: not the agent's
         out += ["--ro-bind", str(worktree / ".git"), str(worktree / ".git")]
     if confinement.home is not None:
@@ -182,10 +229,60 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     for source, inside in confinement.readonly:
         if source.exists():
             out += ["--ro-bind", str(source), str(inside)]
+    if confinement.network == "allowlist" and confinement.proxy is not None:
+        out += ["--ro-bind", str(confinement.proxy.parent), PROXY_DIR_INSIDE]
+        out += ["--ro-bind", str(BRIDGE), BRIDGE_INSIDE]
     # Last, once the mounts inside them are made: a write to a covered directory fails.
     for path in covered:
         out += ["--remount-ro", str(path)]
     return out
+
+
+def hidden_homes() -> list[Path]:
+    """Every user's home as a run must not see it: the operator's (HOME, and the account's),
+    /root and /home - the outermost of them, never `/` itself."""
+    found = [Path(os.path.expanduser("~")), Path("/root"), Path("/home")]
+    with contextlib.suppress(KeyError):
+        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    real = [Path(os.path.realpath(p)) for p in found]
+    return _outermost(p for p in real if p.is_dir() and p != Path("/"))
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """The paths with none below another of them, sorted."""
+    out: list[Path] = []
+    for path in sorted(set(paths)):
+        if not any(path.is_relative_to(kept) for kept in out):
+            out.append(path)
+    return out
+
+
+def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> list[Path]:
+    """What a run needs that lies in a hidden home, to give back read-only: the toolchains
+    (`TOOLCHAINS` and `sandbox.read_paths`), the directories on PATH, the
+    program's own installation (a link's target too) and the interpreter of T25's bridge."""
+    wanted = [*(_home() / name for name in TOOLCHAINS), *confinement.read_paths]
+    wanted += [Path(p) for p in _path_dirs()]
+    found = (os.path.abspath(program), os.path.realpath(program), _interpreter())
+    wanted += [*(_prefix(Path(p)) for p in found), Path(sys.base_prefix)]
+    out = []
+    for path in wanted:
+        real = Path(os.path.realpath(path))
+        for candidate in dict.fromkeys((path, real)):
+            home = next((h for h in homes if candidate.is_relative_to(h)), None)
+            if home is not None and candidate != home and candidate.exists():
+                out.append(candidate)
+    return out
+
+
+def _prefix(program: Path) -> Path:
+    """Where a program is installed: the folder above its `bin/`, else its own folder."""
+    folder = program.parent
+    return folder.parent if folder.name == "bin" else folder
+
+
+def _path_dirs() -> list[str]:
+    return [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
 
 
 def _repository(worktree: Path) -> list[Path]:
@@ -230,8 +327,11 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def _home_secrets() -> list[Path]:
-    return [_home() / name for name in HOME_SECRETS]
+def _home_secrets(given: Iterable[Path] = ()) -> list[Path]:
+    """The key stores in HOME, and the credentials the toolchains given back keep inside
+    them (crates.io's token in ~/.cargo, RubyGems' in ~/.gem)."""
+    inside = [p / name for p in given for name in TOOLCHAIN_SECRETS]
+    return [*(_home() / name for name in HOME_SECRETS), *inside]
 
 
 def git_common_dir(worktree: Path) -> Path | None:

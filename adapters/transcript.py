@@ -22,6 +22,7 @@ from enum import Enum
 from typing import Any
 
 from adapters.parsing import JsonObject, list_at, object_at, text_of
+from core.domain.network import NETWORK_STREAM, Connection
 from core.domain.text import printable
 
 ARGUMENT_CHARS = 80  # one argument's value, abridged
@@ -316,14 +317,27 @@ def render(text: str) -> list[Entry]:
     return [*transcript.feed(text), *transcript.close()]
 
 
+def connection_entries(record: str) -> list[Entry]:
+    """A network connection's record (core.domain.network) as a transcript shows it: a
+    refused one as an error, an allowed one as information."""
+    connection = Connection.from_text(record)
+    if connection is None:
+        return [Entry(Kind.TEXT, record)]
+    return [Entry(Kind.INFO if connection.allowed else Kind.ERROR, connection.line())]
+
+
 class Transcript:
     """A run's output turned into entries as it arrives: a line is rendered once it is
-    whole, so a JSON event split across two chunks is read as one."""
+    whole, so a JSON event split across two chunks is read as one. The `network` stream
+    holds whole records, one an event."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: str = "stdout") -> None:
         self._partial = ""
+        self._records = stream == NETWORK_STREAM
 
     def feed(self, chunk: str) -> list[Entry]:
+        if self._records:
+            return connection_entries(chunk)
         text = self._partial + chunk
         cut = text.rfind("\n")
         if cut < 0:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -38,6 +39,7 @@ from pydantic import (
 )
 
 from core.config import held_secrets
+from core.config.hosts import host_entry
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.secrets import refuse_credentials
 from core.config.source import (
@@ -98,6 +100,13 @@ def _argv(value: Any) -> Any:
     return value
 
 
+def _host(value: Any) -> Any:
+    return host_entry(value) if isinstance(value, str) else value
+
+
+# A host a confined run may reach (core.config.hosts), written the one way.
+HostEntry = Annotated[str, AfterValidator(_host)]
+
 # A path written in YAML is text; strict mode would refuse text for a Path field.
 ConfigPath = Annotated[Path, Field(strict=False)]
 Argv = Annotated[list[str], BeforeValidator(_argv)]
@@ -123,6 +132,8 @@ class ProjectConfig(_Section):
     limits: Limits | None = None  # a limit named here replaces that limit
     qa: QAConfig | None = None  # `checks` here replace the checks
     approval: ApprovalPolicy | None = None
+    # `allow_hosts` here replaces the list, and so on for each key set
+    sandbox: Annotated[SandboxConfig | None, BeforeValidator(_sandbox_shorthand)] = None
 
     def overrides(self) -> list[str]:
         """What this project sets in place of the top-level policy, one `section.key value`
@@ -444,6 +455,10 @@ class QACheck(_Section):
 
 class QAConfig(_Section):
     checks: list[QACheck] = []
+    # What the checks (QA's and the merge's trial) reach: none, or allowlist with
+    # `allow_hosts`, or shared (the host's network); sandboxed runs only.
+    network: Literal["none", "allowlist", "shared"] = "none"
+    allow_hosts: list[HostEntry] = []
 
     @field_validator("checks")
     @classmethod
@@ -479,19 +494,44 @@ def _sandbox_shorthand(value: Any) -> Any:
     return {"mode": value} if isinstance(value, str) else value
 
 
+class RoleSandbox(_Section):
+    """What one role's runs may reach beyond the project's list (`sandbox.by_role`)."""
+
+    allow_hosts: list[HostEntry] = []
+
+
 class SandboxConfig(_Section):
     """How every agent run and QA check is confined (adapters.sandbox).
 
-    auto: bubblewrap where it can run, else unconfined with a warning at every start;
+    mode - auto: bubblewrap where it can run, else unconfined with a warning at every start;
     required: bubblewrap or no run at all; none: unconfined. `sandbox: required` is short
-    for `sandbox: {mode: required}`."""
+    for `sandbox: {mode: required}`.
+
+    network - allowlist: a network of the run's own whose only way out is T25's proxy, which
+    lets through the CLI's model endpoints and `allow_hosts` and records every connection;
+    none: no network at all; shared: the host's network, its loopback services included."""
 
     mode: Literal["auto", "required", "none"] = "auto"
-    network: Literal["shared", "none"] = "shared"  # none: no network at all inside
+    network: Literal["allowlist", "shared", "none"] = "allowlist"
+    # Hosts every agent run may reach beyond its CLI's model endpoints (core.config.hosts).
+    allow_hosts: list[HostEntry] = []
+    by_role: dict[Role, RoleSandbox] = {}  # and one role's runs besides
+    # Given back read-only inside the hidden homes, beside the usual toolchain locations.
+    read_paths: list[ConfigPath] = []
 
     def for_profile(self, profile: AgentProfile) -> str:
         """The sandbox one profile's runs get: its own setting, else the project's mode."""
         return profile.sandbox or self.mode
+
+    def hosts_for(self, role: str) -> tuple[str, ...]:
+        """What a role's runs may reach beyond their CLI's model endpoints."""
+        own = self.by_role.get(role)  # type: ignore[call-overload]
+        return tuple(dict.fromkeys([*self.allow_hosts, *(own.allow_hosts if own else [])]))
+
+    @field_validator("read_paths", mode="after")
+    @classmethod
+    def _absolute(cls, paths: list[Path], info: ValidationInfo) -> list[Path]:
+        return [(_root(info) / path.expanduser()).resolve() for path in paths]
 
 
 # -- places ------------------------------------------------------------------------------
@@ -654,7 +694,7 @@ class Config(_Section):
         return profile.timeout_s or self.limits.run_timeout_s
 
 
-_PER_PROJECT = ("roles", "limits", "qa", "approval")  # sections a project may override
+_PER_PROJECT = ("roles", "limits", "qa", "approval", "sandbox")  # sections a project may override
 
 
 def _profile_name(profile: AgentProfile) -> str:

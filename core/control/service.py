@@ -672,12 +672,7 @@ class ControlPlane(Queries, Operations):
 
     def merge_confinement(self, task: Task) -> CheckSandbox:
         """How a merge's QA checks are confined: as QA's are."""
-        return CheckSandbox(
-            kind=self.config.sandbox.mode,
-            network=self.config.sandbox.network,
-            hidden=self.config.private_paths(),
-            run_id=f"merge-{task.id}",
-        )
+        return CheckSandbox.of(self.config, task.project, f"merge-{task.id}")
 
     # -- a merge made by a worker (serve without a checkout) ------------------------------
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.config.schema import MAX_LOG_BYTES
+from core.config.schema import MAX_LOG_BYTES, Config
 from core.domain.models import TaskState, Usage
 
 
@@ -34,8 +34,11 @@ class AgentRequest(BaseModel):
     private_home: bool = False  # a fresh HOME and config dir for this run
     sandbox: str = "none"  # auto | required | bwrap | docker | none (adapters.sandbox)
     sandbox_image: str | None = None  # the image a docker sandbox runs
-    network: str = "shared"  # shared | none: inside a sandbox
+    network: str = "allowlist"  # allowlist | shared | none: inside a sandbox
+    # network: allowlist - what the run may reach beyond its CLI's model endpoints.
+    allow_hosts: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = ()  # T25's state, out of a sandboxed run's sight
+    read_paths: tuple[Path, ...] = ()  # given back read-only in the hidden homes
     max_log_bytes: int = MAX_LOG_BYTES  # output kept byte-exact in the log (limits.max_log_bytes)
     # Where the log is spooled while the run goes on: the worker's private area under
     # `.factory/`, never the worktree. None: the system's temp directory.
@@ -53,9 +56,25 @@ class CheckSandbox(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     kind: str = "none"  # auto | required | none
-    network: str = "shared"
+    network: str = "none"  # none | allowlist | shared (qa.network)
+    allow_hosts: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = ()
+    read_paths: tuple[Path, ...] = ()
     run_id: str = ""  # the QA run the checks belong to: their processes carry its tag
+
+    @classmethod
+    def of(cls, config: Config, project: str | None, run_id: str) -> CheckSandbox:
+        """How one project's checks are confined: as its agents are, with the network
+        `qa.network` says."""
+        policy = config.for_project(project)
+        return cls(
+            kind=policy.sandbox.mode,
+            network=policy.qa.network,
+            allow_hosts=tuple(policy.qa.allow_hosts),
+            hidden=config.private_paths(),
+            read_paths=tuple(policy.sandbox.read_paths),
+            run_id=run_id,
+        )
 
 
 class Failure(StrEnum):

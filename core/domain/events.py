@@ -128,7 +128,7 @@ class RunStarted(Event):
 
 class RunOutput(Event):
     kind = "run_output"
-    stream: str  # "stdout" or "stderr"
+    stream: str  # "stdout", "stderr", or "network" (a connection's record, core.domain.network)
     text: str
 
 

@@ -11,7 +11,8 @@ from core.config.schema import QACheck
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox
 from core.domain.models import CheckResult
 
-# Called with ("stdout" | "stderr", text) as output arrives.
+# Called with ("stdout" | "stderr", text) as output arrives, and with ("network", record) for
+# each connection the run's network proxy decided (core.domain.network.Connection).
 OutputSink = Callable[[str, str], Awaitable[None]]
 
 # Runs one QA check in a tree, confined as told, to its end, a timeout or the abort; its

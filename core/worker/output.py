@@ -4,7 +4,8 @@ Output is recorded as `RunOutput` events in batches (a short timer, or a size bo
 chatty agent costs the store one write per batch, not per read. A run streams at most
 `limits.max_output_event_bytes` of it: past that, one truncation marker (`core.domain.output`)
 is recorded and the rest is dropped here - the run's log artifact still keeps its first
-`limits.max_log_bytes`, and the marker says so.
+`limits.max_log_bytes`, and the marker says so. The records of the run's network connections
+(stream `network`, core.domain.network) are events of their own, outside that budget.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from core.domain.events import Event, RunOutput
+from core.domain.network import NETWORK_STREAM
 from core.domain.output import truncation_marker
 
 OUTPUT_FLUSH_S = 0.05  # batch run output into events at most this often ...
@@ -75,6 +77,10 @@ class OutputStream:
         self.timer: asyncio.Task[None] | None = None
 
     async def write(self, stream: str, text: str) -> None:
+        if stream == NETWORK_STREAM:  # T25's proxy's record of a connection: one event each,
+            async with self.lock:  # outside the output budget (the proxy bounds how many)
+                await self.record(self._event(stream, text))
+            return
         text, marker = self.budget.take(text)
         if text:
             self.pending[stream].append(text)

@@ -279,12 +279,7 @@ class Worker:
         async with self._locked(worktrees, task.id, abort):
             commit = await merged_already(worktrees, task)
             if commit is None:
-                confine = CheckSandbox(
-                    kind=self.config.sandbox.mode,
-                    network=self.config.sandbox.network,
-                    hidden=self.config.private_paths(),
-                    run_id=f"merge-{task.id}",
-                )
+                confine = CheckSandbox.of(self.config, task.project, f"merge-{task.id}")
                 checks = self.config.for_project(task.project).qa.checks
                 trial = await checked_merge(worktrees, task, checks, self.run_check, confine)
                 try:
@@ -338,12 +333,7 @@ class Worker:
                 return RunReport(adapter_reason=reason, needs_input=_no_reviewer(run, reason, rule))
         checks: list[CheckResult] = []
         if run.stage is TaskState.QA:
-            confine = CheckSandbox(
-                kind=self.config.sandbox.mode,
-                network=self.config.sandbox.network,
-                hidden=self.config.private_paths(),
-                run_id=run.id,
-            )
+            confine = CheckSandbox.of(self.config, task.project, run.id)
             checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]
         prompt = await self.runs.prompt(lease, run, task, checks)
         session = claim.resume if claim else None
@@ -456,6 +446,7 @@ class Worker:
     def _request(
         self, run: Run, task: Task, prompt: str, cwd: Path, profile: AgentProfile
     ) -> AgentRequest:
+        policy = self.config.for_project(task.project)
         return AgentRequest(
             task_id=task.id,
             run_id=run.id,
@@ -465,13 +456,15 @@ class Worker:
             cwd=cwd,
             model=profile.model,
             args=tuple(profile.args),
-            timeout_s=float(self.config.for_project(task.project).timeout_for(profile)),
+            timeout_s=float(policy.timeout_for(profile)),
             env_passthrough=tuple(profile.env_passthrough),
             private_home=profile.private_home,
-            sandbox=self.config.sandbox.for_profile(profile),
+            sandbox=policy.sandbox.for_profile(profile),
             sandbox_image=profile.sandbox_image,
-            network=self.config.sandbox.network,
+            network=policy.sandbox.network,
+            allow_hosts=policy.sandbox.hosts_for(run.role),
             hidden=self.config.private_paths(),
+            read_paths=tuple(policy.sandbox.read_paths),
             max_log_bytes=self.config.limits.max_log_bytes,
             log_dir=self.config.root / ".factory" / RUN_LOGS,
             tools=tools_for(run.role, profile.tools),

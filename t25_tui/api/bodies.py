@@ -257,7 +257,7 @@ class RunStartedSent(_WorkerEvent):
 
 class RunOutputSent(_WorkerEvent):
     kind: Literal["run_output"]
-    stream: Literal["stdout", "stderr"]
+    stream: Literal["stdout", "stderr", "network"]
     text: str
 
 

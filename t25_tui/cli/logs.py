@@ -18,6 +18,7 @@ from typing import TextIO
 from adapters.transcript import Entry, Kind, Transcript, as_text
 from core.domain.events import RunFinished, RunOutput, RunStarted
 from core.domain.models import ArtifactKind, TaskState, utcnow
+from core.domain.network import NETWORK_STREAM
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from core.errors import NotFound
@@ -55,10 +56,12 @@ class Printer:
 
     def output(self, event: RunOutput) -> None:
         if self.raw:
+            if event.stream == NETWORK_STREAM:  # T25's record, not the CLI's: not raw output
+                return
             (self.out if event.stream == "stdout" else self.err).write(event.text)
             return
         key = (event.run_id or "", event.stream)
-        transcript = self._transcripts.setdefault(key, Transcript())
+        transcript = self._transcripts.setdefault(key, Transcript(event.stream))
         self._write(transcript.feed(event.text), event.run_id, event.stream, event.at)
 
     def boundary(self, event: RunStarted | RunFinished, *, alone: bool) -> None:
@@ -88,7 +91,7 @@ class Printer:
             for entry in entries:
                 self._line(run_id, entry.kind.value, stream, entry.text, at)
             return
-        out = self.out if stream == "stdout" else self.err
+        out = self.err if stream == "stderr" else self.out
         colour = self.colour and out is self.out
         for entry in entries:
             out.write(coloured(entry, colour) + "\n")

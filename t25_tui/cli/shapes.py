@@ -361,13 +361,14 @@ class LogLine(Shape):
     """`t25 logs --json`: one line of an agent's output as read (`kind` as `t25 logs` colours
     it: `message`, `call`, `result`, `error`, `info`, `text`), or a run's start or end
     (`run_started`, `run_finished`, with no `stream`, its `line` the adapter or the outcome);
-    JSON Lines, in the order they came."""
+    a connection the run's network proxy decided has the stream `network` (kind `info`
+    when allowed, `error` when denied); JSON Lines, in the order they came."""
 
     run_id: str | None
     kind: Literal[
         "message", "call", "result", "error", "info", "text", "run_started", "run_finished"
     ]
-    stream: Literal["stdout", "stderr"] | None
+    stream: Literal["stdout", "stderr", "network"] | None
     line: str
     at: UtcTime
 

@@ -124,7 +124,7 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
     assert lines[2].startswith("git: ") and lines[3].startswith("bubblewrap: ")
     assert lines[:2] + lines[4:7] + lines[8:] == [
         f"t25 doctor: {repo / 't25.yaml'}",
-        "sandbox: auto - bubblewrap confines every agent and QA check; network shared",
+        "sandbox: auto - bubblewrap confines every agent and QA check; network allowlist",
         f"store: sqlite:///{repo / '.factory' / 't25.db'}",
         "",
         "adapter found version supported output usage cost resume sandbox flags later stages login",

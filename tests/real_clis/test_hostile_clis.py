@@ -29,12 +29,13 @@ import pytest
 from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.registry import builtin_adapters
-from adapters.sandbox import bwrap_problem
+from adapters.sandbox_probe import bwrap_problem
 from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.domain.events import RunOutput
 from core.domain.models import Task, TaskState
+from core.domain.network import NETWORK_STREAM
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
@@ -117,7 +118,11 @@ async def run_hostile(repo: Path, cli: str, fake: FakeModel, sandbox: str) -> Ou
         task = await control.task(task.id)
         dev = {r.id for r in await store.list_runs(task_id=task.id) if r.role == "dev"}
         events = await store.events_after(0, task_id=task.id)
-        output = "".join(e.text for e in events if isinstance(e, RunOutput) and e.run_id in dev)
+        output = "".join(
+            e.text
+            for e in events
+            if isinstance(e, RunOutput) and e.run_id in dev and e.stream != NETWORK_STREAM
+        )
     finally:
         await store.close()
     await asyncio.sleep(2.0)  # past the moment the setsid child would have planted

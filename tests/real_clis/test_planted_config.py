@@ -144,6 +144,10 @@ async def run_as(role: str, cli: str, tree: Path, fake, sandbox: str) -> AgentRe
         private_home=True,
         timeout_s=120,
         sandbox=sandbox,
+        # The host's network: the planted endpoint (another loopback server) is reachable,
+        # so what keeps a later run from it is the CLI's switches, which this file tests. The
+        # default allowlist would refuse it anyway (tests/test_network_wall.py).
+        network="shared",
     )
 
     async def sink(stream: str, text: str) -> None:

@@ -102,7 +102,7 @@ class LogPane(Vertical):
     def shown(self, event: RunOutput) -> str:
         """A batch of agent output as the log shows it: the lines it completes, rendered
         (everything an agent wrote is escaped there, so no ESC reaches the terminal)."""
-        transcript = self._transcripts.setdefault(event.stream, Transcript())
+        transcript = self._transcripts.setdefault(event.stream, Transcript(event.stream))
         return "".join(as_text(entry) + "\n" for entry in transcript.feed(event.text))
 
     def _finished(self) -> None:
