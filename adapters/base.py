@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from adapters.caps import capped
 from adapters.containment import run_tag
 from adapters.login import LoginProbe
 from adapters.netproxy import run_network
@@ -479,20 +480,23 @@ class CliAdapter:
             if sandbox.name == "bwrap":
                 args = self.spec.confined_args(args)
             async with run_network(box, allowlist, record) as (box, _):
-                done = await run_process(
-                    sandbox.wrap([path, *args], box, env),
-                    cwd=request.cwd,
-                    env=env,
-                    timeout_s=request.timeout_s,
-                    abort=abort,
-                    on_output=sink,
-                    grace_s=self.grace_s,
-                    log_limit=request.max_log_bytes,
-                    parse_limit=self.spec.parse_limit,
-                    tag=run_tag(request.run_id),
-                    log_to=log_spool(request),
-                )
-        return self._result(request, version, done)
+                confined = sandbox.wrap([path, *args], box, env)
+                async with capped(confined, request.caps, request.run_id) as run:
+                    done = await run_process(
+                        run.argv,
+                        cwd=request.cwd,
+                        env=env,
+                        timeout_s=request.timeout_s,
+                        abort=abort,
+                        on_output=sink,
+                        grace_s=self.grace_s,
+                        log_limit=request.max_log_bytes,
+                        parse_limit=self.spec.parse_limit,
+                        tag=run_tag(request.run_id),
+                        log_to=log_spool(request),
+                    )
+                    over = run.hit(done.exit_code, done.signal)
+        return self._result(request, version, done, over)
 
     def _confinement(
         self, request: AgentRequest, prompt: PromptArg, home: Path | None, sandbox: Sandbox
@@ -523,10 +527,16 @@ class CliAdapter:
             return CliOutput(is_error=True), f"unreadable output: {exc}"
 
     def _result(
-        self, request: AgentRequest, version: str | None, done: ProcessResult
+        self, request: AgentRequest, version: str | None, done: ProcessResult, over: str | None
     ) -> AgentResult:
         output, unreadable = self._read(done.stdout.decode("utf-8", "replace"))
         failure, error, resets_at = self._failure(request, done, output, unreadable)
+        if over is not None:  # it ran into a cap: that is why it ended as it did, if it did
+            failure, error, resets_at = (
+                Failure.EXIT,
+                f"{over}; the run's processes were killed",
+                None,
+            )
         return AgentResult(
             adapter=self.name,
             cli_version=version,

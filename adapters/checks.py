@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 
 from adapters.base import run_homes
+from adapters.caps import capped
 from adapters.containment import run_tag
 from adapters.netproxy import run_network
 from adapters.process import minimal_env, run_process
@@ -61,16 +62,23 @@ async def run_check(
         network=sandbox.network(confine.network),
         read_paths=confine.read_paths,
     )
-    async with run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy):
+    tag = run_tag(f"{confine.run_id}/{check.name}")
+    async with (
+        run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy),
+        capped(sandbox.wrap(list(check.run), box, env), confine.caps, tag) as run,
+    ):
         done = await run_process(
-            sandbox.wrap(list(check.run), box, env),
+            run.argv,
             cwd=cwd,
             env=env,
             timeout_s=check.timeout_s,
             abort=abort or asyncio.Event(),
-            tag=run_tag(f"{confine.run_id}/{check.name}"),
+            tag=tag,
         )
+        over = run.hit(done.exit_code, done.signal)
     excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
+    if over is not None:
+        excerpt += f"\n[t25: {over}; the check's processes were killed]"
     denied = [c for c in (proxy.records if proxy else []) if not c.allowed]
     if denied:  # what the check tried to reach and was refused, for whoever reads why it failed
         excerpt += "".join(f"\n[t25: {c.line()}]" for c in denied[-5:])
@@ -83,7 +91,7 @@ async def run_check(
     return CheckResult(
         name=check.name,
         required=check.required,
-        passed=done.exit_code == 0,
+        passed=done.exit_code == 0 and over is None,
         exit_code=done.exit_code,
         excerpt=excerpt,
         duration_s=done.duration_s,

@@ -45,6 +45,7 @@ log = logging.getLogger("t25.adapters")
 HEAD_LIMIT = 16384  # a request head larger than this is refused
 CONNECT_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 256  # at once, per run
+ENDING_S = 1.0  # how long connections get to close once the run has ended
 CHUNK = 65536
 # Past this many records a run's further connections are counted, not each recorded.
 MAX_RECORDS = 1000
@@ -73,9 +74,9 @@ def own_addresses() -> tuple[IPAddress, ...]:
 class _Refused(Exception):
     """The connection is not relayed; the message says why (and goes to the record)."""
 
-    def __init__(self, reason: str, host: str = "", port: int = 0) -> None:
+    def __init__(self, reason: str, host: str = "", port: int = 0, via: str = "") -> None:
         super().__init__(reason)
-        self.host, self.port = host, port
+        self.host, self.port, self.via = host, port, via
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ class RunProxy:
     ) -> None:
         if self._server is not None:
             self._server.close()
+        if self._handlers:  # the run ended: its connections close with its sandbox
+            await asyncio.wait(set(self._handlers), timeout=ENDING_S)
         for task in list(self._handlers):
             task.cancel()
         if self._handlers:
@@ -182,16 +185,19 @@ class RunProxy:
             else:
                 route = await self._http(first, reader, writer)
         except _Refused as refused:
-            await self._note(Connection(refused.host, refused.port, False, str(refused), via))
+            record = Connection(refused.host, refused.port, False, str(refused), refused.via or via)
+            await self._note(record)
             return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             return
-        sent, received = await _relay(reader, writer, *route.upstream)
-        await self._note(
-            Connection(
-                route.host, route.port, True, "allowed", route.via, sent + route.sent, received
+        moved = [route.sent, 0]
+        try:
+            await _relay(reader, writer, *route.upstream, moved)
+        finally:  # a relay cut short by the run's end is recorded with what it carried
+            sent, received = moved
+            await self._note(
+                Connection(route.host, route.port, True, "allowed", route.via, sent, received)
             )
-        )
 
     async def _decide(self, host: str, port: int) -> Verdict:
         host = host.lower().removesuffix(".")
@@ -243,6 +249,7 @@ class RunProxy:
                 upstream = await self._open(host, port, verdict)
             except _Refused as refused:
                 await _answer(writer, 403, f"t25: {refused.host}:{refused.port} {refused}")
+                refused.via = "connect"
                 raise
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await writer.drain()
@@ -250,7 +257,8 @@ class RunProxy:
         url = urlsplit(target)
         if url.scheme != "http" or not url.hostname:
             await _answer(writer, 400, "only http:// URLs in absolute form, or CONNECT")
-            raise _Refused(f"a {method} to {target[:80]!r}, not an absolute http:// URL")
+            host, port = _printable(url.hostname or ""), 443 if url.scheme == "https" else 0
+            raise _Refused("not an absolute http:// URL (https goes by CONNECT)", host, port)
         try:
             host, port = url.hostname, url.port or 80
         except ValueError:  # a port that is not a number
@@ -355,18 +363,18 @@ async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:
         await writer.drain()
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
-    moved = 0
+async def _pump(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, moved: list[int], way: int
+) -> None:
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
-            moved += len(data)
+            moved[way] += len(data)
             await writer.drain()
         if writer.can_write_eof():
             writer.write_eof()
     except (ConnectionError, OSError):
         writer.close()  # the other way ends too: nothing is left waiting on a dead peer
-    return moved
 
 
 async def _relay(
@@ -374,15 +382,16 @@ async def _relay(
     writer: asyncio.StreamWriter,
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
-) -> tuple[int, int]:
-    """Carry bytes both ways until both sides are done; (bytes sent, bytes received)."""
+    moved: list[int],
+) -> None:
+    """Carry bytes both ways until both sides are done, counting them in `moved` (sent,
+    received) as they go."""
     try:
-        sent, received = await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        await asyncio.gather(_pump(reader, up_writer, moved, 0), _pump(up_reader, writer, moved, 1))
     finally:
         up_writer.close()
         with contextlib.suppress(Exception):
             await up_writer.wait_closed()
-    return sent, received
 
 
 @contextlib.asynccontextmanager

@@ -340,6 +340,14 @@ class Limits(_Section):
     by_role: dict[Role, RoleBudget] = {}
     run_timeout_s: PositiveInt = 1800
     workers: PositiveInt = 2
+    # What one run (an agent, a QA check) may use of the machine (adapters.caps): its memory
+    # (MiB), its processes at once, and the CPU seconds of each of its processes. The
+    # defaults leave a 2-core, 24 GiB machine room for `workers` runs and T25 itself.
+    run_memory_mib: Annotated[int, Field(ge=64)] = 4096
+    run_processes: Annotated[int, Field(ge=16)] = 512
+    run_cpu_s: PositiveInt = 3600
+    # The bytes of one file a change may add or grow to (a binary counts no lines).
+    max_file_bytes: PositiveInt = 10 * 2**20
     # An agent's output streamed as events, per run; past it, one truncation marker.
     max_output_event_bytes: PositiveInt = DEFAULT_MAX_OUTPUT_EVENT_BYTES
     # An agent's output kept byte-exact in its log artifact; past it, the marker. At most

@@ -38,14 +38,20 @@ DEFAULT_BLOCKING: frozenset[str] = frozenset({"blocker", "major"})
 
 
 def check_diff_limits(stat: DiffStat, limits: Limits) -> str | None:
-    """None when the change stays within both limits (equal to a limit is within it);
-    otherwise one line naming every limit exceeded, with the numbers."""
+    """None when the change stays within its limits - files, lines, the bytes of one file
+    (equal to a limit is within it); otherwise one line naming every limit exceeded, with
+    the numbers."""
     over = []
     files = len(stat.files)
     if files > limits.max_files_changed:
         over.append(f"{_n(files, 'file')} (limit {limits.max_files_changed:,})")
     if stat.lines > limits.max_diff_lines:
         over.append(f"{_n(stat.lines, 'line')} (limit {limits.max_diff_lines:,})")
+    if stat.largest_bytes > limits.max_file_bytes:
+        over.append(
+            f"a file of {stat.largest_bytes:,} bytes, {printable(stat.largest)} "
+            f"(limits.max_file_bytes {limits.max_file_bytes:,})"
+        )
     return f"the change touches {' and '.join(over)}" if over else None
 
 

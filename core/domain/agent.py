@@ -12,8 +12,26 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.config.schema import MAX_LOG_BYTES, Config
+from core.config.schema import MAX_LOG_BYTES, Config, Limits
 from core.domain.models import TaskState, Usage
+
+
+class RunCaps(BaseModel):
+    """What one run (an agent or a QA check) may use of the machine (adapters.caps)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    memory_mib: int  # the run's memory: all its processes together, where a cgroup is had
+    processes: int  # the run's processes at once
+    cpu_s: int  # CPU seconds, per process
+
+    @classmethod
+    def of(cls, limits: Limits) -> RunCaps:
+        return cls(
+            memory_mib=limits.run_memory_mib,
+            processes=limits.run_processes,
+            cpu_s=limits.run_cpu_s,
+        )
 
 
 class AgentRequest(BaseModel):
@@ -39,6 +57,7 @@ class AgentRequest(BaseModel):
     allow_hosts: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = ()  # T25's state, out of a sandboxed run's sight
     read_paths: tuple[Path, ...] = ()  # given back read-only in the hidden homes
+    caps: RunCaps | None = None  # None: no caps (a run outside T25's pipeline)
     max_log_bytes: int = MAX_LOG_BYTES  # output kept byte-exact in the log (limits.max_log_bytes)
     # Where the log is spooled while the run goes on: the worker's private area under
     # `.factory/`, never the worktree. None: the system's temp directory.
@@ -61,6 +80,7 @@ class CheckSandbox(BaseModel):
     hidden: tuple[Path, ...] = ()
     read_paths: tuple[Path, ...] = ()
     run_id: str = ""  # the QA run the checks belong to: their processes carry its tag
+    caps: RunCaps | None = None
 
     @classmethod
     def of(cls, config: Config, project: str | None, run_id: str) -> CheckSandbox:
@@ -74,6 +94,7 @@ class CheckSandbox(BaseModel):
             hidden=config.private_paths(),
             read_paths=tuple(policy.sandbox.read_paths),
             run_id=run_id,
+            caps=RunCaps.of(policy.limits),
         )
 
 

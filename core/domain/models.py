@@ -372,6 +372,10 @@ class DiffStat(_Value):
     renamed_from: tuple[str, ...] = ()  # the old names of renamed files (`files` has the new)
     added: int = 0
     deleted: int = 0
+    # The largest file the change adds or changes, as it is at the branch's tip (a binary
+    # file counts no lines: its bytes are what limits.max_file_bytes bounds).
+    largest: str = ""
+    largest_bytes: int = 0
 
     @property
     def touched(self) -> tuple[str, ...]:

@@ -38,8 +38,6 @@ def why_not_public(address: IPAddress, own: Iterable[IPAddress] = ()) -> str | N
         return why_not_public(address.ipv4_mapped, own)
     if address in METADATA:
         return "a cloud metadata address"
-    if address in set(own):
-        return "an address of this host"
     for test, reason in (
         (address.is_loopback, "a loopback address"),
         (address.is_link_local, "a link-local address"),
@@ -50,6 +48,8 @@ def why_not_public(address: IPAddress, own: Iterable[IPAddress] = ()) -> str | N
     ):
         if test:
             return reason
+    if address in set(own):  # a public address of this host: its services listen there too
+        return "an address of this host"
     return None
 
 

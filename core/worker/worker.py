@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config.schema import AgentProfile
-from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure
+from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure, RunCaps
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
 from core.domain.models import (
@@ -45,6 +45,7 @@ from core.worker.output import OutputBudget, OutputStream
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.merging import checked_merge, merged_already
 from core.workspace.pull_request import publish, push_default_branch
+from core.workspace.sizes import largest_file
 from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
 
@@ -251,6 +252,10 @@ class Worker:
                 if not undone.changes and implementing:
                     await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
                     stat = await worktrees.diff_stat(task)
+                    largest, size = await largest_file(
+                        worktrees.repo, f"refs/heads/{task.branch}", stat.files
+                    )
+                    stat = stat.model_copy(update={"largest": largest, "largest_bytes": size})
                     manifests = [p for p in stat.touched if is_manifest(p)]
                     return report.model_copy(
                         update={
@@ -465,6 +470,7 @@ class Worker:
             allow_hosts=policy.sandbox.hosts_for(run.role),
             hidden=self.config.private_paths(),
             read_paths=tuple(policy.sandbox.read_paths),
+            caps=RunCaps.of(policy.limits),
             max_log_bytes=self.config.limits.max_log_bytes,
             log_dir=self.config.root / ".factory" / RUN_LOGS,
             tools=tools_for(run.role, profile.tools),
