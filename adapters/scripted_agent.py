@@ -400,6 +400,21 @@ def reach(target: str) -> None:
     emit(type="assistant", text=f"reach {target} " + " ".join(said))
 
 
+def hog(mib: str) -> None:
+    """Take `mib` MiB of memory and touch every page, as a runaway build would."""
+    held = bytearray(int(float(mib) * 2**20))
+    for at in range(0, len(held), 4096):
+        held[at] = 1
+    emit(type="assistant", text=f"held {mib} MiB")
+
+
+def big_file(size: str) -> None:
+    """Write a file of `size` bytes into the worktree (a binary counts no lines)."""
+    with open("big.bin", "wb") as file:
+        file.write(os.urandom(int(float(size))))
+    emit(type="tool_use", name="write", path="big.bin")
+
+
 def write_store() -> None:
     """Append to T25's store and audit log in `.factory/` of the main checkout, as an agent
     that wanted to approve its own plan would."""
@@ -597,6 +612,8 @@ MISBEHAVIOURS: dict[str, Callable[[str], object]] = {
     "print-file": print_file,
     "environ": lambda _: read_environ(),
     "reach": reach,
+    "hog": hog,
+    "bigfile": big_file,
     "review-changes-once": lambda _: None,  # read by the REVIEW answer
 }
 
@@ -605,7 +622,8 @@ def misbehave_once(what: str, prompt: str, model: str, seed: str = "") -> int | 
     """Do one misbehaviour; the exit status when it ends the run, else None. `seed` makes
     what is random in one (pace's time) the same for the same task, stage and round."""
     kind, _, value = what.partition(":")
-    if kind in ("exit", "flood", "slow") and not re.fullmatch(r"\d+(\.\d+)?", value):
+    numeric = ("exit", "flood", "slow", "hog", "bigfile")
+    if kind in numeric and not re.fullmatch(r"\d+(\.\d+)?", value):
         raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
     if kind == "exit":
         print(f"t25-scripted-agent: exiting with status {value} on purpose", file=sys.stderr)

@@ -271,7 +271,9 @@ async def test_a_socks_name_with_a_nul_is_refused_before_any_match():
 
     async with RunProxy(Allowlist.of(["*.allowed.example"]), record, resolve=resolve) as proxy:
         name = b"attacker\x00.allowed.example"
-        hello = b"\x05\x01\x00\x05\x01\x00\x03" + bytes([len(name)]) + name + (443).to_bytes(2, "big")
+        hello = (
+            b"\x05\x01\x00\x05\x01\x00\x03" + bytes([len(name)]) + name + (443).to_bytes(2, "big")
+        )
         answer = await _ask(proxy, hello, want=4)
     assert answer[2:4] == b"\x05\x02", answer  # not allowed by ruleset
     assert records[0].reason == "not a valid host name" and "\\x00" in records[0].host
@@ -359,7 +361,9 @@ async def test_qa_checks_get_no_network_unless_qa_network_says_so(env, shop, mod
     assert not check["passed"] and "reached" not in check["excerpt"], check
 
 
-async def test_qa_checks_under_an_allowlist_reach_it_and_a_refusal_says_so(env, shop, model, canary):
+async def test_qa_checks_under_an_allowlist_reach_it_and_a_refusal_says_so(
+    env, shop, model, canary
+):
     run = committed_check(
         shop,
         "check_net.py",
@@ -392,7 +396,9 @@ async def test_an_agents_attempts_are_recorded_on_its_run_and_shown(env, shop, m
     await env.work()
     assert (await env.task(task.id)).state is TaskState.DONE
     runs = {r.id: r.role for r in await control.store.list_runs(task_id=task.id)}
-    events = [e for e in await control.store.events_after(0, task_id=task.id) if isinstance(e, RunOutput)]
+    events = [
+        e for e in await control.store.events_after(0, task_id=task.id) if isinstance(e, RunOutput)
+    ]
     said = "".join(e.text for e in events if runs[e.run_id or ""] == "dev" and e.stream == "stdout")
     assert f"reach 127.0.0.1:{model} direct=open connect=open http=open socks=open" in said
     assert f"reach 127.0.0.1:{canary} direct=refused-ConnectionRefusedError" in said

@@ -1,0 +1,100 @@
+"""The hostile cases of the wall, as an unprivileged user: the suite runs as root in CI, so this
+test runs tests/test_network_wall.py and tests/test_sandbox_wall.py again under `setpriv` as
+the user `nobody`, each case as it is (the same attacks; the caps per process where that user
+has no cgroup). Root and a user without privileges differ in what bubblewrap does (a user
+namespace or none) and in what the kernel lets a process keep, so both are tried.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOBODY = 65534
+MODULES = ("tests/test_network_wall.py", "tests/test_sandbox_wall.py")
+REQUIRED = os.environ.get("T25_REQUIRE_PG") == "1"  # CI: a skip here would hide the cases
+
+
+def _interpreter() -> str | None:
+    """An interpreter `nobody` may run, of this one's version (the virtualenv's packages,
+    compiled for it, are imported from their directory)."""
+    want = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for path in (shutil.which(want, path="/usr/local/bin:/usr/bin:/bin"), sys.executable):
+        if path and _as_nobody([path, "-c", ""], {}).returncode == 0:
+            return path
+    return None
+
+
+def _as_nobody(argv: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess[str]:
+    setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    return subprocess.run(
+        [*setpriv, *argv], env=env, capture_output=True, text=True, check=False, **kw
+    )
+
+
+def _owned_dir(name: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=f"t25-{name}-"))
+    os.chown(path, NOBODY, NOBODY)
+    return path
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the modules run as you")
+def test_the_wall_holds_for_an_unprivileged_user():
+    python = _interpreter()
+    if python is None or not shutil.which("setpriv"):
+        message = "no interpreter the user nobody may run, or no setpriv"
+        if REQUIRED:
+            pytest.fail(message)
+        pytest.skip(message)
+    home, base, bin_dir = _owned_dir("home"), _owned_dir("base"), _owned_dir("bin")
+    try:
+        # The scripted agent as `nobody` can start it: the checkout's script, on that user's
+        # interpreter (the virtualenv's entry point names one it may not run).
+        agent = bin_dir / "t25-scripted-agent"
+        agent.write_text(
+            f'#!/bin/sh\nexec {python} -I {ROOT / "adapters" / "scripted_agent.py"} "$@"\n'
+        )
+        agent.chmod(0o755)
+        paths = sysconfig.get_paths()
+        env = {
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": os.pathsep.join(
+                dict.fromkeys([str(ROOT), paths["purelib"], paths["platlib"]])
+            ),
+            "T25_TEST_PG_DSN": os.environ.get("T25_TEST_PG_DSN", ""),
+        }
+        probe = _as_nobody([python, "-c", "import core, adapters, pytest, pydantic"], env, cwd=ROOT)
+        assert probe.returncode == 0, (
+            "the user nobody cannot read the checkout or its virtualenv: " + probe.stderr[-500:]
+        )
+        done = _as_nobody(
+            [
+                python,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--basetemp={base}",
+                *MODULES,
+            ],
+            env,
+            cwd=ROOT,
+            timeout=900,
+        )
+    finally:
+        for path in (home, base, bin_dir):
+            shutil.rmtree(path, ignore_errors=True)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in summary and "skipped" not in summary and "failed" not in summary, summary
