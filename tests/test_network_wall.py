@@ -31,7 +31,6 @@ from adapters.sandbox_probe import bwrap_problem
 from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
-from core.workspace.git import git_sync
 from tests.test_rest_text import serve  # noqa: F401 - the real `t25 serve`, a fixture
 from tests.test_sandbox import committed_check, dev
 
@@ -42,7 +41,7 @@ PG = ("127.0.0.1", 5432)
 
 
 class _Answering(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         body = f"answered by {self.server.server_port}".encode()  # type: ignore[attr-defined]
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -180,7 +179,7 @@ async def test_only_the_allowed_endpoint_answers_however_it_is_asked(
     assert {c.port for c in records if c.allowed} == {model}
 
 
-async def test_postgres_and_t25_serve_on_loopback_are_out_of_reach(tmp_path, model, serve):  # noqa: F811
+async def test_postgres_and_t25_serve_on_loopback_are_out_of_reach(tmp_path, model, serve):
     if not _pg_up():
         pytest.skip("no Postgres on 127.0.0.1:5432")
     serve_port = int(serve.rsplit(":", 1)[1])
@@ -198,7 +197,7 @@ async def test_postgres_and_t25_serve_on_loopback_are_out_of_reach(tmp_path, mod
     )
     out, records, code = await inside(script, tmp_path, [f"127.0.0.1:{model}"])
     assert code == 0, out
-    assert f"5432 ConnectionRefusedError 403 403" in out, out
+    assert "5432 ConnectionRefusedError 403 403" in out, out
     assert f"{serve_port} ConnectionRefusedError 403 403" in out, out
     assert {c.port for c in records} == {5432, serve_port}
     assert not any(c.allowed for c in records)

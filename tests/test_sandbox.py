@@ -210,7 +210,14 @@ def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
         assert _wait_for(lambda: bool(_working_in(root)), 90), "the dev agent never started"
         os.kill(running.pid, sig)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not _working_in(root), 10), [(p, open(f"/proc/{p}/cmdline","rb").read()[:300], open(f"/proc/{p}/status").read()[:400]) for p in _working_in(root)]
+        assert _wait_for(lambda: not _working_in(root), 10), [
+            (
+                p,
+                open(f"/proc/{p}/cmdline", "rb").read()[:300],
+                open(f"/proc/{p}/status").read()[:400],
+            )
+            for p in _working_in(root)
+        ]
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
