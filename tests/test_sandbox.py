@@ -192,6 +192,19 @@ def _t25_run(shop: Path, sandbox: str) -> subprocess.Popen[str]:
         )
 
 
+def _described(pids: list[int]) -> list[str]:
+    """What each process is, for a failure's message: its command line and state."""
+    out = []
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:2]
+        except OSError:
+            continue
+        out.append(f"{pid} {' '.join(state)}: {argv.decode(errors='replace')}")
+    return out
+
+
 def _wait_for(condition, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -210,14 +223,7 @@ def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
         assert _wait_for(lambda: bool(_working_in(root)), 90), "the dev agent never started"
         os.kill(running.pid, sig)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not _working_in(root), 10), [
-            (
-                p,
-                open(f"/proc/{p}/cmdline", "rb").read()[:300],
-                open(f"/proc/{p}/status").read()[:400],
-            )
-            for p in _working_in(root)
-        ]
+        assert _wait_for(lambda: not _working_in(root), 10), _described(_working_in(root))
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
