@@ -78,7 +78,7 @@ class CodexSpec(CliAdapterSpec):
         usage=True,
         cost=False,
         resume="exec resume SESSION_ID",
-        sandbox_flags="--sandbox workspace-write (in T25's bubblewrap: its wall instead)",
+        sandbox_flags="--sandbox workspace-write (in bubblewrap: T25's)",
         # Codex loads a project's .codex/config.toml (MCP servers, hooks, exec rules) only in
         # a trusted project; the run marks the tree and the folders above it untrusted, over
         # whatever the user's config trusts (measured on 0.171: a planted server then never

@@ -28,6 +28,7 @@ from core.config.schema import ROLES, AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
 from t25_tui.cli.doctor_checks import bubblewrap_check, elsewhere, git_check, store_check
+from t25_tui.cli.doctor_wall import render_wall, wall_report
 from t25_tui.cli.shapes import (
     AdapterCheck,
     ConfigCheck,
@@ -72,6 +73,7 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         ok=ok,
         config=check,
         sandbox=sandbox_line(config),
+        wall=await asyncio.to_thread(wall_report, config),
         git=git,
         bubblewrap=bubblewrap,
         store=store,
@@ -368,7 +370,8 @@ def render(report: DoctorReport) -> list[str]:
         head = f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
     else:
         head = f"t25 doctor: {config.path}"
-    lines = [head, report.sandbox, *_tools(report), "", *_table(_rows(report.adapters)), ""]
+    lines = [head, report.sandbox, *render_wall(report.wall), *_tools(report), ""]
+    lines += [*_table(_rows(report.adapters)), ""]
     lines.append("roles:")
     for project in [None, *report.projects]:
         if project is not None:

@@ -450,12 +450,42 @@ class ProjectOverrides(Shape):
     overrides: list[str]
 
 
+class Reach(Shape):
+    """What one CLI of a role's chain may reach under `network: allowlist`: its model
+    endpoints and what t25.yaml adds for the role."""
+
+    role: str
+    adapter: str
+    hosts: list[str]
+
+
+class WallVerdict(Shape):
+    """One row of the README's sandbox table, with what holds on this machine."""
+
+    attack: str
+    verdict: str
+
+
+class WallReport(Shape):
+    """The wall around runs here: the sandbox probe's view from inside, the network the
+    runs get, what each role's CLIs may reach, how resources are capped, and the verdicts."""
+
+    probe: str
+    root: bool
+    network: str  # allowlist | none | shared, and why when the configured one cannot be had
+    qa_network: str
+    reach: list[Reach]
+    caps: str
+    verdicts: list[WallVerdict]
+
+
 class DoctorReport(Shape):
     """`t25 doctor --json`: `ok` is false exactly when the command exits 1."""
 
     ok: bool
     config: ConfigCheck
     sandbox: str
+    wall: WallReport
     git: ToolCheck
     bubblewrap: ToolCheck
     store: StoreCheck

@@ -119,7 +119,11 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"
     )
     # Spacing aside: the columns are as wide as the widest cell, the path included.
-    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    everything = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    # The wall around runs (tests/test_doctor_wall.py), then the tools and the adapters.
+    at = next(i for i, line in enumerate(everything) if line.startswith("git: "))
+    wall, lines = everything[2:at], everything[:2] + everything[at:]
+    assert wall[0].startswith("sandbox probe (as ") and "what a hostile agent gets here:" in wall
     assert set(lines[7]) == {"-", " "}
     assert lines[2].startswith("git: ") and lines[3].startswith("bubblewrap: ")
     assert lines[:2] + lines[4:7] + lines[8:] == [
@@ -282,7 +286,7 @@ def test_the_json_report_maps_each_roles_tool_set_onto_each_cli_of_its_chain(rep
     }  # fmt: skip
     assert tools[None, "spec", "scripted"]["args"] == []
     codex = next(a for a in report["adapters"] if a["name"] == "codex")
-    assert "shell and patch tools stay offered" in codex["capabilities"]["tools"]
+    assert "a read-only worktree in T25's bubblewrap" in codex["capabilities"]["tools"]
 
     text = t25("doctor").out
     assert "reviewer  read, search" in text
