@@ -16,6 +16,7 @@ import asyncio
 import http.server
 import json
 import socket
+import subprocess
 import sys
 import threading
 import uuid
@@ -410,3 +411,28 @@ async def test_an_agents_attempts_are_recorded_on_its_run_and_shown(env, shop, m
     assert denied == {("dev", canary)}, network
     # Other roles were not allowed the dev role's host: their runs asked for nothing.
     assert {role for role, _ in network} == {"dev"}
+    # The operator sees the refusal on the task, and where it happened in the run's log.
+    shown = _t25(shop, "task", "show", task.id)
+    assert f"denied   127.0.0.1:{canary} ×3 (not on the allowlist)" in shown, shown
+    assert f"allowed  127.0.0.1:{model} ×4" in shown, shown
+    as_json = json.loads(_t25(shop, "task", "show", task.id, "--json"))["network"]
+    assert {(c["port"], c["allowed"], c["count"]) for c in as_json} == {
+        (model, True, 4),
+        (canary, False, 3),
+    }
+    logs = _t25(shop, "logs", task.id)
+    assert f"✗ network: denied 127.0.0.1:{canary} (not on the allowlist)" in logs, logs
+
+
+def _t25(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "t25_tui", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -19,7 +19,13 @@ from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
 from core.domain.diffs import TaskDiff
-from core.domain.events import DecisionRecorded, Event, InputRequested, TaskTransitioned
+from core.domain.events import (
+    DecisionRecorded,
+    Event,
+    InputRequested,
+    RunOutput,
+    TaskTransitioned,
+)
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.models import (
     Artifact,
@@ -32,6 +38,7 @@ from core.domain.models import (
     run_id,
     task_id,
 )
+from core.domain.network import NETWORK_STREAM, tally
 from core.domain.text import printable
 from core.errors import ArtifactCorrupted, ConfigError, NotFound
 from core.ports import Store
@@ -97,6 +104,11 @@ class Queries:
             question=asked[-1] if asked else None,
             blockers=await self.blockers(task) if task.state is TaskState.RECEIVED else (),
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
+            network=tally(
+                (e.run_id or "", e.text)
+                for e in events
+                if isinstance(e, RunOutput) and e.stream == NETWORK_STREAM
+            ),
         )
 
     async def approval_evidence(self, ref: str) -> ApprovalEvidence:

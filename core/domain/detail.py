@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.domain.cost import CostSummary, Spend
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import Artifact, Run, Task
+from core.domain.network import ConnectionTally
 
 # What a person reads as the task's history: its state changes and the decisions on it.
 # (Its agents' output is its log, read page by page: see Operations.events.)
@@ -45,3 +46,5 @@ class TaskDetail(BaseModel):
     blockers: tuple[str, ...] = ()
     # Filled only when the reader asked for the artifacts to be re-hashed (`verify`).
     damaged: list[DamagedArtifact] = []
+    # What its runs asked of the network, as T25's proxy decided (network: allowlist).
+    network: list[ConnectionTally] = []

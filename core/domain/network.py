@@ -12,6 +12,7 @@ them, unless an entry names exactly that address and port (a model server on loo
 
     Allowlist.of(entries).decide(host, port, addresses, own) -> Verdict
     Connection      one decided connection, as the run's record
+    tally(records)  -> the records counted by run, destination and verdict
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from core.config.hosts import LOOPBACK_NAMES, HostRule, IPAddress, is_public, valid_host
 
@@ -155,3 +158,45 @@ def _size(count: int) -> str:
         if count >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{count} B"
+
+
+class ConnectionTally(BaseModel):
+    """A run's connections to one destination with one verdict, counted: what `t25 task
+    show` and the cockpit list (a run asking a host a hundred times is one line)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    host: str
+    port: int
+    allowed: bool
+    reason: str
+    count: int = 0
+    sent: int = 0
+    received: int = 0
+
+    def line(self) -> str:
+        where = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        times = f" ×{self.count}" if self.count > 1 else ""
+        if not self.allowed:
+            return f"denied   {where}{times} ({self.reason})"
+        return f"allowed  {where}{times} ({_size(self.sent)} out, {_size(self.received)} in)"
+
+
+def tally(records: Iterable[tuple[str, str]]) -> list[ConnectionTally]:
+    """(run id, a `network` output's text) pairs, counted by run, destination and verdict:
+    the denied first, each run's in the order its destinations were first asked for."""
+    counted: dict[tuple[str, str, int, bool, str], list[int]] = {}
+    for run_id, text in records:
+        c = Connection.from_text(text)
+        if c is None:
+            continue
+        seen = counted.setdefault((run_id, c.host, c.port, c.allowed, c.reason), [0, 0, 0])
+        seen[0], seen[1], seen[2] = seen[0] + 1, seen[1] + c.sent, seen[2] + c.received
+    out = [
+        ConnectionTally(
+            run_id=run, host=host, port=port, allowed=ok, reason=why, count=n, sent=s, received=r
+        )
+        for (run, host, port, ok, why), (n, s, r) in counted.items()
+    ]
+    return sorted(out, key=lambda t: t.allowed)

@@ -249,6 +249,19 @@ class SpendJson(Shape):
         return cls(**{**data, "unpriced": list(spend.unpriced), "reached": spend.reached})
 
 
+class ConnectionJson(Shape):
+    """A run's connections to one destination with one verdict (core.domain.network)."""
+
+    run_id: str
+    host: str
+    port: int
+    allowed: bool
+    reason: str
+    count: int
+    sent: int  # bytes from the run, over those connections
+    received: int
+
+
 class TaskShow(Shape):
     """`t25 task show ID --json`: a task with its history, runs, artifacts and cost."""
 
@@ -260,6 +273,7 @@ class TaskShow(Shape):
     spend: SpendJson
     question: str | None
     blockers: list[str]  # the tasks of `after` not merged yet: it has not started
+    network: list[ConnectionJson]  # its runs' connections through T25's proxy, counted
 
     @classmethod
     def of(cls, detail: TaskDetail) -> TaskShow:
@@ -273,6 +287,7 @@ class TaskShow(Shape):
             spend=SpendJson.of(detail.spend),
             question=detail.question,
             blockers=list(detail.blockers),
+            network=[ConnectionJson(**t.model_dump()) for t in detail.network],
         )
 
 

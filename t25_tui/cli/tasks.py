@@ -125,6 +125,7 @@ def _text(detail: TaskDetail) -> None:
     _head(detail.task)
     _history(detail)
     _runs(detail)
+    _network(detail)
     _artifacts(detail)
     roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
     print(f"cost     ${detail.cost.total_usd:.4f}" + (f"  ({roles})" if roles else ""))
@@ -185,6 +186,16 @@ def _runs(detail: TaskDetail) -> None:
             print(f"  {'':<{width}}  adapter: {printable(r.adapter_reason or '')}")
         if r.session_id or r.resumed_session:
             print(f"  {'':<{width}}  {_session(r)}")
+
+
+def _network(detail: TaskDetail) -> None:
+    """What the runs asked of the network through T25's proxy: refusals first."""
+    if not detail.network:
+        return
+    print("network  (each run's connections through T25's proxy)")
+    width = max(len(t.run_id) for t in detail.network)
+    for t in detail.network:
+        print(f"  {t.run_id:<{width}}  {printable(t.line())}")
 
 
 def _session(run: Run) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from core.domain.events import RunOutput
 from core.domain.models import RunStatus, TaskState
+from core.domain.network import NETWORK_STREAM, Connection
 from core.domain.output import truncation_marker
 from core.worker.output import OutputBudget, OutputStream
 from t25_tui.tui.screens.detail import TaskDetail
@@ -132,3 +133,29 @@ async def test_a_card_is_two_lines_whatever_its_title(seeded):
 
 def _lines_of(widget) -> str:
     return "\n".join(strip.text for strip in widget.render_lines(widget.region.reset_offset))
+
+
+async def test_a_refused_connection_shows_in_the_log_and_atop_the_detail(seeded):
+    f = seeded.control
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    run = running[-1]
+    denied = Connection("127.0.0.1", 5432, False, "not on the allowlist", "connect")
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("l")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+        )
+        pane = app.screen.query_one(LogPane)
+        # as the worker's stream records it, beside the agent's output
+        async with OutputStream(f.record, "T-3", run.id, OutputBudget(10**6, 10**6)) as stream:
+            await stream.write(NETWORK_STREAM, denied.to_text())
+        line = "✗ network: denied 127.0.0.1:5432 (not on the allowlist)"
+        await until(pilot, lambda: last_line(pane) == line)
+        app.screen.reload()
+        head = app.screen.query_one("#detail-network")
+        await until(pilot, lambda: head.display and "denied" in str(head.render()))
+        assert f"{run.id} denied   127.0.0.1:5432 (not on the allowlist)" in str(head.render())

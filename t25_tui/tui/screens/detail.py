@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from core.domain.cost import Spend
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run, Task
+from core.domain.network import ConnectionTally
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
@@ -65,6 +66,7 @@ class TaskDetail(T25Screen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
+        yield Static("", id="detail-network")
         with TabbedContent(initial=self.first_tab):
             with TabPane("History", id="history"):
                 yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
@@ -133,6 +135,7 @@ class TaskDetail(T25Screen):
         self.blockers = detail.blockers
         now = self.clock()
         self._show_head(task, now, detail.spend, detail.blockers)
+        self._show_denied(detail.network)
         self._show_history(events)
         self._show_runs(now)
         self._show_artifacts()
@@ -163,6 +166,15 @@ class TaskDetail(T25Screen):
             paths = ", ".join(printable(p) for p in task.protected_paths)
             head += ["\n", (f"protected paths touched (a merge names each): {paths}", "yellow")]
         self.query_one("#detail-head", Static).update(Content.assemble(*head))
+
+    def _show_denied(self, network: Sequence[ConnectionTally]) -> None:
+        """What its runs tried to reach and T25's proxy refused, under the head."""
+        denied = [t for t in network if not t.allowed]
+        shown = "; ".join(printable(f"{t.run_id} {t.line()}") for t in denied[:3])
+        more = f" and {len(denied) - 3} more (t25 task show)" if len(denied) > 3 else ""
+        line = self.query_one("#detail-network", Static)
+        line.display = bool(denied)
+        line.update(Content.assemble(("network: ", "bold red"), shown + more))
 
     def _show_history(self, events: Sequence[Event]) -> None:
         history = self.query_one("#history-table", DataTable)
