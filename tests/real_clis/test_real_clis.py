@@ -20,7 +20,9 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.domain.agent import AgentRequest, Failure
+from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
+from core.domain.network import NETWORK_STREAM, Connection
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
@@ -41,7 +43,15 @@ RATES = {
 }
 
 
-async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[float, ...] = ()):
+async def run_pipeline(
+    repo: Path,
+    dev_chain: list[dict],
+    *,
+    backoff: tuple[float, ...] = (),
+    connections: list[Connection] | None = None,
+):
+    """The pipeline with `dev_chain` as dev and the scripted agent in every other role;
+    the dev runs' connections through T25's proxy go to `connections` when given."""
     write_config(repo, roles={"dev": dev_chain}, cost={"rates": RATES})
     config = load_config(repo / "t25.yaml")
     store = await open_store(config.store_url)
@@ -59,6 +69,11 @@ async def run_pipeline(repo: Path, dev_chain: list[dict], *, backoff: tuple[floa
         artifacts = await store.list_artifacts(task_id=task.id)
         diff = [a for a in artifacts if a.meta.kind is ArtifactKind.DIFF]
         diff_text = (await store.get_artifact(diff[-1].id))[1].decode() if diff else ""
+        devs = {r.id for r in runs if r.role == "dev"}
+        for event in await store.events_after(0, task_id=task.id):
+            recorded = isinstance(event, RunOutput) and event.stream == NETWORK_STREAM
+            if recorded and event.run_id in devs and connections is not None:
+                connections.append(Connection.from_text(event.text))
     finally:
         await store.close()
     dev = [r for r in runs if r.role == "dev"]
@@ -73,8 +88,16 @@ def assert_offline(cli: str, fake) -> None:
 @pytest.mark.parametrize("cli", CLIS)
 async def test_a_real_cli_plays_the_dev_stage_of_a_whole_pipeline(cli, fake, shop):
     need(cli)
-    task, dev, diff = await run_pipeline(shop, [profile(cli, fake)])
+    connections: list[Connection] = []
+    task, dev, diff = await run_pipeline(shop, [profile(cli, fake)], connections=connections)
     assert task.state is TaskState.DONE, task.error
+    # Under the default network (allowlist) the CLI's only way out was T25's proxy, and its
+    # model endpoint, a loopback address named by its own base-URL setting, was let through.
+    assert any(c.allowed and c.port == fake.port for c in connections), connections
+    refused = [c for c in connections if not c.allowed]
+    if cli == "opencode":  # it reaches for registry.npmjs.org whatever its config says
+        refused = [c for c in refused if c.host != "registry.npmjs.org"]
+    assert refused == [], refused
     assert dev.adapter == cli and dev.cli_version, dev
     assert dev.usage.input_tokens > 0 and dev.usage.output_tokens > 0
     assert dev.cost_usd > 0
