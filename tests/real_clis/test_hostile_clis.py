@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import socket
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -59,7 +60,28 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 
-def hostile_command(marker: Path) -> str:
+# Tries each loopback port given, directly and with a CONNECT through the proxy its
+# environment names; prints `net-PORT=DIRECT/PROXY` (open or refused / the proxy's status).
+REACH = """
+import os, socket, sys
+proxy = int(os.environ.get("HTTPS_PROXY", ":0").rsplit(":", 1)[1].strip("/") or 0)
+for port in sys.argv[1:]:
+    try:
+        socket.create_connection(("127.0.0.1", int(port)), 3).close()
+        direct = "open"
+    except OSError:
+        direct = "refused"
+    try:
+        s = socket.create_connection(("127.0.0.1", proxy), 3)
+        s.sendall(("CONNECT 127.0.0.1:" + port + " HTTP/1.1\\r\\n\\r\\n").encode())
+        via = s.recv(12).decode().split(" ")[1]
+    except (OSError, IndexError):
+        via = "none"
+    print("net-" + port + "=" + direct + "/" + via)
+"""
+
+
+def hostile_command(marker: Path, ports: tuple[int, ...] = ()) -> str:
     """One shell call doing all of it; each step reports its own exit status. No command
     substitution: Gemini CLI refuses a command that has one (`$(...)`, backticks)."""
     child = (
@@ -90,6 +112,7 @@ def hostile_command(marker: Path) -> str:
             # which process the child waits for, for a reader of the tool's answer
             "printf 'child-started parent=%s: ' \"$PPID\"",
             "tr '\\0\\n' '  ' < /proc/$PPID/cmdline | cut -c1-80",
+            *([f"python3 -c {shlex.quote(REACH)} {' '.join(map(str, ports))}"] if ports else []),
         ]
     )
 
@@ -177,11 +200,20 @@ async def test_sandboxed_a_hostile_shell_call_is_refused_and_nothing_survives(
 ):
     need(cli)
     marker = shop.parent / "FSMONITOR_RAN"
-    fake.command = hostile_command(marker)
+    canary = socket.create_server(("127.0.0.1", 0))  # a loopback service of the operator's
+    canary_port = canary.getsockname()[1]
+    fake.command = hostile_command(marker, (5432, canary_port))
     config = (shop / ".git" / "config").read_bytes()
-    out = await run_hostile(shop, cli, fake, "auto")
+    with canary:
+        out = await run_hostile(shop, cli, fake, "auto")
+        canary.setblocking(False)
+        with pytest.raises(BlockingIOError):  # nothing reached it
+            canary.accept()
 
     told = "\n".join(fake.tool_results())
+    # From inside the CLI's own sandbox: neither Postgres nor the canary, directly or not.
+    for port in (5432, canary_port):
+        assert f"net-{port}=refused/" in told and f"net-{port}=refused/200" not in told, told
     assert "environ-scanned=" in told and "child-started" in told, (
         f"{cli} did not run the command: {told!r}"
     )
