@@ -37,7 +37,7 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 from adapters.sandbox import Confinement
-from core.config.hosts import IPAddress, valid_host
+from core.config.hosts import IPAddress, ip_literal, valid_host
 from core.domain.network import Allowlist, Connection, Verdict
 
 log = logging.getLogger("t25.adapters")
@@ -311,19 +311,12 @@ class RunProxy:
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:
-    literal = _literal(host)
+    literal = ip_literal(host)
     if literal is not None:
         return [literal]
     loop = asyncio.get_running_loop()
     found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0])) for info in found))
-
-
-def _literal(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
 
 
 def _printable(host: str) -> str:

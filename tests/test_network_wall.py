@@ -26,14 +26,14 @@ from pathlib import Path
 import pytest
 
 from adapters.netproxy import RunProxy, run_network
-from adapters.process import minimal_env, run_process
-from adapters.sandbox import Bubblewrap, Confinement
+from adapters.sandbox import Confinement
 from adapters.sandbox_probe import bwrap_problem
 from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
 from tests.test_rest_text import serve  # noqa: F401 - the real `t25 serve`, a fixture
 from tests.test_sandbox import committed_check, dev
+from tests.test_sandbox_wall import confined
 
 pytestmark = pytest.mark.skipif(
     bool(bwrap_problem()), reason=f"bubblewrap cannot run here: {bwrap_problem()}"
@@ -125,14 +125,8 @@ async def inside(
 
     box = Confinement(worktree=tree, network="allowlist")
     async with run_network(box, Allowlist.of(allow), record) as (box, _):
-        done = await run_process(
-            Bubblewrap().wrap([sys.executable, "-c", script], box, {}),
-            cwd=tree,
-            env=minimal_env(),
-            timeout_s=60,
-            abort=asyncio.Event(),
-        )
-    return done.log.decode("utf-8", "replace"), records, done.exit_code
+        out, code = await confined(script, box)
+    return out, records, code
 
 
 # A client that speaks to the proxy the run's variables name, the way tools do.

@@ -34,10 +34,14 @@ ROOT = os.geteuid() == 0
 async def inside(script: str, tree: Path, **confinement) -> tuple[str, int | None]:
     """Run `script` (Python) confined as a run is; what it printed and its exit status."""
     tree.mkdir(exist_ok=True)
-    box = Confinement(worktree=tree, **confinement)
+    return await confined(script, Confinement(worktree=tree, **confinement))
+
+
+async def confined(script: str, box: Confinement) -> tuple[str, int | None]:
+    """Run `script` (Python) in bubblewrap confined as `box` says."""
     done = await run_process(
         Bubblewrap().wrap([sys.executable, "-c", script], box, {}),
-        cwd=tree,
+        cwd=box.worktree,
         env=minimal_env(),
         timeout_s=60,
         abort=asyncio.Event(),
@@ -263,3 +267,21 @@ async def test_a_change_adding_a_file_over_max_file_bytes_fails_policy(env):
     task = await env.task(task.id)
     assert task.state is TaskState.FAILED, task.state
     assert "a file of 3,000,000 bytes, big.bin (limits.max_file_bytes 1,000,000)" in task.error
+
+
+async def test_a_sandbox_that_leaves_a_capability_is_no_sandbox(monkeypatch):
+    # The probe sees what a run would get: without --cap-drop the sandboxed process holds
+    # capabilities (root's own; an unprivileged user's in its namespace), and then
+    # `required` refuses the run and `auto` would run unconfined, saying why.
+    from adapters import sandbox_probe
+    from adapters.sandbox import SandboxUnavailable, sandbox_for, unconfined_reason
+
+    monkeypatch.setattr(sandbox_probe, "ISOLATION", ("--unshare-pid",))
+    sandbox_probe._probe.cache_clear()
+    try:
+        assert "leaves capabilities inside the sandbox" in (probe().problem or "")
+        with pytest.raises(SandboxUnavailable, match="an agent could remount the host"):
+            await sandbox_for("required").check()
+        assert "leaves capabilities" in (unconfined_reason("auto") or "")
+    finally:
+        sandbox_probe._probe.cache_clear()
