@@ -527,7 +527,11 @@ class CliAdapter:
             return CliOutput(is_error=True), f"unreadable output: {exc}"
 
     def _result(
-        self, request: AgentRequest, version: str | None, done: ProcessResult, over: str | None
+        self,
+        request: AgentRequest,
+        version: str | None,
+        done: ProcessResult,
+        over: str | None = None,  # the resource cap the run ran into (adapters.caps)
     ) -> AgentResult:
         output, unreadable = self._read(done.stdout.decode("utf-8", "replace"))
         failure, error, resets_at = self._failure(request, done, output, unreadable)

@@ -164,7 +164,7 @@ class ConnectionTally(BaseModel):
     """A run's connections to one destination with one verdict, counted: what `t25 task
     show` and the cockpit list (a run asking a host a hundred times is one line)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run_id: str
     host: str
