@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from core.domain.text import MAX_TITLE
+from tests.operators import operator_headers
 
 
 @pytest.fixture
@@ -59,9 +60,10 @@ def serve(t25, repo):
         ({"title": "fine", "description": "nul \x00"}, "description holds a control character"),
     ],
 )
-def test_rest_refuses_control_characters_and_long_titles_at_the_door(serve, body, said):
-    answer = httpx.post(f"{serve}/tasks", json=body, timeout=30)
-    assert 400 <= answer.status_code < 500, answer.text
+def test_rest_refuses_control_characters_and_long_titles_at_the_door(serve, repo, body, said):
+    ops = operator_headers(repo)  # the token serve made for its host's operator
+    answer = httpx.post(f"{serve}/tasks", json=body, timeout=30, headers=ops)
+    assert 400 <= answer.status_code < 500 and answer.status_code != 401, answer.text
     assert said in answer.json()["error"] and answer.json()["hint"]
     assert "pwned" not in answer.text  # the refusal never echoes the text
-    assert httpx.get(f"{serve}/tasks", timeout=30).json() == []
+    assert httpx.get(f"{serve}/tasks", timeout=30, headers=ops).json() == []

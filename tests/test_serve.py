@@ -16,7 +16,9 @@ import pytest
 
 from core.domain.decisions import Decision, Verb
 from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api, server_for
+from tests.operators import operator_headers
 from tests.test_pipeline import Env, write_config
 from tests.waiting import answers, free_port, wait_until
 
@@ -42,7 +44,11 @@ async def api(shop):
     env = Env(shop)
     control = await env.open()
     app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+    ops = operator_headers(control.config.root)
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=10, headers=ops) as client,
+    ):
         yield control, client
     await env.close()
 
@@ -80,7 +86,11 @@ async def test_a_merge_over_rest_names_each_protected_path_and_the_cockpit_sends
         await env.new("Second")
         await env.work()
         app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        ops = operator_headers(control.config.root)
+        async with (
+            serving(app) as url,
+            httpx.AsyncClient(base_url=url, timeout=10, headers=ops) as client,
+        ):
             detail = (await client.get("/tasks/T-1")).json()
             assert detail["task"]["protected_paths"] == [".mcp.json", "package.json"]
             refused = await client.post("/tasks/T-1/merge", json={"allow_paths": [".mcp.json"]})
@@ -93,7 +103,7 @@ async def test_a_merge_over_rest_names_each_protected_path_and_the_cockpit_sends
                 json={"actor": "ana", "allow_paths": ["package.json", ".mcp.json"]},
             )
             assert merged.status_code == 200 and merged.json()["merged"] is True
-            async with attach(url) as remote:
+            async with attach(url, local_token(control.config.root)) as remote:
                 task = await remote.task("T-2")
                 await control.update(task, actor="t25", protected_paths=("yarn.lock",))
                 decision = Decision(
@@ -332,7 +342,7 @@ def test_serve_and_two_worker_processes_take_a_task_through_the_pipeline(shop):
             )
             for _ in range(2)
         ]
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with httpx.Client(base_url=url, timeout=10, headers=operator_headers(shop)) as client:
             assert client.post("/tasks", json={"title": "Over the wire"}).status_code == 201
             assert client.post("/tasks", json={"title": "And another"}).status_code == 201
             wait_until(
@@ -381,7 +391,7 @@ async def test_the_audit_pages_and_a_remote_cockpit_reads_it_page_by_page(api, m
 
     monkeypatch.setattr(cockpit_client, "AUDIT_PAGE", 5)
     local = await control.audit_trail()
-    async with attach(str(client.base_url)) as remote:
+    async with attach(str(client.base_url), local_token(control.config.root)) as remote:
         whole = await remote.audit_trail()
         assert whole.entries == local.entries and whole.verdict == local.verdict
         page = await remote.audit_trail(after=3, limit=4)
@@ -416,14 +426,18 @@ async def test_config_shows_each_projects_effective_policy_and_a_remote_cockpit_
     control = await env.open(projects=[{"name": "shop", "repo": ".", **overrides}])
     try:
         app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        ops = operator_headers(control.config.root)
+        async with (
+            serving(app) as url,
+            httpx.AsyncClient(base_url=url, timeout=10, headers=ops) as client,
+        ):
             body = (await client.get("/config")).json()
             effective = body["effective"]["shop"]
             assert effective["limits"]["max_diff_lines"] == 7
             assert effective["limits"]["max_files_changed"] == 5  # the top-level one
             assert effective["qa"]["checks"] == [] and body["qa"]["checks"][0]["name"] == "unit"
             assert body["projects"][0]["limits"] == {"max_diff_lines": 7}  # as the file says
-            async with attach(url) as remote:
+            async with attach(url, local_token(control.config.root)) as remote:
                 assert remote.config.for_project("shop").limits.max_diff_lines == 7
                 lines = policy_lines(remote.config)
                 assert "Project shop, in place of the above:" in lines

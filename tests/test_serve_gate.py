@@ -12,6 +12,7 @@ import json
 import httpx
 import pytest
 
+from t25_tui.api.credentials import LOCAL_TOKEN
 from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, LOG_CHUNK_CAP, MAX_FIELDS, OUTPUT_CAP
 from t25_tui.api.server import make_api
 from tests.test_pipeline import Env
@@ -33,12 +34,20 @@ async def guarded(shop):
 
 @pytest.fixture
 async def open_loopback(shop):
-    """serve on loopback without an operator token: operator endpoints are open."""
+    """serve on loopback as it starts by default: its operator is the host's own, whose
+    token (OPERATOR, set here as its checkout's) each operator request below carries."""
     env = Env(shop)
     control = await env.open()
+    token = control.config.root / LOCAL_TOKEN
+    token.parent.mkdir(exist_ok=True)
+    token.write_text(OPERATOR)
     async with serving(make_api(control, worker_credential=CREDENTIAL, operator_token=None)) as url:
         yield url
     await env.close()
+
+
+OPERATOR = "host-operator-token"
+AS_OPERATOR = {"Authorization": f"Bearer {OPERATOR}"}
 
 
 async def exchange(url: str, head: str, *parts: bytes) -> tuple[int, dict, dict]:
@@ -61,7 +70,7 @@ async def exchange(url: str, head: str, *parts: bytes) -> tuple[int, dict, dict]
         writer.close()
 
 
-def _head(path: str, length: int | None, *, token: str | None = None) -> str:
+def _head(path: str, length: int | None, *, token: str | None = OPERATOR) -> str:
     lines = [f"POST {path} HTTP/1.1", "Host: t25", "Content-Type: application/json"]
     lines.append(
         f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
@@ -73,7 +82,9 @@ def _head(path: str, length: int | None, *, token: str | None = None) -> str:
 
 async def test_a_worker_body_without_the_credential_is_refused_before_it_is_sent(guarded):
     # 63 MB announced, not one byte of it sent: the answer can only come from the headers.
-    status, headers, body = await exchange(guarded, _head("/worker/complete", 63 * 10**6))
+    status, headers, body = await exchange(
+        guarded, _head("/worker/complete", 63 * 10**6, token=None)
+    )
     assert status == 401 and set(body) == {"error", "hint", "code"}
     assert "credential" in body["error"] and headers["www-authenticate"].startswith("Bearer")
     wrong = await exchange(guarded, _head("/worker/events", 10**6, token="op-token"))
@@ -124,7 +135,7 @@ async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_l
         },
         "report": {"result": {"adapter": "scripted", "final_text": log}},
     }
-    async with httpx.AsyncClient(base_url=open_loopback, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=open_loopback, headers=AS_OPERATOR, timeout=30) as client:
         done = await client.post("/worker/complete", json=report, headers=WORKER)
         assert done.status_code == 404 and done.json()["error"] == "there is no run R-1"
         big = await client.post("/tasks", json={"title": "t", "description": log})
@@ -133,7 +144,7 @@ async def test_the_upload_endpoints_take_more_than_the_operator_endpoints(open_l
 
 async def test_a_million_keys_are_refused_without_a_million_errors(open_loopback):
     many = json.dumps({f"k{n}": 1 for n in range(10**6)}).encode()
-    async with httpx.AsyncClient(base_url=open_loopback, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=open_loopback, headers=AS_OPERATOR, timeout=60) as client:
         operator = await client.post(
             "/tasks", content=many, headers={"content-type": "application/json"}
         )
@@ -148,7 +159,7 @@ async def test_a_million_keys_are_refused_without_a_million_errors(open_loopback
 
 async def test_a_refused_body_still_sent_whole_gets_its_answer(open_loopback):
     # An ordinary client sends all of its body before it reads: it must see the 413.
-    async with httpx.AsyncClient(base_url=open_loopback, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=open_loopback, headers=AS_OPERATOR, timeout=30) as client:
         refused = await client.post(
             "/tasks", content=b"x" * (20 * 2**20), headers={"content-type": "application/json"}
         )

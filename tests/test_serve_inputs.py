@@ -18,6 +18,7 @@ from core.domain.models import TaskState
 from core.errors import InvalidInput
 from t25_tui.api.bodies import MULTI_LINE, MULTI_LINE_REQUIRED, ONE_LINE_REQUIRED
 from t25_tui.api.server import make_api
+from tests.operators import operator_headers
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
@@ -36,7 +37,11 @@ async def api(request, shop):
     env = Env(shop)
     control = await env.open(**overrides)
     app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+    ops = operator_headers(control.config.root)
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=30, headers=ops) as client,
+    ):
         yield control, client
     await env.close()
     if backend:
@@ -114,7 +119,8 @@ async def test_text_with_nul_controls_or_lone_surrogates_is_refused(api):
         ("/worker/claim", {"worker": f"{MARK}\x00"}, 400),
     ]
     for path, body, status in sends:
-        refused(await client.post(path, json=body, headers=WORKER), status)
+        worker = WORKER if path.startswith("/worker/") else None  # else the operator's
+        refused(await client.post(path, json=body, headers=worker), status)
     surrogate = b'{"title": "ECHO-MARK \\ud800"}'
     body = refused(
         await client.post(
@@ -156,7 +162,8 @@ async def test_agent_output_with_nul_is_kept_and_a_lone_surrogate_refused(api):
         "report": {
             "error": "the agent said \x00",
             "result": {
-                "adapter": "scripted\x00",
+                "adapter": "scripted",  # one the role's chain holds (else refused)
+                "model": "scripted-1\x00",
                 "final_text": "\x00",
                 "error": "\x00",
             },

@@ -20,6 +20,7 @@ from core.domain.models import TaskState
 from core.errors import LeaseLost, NotFound, PolicyRefused, StaleState, T25Error
 from t25_tui.api import errors as wire
 from t25_tui.api.cockpit_client import attach
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import Http, HttpRunQueue
 from tests.test_pipeline import Env
@@ -55,14 +56,14 @@ async def raising(shop):
 
     api.add_api_route("/raise/{name}", raise_it, methods=["GET"])
     async with serving(api) as url:
-        yield control, url
+        yield control, url, local_token(control.config.root)
     await env.close()
 
 
 @pytest.mark.parametrize("kind", EVERY_CLASS, ids=lambda c: c.__name__)
 async def test_a_client_raises_the_class_the_server_raised(raising, kind):
-    _, url = raising
-    http = Http(url, None)
+    _, url, token = raising
+    http = Http(url, token)
     try:
         with pytest.raises(T25Error) as raised:
             await http.request("GET", f"/raise/{kind.__name__}")
@@ -74,7 +75,7 @@ async def test_a_client_raises_the_class_the_server_raised(raising, kind):
 
 
 async def test_a_409_keeps_its_type_for_the_worker_and_the_cockpit(raising):
-    control, url = raising
+    control, url, token = raising
     await control.new_task("Add a greeting", actor="ana")
     task = await control.enter(await control.task("T-1"), TaskState.SPEC, actor="t25")
     runs = HttpRunQueue(url, CREDENTIAL)
@@ -90,7 +91,7 @@ async def test_a_409_keeps_its_type_for_the_worker_and_the_cockpit(raising):
         stale = {"lease": claim.lease.model_dump(mode="json"), "ttl_s": 30}
         answer = await client.post("/worker/heartbeat", json=stale, headers=WORKER)
         assert answer.status_code == 409 and answer.json()["code"] == "lease_lost"
-    async with attach(url) as remote:
+    async with attach(url, token) as remote:
         with pytest.raises(PolicyRefused, match="only a FAILED task can be retried"):
             await remote.decide(Decision(verb=Verb.RETRY, task="T-1", actor="ana"))
         with pytest.raises(NotFound, match="no task T-9"):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from core.config.schema import ROLES
 from core.control import cost, policies
 from core.control.prompts import PromptContext, build_prompt
 from core.control.queries import EVERY_EVENT
@@ -58,7 +59,7 @@ from core.domain.models import (
     TaskState,
 )
 from core.domain.reports import RunReport
-from core.errors import AnswerInvalid, LeaseLost
+from core.errors import AnswerInvalid, LeaseLost, PolicyRefused
 
 if TYPE_CHECKING:
     from core.config.schema import Config
@@ -222,6 +223,7 @@ class Pipeline:
         took it stopped (a serve replica killed, the store gone) before deciding — is
         decided now, rather than left to the stall check to run the stage again; a task
         that was decided on has left the run's stage, and is not decided twice."""
+        await self._fits_its_run(lease, report)
         outcome = self._outcome(report)
         try:
             run, event = await self.control.store.complete_run(lease, outcome)
@@ -230,6 +232,20 @@ class Pipeline:
             return await self._decide_once(run, report)
         self.control.bus.publish(event)
         return await self._decide_once(run, report, kept=False)
+
+    async def _fits_its_run(self, lease: Lease, report: RunReport) -> None:
+        """Refuse (PolicyRefused) a report whose agent could not have played the run's role:
+        a worker credential is no licence to say which agent ran."""
+        if report.result is None:
+            return
+        run = await self.control.store.get_run(lease.run_id)
+        task = await self.control.store.get_task(lease.task_id)
+        if run is None or task is None or run.role not in ROLES:
+            return  # no such run (the lease is checked next), or T25's own stage
+        chain = self._policy(task).roles.chain(run.role) or []
+        result = report.result
+        if why := policies.foreign_completion(chain, run.role, result.adapter, result.model):
+            raise PolicyRefused(f"{run.id}: {why}; the completion is refused")
 
     async def _told_before(self, lease: Lease, outcome: RunOutcome) -> Run:
         """The run `lease` finished with this very outcome (LeaseLost if it did not: a

@@ -14,6 +14,7 @@ decision can be tested at its exact boundary and replayed from the audit trail.
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
     evaluate_qa(results)                   -> QAVerdict (required checks only)
     may_loop_again(loops_so_far, bound)    -> may QA/REVIEW send back once more?
+    foreign_completion(chain, role, ...)   -> why a completion does not fit its run's role
     merge_refusal(task, ...)               -> why a human merge is refused, or None
     unnamed_protected(task, allowed)       -> protected paths a merge has not named
 """
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from core.config.schema import ApprovalPolicy, Limits, Policies
+from core.config.schema import AgentProfile, ApprovalPolicy, Limits, Policies
 from core.domain.answers import SEVERITIES, Finding, PlanAnswer
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
 from core.domain.text import printable
@@ -216,6 +217,27 @@ def may_loop_again(loops_so_far: int, bound: int) -> bool:
 
 
 # -- the human merge ---------------------------------------------------------------------------
+
+
+def foreign_completion(
+    chain: Sequence[AgentProfile], role: str, adapter: str, model: str | None
+) -> str | None:
+    """Why a completion's claim does not fit the run it was leased for - an adapter the
+    role's chain does not hold, or a model none of that adapter's profiles names - or None.
+    A CLI reports its model as it knows it (`claude-sonnet-4-5-20250929` for a profile's
+    `claude-sonnet-4-5`): either name may extend the other."""
+    profiles = [p for p in chain if p.adapter == adapter]
+    if not profiles:
+        held = ", ".join(dict.fromkeys(p.adapter for p in chain)) or "none"
+        return (
+            f"the completion names adapter {adapter!r}, which {role}'s chain does not hold ({held})"
+        )
+    if model is None or any(p.model is None for p in profiles):
+        return None
+    named = [p.model for p in profiles if p.model]
+    if any(model.startswith(m) or m.startswith(model) for m in named):
+        return None
+    return f"the completion names model {model!r}, which no {adapter} profile of {role} names ({', '.join(named)})"
 
 
 def merge_refusal(

@@ -50,6 +50,7 @@ from core.domain.models import (
 )
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
+from t25_tui.api.credentials import operator_token
 from t25_tui.api.worker_client import Http, refuse
 
 log = logging.getLogger("t25.attach")
@@ -71,7 +72,7 @@ async def attach(
 ) -> AsyncIterator[RemoteControlPlane]:
     """The control plane at `urls` (one serve, or replicas to fail over between, in
     order), following its events until exit."""
-    http = Http(urls, token if token is not None else held_secrets.get(OPERATOR_ENV))
+    http = Http(urls, token if token is not None else operator_token(None))
     try:
         control = await RemoteControlPlane.connect(http)
         following = asyncio.create_task(control.follow(), name="t25-attach-events")
@@ -103,7 +104,8 @@ class RemoteControlPlane(Operations):
         except ConfigError as exc:
             raise ConfigError(
                 f"{http.url} refused this cockpit: {exc.message}",
-                hint=f"set {OPERATOR_ENV} to the token `t25 serve` was started with",
+                hint="give the token serve knows you by: --token-file PATH, "
+                f"T25_OPERATOR_TOKEN_FILE or {OPERATOR_ENV}",
             ) from None
         try:
             body = json.loads(raw.content)

@@ -32,8 +32,10 @@ _ANSWERS = {
     "the audit log cannot be written)",
 }
 _SCHEMES = {
-    "operatorToken": "T25_OPERATOR_TOKEN, as `Authorization: Bearer …`",
-    "workerCredential": "FACTORY_WORKER_CREDENTIAL, as `Authorization: Bearer …`",
+    "operatorToken": "an operator's token (the serve host's `.factory/operator-token`, "
+    "T25_OPERATOR_TOKEN or one of T25_OPERATOR_TOKENS), as `Authorization: Bearer …`",
+    "workerCredential": "a worker's credential (FACTORY_WORKER_CREDENTIAL or one of "
+    "T25_WORKER_CREDENTIALS), as `Authorization: Bearer …`",
 }
 
 
@@ -48,21 +50,21 @@ DECIDE = answers(400, 404, 409)  # an operator's decision, or a new task
 LEASE = answers(400, 404, 409)  # a worker's call under its lease
 
 
-def openapi(api: FastAPI, *, operator_token: bool, projects: Sequence[str]) -> dict[str, Any]:
-    """The document of one serve, built once."""
+def openapi(api: FastAPI, *, projects: Sequence[str]) -> dict[str, Any]:
+    """The document of one serve, built once: every route but OPEN_PATHS needs a
+    credential."""
     if api.openapi_schema is None:
         doc = get_openapi(
             title=api.title, version=api.version, description=api.description, routes=api.routes
         )
         components = doc.setdefault("components", {})
         components.setdefault("schemas", {})["ErrorBody"] = ErrorBody.model_json_schema()
-        wanted = {"workerCredential", *(("operatorToken",) if operator_token else ())}
         components["securitySchemes"] = {
             name: {"type": "http", "scheme": "bearer", "description": _SCHEMES[name]}
-            for name in sorted(wanted)
+            for name in sorted(_SCHEMES)
         }
         for path, operations in doc["paths"].items():
-            scheme = _scheme(path, operator_token=operator_token)
+            scheme = _scheme(path)
             for operation in operations.values():
                 if scheme:
                     operation["security"] = [{scheme: []}]
@@ -77,12 +79,10 @@ def openapi(api: FastAPI, *, operator_token: bool, projects: Sequence[str]) -> d
     return api.openapi_schema
 
 
-def _scheme(path: str, *, operator_token: bool) -> str | None:
+def _scheme(path: str) -> str | None:
     if path in OPEN_PATHS:
         return None
-    if path.startswith(WORKER_PREFIX):
-        return "workerCredential"
-    return "operatorToken" if operator_token else None
+    return "workerCredential" if path.startswith(WORKER_PREFIX) else "operatorToken"
 
 
 def _name_projects(operation: dict[str, Any], projects: Sequence[str]) -> None:

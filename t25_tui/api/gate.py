@@ -21,7 +21,6 @@ body that stalls for BODY_IDLE_S.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 
 import h11
@@ -31,6 +30,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
 from t25_tui.api import errors as wire
+from t25_tui.api.credentials import WorkerCredentials
 from t25_tui.api.operators import Operators
 from t25_tui.api.uploads import CHUNK_BYTES
 
@@ -111,17 +111,15 @@ class Refusal(Exception):
 class Gate:
     """ASGI middleware: the credential, then the body's size, then the body, in that order.
 
-    Worker routes (`/worker/…`) need `worker_credential`; every other route but
-    OPEN_PATHS needs an operator's token when serve knows operators, and that operator's
-    role (`t25_tui.api.operators`). The app then gets the body whole,
-    in one message, so it never waits on a client.
+    Worker routes (`/worker/…`) need a worker's credential (`t25_tui.api.credentials`);
+    every other route but OPEN_PATHS needs an operator's token, and that operator's role
+    (`t25_tui.api.operators`). The app then gets the body whole, in one message, so it
+    never waits on a client.
     """
 
-    def __init__(
-        self, app: ASGIApp, *, worker_credential: str | None, operators: Operators | None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, workers: WorkerCredentials, operators: Operators) -> None:
         self.app = app
-        self.worker = worker_credential.encode() if worker_credential else None
+        self.workers = workers
         self.operators = operators
         self.body_idle_s = BODY_IDLE_S
 
@@ -154,30 +152,33 @@ class Gate:
             return
         given = _bearer(scope)
         if path.startswith(WORKER_PREFIX):
-            if self.worker is None:
+            if not self.workers.any:
                 raise Refusal(
                     503,
                     wire.NO_WORKER_CREDENTIAL,
-                    "this control plane was started without "
-                    "FACTORY_WORKER_CREDENTIAL; it accepts no workers",
-                    hint="restart `t25 serve` with FACTORY_WORKER_CREDENTIAL set",
+                    "this control plane was started without FACTORY_WORKER_CREDENTIAL or "
+                    "T25_WORKER_CREDENTIALS; it accepts no workers",
+                    hint="restart `t25 serve` with one of them set",
                 )
-            if not hmac.compare_digest(given, self.worker):
+            worker = self.workers.match(given)
+            if worker is None:
                 raise Refusal(
                     401,
                     wire.UNAUTHORIZED,
-                    "the worker credential is missing or wrong",
+                    "the worker credential is missing, wrong or revoked",
                     hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
                     headers={"WWW-Authenticate": 'Bearer realm="worker"'},
                 )
-        elif self.operators is not None:
+            scope.setdefault("state", {})["worker"] = worker
+        else:
             operator = self.operators.match(given)
             if operator is None:
                 raise Refusal(
                     401,
                     wire.UNAUTHORIZED,
                     "an operator token is required",
-                    hint="send Authorization: Bearer $T25_OPERATOR_TOKEN",
+                    hint="on this host `t25` sends .factory/operator-token itself; elsewhere "
+                    "use --token-file or T25_OPERATOR_TOKEN_FILE",
                     headers={"WWW-Authenticate": 'Bearer realm="operator"'},
                 )
             if why := operator.refusal(scope["method"], path):

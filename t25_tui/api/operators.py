@@ -10,9 +10,10 @@ Each role may do what the one before it may:
     operator   decide: file tasks; answer, reject, cancel, retry, archive, acknowledge
     approver   approve plans and merge
 
-The actor of a decision made over REST is the token's name, never what the request body
-says. A serve with neither variable set (loopback only) knows no operators: every request is
-anonymous, and a decision's actor is the one its body names.
+The actor of a decision made over REST is the token's name; what the request body claims is
+recorded beside it, never instead. Every serve also knows its host's own operator, whose
+token it makes in `.factory/operator-token` (t25_tui.api.credentials): no serve answers an
+operator route without a credential, on loopback neither.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ class Operators:
     @classmethod
     def single(cls, token: str) -> Operators:
         return cls({_digest(token.encode()): Operator(SINGLE_NAME, "approver")})
+
+    def adding(self, name: str, token: str, role: str = "approver") -> Operators:
+        """These operators and one more (the serve host's own, `credentials.local_token`)."""
+        return Operators({**self._by_digest, _digest(token.encode()): Operator(name, role)})
 
     @classmethod
     def read(cls, path: Path, token: str | None = None) -> Operators:

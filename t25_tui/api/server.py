@@ -12,9 +12,11 @@ A refusal is `{error, hint, code}` with the status and the code of its error cla
 (t25_tui.api.errors), so a client raises what the server raised.
 
 Security: serve binds to loopback unless told otherwise, and refuses to listen anywhere
-else (every interface included) without `T25_OPERATOR_TOKEN`; with the token set, every
-operator endpoint needs it. Worker endpoints always need the credential from
-`FACTORY_WORKER_CREDENTIAL` (never from t25.yaml), compared in constant time on bytes.
+else (every interface included) without `T25_OPERATOR_TOKEN`. Every operator endpoint needs
+a token, on loopback too: the host's own (`.factory/operator-token`, made by serve, read
+by the `t25` of the same checkout) or a named one. Worker endpoints always need a worker's
+credential (`FACTORY_WORKER_CREDENTIAL`, or one named in T25_WORKER_CREDENTIALS; never from
+t25.yaml), compared in constant time.
 Both are checked before a byte of the body is read (t25_tui.api.gate), and bodies are
 capped per endpoint; what a body may hold is t25_tui.api.bodies.
 """
@@ -45,6 +47,7 @@ from core.errors import ConfigError, StoreUnavailable, T25Error
 from t25_tui.api import document
 from t25_tui.api import errors as wire
 from t25_tui.api.bodies import invalid_request
+from t25_tui.api.credentials import WORKERS_ENV, WorkerCredentials, local_operator, local_token
 from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
 from t25_tui.api.operators import TOKENS_ENV, Operators
 from t25_tui.api.routes import decisions, diffs, events, reads, runs, tasks, worker
@@ -97,9 +100,13 @@ def make_api(
     operator_token: str | None,
     loopback: bool = True,
     operators: Operators | None = None,
+    workers: WorkerCredentials | None = None,
 ) -> FastAPI:
     """The REST/SSE app over one control plane. Tests, `t25 serve` and `t25 tui --serve` share it.
-    `operators` are the named tokens it accepts; `operator_token` alone is the single one."""
+    `operators` are the named tokens it accepts; `operator_token` alone is the single one;
+    the host's own operator (`.factory/operator-token`) is always one more. `workers` are
+    the credentials it accepts from workers (default: `worker_credential`, and the file
+    T25_WORKER_CREDENTIALS names)."""
     if operators is None and operator_token:
         operators = Operators.single(operator_token)
     if not loopback and operators is None:
@@ -107,6 +114,11 @@ def make_api(
             "serve binds beyond loopback but T25_OPERATOR_TOKEN is not set",
             hint="set T25_OPERATOR_TOKEN, or bind to 127.0.0.1",
         )
+    own = local_token(control.config.root)
+    operators = (operators or Operators({})).adding(local_operator(), own)
+    if workers is None:
+        listed = os.environ.get(WORKERS_ENV, "").strip()
+        workers = WorkerCredentials(worker_credential, Path(listed) if listed else None)
     api = FastAPI(
         title="T25 control plane",
         version="1",
@@ -128,9 +140,9 @@ def make_api(
     api.add_exception_handler(StarletteHTTPException, http_error)
     projects = [p.name for p in control.config.projects]
     api.openapi = functools.partial(  # type: ignore[method-assign]  # FastAPI's documented override
-        document.openapi, api, operator_token=operators is not None, projects=projects
+        document.openapi, api, projects=projects
     )
-    api.add_middleware(Gate, worker_credential=worker_credential, operators=operators)
+    api.add_middleware(Gate, workers=workers, operators=operators)
     return api
 
 

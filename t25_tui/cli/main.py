@@ -315,12 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
     shown_as = p.add_mutually_exclusive_group()
     shown_as.add_argument(
-        "--raw", action="store_true", help="the CLIs' output as they printed it (JSON events)"
+        "--raw",
+        action="store_true",
+        help="the CLIs' output as they printed it (JSON events): byte-exact when piped; on a "
+        "terminal every control character but newline and tab is shown escaped (\\x1b), so "
+        "no escape sequence an agent printed (clipboard, title, tmux passthrough) acts on it",
     )
     shown_as.add_argument(
         "--log",
         action="store_true",
-        help="a finished run's log artifact instead: its output byte-exact, as stored",
+        help="a finished run's log artifact instead: byte-exact as stored when piped, "
+        "escaped as --raw on a terminal",
     )
     shown_as.add_argument(
         "--json",
@@ -429,8 +434,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="URL",
         help="attach to the `t25 serve` at URL instead (e.g. http://factory:8725): "
-        "no local t25.yaml or store; the token, when serve needs one, comes "
-        "from T25_OPERATOR_TOKEN; repeated, serve replicas to fail over between",
+        "no local t25.yaml or store; the token comes from --token-file, "
+        "T25_OPERATOR_TOKEN_FILE or T25_OPERATOR_TOKEN, else from the .factory/operator-token "
+        "a serve of this checkout made; repeated, serve replicas to fail over between",
+    )
+    tui.add_argument(
+        "--token-file",
+        type=str,
+        metavar="PATH",
+        help="with --url: the file that holds your operator token (nothing typed on a "
+        "command line, where a shell's history would keep it)",
     )
 
     p = add(

@@ -32,9 +32,15 @@ def tui(args: argparse.Namespace) -> int:
 async def attached(args: argparse.Namespace) -> int:
     """The cockpit on a remote `t25 serve`: every read and decision over REST, events over SSE."""
     from t25_tui.api.cockpit_client import attach
+    from t25_tui.api.credentials import operator_token
     from t25_tui.tui.app import calm_garbage_collector, make_app
 
-    async with attach(args.url) as remote:
+    try:  # this checkout's serve leaves its token for the operators of its host
+        root: Path | None = find_config(Path.cwd(), args.config).parent
+    except ConfigError:
+        root = None
+    token = operator_token(root, Path(args.token_file) if args.token_file else None)
+    async with attach(args.url, token) as remote:
         # serve records its token's name; what this side says stands beside it, as a claim
         claim = args.actor or actor_of(args)
         app = make_app(remote, actor=claim, link=remote.link, handle_signals=True)
