@@ -16,6 +16,7 @@ from core.config.schema import load_config
 from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.api.server import make_api
+from tests.operators import operator_headers
 from tests.test_serve import serving
 
 LONG = "x" * 9000  # a line bigger than the slack left in the log's last page
@@ -115,10 +116,14 @@ async def test_a_full_disk_refuses_decisions_over_rest_and_changes_nothing(facto
         for n in (1, 2):
             await control.new_task(f"task {n}", actor="ana")
         await control.cancel("T-1", actor="ana", reason="first")
+        ops = operator_headers(control.config.root)  # the host's token, made before the disk fills
         disk.fill()
         before = control.audit.path.read_bytes()
         api = make_api(control, worker_credential=None, operator_token=None)
-        async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async with (
+            serving(api) as url,
+            httpx.AsyncClient(base_url=url, timeout=30, headers=ops) as client,
+        ):
             for _ in range(2):
                 refused = await client.post(
                     "/tasks/T-2/cancel", json={"actor": "ana", "reason": LONG}

@@ -20,6 +20,7 @@ from core.errors import InvalidInput
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.api.server import make_api
+from tests.operators import operator_headers
 from tests.test_cli import PIPELINE_CONFIG
 from tests.test_pipeline import Env
 from tests.test_serve import serving
@@ -162,7 +163,12 @@ async def test_a_five_megabyte_actor_is_refused_over_rest_and_in_the_factory(sho
     try:
         await control.new_task("Plain", actor="ana")
         api = make_api(control, worker_credential=None, operator_token=None)
-        async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        async with (
+            serving(api) as url,
+            httpx.AsyncClient(
+                base_url=url, timeout=60, headers=operator_headers(control.config.root)
+            ) as client,
+        ):
             refused = await client.post("/tasks/T-1/cancel", json={"actor": "a" * 5_000_000})
             assert 400 <= refused.status_code < 500
             task = (await client.get("/tasks/T-1")).json()["task"]

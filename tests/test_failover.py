@@ -29,8 +29,10 @@ from core.config.schema import DATABASE_URL_ENV
 from core.domain.backoff import Backoff
 from core.domain.models import TaskState
 from core.errors import ControlPlaneUnreachable
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import Http, HttpRunQueue
+from tests.operators import operator_headers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
@@ -107,7 +109,7 @@ async def test_a_request_goes_on_at_once_to_the_next_address_and_stays_there(sho
     down = nobody()
     try:
         async with serving(make_api(control, worker_credential=None, operator_token=None)) as up:
-            http = Http([down, up], None)
+            http = Http([down, up], local_token(control.config.root))
             try:
                 with remote_log() as said:
                     first = await http.request("GET", "/health")
@@ -194,8 +196,8 @@ async def test_a_replica_killed_mid_pipeline_fails_no_task_and_runs_no_stage_twi
             replica.logs.mkdir()
             replica.start_serve()
         async with (
-            httpx.AsyncClient(base_url=a.url, timeout=30) as at_a,
-            httpx.AsyncClient(base_url=b.url, timeout=30) as at_b,
+            httpx.AsyncClient(base_url=a.url, timeout=30, headers=operator_headers(shop)) as at_a,
+            httpx.AsyncClient(base_url=b.url, timeout=30, headers=operator_headers(shop)) as at_b,
         ):
             for client in (at_a, at_b):
                 await until(lambda c=client: healthy(c), what="replica healthy")

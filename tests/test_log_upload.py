@@ -29,10 +29,12 @@ from core.domain.reports import RunReport
 from core.errors import ArtifactCorrupted, InvalidInput
 from core.worker.worker import sweep_run_logs
 from t25_tui.api.cockpit_client import attach
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.api.services import services_in
 from t25_tui.api.uploads import LogUploads
 from t25_tui.api.worker_client import HttpRunQueue
+from tests.operators import operator_headers
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, serving
 
@@ -136,18 +138,22 @@ async def test_a_remote_workers_log_is_uploaded_in_chunks_retried_once_and_store
                 await runs.complete(claim.lease, RunReport(result=result, prompt="write it"))
             finally:
                 await runs.close()
-            async with httpx.AsyncClient(base_url=url) as client:  # an operator's read
+            async with httpx.AsyncClient(
+                base_url=url, headers=operator_headers(shop)
+            ) as client:  # an operator's read
                 logs = (await client.get("/artifacts", params={"task": task.id})).json()
                 ref = next(a["id"] for a in logs if a["meta"]["kind"] == "log")
                 read = await client.get(f"/artifacts/{ref}")
                 assert read.content == content
                 assert read.headers["X-T25-SHA256"] == log.sha256
-            async with attach(url) as remote:  # a remote cockpit, `t25 logs --log --url`
+            async with attach(
+                url, local_token(shop)
+            ) as remote:  # a remote cockpit, `t25 logs --log --url`
                 streamed = [chunk async for chunk in remote.artifact_chunks(ref)]
                 assert b"".join(streamed) == content and len(streamed) > 1
             with sqlite3.connect(shop / ".factory" / "t25.db") as db:
                 db.execute("UPDATE blob_chunks SET content = x'00' WHERE n = 1")
-            async with httpx.AsyncClient(base_url=url) as client:
+            async with httpx.AsyncClient(base_url=url, headers=operator_headers(shop)) as client:
                 damaged = await client.get(f"/artifacts/{ref}")
                 assert damaged.status_code == 422  # verified before a byte is sent
                 verified = await client.get(f"/tasks/{task.id}", params={"verify": "true"})

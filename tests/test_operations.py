@@ -26,6 +26,7 @@ from core.errors import PolicyRefused, StoreError
 from core.ports import Operations
 from store import open_store
 from t25_tui.api.cockpit_client import RemoteControlPlane, attach
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.runtime import open_runtime
 from tests.store.conftest import PG_DSN
@@ -62,7 +63,7 @@ async def test_one_detail_for_the_command_line_rest_and_the_cockpit(seeded):
     assert mine.cost.total_usd == sum(r.cost_usd for r in mine.runs) > 0
     async with (
         serving(make_api(local, worker_credential=None, operator_token=None)) as url,
-        attach(url) as remote,
+        attach(url, local_token(local.config.root)) as remote,
     ):
         assert await remote.detail("t2") == mine
         asked = await remote.detail("T-4")

@@ -12,6 +12,8 @@ from core.domain.events import RunStarted
 from core.domain.models import ArtifactKind, TaskState
 from core.errors import InvalidInput, PolicyRefused
 from core.workspace.git import git_sync
+from t25_tui.api.credentials import local_token
+from tests.operators import operator_headers
 
 S = TaskState
 
@@ -113,7 +115,12 @@ async def test_a_reset_over_rest_and_from_the_command_line_is_the_same_decision(
     await env.new("Second")
     await env.work()
     app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers=operator_headers(control.config.root)
+        ) as client,
+    ):
         bad = await client.post("/tasks/T-1/reset", json={"to": "DONE", "actor": "ana"})
         assert bad.status_code == 422
         done = await client.post(
@@ -122,7 +129,7 @@ async def test_a_reset_over_rest_and_from_the_command_line_is_the_same_decision(
         assert done.status_code == 200 and done.json()["state"] == "QA"
         forward = await client.post("/tasks/T-1/reset", json={"to": "DOCS", "actor": "ana"})
         assert forward.status_code == 409 and "goes back, not forward" in forward.json()["error"]
-        async with attach(url) as remote:
+        async with attach(url, local_token(control.config.root)) as remote:
             decision = Decision(verb=Verb.RESET, task="T-2", actor="bo", stage=S.REVIEW)
             assert (await remote.decide(decision)).state is S.REVIEW
     await env.close()

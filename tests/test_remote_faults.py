@@ -21,6 +21,7 @@ import pytest
 from adapters.scripted_agent import SCRIBBLE_FILE
 from core.config.schema import DATABASE_URL_ENV
 from core.workspace.git import git_sync
+from tests.operators import operator_headers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import write_config
 from tests.test_serve import CREDENTIAL
@@ -81,7 +82,7 @@ def control_plane(
 
     try:
         wait_until(lambda: answers(url))
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with httpx.Client(base_url=url, timeout=10, headers=operator_headers(repo)) as client:
             yield client, worker
     finally:
         for p in started:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.domain.models import ArtifactKind, Run, TaskState
+from tests.operators import operator_headers
 from tests.shapes import conforms
 
 S = TaskState
@@ -159,7 +160,7 @@ def test_a_remote_worker_continues_the_session_and_serve_keeps_it(shop, home, tm
             stderr=subprocess.DEVNULL,
         )
         description = "scripted: review=changes-once\nscripted: sessions=keep"
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with httpx.Client(base_url=url, timeout=10, headers=operator_headers(shop)) as client:
             filed = client.post("/tasks", json={"title": "Resumed", "description": description})
             assert filed.status_code == 201
             wait_until(

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from t25_tui.api.server import is_loopback
+from tests.operators import operator_headers
 from tests.test_pipeline import write_config
 from tests.waiting import answers, free_port, wait_until
 
@@ -73,7 +74,7 @@ def test_the_cockpit_serving_beyond_loopback_without_a_token_refuses_too(shop):
 
 
 @pytest.mark.parametrize("host", ["127.0.0.2", "[::1]", "localhost"])
-def test_serve_on_loopback_starts_without_a_token(shop, host):
+def test_serve_on_loopback_starts_and_wants_its_hosts_token(shop, host):
     write_config(shop)
     port = free_port()
     serve = subprocess.Popen(
@@ -87,7 +88,10 @@ def test_serve_on_loopback_starts_without_a_token(shop, host):
     try:
         wait_until(lambda: serve.poll() is not None or answers(url))
         assert serve.poll() is None
-        assert httpx.get(f"{url}/tasks", timeout=5).status_code == 200  # no token needed
+        # loopback is no trust boundary: the host's own operator shows the token serve made
+        assert httpx.get(f"{url}/tasks", timeout=5).status_code == 401
+        ops = operator_headers(shop)
+        assert httpx.get(f"{url}/tasks", timeout=5, headers=ops).status_code == 200
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 
+from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
+from tests.operators import operator_headers
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, serving
 
@@ -20,7 +22,12 @@ async def test_a_tasks_diff_over_rest_whole_by_attempt_and_stat_only(shop):
         local = await control.diff("T-1")
         assert local.source == "git" and local.files and local.text.startswith("diff --git")
         app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        async with (
+            serving(app) as url,
+            httpx.AsyncClient(
+                base_url=url, timeout=10, headers=operator_headers(control.config.root)
+            ) as client,
+        ):
             whole = (await client.get("/tasks/T-1/diff")).json()
             assert whole["text"] == local.text and whole["attempt"] is None
             assert [f["path"] for f in whole["files"]] == [f.path for f in local.files]
@@ -34,7 +41,7 @@ async def test_a_tasks_diff_over_rest_whole_by_attempt_and_stat_only(shop):
             assert (await client.get("/tasks/T-9/diff")).status_code == 404
             assert (await client.get("/tasks/T-1/diff", params={"attempt": 0})).status_code == 422
             assert "/tasks/{ref}/diff" in (await client.get("/openapi.json")).json()["paths"]
-            async with attach(url) as remote:
+            async with attach(url, local_token(control.config.root)) as remote:
                 assert await remote.diff("T-1") == local
                 assert (await remote.diff("T-1", attempt=1, stat=True)).text == ""
     finally:

@@ -26,6 +26,7 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from core.config.schema import DATABASE_URL_ENV
+from tests.operators import operator_headers
 from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.store.test_store_faults import hold_exclusive_lock, let_go
 from tests.test_pipeline import write_config
@@ -64,7 +65,9 @@ async def serving(repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | 
             stderr=sink,
         )
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        ops = operator_headers(repo)
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=url, timeout=30, headers=ops) as client:
             serve = Serve(proc, client, err)
             await until(lambda: _healthy(serve), what="serve healthy")
             yield serve
@@ -118,7 +121,9 @@ class Stream:
     async def _read(self) -> None:
         async with (
             httpx.AsyncClient(
-                base_url=str(self.serve.client.base_url), timeout=httpx.Timeout(30, read=None)
+                base_url=str(self.serve.client.base_url),
+                timeout=httpx.Timeout(30, read=None),
+                headers=self.serve.client.headers,
             ) as client,
             aconnect_sse(client, "GET", "/events") as source,
         ):

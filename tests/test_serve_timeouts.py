@@ -37,6 +37,9 @@ async def impatient(shop, monkeypatch):
     await env.close()
 
 
+WORKER = b"Authorization: Bearer " + CREDENTIAL.encode()  # a body is read after a credential
+
+
 async def _connect(url: str):
     host, port = url.removeprefix("http://").split(":")
     return await asyncio.open_connection(host, int(port))
@@ -103,9 +106,10 @@ async def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(impat
 async def test_a_stalled_body_gets_408(impatient):
     reader, writer = await _connect(impatient)
     try:
-        writer.write(
-            b"POST /tasks HTTP/1.1\r\nHost: t25\r\nContent-Type: application/json\r\n"
-            b'Content-Length: 100\r\n\r\n{"title": '
+        writer.write(  # a worker's route: the credential is checked, then the body read
+            b"POST /worker/claim HTTP/1.1\r\nHost: t25\r\nContent-Type: application/json\r\n"
+            + WORKER
+            + b'\r\nContent-Length: 100\r\n\r\n{"worker": '
         )
         await writer.drain()
         status = await asyncio.wait_for(reader.readline(), BOUND_S)

@@ -22,6 +22,7 @@ from core.domain.models import MERGE_ROLE, RunStatus
 from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
 from tests.conftest import make_repo
+from tests.operators import operator_headers
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL
 from tests.waiting import answers, free_port, wait_until
@@ -60,7 +61,7 @@ def split(shop: Path, tmp_path: Path, *, remote: Path | None = None):
     )
     try:
         wait_until(lambda: answers(url))
-        with httpx.Client(base_url=url, timeout=120) as client:
+        with httpx.Client(base_url=url, timeout=120, headers=operator_headers(home)) as client:
             yield client
     finally:
         for p in (worker, serve):

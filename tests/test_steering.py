@@ -8,6 +8,8 @@ import pytest
 
 from core.domain.models import TaskState
 from core.errors import InvalidInput, NotFound, PolicyRefused
+from t25_tui.api.credentials import local_token
+from tests.operators import operator_headers
 
 S = TaskState
 
@@ -88,7 +90,12 @@ async def test_filing_and_editing_over_rest_and_the_remote_cockpit(env):
 
     control = await env.open()
     app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers=operator_headers(control.config.root)
+        ) as client,
+    ):
         first = await client.post("/tasks", json={"title": "First", "priority": 7})
         assert first.status_code == 201 and first.json()["priority"] == 7
         bad = await client.post("/tasks", json={"title": "x", "priority": 500})
@@ -97,7 +104,7 @@ async def test_filing_and_editing_over_rest_and_the_remote_cockpit(env):
         assert edited.status_code == 200 and edited.json()["priority"] == 1
         empty = await client.post("/tasks/T-1/edit", json={"actor": "ana"})
         assert empty.status_code == 422 and "name at least one" in empty.text
-        async with attach(url) as remote:
+        async with attach(url, local_token(control.config.root)) as remote:
             later = await remote.new_task("Later", actor="bo", after=["T-1"])
             assert later.after == ("T-1",)
             decision = Decision(

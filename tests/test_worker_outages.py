@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from core.config.schema import DATABASE_URL_ENV
+from tests.operators import operator_headers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import write_config
 from tests.test_remote_faults import _kill_agents_under
@@ -110,7 +111,8 @@ async def shop_served(
     shop = Shop(repo, logs, environ, serve_args=serve_args)
     shop.start_serve()
     try:
-        async with httpx.AsyncClient(base_url=shop.url, timeout=30) as client:
+        ops = operator_headers(repo)
+        async with httpx.AsyncClient(base_url=shop.url, timeout=30, headers=ops) as client:
             await until(lambda: healthy(client), what="serve healthy")
             yield shop, client
     finally:

@@ -28,6 +28,7 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.ports import Store
 from tests.conftest import make_repo
+from tests.operators import operator_headers
 from tests.store.conftest import Backend, PostgresBackend
 from tests.waiting import answers, free_port, wait_until
 
@@ -185,10 +186,11 @@ def _serve(repo: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _over_rest(url: str, actor: str, tasks: list[str]) -> list[int]:
-    """Cancel, then archive, each task through one serve; the status of every request."""
+def _over_rest(url: str, repo: Path, actor: str, tasks: list[str]) -> list[int]:
+    """Cancel, then archive, each task through one serve (as its host's operator, who
+    claims to be `actor`); the status of every request."""
     statuses = []
-    with httpx.Client(base_url=url, timeout=60) as http:
+    with httpx.Client(base_url=url, timeout=60, headers=operator_headers(repo)) as http:
         for task in tasks:
             for verb in ("cancel", "archive"):
                 body = {"actor": actor, "reason": f"{verb} by {actor}"}
@@ -211,11 +213,11 @@ def _on_the_command_line(repo: Path, tasks: list[str]) -> list[int]:
     return codes
 
 
-def _pages(url: str) -> tuple[list[dict], dict]:
+def _pages(url: str, repo: Path) -> tuple[list[dict], dict]:
     """Every entry of serve's /audit, read page by page, and the last page."""
     entries: list[dict] = []
     after = 0
-    with httpx.Client(base_url=url, timeout=60) as http:
+    with httpx.Client(base_url=url, timeout=60, headers=operator_headers(repo)) as http:
         for _ in range(1000):
             page = http.get("/audit", params={"after": after, "limit": 7}).json()
             entries += page["entries"]
@@ -248,7 +250,8 @@ def test_two_serves_and_a_command_line_deciding_at_once_extend_one_chain(pg_temp
         orders = [random.Random(SEED + n).sample(theirs, len(theirs)) + mine for n in range(2)]
         with ThreadPoolExecutor(max_workers=3) as pool:
             rest = [
-                pool.submit(_over_rest, url, f"serve{n}", orders[n]) for n, url in enumerate(urls)
+                pool.submit(_over_rest, url, repos[n], f"serve{n}", orders[n])
+                for n, url in enumerate(urls)
             ]
             cli = pool.submit(_on_the_command_line, repos[1], mine)
             statuses = [s for done in rest for s in done.result(timeout=600)]
@@ -276,8 +279,8 @@ def test_two_serves_and_a_command_line_deciding_at_once_extend_one_chain(pg_temp
         claims = {actor.rpartition(" (claimed ")[2].rstrip(")") for actor in actors}
         assert {"serve0", "serve1", "cli"} <= claims  # the command line's --actor, as claimed
         print(f"one chain of {len(chain)} lines: {dict(actors)}")
-        for url in urls:
-            entries, last = _pages(url)
+        for url, repo in zip(urls, repos, strict=True):
+            entries, last = _pages(url, repo)
             assert [e["seq"] for e in entries] == [seq for seq, _ in chain]
             assert last["verified"] and last["head"]["seq"] == len(chain), last["verification"]
     finally:

@@ -14,6 +14,7 @@ import pytest
 
 from t25_tui.cli.setup import DEMO_CONFIG
 from t25_tui.tui.sample_data import make_sample_repo
+from tests.operators import operator_headers
 from tests.tui.terminal import T25, Terminal
 
 
@@ -142,7 +143,12 @@ def test_the_cockpit_can_serve_the_control_plane_for_remote_workers(tmp_path):
     term = Terminal(repo, "--serve", f"127.0.0.1:{port}", "--no-workers", size=(100, 30))
     try:
         term.wait_for("RECEIVED", timeout=60)
-        made = httpx.post(f"http://127.0.0.1:{port}/tasks", json={"title": "From afar"}, timeout=10)
+        made = httpx.post(
+            f"http://127.0.0.1:{port}/tasks",
+            json={"title": "From afar"},
+            timeout=10,
+            headers=operator_headers(repo),  # the cockpit's serve made its host's token
+        )
         assert made.status_code == 201
         term.wait_for("From afar", timeout=30)  # the cockpit sees what arrived over REST
         term.type("q")
