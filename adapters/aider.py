@@ -1,19 +1,21 @@
 """aider (`aider --message`): plain text only, and exit 0 even when the provider refused.
 
 Everything is read from its text: the answer, "Tokens: N sent, M received. Cost: $X",
-"Applied edit to FILE", and `litellm.*Error` lines, which are its only error reports.
+"Applied edit to FILE", and `litellm.*Error` lines, which are its only error reports. A
+figure that is not one ("1.2.3k", hundreds of digits) counts as none.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
-from adapters.parsing import summed
+from adapters.parsing import count, summed
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
@@ -62,7 +64,8 @@ def _exchanges(stdout: str, model: str | None) -> tuple[tuple[Usage, ...], float
         Usage(input_tokens=_count(m["sent"]), output_tokens=_count(m["recv"]), model=model)
         for m in reports
     )
-    return requests, sum((float(m["cost"] or 0) for m in reports), 0.0)
+    dollars = sum((_float(m["cost"] or "0") for m in reports), 0.0)
+    return requests, dollars if math.isfinite(dollars) else 0.0
 
 
 def _model(stdout: str) -> str | None:
@@ -78,10 +81,19 @@ def _answer(stdout: str) -> str:
 
 
 def _count(text: str | None) -> int:
-    if not text:
-        return 0
-    scale = 1000 if text.endswith("k") else 1
-    return int(float(text.rstrip("k").replace(",", "")) * scale)
+    """A token figure ("1,234", "12.5k") as a count (`adapters.parsing.count`); 0 for none."""
+    scale = 1000 if text and text.endswith("k") else 1
+    figure = _float((text or "").rstrip("k").replace(",", "")) * scale
+    return count(int(figure)) if math.isfinite(figure) else 0
+
+
+def _float(text: str) -> float:
+    """A finite number, else 0."""
+    try:
+        figure = float(text)
+    except ValueError:
+        return 0.0
+    return figure if math.isfinite(figure) else 0.0
 
 
 class AiderSpec(CliAdapterSpec):

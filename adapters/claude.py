@@ -170,7 +170,7 @@ def _edited_files(events: list[JsonObject]) -> tuple[str, ...]:
         for block in list_at(object_at(e, "message"), "content")
         if isinstance(block, dict) and block.get("type") == "tool_use"
     ]
-    given = [object_at(c, "input") for c in calls if c.get("name") in EDIT_TOOLS]
+    given = [object_at(c, "input") for c in calls if text_of(c.get("name")) in EDIT_TOOLS]
     return tuple(g["file_path"] for g in given if isinstance(g.get("file_path"), str))
 
 

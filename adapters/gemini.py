@@ -148,7 +148,11 @@ def _final_text(events: list[JsonObject]) -> str:
 
 
 def _edited_files(events: list[JsonObject]) -> tuple[str, ...]:
-    calls = [e for e in events if e.get("type") == "tool_use" and e.get("tool_name") in EDIT_TOOLS]
+    calls = [
+        e
+        for e in events
+        if e.get("type") == "tool_use" and text_of(e.get("tool_name")) in EDIT_TOOLS
+    ]
     given = [object_at(c, "parameters") for c in calls]
     return tuple(g["file_path"] for g in given if isinstance(g.get("file_path"), str))
 

@@ -128,7 +128,7 @@ class OpencodeSpec(CliAdapterSpec):
         events = json_lines(stdout)
         parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
         steps = [part for kind, part in parts if kind == "step_finish"]
-        errors = [e["error"] for e in events if e.get("type") == "error"]
+        errors = [e.get("error") for e in events if e.get("type") == "error"]
         requests = tuple(map(opencode_step, steps))  # one step, one model request
         return CliOutput(
             final_text=_final_text(parts),
@@ -156,7 +156,11 @@ def _final_text(parts: list[tuple[object, JsonObject]]) -> str:
 
 
 def _edited_files(parts: list[tuple[object, JsonObject]]) -> tuple[str, ...]:
-    calls = [part for kind, part in parts if kind == "tool_use" and part.get("tool") in EDIT_TOOLS]
+    calls = [
+        part
+        for kind, part in parts
+        if kind == "tool_use" and text_of(part.get("tool")) in EDIT_TOOLS
+    ]
     given = [object_at(object_at(call, "state"), "input") for call in calls]
     return tuple(g["filePath"] for g in given if isinstance(g.get("filePath"), str))
 

@@ -3,16 +3,22 @@
 Specs share these so each stays a few lines: most CLIs print one JSON event per line, report
 usage in Anthropic- or OpenAI-shaped dictionaries, and name the time a quota resets in text
 such as "resets 5am (UTC)" or "try again at 5:08 AM".
+
+What a CLI printed is read within bounds: each line through `core.domain.agent_json` (too
+long or nested too deep, it is skipped like any other line that is not an event), each
+count at most `MAX_COUNT`, each number finite.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from core.domain import agent_json
 from core.domain.agent import Failure
 from core.domain.models import Usage
 
@@ -28,8 +34,8 @@ def json_lines(text: str) -> list[JsonObject]:
         if not line.startswith("{"):
             continue
         try:
-            value = json.loads(line)
-        except ValueError:
+            value = agent_json.loads(line)
+        except ValueError:  # not JSON, or beyond agent_json's bounds: not an event
             continue
         if isinstance(value, dict):
             events.append(value)
@@ -53,16 +59,30 @@ def list_at(mapping: JsonObject, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# A token count no run comes near (a trillion), and far from the stores' 64-bit integers
+# even summed over every run of a task.
+MAX_COUNT = 10**12
+
+
+def count(value: object) -> int:
+    """A count as a CLI reports it: a non-negative integer (not a bool) up to MAX_COUNT,
+    else 0."""
+    return value if type(value) is int and 0 <= value <= MAX_COUNT else 0
+
+
 def count_at(mapping: JsonObject, key: str) -> int:
-    """The count under `key`: a non-negative integer (not a bool), else 0."""
-    value = mapping.get(key)
-    return value if type(value) is int and value >= 0 else 0
+    """The count under `key` (`count`)."""
+    return count(mapping.get(key))
 
 
 def number(value: object) -> float | None:
-    """A JSON number (not a bool) as a float; None for anything else."""
+    """A finite JSON number (not a bool) as a float; None for anything else."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            found = float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            return None
+        return found if math.isfinite(found) else None
     return None
 
 
@@ -177,8 +197,13 @@ _IN = re.compile(
 )
 
 
+# The furthest "try again in ..." taken at its word; past it the wait is not believed.
+MAX_RETRY_AFTER = timedelta(days=366)
+
+
 def retry_after(text: str, now: datetime | None = None) -> datetime | None:
-    """ "try again in 1s" / "in 5 minutes" as a moment in UTC; None when not said."""
+    """ "try again in 1s" / "in 5 minutes" as a moment in UTC; None when not said, or
+    further off than MAX_RETRY_AFTER."""
     match = _IN.search(text)
     if not match:
         return None
@@ -192,7 +217,10 @@ def retry_after(text: str, now: datetime | None = None) -> datetime | None:
         if unit.startswith("h")
         else 1
     )
-    return (now or datetime.now(UTC)) + timedelta(seconds=float(match["n"]) * scale)
+    seconds = float(match["n"]) * scale  # digits only: finite, or inf past a float's range
+    if not seconds <= MAX_RETRY_AFTER.total_seconds():
+        return None
+    return (now or datetime.now(UTC)) + timedelta(seconds=seconds)
 
 
 def epoch(value: object) -> datetime | None:
@@ -207,15 +235,16 @@ def openai_usage(usage: object, model: str | None) -> Usage:
     """Usage from an OpenAI-shaped dictionary (Codex's `turn.completed`)."""
     counts = usage if isinstance(usage, dict) else {}
 
-    def count(*keys: str) -> int:
-        return next((n for n in map(counts.get, keys) if type(n) is int and n >= 0), 0)
+    def first(*keys: str) -> int:  # the first of `keys` that holds a count
+        given = (counts[k] for k in keys if type(counts.get(k)) is int and counts[k] >= 0)
+        return count(next(given, 0))
 
-    cached = count("cached_input_tokens")
+    cached = first("cached_input_tokens")
     return Usage(
-        input_tokens=max(count("input_tokens", "prompt_tokens") - cached, 0),
-        output_tokens=count("output_tokens", "completion_tokens"),
+        input_tokens=max(first("input_tokens", "prompt_tokens") - cached, 0),
+        output_tokens=first("output_tokens", "completion_tokens"),
         cache_read_tokens=cached,
-        cache_write_tokens=count("cache_write_input_tokens"),
+        cache_write_tokens=first("cache_write_input_tokens"),
         model=model,
     )
 
@@ -294,10 +323,15 @@ def opencode_step(step: JsonObject) -> Usage:
 
 
 def summed(requests: tuple[Usage, ...]) -> Usage:
-    """The four counts of `requests` added up (no model: they may name several)."""
+    """The four counts of `requests` added up, each at most MAX_COUNT (no model: they may
+    name several)."""
+
+    def total(counts: Iterator[int]) -> int:
+        return min(sum(counts), MAX_COUNT)
+
     return Usage(
-        input_tokens=sum(r.input_tokens for r in requests),
-        output_tokens=sum(r.output_tokens for r in requests),
-        cache_read_tokens=sum(r.cache_read_tokens for r in requests),
-        cache_write_tokens=sum(r.cache_write_tokens for r in requests),
+        input_tokens=total(r.input_tokens for r in requests),
+        output_tokens=total(r.output_tokens for r in requests),
+        cache_read_tokens=total(r.cache_read_tokens for r in requests),
+        cache_write_tokens=total(r.cache_write_tokens for r in requests),
     )

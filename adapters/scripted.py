@@ -49,7 +49,7 @@ class ScriptedSpec(CliAdapterSpec):
             and e.get("name") == "write"
             and isinstance(e.get("path"), str)
         ]
-        usage = anthropic_usage(result.get("usage"), result.get("model"))
+        usage = anthropic_usage(result.get("usage"), text_of(result.get("model")) or None)
         return CliOutput(
             final_text=text,
             is_error=is_error,

@@ -226,10 +226,45 @@ def final_text(stage: str, ctx: dict[str, Any]) -> str:
         lead, body = "I need an answer before I can go on.", {"question": question}
     else:
         lead, body = f"Done with {stage} for {ctx['task']}.", answer(stage, ctx)
-    return f"{lead}\n\n```json\n{json.dumps(body, indent=2)}\n```\n"
+    shown = json.dumps(body, indent=2)
+    depth = next((int(float(w[7:])) for w in ctx["misbehave"] if w.startswith("nested:")), 0)
+    if depth > 1:  # the same answer, with one more key that nests it `depth` levels deep
+        shown = f'{shown[:-2]},\n  "deep": {deep_list(depth - 1)}\n}}'
+    return f"{lead}\n\n```json\n{shown}\n```\n"
 
 
 # -- misbehaviour ----------------------------------------------------------------------------
+
+
+def deep_list(depth: int) -> str:
+    """A JSON array nested `depth` levels deep, written out (json.dumps would recurse)."""
+    return "[" * depth + "]" * depth
+
+
+def nested(depth: int) -> None:
+    """An event line whose JSON nests `depth` levels deep (the answer does too: final_text)."""
+    line = '{"type": "assistant", "deep": ' + deep_list(max(depth - 1, 0)) + "}"
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+# What an agent may print to take over the terminal of whoever reads its output: a write to
+# the clipboard (OSC 52), a window title, a sequence passed through tmux to the terminal
+# outside it (DCS), cursor movement and a screen clear (CSI), a bell, and an 8-bit CSI.
+TERMINAL_SEQUENCES = (
+    "\x1b]52;c;cm0gLXJmIH4K\x07"
+    "\x1b]0;pwned\x1b\\"
+    "\x1bPtmux;\x1b\x1b]52;c;cm0gLXJmIH4K\x07\x1b\\"
+    "\x1b[2J\x1b[H\x07\x9b31m"
+)
+
+
+def terminal() -> None:
+    """Print TERMINAL_SEQUENCES raw on stdout and on stderr, outside any JSON event."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+        stream.buffer.write(f"terminal: {TERMINAL_SEQUENCES}\n".encode())
+        stream.buffer.flush()
 
 
 def hang() -> None:
@@ -615,6 +650,8 @@ MISBEHAVIOURS: dict[str, Callable[[str], object]] = {
     "hog": hog,
     "bigfile": big_file,
     "review-changes-once": lambda _: None,  # read by the REVIEW answer
+    "nested": lambda value: nested(int(float(value))),
+    "terminal": lambda _: terminal(),
 }
 
 
@@ -622,7 +659,7 @@ def misbehave_once(what: str, prompt: str, model: str, seed: str = "") -> int | 
     """Do one misbehaviour; the exit status when it ends the run, else None. `seed` makes
     what is random in one (pace's time) the same for the same task, stage and round."""
     kind, _, value = what.partition(":")
-    numeric = ("exit", "flood", "slow", "hog", "bigfile")
+    numeric = ("exit", "flood", "slow", "hog", "bigfile", "nested")
     if kind in numeric and not re.fullmatch(r"\d+(\.\d+)?", value):
         raise UsageError(f"--misbehave {kind}:N needs a number, got {what!r}")
     if kind == "exit":

@@ -10,7 +10,10 @@ does not matter; a line that is not a JSON object is kept as it is, and an event
 known shape is shown abridged rather than dropped. `t25 logs` and the cockpit's log pane
 both read output through it.
 
-Everything an agent wrote is escaped for a terminal here (`core.domain.text.printable`).
+Everything an agent wrote is escaped for a terminal here (`core.domain.text.printable`), and
+read within bounds: a line is decoded through `core.domain.agent_json`, so one too long or
+nested too deep is shown as the text it is; a line awaiting its end is kept in pieces, joined
+once, however many chunks it comes in.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from enum import Enum
 from typing import Any
 
 from adapters.parsing import JsonObject, list_at, object_at, text_of
+from core.domain import agent_json
 from core.domain.network import NETWORK_STREAM, Connection
 from core.domain.text import printable
 
@@ -276,7 +280,7 @@ _RENDERERS = (_claude, _scripted_tool, _codex, _gemini, _opencode)
 
 def entries(event: JsonObject) -> list[Entry]:
     """What one JSON event says; an event of no known shape, abridged."""
-    if event.get("type") in _QUIET:
+    if text_of(event.get("type")) in _QUIET:
         return []
     for render in _RENDERERS:
         found = list(render(event))
@@ -290,7 +294,7 @@ def entries(event: JsonObject) -> list[Entry]:
 def _known(event: JsonObject) -> bool:
     """An event one of the shapes has but that says nothing worth a line (a Codex item
     started that shows only when completed, a Gemini delta with no text, ...)."""
-    kind = event.get("type")
+    kind = text_of(event.get("type"))
     return kind in {
         "assistant", "user", "system", "result", "item.started", "item.completed", "message",
         "tool_use", "tool_result", "text", "init",
@@ -302,8 +306,8 @@ def render_line(line: str) -> list[Entry]:
     stripped = line.strip()
     if stripped.startswith("{"):
         try:
-            value: Any = json.loads(stripped)
-        except ValueError:
+            value: Any = agent_json.loads(stripped)
+        except ValueError:  # not JSON, or beyond agent_json's bounds: text
             value = None
         if isinstance(value, dict):
             return entries(value)
@@ -332,26 +336,26 @@ class Transcript:
     holds whole records, one an event."""
 
     def __init__(self, stream: str = "stdout") -> None:
-        self._partial = ""
+        self._partial: list[str] = []  # the line awaiting its end, in the chunks it came in
         self._records = stream == NETWORK_STREAM
 
     def feed(self, chunk: str) -> list[Entry]:
         if self._records:
             return connection_entries(chunk)
-        text = self._partial + chunk
-        cut = text.rfind("\n")
+        cut = chunk.rfind("\n")
         if cut < 0:
-            self._partial = text
+            self._partial.append(chunk)
             return []
-        self._partial = text[cut + 1 :]
+        text = "".join([*self._partial, chunk[:cut]])
+        self._partial = [chunk[cut + 1 :]]
         out: list[Entry] = []
-        for line in text[:cut].split("\n"):
+        for line in text.split("\n"):
             out.extend(render_line(line))
         return out
 
     def close(self) -> list[Entry]:
         """The last line, when the output did not end with a line break."""
-        rest, self._partial = self._partial, ""
+        rest, self._partial = "".join(self._partial), []
         return render_line(rest) if rest.strip() else []
 
 

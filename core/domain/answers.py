@@ -6,6 +6,11 @@ is kept but ignored, T25 recomputes it from the findings. Anything that does
 not parse fails the task with an error naming what was wrong — it is never retried.
 
 Any stage may instead set `question` when it cannot go on without a human answer.
+
+The message is the agent's to write, so it is read within bounds: at most
+`MAX_ANSWER_CHARS`, its JSON through `core.domain.agent_json` (nested at most
+`agent_json.MAX_DEPTH` deep), in time linear in its length. What is beyond them fails the
+task with the bound it broke.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.domain import agent_json
 from core.domain.models import TaskState
 from core.errors import AnswerInvalid
 
@@ -84,23 +90,53 @@ OUTPUTS: dict[TaskState, type[StageAnswer]] = {
     TaskState.DOCS: DocsAnswer,
 }
 
-_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+# A fenced block: an opening fence (```, or ```json) ending its line, and the first closing
+# fence at the start of a later line. Two patterns searched in turn rather than one with a
+# lazy body, which would rescan the rest of the text from every unclosed opening fence.
+_OPENING = re.compile(r"```(?:json)?[ \t]*\n")
+_CLOSING = re.compile(r"\n[ \t]*```")
+# A final message longer than this is not read: no stage's answer comes near it.
+MAX_ANSWER_CHARS = 2**20
 
 
 def extract_json(text: str) -> dict[str, Any]:
     """The JSON object in an agent's final message: the last fenced block, else the text
-    itself, else the last balanced {...} in it."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)][::-1]
+    itself, else the last balanced {...} in it. A ValueError says why there is none: what
+    did not parse, or the bound (`agent_json`) the JSON broke."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ValueError(
+            f"the final message is {len(text):,} characters long; "
+            f"at most {MAX_ANSWER_CHARS:,} are read"
+        )
+    candidates = _fenced(text)[::-1]
     candidates.append(text.strip())
     candidates += _balanced_objects(text)[::-1]
+    refused: agent_json.JsonRefused | None = None
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            value = agent_json.loads(candidate)
+        except agent_json.JsonRefused as exc:
+            refused = refused or exc
+            continue
         except ValueError:
             continue
         if isinstance(value, dict):
             return value
+    if refused is not None:
+        raise ValueError(f"the JSON in the final message is {refused}")
     raise ValueError("no JSON object found in the final message")
+
+
+def _fenced(text: str) -> list[str]:
+    """The body of every fenced block of `text`, in order."""
+    found, at = [], 0
+    while opening := _OPENING.search(text, at):
+        closing = _CLOSING.search(text, opening.end())
+        if closing is None:  # no later opening fence has a closing one either
+            break
+        found.append(text[opening.end() : closing.start()])
+        at = closing.end()
+    return found
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -149,6 +185,8 @@ def parse_answer(stage: TaskState, text: str) -> StageAnswer:
         raise AnswerInvalid(f"{stage} output: {where}: {first['msg']}{more}") from None
     except ValueError as exc:
         raise AnswerInvalid(f"{stage} output: {exc}") from None
+    except (RecursionError, MemoryError) as exc:  # beyond the bounds, and still the answer's
+        raise AnswerInvalid(f"{stage} output: could not be read ({type(exc).__name__})") from None
 
 
 def answer_schema(stage: TaskState) -> str:

@@ -5,12 +5,18 @@ arguments, results, errors; the cockpit's log pane shows the same), coloured by 
 terminal and plain when piped. `--raw` prints what the CLI printed, as it printed it;
 `--json` the same lines as JSON Lines, one `shapes.LogLine` each, with each run's start
 and end.
+
+Nothing an agent printed acts on the operator's terminal: the transcript is escaped as it is
+rendered, and `--raw` and `--log` escape every control character but line feed and tab
+(`core.domain.text.printable`: escape sequences, OSC clipboard writes and titles, tmux
+passthrough, C1 controls) on a stream that is a terminal; piped, they stay byte-exact.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import sys
 from datetime import datetime
 from typing import TextIO
@@ -52,13 +58,16 @@ class Printer:
         self.raw, self.json = raw, json
         self.out, self.err = out, err
         self.colour = colour_wanted(out) and not json
+        self._terminal = {"stdout": out.isatty(), "stderr": err.isatty()}  # raw: escaped
         self._transcripts: dict[tuple[str, str], Transcript] = {}
 
     def output(self, event: RunOutput) -> None:
         if self.raw:
             if event.stream == NETWORK_STREAM:  # T25's record, not the CLI's: not raw output
                 return
-            (self.out if event.stream == "stdout" else self.err).write(event.text)
+            name = "stdout" if event.stream == "stdout" else "stderr"
+            text = inert(event.text) if self._terminal[name] else event.text
+            (self.out if name == "stdout" else self.err).write(text)
             return
         key = (event.run_id or "", event.stream)
         transcript = self._transcripts.setdefault(key, Transcript(event.stream))
@@ -103,6 +112,12 @@ class Printer:
             {"run_id": run_id, "kind": kind, "stream": stream, "line": text, "at": at}
         )
         self.out.write(line.model_dump_json() + "\n")
+
+
+def inert(text: str) -> str:
+    """Agent output as a terminal may show it: every control character but line feed and
+    tab escaped (`\\x1b`), so no sequence in it reaches the terminal."""
+    return printable(text, multiline=True)
 
 
 def logs(args: argparse.Namespace) -> int:
@@ -167,6 +182,15 @@ async def _stored_log(control: Operations, ref: str) -> None:
         raise NotFound(
             f"{the_run.id} has no log artifact", hint="a run's log is kept once the run finished"
         )
+    if not sys.stdout.isatty():  # piped: byte-exact
+        async for chunk in control.artifact_chunks(logs[-1].id):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        return
+    # A character cut between two chunks is decoded whole; a byte that is not UTF-8 (an
+    # 8-bit control among them) shows as U+FFFD.
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace")
     async for chunk in control.artifact_chunks(logs[-1].id):
-        sys.stdout.buffer.write(chunk)
+        sys.stdout.write(inert(text.decode(chunk)))
+    sys.stdout.write(inert(text.decode(b"", final=True)))
     sys.stdout.flush()
