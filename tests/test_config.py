@@ -244,7 +244,7 @@ def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path)
     )
     assert str(err) == (
         "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, policies, qa, "
-        "cost, sandbox, worktrees, store, serve, cockpit, keys); did you mean 'limits'?"
+        "cost, sandbox, worktrees, store, serve, audit, cockpit, keys); did you mean 'limits'?"
     )
     assert err.hint and "t25.yaml.example" in err.hint
 

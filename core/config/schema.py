@@ -589,6 +589,19 @@ class ServeConfig(_Section):
         return int(self.bind.rpartition(":")[2])
 
 
+class AuditConfig(_Section):
+    """Where T25's sealing key is (core.control.keyring): the audit log's lines and the
+    facts its gates decide on carry a MAC under it. None: `.factory/audit.key` beside this
+    file. Serve replicas sharing one store share one key: name the same file on each."""
+
+    key_file: ConfigPath | None = None
+
+    @field_validator("key_file", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else (_root(info) / value.expanduser()).resolve()
+
+
 class CockpitConfig(_Section):
     """How `t25 tui` behaves (its keys are `keys:`, a section of their own)."""
 
@@ -632,6 +645,7 @@ class Config(_Section):
     worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
     store: StoreConfig = Field(default_factory=dict, validate_default=True)
     serve: ServeConfig = ServeConfig()
+    audit: AuditConfig = AuditConfig()
     cockpit: CockpitConfig = CockpitConfig()
     keys: dict[str, Keys] = {}  # the cockpit's commands on other keys (core.config.keys)
 

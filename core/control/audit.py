@@ -64,6 +64,7 @@ from core.control.audit_lines import (
     VOID,
     verify_lines,
 )
+from core.control.keyring import Keyring
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
@@ -135,9 +136,17 @@ class AuditWriter(Protocol):
 class AuditLog:
     """Append decisions durably; read and verify the chain against the store's anchor."""
 
-    def __init__(self, path: Path, store: AuditAnchorStore, *, clock: Clock = system_clock) -> None:
+    def __init__(
+        self,
+        path: Path,
+        store: AuditAnchorStore,
+        *,
+        clock: Clock = system_clock,
+        keys: Keyring | None = None,
+    ) -> None:
         self.path = path
         self.store = store
+        self.keys = keys  # seals each line and checks them (core.control.keyring)
         # The store's own chain, where it keeps one: then `path` is its mirror.
         self.chain: ChainStore | None = store if isinstance(store, AuditChainStore) else None
         self.clock = clock  # stamps each line (`ts`) and each torn line set aside
@@ -193,7 +202,7 @@ class AuditLog:
                     anchor = await chain.get_audit_anchor()
                     await adopt_if_needed(chain, anchor, self.path)
                     try:
-                        yield ChainWriter(chain, anchor, self.clock)
+                        yield ChainWriter(chain, anchor, self.clock, self.keys)
                     finally:
                         await self._sync_mirror(chain, fh)
                 finally:
@@ -294,7 +303,7 @@ class AuditLog:
                 fh = await self._mirror()
                 try:
                     anchor = await self.chain.get_audit_anchor()
-                    return await _verify_chain(self.chain, anchor, fh, self.path)
+                    return await _verify_chain(self.chain, anchor, fh, self.path, self.keys)
                 finally:
                     if fh is not None:
                         fh.close()
@@ -306,7 +315,7 @@ class AuditLog:
             finally:
                 if fh is not None:
                     fh.close()
-        verdict = verify_lines(lines, anchor)
+        verdict = verify_lines(lines, anchor, self.keys)
         aside = await asyncio.to_thread(self.set_aside)
         if aside:
             note += (

@@ -42,12 +42,16 @@ from core.control.audit_file import find_tail
 from core.control.audit_lines import (
     DECISIONS,
     GENESIS,
+    MAC,
     T25_ACTOR,
     VOID,
     ChainCheck,
     chain_line,
+    digest,
     seal,
+    sealed_text,
 )
+from core.control.keyring import Keyring
 from core.domain.audit import AuditEntry, ChainLine, Verdict
 from core.domain.clock import Clock
 from core.domain.models import AuditAnchor
@@ -70,8 +74,10 @@ class ChainWriter:
     until a transaction commits it: the decider's own (`with_line`), or the one `append`
     and `void` make."""
 
-    def __init__(self, store: ChainStore, anchor: AuditAnchor | None, clock: Clock) -> None:
-        self._store, self._anchor, self._clock = store, anchor, clock
+    def __init__(
+        self, store: ChainStore, anchor: AuditAnchor | None, clock: Clock, keys: Keyring | None
+    ) -> None:
+        self._store, self._anchor, self._clock, self._keys = store, anchor, clock, keys
         self._staged: list[dict[str, object]] = []  # sealed, not committed yet, oldest first
 
     @property
@@ -153,7 +159,7 @@ class ChainWriter:
             seq, prev = self._anchor.seq + 1, self._anchor.hash
         else:
             seq, prev = 1, GENESIS
-        sealed = seal(seq, prev, self._clock(), fields)
+        sealed = seal(seq, prev, self._clock(), fields, self._keys)
         self._staged.append(sealed)
         return AuditEntry.model_validate(sealed)
 
@@ -268,18 +274,30 @@ def _write_at(fh: BinaryIO, data: bytes, end: int) -> None:
 
 
 async def verify_chain(
-    store: ChainStore, anchor: AuditAnchor | None, fh: BinaryIO | None, mirror: Path
+    store: ChainStore,
+    anchor: AuditAnchor | None,
+    fh: BinaryIO | None,
+    mirror: Path,
+    keys: Keyring | None = None,
 ) -> Verdict:
     """The chain in the store, walked line by line and held against its anchor; then the
     mirror held against it, line by line. A mirror behind (or torn, or missing) is brought
     up to date; one that differs is reported."""
-    check = ChainCheck(anchor)
+    check = ChainCheck(anchor, keys)
     upto = anchor.seq if anchor else 0  # decisions committed meanwhile are for the next verify
     with _MirrorReader(mirror) as reader:
         verdict, differs, behind = await _walk(store, check, reader, upto)
     where = "in the store's chain"
     if not verdict.ok:
-        return dataclasses.replace(verdict, message=f"{verdict.message} ({where})")
+        kept = ""
+        if verdict.bad_line is not None and keys is not None:
+            raw = await asyncio.to_thread(_mirror_line, mirror, verdict.bad_line)
+            if raw is not None and _sealed(raw, keys):
+                kept = (
+                    f"; the mirror's line {verdict.bad_line} carries T25's seal: the store's "
+                    f"chain was rewritten, and {mirror} keeps what T25 wrote"
+                )
+        return dataclasses.replace(verdict, message=f"{verdict.message} ({where}){kept}")
     # A line past that anchor is a decision committed since, if the anchor (read after the
     # line: T25 commits a line and its anchor together) has moved to it.
     beyond = await store.audit_lines(after=upto, limit=1)
@@ -294,12 +312,22 @@ async def verify_chain(
             head=verdict.head,
         )
     if differs is not None:
+        raw = await asyncio.to_thread(_mirror_line, mirror, differs)
+        if keys is not None and raw is not None and _sealed(raw, keys):
+            why = (
+                "both carry T25's seal: the mirror was kept apart from this store (another "
+                "installation's log, or a backup restored over it); keep both and compare"
+            )
+        else:
+            why = (
+                "the store's line carries T25's seal and the mirror's does not: the mirror "
+                "was changed outside T25; the store's chain is the one to trust"
+            )
         return Verdict(
             False,
             verdict.lines,
             f"line {differs}: the mirror {mirror} differs from the store's chain, which is "
-            f"intact ({verdict.lines} entries); the mirror was changed outside T25 or kept "
-            "apart from the store (remove it to have it written again from the store)",
+            f"intact ({verdict.lines} entries); {why}",
             bad_line=differs,
             head=verdict.head,
         )
@@ -345,6 +373,28 @@ async def _walk(
     if verdict.ok and differs is None and not behind and await asyncio.to_thread(reader.more):
         differs = verdict.lines + 1
     return verdict, differs, behind
+
+
+def _mirror_line(mirror: Path, seq: int) -> str | None:
+    """Line `seq` of the mirror, or None when it has no such line."""
+    try:
+        with mirror.open("rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if number == seq:
+                    return raw.decode("utf-8", "replace").rstrip("\n")
+    except OSError:
+        return None
+    return None
+
+
+def _sealed(raw: str, keys: Keyring) -> bool:
+    """Whether a line is whole (its hash over its fields) and sealed with T25's key."""
+    try:
+        fields = json.loads(raw)
+        claimed, mac = fields.pop("hash"), fields.pop(MAC)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return digest(fields) == claimed and keys.check(sealed_text(str(claimed)), mac)
 
 
 class _MirrorReader:

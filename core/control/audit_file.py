@@ -166,9 +166,9 @@ class FileWriter:
                 "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
                 "was never anchored (its decider stopped before acknowledging it)",
             }
-            lines.append(seal(seq, prev, now, never_anchored))
+            lines.append(seal(seq, prev, now, never_anchored, self._audit.keys))
             seq, prev = seq + 1, str(lines[-1]["hash"])
-        lines.append(seal(seq, prev, now, fields))
+        lines.append(seal(seq, prev, now, fields, self._audit.keys))
         data = b"".join(encode(fields) for fields in lines)
         try:
             await asyncio.to_thread(_append_durably, self._fh, data, tail.end)

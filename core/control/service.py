@@ -83,6 +83,7 @@ from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
+    from core.control.keyring import Keyring
     from core.workspace.worktrees import TrialMerge, Workspace, Worktrees
 
 # A merge a worker makes: how long it may wait for a worker to take it before it is taken
@@ -154,7 +155,14 @@ class ControlPlane(Queries, Operations):
     def _open_audit_log(self) -> AuditLog:
         from core.control.audit import AuditLog, log_path
 
-        return AuditLog(log_path(self.config.root), self.store, clock=self.clock)
+        return AuditLog(log_path(self.config.root), self.store, clock=self.clock, keys=self.keys)
+
+    @functools.cached_property
+    def keys(self) -> Keyring:
+        """The installation's sealing key (core.control.keyring), made on first use."""
+        from core.control.keyring import KEY_FILE, Keyring
+
+        return Keyring.open(self.config.audit.key_file or self.config.root / KEY_FILE)
 
     # The workspace is made, and the worktree machinery imported, when a run or a cleanup
     # first needs it: a command that only reads (`t25 task list`) never does.

@@ -30,6 +30,7 @@ class AuditEntry(BaseModel):
     hash: str
     bound_to: str | None = None
     voids: int | None = None
+    mac: str | None = None  # T25's seal of `hash` (core.control.audit_lines)
 
     def anchor(self) -> AuditAnchor:
         return AuditAnchor(seq=self.seq, hash=self.hash)

@@ -34,6 +34,7 @@ import secrets
 from pathlib import Path
 
 from core.config import held_secrets
+from core.control.keyring import create_whole
 from core.errors import ConfigError
 
 log = logging.getLogger("t25.serve")
@@ -59,28 +60,18 @@ def local_token(root: Path) -> str:
     path = root / LOCAL_TOKEN
     with contextlib.suppress(FileNotFoundError):
         return _read(path)
-    token = secrets.token_urlsafe(32)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        create_whole(path, secrets.token_urlsafe(32) + "\n")
     except FileExistsError:  # another serve of this checkout made it meanwhile
-        return _read(path)
+        pass
     except OSError as exc:
         raise ConfigError(
             f"cannot make the operator token {path}: {exc.strerror}",
             hint="serve needs it to know this host's operator; free the disk or fix the "
             "permissions of .factory/",
         ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as file:
-            file.write(token + "\n")
-    except OSError as exc:
-        path.unlink(missing_ok=True)  # never a torn token: the next start makes a whole one
-        raise ConfigError(
-            f"cannot write the operator token {path}: {exc.strerror}",
-            hint="free the disk, then start serve again",
-        ) from None
-    return token
+    return _read(path)
 
 
 def _read(path: Path) -> str:

@@ -40,7 +40,14 @@ SEED = 25  # the points are random, and the same on every run
 def _checkout(path: Path, url: str) -> Path:
     repo = make_repo(path, exclude_factory=True)
     (repo / "t25.yaml").write_text(
-        yaml.safe_dump({"projects": [{"name": "shop", "repo": "."}], "store": {"url": url}})
+        yaml.safe_dump(
+            {
+                "projects": [{"name": "shop", "repo": "."}],
+                "store": {"url": url},
+                # checkouts sharing a store share T25's key, as serve replicas do
+                "audit": {"key_file": str(path.parent / "shared-audit.key")},
+            }
+        )
     )
     return repo
 

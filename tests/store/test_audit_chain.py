@@ -49,7 +49,14 @@ class Checkout:
 async def _checkout(path: Path, url: str) -> Checkout:
     repo = make_repo(path, exclude_factory=True)
     (repo / "t25.yaml").write_text(
-        yaml.safe_dump({"projects": [{"name": "shop", "repo": "."}], "store": {"url": url}})
+        yaml.safe_dump(
+            {
+                "projects": [{"name": "shop", "repo": "."}],
+                "store": {"url": url},
+                # checkouts sharing a store share T25's key, as serve replicas do
+                "audit": {"key_file": str(path.parent / "shared-audit.key")},
+            }
+        )
     )
     store = await open_store(url)
     control = ControlPlane(load_config(repo / "t25.yaml"), store)

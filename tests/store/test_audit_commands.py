@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from core.control.audit_lines import GENESIS, encode, seal, verify_lines
+from core.control.keyring import KEY_FILE, Keyring
 from core.domain.audit import AuditEntry
 from core.domain.models import AuditAnchor
 from tests.store.conftest import PostgresBackend
@@ -33,9 +34,10 @@ def _decide(t25, repo: Path, url: str) -> None:
     assert t25("archive", "T-1").code == 0
 
 
-def _forged(lines: list[str]) -> list[str]:
-    """The same decisions re-sealed a second later each: a chain that verifies, and whose
-    decisions still match the store's, but not the one that was checkpointed."""
+def _forged(lines: list[str], keys: Keyring | None) -> list[str]:
+    """The same decisions re-sealed a second later each: a chain whose decisions still match
+    the store's, but not the one that was checkpointed. Sealed with T25's key when the
+    forger holds it (then it verifies as a chain), else with its hashes only."""
     out, prev = [], GENESIS
     for n, raw in enumerate(lines, start=1):
         entry = AuditEntry.model_validate_json(raw)
@@ -45,7 +47,7 @@ def _forged(lines: list[str]) -> list[str]:
             "decision": entry.decision,
             "reason": entry.reason,
         }
-        sealed = seal(n, prev, entry.ts + timedelta(seconds=1), fields)
+        sealed = seal(n, prev, entry.ts + timedelta(seconds=1), fields, keys)
         out.append(encode(sealed)[:-1].decode())
         prev = str(sealed["hash"])
     return out
@@ -87,9 +89,13 @@ def _checks(t25, repo: Path) -> tuple[str, list[str]]:
     return kept.out.strip(), lines
 
 
-def _caught(t25, checkpoint: str) -> None:
+def _caught(t25, checkpoint: str, held_key: bool) -> None:
     plain = t25("audit", "verify")
-    assert plain.code == 0, plain.err  # the rewrite is a chain that holds ...
+    if not held_key:  # without T25's key no rewrite is a chain that holds: no checkpoint needed
+        assert plain.code == 1, plain.out
+        assert "line 1: carries no seal" in plain.err and "without T25's key" in plain.err
+        return
+    assert plain.code == 0, plain.err  # the rewrite by a holder of the key is a chain ...
     caught = t25("audit", "verify", "--against", checkpoint)
     assert caught.code == 1  # ... and the checkpoint catches it, in one line
     digest = checkpoint.split()[1]
@@ -102,33 +108,39 @@ def _caught(t25, checkpoint: str) -> None:
     assert longer.code == 1 and "the chain ends at line 3" in longer.err
 
 
-def test_a_checkpoint_catches_a_rewrite_of_the_log_and_the_sqlite_store(t25, repo):
+@pytest.mark.parametrize("held_key", [False, True], ids=["without-the-key", "with-the-key"])
+def test_a_rewrite_of_the_log_and_the_sqlite_store_is_caught(t25, repo, held_key):
     db = repo / ".factory" / "t25.db"
     _decide(t25, repo, f"sqlite:///{db}")
     checkpoint, lines = _checks(t25, repo)
 
-    forged = _forged(lines)
+    forged = _forged(lines, _key(repo) if held_key else None)
     (repo / ".factory" / "audit.jsonl").write_text("".join(line + "\n" for line in forged))
     con = sqlite3.connect(db)
     with con:
         con.execute("UPDATE audit_anchor SET hash = ?", (json.loads(forged[-1])["hash"],))
     con.close()
-    _caught(t25, checkpoint)
+    _caught(t25, checkpoint, held_key)
+
+
+def _key(repo: Path) -> Keyring:
+    return Keyring.open(repo / KEY_FILE)
 
 
 @pytest.mark.postgres
-def test_a_checkpoint_catches_a_rewrite_of_the_chain_in_postgres_and_its_mirror(
-    t25, repo, pg_template
+@pytest.mark.parametrize("held_key", [False, True], ids=["without-the-key", "with-the-key"])
+def test_a_rewrite_of_the_chain_in_postgres_and_its_mirror_is_caught(
+    t25, repo, pg_template, held_key
 ):
     backend = PostgresBackend(pg_template)
     asyncio.run(backend.create())
     try:
         _decide(t25, repo, backend.url)
         checkpoint, lines = _checks(t25, repo)
-        forged = _forged(lines)
+        forged = _forged(lines, _key(repo) if held_key else None)
         asyncio.run(_rewrite(backend.url, forged))
         (repo / ".factory" / "audit.jsonl").write_text("".join(line + "\n" for line in forged))
-        _caught(t25, checkpoint)
+        _caught(t25, checkpoint, held_key)
     finally:
         asyncio.run(backend.drop())
 
