@@ -145,3 +145,18 @@ def test_a_renamed_manifest_or_a_dependency_moved_within_its_ecosystem_adds_noth
         ManifestChange(path="b/requirements.txt", after="httpx\n"),
     ]
     assert added_dependencies(twice) == ("a/requirements.txt: httpx",)  # one dependency
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("package.json", '{"dependencies": ' + "[" * 200_000 + "]" * 200_000 + "}"),
+        ("pyproject.toml", "a = " + "[" * 100_000 + "]" * 100_000),
+        ("Cargo.toml", "x = " + "{ y = " * 50_000 + "1" + " }" * 50_000),
+    ],
+    ids=["package.json", "pyproject.toml", "Cargo.toml"],
+)
+def test_a_manifest_nested_without_end_declares_nothing_and_raises_nothing(path, text):
+    # A dev agent writes the manifests these are read from: nested 100,000 deep, the TOML
+    # and JSON decoders recurse past the stack. It is no manifest, and T25 goes on.
+    assert declared(path, text) == set()

@@ -23,6 +23,7 @@ from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
 from tests.conftest import make_repo
 from tests.operators import operator_headers
+from tests.sealed import passed_review
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL
 from tests.waiting import answers, free_port, wait_until
@@ -133,10 +134,7 @@ async def test_a_merge_no_worker_takes_is_taken_off_the_queue_and_voided(tmp_pat
         task = await env.new()
         reviewed = git_sync("rev-parse", "HEAD", cwd=repo)
         task = await control.store.get_task(task.id)
-        done = {"checks_passed": True, "review_verdict": "approve", "reviewed_head": reviewed}
-        for state in ("SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"):
-            task = await control.transition(task, service.TaskState(state), actor="t25")
-        task = await control.transition(task, service.TaskState.DONE, actor="t25", **done)
+        task = await passed_review(control, task, reviewed)
         # feat/T-1 was never made here: this process has no checkout with the branch.
         with pytest.raises(MergeRefused, match="no worker took the merge of T-1"):
             await control.merge(task.id, actor="ana")

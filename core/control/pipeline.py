@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from core.config.schema import ROLES
 from core.control import cost, policies
+from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt
 from core.control.queries import EVERY_EVENT
 from core.domain.agent import AgentResult
@@ -438,9 +439,14 @@ class Pipeline:
             concerns=list(output.concerns),
         )
         await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
-        if verdict.passed:
+        if verdict.passed:  # sealed with the head the checks ran on (core.control.history)
             return await self.control.enter(
-                task, S.REVIEW, actor=T25, reason=verdict.summary, checks_passed=True
+                task,
+                S.REVIEW,
+                actor=T25,
+                reason=verdict.summary,
+                facts={CHECKED_HEAD: report.head},
+                checks_passed=True,
             )
         return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
 
@@ -474,7 +480,7 @@ class Pipeline:
         if not outside:
             on_reviewed = report.head is not None and report.head == task.reviewed_head
             why = f"documentation commit {commit} ({_listed(report.committed)})"
-            fields = {"reviewed_head": report.commit} if on_reviewed else {}
+            fields: dict[str, Any] = {"reviewed_head": report.commit} if on_reviewed else {}
             return await self.control.transition(task, S.DONE, actor=T25, reason=why, **fields)
         beyond = (
             f"the docs stage's commit {commit} changed more than documentation ({_listed(outside)})"

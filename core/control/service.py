@@ -32,12 +32,13 @@ import asyncio
 import functools
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
+from core.control.history import GATE_FIELDS, require_sealed_merge, sealed_blocker, transition_seal
 from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
@@ -197,10 +198,20 @@ class ControlPlane(Queries, Operations):
         return stored
 
     async def transition(
-        self, task: Task, to: TaskState, *, actor: str, reason: str = "", **fields: Any
+        self,
+        task: Task,
+        to: TaskState,
+        *,
+        actor: str,
+        reason: str = "",
+        facts: Mapping[str, Any] | None = None,
+        **fields: Any,
     ) -> Task:
-        """Check the table, compare-and-set from `task.state`, record TaskTransitioned."""
-        event, fields = self._change(task, to, actor=actor, reason=reason, fields=fields)
+        """Check the table, compare-and-set from `task.state`, record TaskTransitioned (with
+        `facts` besides the fields it sets, sealed: core.control.history)."""
+        event, fields = self._change(
+            task, to, actor=actor, reason=reason, fields=fields, facts=facts
+        )
         updated, stored = await self.store.apply_transition(task.id, task.state, event, fields)
         self.bus.publish(stored)
         return updated
@@ -214,6 +225,7 @@ class ControlPlane(Queries, Operations):
         reason: str,
         fields: dict[str, Any],
         reset: bool = False,
+        facts: Mapping[str, Any] | None = None,
     ) -> tuple[TaskTransitioned, dict[str, Any]]:
         """The event and the fields of a legal move (a `reset`: back to a stage the task
         passed): into NEEDS_INPUT or FAILED it records the stage to resume, and out of them
@@ -228,6 +240,7 @@ class ControlPlane(Queries, Operations):
             fields.setdefault("resume_state", resume or task.resume_state)
         elif task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             fields.setdefault("resume_state", None)
+        recorded = {k: fields[k] for k in GATE_FIELDS if k in fields} | dict(facts or {})
         event = TaskTransitioned(
             at=self.clock(),
             task_id=task.id,
@@ -235,6 +248,8 @@ class ControlPlane(Queries, Operations):
             to_state=to,
             actor=actor,
             reason=reason,
+            facts=recorded,
+            seal=transition_seal(self.keys, task.id, task.state, to, recorded),
         )
         return event, fields
 
@@ -261,7 +276,14 @@ class ControlPlane(Queries, Operations):
         return run
 
     async def enter(
-        self, task: Task, stage: TaskState, *, actor: str, reason: str = "", **fields: Any
+        self,
+        task: Task,
+        stage: TaskState,
+        *,
+        actor: str,
+        reason: str = "",
+        facts: Mapping[str, Any] | None = None,
+        **fields: Any,
     ) -> Task:
         """Move into a working stage and queue its run, in one store write (no task is left
         in a stage whose run was never queued, nor a run queued twice). A task whose budget,
@@ -270,8 +292,10 @@ class ControlPlane(Queries, Operations):
         if stage in STAGE_ROLE and stage is not TaskState.PR_OPEN:
             spend = await self.budget_reached(task, STAGE_ROLE[stage])
             if spend is not None:
-                return await self._budget_spent(task, stage, spend, reason, fields)
-        event, fields = self._change(task, stage, actor=actor, reason=reason, fields=fields)
+                return await self._budget_spent(task, stage, spend, reason, fields, facts)
+        event, fields = self._change(
+            task, stage, actor=actor, reason=reason, fields=fields, facts=facts
+        )
         run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
         updated, events = await self.store.enter_stage(task.id, task.state, event, fields, run)
         for stored in events:
@@ -284,6 +308,8 @@ class ControlPlane(Queries, Operations):
         branch, from git where this process has the checkout with the task's branch."""
         found = await super().merge_evidence(ref)
         task = await self.task(ref)
+        if found.refusal is None and (sealed := await sealed_blocker(self.store, self.keys, task)):
+            found = found.model_copy(update={"refusal": sealed})
         if not await self._holds(task):
             return found
         worktrees = self.worktrees(task.project)
@@ -308,7 +334,13 @@ class ControlPlane(Queries, Operations):
         )
 
     async def _budget_spent(
-        self, task: Task, stage: TaskState, spend: Spend, reason: str, fields: dict[str, Any]
+        self,
+        task: Task,
+        stage: TaskState,
+        spend: Spend,
+        reason: str,
+        fields: dict[str, Any],
+        facts: Mapping[str, Any] | None = None,
     ) -> Task:
         """Wait in NEEDS_INPUT before `stage`'s run, with the spend so far; the answer that
         names a new budget sends the task on into `stage` (the fields it would have set
@@ -326,6 +358,7 @@ class ControlPlane(Queries, Operations):
             actor="t25",
             reason=question,
             fields={**fields, "resume_state": stage},
+            facts=facts,
         )
         updated, stored = await self.store.apply_transition(task.id, task.state, event, changed)
         self.bus.publish(stored)
@@ -511,6 +544,7 @@ class ControlPlane(Queries, Operations):
             case Verb.MERGE:
                 _not_held(task, "merged")
                 _mergeable(task)
+                await require_sealed_merge(self.store, self.keys, task)
                 _protected_named(task, decision)
                 worktrees = self.worktrees(task.project)
                 await worktrees.moved_since_review(task)  # before any line
@@ -659,6 +693,7 @@ class ControlPlane(Queries, Operations):
         task = await self.task(decision.task)
         _not_held(task, "merged")
         _mergeable(task)
+        await require_sealed_merge(self.store, self.keys, task)
         _protected_named(task, decision)  # before minutes of checks, not after
         if not await self._holds(task):
             return None
@@ -692,6 +727,7 @@ class ControlPlane(Queries, Operations):
             task = await self.task(decision.task)
             _not_held(task, "merged")
             _mergeable(task)
+            await require_sealed_merge(self.store, self.keys, task)
             _protected_named(task, decision)
             under_way = [
                 r

@@ -99,6 +99,11 @@ class TaskTransitioned(Event):
     to_state: TaskState
     actor: str
     reason: str = ""
+    # What a gate decides on, as the move set it (checks passed and on which head, the
+    # review's verdict and head), and T25's seal of the move and its facts: a row or an
+    # event anyone else wrote has no valid seal (core.control.history).
+    facts: dict[str, Any] = {}
+    seal: str | None = None
 
 
 class TaskUpdated(Event):

@@ -21,7 +21,6 @@ the others as written. A file that does not parse declares nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +28,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from core.domain import agent_json
 
 MANIFEST_NAMES = (
     "requirements*.txt",
@@ -95,9 +96,9 @@ def declared(path: str, text: str) -> set[str]:
         return set(_go_mod(text))
     if name == "Gemfile":
         return set(_GEM.findall(text))
-    try:
+    try:  # an agent wrote it: a table nested without end is no manifest
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, MemoryError):
         return set()
     if name == "pyproject.toml":
         return set(_pyproject(data))
@@ -152,8 +153,8 @@ _GEM = re.compile(r"""^[ \t]*gem[ \t(]+["']([^"']+)["']""", re.MULTILINE)
 
 def _package_json(text: str) -> set[str]:
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = agent_json.loads(text)
+    except ValueError:  # not JSON, or too deep or too long to be a manifest
         return set()
     if not isinstance(data, dict):
         return set()

@@ -1,5 +1,5 @@
-"""`t25 audit` (with `--json`, `shapes.AuditLog`), `t25 audit verify`, `t25 audit export` and
-`t25 audit checkpoint`."""
+"""`t25 audit` (with `--json`, `shapes.AuditLog`), `t25 audit verify`, `t25 audit export`,
+`t25 audit checkpoint` and `t25 audit rotate-key`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from core.config.schema import Config
 from core.control.audit import VOID, cross_check, log_path
 from core.control.audit_lines import GENESIS, as_line
+from core.control.history import replay, row_disagreement
+from core.control.keyring import KEY_FILE, Keyring
 from core.domain.audit import AuditEntry, Verdict
-from core.domain.events import DecisionRecorded
-from core.domain.models import task_id
+from core.domain.events import DecisionRecorded, Event, TaskTransitioned
+from core.domain.models import Task, task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
@@ -78,6 +81,7 @@ def verify(args: argparse.Namespace) -> int:
         if not verdict.ok:
             return False
         problems = cross_check(list(trail.entries), await _recorded(control))
+        problems += await _history_problems(control)
         for problem in problems:
             print(f"MISMATCH: {problem}", file=sys.stderr)
         if against is not None:
@@ -168,11 +172,50 @@ def _export(entry: AuditEntry, out: Any) -> None:
     out.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
 
 
+async def _history_problems(control: Operations) -> list[str]:
+    """Each task whose row is not what its sealed history leaves it at, or whose history
+    holds a state change T25 did not seal (core.control.history)."""
+    keys = _keys(control.config)
+    out = []
+    for task in await _every_task(control):
+        events: list[Event] = []
+        after = 0
+        while found := await control.events(task.id, after=after, limit=PAGE):
+            events += [e for e in found if isinstance(e, TaskTransitioned)]
+            after = found[-1].id or after
+            if len(found) < PAGE:
+                break
+        history = replay(task.id, events, keys)
+        said = [*history.problems, *filter(None, [row_disagreement(task, history)])]
+        out += [f"{task.id}: {problem}" for problem in said]
+    return out
+
+
+def _keys(config: Config) -> Keyring:
+    return Keyring.open(config.audit.key_file or config.root / KEY_FILE)
+
+
+async def _every_task(control: Operations) -> list[Task]:
+    tasks = [*await control.tasks(), *await control.tasks(archived=True)]
+    return list({t.id: t for t in tasks}.values())
+
+
+def rotate_key(args: argparse.Namespace) -> int:
+    from t25_tui.cli.context import config_of
+
+    keys = _keys(config_of(args))
+    key = keys.rotate()
+    print(
+        f"added key {key.id} to {keys.path}: it seals from now on; {len(keys.keys) - 1} older "
+        "key(s) kept to verify what they sealed"
+    )
+    return 0
+
+
 async def _recorded(control: Operations) -> list[DecisionRecorded]:
     """Every decision the store says took effect, on every task, archived ones included."""
-    tasks = [*await control.tasks(), *await control.tasks(archived=True)]
     found: list[DecisionRecorded] = []
-    for task in {t.id: t for t in tasks}.values():
+    for task in await _every_task(control):
         after = 0
         while events := await control.events(task.id, after=after, limit=PAGE):
             found += [e for e in events if isinstance(e, DecisionRecorded)]

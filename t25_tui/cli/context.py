@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from core.config.keys import Bindable
 from core.config.schema import Config, find_config, load_config
+from core.errors import ConfigError
 from core.workspace.git import identity
 
 if TYPE_CHECKING:  # the runtime is imported when a command opens it: `t25 --help` stays light
@@ -81,9 +82,27 @@ def run_runtime(
         async with runtime_of(args, crew=crew) as runtime:
             if crew is not None:
                 warn_if_unconfined(runtime.config)
+                await guard_the_store(runtime.config)
             return await body(runtime)
 
     return asyncio.run(go())
+
+
+async def guard_the_store(config: Config) -> None:
+    """A Postgres store that lets anyone in over TCP: say so on every start that runs
+    agents; with `sandbox: required`, refuse to run them on the host's network beside it
+    (an agent there reaches the store's port)."""
+    from store.open_door import accepts_without_password
+
+    warning = await accepts_without_password(config.store_url)
+    if warning is None:
+        return
+    if config.sandbox.mode == "required" and config.sandbox.network == "shared":
+        raise ConfigError(
+            f"sandbox: required, but {warning}, and network: shared lets agents reach it",
+            hint="give the store's role a password, or set sandbox.network: allowlist",
+        )
+    print(f"t25: warning: {warning}", file=sys.stderr)
 
 
 def warn_if_unconfined(config: Config) -> None:

@@ -67,6 +67,7 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         *([check.error] if check.error else []),
         *(tool.problem for tool in (git, store) if tool.problem),
         *problems,
+        *filter(None, [await _open_door(config.store_url)]),
     ]
     ok = playable and check.error is None and git.ok and store.reachable is not False
     return DoctorReport(
@@ -87,6 +88,12 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         ],
         problems=list(dict.fromkeys(problems)),
     )
+
+
+async def _open_door(url: str) -> str | None:
+    from store.open_door import accepts_without_password
+
+    return await accepts_without_password(url)
 
 
 def _config(args: argparse.Namespace) -> tuple[Config, ConfigCheck]:

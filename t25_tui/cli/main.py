@@ -470,9 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     verify = audit_sub.add_parser(
         "verify",
-        help="check the log's hash chain against the store's anchor",
-        description="Check the audit log's hash chain against the store's anchor; "
-        "exit 1 and name the first bad line if anything was changed.",
+        help="check the log's chain and T25's seals, and each task's row against its history",
+        description="Check the audit log's hash chain against the store's anchor and each "
+        "line's seal (T25's key), and each task's row against its sealed history; exit 1 and "
+        "name the first bad line, or each task whose records T25 did not write.",
     )
     verify.add_argument(
         "--against",
@@ -506,6 +507,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checkpoint.add_argument("--json", action="store_true", help="as a JSON object")
     checkpoint.set_defaults(handler=_command("audit:checkpoint"))
+    rotate = audit_sub.add_parser(
+        "rotate-key",
+        help="add a new sealing key; what the old ones sealed still verifies",
+        description="Add a new key to T25's keyring (audit.key_file, .factory/audit.key by "
+        "default): every line and state change from now on is sealed with it; the old keys "
+        "stay, to verify what they sealed. Back the key file up with the store.",
+    )
+    rotate.set_defaults(handler=_command("audit:rotate_key"))
     return parser
 
 

@@ -8,7 +8,7 @@ import sys
 
 from core.config import held_secrets
 from core.errors import ConfigError, T25Error
-from t25_tui.cli.context import config_of, runtime_of, warn_if_unconfined
+from t25_tui.cli.context import config_of, guard_the_store, runtime_of, warn_if_unconfined
 
 CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
 
@@ -41,6 +41,7 @@ def serve(args: argparse.Namespace) -> int:
             )
             if args.workers:
                 warn_if_unconfined(control.config)
+            await guard_the_store(control.config)
             if not held_secrets.get(CREDENTIAL_ENV):
                 print(
                     f"  note: {CREDENTIAL_ENV} is not set, so no remote worker can attach",

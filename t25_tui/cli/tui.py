@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.config.schema import find_config
 from core.errors import ConfigError
-from t25_tui.cli.context import actor_of, runtime_of, warn_if_unconfined
+from t25_tui.cli.context import actor_of, guard_the_store, runtime_of, warn_if_unconfined
 
 
 def tui(args: argparse.Namespace) -> int:
@@ -80,6 +80,7 @@ async def cockpit(
     async with runtime_of(args, crew=None if no_workers else Crew(workers=workers)) as runtime:
         if not no_workers:
             warn_if_unconfined(runtime.config)
+            await guard_the_store(runtime.config)
         adapters = builtin_adapters()
         app = make_app(
             runtime.operations,

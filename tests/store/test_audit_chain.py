@@ -25,6 +25,7 @@ from core.ports import Store
 from core.workspace.worktrees import Cleanup, TrialMerge
 from store import open_store
 from tests.conftest import make_repo
+from tests.sealed import passed_review
 from tests.store.conftest import PostgresBackend
 
 pytestmark = pytest.mark.postgres
@@ -329,10 +330,8 @@ class _Killed(BaseException):
 async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unapplied(two, db):
     one, _ = two
     refused, cut = [(await one.control.new_task(t, actor="ana")).id for t in ("a", "b")]
-    await _sql(
-        db.url,
-        "UPDATE tasks SET state = 'DONE', checks_passed = true, review_verdict = 'approve'",
-    )
+    for ref in (refused, cut):
+        await passed_review(one.control, await one.control.task(ref), "a" * 40)
     one.control.worktrees = lambda project: _Trees(refuses=True)  # type: ignore[method-assign]
     with pytest.raises(MergeRefused):
         await one.control.merge(refused, actor="ana")

@@ -19,6 +19,7 @@ from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.sample_data import Seeded
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.widgets.board import Column
+from tests.sealed import passed_review, tip
 from tests.test_serve import serving
 from tests.tui.conftest import app_for, settle_board, until
 
@@ -56,7 +57,7 @@ async def merge_t1(seeded: Seeded) -> None:
     """T-1's checks pass and review approves; an operator merges it."""
     control = seeded.control
     task = await control.task("T-1")
-    await control.update(task, actor="t25", checks_passed=True, review_verdict="approve")
+    await passed_review(control, task, await tip(control, task))
     await control.merge("T-1", actor="ana")
 
 

@@ -16,6 +16,7 @@ from t25_tui.tui.screens.dialogs import (
     ResetDialog,
 )
 from t25_tui.tui.screens.inbox import Inbox
+from tests.sealed import passed_review, tip
 from tests.tui.conftest import app_for, settle_board, until, until_async
 
 SIZES = [(120, 36), (80, 24)]
@@ -91,7 +92,7 @@ async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
         assert "cannot be merged" in body
         await pilot.press("escape")
         task = await f.task("T-1")
-        await f.update(task, actor="t25", checks_passed=True, review_verdict="approve")
+        await passed_review(f, task, await tip(f, task))
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, MergeDialog))
         await pilot.press("y")
@@ -106,13 +107,8 @@ async def _merged(f):
 async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(seeded):
     f = seeded.control
     task = await f.task("T-1")
-    await f.update(
-        task,
-        actor="t25",
-        checks_passed=True,
-        review_verdict="approve",
-        protected_paths=(".github/workflows/ci.yml", "package.json"),
-    )
+    task = await passed_review(f, task, await tip(f, task))
+    await f.update(task, actor="t25", protected_paths=(".github/workflows/ci.yml", "package.json"))
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)

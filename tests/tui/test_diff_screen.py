@@ -10,6 +10,7 @@ from core.domain.diffs import TaskDiff, files_of
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import MergeDialog
 from t25_tui.tui.screens.diff import DiffScreen, DiffView
+from tests.sealed import passed_review, tip
 from tests.tui.conftest import app_for, settle_board, until, until_async
 
 
@@ -54,7 +55,7 @@ async def test_d_in_the_detail_opens_the_whole_change_and_v_one_attempts(seeded)
 async def test_the_merge_question_opens_the_diff_and_leaving_it_asks_again(seeded, size):
     control = seeded.control
     task = await control.task("T-1")
-    await control.update(task, actor="t25", checks_passed=True, review_verdict="approve")
+    await passed_review(control, task, await tip(control, task))
     app = app_for(seeded)
     async with app.run_test(size=size) as pilot:
         await settle_board(app, pilot)
