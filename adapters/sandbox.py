@@ -42,9 +42,13 @@ from pathlib import Path
 
 from adapters.containment import reaped
 from adapters.process import run_process
-from adapters.sandbox_probe import ISOLATION, bwrap_problem
+from adapters.sandbox_probe import bwrap_problem
 
 CHECK_TIMEOUT_S = 10.0
+# The isolation of every bubblewrap sandbox, the probe's too (adapters.sandbox_probe checks it
+# from inside). `--cap-drop ALL`: started by root, bubblewrap otherwise leaves the run every
+# capability, CAP_SYS_ADMIN among them (mount, remount read-write).
+ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
 KINDS = ("auto", "required", "bwrap", "docker", "none")
 
 # Key stores in the user's HOME that no agent needs: covered inside the sandbox.

@@ -22,10 +22,6 @@ from dataclasses import dataclass
 
 PROBE_TIMEOUT_S = 10.0
 
-# The flags of every sandbox that bear on what the probe checks (adapters.sandbox adds the
-# mounts a run needs on top).
-ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
-
 # Run inside with the interpreter T25 runs on, isolated and without site: the standard
 # library only. A bind mount of / is the first step of the remount attack.
 _LOOK = """
@@ -66,7 +62,10 @@ def _empty(mask: str) -> bool:
 
 
 def _look(path: str, unshare_net: bool) -> tuple[dict[str, object] | None, str]:
-    """Start the probe sandbox; (what it saw, or None, and why not)."""
+    """Start the probe sandbox, isolated as every run is; (what it saw, or None, and why
+    not)."""
+    from adapters.sandbox import ISOLATION  # the one list of flags, kept with the sandbox
+
     argv = [
         path,
         "--die-with-parent",

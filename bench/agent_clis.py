@@ -2,7 +2,8 @@
 a one-shot run that edits a file (median of N) unconfined and in the default sandbox
 (bubblewrap), and how fast an injected quota error and an overload come back with each CLI's
 own retries limited. First, what confinement alone adds to starting a process (`true`, median
-of 30): the reaper that leads an unconfined run, and bubblewrap. Run by hand:
+of 30): the reaper that leads an unconfined run, bubblewrap, and bubblewrap under a run's
+caps (the launcher, and the cgroup made and removed where one is had). Run by hand:
 
     .venv/bin/python bench/agent_clis.py [N]
 """
@@ -21,10 +22,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from adapters.caps import capped
 from adapters.process import minimal_env, run_process
 from adapters.registry import builtin_adapters
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox
-from core.domain.agent import AgentRequest
+from core.domain.agent import AgentRequest, RunCaps
 from core.domain.models import TaskState
 from tests.fakemodel.server import FakeModel
 from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
@@ -78,14 +80,16 @@ async def startup(n: int = 30) -> None:
         "reaper (unconfined)": lambda argv: Sandbox().wrap(argv, box, env),
         "bubblewrap": lambda argv: Bubblewrap().wrap(argv, box, env),
     }
+    caps = RunCaps(memory_mib=4096, processes=512, cpu_s=3600)
     medians = {}
-    for name, wrap in wrappers.items():
+    for name, wrap in [*wrappers.items(), ("bubblewrap, capped", wrappers["bubblewrap"])]:
         times = []
         for _ in range(n):
             started = time.monotonic()
-            done = await run_process(
-                wrap(["/bin/true"]), cwd=work, env=env, timeout_s=30, abort=asyncio.Event()
-            )
+            async with capped(wrap(["/bin/true"]), caps if "capped" in name else None, "b") as run:
+                done = await run_process(
+                    run.argv, cwd=work, env=env, timeout_s=30, abort=asyncio.Event()
+                )
             assert done.exit_code == 0, done.log
             times.append(time.monotonic() - started)
         medians[name] = statistics.median(times) * 1000

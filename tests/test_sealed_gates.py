@@ -183,3 +183,22 @@ def test_checks_on_one_head_and_a_review_of_another_do_not_merge(tmp_path):
     assert "row says reviewed_head None" in (
         merge_blocker(unbound, replay("T-1", events, keys)) or ""
     )
+
+
+def test_a_rotated_key_seals_from_then_on_and_the_old_still_verifies(repo):
+    (repo / "t25.yaml").write_text("projects:\n  - name: app\n")
+    for n in range(2):
+        assert t25(repo, "task", "new", f"task {n}").returncode == 0
+    assert t25(repo, "cancel", "T-1").returncode == 0
+    first = Keyring.open(repo / KEY_FILE).keys[-1].id
+    rotated = t25(repo, "audit", "rotate-key")
+    assert rotated.returncode == 0 and "it seals from now on" in rotated.stdout
+    newer = Keyring.open(repo / KEY_FILE).keys[-1].id
+    assert newer != first
+    assert t25(repo, "cancel", "T-2").returncode == 0
+    lines = [
+        json.loads(line) for line in (repo / ".factory" / "audit.jsonl").read_text().splitlines()
+    ]
+    assert [line["mac"].split(":")[0] for line in lines] == [first, newer]
+    verified = t25(repo, "audit", "verify")
+    assert verified.returncode == 0, verified.stderr

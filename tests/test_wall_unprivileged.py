@@ -33,11 +33,26 @@ def _interpreter() -> str | None:
     return None
 
 
-def _as_nobody(argv: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess[str]:
+def _as_nobody(
+    argv: list[str], env: dict[str, str], view: Path | None = None, **kw
+) -> subprocess.CompletedProcess[str]:
+    """`argv` run as `nobody`; with `view`, in a mount namespace where the checkout is also
+    seen at `view` (its own folders may lie under a home nobody can enter, /root's)."""
     setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    prefix: list[str] = []
+    if view is not None:
+        bind = 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"'
+        prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind, "sh"]
+        prefix += [str(ROOT), str(view)]
     return subprocess.run(
-        [*setpriv, *argv], env=env, capture_output=True, text=True, check=False, **kw
+        [*prefix, *setpriv, *argv], env=env, capture_output=True, text=True, check=False, **kw
     )
+
+
+def _seen_at(path: str, view: Path) -> str:
+    """Where `path` is seen at `view`, the checkout's place for `nobody`."""
+    inside = Path(path)
+    return str(view / inside.relative_to(ROOT)) if inside.is_relative_to(ROOT) else path
 
 
 def _owned_dir(name: str) -> Path:
@@ -55,12 +70,15 @@ def test_the_wall_holds_for_an_unprivileged_user():
             pytest.fail(message)
         pytest.skip(message)
     home, base, bin_dir = _owned_dir("home"), _owned_dir("base"), _owned_dir("bin")
+    # Not under /tmp: inside a sandbox /tmp is a fresh one, and the checkout is read there.
+    view = Path(tempfile.mkdtemp(prefix="t25-checkout-", dir="/var/tmp"))
+    view.chmod(0o755)
     try:
         # The scripted agent as `nobody` can start it: the checkout's script, on that user's
         # interpreter (the virtualenv's entry point names one it may not run).
         agent = bin_dir / "t25-scripted-agent"
         agent.write_text(
-            f'#!/bin/sh\nexec {python} -I {ROOT / "adapters" / "scripted_agent.py"} "$@"\n'
+            f'#!/bin/sh\nexec {python} -I {view / "adapters" / "scripted_agent.py"} "$@"\n'
         )
         agent.chmod(0o755)
         paths = sysconfig.get_paths()
@@ -69,11 +87,15 @@ def test_the_wall_holds_for_an_unprivileged_user():
             "HOME": str(home),
             "LANG": "C.UTF-8",
             "PYTHONPATH": os.pathsep.join(
-                dict.fromkeys([str(ROOT), paths["purelib"], paths["platlib"]])
+                dict.fromkeys(
+                    [str(view), _seen_at(paths["purelib"], view), _seen_at(paths["platlib"], view)]
+                )
             ),
             "T25_TEST_PG_DSN": os.environ.get("T25_TEST_PG_DSN", ""),
         }
-        probe = _as_nobody([python, "-c", "import core, adapters, pytest, pydantic"], env, cwd=ROOT)
+        probe = _as_nobody(
+            [python, "-c", "import core, adapters, pytest, pydantic"], env, view, cwd="/"
+        )
         assert probe.returncode == 0, (
             "the user nobody cannot read the checkout or its virtualenv: " + probe.stderr[-500:]
         )
@@ -89,11 +111,12 @@ def test_the_wall_holds_for_an_unprivileged_user():
                 *MODULES,
             ],
             env,
-            cwd=ROOT,
+            view,
+            cwd="/",
             timeout=900,
         )
     finally:
-        for path in (home, base, bin_dir):
+        for path in (home, base, bin_dir, view):
             shutil.rmtree(path, ignore_errors=True)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

@@ -73,6 +73,7 @@ async def test_the_merge_question_opens_the_diff_and_leaving_it_asks_again(seede
         await until(pilot, lambda: app.screen is question)
         await pilot.press("y")
         await until_async(pilot, lambda: _merged(control, "T-1"))
+        await app.workers.wait_for_complete()  # what the merge set going ends before the app
 
 
 async def _merged(control, ref: str) -> bool:
