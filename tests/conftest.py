@@ -48,6 +48,7 @@ SLOW_MODULES = (
     "test_stopped_children.py",  # agents that leave children behind
     "test_import_hygiene.py",  # fresh interpreters and lint-imports
     "test_held_secrets.py",  # the binary, and interpreters run as another user
+    "test_wall_unprivileged.py",  # the wall's modules again, as another user
     "test_markers.py",  # pytest itself, collecting
     "adapters/test_adapter_process.py",  # agent processes under supervision
     "adapters/test_adapter_cli.py",

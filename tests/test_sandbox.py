@@ -253,11 +253,14 @@ def test_the_next_start_sweeps_what_a_dead_t25_left():
                 proc.wait()
 
 
-def test_the_doctor_says_how_runs_are_confined(shop, t25):
+def test_the_doctor_says_how_runs_are_confined(shop, t25, tmp_path):
     (shop / "t25.yaml").write_text(json.dumps({"projects": [{"name": "shop", "repo": "."}]}))
     done = t25("doctor", cwd=shop)
     assert "sandbox: auto - bubblewrap confines every agent and QA check" in done.out
-    none = t25("doctor", cwd=shop, env={"PATH": f"{Path(sys.executable).parent}:/nowhere"})
+    alone = tmp_path / "python-alone"  # a PATH with the interpreter and no bubblewrap
+    alone.mkdir()
+    (alone / "python3").symlink_to(sys.executable)
+    none = t25("doctor", cwd=shop, env={"PATH": f"{alone}:/nowhere"})
     assert "sandbox: auto - unconfined: agents run as you" in none.out, none.out
 
 

@@ -1,7 +1,7 @@
 """The hostile cases of the wall, as an unprivileged user: the suite runs as root in CI, so this
-test runs tests/test_network_wall.py and tests/test_sandbox_wall.py again under `setpriv` as
-the user `nobody`, each case as it is (the same attacks; the caps per process where that user
-has no cgroup). Root and a user without privileges differ in what bubblewrap does (a user
+test runs tests/test_network_wall.py, tests/test_sandbox_wall.py and tests/test_sandbox.py
+again under `setpriv` as the user `nobody`, each case as it is (the same attacks; the caps per
+process where that user has no cgroup). Root and a user without privileges differ in what bubblewrap does (a user
 namespace or none) and in what the kernel lets a process keep, so both are tried.
 """
 
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534
-MODULES = ("tests/test_network_wall.py", "tests/test_sandbox_wall.py")
+MODULES = ("tests/test_network_wall.py", "tests/test_sandbox_wall.py", "tests/test_sandbox.py")
 REQUIRED = os.environ.get("T25_REQUIRE_PG") == "1"  # CI: a skip here would hide the cases
 
 

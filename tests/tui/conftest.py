@@ -45,3 +45,15 @@ async def until_async(pilot, condition, within_s: float = 30.0) -> None:
 async def settle_board(app: T25App, pilot) -> None:
     await asyncio.wait_for(app.loaded.wait(), 10)
     await pilot.pause()
+
+
+async def landed(control, ref: str) -> bool:
+    """Whether the merge of `ref` is over: merged, and its worktree's cleanup recorded. The
+    decision goes on past `merged` (it removes the worktree, with git): a test that ended
+    at `merged` would close the loop on a git call still starting."""
+    from core.domain.events import WorktreeCleaned
+
+    if not (await control.task(ref)).merged:
+        return False
+    events = await control.store.events_after(0, task_id=ref, limit=100_000)
+    return any(isinstance(e, WorktreeCleaned) for e in events)

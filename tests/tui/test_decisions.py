@@ -17,7 +17,7 @@ from t25_tui.tui.screens.dialogs import (
 )
 from t25_tui.tui.screens.inbox import Inbox
 from tests.sealed import passed_review, tip
-from tests.tui.conftest import app_for, settle_board, until, until_async
+from tests.tui.conftest import app_for, landed, settle_board, until, until_async
 
 SIZES = [(120, 36), (80, 24)]
 
@@ -96,12 +96,8 @@ async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, MergeDialog))
         await pilot.press("y")
-        await until_async(pilot, lambda: _merged(f))
+        await until_async(pilot, lambda: landed(f, "T-1"))
     assert decisions(seeded, "T-1")[-1][0] == "merge"
-
-
-async def _merged(f):
-    return (await f.task("T-1")).merged
 
 
 async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(seeded):
@@ -119,7 +115,7 @@ async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(see
         assert "2 protected path(s)" in question
         assert ".github/workflows/ci.yml" in question and "package.json" in question
         await pilot.press("y")
-        await until_async(pilot, lambda: _merged(f))
+        await until_async(pilot, lambda: landed(f, "T-1"))
     assert decisions(seeded, "T-1")[-1] == (
         "merge",
         "protected paths: .github/workflows/ci.yml, package.json",

@@ -11,7 +11,7 @@ from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import MergeDialog
 from t25_tui.tui.screens.diff import DiffScreen, DiffView
 from tests.sealed import passed_review, tip
-from tests.tui.conftest import app_for, settle_board, until, until_async
+from tests.tui.conftest import app_for, landed, settle_board, until, until_async
 
 
 async def _diff_of(app, pilot, task: str) -> DiffScreen:
@@ -72,12 +72,7 @@ async def test_the_merge_question_opens_the_diff_and_leaving_it_asks_again(seede
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is question)
         await pilot.press("y")
-        await until_async(pilot, lambda: _merged(control, "T-1"))
-        await app.workers.wait_for_complete()  # what the merge set going ends before the app
-
-
-async def _merged(control, ref: str) -> bool:
-    return (await control.task(ref)).merged
+        await until_async(pilot, lambda: landed(control, "T-1"))
 
 
 async def test_a_file_or_all_files_and_a_long_diff_scrolls(seeded):
