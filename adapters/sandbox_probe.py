@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -66,14 +68,16 @@ def _look(path: str, unshare_net: bool) -> tuple[dict[str, object] | None, str]:
     not)."""
     from adapters.sandbox import ISOLATION  # the one list of flags, kept with the sandbox
 
+    interpreter = Path(os.path.realpath(sys.executable))  # a virtualenv's python is a link
     argv = [
         path,
         "--die-with-parent",
         *ISOLATION,
         *(["--unshare-net"] if unshare_net else []),
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+        *_given_back(interpreter),
         "--",
-        sys.executable,
+        str(interpreter),
         "-I",
         "-S",
         "-c",
@@ -91,6 +95,16 @@ def _look(path: str, unshare_net: bool) -> tuple[dict[str, object] | None, str]:
         last = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
         return None, last[0]
     return (seen if isinstance(seen, dict) else None), ""
+
+
+def _given_back(interpreter: Path) -> list[str]:
+    """The interpreter's top-level /tmp directory, bound over the probe's fresh /tmp when it
+    lives there (a checkout and its virtualenv cloned under /tmp)."""
+    tmp = Path("/tmp")
+    if not interpreter.is_relative_to(tmp) or len(interpreter.parts) < 3:
+        return []
+    top = str(tmp / interpreter.parts[2])
+    return ["--ro-bind", top, top]
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,6 +57,23 @@ def test_the_probe_sees_no_capability_and_a_refused_mount():
     seen = probe()
     assert seen.problem is None, seen.problem
     assert int(seen.capabilities, 16) == 0 and seen.mount_refused and seen.own_network
+
+
+@pytest.mark.parametrize("how", ["--symlinks", "--copies"])
+def test_the_probe_works_for_a_t25_installed_under_tmp(tmp_path, how):
+    """A checkout cloned under /tmp, its virtualenv inside: the probe's fresh /tmp must not
+    hide the interpreter it runs (a link to the base one, or a copy under /tmp)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", how, "--without-pip", venv], check=True)
+    look = "from adapters.sandbox_probe import bwrap_problem; print(bwrap_problem())"
+    done = subprocess.run(
+        [venv / "bin" / "python", "-c", look],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},  # T25 and its libraries
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "None", done.stdout + done.stderr
 
 
 async def test_the_remount_attack_is_refused_and_the_host_stays_unwritten(tmp_path):
