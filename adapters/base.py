@@ -340,6 +340,18 @@ def run_homes() -> Path:
     return Path(os.environ.get("T25_RUN_HOMES") or Path.home() / ".cache" / "t25" / "homes")
 
 
+def home_variables(home: Path) -> dict[str, str]:
+    """HOME and the XDG folders, all inside a run's private HOME: whatever a tool caches or
+    configures stays there, writable, and goes with the run."""
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    }
+
+
 @contextlib.contextmanager
 def private_home(wanted: bool, files: dict[str, str]) -> Iterator[Path | None]:
     """A fresh 0700 HOME outside the worktree for one run, seeded with the CLI's headless
@@ -423,13 +435,7 @@ class CliAdapter:
         settings, and a private HOME when there is one. Never T25's own secrets."""
         extra = passthrough_env((*self.spec.login_env, *request.env_passthrough))
         if home is not None:
-            extra.update(
-                HOME=str(home),
-                XDG_CONFIG_HOME=str(home / ".config"),
-                XDG_DATA_HOME=str(home / ".local" / "share"),
-                XDG_CACHE_HOME=str(home / ".cache"),
-                XDG_STATE_HOME=str(home / ".local" / "state"),
-            )
+            extra.update(home_variables(home))
             extra.update(self.spec.home_env(home))
         extra.update(self.spec.extra_env(request))
         extra.update(self.spec.tool_env(request.tools))

@@ -2,22 +2,29 @@
 
 A check is a command, not an agent, but it is just as untrusted: a test suite can hang or
 flood its output. So it runs under the same supervision as an agent (`run_process`), with
-the same minimal environment, in the same sandbox as the agents (it runs the code they
-wrote), and its outcome is a `CheckResult` - never an exception. A sandbox that cannot be had
-fails the check rather than running it unconfined.
+the same minimal environment and a private HOME of its own (tools cache there), in the same
+sandbox as the agents (it runs the code they wrote), and its outcome is a `CheckResult` -
+never an exception. A sandbox that cannot be had fails the check rather than running it
+unconfined. Under bubblewrap the check sees the task's tree at the main checkout's path
+(`qa.tree_at`, adapters.checkout_view), so the checkout's virtual environment imports the
+change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from adapters.base import run_homes
+from adapters.base import home_variables, private_home, run_homes
 from adapters.caps import capped
+from adapters.checkout_view import checkout_view, tidy, unseen
 from adapters.containment import run_tag
-from adapters.netproxy import run_network
-from adapters.process import minimal_env, run_process
-from adapters.sandbox import Confinement, SandboxUnavailable, sandbox_for
+from adapters.netproxy import RunProxy, run_network
+from adapters.process import ProcessResult, minimal_env, run_process
+from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.models import CheckResult
@@ -45,7 +52,6 @@ async def run_check(
 ) -> CheckResult:
     """Run one check to its end or its timeout; it passes when it exits 0."""
     confine = confine or CheckSandbox()
-    env = minimal_env(CHECK_ENV)
     try:
         sandbox = sandbox_for(confine.kind)
         await sandbox.check()
@@ -56,32 +62,32 @@ async def run_check(
             passed=False,
             excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
         )
-    box = Confinement(
-        worktree=cwd,
-        hidden=(*confine.hidden, run_homes()),
-        network=sandbox.network(confine.network),
-        read_paths=confine.read_paths,
-    )
-    tag = run_tag(f"{confine.run_id}/{check.name}")
-    async with (
-        run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy),
-        capped(sandbox.wrap(list(check.run), box, env), confine.caps, tag) as run,
-    ):
-        done = await run_process(
-            run.argv,
-            cwd=cwd,
-            env=env,
-            timeout_s=check.timeout_s,
-            abort=abort or asyncio.Event(),
-            tag=tag,
+    with _scratch() as (home, aside):
+        view = None
+        if confine.at_checkout and isinstance(sandbox, Bubblewrap):
+            view = checkout_view(cwd, aside, confine.hidden)
+        env = minimal_env({**CHECK_ENV, **home_variables(home)})
+        box = Confinement(
+            worktree=cwd,
+            home=home,
+            hidden=(*confine.hidden, run_homes()),
+            network=sandbox.network(confine.network),
+            read_paths=confine.read_paths,
+            view=view,
         )
-        over = run.hit(done.exit_code, done.signal)
+        try:
+            done, over, proxy = await _run(check, box, sandbox, env, confine, abort)
+        finally:
+            if view is not None:
+                tidy(view, cwd)
     excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
     if over is not None:
         excerpt += f"\n[t25: {over}; the check's processes were killed]"
     denied = [c for c in (proxy.records if proxy else []) if not c.allowed]
     if denied:  # what the check tried to reach and was refused, for whoever reads why it failed
         excerpt += "".join(f"\n[t25: {c.line()}]" for c in denied[-5:])
+    if confine.at_checkout and view is None and (why := unseen(cwd, sandbox.name)):
+        excerpt += f"\n[t25: {why}]"
     if done.spawn_error:
         excerpt = done.spawn_error
     elif done.timed_out:
@@ -96,3 +102,40 @@ async def run_check(
         excerpt=excerpt,
         duration_s=done.duration_s,
     )
+
+
+async def _run(
+    check: QACheck,
+    box: Confinement,
+    sandbox: Sandbox,
+    env: dict[str, str],
+    confine: CheckSandbox,
+    abort: asyncio.Event | None,
+) -> tuple[ProcessResult, str | None, RunProxy | None]:
+    """The check's process, confined and capped: how it ended, the cap it hit, its proxy."""
+    tag = run_tag(f"{confine.run_id}/{check.name}")
+    async with (
+        run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy),
+        capped(sandbox.wrap(list(check.run), box, env), confine.caps, tag) as run,
+    ):
+        done = await run_process(
+            run.argv,
+            cwd=box.worktree,
+            env=env,
+            timeout_s=check.timeout_s,
+            abort=abort or asyncio.Event(),
+            tag=tag,
+        )
+        return done, run.hit(done.exit_code, done.signal), proxy
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[tuple[Path, Path]]:
+    """A check's private HOME, and a folder beside it for its view's files: both out of
+    every other run's sight, both removed afterwards."""
+    with (
+        private_home(True, {}) as home,
+        tempfile.TemporaryDirectory(prefix="view-", dir=run_homes()) as aside,
+    ):
+        assert home is not None  # asked for
+        yield home, Path(aside)

@@ -39,10 +39,14 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapters.containment import reaped
 from adapters.process import run_process
 from adapters.sandbox_probe import bwrap_problem
+
+if TYPE_CHECKING:
+    from adapters.checkout_view import CheckoutView
 
 CHECK_TIMEOUT_S = 10.0
 # The isolation of every bubblewrap sandbox, the probe's too (adapters.sandbox_probe checks it
@@ -92,6 +96,14 @@ class Confinement:
     # Given back read-only inside the hidden homes (the toolchains, sandbox.read_paths).
     read_paths: Sequence[Path] = ()
     worktree_writable: bool = True  # False: a role that changes no file
+    # The tree seen at the main checkout's path, where the project's tooling expects it
+    # (adapters.checkout_view); None: at its own path.
+    view: CheckoutView | None = None
+
+    @property
+    def cwd(self) -> Path:
+        """Where the run starts, inside."""
+        return self.view.checkout if self.view is not None else self.worktree
 
 
 class Sandbox:
@@ -160,7 +172,7 @@ class Bubblewrap(Sandbox):
             *(["--unshare-net"] if own_network else []),
             *mount_plan(argv, confinement),
             "--chdir",
-            str(confinement.worktree),
+            str(confinement.cwd),
             "--",
             *bridged(argv, confinement),
         ]
@@ -239,6 +251,8 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     # Last, once the mounts inside them are made: a write to a covered directory fails.
     for path in covered:
         out += ["--remount-ro", str(path)]
+    if confinement.view is not None:  # over everything, the covered checkout's state too
+        out += confinement.view.mounts(worktree, writable=confinement.worktree_writable)
     return out
 
 
@@ -312,19 +326,19 @@ def _runtime_dirs() -> list[str]:
 
 
 def _under_tmp(program: str, confinement: Confinement) -> list[Path]:
-    """The top-level /tmp directories the program (and its PATH) live in, to give back
-    read-only over the private /tmp."""
+    """The top-level /tmp directories the program (and its PATH) live in, and the
+    `sandbox.read_paths` there, to give back read-only over the private /tmp."""
     places = [Path(os.path.abspath(program)), Path(os.path.realpath(program))]
     places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
     places += [source for source, _ in confinement.readonly]
     tmp = Path("/tmp")
-    return sorted(
-        {
-            Path("/tmp", path.parts[2])
-            for path in places
-            if path.is_absolute() and path.is_relative_to(tmp) and len(path.parts) > 2
-        }
-    )
+    tops = {
+        Path("/tmp", path.parts[2])
+        for path in places
+        if path.is_absolute() and path.is_relative_to(tmp) and len(path.parts) > 2
+    }
+    given = {path for path in confinement.read_paths if path.is_relative_to(tmp) and path.exists()}
+    return sorted(tops | given)
 
 
 def _home() -> Path:

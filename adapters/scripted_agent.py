@@ -6,7 +6,8 @@ stream-json and ends with a result carrying usage - but answers deterministicall
 the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TASK:`,
 `T25-ROUND:`) and T25's headings only outside fenced blocks, where T25 quotes everything it
 did not write; `scripted: key=value` directives it reads from the task's description (which
-is quoted). It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
+is quoted) - `scripted: write=PATH:TEXT` and `scripted: delete=PATH` make the developer's
+change a given one. It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
 way real agents do, so the supervision code is tested against real processes.
 
 Each run is a session with an id, reported in its `init` and `result` events. A task whose
@@ -139,6 +140,7 @@ def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
             file.write(f"- {task} round {round_}: scripted change\n")
         emit(type="tool_use", name="write", path=changes)
         touched = [changes, *also_touch(ctx["directives"], f"# {task} round {round_}")]
+        touched += edit(ctx["edits"])
         return {
             "summary": f"Appended a line for {task} (round {round_}) to {changes}.",
             "files_changed": touched,
@@ -198,6 +200,27 @@ def also_touch(directives: dict[str, str], line: str) -> list[str]:
             file.write("".join(f"{text}\n" for text in added))
         emit(type="tool_use", name="write", path=path)
     return list(lines)
+
+
+def edit(edits: list[tuple[str, str]]) -> list[str]:
+    """`scripted: write=PATH:TEXT` makes PATH hold TEXT (`\\n` in it a newline), `scripted:
+    delete=PATH` removes PATH; in the order the task's description gives them. Paths stay
+    inside the working directory."""
+    done = []
+    for how, value in edits:
+        path, _, text = value.partition(":")
+        if os.path.isabs(path) or ".." in path.split("/"):
+            raise ValueError(f"scripted: will not write outside the worktree: {path!r}")
+        if how == "delete":
+            if os.path.lexists(path):
+                os.remove(path)
+        else:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text.replace("\\n", "\n"))
+        emit(type="tool_use", name=how, path=path)
+        done.append(path)
+    return done
 
 
 def top_level(prompt: str) -> list[str]:
@@ -704,7 +727,8 @@ def main(argv: list[str] | None = None) -> int:
     headers: dict[str, str] = {}
     for found_header in filter(None, map(_HEADER.fullmatch, structure)):
         headers.setdefault(found_header[1], found_header[2])  # T25's header comes first
-    directives = dict(_DIRECTIVE.findall("\n".join([*earlier, prompt])))
+    found_directives = _DIRECTIVE.findall("\n".join([*earlier, prompt]))
+    directives = dict(found_directives)
     ctx = {
         "prompt": prompt,
         "structure": structure,
@@ -712,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         "task": headers.get("TASK", "T-?"),
         "round": headers.get("ROUND", "1"),
         "directives": directives,
+        "edits": list(dict.fromkeys(d for d in found_directives if d[0] in ("write", "delete"))),
     }
     if directives.get("sessions") == "keep":
         keep_session(SESSION, [*earlier, prompt])

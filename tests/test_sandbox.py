@@ -110,7 +110,10 @@ async def test_sandboxed_a_qa_check_cannot_write_outside_the_worktree(env, shop)
     run = committed_check(
         shop,
         "check_escape.py",
-        f"import pathlib\npathlib.Path({str(shop / 'FROM_A_CHECK.txt')!r}).write_text('x')\n",
+        "import pathlib, subprocess\n"
+        "common = subprocess.run(['git', 'rev-parse', '--git-common-dir'],\n"
+        "                        capture_output=True, text=True, check=True).stdout.strip()\n"
+        "pathlib.Path(common, 'FROM_A_CHECK.txt').write_text('x')\n",
     )
     checks = [{"name": "escape", "run": run, "required": True}]
     await env.open(qa={"checks": checks}, sandbox="auto", limits={"max_qa_loops": 0})
@@ -120,6 +123,7 @@ async def test_sandboxed_a_qa_check_cannot_write_outside_the_worktree(env, shop)
     assert task.state in (S.NEEDS_INPUT, S.FAILED), task.state
     assert task.checks_passed is False
     assert not (shop / "FROM_A_CHECK.txt").exists()
+    assert not (shop / ".git" / "FROM_A_CHECK.txt").exists()
 
 
 async def test_sandboxed_the_agent_sees_none_of_t25s_processes(env, shop, monkeypatch):

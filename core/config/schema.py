@@ -467,6 +467,10 @@ class QAConfig(_Section):
     # `allow_hosts`, or shared (the host's network); sandboxed runs only.
     network: Literal["none", "allowlist", "shared"] = "none"
     allow_hosts: list[HostEntry] = []
+    # Where the checks see the task's tree: `checkout` - at the main checkout's own path,
+    # with its virtual environments and node_modules, so an editable install imports the
+    # change (bubblewrap only); `worktree` - at the worktree's path.
+    tree_at: Literal["checkout", "worktree"] = "checkout"
 
     @field_validator("checks")
     @classmethod

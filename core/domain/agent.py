@@ -81,6 +81,7 @@ class CheckSandbox(BaseModel):
     read_paths: tuple[Path, ...] = ()
     run_id: str = ""  # the QA run the checks belong to: their processes carry its tag
     caps: RunCaps | None = None
+    at_checkout: bool = False  # the tree seen at the main checkout's path (qa.tree_at)
 
     @classmethod
     def of(cls, config: Config, project: str | None, run_id: str) -> CheckSandbox:
@@ -95,6 +96,7 @@ class CheckSandbox(BaseModel):
             read_paths=tuple(policy.sandbox.read_paths),
             run_id=run_id,
             caps=RunCaps.of(policy.limits),
+            at_checkout=policy.qa.tree_at == "checkout",
         )
 
 

@@ -1,0 +1,90 @@
+"""A small but real Python project, developed the way projects are: a src layout, a pytest
+suite with a conftest, and a virtual environment *inside the checkout* holding the project
+installed editable by a real `pip install -e .` (its `.pth` file names the checkout's
+`src/`). The shape in which a check run in a worktree imports the main checkout's code.
+
+The tools the project's environment needs - pytest, setuptools, wheel - are installed once per
+test session into a shared virtual environment (from the package index, locked so parallel
+test processes build it once) and reach each project's environment through a `.pth` file;
+then `pip install -e .` itself runs offline, in about a second.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import sys
+from pathlib import Path
+
+from core.workspace.git import git_sync
+from tests.conftest import make_repo
+
+TOOLS = ("pytest==8.4.2", "setuptools==80.9.0", "wheel==0.45.1")
+SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=64", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "calc"
+version = "1.0"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+CALC = "def add(a, b):\n    return a + b\n"
+TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+IGNORED = ".venv/\n*.egg-info/\n__pycache__/\n.pytest_cache/\n/.factory/\n/t25.yaml\n"
+
+
+def tools_venv(shared: Path) -> Path:
+    """The session's tools environment under `shared`, built by the first process to ask."""
+    venv = shared / "project-tools"
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / "project-tools.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / "ready").exists():
+            subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+            pip = [venv / "bin" / "python", "-m", "pip", "install", "-q", *TOOLS]
+            subprocess.run(pip, check=True, timeout=600)
+            (venv / "ready").write_text("")
+    return venv
+
+
+def make_project(where: Path, tools: Path) -> Path:
+    """The project at `where/calc`: committed on `trunk`, its `.venv` (ignored) holding the
+    editable install."""
+    repo = make_repo(
+        where / "calc",
+        files={
+            "pyproject.toml": PYPROJECT,
+            ".gitignore": IGNORED,
+            "README.md": "# calc\n",
+        },
+    )
+    for name, text in {
+        "src/calc/__init__.py": CALC,
+        "tests/test_calc.py": TESTS,
+        "tests/conftest.py": CONFTEST,
+    }.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git_sync("add", "-A", cwd=repo)
+    git_sync("commit", "-qm", "calc with tests", cwd=repo)
+    venv = repo / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    (venv / SITE / "project-tools.pth").write_text(str(tools / SITE) + "\n")
+    install = [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index"]
+    install += ["--no-build-isolation", "--no-deps", "-e", repo]
+    subprocess.run(install, check=True, timeout=300, capture_output=True)
+    return repo
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every test process of this session shares (xdist's workers each have a
+    base temp of their own below it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
