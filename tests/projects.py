@@ -37,6 +37,7 @@ where = ["src"]
 CALC = "def add(a, b):\n    return a + b\n"
 TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+MAKEFILE = "test:\n\t.venv/bin/python -m pytest -q -p no:cacheprovider\n"
 IGNORED = ".venv/\n*.egg-info/\n__pycache__/\n.pytest_cache/\n/.factory/\n/t25.yaml\n"
 
 
@@ -69,6 +70,7 @@ def make_project(where: Path, tools: Path) -> Path:
         "src/calc/__init__.py": CALC,
         "tests/test_calc.py": TESTS,
         "tests/conftest.py": CONFTEST,
+        "Makefile": MAKEFILE,
     }.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)

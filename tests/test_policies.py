@@ -281,6 +281,22 @@ DEFAULTS = Policies().protected
         "pyproject.toml",
         "requirements.txt",
         "requirements-dev.txt",
+        "dev-requirements.txt",
+        "requirements/base.in",
+        "constraints.txt",
+        "conftest.py",
+        "src/pkg/tests/conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "noxfile.py",
+        "Makefile",
+        "justfile",
+        "web/jest.config.ts",
+        "vitest.config.mjs",
+        ".mocharc.yml",
+        "CMakeLists.txt",
+        "cmake/deps.cmake",
         "poetry.lock",
         "uv.lock",
         "Pipfile",
@@ -294,7 +310,7 @@ DEFAULTS = Policies().protected
         "Gemfile.lock",
     ],
 )
-def test_the_default_protected_paths_cover_ci_agent_config_t25_git_and_manifests(path):
+def test_the_default_protected_paths_cover_ci_agent_config_t25_git_harness_and_manifests(path):
     assert protected_touched([path], DEFAULTS) == (path,)
 
 
@@ -306,7 +322,7 @@ def test_the_default_protected_paths_cover_ci_agent_config_t25_git_and_manifests
         "docs/.github/workflows/ci.yml",  # anchored at the root
         "CLAUDE.md.bak",
         "my-package.json",
-        "requirements/base.in",
+        "requirements.in",
         "notes/claude.md",  # names are case-sensitive, as git's are
         ".github/dependabot.yml",
     ],
@@ -381,7 +397,9 @@ def test_documentation_is_named_by_docs_paths_and_never_a_protected_path():
     from core.control.policies import beyond_documentation
 
     policy = Policies()
-    assert beyond_documentation(["README.md", "docs/guide/intro.rst", "NOTES.txt"], policy) == ()
+    assert beyond_documentation(["README.md", "docs/guide/intro.rst", "a.adoc"], policy) == ()
+    # text a tool reads, and markdown that runs (MDX is JSX), are not documentation
+    assert beyond_documentation(["NOTES.txt", "page.mdx"], policy) == ("NOTES.txt", "page.mdx")
     assert beyond_documentation(["README.md", "docs/conf.py", "AGENTS.md"], policy) == (
         "AGENTS.md",
         "docs/conf.py",
@@ -389,3 +407,27 @@ def test_documentation_is_named_by_docs_paths_and_never_a_protected_path():
     assert beyond_documentation(["requirements-dev.txt"], policy) == ("requirements-dev.txt",)
     narrow = Policies(docs_paths=["docs/**"])
     assert beyond_documentation(["docs/a.py", "README.md"], narrow) == ("README.md",)
+
+
+@pytest.mark.parametrize(
+    ("change", "guarded_paths"),
+    [
+        (DiffStat(files=("tests/test_a.py",), removed=("tests/test_a.py",)), ("tests/test_a.py",)),
+        (DiffStat(files=("a_test.go",), removed=("a_test.go",)), ("a_test.go",)),
+        (DiffStat(files=("web/x.spec.ts",), removed=("web/x.spec.ts",)), ("web/x.spec.ts",)),
+        # renamed away: where it was counts
+        (
+            DiffStat(files=("tests/cases.py",), renamed_from=("tests/test_a.py",)),
+            ("tests/test_a.py",),
+        ),
+        # an edited or added test, or a removed file that is no test, is not
+        (DiffStat(files=("tests/test_a.py", "tests/test_new.py")), ()),
+        (DiffStat(files=("src/old.py",), removed=("src/old.py",)), ()),
+    ],
+)
+def test_a_change_that_takes_a_test_away_is_guarded_like_a_protected_path(change, guarded_paths):
+    from core.config.schema import Policies
+    from core.control.policies import guarded
+
+    assert guarded(change, Policies()) == guarded_paths
+    assert guarded(change, Policies(test_paths=[])) == ()

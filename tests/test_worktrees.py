@@ -643,16 +643,23 @@ async def test_a_conflicting_merge_changes_nothing_and_names_the_files(repo, wt)
     assert (repo / "app.py").read_text() == "def hello():\n    return 'from trunk'\n"
 
 
-async def test_a_merge_git_itself_refuses_is_reported_with_gits_reason(repo, wt):
+async def test_a_merge_over_an_untracked_or_ignored_file_is_refused_naming_it(repo, wt):
+    """git itself refused an untracked file only at the fast-forward, after the checks, and
+    overwrites an ignored one unasked: T25 refuses both before the trial."""
     task = await _task_with_commit(wt, "feature.py")
     (repo / "feature.py").write_text("an untracked file the merge would overwrite\n")
     before = head(repo)
     with pytest.raises(
         MergeRefused,
-        match=r"git refused to move trunk to the merge of feat/T-1: .*overwritten by merge: feature\.py",
+        match=r"would write over 1 file\(s\) of the main checkout that git does not track: "
+        r"feature\.py",
     ):
         await wt.merge(task, message="merge")
     assert head(repo) == before
+    assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
+    (repo / ".git" / "info" / "exclude").write_text("feature.py\n")  # ignored: the same
+    with pytest.raises(MergeRefused, match=r"feature\.py"):
+        await wt.merge(task, message="merge")
     assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
 
 

@@ -365,7 +365,9 @@ class ApprovalPolicy(_Section):
 
 
 # What a change may not touch without an approver naming it at merge: CI, the agents' own
-# configuration, T25's, git's attributes and hooks, and dependency manifests and lock files.
+# configuration, T25's, git's attributes and hooks, the harness that decides what a check
+# runs and how (a conftest.py can skip or pass any test), build files, and dependency
+# manifests and lock files.
 # gitignore-style: a pattern without a slash matches a file's name at any depth; one with a
 # slash is anchored at the repository's root; `**` spans directories.
 DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
@@ -390,6 +392,21 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     ".husky/**",
     ".pre-commit-config.yaml",
     "lefthook.yml",
+    "conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    "noxfile.py",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "justfile",
+    "Justfile",
+    ".justfile",
+    "jest.config.*",
+    "vitest.config.*",
+    ".mocharc*",
+    "CMakeLists.txt",
+    "*.cmake",
     "package.json",
     "package-lock.json",
     "npm-shrinkwrap.json",
@@ -399,7 +416,9 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
-    "requirements*.txt",
+    "*requirements*.txt",
+    "requirements/**",
+    "constraints*.txt",
     "poetry.lock",
     "uv.lock",
     "Pipfile",
@@ -419,7 +438,22 @@ _PATTERN = re.compile(r"[^\s\\]+")
 
 # Documentation by kind of file, at any depth: text a reader reads, not code a tool runs (a
 # `docs/conf.py` is Python, so `docs/**` is not here).
-DEFAULT_DOCS_PATHS: tuple[str, ...] = ("*.md", "*.mdx", "*.rst", "*.adoc", "*.txt")
+DEFAULT_DOCS_PATHS: tuple[str, ...] = ("*.md", "*.rst", "*.adoc")
+
+# Where a project keeps its tests: a change that removes a file there (or renames it away)
+# is treated as touching a protected path - a deleted test passes every check.
+DEFAULT_TEST_PATHS: tuple[str, ...] = (
+    "tests",
+    "test",
+    "testing",
+    "__tests__",
+    "spec",
+    "test_*.py",
+    "*_test.py",
+    "*_test.go",
+    "*.test.*",
+    "*.spec.*",
+)
 
 
 class Policies(_Section):
@@ -434,8 +468,11 @@ class Policies(_Section):
     # What the DOCS stage may change and still merge as reviewed; a protected path never
     # counts as documentation. Anything else it changes goes through QA and review.
     docs_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_DOCS_PATHS))
+    # Where the project's tests live: removing a file there counts as touching a protected
+    # path (named at merge with --allow-path like one).
+    test_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_PATHS))
 
-    @field_validator("protected_paths", "extra_protected_paths", "docs_paths")
+    @field_validator("protected_paths", "extra_protected_paths", "docs_paths", "test_paths")
     @classmethod
     def _patterns(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:

@@ -131,10 +131,15 @@ def merge_blocker(task: Task, history: SealedHistory) -> str | None:
     return None
 
 
+async def sealed_history(store: Store, keys: Keyring, task: Task) -> SealedHistory:
+    """`task` as its sealed transitions, read from its events, leave it."""
+    events = await store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+    return replay(task.id, events, keys)
+
+
 async def sealed_blocker(store: Store, keys: Keyring, task: Task) -> str | None:
     """Why T25's records do not allow merging `task`, read from its events; or None."""
-    events = await store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
-    return merge_blocker(task, replay(task.id, events, keys))
+    return merge_blocker(task, await sealed_history(store, keys, task))
 
 
 async def require_sealed_merge(store: Store, keys: Keyring, task: Task) -> None:

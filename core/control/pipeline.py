@@ -420,7 +420,7 @@ class Pipeline:
         over = policies.check_dependency_budget(added, config.limits)
         if over:
             return await self._fail(task, f"dependency budget exceeded: {over}")
-        protected = policies.protected_touched(stat.touched, config.policies.protected)
+        protected = policies.guarded(stat, config.policies)
         reason = stat.summary()
         if added:
             reason += f"; new dependencies: {', '.join(added)}"
@@ -439,16 +439,17 @@ class Pipeline:
             concerns=list(output.concerns),
         )
         await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
+        reason = "; ".join(filter(None, (verdict.summary, report.note)))
         if verdict.passed:  # sealed with the head the checks ran on (core.control.history)
             return await self.control.enter(
                 task,
                 S.REVIEW,
                 actor=T25,
-                reason=verdict.summary,
+                reason=reason,
                 facts={CHECKED_HEAD: report.head},
                 checks_passed=True,
             )
-        return await self._send_back(task, "qa", verdict.summary, checks_passed=False)
+        return await self._send_back(task, "qa", reason, checks_passed=False)
 
     async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer, head: str | None) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
@@ -487,6 +488,8 @@ class Pipeline:
         )
         config = self._policy(task)
         touched = policies.protected_touched(report.committed, config.policies.protected)
+        if report.diff_stat is not None:  # the branch as DOCS left it: tests it took away too
+            touched = (*touched, *policies.guarded(report.diff_stat, config.policies))
         protected = tuple(sorted({*task.protected_paths, *touched}))
         if policies.may_loop_again(task.review_loops, config.limits.max_review_loops):
             return await self.control.enter(

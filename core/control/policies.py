@@ -9,6 +9,7 @@ decision can be tested at its exact boundary and replayed from the audit trail.
     check_diff_limits(stat, limits)        -> reason the change is too big, or None
     check_dependency_budget(added, limits) -> reason the change adds too many dependencies
     protected_touched(paths, patterns)     -> the changed paths policies.protected_paths names
+    guarded(stat, policy)                  -> those, and the tests the change takes away
     beyond_documentation(paths, policy)    -> what a DOCS commit changed beyond docs_paths
     requires_plan_approval(plan, policy)   -> does the plan wait for a human?
     evaluate_review(findings)              -> ReviewVerdict (from severities only)
@@ -79,6 +80,14 @@ def protected_touched(paths: Iterable[str], patterns: Sequence[str]) -> tuple[st
     """
     matchers = [_matcher(pattern) for pattern in patterns]
     return tuple(sorted({p for p in paths if any(m(p) for m in matchers)}))
+
+
+def guarded(stat: DiffStat, policy: Policies) -> tuple[str, ...]:
+    """The paths (sorted, each once) of a change that an approver names at merge: those a
+    protected pattern names, and the tests it takes away (deleted, or renamed away, under
+    `policies.test_paths`)."""
+    protected = protected_touched(stat.touched, policy.protected)
+    return tuple(sorted({*protected, *protected_touched(stat.gone, policy.test_paths)}))
 
 
 def beyond_documentation(paths: Iterable[str], policy: Policies) -> tuple[str, ...]:

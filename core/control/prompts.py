@@ -346,8 +346,11 @@ def _protected(task: Task) -> str:
         return ""
     return _section(
         PROTECTED_HEADING,
-        "This change touches paths the project protects (CI, agent configuration, "
-        "dependency manifests and the like). Check each with particular care: a merge "
+        "This change touches paths the project protects (CI, agent configuration, the "
+        "test harness - conftest.py, pytest.ini, tox.ini, Makefile and the like, which "
+        "decide what a check runs - dependency manifests, or a test file it deletes or "
+        "renames away). Check each with particular care: a change that makes a check pass "
+        "by editing what the check runs, rather than fixing the code, is a blocker. A merge "
         "needs an approver to name every one of them.\n\n"
         + _quoted("\n".join(task.protected_paths)),
     )

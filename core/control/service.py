@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
-from core.control.history import GATE_FIELDS, require_sealed_merge, sealed_blocker, transition_seal
+from core.control.history import (
+    GATE_FIELDS,
+    merge_blocker,
+    require_sealed_merge,
+    sealed_history,
+    transition_seal,
+)
 from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
@@ -308,8 +314,10 @@ class ControlPlane(Queries, Operations):
         branch, from git where this process has the checkout with the task's branch."""
         found = await super().merge_evidence(ref)
         task = await self.task(ref)
-        if found.refusal is None and (sealed := await sealed_blocker(self.store, self.keys, task)):
+        history = await sealed_history(self.store, self.keys, task)
+        if found.refusal is None and (sealed := merge_blocker(task, history)):
             found = found.model_copy(update={"refusal": sealed})
+        found = found.model_copy(update={"approved_head": history.approved_head})
         if not await self._holds(task):
             return found
         worktrees = self.worktrees(task.project)
@@ -318,6 +326,13 @@ class ControlPlane(Queries, Operations):
             "log", "--no-decorate", "--format=%h %s",
             f"refs/heads/{worktrees.default_branch}..{head}", cwd=worktrees.repo, check=False,
         )  # fmt: skip
+        unreviewed: tuple[str, ...] = ()
+        if history.approved_head and task.reviewed_head != history.approved_head:
+            after = await git(
+                "log", "--no-decorate", "--format=%h %s",
+                f"{history.approved_head}..{head}", cwd=worktrees.repo, check=False,
+            )  # fmt: skip
+            unreviewed = tuple(after.splitlines())
         refusal = found.refusal
         if refusal is None:
             try:
@@ -328,6 +343,7 @@ class ControlPlane(Queries, Operations):
             update={
                 "default_branch": worktrees.default_branch,
                 "commits": tuple(log.splitlines()),
+                "unreviewed": unreviewed,
                 "diff_stat": await worktrees.diff_stat(task),
                 "refusal": refusal,
             }

@@ -100,6 +100,10 @@ class MergeEvidence(BaseModel):
     default_branch: str | None = None
     reviewed_head: str | None = None
     commits: tuple[str, ...] | None = None  # `abc123 subject`; None: no checkout here
+    # The head REVIEW approved, and the commits the merge takes after it (DOCS'): no review
+    # saw those.
+    approved_head: str | None = None
+    unreviewed: tuple[str, ...] = ()
     diff_stat: DiffStat | None = None
     checks: tuple[CheckResult, ...] = ()
     rounds: tuple[ReviewRound, ...] = ()
@@ -116,6 +120,13 @@ class MergeEvidence(BaseModel):
             lines += [f"    {printable(c)}" for c in self.commits]
         else:
             lines.append("  commits        (no checkout of the repository here: a worker merges)")
+        if self.unreviewed:
+            approved = (self.approved_head or "")[:12]
+            lines.append(
+                f"  not reviewed   {len(self.unreviewed)} commit(s) after the head review "
+                f"approved ({approved}): no review saw them"
+            )
+            lines += [f"    {printable(c)}" for c in self.unreviewed]
         if self.diff_stat is not None:
             lines.append(f"  diff           {self.diff_stat.summary()}")
             lines += [f"    {printable(f)}" for f in self.diff_stat.files]

@@ -9,7 +9,7 @@ change adds. Pure: text in, names out, so each kind is tested on its own.
     declared(path, text)              -> the dependency names the file declares
     added_dependencies(changes)       -> "path: name" for each dependency a change adds
 
-The kinds read: `requirements*.txt` (one requirement a line), `pyproject.toml` (PEP 621
+The kinds read: `*requirements*.txt` (one requirement a line), `pyproject.toml` (PEP 621
 `dependencies` and `optional-dependencies`, PEP 735 `dependency-groups`, Poetry's
 dependency tables), `package.json` (`dependencies`, `devDependencies`,
 `peerDependencies`, `optionalDependencies`), `Cargo.toml` (`[dependencies]`,
@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from core.domain import agent_json
 
 MANIFEST_NAMES = (
-    "requirements*.txt",
+    "*requirements*.txt",
     "pyproject.toml",
     "package.json",
     "Cargo.toml",
@@ -88,7 +88,7 @@ def declared(path: str, text: str) -> set[str]:
     name = path.rsplit("/", 1)[-1]
     if not text.strip():
         return set()
-    if fnmatchcase(name, "requirements*.txt"):
+    if fnmatchcase(name, "*requirements*.txt"):
         return set(_requirements(text))
     if name == "package.json":
         return _package_json(text)

@@ -370,6 +370,7 @@ class DiffStat(_Value):
 
     files: tuple[str, ...] = ()
     renamed_from: tuple[str, ...] = ()  # the old names of renamed files (`files` has the new)
+    removed: tuple[str, ...] = ()  # the files the change deletes (`files` has them too)
     added: int = 0
     deleted: int = 0
     # The largest file the change adds or changes, as it is at the branch's tip (a binary
@@ -381,6 +382,11 @@ class DiffStat(_Value):
     def touched(self) -> tuple[str, ...]:
         """Every path the change touches: each file, and where a renamed one came from."""
         return (*self.files, *self.renamed_from)
+
+    @property
+    def gone(self) -> tuple[str, ...]:
+        """Every path the change takes away: each deleted file, and where a renamed one was."""
+        return (*self.removed, *self.renamed_from)
 
     @property
     def lines(self) -> int:

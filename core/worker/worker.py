@@ -43,6 +43,7 @@ from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.output import OutputBudget, OutputStream
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
+from core.workspace.check_litter import litter_note, put_back, tree_state
 from core.workspace.merging import checked_merge, merged_already
 from core.workspace.pull_request import publish, push_default_branch
 from core.workspace.sizes import largest_file
@@ -268,8 +269,14 @@ class Worker:
                     message = f"{task.id}: documentation\n\nT25 run {run.id}"
                     commit = await worktrees.commit_all(task, message)
                     changed = await worktrees.changed(last_commit, commit) if commit else ()
+                    documented = await worktrees.diff_stat(task) if commit else None
                     return report.model_copy(
-                        update={"head": last_commit, "commit": commit, "committed": changed}
+                        update={
+                            "head": last_commit,
+                            "commit": commit,
+                            "committed": changed,
+                            "diff_stat": documented,
+                        }
                     )
             if not undone.changes:
                 return report.model_copy(update={"head": last_commit})
@@ -337,9 +344,12 @@ class Worker:
                 reason = "; ".join(passed)
                 return RunReport(adapter_reason=reason, needs_input=_no_reviewer(run, reason, rule))
         checks: list[CheckResult] = []
+        litter = ""
         if run.stage is TaskState.QA:
             confine = CheckSandbox.of(self.config, task.project, run.id)
+            before = await tree_state(path)
             checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]
+            litter = litter_note(await put_back(path, before))
         prompt = await self.runs.prompt(lease, run, task, checks)
         session = claim.resume if claim else None
         goes_on = None
@@ -350,7 +360,9 @@ class Worker:
             lease, run, task, prompt, path, abort, chain, passed, goes_on
         )
         sent = goes_on.prompt if goes_on and result.resumed_session else prompt
-        return RunReport(result=result, adapter_reason=reason, prompt=sent, checks=tuple(checks))
+        return RunReport(
+            result=result, adapter_reason=reason, prompt=sent, checks=tuple(checks), note=litter
+        )
 
     @contextlib.asynccontextmanager
     async def _locked(

@@ -735,8 +735,16 @@ class Worktrees:
             files.append(name)
             if plus != "-":
                 added, deleted = added + int(plus), deleted + int(minus)
+        raw = await git_bytes(
+            "diff", "--name-only", "-z", "-M", "--diff-filter=D", "--no-ext-diff", base, tip,
+            "--", cwd=self.repo,
+        )  # fmt: skip
         return DiffStat(
-            files=tuple(files), renamed_from=tuple(renamed_from), added=added, deleted=deleted
+            files=tuple(files),
+            renamed_from=tuple(renamed_from),
+            removed=tuple(name for name in os.fsdecode(raw).split("\0") if name),
+            added=added,
+            deleted=deleted,
         )
 
     async def manifests(self, task: Task, paths: Sequence[str]) -> tuple[ManifestChange, ...]:
@@ -949,6 +957,7 @@ class Worktrees:
                 *identity, "commit-tree", tree, "-p", base, "-p", tip, "-m", message,
                 cwd=self.repo, drivers_from=(),
             )  # fmt: skip
+            await self._nothing_in_the_way(base, commit)
             path = await self._trial_tree(task, commit)
         return TrialMerge(
             task_id=task.id, branch=branch, commit=commit, base=base, tip=tip, path=path
@@ -1070,6 +1079,31 @@ class Worktrees:
                 f"file(s): {_names(dirty)}",
                 hint="commit or stash them, then merge",
             )
+
+    async def _nothing_in_the_way(self, base: str, commit: str) -> None:
+        """Refuse, before any check runs, a merge that would write over a file of the main
+        checkout's that git does not track: git refuses an untracked one only when the
+        fast-forward comes, and overwrites an ignored one (an operator's `.env`) unasked."""
+        raw = await git_bytes(
+            "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base, commit, "--",
+            cwd=self.repo,
+        )  # fmt: skip
+        in_the_way = [name for name in os.fsdecode(raw).split("\0") if name and self._taken(name)]
+        if in_the_way:
+            raise MergeRefused(
+                f"the merge would write over {len(in_the_way)} file(s) of the main checkout "
+                f"that git does not track: {_names(in_the_way)}",
+                hint="move them away (or commit them), then merge",
+            )
+
+    def _taken(self, name: str) -> bool:
+        """Whether something already sits where the merge would add `name` (the file itself,
+        or a file where one of its folders would go)."""
+        parts = Path(name).parts
+        folders = [self.repo.joinpath(*parts[:i]) for i in range(1, len(parts))]
+        return os.path.lexists(self.repo / name) or any(
+            os.path.lexists(f) and not f.is_dir() for f in folders
+        )
 
     async def fingerprint(self, task: Task | None = None) -> Fingerprint:
         """The main checkout's fingerprint, leaving out this worktree root; for a task's run,
