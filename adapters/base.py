@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.caps import capped
+from adapters.checkout_view import CheckoutView, checkout_view, make_mount_points, tidy
 from adapters.containment import run_tag
 from adapters.login import LoginProbe
 from adapters.netproxy import run_network
@@ -37,7 +38,7 @@ from adapters.process import (
     passthrough_env,
     run_process,
 )
-from adapters.sandbox import Confinement, Sandbox, SandboxUnavailable, sandbox_for
+from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.hosts import entry_for_url
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
@@ -372,6 +373,37 @@ def private_home(wanted: bool, files: dict[str, str]) -> Iterator[Path | None]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def view_scratch(wanted: bool = True) -> Iterator[Path | None]:
+    """A folder of the run's own for its checkout view's files (adapters.checkout_view),
+    beside the private HOMEs: out of every run's sight, removed afterwards."""
+    if not wanted:
+        yield None
+        return
+    where = run_homes()
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="view-", dir=where) as aside:
+        yield Path(aside)
+
+
+@contextlib.contextmanager
+def seen_at_checkout(
+    tree: Path, sandbox: Sandbox, wanted: bool, hidden: Sequence[Path]
+) -> Iterator[CheckoutView | None]:
+    """The view that shows `tree` at its main checkout's path, for a run under bubblewrap
+    that `wanted` it (None otherwise, or for a tree that is no linked worktree); its mount
+    points are taken out of the tree afterwards."""
+    with view_scratch(wanted and isinstance(sandbox, Bubblewrap)) as aside:
+        view = checkout_view(tree, aside, hidden) if aside is not None else None
+        if view is not None:
+            make_mount_points(view, tree)
+        try:
+            yield view
+        finally:
+            if view is not None:
+                tidy(view, tree)
+
+
 def _relative(files: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
     """Paths as the worktree sees them: absolute ones inside it made relative, no repeats."""
     out = []
@@ -472,8 +504,11 @@ class CliAdapter:
         with (
             prompt_arg(request.prompt, request.cwd) as prompt,
             private_home(wants_home, self.spec.home_files) as home,
+            seen_at_checkout(request.cwd, sandbox, request.at_checkout, request.hidden) as view,
         ):
-            env = self.environment(request, home)
+            # The CLI is told where it runs as it sees it: the checkout's path, with a view.
+            seen = request.model_copy(update={"cwd": view.checkout}) if view else request
+            env = self.environment(seen, home)
             allowlist = Allowlist.of(
                 [*self.spec.model_hosts(env, request.args), *request.allow_hosts]
             )
@@ -481,8 +516,8 @@ class CliAdapter:
             async def record(connection: Connection) -> None:
                 await sink(NETWORK_STREAM, connection.to_text())
 
-            box = self._confinement(request, prompt, home, sandbox)
-            args = self.spec.build_argv(request, prompt)
+            box = self._confinement(request, prompt, home, sandbox, view)
+            args = self.spec.build_argv(seen, prompt)
             if sandbox.name == "bwrap":
                 args = self.spec.confined_args(args)
             async with run_network(box, allowlist, record) as (box, _):
@@ -502,10 +537,15 @@ class CliAdapter:
                         log_to=log_spool(request),
                     )
                     over = run.hit(done.exit_code, done.signal)
-        return self._result(request, version, done, over)
+        return self._result(seen, version, done, over)
 
     def _confinement(
-        self, request: AgentRequest, prompt: PromptArg, home: Path | None, sandbox: Sandbox
+        self,
+        request: AgentRequest,
+        prompt: PromptArg,
+        home: Path | None,
+        sandbox: Sandbox,
+        view: CheckoutView | None = None,
     ) -> Confinement:
         """What a sandboxed run may touch: its worktree and HOME, the prompt file and the
         CLI's login read-only; T25's state and other runs' homes hidden; the network its
@@ -522,6 +562,7 @@ class CliAdapter:
             read_paths=request.read_paths,
             # A role that may change no file gets a worktree it cannot change.
             worktree_writable=not read_only(request.tools),
+            view=view,
         )
 
     def _read(self, stdout: str) -> tuple[CliOutput, str | None]:

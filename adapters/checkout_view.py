@@ -17,8 +17,9 @@ view sees the task's tree at the checkout's own path:
   `GIT_INSIDE`, and a `.git` file naming the tree's git dir there is bound over the tree's
   own, so `git status`, `git log` and `git diff` inside see the task's branch.
 
-bubblewrap makes the environments' mount points as empty folders in the tree; `tidy`
-removes them after the run. T25's state (`.factory/`) stays out of sight: the checkout's
+The environments' mount points are made as empty folders in the tree before the run
+(`make_mount_points`: bubblewrap cannot make them in a tree bound read-only); `tidy` removes
+them after it. T25's state (`.factory/`) stays out of sight: the checkout's
 path shows the tree alone.
 """
 
@@ -143,6 +144,14 @@ def _is_environment(place: Path) -> bool:
         or name.endswith(ENVIRONMENT_SUFFIXES)
         or (place / "pyvenv.cfg").is_file()
     )
+
+
+def make_mount_points(view: CheckoutView, tree: Path) -> None:
+    """Make the environments' mount points in the tree before the run: bubblewrap cannot
+    make them in a tree bound read-only (a role that may change no file)."""
+    for point in view.mount_points(tree):
+        with contextlib.suppress(OSError):  # a file there: bubblewrap then says why
+            point.mkdir(parents=True, exist_ok=True)
 
 
 def tidy(view: CheckoutView, tree: Path) -> None:

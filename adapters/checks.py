@@ -13,18 +13,15 @@ change.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-from adapters.base import home_variables, private_home, run_homes
+from adapters.base import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.caps import capped
-from adapters.checkout_view import checkout_view, tidy, unseen
+from adapters.checkout_view import unseen
 from adapters.containment import run_tag
 from adapters.netproxy import RunProxy, run_network
 from adapters.process import ProcessResult, minimal_env, run_process
-from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
+from adapters.sandbox import Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.models import CheckResult
@@ -62,10 +59,11 @@ async def run_check(
             passed=False,
             excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
         )
-    with _scratch() as (home, aside):
-        view = None
-        if confine.at_checkout and isinstance(sandbox, Bubblewrap):
-            view = checkout_view(cwd, aside, confine.hidden)
+    with (
+        private_home(True, {}) as home,
+        seen_at_checkout(cwd, sandbox, confine.at_checkout, confine.hidden) as view,
+    ):
+        assert home is not None  # asked for
         env = minimal_env({**CHECK_ENV, **home_variables(home)})
         box = Confinement(
             worktree=cwd,
@@ -75,11 +73,7 @@ async def run_check(
             read_paths=confine.read_paths,
             view=view,
         )
-        try:
-            done, over, proxy = await _run(check, box, sandbox, env, confine, abort)
-        finally:
-            if view is not None:
-                tidy(view, cwd)
+        done, over, proxy = await _run(check, box, sandbox, env, confine, abort)
     excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
     if over is not None:
         excerpt += f"\n[t25: {over}; the check's processes were killed]"
@@ -127,15 +121,3 @@ async def _run(
             tag=tag,
         )
         return done, run.hit(done.exit_code, done.signal), proxy
-
-
-@contextlib.contextmanager
-def _scratch() -> Iterator[tuple[Path, Path]]:
-    """A check's private HOME, and a folder beside it for its view's files: both out of
-    every other run's sight, both removed afterwards."""
-    with (
-        private_home(True, {}) as home,
-        tempfile.TemporaryDirectory(prefix="view-", dir=run_homes()) as aside,
-    ):
-        assert home is not None  # asked for
-        yield home, Path(aside)

@@ -7,8 +7,9 @@ the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TAS
 `T25-ROUND:`) and T25's headings only outside fenced blocks, where T25 quotes everything it
 did not write; `scripted: key=value` directives it reads from the task's description (which
 is quoted) - `scripted: write=PATH:TEXT` and `scripted: delete=PATH` make the developer's
-change a given one. It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the
-way real agents do, so the supervision code is tested against real processes.
+change a given one, and `scripted: run=CMD` runs the project's tests as a developer would.
+It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the way real
+agents do, so the supervision code is tested against real processes.
 
 Each run is a session with an id, reported in its `init` and `result` events. A task whose
 description says `scripted: sessions=keep` has its sessions kept in
@@ -141,6 +142,8 @@ def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
         emit(type="tool_use", name="write", path=changes)
         touched = [changes, *also_touch(ctx["directives"], f"# {task} round {round_}")]
         touched += edit(ctx["edits"])
+        if "run" in ctx["directives"]:
+            touched.append(run_tests(ctx["directives"]["run"]))
         return {
             "summary": f"Appended a line for {task} (round {round_}) to {changes}.",
             "files_changed": touched,
@@ -221,6 +224,23 @@ def edit(edits: list[tuple[str, str]]) -> list[str]:
         emit(type="tool_use", name=how, path=path)
         done.append(path)
     return done
+
+
+def run_tests(command: str) -> str:
+    """`scripted: run=CMD`: run CMD (split as a shell would, run without one) where the agent
+    works, as a developer runs the project's tests, and keep its output's last line in
+    `ran.txt` beside the change."""
+    import shlex
+    import subprocess
+
+    done = subprocess.run(
+        shlex.split(command), capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    lines = (done.stdout + done.stderr).strip().splitlines() or [""]
+    with open("ran.txt", "w", encoding="utf-8") as file:
+        file.write(f"{os.getcwd()}\n{done.returncode}\n{lines[-1]}\n")
+    emit(type="tool_use", name="bash", command=command)
+    return "ran.txt"
 
 
 def top_level(prompt: str) -> list[str]:

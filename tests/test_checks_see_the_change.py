@@ -115,7 +115,7 @@ async def test_a_broken_change_fails_qa(factory, tools):
     task = await control.new_task("Tune add", actor="ana", description=BROKEN)
     await factory.work()
     task = await factory.task(task.id)
-    assert task.checks_passed is False
+    assert task.checks_passed is False, (task.state, task.error)
     assert task.state is S.NEEDS_INPUT, task.state
     # the main checkout's own suite still passes: it was never the code under test
     main_suite = suite(factory.repo)[0]["run"]
@@ -151,3 +151,32 @@ async def test_a_broken_change_fails_the_trial_merge(factory, tools):
         await control.merge(task.id, actor="ana")
     assert not (await factory.task(task.id)).merged
     assert "raise RuntimeError" not in (factory.repo / "src" / "calc" / "__init__.py").read_text()
+
+
+async def test_a_dev_agent_running_the_projects_tests_tests_its_own_change(factory, tools):
+    """The dev agent sees its worktree at the checkout's path too (`sandbox.tree_at`), so
+    the suite it runs through the checkout's environment imports what it just wrote."""
+    python = factory.repo / ".venv" / "bin" / "python"
+    run = f"scripted: run={python} -m pytest -q -p no:cacheprovider\n"
+    control = await open_factory(factory, tools, limits={"max_qa_loops": 0})
+    task = await control.new_task("Tune add", actor="ana", description=BROKEN + "\n" + run)
+    await factory.work()
+    task = await factory.task(task.id)
+    ran = git_sync("show", f"{task.branch}:ran.txt", cwd=factory.repo).splitlines()
+    assert ran[0] == str(factory.repo) and ran[1] == "1", ran  # where it ran, and it failed
+    assert "1 failed" in ran[2]
+
+
+async def test_with_tree_at_worktree_a_dev_agent_tests_the_checkouts_code(factory, tools):
+    python = factory.repo / ".venv" / "bin" / "python"
+    run = f"scripted: run={python} -m pytest -q -p no:cacheprovider\n"
+    control = await factory.open(
+        qa={"checks": suite(factory.repo)},
+        sandbox={"mode": "required", "read_paths": [str(tools)], "tree_at": "worktree"},
+        limits={"max_qa_loops": 0},
+    )
+    task = await control.new_task("Tune add", actor="ana", description=BROKEN + "\n" + run)
+    await factory.work()
+    task = await factory.task(task.id)
+    ran = git_sync("show", f"{task.branch}:ran.txt", cwd=factory.repo).splitlines()
+    assert ran[0] != str(factory.repo) and ran[1] == "0", ran  # the old code passed

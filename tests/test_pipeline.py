@@ -374,7 +374,7 @@ async def test_an_agent_writing_outside_its_worktree_is_refused_or_caught_and_it
 ):
     control = await env.open(
         roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]},
-        sandbox=sandbox,
+        sandbox={"mode": sandbox, "tree_at": "worktree"},
     )
     task = await env.new()
     await env.work()
@@ -388,6 +388,23 @@ async def test_an_agent_writing_outside_its_worktree_is_refused_or_caught_and_it
         assert not (env.repo / "ESCAPED_BY_AGENT.txt").exists()
     dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
     assert dev.status is RunStatus.FAILED
+
+
+async def test_an_agent_seeing_its_tree_at_the_checkouts_path_reaches_no_main_checkout(env):
+    """With the view, the checkout's path shows the task's tree and git's own files are a
+    read-only copy elsewhere: the main checkout is nowhere in the agent's sight, so the
+    escape lands in the sandbox's throwaway /run, and the checkout is untouched."""
+    await env.open(
+        roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]},
+        sandbox={"mode": "required", "tree_at": "checkout"},
+    )
+    before = git_sync("status", "--porcelain", "--ignored", cwd=env.repo)
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    assert task.state is S.DONE, task.error
+    assert not (env.repo / "ESCAPED_BY_AGENT.txt").exists()
+    assert git_sync("status", "--porcelain", "--ignored", cwd=env.repo) == before
 
 
 async def test_cancel_while_a_run_is_going_stops_the_agent(env):

@@ -79,12 +79,16 @@ async def test_sandboxed_no_plant_reaches_the_shared_repository(env, shop, what)
     assert not (shop.parent / "planted-ran").exists()
 
 
-@pytest.mark.parametrize("sandbox", ["auto", "none"])
+@pytest.mark.parametrize("sandbox", ["auto", "auto-view", "none"])
 async def test_t25s_store_and_audit_log(env, shop, sandbox):
-    """Sandboxed, `.factory/` is an empty read-only directory: the write is refused.
-    Unconfined it is not (the fingerprint does not watch T25's own state): the README says
-    so, and this test keeps that statement true."""
-    await env.open(roles=dev("store"), sandbox=sandbox)
+    """Sandboxed, `.factory/` is an empty read-only directory: the write is refused. Seen
+    at the checkout's path (the view), the checkout's path shows the task's tree and T25's
+    state is nowhere: the agent's path leads to nothing. Unconfined it is not (the
+    fingerprint does not watch T25's own state): the README says so, and this test keeps
+    that statement true."""
+    tree_at = "checkout" if sandbox == "auto-view" else "worktree"
+    mode = "none" if sandbox == "none" else "auto"
+    await env.open(roles=dev("store"), sandbox={"mode": mode, "tree_at": tree_at})
     db = shop / ".factory" / "t25.db"
     task = await env.new()
     await env.work()
@@ -93,6 +97,10 @@ async def test_t25s_store_and_audit_log(env, shop, sandbox):
     if sandbox == "auto":
         assert task.state is S.FAILED, task.state
         assert "Read-only file system" in task.error or "Permission denied" in task.error
+        assert not written
+    elif sandbox == "auto-view":
+        assert task.state is S.FAILED, task.state
+        assert "No such file or directory" in task.error
         assert not written
     else:
         assert written

@@ -567,6 +567,10 @@ class SandboxConfig(_Section):
     by_role: dict[Role, RoleSandbox] = {}  # and one role's runs besides
     # Given back read-only inside the hidden homes, beside the usual toolchain locations.
     read_paths: list[ConfigPath] = []
+    # Where an agent run sees the task's tree: `checkout` - at the main checkout's own
+    # path, with its virtual environments, so the tests an agent runs import the change
+    # (bubblewrap only); `worktree` - at the worktree's path.
+    tree_at: Literal["checkout", "worktree"] = "checkout"
 
     def for_profile(self, profile: AgentProfile) -> str:
         """The sandbox one profile's runs get: its own setting, else the project's mode."""

@@ -67,6 +67,10 @@ class AgentRequest(BaseModel):
     # The tool classes the CLI may offer its model (core.domain.tools); None: the CLI's own
     # defaults, nothing narrowed and none of T25's overhead switches.
     tools: frozenset[str] | None = None
+    # Under bubblewrap, the run sees its worktree at the main checkout's own path (with the
+    # checkout's environments), so the project's tests it runs import the change
+    # (sandbox.tree_at).
+    at_checkout: bool = False
 
 
 class CheckSandbox(BaseModel):

@@ -486,6 +486,7 @@ class Worker:
             max_log_bytes=self.config.limits.max_log_bytes,
             log_dir=self.config.root / ".factory" / RUN_LOGS,
             tools=tools_for(run.role, profile.tools),
+            at_checkout=policy.sandbox.tree_at == "checkout",
         )
 
     async def _continue(

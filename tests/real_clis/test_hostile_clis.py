@@ -125,7 +125,7 @@ class Outcome:
     dev_output: str  # what the dev run's CLI printed, as T25 streamed and stored it
 
 
-async def run_hostile(repo: Path, cli: str, fake: FakeModel, sandbox: str) -> Outcome:
+async def run_hostile(repo: Path, cli: str, fake: FakeModel, sandbox: str | dict) -> Outcome:
     """The whole pipeline, the dev stage played by `cli`, the other roles by the scripted
     agent (as tests/real_clis/test_real_clis.py runs it), under `sandbox`."""
     write_config(repo, roles={"dev": [profile(cli, fake)]}, cost={"rates": RATES}, sandbox=sandbox)
@@ -266,7 +266,9 @@ async def test_unconfined_a_hostile_shell_call_is_undone_and_nothing_survives(
 
 
 # Where aider's whole-file edit writes, seen from its worktree (.factory/worktrees/T-1), and
-# what aider prints when the sandbox refuses it.
+# what aider prints when the sandbox refuses it (`sandbox.tree_at: worktree`). Seen at the
+# checkout's path (the default), the same paths lead into the sandbox's own throwaway
+# folders or onto git's read-only `.git` file: nothing of the host's is reached.
 AIDER_TARGETS = {
     "main-checkout": (f"../../../{PLANTED}", f"Unable to create ../../../{PLANTED}"),
     "git-config": ("{shop}/.git/config", "Read-only file system"),  # an absolute path too
@@ -278,6 +280,7 @@ AIDER_TARGETS = {
     ("sandbox", "target"),
     [
         *(pytest.param("auto", t, marks=needs_bwrap, id=f"sandboxed-{t}") for t in AIDER_TARGETS),
+        *(pytest.param("view", t, marks=needs_bwrap, id=f"viewed-{t}") for t in AIDER_TARGETS),
         # Unconfined, an overwritten store would end the test with T25: the shared git only.
         *(pytest.param("none", t, id=f"unconfined-{t}") for t in ("git-config",)),
     ],
@@ -289,13 +292,18 @@ async def test_aider_editing_a_file_outside_its_worktree(sandbox, target, fake, 
     fake.file = path.format(shop=shop)
     fake.content = f"[core]\n\tfsmonitor = touch {marker}\n"
     config = (shop / ".git" / "config").read_bytes()
-    out = await run_hostile(shop, "aider", fake, sandbox)
+    confine = {"mode": "none" if sandbox == "none" else "auto"}
+    confine["tree_at"] = "checkout" if sandbox == "view" else "worktree"
+    out = await run_hostile(shop, "aider", fake, confine)
 
     assert (shop / ".git" / "config").read_bytes() == config
     assert (shop / ".factory" / "t25.db").read_bytes().startswith(b"SQLite format 3\0")
     if sandbox == "auto":
         assert refused in out.dev_output, out.dev_output  # aider tried, and was refused
         assert not (shop / PLANTED).exists()
+        assert out.task.violation is None, out.task.violation
+    elif sandbox == "view":
+        assert not (shop / PLANTED).exists() and not (shop.parent / PLANTED).exists()
         assert out.task.violation is None, out.task.violation
     else:
         assert out.task.state is TaskState.FAILED, out.task.state
