@@ -28,6 +28,8 @@ MAX_XML_BYTES = 16 * 1024 * 1024
 # pytest's summary is the output's last line; a plugin or a warning may print a few after.
 SUMMARY_LINES = 20
 MAX_LINE = 400
+# A JUnit report nests suites, cases and their outcomes a few levels deep, not hundreds.
+MAX_DEPTH = 64
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # `==== 41 passed, 3 skipped in 2.01s ====`; with -q, the same without the rules.
@@ -169,8 +171,8 @@ def _chunks(fd: int) -> list[bytes]:
 def junit_figures(chunks: Sequence[bytes]) -> Figures | None:
     """The figures of a JUnit XML report: each `testcase` counted by what it holds
     (`failure`, `error`, `skipped`, pytest's xfail as `skipped type="pytest.xfail"`, else
-    passed). None for a document that is too big, not well formed, declares a document
-    type, or is not a `testsuites` / `testsuite` report."""
+    passed). None for a document that is too big or too deep, not well formed, declares a
+    document type, or is not a `testsuites` / `testsuite` report."""
     if sum(len(c) for c in chunks) > MAX_XML_BYTES:
         return None
     tally = _Tally()
@@ -219,6 +221,8 @@ class _Tally:
         elif name == "testcase":
             self.case = set()
         self.stack.append(name)
+        if len(self.stack) > MAX_DEPTH:
+            raise _Refused
 
     def end(self, name: str) -> None:
         self.stack.pop()
