@@ -17,8 +17,8 @@ import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Never
 from pathlib import Path, PurePosixPath
+from typing import Never
 from xml.parsers import expat
 
 from core.config.schema import QACheck

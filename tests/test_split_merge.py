@@ -36,8 +36,10 @@ REPORT = "<testsuite><testcase name='guard'/></testsuite>"
 GUARDED = [
     sys.executable,
     "-c",
-    f"import os, sys; open('guard.xml', 'w').write({REPORT!r}); "
-    "sys.exit(os.path.exists('MERGE_FAILS'))",
+    (
+        f"import os, sys; open('guard.xml', 'w').write({REPORT!r}); "
+        "sys.exit(os.path.exists('MERGE_FAILS'))"
+    ),
 ]
 
 
