@@ -7,7 +7,8 @@ sandbox as the agents (it runs the code they wrote), and its outcome is a `Check
 never an exception. A sandbox that cannot be had fails the check rather than running it
 unconfined. Under bubblewrap the check sees the task's tree at the main checkout's path
 (`qa.tree_at`, adapters.checkout_view), so the checkout's virtual environment imports the
-change.
+change. Where T25 knows the check's test runner, its result carries the runner's figures
+(adapters.figures).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from adapters.base import home_variables, private_home, run_homes, seen_at_check
 from adapters.caps import capped
 from adapters.checkout_view import unseen
 from adapters.containment import run_tag
+from adapters.figures import Before, before, junit_path, junit_report, names_pytest, pytest_summary
 from adapters.netproxy import RunProxy, run_network
 from adapters.process import ProcessResult, minimal_env, run_process
 from adapters.sandbox import Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
+from core.domain.figures import Figures
 from core.domain.models import CheckResult
 from core.domain.network import Allowlist
 
@@ -59,6 +62,8 @@ async def run_check(
             passed=False,
             excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
         )
+    report = junit_path(check)
+    noted = before(cwd, report) if report is not None else None
     with (
         private_home(True, {}) as home,
         seen_at_checkout(cwd, sandbox, confine.at_checkout, confine.hidden) as view,
@@ -95,7 +100,19 @@ async def run_check(
         exit_code=done.exit_code,
         excerpt=excerpt,
         duration_s=done.duration_s,
+        figures=_figures(check, done, noted),
     )
+
+
+def _figures(check: QACheck, done: ProcessResult, noted: Before | None) -> Figures | None:
+    """What the check's runner reported: its JUnit XML report (removed once read), else
+    pytest's summary line; None for a runner T25 does not know. The XML report cannot hold
+    the deselected tests, so those come from the summary line."""
+    xml = junit_report(noted) if noted is not None else None
+    line = pytest_summary(done.tail.decode("utf-8", "replace")) if names_pytest(check.run) else None
+    if xml is not None and line is not None:
+        return xml.model_copy(update={"deselected": line.deselected})
+    return xml or line
 
 
 async def _run(

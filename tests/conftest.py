@@ -39,6 +39,8 @@ SLOW_MODULES = (
     "test_rest_text.py",
     "test_remote_faults.py",
     "test_pipeline.py",  # tasks through the pipeline, with the scripted agent as a child process
+    "test_figures_beside_the_default_branch.py",
+    "test_check_figures.py",  # real pytest runs, read
     "test_sweeper.py",
     "test_decisions.py",
     "test_cli",  # the `t25` binary

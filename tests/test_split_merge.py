@@ -30,15 +30,24 @@ from tests.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
-# Passes on the task branch; fails once MERGE_FAILS is on trunk (a merge brings it in).
-GUARDED = [sys.executable, "-c", "import os, sys; sys.exit(os.path.exists('MERGE_FAILS'))"]
+# Passes on the task branch; fails once MERGE_FAILS is on trunk (a merge brings it in). It
+# writes a JUnit XML report of its one test case, which T25 reads and removes.
+REPORT = "<testsuite><testcase name='guard'/></testsuite>"
+GUARDED = [
+    sys.executable,
+    "-c",
+    (
+        f"import os, sys; open('guard.xml', 'w').write({REPORT!r}); "
+        "sys.exit(os.path.exists('MERGE_FAILS'))"
+    ),
+]
 
 
 @contextmanager
 def split(shop: Path, tmp_path: Path, *, remote: Path | None = None):
     """Serve in a directory of its own (its `shop` an empty directory), one worker in the
     repository `shop`; an HTTP client of serve."""
-    checks = {"checks": [{"name": "guard", "run": GUARDED}]}
+    checks = {"checks": [{"name": "guard", "run": GUARDED, "junit": "guard.xml"}]}
     write_config(shop, qa=checks)
     home = tmp_path / "serve-host"
     (home / "shop").mkdir(parents=True)
@@ -87,6 +96,12 @@ def test_a_merge_decided_at_serve_without_the_checkout_is_made_by_a_worker(shop,
         detail = client.get("/tasks/T-1").json()
         jobs = [r for r in detail["runs"] if r["role"] == MERGE_ROLE]
         assert [(j["stage"], j["status"]) for j in jobs] == [("DONE", "succeeded")]
+        # the worker's trial checks' figures, kept at serve as the default branch's
+        kept = [a["meta"] for a in detail["artifacts"] if a["meta"]["kind"] == "merge_checks"]
+        assert [a["run_id"] for a in kept] == [jobs[0]["id"]]
+        assert detail["checks"][0]["figures"]["passed"] == 1
+        assert detail["baseline"]["branch"] == "trunk"
+        assert detail["baseline"]["figures"]["guard"]["passed"] == 1
         audit = client.get("/audit").json()
         assert audit["verified"] is True
         assert [e["decision"] for e in audit["entries"]] == ["merge"]

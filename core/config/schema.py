@@ -18,7 +18,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -496,6 +496,19 @@ class QACheck(_Section):
     run: Annotated[Argv, Field(min_length=1)]
     required: bool = True
     timeout_s: PositiveInt = 900
+    # The JUnit XML report the check writes, relative to the tree (pytest's `--junitxml=`
+    # in `run` names it too): T25 reads the test figures from it, then removes it.
+    junit: str | None = None
+
+    @field_validator("junit")
+    @classmethod
+    def _inside_the_tree(cls, junit: str | None) -> str | None:
+        if junit is None:
+            return None
+        path = PurePosixPath(junit)
+        if not junit.strip() or "\0" in junit or path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"junit: {junit!r} must be a path inside the tree, relative to it")
+        return junit
 
 
 class QAConfig(_Section):

@@ -3,8 +3,9 @@
 `approval` reads the spec, the newest plan (re-hashed: the SHA-256 an approval binds to),
 the task's earlier rejections and answers, and estimates the stages left from this
 project's past runs of each role's first profile. `merge` reads the reviewed head, the
-last implementation's diff stat, the QA report, the review rounds and the protected paths;
-the control plane adds the commits from git where it has the checkout.
+last implementation's diff stat, the QA report (beside the default branch's test figures),
+the review rounds and the protected paths; the control plane adds the commits from git
+where it has the checkout.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from core.control.baselines import latest as latest_figures
 from core.control.policies import evaluate_review, merge_refusal
 from core.domain.answers import PlanAnswer, ReviewAnswer, SpecAnswer
 from core.domain.decisions import Verb
 from core.domain.diffs import files_of
 from core.domain.events import DecisionRecorded
 from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
+from core.domain.figures import Baseline
 from core.domain.models import ArtifactKind, CheckResult, DiffStat, RunStatus, Task, TaskState
 
 if TYPE_CHECKING:
@@ -48,20 +51,31 @@ async def approval(queries: Queries, task: Task) -> ApprovalEvidence:
 
 async def merge(queries: Queries, task: Task) -> MergeEvidence:
     diff = await _newest(queries, task, ArtifactKind.DIFF)
-    qa = await _newest(queries, task, ArtifactKind.QA_REPORT)
-    checks = (
-        [CheckResult.model_validate(c) for c in json.loads(qa[1]).get("checks", [])] if qa else []
-    )
+    checks, baseline = await checks_of(queries, task)
     review = task.review_verdict == "approve" if task.review_verdict else None
     return MergeEvidence(
         branch=task.branch,
         reviewed_head=task.reviewed_head,
         diff_stat=_stat(diff[1].decode(errors="replace")) if diff else None,
-        checks=tuple(checks),
+        checks=checks,
+        baseline=baseline,
         rounds=await _rounds(queries, task),
         protected_paths=task.protected_paths,
         refusal=merge_refusal(task, checks_passed=task.checks_passed, review_approved=review),
     )
+
+
+async def checks_of(
+    queries: Queries, task: Task
+) -> tuple[tuple[CheckResult, ...], Baseline | None]:
+    """The checks of the task's last QA, and (when a runner reported figures) the default
+    branch's figures to show them beside."""
+    qa = await _newest(queries, task, ArtifactKind.QA_REPORT)
+    checks = tuple(
+        CheckResult.model_validate(c) for c in (json.loads(qa[1]).get("checks", []) if qa else [])
+    )
+    counted = any(c.figures is not None for c in checks)
+    return checks, await latest_figures(queries.store, task.project) if counted else None
 
 
 async def _newest(queries: Queries, task: Task, kind: ArtifactKind) -> tuple[str, bytes] | None:

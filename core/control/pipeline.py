@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from core.config.schema import ROLES
-from core.control import cost, policies
+from core.control import baselines, cost, policies
 from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt
 from core.control.queries import EVERY_EVENT
@@ -133,6 +133,10 @@ class Pipeline:
         self, run: Run, task: Task, checks: tuple[CheckResult, ...]
     ) -> PromptContext:
         findings, failed = await self._feedback(run, task)
+        if run.stage is S.REVIEW and not checks:  # what QA's checks gave, for the reviewer
+            qa = await self._latest_json(task, ArtifactKind.QA_REPORT)
+            checks = tuple(QAReport.model_validate(qa).checks) if qa else ()
+        counted = any(c.figures is not None for c in (*checks, *failed))
         diff = (
             await self._latest_text(task, ArtifactKind.DIFF)
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
@@ -160,6 +164,7 @@ class Pipeline:
             failure=failure,
             again=again,
             check_results=checks,
+            baseline=await baselines.latest(self.control.store, task.project) if counted else None,
             diff=diff or "",
         )
 
@@ -268,9 +273,16 @@ class Pipeline:
         if not kept or not await self._kept_any(run):
             await self._keep_run(run, report)
         if run.role == MERGE_ROLE:  # a worker's merge: landed, or refused
-            return await self.control.merge_finished(
+            merged = await self.control.merge_finished(
                 run, report.commit, error=self._failure(report)
             )
+            if merged.merged and report.commit:  # its trial's figures: the default branch's
+                stored = await baselines.keep(
+                    self.control.store, merged, report.commit, report.checks, run_id=run.id
+                )
+                if stored is not None:
+                    self.control.bus.publish(stored)
+            return merged
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going

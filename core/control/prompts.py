@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.config.schema import ROLES
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer, answer_schema
+from core.domain.figures import Baseline, figures_line
 from core.domain.models import CheckResult, Task, TaskState
 from core.domain.text import printable
 from core.errors import PromptTemplateError
@@ -133,6 +134,8 @@ class PromptContext(BaseModel):
     failure: str = ""
     again: str | None = None
     check_results: tuple[CheckResult, ...] = ()
+    # What the checks' runners reported on the default branch, for the figures beside them.
+    baseline: Baseline | None = None
     diff: str = ""
     # The run continues the CLI session of the task's last dev run: what is new only.
     continuing: bool = False
@@ -258,7 +261,10 @@ def _feedback(ctx: PromptContext) -> str:
             FINDINGS_HEADING,
             _quoted("\n".join(_finding(f) for f in ctx.findings)) if ctx.findings else "",
         ),
-        _section(FAILING_CHECKS_HEADING, "\n\n".join(_check(c) for c in ctx.failed_checks)),
+        _section(
+            FAILING_CHECKS_HEADING,
+            "\n\n".join(_check(c, ctx.baseline) for c in ctx.failed_checks),
+        ),
         _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
         _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
     ]
@@ -305,13 +311,15 @@ def _finding(finding: Finding) -> str:
     return _bullet(f"[{finding.severity}] " + (f"{where} — " if where else "") + finding.message)
 
 
-def _check(check: CheckResult) -> str:
+def _check(check: CheckResult, baseline: Baseline | None) -> str:
     status = "passed" if check.passed else "failed"
     facts = ["required" if check.required else "optional"]
     if check.exit_code is not None:
         facts.append(f"exit {check.exit_code}")
     facts.append(f"{check.duration_s:.1f} s")
     line = f"### {printable(check.name)}: {status} ({', '.join(facts)})"
+    if check.figures is not None:
+        line += f"\n\nTests: {figures_line(check.figures, check.name, baseline)}"
     if check.excerpt.strip() and not check.passed:
         line += "\n\nEnd of its output:\n\n" + _quoted(check.excerpt.rstrip("\n"))
     return line
@@ -334,7 +342,8 @@ def _again(ctx: PromptContext) -> str:
 
 def _check_results(ctx: PromptContext) -> str:
     if ctx.check_results:
-        return _section("## Check results", "\n\n".join(_check(c) for c in ctx.check_results))
+        shown = "\n\n".join(_check(c, ctx.baseline) for c in ctx.check_results)
+        return _section("## Check results", shown)
     if ctx.stage == S.QA:
         return "## Check results\n\nNo QA checks are configured for this project."
     return ""

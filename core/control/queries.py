@@ -27,9 +27,11 @@ from core.domain.events import (
     TaskTransitioned,
 )
 from core.domain.evidence import ApprovalEvidence, MergeEvidence
+from core.domain.figures import Baseline
 from core.domain.models import (
     Artifact,
     Budget,
+    CheckResult,
     Run,
     RunStatus,
     Task,
@@ -94,6 +96,7 @@ class Queries:
         runs = await self.store.list_runs(task_id=task.id)
         artifacts = await self.store.list_artifacts(task_id=task.id)
         asked = [e.question for e in events if isinstance(e, InputRequested)]
+        checks, baseline = await self._checks(task)
         return TaskDetail(
             task=task,
             history=[e for e in events if isinstance(e, TaskTransitioned | DecisionRecorded)],
@@ -109,7 +112,19 @@ class Queries:
                 for e in events
                 if isinstance(e, RunOutput) and e.stream == NETWORK_STREAM
             ),
+            checks=checks,
+            baseline=baseline,
         )
+
+    async def _checks(self, task: Task) -> tuple[tuple[CheckResult, ...], Baseline | None]:
+        """The checks of the task's last QA beside the default branch's figures; none when
+        its QA report no longer matches its SHA-256 (`damaged` names it)."""
+        from core.control import evidence
+
+        try:
+            return await evidence.checks_of(self, task)
+        except ArtifactCorrupted:
+            return (), None
 
     async def approval_evidence(self, ref: str) -> ApprovalEvidence:
         """What an approval of the task's plan is decided on (core.domain.evidence)."""

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from core.config.schema import Config
+from core.control import baselines
 from core.control.history import (
     GATE_FIELDS,
     merge_blocker,
@@ -458,6 +459,10 @@ class ControlPlane(Queries, Operations):
             if tried is not None:
                 worktrees, trial = tried
                 await worktrees.discard(trial)
+        if ruling.merge is not None and task.merged:  # its trial's figures: the default branch's
+            merge = ruling.merge
+            kept = await baselines.keep(self.store, task, merge.commit, merge.checks)
+            events += [kept] if kept else []
         for event in events:  # the announcement before the run it queued: its prompt reads it
             self.bus.publish(event)
         if write.enqueue is not None:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.domain.cost import CostSummary, Spend
 from core.domain.events import DecisionRecorded, TaskTransitioned
-from core.domain.models import Artifact, Run, Task
+from core.domain.figures import Baseline
+from core.domain.models import Artifact, CheckResult, Run, Task
 from core.domain.network import ConnectionTally
 
 # What a person reads as the task's history: its state changes and the decisions on it.
@@ -48,3 +49,6 @@ class TaskDetail(BaseModel):
     damaged: list[DamagedArtifact] = []
     # What its runs asked of the network, as T25's proxy decided (network: allowlist).
     network: list[ConnectionTally] = []
+    # The checks of its last QA, and the default branch's test figures to show them beside.
+    checks: tuple[CheckResult, ...] = ()
+    baseline: Baseline | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer
+from core.domain.figures import Baseline, check_outcome
 from core.domain.models import CheckResult, DiffStat
 from core.domain.text import printable
 
@@ -106,6 +107,8 @@ class MergeEvidence(BaseModel):
     unreviewed: tuple[str, ...] = ()
     diff_stat: DiffStat | None = None
     checks: tuple[CheckResult, ...] = ()
+    # What the checks' runners reported on the default branch (core.domain.figures).
+    baseline: Baseline | None = None
     rounds: tuple[ReviewRound, ...] = ()
     protected_paths: tuple[str, ...] = ()
     refusal: str | None = None  # why a merge would be refused now; None: it may go ahead
@@ -131,7 +134,7 @@ class MergeEvidence(BaseModel):
             lines.append(f"  diff           {self.diff_stat.summary()}")
             lines += [f"    {printable(f)}" for f in self.diff_stat.files]
         for check in self.checks:
-            state = "passed" if check.passed else "FAILED"
+            state = check_outcome(check, self.baseline)
             lines.append(
                 f"  check          {printable(check.name)}: {state}"
                 + ("" if check.required else " (optional)")

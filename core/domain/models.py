@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.domain.figures import Figures
 from core.errors import NotFound
 
 
@@ -65,6 +66,9 @@ class ArtifactKind(StrEnum):
     DOCS = "docs"
     PROMPT = "prompt"
     VIOLATION = "violation"  # what a run changed outside its worktree, as it left it
+    # The checks a merge's trial ran on the commit that became the default branch's head:
+    # the figures later changes are shown beside (core.control.baselines).
+    MERGE_CHECKS = "merge_checks"
 
 
 class _Value(BaseModel):
@@ -407,3 +411,6 @@ class CheckResult(_Value):
     exit_code: int | None = None
     excerpt: str = ""  # the tail of its output
     duration_s: float = 0.0
+    # What its test runner reported, where T25 knows the runner (adapters.figures); None:
+    # a runner T25 does not know, or a report it could not read.
+    figures: Figures | None = None

@@ -290,6 +290,7 @@ class Worker:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
             commit = await merged_already(worktrees, task)
+            ran: tuple[CheckResult, ...] = ()  # the trial's: the default branch's figures
             if commit is None:
                 confine = CheckSandbox.of(self.config, task.project, f"merge-{task.id}")
                 checks = self.config.for_project(task.project).qa.checks
@@ -298,13 +299,14 @@ class Worker:
                     commit = await worktrees.land(trial)
                 finally:
                     await worktrees.discard(trial)
+                ran = trial.checks
             pushed = await push_default_branch(worktrees)
             cleaned = await worktrees.cleanup(task)
         note = (
             f"merged {task.branch} into {worktrees.default_branch} as {commit[:12]} "
             f"on {self.name}; {pushed}; {cleaned.reason}"
         )
-        return RunReport(commit=commit, note=note)
+        return RunReport(commit=commit, note=note, checks=ran)
 
     async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
         """What the lost attempt left is kept under a ref, never built on."""

@@ -10,6 +10,7 @@ check passes the default branch moved by fast-forward.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,7 @@ async def checked_merge(
             hint=f"bring {task.branch} up to date with {worktrees.default_branch} "
             "so the checks pass on the merge, then merge",
         )
-    return trial
+    return dataclasses.replace(trial, checks=tuple(results))
 
 
 def merge_message(task: Task) -> str:

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 from core.domain.backoff import Backoff, retry
 from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
-from core.domain.models import DiffStat, Task
+from core.domain.models import CheckResult, DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace.fingerprint import (
     ARCHIVE_REF,
@@ -116,6 +116,7 @@ class TrialMerge:
     base: str  # the default branch's head it was made on
     tip: str  # the task branch's head it merges
     path: Path
+    checks: tuple[CheckResult, ...] = ()  # what `qa.checks` gave on it (core.workspace.merging)
 
 
 @dataclass(frozen=True)

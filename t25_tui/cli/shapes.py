@@ -21,7 +21,8 @@ from core.domain.audit import AuditEntry, Verdict
 from core.domain.cost import CostSummary, Spend, StageTokens
 from core.domain.detail import TaskDetail
 from core.domain.events import DecisionRecorded, TaskTransitioned
-from core.domain.models import Artifact, Run, Task, Usage
+from core.domain.figures import Baseline, Figures, figures_line
+from core.domain.models import Artifact, CheckResult, Run, Task, Usage
 
 
 def _utc(when: datetime) -> str:
@@ -262,6 +263,57 @@ class ConnectionJson(Shape):
     received: int
 
 
+class FiguresJson(Shape):
+    """What a check's test runner reported (`source`: pytest's summary line, or the JUnit
+    XML report the check wrote)."""
+
+    source: str
+    passed: int
+    failed: int
+    skipped: int
+    deselected: int
+    xfailed: int
+    xpassed: int
+    errors: int
+
+    @classmethod
+    def of(cls, figures: Figures | None) -> FiguresJson | None:
+        return None if figures is None else cls(**figures.model_dump())
+
+
+class CheckJson(Shape):
+    """One check of the task's last QA; `figures` when T25 knows its runner, beside the
+    figures the same check reported on the default branch (`default_branch_figures`: as
+    the last merge's trial ran it), and `line`, the two read together."""
+
+    name: str
+    required: bool
+    passed: bool
+    exit_code: int | None
+    duration_s: float
+    figures: FiguresJson | None
+    default_branch: str | None
+    default_branch_figures: FiguresJson | None
+    line: str | None  # "41 passed, 3 skipped — 3 more skipped than on main"
+
+    @classmethod
+    def of(cls, check: CheckResult, baseline: Baseline | None) -> CheckJson:
+        figures = check.figures
+        return cls(
+            name=check.name,
+            required=check.required,
+            passed=check.passed,
+            exit_code=check.exit_code,
+            duration_s=check.duration_s,
+            figures=FiguresJson.of(figures),
+            default_branch=baseline.branch if baseline else None,
+            default_branch_figures=FiguresJson.of(
+                baseline.figures.get(check.name) if baseline else None
+            ),
+            line=figures_line(figures, check.name, baseline) if figures else None,
+        )
+
+
 class TaskShow(Shape):
     """`t25 task show ID --json`: a task with its history, runs, artifacts and cost."""
 
@@ -274,6 +326,7 @@ class TaskShow(Shape):
     question: str | None
     blockers: list[str]  # the tasks of `after` not merged yet: it has not started
     network: list[ConnectionJson]  # its runs' connections through T25's proxy, counted
+    checks: list[CheckJson]  # its last QA's, beside the default branch's figures
 
     @classmethod
     def of(cls, detail: TaskDetail) -> TaskShow:
@@ -288,6 +341,7 @@ class TaskShow(Shape):
             question=detail.question,
             blockers=list(detail.blockers),
             network=[ConnectionJson(**t.model_dump()) for t in detail.network],
+            checks=[CheckJson.of(c, detail.baseline) for c in detail.checks],
         )
 
 

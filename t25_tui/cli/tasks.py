@@ -14,6 +14,7 @@ import sys
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
+from core.domain.figures import check_outcome
 from core.domain.models import Artifact, ArtifactKind, Run, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
@@ -125,6 +126,7 @@ def _text(detail: TaskDetail) -> None:
     _head(detail.task)
     _history(detail)
     _runs(detail)
+    _checks(detail)
     _network(detail)
     _artifacts(detail)
     roles = ", ".join(f"{role} ${usd:.4f}" for role, usd in sorted(detail.cost.by_role.items()))
@@ -186,6 +188,17 @@ def _runs(detail: TaskDetail) -> None:
             print(f"  {'':<{width}}  adapter: {printable(r.adapter_reason or '')}")
         if r.session_id or r.resumed_session:
             print(f"  {'':<{width}}  {_session(r)}")
+
+
+def _checks(detail: TaskDetail) -> None:
+    """The last QA's checks, with what a runner T25 knows reported beside the default
+    branch's figures."""
+    if not detail.checks:
+        return
+    print("checks   (the last QA's)")
+    for check in detail.checks:
+        state = check_outcome(check, detail.baseline)
+        print(f"  {printable(check.name)}: {state}" + ("" if check.required else " (optional)"))
 
 
 def _network(detail: TaskDetail) -> None:

@@ -20,7 +20,9 @@ from textual.widgets import DataTable, Footer, Label, OptionList, Static, Tabbed
 from textual.widgets.option_list import Option
 
 from core.domain.cost import Spend
+from core.domain.detail import TaskDetail as Detail
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
+from core.domain.figures import check_outcome
 from core.domain.models import Artifact, ArtifactKind, Run, Task
 from core.domain.network import ConnectionTally
 from core.domain.text import printable
@@ -134,7 +136,7 @@ class TaskDetail(T25Screen):
         self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
         self.blockers = detail.blockers
         now = self.clock()
-        self._show_head(task, now, detail.spend, detail.blockers)
+        self._show_head(task, now, detail.spend, detail.blockers, _figures(detail))
         self._show_denied(detail.network)
         self._show_history(events)
         self._show_runs(now)
@@ -142,7 +144,9 @@ class TaskDetail(T25Screen):
         self.ready = True
         self._follow_newest_run(first)
 
-    def _show_head(self, task: Task, now: datetime, spend: Spend, blockers: Sequence[str]) -> None:
+    def _show_head(
+        self, task: Task, now: datetime, spend: Spend, blockers: Sequence[str], figures: str
+    ) -> None:
         need = human_needed(task)
         # Content's plain strings are never read as markup; printable escapes the rest.
         facts = (
@@ -160,6 +164,8 @@ class TaskDetail(T25Screen):
             each = "it is" if len(blockers) == 1 else "each is"
             waits = f"⧗ waits for {', '.join(blockers)}: it starts once {each} merged"
             head += ["\n", (waits, "bold magenta")]
+        if figures:
+            head += ["\n", f"checks: {figures}"]
         if task.error:
             head += ["\n", (f"error: {printable(task.error)}", "red")]
         if task.protected_paths:
@@ -266,6 +272,13 @@ class TaskDetail(T25Screen):
     def run_output(self, event: RunOutput) -> None:
         for pane in self.query(LogPane):
             pane.take(event)
+
+
+def _figures(detail: Detail) -> str:
+    """The last QA's checks whose runner T25 knows, beside the default branch's figures:
+    `tests passed (41 passed, 3 skipped — 3 more skipped than on main)`; "" when none."""
+    counted = [c for c in detail.checks if c.figures is not None]
+    return "; ".join(f"{printable(c.name)} {check_outcome(c, detail.baseline)}" for c in counted)
 
 
 def run_row(r: Run, now: datetime) -> tuple[str | Text, ...]:
