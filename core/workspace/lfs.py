@@ -19,17 +19,17 @@ from core.workspace.lfs_filter import lfs_program
 
 # Every `.gitattributes` in the tree, at any depth.
 ATTRIBUTE_FILES = ":(glob)**/.gitattributes"
+LFS_ATTRIBUTE = r"filter=lfs([[:space:]]|$)"
 _SMUDGE_FAILED = re.compile(r"^fatal: (.+): smudge filter lfs failed$", re.MULTILINE)
 
 
 async def uses_lfs(repo: Path, rev: str | None = None) -> bool:
     """Whether a `.gitattributes` of `rev` (default: the index of the tree at `repo`)
     sends some path through the lfs filter. `git grep` reads blobs and runs nothing."""
-    where = (rev,) if rev else ("--cached",)
+    where = ("-e", LFS_ATTRIBUTE, rev) if rev else ("--cached", "-e", LFS_ATTRIBUTE)
     done = await run_git(
-        "grep", "-l", "-I", "-E", r"filter=lfs(\s|$)", *where, "--", ATTRIBUTE_FILES,
-        cwd=repo, drivers_from=(),
-    )  # fmt: skip
+        "grep", "-l", "-I", "-E", *where, "--", ATTRIBUTE_FILES, cwd=repo, drivers_from=()
+    )
     return done.code == 0 and bool(done.out.strip())
 
 

@@ -92,6 +92,9 @@ async def check_out(tree: Path, common_dir: Path) -> None:
 
 async def changes(tree: Path) -> tuple[str, ...]:
     """Each change inside a submodule of `tree`, as `path (what)`."""
+    links = await gitlinks(tree)
+    if not links:
+        return ()
     raw = await git_bytes(
         "status", "--porcelain=v2", "-z", "--ignore-submodules=none", "--untracked-files=all",
         cwd=tree,
@@ -111,10 +114,26 @@ async def changes(tree: Path) -> tuple[str, ...]:
             i += 1  # the original path follows
         if sub.startswith("S") and (xy != ".." or sub != "S..."):
             out.append(f"{path} ({_what(xy, sub)})")
-    for path in await gitlinks(tree):
+    for path in links:
         where = tree / path
         if not (where / ".git").exists() and where.is_dir() and any(where.iterdir()):
             out.append(f"{path} (files written into it, and it is not checked out)")
+    return tuple(out)
+
+
+async def staged(tree: Path) -> tuple[str, ...]:
+    """The gitlinks the index of `tree` adds or moves since HEAD (a repository the agent
+    made inside the tree, which `git add --all` stages as a submodule), as `path (what)`."""
+    raw = await git_bytes(
+        "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", "HEAD",
+        cwd=tree, drivers_from=(),
+    )  # fmt: skip
+    fields = os.fsdecode(raw).split("\0")
+    out = []
+    for meta, path in zip(fields[::2], fields[1::2], strict=False):
+        old_mode, new_mode = meta.lstrip(":").split()[:2]
+        if new_mode == GITLINK:
+            out.append(f"{path} ({'a new commit' if old_mode == GITLINK else 'a new submodule'})")
     return tuple(out)
 
 
@@ -131,9 +150,10 @@ def _what(xy: str, sub: str) -> str:
     return ", ".join(said) or "its recorded commit changed"
 
 
-async def refuse_changes(tree: Path) -> None:
-    """Refuse (WorktreeRefused) a tree with a change inside a submodule, naming them."""
-    found = await changes(tree)
+async def refuse_changes(tree: Path, *, staged_only: bool = False) -> None:
+    """Refuse (WorktreeRefused) a tree with a change inside a submodule, naming them;
+    `staged_only`: the gitlinks its index adds or moves (after `git add --all`)."""
+    found = await (staged(tree) if staged_only else changes(tree))
     if found:
         shown = "; ".join(found[:_SHOWN]) + (
             f" … and {len(found) - _SHOWN} more" * (len(found) > _SHOWN)
@@ -145,11 +165,13 @@ async def refuse_changes(tree: Path) -> None:
         )
 
 
-async def take_down(tree: Path) -> str:
-    """Before a worktree is removed (git refuses to remove one with a checked-out
-    submodule): empty each submodule's directory, once `changes` found nothing, so each
-    holds its recorded commit; its repository is the worktree's own clone, removed with
-    it. '' when done, else why a submodule is kept (ignored files in it)."""
+async def take_down(tree: Path, admin: Path) -> str:
+    """Before a worktree is removed (git refuses to remove one with a submodule checked out,
+    or with its submodules' repositories in `admin`, the worktree's entry): empty each
+    submodule's directory and remove those repositories, once `changes` found nothing.
+    So each submodule holds its recorded commit, and its repository is the worktree's own
+    clone of the main checkout's; refused (why, in words) when one holds a file it does
+    not track or a commit the main checkout's copy lacks. '' when done."""
     for path in await gitlinks(tree):
         where = tree / path
         if where.is_symlink() or not (where / ".git").is_file():
@@ -157,16 +179,25 @@ async def take_down(tree: Path) -> str:
         top = await git("rev-parse", "--show-toplevel", cwd=where, drivers_from=())
         if Path(top).resolve() != where.resolve():
             continue  # not a checkout of its own: left to git's refusal
-        left = await git(
-            "status", "--porcelain", "--ignored", "--untracked-files=all", cwd=where
-        )  # fmt: skip
+        left = await git("status", "--porcelain", "--ignored", "--untracked-files=all", cwd=where)
         if left:
             names = [line[3:] for line in left.splitlines()]
             return (
                 f"the submodule {path} holds files it does not track: {', '.join(names[:_SHOWN])}"
             )
+        own = await git(
+            "rev-list", "--max-count=1", "--all", "--not", "--remotes", cwd=where, drivers_from=()
+        )
+        if own:
+            return (
+                f"the submodule {path} holds commits the main checkout's copy lacks "
+                f"({own[:12]}); push or fetch them there"
+            )
         shutil.rmtree(where)
         where.mkdir()
+    modules = admin / "modules"
+    if modules.is_dir() and not modules.is_symlink():
+        shutil.rmtree(modules)
     return ""
 
 

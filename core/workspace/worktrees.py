@@ -847,7 +847,7 @@ class Worktrees:
                     False, f"kept {path}: changes inside submodules: {_names(list(inside))}"
                 )
             kept = await self.snapshot(task)
-            held = await submodules.take_down(path)
+            held = await submodules.take_down(path, await self._admin_dir(path))
             if held:
                 return Cleanup(
                     False, f"kept {path}: {held}; move or delete them, then clean up again"
@@ -1189,6 +1189,7 @@ async def _stage(path: Path) -> None:
         if outside is not None:
             raise sparse.refusal(outside)
         raise GitError(f"git add --all failed in {path}: {_git_reason(done.err)}")
+    await submodules.refuse_changes(path, staged_only=True)
 
 
 def _met_half_written_entry(exc: Exception) -> bool:
