@@ -108,6 +108,21 @@ async def test_an_lfs_task_sees_the_asset_commits_through_lfs_and_merges_from_a_
 
 
 @needs_lfs
+async def test_the_merge_of_a_fresh_lfs_clone_is_not_refused_while_git_status_is_clean(tmp_path):
+    repo = lfs_clone(lfs_upstream(tmp_path / "up"), tmp_path / "clone")
+    stamp = (repo / ".git" / "index").stat().st_mtime + 5  # git must compare content
+    os.utime(repo / "asset.bin", (stamp, stamp))
+    assert plain_git("status", "--porcelain", cwd=repo) == ""
+    wt, task = worktrees(repo), make_task()
+    path = await wt.ensure(task)
+    (path / "notes.txt").write_text("a change\n")
+    assert await wt.commit_all(task, "T-1: notes")
+    merged = await wt.merge(task, message="Merge T-1")
+    assert plain_git("rev-parse", "trunk", cwd=repo) == merged
+    assert (repo / "asset.bin").read_text() == LFS_CONTENT
+
+
+@needs_lfs
 async def test_a_filter_the_repository_names_for_lfs_never_runs(tmp_path):
     repo = lfs_clone(lfs_upstream(tmp_path / "up"), tmp_path / "clone")
     planted = Planted(tmp_path)
