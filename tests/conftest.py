@@ -66,6 +66,7 @@ SLOW_MODULES = (
     "test_fingerprint.py",
     "test_watch.py",
     "test_publish.py",
+    "test_repo_shapes.py",  # LFS, submodules, sparse checkouts: worktrees and the pipeline
 )
 TESTS = Path(__file__).parent
 

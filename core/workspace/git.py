@@ -18,6 +18,8 @@ Two layers do that:
   driver name may legally contain `=`, which `-c name=value` would split in the wrong
   place. Those variables are inherited by the git processes git itself starts (the
   status `git worktree remove` runs, for instance), so the children are covered too.
+* The one exception: Git LFS's filter, run as git-lfs's own binary from PATH and never as
+  the repository names it, without network (`core.workspace.lfs_filter`).
 
 What this cannot close: a driver added to `.git/config` in the instant between reading
 the names and the call that follows. That window is microseconds, T25 holds the task's
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import GitError
+from core.workspace.lfs_filter import extension_names, lfs_overrides
 
 # Repository-configured programs T25's own git calls must never run.
 SAFE_CONFIG = (
@@ -347,23 +350,31 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
 
 async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:
     """The overrides for every filter and merge driver configured as seen from `dirs`
-    (a linked worktree may add its own in `config.worktree`). Reading config runs nothing."""
+    (a linked worktree may add its own in `config.worktree`), then the one filter let
+    through: git-lfs's own (`core.workspace.lfs_filter`). Reading config runs nothing."""
     names: list[bytes] = []
     for d in dirs:
         done = await _spawn(
-            ("config", "--null", "--name-only", "--get-regexp", r"^(filter|merge)\."), d, ()
+            ("config", "--null", "--name-only", "--get-regexp", r"^(filter|merge|lfs)\."), d, ()
         )
         names.append(done.out)  # exit 1 just means "none configured"
-    return driver_overrides(os.fsdecode(b"\0".join(names)))
+    found = os.fsdecode(b"\0".join(names))
+    return driver_overrides(found) + lfs_overrides(extension_names(found))
 
 
-async def run_git(*args: str, cwd: Path, drivers_from: Iterable[Path] | None = None) -> Completed:
+async def run_git(
+    *args: str,
+    cwd: Path,
+    drivers_from: Iterable[Path] | None = None,
+    config: Sequence[tuple[str, str]] = (),
+) -> Completed:
     """Run git with every program a repository could plant switched off; never raise on a
     non-zero exit. `drivers_from` are the directories whose filter and merge drivers to
-    neutralise (default: `cwd`; pass `()` only for a call that cannot run one)."""
+    neutralise (default: `cwd`; pass `()` only for a call that cannot run one). `config`
+    is more command-line config for this call alone (after the overrides, so it wins)."""
     dirs = (cwd,) if drivers_from is None else tuple(drivers_from)
     overrides = await neutral_drivers(*dirs) if dirs else ()
-    return await _spawn(args, cwd, overrides)
+    return await _spawn(args, cwd, (*overrides, *config))
 
 
 async def git_bytes(

@@ -25,7 +25,8 @@ The decisions, and the attack each one answers:
 * **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
   kept, and the reason names them (`git worktree remove` alone would delete ignored files).
   Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
-  itself. The branch is kept. The forced removals are git's, of a tree T25 has just added
+  itself, but for a checked-out submodule git would refuse to remove, once it is found to
+  hold its recorded commit and nothing else (core.workspace.submodules). The branch is kept. The forced removals are git's, of a tree T25 has just added
   and could not check out (empty, nobody's work) and of a merge's trial tree that git lists
   as a worktree (T25's own commit and what the checks left); never of a tree cleanup is
   asked to remove, and never of a directory git does not list.
@@ -37,7 +38,11 @@ The decisions, and the attack each one answers:
   nothing changed, when the checkout is elsewhere or dirty, the branch is empty or moved
   since review, the merge conflicts, or the default branch moved during the trial.
 * **No planted program runs.** Every git call goes through `core.workspace.git`, which switches off
-  hooks, fsmonitor, filters, merge drivers, external diff, textconv, pagers and signing.
+  hooks, fsmonitor, filters, merge drivers, external diff, textconv, pagers and signing; Git
+  LFS's filter alone runs, as git-lfs's own binary (core.workspace.lfs_filter).
+* **Repository shapes.** Submodules are checked out from the main checkout's own copies and
+  a change inside one is refused (core.workspace.submodules); the worktree follows the main
+  checkout's sparse cone and a change outside it is refused (core.workspace.sparse).
 
 The fingerprint of the main checkout, which proves no agent wrote it, is `core.workspace.fingerprint`.
 """
@@ -64,6 +69,7 @@ from core.domain.backoff import Backoff, retry
 from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import CheckResult, DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
+from core.workspace import lfs, sparse, submodules
 from core.workspace.fingerprint import (
     ARCHIVE_REF,
     LEFTOVERS_REF,
@@ -80,6 +86,7 @@ from core.workspace.git import (
     run_git,
     status_entries,
 )
+from core.workspace.lfs_filter import INSTALL_HINT
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
 
@@ -504,22 +511,46 @@ class Worktrees:
             if done.code == 0 or HALF_WRITTEN not in done.err or pause is None:
                 break
             await asyncio.sleep(pause)
+        problem = None
         if done.code == 0:
             done = await self._check_out(path)
-            if done.code != 0:  # an empty tree T25 just made: nothing in it to lose
+            problem = await self._unworkable(path) if done.code == 0 else None
+            if done.code != 0 or problem:  # a tree T25 just made: nobody's work in it
                 async with self._admin:
                     await run_git("worktree", "remove", "--force", "--", str(path), cwd=self.repo)
-        if done.code != 0:
+        if done.code != 0 or problem:
             self._record_path(task.id).unlink(missing_ok=True)
+        if problem:
             raise WorktreeRefused(
-                f"git could not create the worktree of {task.id}: {_git_reason(done.err)}",
-                hint="fix what git reports, then retry",
+                f"T25 cannot work {task.id} in a worktree of this repository: {problem.message}",
+                hint=problem.hint,
+            )
+        if done.code != 0:
+            unfetched = lfs.unfetched_object(done.err)
+            raise WorktreeRefused(
+                f"git could not create the worktree of {task.id}: "
+                f"{unfetched or _git_reason(done.err)}",
+                hint=lfs.FETCH_HINT if unfetched else "fix what git reports, then retry",
             )
 
     async def _check_out(self, path: Path) -> Completed:
-        """Fill a worktree made with --no-checkout, every filter switched off as the new
-        worktree's own config names them (`run_git` reads them in `path`)."""
+        """Fill a worktree made with --no-checkout, every filter but git-lfs's switched off
+        as the new worktree's own config names them (`run_git` reads them in `path`)."""
         return await run_git("reset", "--hard", "--quiet", "--no-recurse-submodules", cwd=path)
+
+    async def _unworkable(self, path: Path) -> WorktreeRefused | None:
+        """After the check-out: the submodules the main checkout has, checked out from its
+        own copies (core.workspace.submodules); why the tree cannot be worked, or None."""
+        problem = await lfs.lfs_problem(path)
+        if problem:
+            return WorktreeRefused(problem, hint=INSTALL_HINT)
+        if self._common_dir is None:
+            self._common_dir = await self._git_common_dir(self.repo)
+        try:
+            await submodules.check_out(path, self._common_dir)
+        except WorktreeRefused as exc:
+            return exc
+        return None
 
     async def reset(self, task: Task, commit: str, *, snapshot: bool = True) -> None:
         """Put the task's worktree back at `commit` (T25's last commit on the branch): on the
@@ -560,7 +591,7 @@ class Worktrees:
             status = await git("status", "--porcelain", "--untracked-files=all", cwd=path)
             if not status and head == tip:
                 return None
-            await git("add", "--all", cwd=path)
+            await git("add", "--all", "--sparse", cwd=path)
             tree = await git("write-tree", cwd=path)
             message = f"{task.id}: what a lost attempt of {name} left\n\nKept by T25."
             identity = await self._identity(path)
@@ -583,7 +614,7 @@ class Worktrees:
                 return None
             kept = head
             if await git("status", "--porcelain", "--untracked-files=all", cwd=path):
-                await git("add", "--all", cwd=path)
+                await git("add", "--all", "--sparse", cwd=path)
                 tree = await git("write-tree", cwd=path)
                 message = f"{task.id}: the worktree as it was\n\nKept by T25."
                 identity = await self._identity(path)
@@ -635,7 +666,7 @@ class Worktrees:
         path = self.path_for(task.id)
         with self._working_on(task.id):
             await self._verify(task, path)
-            await git("add", "--all", cwd=path)
+            await _stage(path)
             outward = await self._outward_links(path)
             if outward:
                 raise WorktreeRefused(
@@ -669,7 +700,7 @@ class Worktrees:
         path = self.path_for(task.id)
         with self._working_on(task.id):
             await self._verify(task, path)
-            await git("add", "--all", cwd=path)
+            await _stage(path)
             return await self._outward_links(path)
 
     async def _outward_links(self, path: Path) -> tuple[str, ...]:
@@ -811,7 +842,17 @@ class Worktrees:
                 return Cleanup(
                     False, f"kept {path}: {dirt}; commit, move or delete them, then clean up again"
                 )
+            inside = await submodules.changes(path)
+            if inside:
+                return Cleanup(
+                    False, f"kept {path}: changes inside submodules: {_names(list(inside))}"
+                )
             kept = await self.snapshot(task)
+            held = await submodules.take_down(path, await self._admin_dir(path))
+            if held:
+                return Cleanup(
+                    False, f"kept {path}: {held}; move or delete them, then clean up again"
+                )
             # Never --force: if git sees something we did not, git's refusal stands.
             async with self._admin:
                 done = await run_git(
@@ -982,11 +1023,20 @@ class Worktrees:
             )  # fmt: skip
         if done.code == 0:
             done = await self._check_out(path)
-        if done.code != 0:
+        problem = await self._unworkable(path) if done.code == 0 else None
+        if done.code != 0 or problem:
             await self._remove_trial(path)
+        if problem:
             raise MergeRefused(
-                f"git could not check out the merge of {task.branch}: {_git_reason(done.err)}",
-                hint="fix what git reports, then merge",
+                f"the merge of {task.branch} cannot be checked: {problem.message}",
+                hint=problem.hint,
+            )
+        if done.code != 0:
+            unfetched = lfs.unfetched_object(done.err)
+            raise MergeRefused(
+                f"git could not check out the merge of {task.branch}: "
+                f"{unfetched or _git_reason(done.err)}",
+                hint=lfs.FETCH_HINT if unfetched else "fix what git reports, then merge",
             )
         return path
 
@@ -1127,6 +1177,20 @@ class Worktrees:
         git_dir = await self._admin_dir(self.path_for(task.id))
         own = (f"refs/heads/{task.branch}",) if may_commit else ()
         return await self.watch.start(lambda: self._fingerprint(task, git_dir), may_move=own)
+
+
+async def _stage(path: Path) -> None:
+    """`git add --all` of what T25 is about to commit: refused, with the paths, when it
+    holds a change inside a submodule or outside the worktree's sparse cone."""
+    await submodules.refuse_changes(path)
+    await sparse.refuse_outside(path)
+    done = await run_git("add", "--all", cwd=path)
+    if done.code != 0:
+        outside = sparse.unstaged(done.err)
+        if outside is not None:
+            raise sparse.refusal(outside)
+        raise GitError(f"git add --all failed in {path}: {_git_reason(done.err)}")
+    await submodules.refuse_changes(path, staged_only=True)
 
 
 def _met_half_written_entry(exc: Exception) -> bool:

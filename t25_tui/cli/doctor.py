@@ -5,7 +5,8 @@ profiles that use it; git, bubblewrap and the store beside them (`doctor_checks`
 Exits 1 when T25 could not work as configured: a role has no usable adapter (none found, or
 every one of its profiles asks for a sandbox that cannot be had), or the CLI that would
 play it is not logged in; t25.yaml has an error; git is missing or too old; a Postgres
-store does not answer. A script can gate on it, or read `--json` (`shapes.DoctorReport`).
+store does not answer; a project's default branch has no commit here, or its repository
+keeps files in Git LFS and git-lfs is not on PATH (`doctor_repos`). A script can gate on it, or read `--json` (`shapes.DoctorReport`).
 Before `t25 init`, or when t25.yaml has an error, it checks the roles of the t25.yaml that
 `t25 init` would write (and lists every CLI T25 ships), so the agent CLIs can be checked
 first. An unknown adapter name is one problem among the others here; every other command
@@ -28,6 +29,7 @@ from core.config.schema import ROLES, AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
 from t25_tui.cli.doctor_checks import bubblewrap_check, elsewhere, git_check, store_check
+from t25_tui.cli.doctor_repos import repository_problems
 from t25_tui.cli.doctor_wall import render_wall, wall_report
 from t25_tui.cli.shapes import (
     AdapterCheck,
@@ -57,19 +59,21 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
     """Everything the doctor checks, at once: the configuration, git, bubblewrap, the
     store, and each agent CLI (found, version, login)."""
     config, check = _config(args)
-    git, bubblewrap, store, (adapters, roles, problems, playable) = await asyncio.gather(
+    git, bubblewrap, store, (adapters, roles, problems, playable), repos = await asyncio.gather(
         git_check(),
         bubblewrap_check(),
         store_check(config.store_url),
         _agents(config, every_cli=not check.found),
+        repository_problems(config) if check.found and not check.error else _nothing(),
     )
     problems = [
         *([check.error] if check.error else []),
         *(tool.problem for tool in (git, store) if tool.problem),
+        *repos,
         *problems,
         *filter(None, [await _open_door(config.store_url)]),
     ]
-    ok = playable and check.error is None and git.ok and store.reachable is not False
+    ok = playable and check.error is None and git.ok and store.reachable is not False and not repos
     return DoctorReport(
         ok=ok,
         config=check,
@@ -88,6 +92,10 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         ],
         problems=list(dict.fromkeys(problems)),
     )
+
+
+async def _nothing() -> list[str]:
+    return []
 
 
 async def _open_door(url: str) -> str | None:
