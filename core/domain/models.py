@@ -407,3 +407,6 @@ class CheckResult(_Value):
     exit_code: int | None = None
     excerpt: str = ""  # the tail of its output
     duration_s: float = 0.0
+    # Why it could not start at all - its program missing, the sandbox refusing it: an
+    # environment error, never the change's (core.domain.check_start). None when it ran.
+    start_error: str | None = None

@@ -67,6 +67,7 @@ from core.domain.backoff import Backoff, retry
 from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
+from core.workspace.caches import Leftovers, drop_untracked, sort_leftovers
 from core.workspace.fingerprint import (
     ARCHIVE_REF,
     LEFTOVERS_REF,
@@ -74,7 +75,6 @@ from core.workspace.fingerprint import (
     Fingerprint,
     fingerprint,
 )
-from core.workspace.caches import Leftovers, drop_untracked, sort_leftovers
 from core.workspace.git import (
     Completed,
     default_branch,
@@ -842,11 +842,13 @@ class Worktrees:
                     False, f"kept {path}: git refused to remove it ({_git_reason(done.err)})"
                 )
             self._record_path(task.id).unlink(missing_ok=True)
-            at = f" (its head kept as {snapshot[:12]} under {SNAPSHOTS_REF}/{task.id}/)"
+            at = (
+                f" (its head kept as {snapshot[:12]} under {SNAPSHOTS_REF}/{task.id}/)"
+                if snapshot
+                else ""
+            )
             return Cleanup(
-                True,
-                f"removed {path}{_dropping(caches)}; branch {task.branch} kept"
-                + (at if snapshot else ""),
+                True, f"removed {path}{_dropping(caches)}; branch {task.branch} kept{at}"
             )
 
     async def _may_remove(self, task: Task, path: Path) -> tuple[str | None, Leftovers]:
