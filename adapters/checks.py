@@ -5,7 +5,8 @@ flood its output. So it runs under the same supervision as an agent (`run_proces
 the same minimal environment and a private HOME of its own (tools cache there), in the same
 sandbox as the agents (it runs the code they wrote), and its outcome is a `CheckResult` -
 never an exception. A sandbox that cannot be had fails the check rather than running it
-unconfined. Under bubblewrap the check sees the task's tree at the main checkout's path
+unconfined; that, and a program that could not start, is said in `start_error` (an
+environment error, adapters.check_start), apart from a check that ran and failed. Under bubblewrap the check sees the task's tree at the main checkout's path
 (`qa.tree_at`, adapters.checkout_view), so the checkout's virtual environment imports the
 change. Where T25 knows the check's test runner, its result carries the runner's figures
 (adapters.figures).
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from adapters.base import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.caps import capped
+from adapters.check_start import start_failure
 from adapters.checkout_view import unseen
 from adapters.containment import run_tag
 from adapters.figures import Before, before, junit_path, junit_report, names_pytest, pytest_summary
@@ -56,11 +58,13 @@ async def run_check(
         sandbox = sandbox_for(confine.kind)
         await sandbox.check()
     except SandboxUnavailable as exc:
+        cannot = f"sandbox {confine.kind} cannot be had: {exc}"
         return CheckResult(
             name=check.name,
             required=check.required,
             passed=False,
-            excerpt=f"sandbox {confine.kind} cannot be had: {exc}; the check is not run",
+            excerpt=f"{cannot}; the check is not run",
+            start_error=f"the {cannot}",
         )
     report = junit_path(check)
     noted = before(cwd, report) if report is not None else None
@@ -93,14 +97,16 @@ async def run_check(
         excerpt += f"\n[t25: timed out after {check.timeout_s} s; process group killed]"
     elif done.aborted:
         excerpt += "\n[t25: stopped by T25; process group killed]"
+    passed = done.exit_code == 0 and over is None
     return CheckResult(
         name=check.name,
         required=check.required,
-        passed=done.exit_code == 0 and over is None,
+        passed=passed,
         exit_code=done.exit_code,
         excerpt=excerpt,
         duration_s=done.duration_s,
         figures=_figures(check, done, noted),
+        start_error=None if passed else start_failure(done, check.run[0], sandbox.name),
     )
 
 

@@ -3,10 +3,11 @@ suite with a conftest, and a virtual environment *inside the checkout* holding t
 installed editable by a real `pip install -e .` (its `.pth` file names the checkout's
 `src/`). The shape in which a check run in a worktree imports the main checkout's code.
 
-The tools the project's environment needs - pytest, setuptools, wheel - are installed once per
-test session into a shared virtual environment (from the package index, locked so parallel
-test processes build it once) and reach each project's environment through a `.pth` file;
-then `pip install -e .` itself runs offline, in about a second.
+The tools the project's environment needs - pytest, setuptools, wheel, and pre-commit for the
+checks that run it - are installed once per test session into a shared virtual environment
+(from the package index, locked so parallel test processes build it once) and reach each
+project's environment through a `.pth` file; then `pip install -e .` itself runs offline, in
+about a second.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from core.workspace.git import git_sync
 from tests.conftest import make_repo
 
-TOOLS = ("pytest==8.4.2", "setuptools==80.9.0", "wheel==0.45.1")
+TOOLS = ("pytest==8.4.2", "setuptools==80.9.0", "wheel==0.45.1", "pre-commit==4.7.0")
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
 
 PYPROJECT = """\

@@ -155,12 +155,16 @@ async def test_cleanup_removes_what_a_merge_kept_and_what_landed_by_patch(env, t
     await env.close()
 
     dry = t25("cleanup", "--dry-run", cwd=env.repo)
-    assert dry.code == 0, dry.err
+    assert dry.code == 1, dry.err  # as the cleanup itself: one is kept
+    trees = env.repo / ".factory" / "worktrees"
     assert dry.out.splitlines() == [
-        "T-1  merged: would remove its worktree",
+        (
+            f"T-1  merged: would keep {trees / 'T-1'}: 1 untracked file(s): notes.txt; "
+            "commit, move or delete them, then clean up again"
+        ),
         (
             "T-2  feat/T-2's change is already in trunk (squash- or rebase-merged: merging it "
-            "would change nothing): would remove its worktree"
+            f"would change nothing): would remove {trees / 'T-2'}"
         ),
     ]
     refused = t25("cleanup", cwd=env.repo)

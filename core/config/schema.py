@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from core.config import held_secrets
+from core.config.caches import DEFAULT_CACHES, cache_entry_problem
 from core.config.hosts import host_entry
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.secrets import refuse_credentials
@@ -603,8 +604,17 @@ class SandboxConfig(_Section):
 # -- places ------------------------------------------------------------------------------
 
 
+def _cache_entry(entry: str) -> str:
+    problem = cache_entry_problem(entry)
+    if problem:
+        raise ValueError(problem)
+    return entry
+
+
 class WorktreeConfig(_Section):
     root: ConfigPath = Field(default=Path(".factory/worktrees"), validate_default=True)
+    # Untracked or ignored paths in these directories do not keep a worktree at cleanup.
+    caches: list[Annotated[str, AfterValidator(_cache_entry)]] = list(DEFAULT_CACHES)
 
     @field_validator("root", mode="after")
     @classmethod

@@ -33,6 +33,7 @@ from core.domain.answers import (
     StageAnswer,
     parse_answer,
 )
+from core.domain.check_start import WHERE_CHECKS_RUN
 from core.domain.events import (
     ApprovalRequested,
     ArtifactStored,
@@ -359,6 +360,8 @@ class Pipeline:
         if why and report.violation:  # held: retry and merge wait for an acknowledgement
             error = f"{run.stage} run {run.id} failed: {why}"
             return await self._fail(task, error, violation=error)
+        if run.stage is S.QA and (verdict := policies.evaluate_qa(report.checks)).unstarted:
+            return await self._qa_unstarted(task, run, report, verdict)
         if report.needs_input:  # no agent may play the role (a review's authors): ask why
             return await self._ask(task, report.needs_input)
         if why:
@@ -462,6 +465,19 @@ class Pipeline:
                 checks_passed=True,
             )
         return await self._send_back(task, "qa", reason, checks_passed=False)
+
+    async def _qa_unstarted(
+        self, task: Task, run: Run, report: RunReport, verdict: policies.QAVerdict
+    ) -> Task:
+        """A required check could not start: the environment's fault, not the change's. No
+        loop is spent: the task waits for the operator, and their answer runs QA again."""
+        qa = QAReport(checks=list(report.checks), passed=False, summary=verdict.summary)
+        await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
+        return await self._ask(
+            task,
+            f"{verdict.summary}. To go on: {WHERE_CHECKS_RUN}; "
+            f"then `t25 answer {task.id} …` runs QA again",
+        )
 
     async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer, head: str | None) -> Task:
         await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from core.config.schema import AgentProfile, ApprovalPolicy, Limits, Policies
 from core.domain.answers import SEVERITIES, Finding, PlanAnswer
+from core.domain.check_start import ENVIRONMENT_ERROR, unstarted, unstarted_line
 from core.domain.models import CheckResult, DiffStat, Task, TaskState
 from core.domain.text import printable
 
@@ -185,14 +186,22 @@ class QAVerdict:
     failures: tuple[CheckResult, ...]
     optional_failures: tuple[CheckResult, ...]
     summary: str
+    # Required checks that could not start (core.domain.check_start): the environment's
+    # fault, not the change's - the task waits for the operator instead of going back to dev.
+    unstarted: tuple[CheckResult, ...] = ()
 
 
 def evaluate_qa(results: Sequence[CheckResult]) -> QAVerdict:
-    """Passed iff every required check passed; no checks configured is a pass."""
+    """Passed iff every required check passed; no checks configured is a pass. A required
+    check that could not start makes it an environment error (`unstarted`)."""
     if not results:
         return QAVerdict(True, (), (), "no QA checks configured")
     failures = tuple(r for r in results if r.required and not r.passed)
     optional = tuple(r for r in results if not r.required and not r.passed)
+    stuck = unstarted(results)
+    if stuck:
+        summary = f"{unstarted_line(stuck)} ({ENVIRONMENT_ERROR})"
+        return QAVerdict(False, failures, optional, summary, stuck)
     return QAVerdict(not failures, failures, optional, _qa_summary(results, failures, optional))
 
 

@@ -414,3 +414,6 @@ class CheckResult(_Value):
     # What its test runner reported, where T25 knows the runner (adapters.figures); None:
     # a runner T25 does not know, or a report it could not read.
     figures: Figures | None = None
+    # Why it could not start at all - its program missing, the sandbox refusing it: an
+    # environment error, never the change's (core.domain.check_start). None when it ran.
+    start_error: str | None = None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox, Failure, RunCaps
+from core.domain.check_start import unstarted, unstarted_line
 from core.domain.events import RunStarted
 from core.domain.manifests import is_manifest
 from core.domain.models import (
@@ -352,6 +353,10 @@ class Worker:
             before = await tree_state(path)
             checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]
             litter = litter_note(await put_back(path, before))
+            if stuck := unstarted(checks):  # the environment's fault: no agent reads it
+                return RunReport(
+                    checks=tuple(checks), needs_input=unstarted_line(stuck), note=litter
+                )
         prompt = await self.runs.prompt(lease, run, task, checks)
         session = claim.resume if claim else None
         goes_on = None

@@ -4,7 +4,8 @@ Serve merges itself when it holds a checkout of the task's repository with the t
 branch; otherwise a worker on a host that has one does it, as a leased run of role
 `merge` (core.domain.models.MERGE_ROLE). Both go through here: the merge commit made in
 a trial worktree, `qa.checks` run on it confined as QA's, and only when every required
-check passes the default branch moved by fast-forward.
+check passes the default branch moved by fast-forward. A check that could not start refuses
+the merge naming its program: the environment's fault, not the change's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
+from core.domain.check_start import WHERE_CHECKS_RUN, unstarted, unstarted_line
 from core.domain.models import Task
 from core.domain.text import printable
 from core.errors import MergeRefused
@@ -49,6 +51,14 @@ async def checked_merge(
     except BaseException:
         await worktrees.discard(trial)
         raise
+    stuck = unstarted(results)
+    if stuck:  # the environment's fault: say so, and do not blame the change
+        await worktrees.discard(trial)
+        raise MergeRefused(
+            f"the merge of {task.branch} is refused: {unstarted_line(stuck)} "
+            f"(an environment error, not the change's); {worktrees.default_branch} is unchanged",
+            hint=f"{WHERE_CHECKS_RUN}; then merge again",
+        )
     failed = [c for c in results if c.required and not c.passed]
     if failed:
         await worktrees.discard(trial)

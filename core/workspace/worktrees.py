@@ -23,7 +23,9 @@ The decisions, and the attack each one answers:
   lock file is never deleted: deleting it would let two processes lock two different
   files of the same name.
 * **Cleanup never loses work.** A tree with uncommitted, untracked or *ignored* files is
-  kept, and the reason names them (`git worktree remove` alone would delete ignored files).
+  kept, and the reason names them (`git worktree remove` alone would delete ignored files);
+  only what tools make again (`worktrees.caches`, core.workspace.caches) goes with the tree.
+  A dry run is the same decision, said and not done.
   Removal is `git worktree remove` without `--force`; nothing here ever deletes a tree
   itself, but for a checked-out submodule git would refuse to remove, once it is found to
   hold its recorded commit and nothing else (core.workspace.submodules). The branch is kept. The forced removals are git's, of a tree T25 has just added
@@ -65,11 +67,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.config.caches import DEFAULT_CACHES
 from core.domain.backoff import Backoff, retry
 from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
 from core.domain.models import CheckResult, DiffStat, Task
 from core.errors import GitError, MergeRefused, T25Error, WorktreeBusy, WorktreeRefused
 from core.workspace import lfs, sparse, submodules
+from core.workspace.caches import Leftovers, drop_untracked, sort_leftovers
 from core.workspace.fingerprint import (
     ARCHIVE_REF,
     LEFTOVERS_REF,
@@ -128,10 +132,12 @@ class TrialMerge:
 
 @dataclass(frozen=True)
 class Cleanup:
-    """The outcome of a cleanup: whether the tree was removed, and why (not)."""
+    """The outcome of a cleanup: whether the tree was removed, and why (not). In a dry run
+    (`dry_run`), whether it would be: the same decision, nothing done."""
 
     removed: bool
     reason: str
+    dry_run: bool = False
 
 
 # -- the per-process lock -----------------------------------------------------------------
@@ -220,7 +226,15 @@ class Worktrees:
     identity of this T25 installation, written into every ownership record.
     """
 
-    def __init__(self, repo: Path, root: Path, default_branch: str, *, owner: str) -> None:
+    def __init__(
+        self,
+        repo: Path,
+        root: Path,
+        default_branch: str,
+        *,
+        owner: str,
+        caches: Sequence[str] = DEFAULT_CACHES,
+    ) -> None:
         if not owner:
             raise ValueError("owner must identify this T25 installation")
         if not default_branch:
@@ -231,6 +245,7 @@ class Worktrees:
         self.root = Path(os.path.abspath(root))
         self.default_branch = default_branch
         self.owner = owner
+        self.caches = tuple(caches)  # what a cleanup disregards (core.workspace.caches)
         self._common_dir: Path | None = None
         self._admin = asyncio.Lock()  # see _create
         self.watch = Watch(self.repo)  # the runs going on (core.workspace.watch)
@@ -827,27 +842,31 @@ class Worktrees:
         )
         return raw.decode(errors="replace")
 
-    async def cleanup(self, task: Task) -> Cleanup:
-        """Remove the worktree if, and only if, nothing in it could be lost."""
+    async def cleanup(self, task: Task, *, dry_run: bool = False) -> Cleanup:
+        """Remove the worktree if, and only if, nothing in it could be lost: caches
+        (`worktrees.caches`) aside, no uncommitted, untracked or ignored file. `dry_run`:
+        the same decision, said and not done."""
         path = self.path_for(task.id)
         with self._working_on(task.id):
             if not os.path.lexists(path) and path not in await self._listing():
-                return Cleanup(False, f"no worktree at {path}; nothing to remove")
-            try:
-                await self._verify(task, path)
-            except WorktreeRefused as exc:
-                return Cleanup(False, f"kept {path}: {exc.message}; {exc.hint}")
-            dirt = await self._dirt(path)
-            if dirt:
+                return Cleanup(False, f"no worktree at {path}; nothing to remove", dry_run)
+            kept, caches = await self._may_remove(task, path)
+            if kept is not None:
                 return Cleanup(
-                    False, f"kept {path}: {dirt}; commit, move or delete them, then clean up again"
+                    False, f"{'would keep' if dry_run else 'kept'} {path}: {kept}", dry_run
                 )
             inside = await submodules.changes(path)
             if inside:
                 return Cleanup(
-                    False, f"kept {path}: changes inside submodules: {_names(list(inside))}"
+                    False,
+                    f"{'would keep' if dry_run else 'kept'} {path}: changes inside submodules: "
+                    f"{_names(list(inside))}",
+                    dry_run,
                 )
-            kept = await self.snapshot(task)
+            if dry_run:
+                return Cleanup(True, f"would remove {path}{_dropping(caches)}", dry_run)
+            await asyncio.to_thread(drop_untracked, path, caches.untracked_caches)
+            snapshot = await self.snapshot(task)
             held = await submodules.take_down(path, await self._admin_dir(path))
             if held:
                 return Cleanup(
@@ -868,8 +887,32 @@ class Worktrees:
                     False, f"kept {path}: git refused to remove it ({_git_reason(done.err)})"
                 )
             self._record_path(task.id).unlink(missing_ok=True)
-            at = f" (its head kept as {kept[:12]} under {SNAPSHOTS_REF}/{task.id}/)" if kept else ""
-            return Cleanup(True, f"removed {path}; branch {task.branch} kept{at}")
+            at = (
+                f" (its head kept as {snapshot[:12]} under {SNAPSHOTS_REF}/{task.id}/)"
+                if snapshot
+                else ""
+            )
+            return Cleanup(
+                True, f"removed {path}{_dropping(caches)}; branch {task.branch} kept{at}"
+            )
+
+    async def _may_remove(self, task: Task, path: Path) -> tuple[str | None, Leftovers]:
+        """The one decision of a cleanup and of its dry run: (why the tree at `path` is
+        kept, or None; its caches, which go with it)."""
+        none = Leftovers({})
+        try:
+            await self._verify(task, path)
+        except WorktreeRefused as exc:
+            return f"{exc.message}; {exc.hint}", none
+        listed = (await self._listing()).get(Path(os.path.realpath(path)), {})
+        if "locked" in listed:
+            why = f" ({listed['locked']})" if listed["locked"] else ""
+            return f"git has it locked{why}; `git worktree unlock` it first", none
+        left = await self._leftovers(path)
+        dirt = _dirt(left)
+        if dirt:
+            return f"{dirt}; commit, move or delete them, then clean up again", left
+        return None, left
 
     async def holds(self, task: Task) -> bool:
         """Whether the repository is a checkout here with the task's branch."""
@@ -905,8 +948,8 @@ class Worktrees:
             )
         return None
 
-    async def _dirt(self, path: Path) -> str:
-        """'' for a clean tree, else '2 uncommitted, 1 ignored file(s): a.py, b.log …'."""
+    async def _leftovers(self, path: Path) -> Leftovers:
+        """What the tree holds beyond its commit, its caches told apart."""
         raw = await git_bytes(
             "status",
             "--porcelain=v1",
@@ -916,14 +959,7 @@ class Worktrees:
             "--ignore-submodules=all",
             cwd=path,
         )
-        groups: dict[str, list[str]] = {"uncommitted": [], "untracked": [], "ignored": []}
-        for xy, name in status_entries(raw):
-            kind = {"??": "untracked", "!!": "ignored"}.get(xy, "uncommitted")
-            groups[kind].append(name)
-        counts = [f"{len(names)} {kind}" for kind, names in groups.items() if names]
-        if not counts:
-            return ""
-        return f"{', '.join(counts)} file(s): {_names([name for names in groups.values() for name in names])}"
+        return sort_leftovers(status_entries(raw), self.caches)
 
     async def moved_since_review(self, task: Task) -> None:
         """Refuse (MergeRefused) a task branch whose head is not the commit REVIEW approved,
@@ -1207,6 +1243,22 @@ async def _past_half_written(read: Callable[[], Awaitable[Fingerprint]]) -> Fing
     )
 
 
+def _dirt(left: Leftovers) -> str:
+    """'' when nothing keeps the tree, else '2 uncommitted, 1 ignored file(s): a.py, b.log …'."""
+    counts = [f"{len(names)} {kind}" for kind, names in left.keeping.items() if names]
+    if not counts:
+        return ""
+    every = [name for names in left.keeping.values() for name in names]
+    return f"{', '.join(counts)} file(s): {_names(every)}"
+
+
+def _dropping(left: Leftovers) -> str:
+    """' (its caches with it: 3 files in .pytest_cache/, …)' when it holds any."""
+    if not left.caches:
+        return ""
+    return f" (its caches with it: {len(left.caches)} files in {_names(list(left.cache_dirs))})"
+
+
 def _names(names: list[str]) -> str:
     shown = ", ".join(names[:_SHOWN])
     return shown + (f" … and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
@@ -1244,6 +1296,7 @@ class Workspace:
                 self.config.worktrees.root,
                 p.default_branch or default_branch(repo),
                 owner=self.owner,
+                caches=self.config.worktrees.caches,
             )
         return self._by_project[project]
 

@@ -179,6 +179,7 @@ class CheckSent(CheckResult):
     exit_code: ExitCode | None = None
     excerpt: Output = ""
     duration_s: Seconds = 0.0
+    start_error: Output | None = None
 
 
 class DiffStatSent(DiffStat):

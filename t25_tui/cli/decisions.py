@@ -129,7 +129,8 @@ def reset(args: argparse.Namespace) -> int:
 
 
 def cleanup(args: argparse.Namespace) -> int:
-    """Remove the worktrees that may go (core.control.cleanup); exit 1 when one was kept."""
+    """Remove the worktrees that may go (core.control.cleanup); exit 1 when one was kept (in
+    a dry run: would be)."""
     from core.control.cleanup import clean_up
 
     async def body(runtime: Runtime) -> int:
@@ -137,11 +138,7 @@ def cleanup(args: argparse.Namespace) -> int:
         if not lines:
             print("nothing to clean up" + (f" for {args.id}" if args.id else ""))
         for line in lines:
-            head = f"{line.task.id}  {printable(line.why)}"
-            if line.removed is None:
-                print(f"{head}: would remove its worktree")
-            else:
-                print(f"{head}: {printable(line.said)}")
-        return 1 if any(line.removed is False for line in lines) else 0
+            print(f"{line.task.id}  {printable(line.why)}: {printable(line.said)}")
+        return 1 if any(not line.removed for line in lines) else 0
 
     return run_runtime(args, body)
