@@ -67,6 +67,9 @@ SLOW_MODULES = (
     "test_watch.py",
     "test_publish.py",
     "test_repo_shapes.py",  # LFS, submodules, sparse checkouts: worktrees and the pipeline
+    # a real project with its own virtual environment, its suite run by the checks
+    "test_checks_see_the_change.py",
+    "test_harness_is_protected.py",
 )
 TESTS = Path(__file__).parent
 

@@ -13,6 +13,7 @@ about a second.
 from __future__ import annotations
 
 import fcntl
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,34 @@ def shared_dir(tmp_path_factory) -> Path:
     base temp of their own below it)."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if base.name.startswith("popen-gw") else base
+
+
+LOGO = b"REAL LOGO: not a pointer\n"
+
+
+def make_real_project(where: Path, tools: Path) -> Path:
+    """`make_project`, shaped further like a real repository: a `.gitattributes`, a library
+    as a submodule at `vendor/lib` (added from a local repository: no network), and - where
+    `git lfs` is installed - `*.bin` in Git LFS with an asset committed through it."""
+    repo = make_project(where, tools)
+    lib = make_repo(where / "lib", "main", {"lib.txt": "v1\n"})
+    attributes = "*.py text eol=lf\n"
+    lfs = shutil.which("git-lfs") is not None
+    if lfs:
+        _git("lfs", "install", "--local", cwd=repo)
+        attributes += "*.bin filter=lfs diff=lfs merge=lfs -text\n"
+    (repo / ".gitattributes").write_text(attributes)
+    if lfs:
+        (repo / "assets").mkdir()
+        (repo / "assets" / "logo.bin").write_bytes(LOGO)
+    add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib"]
+    _git(*add, cwd=repo)
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-qm", "attributes, assets and the library", cwd=repo)
+    return repo
+
+
+def _git(*args: str, cwd: Path) -> str:
+    """git as a developer runs it: filters (LFS's) and all."""
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout.strip()

@@ -18,13 +18,10 @@ from tests.test_pipeline import Env, _review_prompt
 
 S = TaskState
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
-        reason=f"bubblewrap cannot run here: {bwrap_problem()}",
-    ),
-]
+pytestmark = pytest.mark.skipif(
+    bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
+    reason=f"bubblewrap cannot run here: {bwrap_problem()}",
+)
 
 BREAK = r"scripted: write=src/calc/__init__.py:def add(a, b):\n    return a - b\n" + "\n"
 # An innocent new test beside the gaming, so a run with `add`'s test gone still collects one.
