@@ -196,3 +196,51 @@ async def test_a_push_is_refused_when_what_else_it_reads_changed_since_t25_start
     ):
         await publish(worktrees, task)
     assert git_sync("for-each-ref", cwd=origin) == ""
+
+
+needs_lfs = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")
+
+
+async def lfs_branch(tmp_path: Path) -> tuple[Worktrees, Task, Path]:
+    """A task branch adding a file under an LFS pattern, and a bare `origin` to push to."""
+    repo = make_repo(tmp_path / "repo")
+    git_sync("lfs", "install", "--local", "--skip-repo", cwd=repo)
+    (repo / ".gitattributes").write_text("*.bin filter=lfs diff=lfs merge=lfs -text\n")
+    git_sync("add", ".gitattributes", cwd=repo)
+    git_sync("commit", "-qm", "assets in LFS", cwd=repo)
+    origin = tmp_path / "origin.git"
+    git_sync("init", "--bare", "--quiet", str(origin), cwd=tmp_path)
+    git_sync("remote", "add", "origin", str(origin), cwd=repo)
+    worktrees = started(repo)
+    task = Task(
+        id="T-5", project="p", title="An asset", type=TaskType.FEAT, created_at=NOW,
+        state_since=NOW,
+    )  # fmt: skip
+    path = await worktrees.ensure(task)
+    (path / "logo.bin").write_bytes(b"the real logo\n")
+    await worktrees.commit_all(task, "T-5: An asset")
+    return worktrees, task, origin
+
+
+@needs_lfs
+async def test_a_branch_carrying_lfs_files_pushes_their_content_first(tmp_path):
+    """The push runs no hook, so git-lfs's pre-push never ran: the remote got pointers to
+    content it did not have."""
+    worktrees, task, origin = await lfs_branch(tmp_path)
+    note = await publish(worktrees, task)
+    assert note.startswith("pushed feat/T-5 to origin")
+    stored = [p for p in (origin / "lfs" / "objects").rglob("*") if p.is_file()]
+    assert [p.read_bytes() for p in stored] == [b"the real logo\n"]
+
+
+@needs_lfs
+async def test_without_git_lfs_a_branch_carrying_lfs_files_is_not_pushed(tmp_path, monkeypatch):
+    worktrees, task, origin = await lfs_branch(tmp_path)
+    git_only = tmp_path / "git-only"
+    git_only.mkdir()
+    (git_only / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(git_only))
+    with pytest.raises(PublishFailed, match="git-lfs is not on PATH") as refused:
+        await publish(worktrees, task)
+    assert "install git-lfs" in (refused.value.hint or "")
+    assert git_sync("for-each-ref", cwd=origin) == ""  # nothing pushed

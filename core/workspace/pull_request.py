@@ -16,6 +16,7 @@ pager, submodules and signing stay off, for the push and for the git that `gh` r
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING
 from core.domain.models import Task
 from core.errors import PublishFailed
 from core.workspace.git import SAFE_OVERRIDES, git_env, run_command
+from core.workspace.lfs import missing_lfs, uses_lfs
+from core.workspace.lfs_filter import lfs_program
 from core.workspace.push_settings import REMOTE, current_push_settings
 
 if TYPE_CHECKING:
@@ -121,9 +124,25 @@ async def _refuse_drift(worktrees: Worktrees) -> None:
 
 
 async def _push(worktrees: Worktrees, ref: str, transport: dict[str, str]) -> None:
-    """Push `ref` to each of origin's URLs, with the receive-pack read at start."""
+    """Push `ref` to each of origin's URLs, with the receive-pack read at start; the Git LFS
+    content it carries first, by git-lfs itself (the push runs no hook, so git-lfs's
+    pre-push would not): a remote must never get pointers whose content it lacks."""
     pinned = worktrees.push_settings
+    lfs = await uses_lfs(worktrees.repo, ref)
+    program = lfs_program()
+    if lfs and program is None:
+        raise PublishFailed(
+            f"{missing_lfs('the repository')}; a push would leave the remote without them",
+            hint="install git-lfs (apt-get install git-lfs), then `t25 retry`",
+        )
     for url in pinned.urls:
+        if lfs and program is not None:
+            await _run(
+                [program, "push", _lfs_remote(url, worktrees.repo), ref],
+                worktrees.repo,
+                {**git_env(), **transport},
+                "git lfs push",
+            )
         await _run(
             [
                 "git",
@@ -138,6 +157,14 @@ async def _push(worktrees: Worktrees, ref: str, transport: dict[str, str]) -> No
             {**git_env(), **transport},
             "git push",
         )
+
+
+def _lfs_remote(url: str, repo: Path) -> str:
+    """The remote as git-lfs takes it: a URL (a local path, which git takes as it is,
+    becomes a file:// one)."""
+    if "://" in url or re.match(r"^[^/]+@[^/]+:", url) or re.match(r"^[\w.-]+:[^/]", url):
+        return url
+    return (repo / url).resolve().as_uri()
 
 
 async def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> str:
