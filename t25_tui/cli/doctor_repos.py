@@ -7,6 +7,7 @@ workers hold the checkouts) is not examined.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
 
 
 async def repository_problems(config: Config) -> list[str]:
-    """One line for each thing in a project's repository that stops its tasks."""
+    """One line for each thing in a project's repository that stops its tasks; none
+    without git (the doctor's own git line says that)."""
+    if shutil.which("git") is None:
+        return []
     out: list[str] = []
     for project in config.projects:
         out += await _problems(project)
