@@ -537,7 +537,8 @@ class CliAdapter:
                         log_to=log_spool(request),
                     )
                     over = run.hit(done.exit_code, done.signal)
-        return self._result(seen, version, done, over)
+        result = self._result(seen, version, done, over)
+        return result.model_copy(update={"confined": isinstance(sandbox, Bubblewrap)})
 
     def _confinement(
         self,

@@ -25,7 +25,7 @@ from adapters.containment import run_tag
 from adapters.figures import Before, before, junit_path, junit_report, names_pytest, pytest_summary
 from adapters.netproxy import RunProxy, run_network
 from adapters.process import ProcessResult, minimal_env, run_process
-from adapters.sandbox import Confinement, Sandbox, SandboxUnavailable, sandbox_for
+from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.figures import Figures
@@ -107,6 +107,7 @@ async def run_check(
         duration_s=done.duration_s,
         figures=_figures(check, done, noted),
         start_error=None if passed else start_failure(done, check.run[0], sandbox.name),
+        confined=isinstance(sandbox, Bubblewrap),
     )
 
 

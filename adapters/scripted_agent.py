@@ -7,7 +7,8 @@ the header lines T25 puts atop every prompt (`T25-STAGE:`, `T25-ROLE:`, `T25-TAS
 `T25-ROUND:`) and T25's headings only outside fenced blocks, where T25 quotes everything it
 did not write; `scripted: key=value` directives it reads from the task's description (which
 is quoted) - `scripted: write=PATH:TEXT` and `scripted: delete=PATH` make the developer's
-change a given one, and `scripted: run=CMD` runs the project's tests as a developer would.
+change a given one, `scripted: run=CMD` runs the project's tests as a developer would, and
+`scripted: wait=NAME` holds the implementation until a test says go.
 It answers its stage's JSON in a ```json fence. `--misbehave` makes it fail the way real
 agents do, so the supervision code is tested against real processes.
 
@@ -136,6 +137,8 @@ def answer(stage: str, ctx: dict[str, Any]) -> dict[str, Any]:
             "rationale": "The scripted agent always makes the same one-line change.",
         }
     if stage == "IMPLEMENTING":
+        if "wait" in ctx["directives"]:
+            wait_for_gate(ctx["directives"]["wait"])
         os.makedirs(CHANGES_DIR, exist_ok=True)
         with open(changes, "a", encoding="utf-8") as file:
             file.write(f"- {task} round {round_}: scripted change\n")
@@ -333,6 +336,26 @@ def flood(total: int) -> None:
         sent += 2 * (len(block) + 1)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+GATE_WAIT_S = 120  # how long `wait:NAME` waits for its gate, at most
+
+
+def wait_for_gate(name: str) -> None:
+    """`scripted: wait=NAME`: say the implementation is under way (`NAME.started` in the working directory), wait
+    - at most GATE_WAIT_S - until `NAME` appears there, then remove both: a test acts while
+    the run is going on, by its own signal rather than by the clock."""
+    if not re.fullmatch(r"[\w.-]+", name):
+        raise ValueError(f"scripted: wait=NAME needs a plain file name, got {name!r}")
+    started = f"{name}.started"
+    with open(started, "w", encoding="utf-8") as file:
+        file.write("under way\n")
+    deadline = time.monotonic() + GATE_WAIT_S
+    while not os.path.exists(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for done in (name, started):
+        if os.path.lexists(done):
+            os.remove(done)
 
 
 def pace(value: str, seed: str) -> None:

@@ -369,9 +369,7 @@ async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
 
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
-async def test_an_agent_writing_outside_its_worktree_is_refused_or_caught_and_its_run_failed(
-    env, sandbox
-):
+async def test_an_agent_writing_outside_its_worktree_is_refused_or_asked_about(env, sandbox):
     control = await env.open(
         roles={"dev": [{"adapter": "scripted", "args": ["--misbehave", "escape"]}]},
         sandbox={"mode": sandbox, "tree_at": "worktree"},
@@ -379,15 +377,17 @@ async def test_an_agent_writing_outside_its_worktree_is_refused_or_caught_and_it
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
-    assert task.state is S.FAILED
-    assert "ESCAPED_BY_AGENT.txt" in task.error
-    if sandbox == "none":  # the second fence: the fingerprint
-        assert "changed the main checkout" in task.error
+    dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
+    if sandbox == "none":  # the second fence: the fingerprint; whose write, T25 cannot tell
+        assert task.state is S.DONE and dev.status is RunStatus.SUCCEEDED, task.error
+        assert "yours? new file ESCAPED_BY_AGENT.txt" in (task.violation or ""), task.violation
+        with pytest.raises(PolicyRefused, match="until what changed outside its worktree"):
+            await control.merge(task.id, actor="ana")
     else:  # the first: the write never happens
+        assert task.state is S.FAILED and dev.status is RunStatus.FAILED
+        assert "ESCAPED_BY_AGENT.txt" in task.error
         assert "Read-only file system" in task.error
         assert not (env.repo / "ESCAPED_BY_AGENT.txt").exists()
-    dev = next(r for r in await control.store.list_runs(task_id=task.id) if r.role == "dev")
-    assert dev.status is RunStatus.FAILED
 
 
 async def test_an_agent_seeing_its_tree_at_the_checkouts_path_reaches_no_main_checkout(env):

@@ -1,11 +1,15 @@
-"""A run that breaks the invariant is undone and held: through the whole pipeline, with the
-scripted agent (or a QA check) planting what a prompt-injected one would, T25 fails the run
-naming the change, puts back the shared git config, hooks, `info/` and refs, keeps the
-changed copy, resets the worktree, and refuses retry and merge until an operator
-acknowledges the violation; after that the task goes on and nothing planted ever runs.
+"""What an unconfined run changes outside its worktree, through the whole pipeline, with the
+scripted agent (or a QA check) planting what a prompt-injected one would.
 
-This is the second fence, so it runs unconfined (`sandbox: none`): inside the sandbox these
-plants are refused before they happen (tests/test_sandbox.py)."""
+In the main checkout, T25 cannot tell the run's doing from the operator's (they work there
+too): the git config, hooks, `info/` and refs are put back at once (they would run a program
+at the next git call), the changed copy kept, and the run stands - its work kept - while the
+task asks "yours?"; merge and retry wait until an operator acknowledges it. A link out of the
+worktree, in the run's own tree, is the run's: it fails, the worktree reset. Either way
+nothing planted ever runs.
+
+This is the second fence, so it runs unconfined (`sandbox: none`): a confined run cannot
+reach the main checkout, and answers for nothing there (tests/test_fence.py)."""
 
 from __future__ import annotations
 
@@ -68,13 +72,17 @@ async def evidence(env: Env, task_id: str) -> dict[str, object]:
     return json.loads(content)
 
 
+HELD = "until what changed outside its worktree is acknowledged"
+
+
 async def acknowledge_and_finish(env: Env, task_id: str) -> None:
-    """Retry and merge wait for the acknowledgement; then the task goes on to DONE."""
+    """A failed run: retry and merge wait for the acknowledgement; then the task goes on
+    to DONE."""
     control = env.control
     assert control is not None
-    with pytest.raises(PolicyRefused, match="until the violation of its run is acknowledged"):
+    with pytest.raises(PolicyRefused, match=HELD):
         await control.retry(task_id, actor="ana")
-    with pytest.raises(PolicyRefused, match="until the violation of its run is acknowledged"):
+    with pytest.raises(PolicyRefused, match=HELD):
         await control.merge(task_id, actor="ana")
     with pytest.raises(PolicyRefused, match="needs a reason"):
         await control.acknowledge(task_id, actor="ana", reason=" ")
@@ -91,6 +99,20 @@ async def acknowledge_and_finish(env: Env, task_id: str) -> None:
     assert decisions[:2] == [("acknowledge", "checked the planted config"), ("retry", "")]
 
 
+async def acknowledge_and_merge(env: Env, task_id: str) -> None:
+    """A run that stood while the checkout changed: the task went on to DONE, and its merge
+    waits for the acknowledgement."""
+    control = env.control
+    assert control is not None
+    with pytest.raises(PolicyRefused, match=HELD):
+        await control.merge(task_id, actor="ana")
+    task = await control.acknowledge(task_id, actor="ana", reason="not mine: checked the change")
+    assert task.state is S.DONE and task.violation is None
+    assert (await control.merge(task_id, actor="ana")).merged
+    decisions = [e.decision for e in control.audit.entries()]
+    assert decisions[-2:] == ["acknowledge", "merge"]
+
+
 CASES = {
     # what is planted: (what the run's error names, what the evidence keeps of it)
     "fsmonitor": (".git/config changed: +core.fsmonitor=echo fsmonitor", ".git/config"),
@@ -102,18 +124,18 @@ CASES = {
 
 
 @pytest.mark.parametrize("what", sorted(CASES))
-async def test_a_plant_in_the_shared_repository_is_put_back_and_the_task_held(env, shop, what):
+async def test_a_plant_in_the_shared_repository_is_put_back_and_the_task_asks(env, shop, what):
     config_before = (shop / ".git" / "config").read_bytes()
-    start = git_sync("rev-parse", "trunk", cwd=shop)
-    control = await env.open(roles=planting(what))
+    await env.open(roles=planting(what))
     task = await env.new()
     await env.work()
 
     task = await env.task(task.id)
     named, kept = CASES[what]
-    assert task.state is S.FAILED
-    assert "IMPLEMENTING run" in task.error and named in task.error, task.error
-    assert "T25 put back" in task.error and task.violation == task.error
+    assert task.state is S.DONE, task.error  # the run stood
+    assert task.violation is not None
+    assert "changed while IMPLEMENTING run" in task.violation and "yours?" in task.violation
+    assert named in task.violation and "T25 put back" in task.violation, task.violation
     assert kept in (await evidence(env, task.id))["changed_copies"]
 
     # Put back: the config byte for byte, no hook, no attributes, no tag; nothing ran.
@@ -125,14 +147,12 @@ async def test_a_plant_in_the_shared_repository_is_put_back_and_the_task_held(en
     assert plain_git("commit", "--allow-empty", "-qm", "the operator's", cwd=shop).returncode == 0
     assert ran(shop) == []
 
-    # The worktree is back at T25's last commit: the agent's change is gone.
-    worktree = shop / ".factory" / "worktrees" / task.id
-    assert not (worktree / "changes").exists()
-    assert git_sync("rev-parse", "HEAD", cwd=worktree) == start
+    # The agent's work is kept: committed on its branch.
+    changes = git_sync("show", "--stat", "--format=", "feat/T-1", cwd=shop)
+    assert f"changes/{task.id}.md" in changes
 
-    await acknowledge_and_finish(env, task.id)
+    await acknowledge_and_merge(env, task.id)
     assert ran(shop) == []
-    assert control.audit.entries()[-1].decision == "merge"
 
 
 async def test_a_link_out_of_the_worktree_is_never_committed(env, shop):
@@ -181,10 +201,10 @@ async def test_a_qa_check_that_plants_is_caught_too(env, shop):
     await env.work()
 
     task = await env.task(task.id)
-    assert task.state is S.FAILED
-    assert "QA run" in task.error and "+core.fsmonitor=" in task.error, task.error
+    assert task.state is S.DONE and task.violation is not None, task.error
+    assert "QA run" in task.violation and "+core.fsmonitor=" in task.violation, task.violation
     assert "fsmonitor" not in plain_git("config", "--local", "--list", cwd=shop).stdout
-    await acknowledge_and_finish(env, task.id)
+    await acknowledge_and_merge(env, task.id)
     assert ran(shop) == []
 
 
@@ -206,10 +226,10 @@ async def test_the_push_goes_to_the_operators_remote_after_a_plant_in_qa(
     task = await env.new()
     await env.work()
     task = await env.task(task.id)
-    assert task.state is S.FAILED
-    assert "+remote.origin.receivepack=" in task.error, task.error
+    assert task.state is S.DONE and task.violation is not None, task.error
+    assert "+remote.origin.receivepack=" in task.violation, task.violation
     assert "receivepack" not in plain_git("config", "--local", "--list", cwd=shop).stdout
-    await acknowledge_and_finish(env, task.id)
+    await acknowledge_and_merge(env, task.id)
     assert git_sync("rev-parse", "refs/heads/feat/T-1", cwd=origin) == git_sync(
         "rev-parse", "feat/T-1", cwd=shop
     )

@@ -68,6 +68,8 @@ if TYPE_CHECKING:
     from core.control.service import ControlPlane
 
 S = TaskState
+# How many changes a "changed while it ran" question lists before "and N more".
+SHOWN_CHANGES = 10
 T25 = "t25"  # the actor of every decision code makes
 A = TypeVar("A", bound=StageAnswer)
 
@@ -356,6 +358,8 @@ class Pipeline:
         return None
 
     async def _decide(self, task: Task, run: Run, report: RunReport) -> Task:
+        if report.changed_meanwhile:
+            task = await self._changed_meanwhile(task, run, report)
         why = self._failure(report)
         if why and report.violation:  # held: retry and merge wait for an acknowledgement
             error = f"{run.stage} run {run.id} failed: {why}"
@@ -574,6 +578,20 @@ class Pipeline:
         )
         await self.control.record(InputRequested(task_id=task.id, stage=stage, question=question))
         return task
+
+    async def _changed_meanwhile(self, task: Task, run: Run, report: RunReport) -> Task:
+        """The main checkout changed while an unconfined run went on. Whose change it was
+        T25 cannot tell - the operator works there too - so the run stands, its work kept,
+        and the task asks; merge and retry wait for the operator's word (acknowledge)."""
+        shown = report.changed_meanwhile[:SHOWN_CHANGES]
+        more = len(report.changed_meanwhile) - len(shown)
+        changes = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        undone = f" ({report.undone})" if report.undone else ""
+        note = (
+            f"the main checkout changed while {run.stage} run {run.id} ran, unconfined - "
+            f"yours? {changes}{undone}"
+        )
+        return await self.control.update(task, actor=T25, violation=note)
 
     async def _fail(self, task: Task, error: str, **fields: Any) -> Task:
         return await self.control.transition(

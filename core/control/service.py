@@ -1134,11 +1134,12 @@ def _resumed(task: Task) -> TaskState:
 
 
 def _not_held(task: Task, done: str) -> None:
-    """Refuse while a run's violation waits for a human to acknowledge it."""
+    """Refuse while what a run changed outside its worktree - or what changed while it
+    ran - waits for a human to acknowledge it."""
     if task.violation is not None:
         raise PolicyRefused(
-            f"{task.id} cannot be {done} until the violation of its run is acknowledged: "
-            f"{task.violation}",
+            f"{task.id} cannot be {done} until what changed outside its worktree is "
+            f"acknowledged: {task.violation}",
             hint=f't25 acknowledge {task.id} --reason "what you checked"',
         )
 

@@ -153,6 +153,9 @@ class AgentResult(BaseModel):
     duration_s: float = 0.0
     session_id: str | None = None  # the CLI's session, when it reports one
     resumed_session: str | None = None  # the session the run continued (its request's)
+    # Whether the process ran in bubblewrap, where the main checkout is out of its reach
+    # (adapters.sandbox): then no change there is the run's doing.
+    confined: bool = False
 
     @property
     def ok(self) -> bool:

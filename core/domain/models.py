@@ -417,3 +417,5 @@ class CheckResult(_Value):
     # Why it could not start at all - its program missing, the sandbox refusing it: an
     # environment error, never the change's (core.domain.check_start). None when it ran.
     start_error: str | None = None
+    # Whether it ran in bubblewrap, where the main checkout is out of its reach.
+    confined: bool = False

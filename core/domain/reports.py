@@ -18,7 +18,10 @@ class RunReport(BaseModel):
     adapter_reason: str | None = None
     prompt: str | None = None
     error: str | None = None  # the worker could not run it at all
-    violation: tuple[str, ...] = ()  # what the run changed in the main checkout
+    violation: tuple[str, ...] = ()  # what the run did outside its worktree: it failed
+    # What changed in the main checkout while an unconfined run went on: the run's or the
+    # operator's, T25 cannot tell. The run stands; the task asks.
+    changed_meanwhile: tuple[str, ...] = ()
     undone: str = ""  # what T25 put back after it
     evidence: str = ""  # JSON: the changed copies of what was put back
     diff_stat: DiffStat | None = None

@@ -245,13 +245,16 @@ class Worker:
                     raise  # not this run's failure: the run is no longer ours
                 except T25Error as exc:  # no adapter could run, the push failed, ...
                     report = RunReport(error=exc.message)
-                undone = await worktrees.watch.finish(watched)
+                undone = await worktrees.watch.finish(watched, confined=_confined(run, report))
             finally:
                 worktrees.watch.abandon(watched)  # stopped midway: no longer watched
+            report = _changed_meanwhile(report, undone)
             committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
-            if not undone.changes and committing and report.result and report.result.ok:
+            if committing and report.result and report.result.ok:
                 undone = await _outward_links(worktrees, task)
-                if not undone.changes and implementing:
+                if undone.changes:
+                    return await _undo(worktrees, task, report, undone, last_commit)
+                if implementing:
                     await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
                     stat = await worktrees.diff_stat(task)
                     largest, size = await largest_file(
@@ -266,22 +269,20 @@ class Worker:
                             "manifests": await worktrees.manifests(task, manifests),
                         }
                     )
-                if not undone.changes:  # DOCS: what it changed, for the pipeline to weigh
-                    message = f"{task.id}: documentation\n\nT25 run {run.id}"
-                    commit = await worktrees.commit_all(task, message)
-                    changed = await worktrees.changed(last_commit, commit) if commit else ()
-                    documented = await worktrees.diff_stat(task) if commit else None
-                    return report.model_copy(
-                        update={
-                            "head": last_commit,
-                            "commit": commit,
-                            "committed": changed,
-                            "diff_stat": documented,
-                        }
-                    )
-            if not undone.changes:
-                return report.model_copy(update={"head": last_commit})
-            return await _undo(worktrees, task, report, undone, last_commit)
+                # DOCS: what it changed, for the pipeline to weigh
+                message = f"{task.id}: documentation\n\nT25 run {run.id}"
+                commit = await worktrees.commit_all(task, message)
+                changed = await worktrees.changed(last_commit, commit) if commit else ()
+                documented = await worktrees.diff_stat(task) if commit else None
+                return report.model_copy(
+                    update={
+                        "head": last_commit,
+                        "commit": commit,
+                        "committed": changed,
+                        "diff_stat": documented,
+                    }
+                )
+            return report.model_copy(update={"head": last_commit})
 
     async def _merge(self, task: Task, abort: asyncio.Event) -> RunReport:
         """A merge decided at a control plane with no checkout of the repository, made in
@@ -612,6 +613,37 @@ def _no_reviewer(run: Run, passed: str, rule: str) -> str:
         f"(policies.reviewer_differs_from_author: {rule}): {passed}. Add a profile to "
         f"roles.{run.role} whose {what} differs, or set "
         "policies.reviewer_differs_from_author: off; then answer to run the review again."
+    )
+
+
+def _confined(run: Run, report: RunReport) -> bool:
+    """Whether nothing the run executed could reach the main checkout: its agent and its
+    checks all ran in bubblewrap, or no agent code ran at all (PR_OPEN is T25's own push,
+    with hooks off; a review with no reviewer left ran nothing). A run that ended in an
+    error before saying what ran is not."""
+    if run.stage is TaskState.PR_OPEN:
+        return True
+    if report.result is None and report.error:
+        return False
+    ran = [check.confined for check in report.checks]
+    if report.result is not None:
+        ran.append(report.result.confined)
+    return all(ran)
+
+
+def _changed_meanwhile(report: RunReport, undone: Undone) -> RunReport:
+    """An unconfined run during which the main checkout changed: T25 cannot tell the run's
+    doing from the operator's, so the run's work is kept and the task asks (the git files
+    that run programs were put back at once, their changed copies kept)."""
+    if not undone.changes:
+        return report
+    put_back = f"T25 put back {', '.join(undone.put_back)}" if undone.put_back else ""
+    return report.model_copy(
+        update={
+            "changed_meanwhile": undone.changes,
+            "undone": put_back,
+            "evidence": undone.evidence,
+        }
     )
 
 

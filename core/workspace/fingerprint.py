@@ -8,23 +8,25 @@ in every checkout, the main one included. So T25 does not trust: it measures. An
 run changed here fails the run, with a list of what changed that a person can read, and
 `core.workspace.watch` undoes what it can.
 
-What is measured, and why:
+What is measured, and why - at the cost of what changed, not of the tree's size:
 
 * HEAD (its symbolic ref and commit): a commit, reset or checkout in the main checkout.
-* Every ref (branches, tags, `refs/replace`, notes, remote-tracking refs) but T25's task
-  branches: a planted replace ref or tag changes what the operator's git shows.
-* `git status` and the index (staged blob and the assume-unchanged / skip-worktree flags
-  of every path): staging, or hiding a change from `git status`, which changes no file.
-* Every file and directory outside `.git`, `.factory/` and the worktree root, by lstat
-  (size, mtime, ctime, mode): cheap enough for large trees, and it covers ignored and
-  untracked files, which `git status` summarises or hides. The ctime is set by the kernel
-  on every write, so a file rewritten with its old size and mtime is still seen.
+* Every ref (branches, tags, `refs/replace`, notes) but T25's task branches and the
+  remote-tracking refs a fetch moves: a planted replace ref or tag changes what the
+  operator's git shows.
+* `git status` (untracked files one by one, ignored ones never) and, for each path it
+  lists, its lstat (size, mtime, ctime, mode): a new, changed or removed file, and a file
+  already changed that changes again. git's index and untracked cache make this cost what
+  changed: no directory is walked by T25, ignored ones (a `node_modules`) not at all.
+* The index where it differs from HEAD (`git diff --cached`) and the assume-unchanged /
+  skip-worktree flags: staging, or hiding a change from `git status`, which changes no file.
 * The files git reads settings and programs from, by content and mode, so that they can
   be put back: `.git/config`, `config.worktree` (the main checkout's and the task
   worktree's), every file under `.git/hooks` and `.git/info`, and the operator's global
   config (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`). These are how a worktree plants
   programs that run in the main checkout (a hook, a filter, `core.hooksPath`,
   `core.fsmonitor`, `core.attributesFile`).
+* T25's own merges (`refs/t25/landed/<id>`): HEAD moved along them is T25's doing.
 
 Excluded: `.factory/` (T25's own store, audit log and worktrees) and the worktree root,
 which agents are meant to write, and the task branches of other tasks (`feat/T-2`), which
@@ -57,6 +59,8 @@ T25_REFS = "refs/t25"
 LEFTOVERS_REF = f"{T25_REFS}/leftovers"
 SNAPSHOTS_REF = f"{T25_REFS}/snapshots"
 ARCHIVE_REF = f"{T25_REFS}/archive"
+LANDED_REF = f"{T25_REFS}/landed"  # the merge commits T25 landed, one per task
+REMOTE_REFS = "refs/remotes/"  # what a fetch moves: the operator's, never counted
 # T25's task branches (`feat/T-7`), local and remote-tracking.
 TASK_BRANCH = re.compile(
     rf"refs/(?:heads|remotes/[^/]+)/(?:{'|'.join(t.value for t in TaskType)})/T-[0-9]+"
@@ -89,6 +93,8 @@ class Fingerprint:
     files: Mapping[str, Stat]  # path -> lstat summary
     git_files: Mapping[str, GitFile]  # ".git/config", ".git/hooks/pre-commit", "~/.gitconfig"
     refs: Mapping[str, str] = field(default_factory=dict)  # refname -> object id
+    # T25's landed merges: merge commit -> its first parent (the default branch before it).
+    landed: Mapping[str, str] = field(default_factory=dict)
 
 
 async def fingerprint(
@@ -107,7 +113,7 @@ async def fingerprint(
     skip = _skipped(repo, exclude)
     # Only `status` can run a repository's filters (to compare content); the other reads
     # run nothing, so they skip the driver lookup. All of them run at once.
-    dirs, ref, sha, raw_status, raw_index, raw_refs = await asyncio.gather(
+    texts = asyncio.gather(
         git(
             "rev-parse",
             "--path-format=absolute",
@@ -126,58 +132,96 @@ async def fingerprint(
             check=False,
             drivers_from=(),
         ),
+    )
+    raws = asyncio.gather(
         # --ignore-submodules=all: a submodule's status would be computed by a child git
-        # reading the submodule's own config; its files are covered by the walk instead.
+        # reading the submodule's own config. The untracked cache spares the directories
+        # that did not change; ignored files are never listed, never walked.
         git_bytes(
+            "-c",
+            "core.untrackedCache=true",
             "status",
             "--porcelain=v1",
             "-z",
-            "--ignored=traditional",
-            "--untracked-files=normal",
+            "--ignored=no",
+            "--untracked-files=all",
             "--ignore-submodules=all",
+            "--no-renames",
             cwd=repo,
         ),
-        git_bytes("ls-files", "--stage", "-v", "-z", cwd=repo, drivers_from=()),
-        git_bytes("for-each-ref", "--format=%(refname)%00%(objectname)", cwd=repo, drivers_from=()),
+        git_bytes(
+            "diff",
+            "--cached",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--ignore-submodules=all",
+            "--no-ext-diff",
+            "--no-textconv",
+            cwd=repo,
+            check=False,
+            drivers_from=(),
+        ),
+        git_bytes("ls-files", "-v", "-z", cwd=repo, drivers_from=()),
+        git_bytes(
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(parent)",
+            cwd=repo,
+            drivers_from=(),
+        ),
+    )
+    (dirs, ref, sha), (raw_status, raw_staged, raw_index, raw_refs) = await asyncio.gather(
+        texts, raws
     )
     git_dir, common = (Path(p) for p in dirs.splitlines())
+    status = {p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)}
     files, git_files = await asyncio.to_thread(
-        _scan, repo, skip, _git_file_paths(git_dir, common, worktree_git_dir)
+        _scan, repo, list(status), _git_file_paths(git_dir, common, worktree_git_dir)
     )
     return Fingerprint(
         head_ref=ref or None,
         head_sha=sha or None,
-        status={p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)},
-        index=_index(raw_index),
+        status=status,
+        index={**_staged(raw_staged), **_flagged(raw_index)},
         files=files,
         git_files=git_files,
         refs=_refs(raw_refs, branch),
+        landed=_landed(raw_refs),
     )
 
 
 def changed(before: Fingerprint, after: Fingerprint, *, may_move: Iterable[str] = ()) -> list[str]:
     """What differs, one human-readable line per change; [] when nothing does. `may_move`
-    names refs the run may move (an implementing agent commits on its own branch)."""
+    names refs the run may move (an implementing agent commits on its own branch). HEAD
+    moved along T25's own landed merges is not a change."""
     out: list[str] = []
-    if (before.head_ref, before.head_sha) != (after.head_ref, after.head_sha):
+    head_moved = (before.head_ref, before.head_sha) != (after.head_ref, after.head_sha)
+    if head_moved and not _landed_by_t25(before, after):
         out.append(f"HEAD moved from {_head(before)} to {_head(after)}")
     out += git_changes(before, after, may_move=may_move)
     reported: set[str] = set()
-    for path in sorted(before.files.keys() | after.files.keys()):
-        line = _file_change(path, before.files.get(path), after.files.get(path))
+    for path in sorted(before.status.keys() | after.status.keys()):
+        old, new = before.status.get(path), after.status.get(path)
+        line = _status_change(path, old, new, before.files.get(path), after.files.get(path))
         if line:
             out.append(line)
             reported.add(path)
-    for path in sorted(before.status.keys() | after.status.keys()):
-        old, new = before.status.get(path), after.status.get(path)
-        if old != new and path.rstrip("/") not in reported:
-            out.append(f"git status of {path} changed from {_xy(old)} to {_xy(new)}")
-            reported.add(path.rstrip("/"))
     for path in sorted(before.index.keys() | after.index.keys()):
         old_entry, new_entry = before.index.get(path), after.index.get(path)
         if old_entry != new_entry and path not in reported:
             out.append(_index_change(path, old_entry, new_entry))
     return out
+
+
+def _landed_by_t25(before: Fingerprint, after: Fingerprint) -> bool:
+    """Whether HEAD went, on its branch, from where it was along T25's landed merges only
+    (each landed on the one before it, by fast-forward)."""
+    if before.head_ref != after.head_ref or after.head_sha is None:
+        return False
+    at, steps = after.head_sha, 0
+    while at != before.head_sha and at in after.landed and steps < len(after.landed):
+        at, steps = after.landed[at], steps + 1
+    return at == before.head_sha
 
 
 def git_changes(
@@ -189,7 +233,7 @@ def git_changes(
     allowed = {*may_move, before.head_ref, after.head_ref}
     for name in sorted(before.refs.keys() | after.refs.keys()):
         old, new = before.refs.get(name), after.refs.get(name)
-        if old == new or name in allowed:
+        if old == new or name in allowed or name.startswith(REMOTE_REFS):
             continue
         if old is None:
             out.append(f"ref {name} created at {new and new[:12]}")
@@ -245,43 +289,25 @@ def _shown_path(path: Path, home: Path) -> str:
 
 def _scan(
     repo: Path,
-    skip: tuple[str, ...],
+    listed: list[str],
     git_paths: tuple[list[tuple[str, Path]], list[tuple[str, Path]]],
 ) -> tuple[dict[str, Stat], dict[str, GitFile]]:
-    """The checkout's files, and the files git reads settings and programs from."""
+    """The lstat of each path `git status` lists, and the files git reads settings and
+    programs from."""
     singles, dirs = git_paths
     git_files: dict[str, GitFile] = {}
     for label, path in singles:
         _read_into(git_files, label, path)
     for label, top in dirs:
         _read_tree_into(git_files, label, top)
-    return _walk(repo, skip), git_files
-
-
-def _walk(repo: Path, skip: tuple[str, ...]) -> dict[str, Stat]:
-    """Every file and directory of the checkout but `.git` and `skip`, with its stat."""
     files: dict[str, Stat] = {}
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
+    for rel in listed:
         try:
-            entries = list(os.scandir(repo / rel_dir if rel_dir else repo))
+            st = os.lstat(repo / rel)
         except (FileNotFoundError, NotADirectoryError):
-            continue  # removed while we looked: its absence shows in the next fingerprint
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if rel == ".git" or _under(rel, skip):
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                files[rel] = (0, 0, 0, st.st_mode)  # a directory's times move with its children
-                stack.append(rel)
-            else:
-                files[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-    return files
+            continue  # a deleted file: its status says so
+        files[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    return files, git_files
 
 
 def _read_tree_into(into: dict[str, GitFile], label: str, top: Path) -> None:
@@ -305,11 +331,35 @@ def _read_into(into: dict[str, GitFile], label: str, path: Path) -> None:
     into[label] = GitFile(path=path, mode=st.st_mode, body=body)
 
 
-def _index(raw: bytes) -> dict[str, str]:
+def _staged(raw: bytes) -> dict[str, str]:
+    """What is staged against HEAD, per path: `git diff --cached --raw -z`."""
+    fields = os.fsdecode(raw).split("\0")
+    return {
+        path: meta.lstrip(":")
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False)
+        if meta and path
+    }
+
+
+def _flagged(raw: bytes) -> dict[str, str]:
+    """The paths whose index entry carries assume-unchanged (a lower-case tag) or
+    skip-worktree (`S`): `git ls-files -v -z`."""
     out: dict[str, str] = {}
     for entry in filter(None, os.fsdecode(raw).split("\0")):
-        meta, _, path = entry.partition("\t")
-        out[path] = meta if path not in out else f"{out[path]} {meta}"
+        tag, _, path = entry.partition(" ")
+        if tag.islower() or tag == "S":
+            out[path] = f"flag {tag}"
+    return out
+
+
+def _landed(raw: bytes) -> dict[str, str]:
+    """T25's landed merges: the commit, and its first parent."""
+    out: dict[str, str] = {}
+    for line in os.fsdecode(raw).splitlines():
+        name, _, rest = line.partition("\0")
+        sha, _, parents = rest.partition("\0")
+        if name.startswith(f"{LANDED_REF}/") and parents:
+            out[sha] = parents.split()[0]
     return out
 
 
@@ -318,7 +368,10 @@ def _refs(raw: bytes, branch: str | None) -> dict[str, str]:
     own = f"refs/heads/{branch}" if branch else None
     out: dict[str, str] = {}
     for line in os.fsdecode(raw).splitlines():
-        name, _, sha = line.partition("\0")
+        name, _, rest = line.partition("\0")
+        sha = rest.partition("\0")[0]
+        if name.startswith(REMOTE_REFS) and name != own:
+            continue  # a fetch's, never a run's to answer for
         if name == own or not (TASK_BRANCH.fullmatch(name) or name.startswith(f"{T25_REFS}/")):
             out[name] = sha
     return out
@@ -336,17 +389,25 @@ def _xy(code: str | None) -> str:
     return f"'{code}'" if code else "clean"
 
 
-def _file_change(path: str, old: Stat | None, new: Stat | None) -> str | None:
+def _status_change(
+    path: str, old: str | None, new: str | None, old_stat: Stat | None, new_stat: Stat | None
+) -> str | None:
+    """One path's change, as `git status` and its lstat show it; None when there is none."""
     if old == new:
-        return None
-    kind = "directory" if stat.S_ISDIR((new or old or (0, 0, 0, 0))[3]) else "file"
-    if old is None:
-        return f"new {kind} {path}"
-    if new is None:
-        return f"deleted {kind} {path}"
-    if stat.S_IFMT(old[3]) != stat.S_IFMT(new[3]):
-        return f"{path} changed type"
-    return f"modified {kind} {path} ({_what_changed(old, new)})"
+        if old_stat == new_stat or old_stat is None or new_stat is None:
+            return None
+        if stat.S_IFMT(old_stat[3]) != stat.S_IFMT(new_stat[3]):
+            return f"{path} changed type"
+        return f"modified file {path} ({_what_changed(old_stat, new_stat)})"
+    if old is None and new == "??":
+        return f"new file {path}"
+    if new is None and old == "??":
+        return f"deleted file {path}"
+    if old is None and new is not None and new[1] == "D":
+        return f"deleted file {path}"
+    if old is None and new is not None and new[1] == "M" and new[0] in " M":
+        return f"modified file {path}"
+    return f"git status of {path} changed from {_xy(old)} to {_xy(new)}"
 
 
 def _what_changed(old: Stat, new: Stat) -> str:
@@ -356,7 +417,7 @@ def _what_changed(old: Stat, new: Stat) -> str:
 
 
 def _index_change(path: str, old: str | None, new: str | None) -> str:
-    if old and new and old.split(" ", 1)[1:] == new.split(" ", 1)[1:]:
+    if (old or "").startswith("flag ") or (new or "").startswith("flag "):
         return f"index flags of {path} changed (assume-unchanged or skip-worktree)"
     return f"staged content of {path} changed"
 

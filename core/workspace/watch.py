@@ -79,10 +79,16 @@ class Watch:
         if watched in self._runs:
             self._runs.remove(watched)
 
-    async def finish(self, watched: Watched) -> Undone:
-        """What changed since the run started (and what others noted for it), put back."""
+    async def finish(self, watched: Watched, *, confined: bool = False) -> Undone:
+        """What changed since the run started (and what others noted for it), put back.
+        A `confined` run - all it ran was in a sandbox that kept the main checkout out of
+        its reach - answers for nothing: what changed is someone else's (the operator's),
+        and nothing is put back."""
         async with self._lock:
             if watched not in self._runs:
+                return Undone()
+            if confined:
+                self._runs.remove(watched)
                 return Undone()
             after = await watched.take()
             changes = [*watched.noted, *changed(watched.before, after, may_move=watched.may_move)]

@@ -76,6 +76,7 @@ from core.workspace import lfs, sparse, submodules
 from core.workspace.caches import Leftovers, drop_untracked, sort_leftovers
 from core.workspace.fingerprint import (
     ARCHIVE_REF,
+    LANDED_REF,
     LEFTOVERS_REF,
     SNAPSHOTS_REF,
     Fingerprint,
@@ -1090,6 +1091,12 @@ class Worktrees:
                     "was tried; it is unchanged",
                     hint="merge again: the checks run on the new merge",
                 )
+            # Named first, so that a run watching the checkout sees HEAD move along it as
+            # T25's doing (core.workspace.fingerprint), whenever it looks.
+            await git(
+                "update-ref", f"{LANDED_REF}/{trial.task_id}", trial.commit,
+                cwd=self.repo, drivers_from=(),
+            )  # fmt: skip
             # Explicit flags beat merge.* and branch.<name>.mergeOptions config.
             done = await run_git(
                 "merge", "--ff-only", "--no-verify", "--no-autostash", "--quiet",

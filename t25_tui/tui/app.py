@@ -625,8 +625,12 @@ class T25App(Cockpit):
         elif task.violation:
             self._confirm_with_reason(
                 "acknowledge",
-                "A run of {tid} changed the main checkout; T25 put back what it could. "
-                "Acknowledge it (say what you checked)? Retry and merge wait for this.",
+                "{tid}: something changed outside its worktree while a run went on, "
+                "unconfined: "
+                + (task.violation or "").replace("{", "{{").replace("}", "}}")
+                + ". Yours, or seen to? Acknowledge "
+                "it (say what you checked); retry and merge wait for this. To drop the "
+                "run's work instead, reset the task (t25 reset).",
                 "acknowledge",
             )
         elif task.state is TaskState.FAILED:

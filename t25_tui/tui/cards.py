@@ -51,7 +51,7 @@ def human_needed(task: Task) -> str | None:
     if task.state is TaskState.DONE and not task.merged and not task.archived:
         return "ready to merge"
     if task.violation:
-        return "a run broke the invariant: acknowledge it"
+        return "changed outside its worktree: yours? acknowledge it"
     return HUMAN_ACTION.get(task.state)
 
 

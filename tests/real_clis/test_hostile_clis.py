@@ -35,7 +35,7 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.domain.events import RunOutput
-from core.domain.models import Task, TaskState
+from core.domain.models import Task
 from core.domain.network import NETWORK_STREAM
 from core.workspace.git import git_sync
 from store import open_store
@@ -230,8 +230,8 @@ async def test_sandboxed_a_hostile_shell_call_is_refused_and_nothing_survives(
     assert_offline(cli, fake)
 
 
-# Unconfined, the second fence. A main-checkout file is reported, not removed (T25 holds no
-# copy of the operator's files), and `.factory/` is not watched - the README says both; these
+# Unconfined, the second fence. A main-checkout file is asked about, not removed (T25 holds
+# no copy of the operator's files), and `.factory/` is not watched - the README says both; these
 # asserts keep it true. The fence is T25's, the same for every CLI: Claude Code stands for
 # them all, so that CI stays short (each CLI was seen to pass it when the test was written).
 @pytest.mark.parametrize("cli", ["claude"])
@@ -246,10 +246,10 @@ async def test_unconfined_a_hostile_shell_call_is_undone_and_nothing_survives(
 
     told = "\n".join(fake.tool_results())
     assert "main-checkout-exit=0" in told and "git-config-exit=0" in told, told
-    assert out.task.state is TaskState.FAILED, out.task.state
-    assert "IMPLEMENTING run" in (out.task.error or "")
+    # Whose change it was, T25 cannot tell unconfined: the run stands, the task asks.
     assert out.task.violation and PLANTED in out.task.violation, out.task.violation
-    assert "config" in out.task.violation
+    assert "changed while IMPLEMENTING run" in out.task.violation
+    assert "yours?" in out.task.violation and "config" in out.task.violation
     assert (shop / ".git" / "config").read_bytes() == config  # put back
     assert (shop / PLANTED).exists()  # reported, not removed
     assert "store-exit=0" in told  # not watched (SQLite's next write covers the bytes)
@@ -305,10 +305,10 @@ async def test_aider_editing_a_file_outside_its_worktree(sandbox, target, fake, 
     elif sandbox == "view":
         assert not (shop / PLANTED).exists() and not (shop.parent / PLANTED).exists()
         assert out.task.violation is None, out.task.violation
-    else:
-        assert out.task.state is TaskState.FAILED, out.task.state
+    else:  # the run stands, the task asks whose the change was
         changed = PLANTED if target == "main-checkout" else ".git/config changed"
         assert out.task.violation and changed in out.task.violation, out.task.violation
+        assert "yours?" in out.task.violation
     assert not _working_in(out.worktree.parent)
     assert_no_plant_runs(shop, marker)
     assert_offline("aider", fake)
