@@ -233,6 +233,7 @@ class Pipeline:
         decided now, rather than left to the stall check to run the stage again; a task
         that was decided on has left the run's stage, and is not decided twice."""
         await self._fits_its_run(lease, report)
+        self.control.reread_config()
         outcome = self._outcome(report)
         try:
             run, event = await self.control.store.complete_run(lease, outcome)

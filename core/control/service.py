@@ -31,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
+from core.config.live import ConfigFile, Reread
 from core.config.schema import Config
 from core.control import baselines
 from core.control.history import (
@@ -117,6 +119,8 @@ STAGE_ROLE = {
     TaskState.DOCS: "docs",
 }
 
+log = logging.getLogger("t25.control")
+
 
 @dataclass(frozen=True)
 class Ruling:
@@ -159,6 +163,9 @@ class ControlPlane(Queries, Operations):
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
+        # t25.yaml, read again at each decision (core.config.live); what that last found.
+        self._config_file = ConfigFile(config)
+        self.config_notice: str | None = None
 
     def _open_audit_log(self) -> AuditLog:
         from core.control.audit import AuditLog, log_path
@@ -421,6 +428,16 @@ class ControlPlane(Queries, Operations):
 
     # -- operator decisions ------------------------------------------------------------------
 
+    def reread_config(self) -> Reread | None:
+        """Take t25.yaml's changes that apply at once (core.config.live); what was found,
+        also kept as `config_notice` for a status line, or None when it did not change."""
+        found = self._config_file.reread(self.config)
+        if found is not None:
+            self.config = found.config
+            self.config_notice = found.line()
+            log.warning("t25: %s", self.config_notice)
+        return found
+
     async def decide(self, decision: Decision) -> Task:
         """The one way in for an operator decision, whichever face it comes from.
 
@@ -428,6 +445,7 @@ class ControlPlane(Queries, Operations):
         dropped connection): a state change is never left without its audit line, nor an
         audit line without its effect or its void."""
         checked = _at_the_door(decision)
+        self.reread_config()
         decided = await asyncio.shield(self._decide(checked))
         if isinstance(decided, Run):  # a merge a worker makes: wait for its result
             return await self._merge_result(decided)
