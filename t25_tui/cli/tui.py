@@ -143,8 +143,9 @@ async def web(args: argparse.Namespace) -> int:
             await guard_the_store(control.config)
         inner = socket.socket()  # the sessions' control plane: loopback, a free port
         inner.bind(("127.0.0.1", 0))
-        control_url = f"http://127.0.0.1:{inner.getsockname()[1]}"
-        server = http_server(control, "127.0.0.1:0", handle_signals=False)
+        inner_bind = f"127.0.0.1:{inner.getsockname()[1]}"
+        control_url = f"http://{inner_bind}"
+        server = http_server(control, inner_bind, handle_signals=False)
         page = WebCockpit(
             host,
             port,
