@@ -36,6 +36,7 @@ SLOW_MODULES = (
     "real_clis/",  # the real agent CLIs
     "tui/",  # the cockpit under Pilot (its workers run the scripted agent), and in a terminal
     "test_serve",  # a real uvicorn
+    "test_web_cockpit.py",  # the cockpit in a real headless Chromium
     "test_rest_text.py",
     "test_remote_faults.py",
     "test_pipeline.py",  # tasks through the pipeline, with the scripted agent as a child process

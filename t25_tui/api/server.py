@@ -199,8 +199,7 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
     is opened."""
     host, port = parse_bind(bind)
     token = held_secrets.get(OPERATOR_ENV)
-    listed = os.environ.get(TOKENS_ENV, "").strip()
-    operators = Operators.read(Path(listed), token) if listed else None
+    operators = configured_operators()
     if not is_loopback(host) and not (token or operators):
         where = (
             "every interface" if host in ("", "0.0.0.0", "::") else f"{host}, which is not loopback"
@@ -217,6 +216,16 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
         operators=operators,
     )
     return server_for(api, host, port, handle_signals=handle_signals)
+
+
+def configured_operators() -> Operators | None:
+    """The operators T25's environment names (T25_OPERATOR_TOKENS, with T25_OPERATOR_TOKEN),
+    or None when it names none; the host's own operator is added where a server starts."""
+    token = held_secrets.get(OPERATOR_ENV)
+    listed = os.environ.get(TOKENS_ENV, "").strip()
+    if listed:
+        return Operators.read(Path(listed), token)
+    return Operators.single(token) if token else None
 
 
 class _Server(uvicorn.Server):
@@ -261,4 +270,12 @@ def server_for(
     return _Server(config, api, handle_signals=handle_signals)
 
 
-__all__ = ["http_server", "is_loopback", "make_api", "parse_bind", "server_for", "services_in"]
+__all__ = [
+    "configured_operators",
+    "http_server",
+    "is_loopback",
+    "make_api",
+    "parse_bind",
+    "server_for",
+    "services_in",
+]

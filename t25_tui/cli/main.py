@@ -430,6 +430,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default address: serve.bind in t25.yaml)",
     )
     tui.add_argument(
+        "--web",
+        nargs="?",
+        const="127.0.0.1:4173",
+        metavar="HOST:PORT",
+        help="serve the cockpit to browsers instead (default address: 127.0.0.1:4173), "
+        "behind the operator's token; loopback unless T25_OPERATOR_TOKEN(S) is set",
+    )
+    tui.add_argument(
         "--url",
         action="append",
         metavar="URL",

@@ -18,14 +18,25 @@ from t25_tui.cli.context import actor_of, guard_the_store, runtime_of, warn_if_u
 
 def tui(args: argparse.Namespace) -> int:
     if args.url:
-        if args.serve is not None or args.workers is not None or args.no_workers:
+        if (
+            args.web is not None
+            or args.serve is not None
+            or args.workers is not None
+            or args.no_workers
+        ):
             raise ConfigError(
                 "--url attaches to a control plane that has its own workers and "
-                "serve; --serve, --workers and --no-workers do not apply"
+                "serve; --web, --serve, --workers and --no-workers do not apply"
             )
         return asyncio.run(attached(args))
     if not args.config and not _offer_config(args):
         return 1
+    if args.web is not None:
+        if args.serve is not None:
+            raise ConfigError(
+                "--web serves its own control plane on loopback; --serve does not apply"
+            )
+        return asyncio.run(web(args))
     return asyncio.run(cockpit(args, workers=args.workers, no_workers=args.no_workers))
 
 
@@ -107,4 +118,57 @@ async def cockpit(
             # However the app ended (quit, hang-up, a lost terminal), the agents stop and
             # their runs return to the queue before the store closes.
             await app.stop_sweeper()
+    return 0
+
+
+async def web(args: argparse.Namespace) -> int:
+    """The cockpit in a browser: the control plane and its workers here, on loopback, and a
+    web page whose every session is a cockpit attached to them with its operator's token
+    (t25_tui.api.web). Serves until interrupted."""
+    import signal
+    import socket
+
+    from t25_tui.api.server import configured_operators, http_server, parse_bind
+    from t25_tui.api.web import WebCockpit, accepted_operators, check_bind
+    from t25_tui.runtime import Crew
+
+    host, port = parse_bind(args.web)
+    configured = configured_operators()
+    check_bind(host, args.web, configured)
+    crew = None if args.no_workers else Crew(workers=args.workers)
+    async with runtime_of(args, crew=crew) as runtime:
+        control, sweeper = runtime.control, runtime.sweeper
+        if sweeper is not None:
+            warn_if_unconfined(control.config)
+            await guard_the_store(control.config)
+        inner = socket.socket()  # the sessions' control plane: loopback, a free port
+        inner.bind(("127.0.0.1", 0))
+        inner_bind = f"127.0.0.1:{inner.getsockname()[1]}"
+        control_url = f"http://{inner_bind}"
+        server = http_server(control, inner_bind, handle_signals=False)
+        page = WebCockpit(
+            host,
+            port,
+            control_url=control_url,
+            operators=accepted_operators(control.config.root, configured),
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop.set)
+        tasks = [asyncio.create_task(server.serve(sockets=[inner]))]
+        if sweeper is not None:
+            tasks.append(asyncio.create_task(sweeper.work(follow=True)))
+        print(
+            f"t25 tui --web: the cockpit on http://{args.web}/ (sign in with your operator "
+            "token; on this host the one in .factory/operator-token); ctrl+c stops it",
+            flush=True,
+        )
+        try:
+            await page.run(stop)
+        finally:
+            server.should_exit = True
+            for task in tasks[1:]:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
     return 0
