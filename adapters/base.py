@@ -184,16 +184,18 @@ class CliAdapterSpec:
                 return QuotaSignal(text.strip(), output.resets_at or reset_time(text))
         return None
 
+    def detect_login(self, output: CliOutput, stderr: str) -> str | None:
+        """No working login (none, expired, a refused key), from the CLI's real messages."""
+        return self._first(Failure.LOGIN, output, stderr)
+
     def detect_overload(self, output: CliOutput, stderr: str) -> str | None:
         """A transient overload (529, "at capacity", 5xx) worth retrying after a pause."""
-        return next(
-            (
-                t.strip()
-                for t in self.error_texts(output, stderr)
-                if classify_error(t) is Failure.OVERLOAD
-            ),
-            None,
-        )
+        return self._first(Failure.OVERLOAD, output, stderr)
+
+    def _first(self, kind: Failure, output: CliOutput, stderr: str) -> str | None:
+        """The first of the CLI's error texts that means `kind` (`classify_error`)."""
+        texts = self.error_texts(output, stderr)
+        return next((t.strip() for t in texts if classify_error(t) is kind), None)
 
     def extra_env(self, request: AgentRequest) -> dict[str, str]:
         """Variables this CLI needs on top of the minimal environment (retry limits, telemetry
@@ -620,6 +622,8 @@ class CliAdapter:
         stderr = done.stderr.decode("utf-8", "replace")
         if quota := self.spec.detect_quota(output, stderr):
             return Failure.QUOTA, _one_line(quota.message), quota.resets_at
+        if login := self.spec.detect_login(output, stderr):
+            return Failure.LOGIN, _one_line(login), None
         if overload := self.spec.detect_overload(output, stderr):
             return Failure.OVERLOAD, _one_line(overload), None
         detail = output.error or unreadable or done.stderr_tail

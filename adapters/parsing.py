@@ -181,11 +181,32 @@ OVERLOAD_MARKERS = (
 )
 
 
+# Login: the CLI has no working login here (none, expired, a key the provider refuses);
+# another adapter may have one. Claude Code prints "Not logged in · Please run /login" or
+# "Invalid API key · Please run /login" (its assistant event says "authentication_failed");
+# Codex, "Not logged in" or a 401; Gemini CLI asks for an auth method.
+LOGIN_MARKERS = (
+    "not logged in",
+    "please run /login",
+    "invalid api key",
+    "authentication_failed",
+    "authentication_error",
+    "invalid x-api-key",
+    "401 unauthorized",
+    "status: 401",
+    "(401)",
+    "please set an auth method",
+    "oauth token has expired",
+)
+
+
 def classify_error(text: str) -> Failure | None:
-    """QUOTA, OVERLOAD or None for one error message; quota wins when both appear."""
+    """QUOTA, LOGIN, OVERLOAD or None for one error message; quota wins, then login."""
     low = text.lower()
     if any(marker in low for marker in QUOTA_MARKERS):
         return Failure.QUOTA
+    if any(marker in low for marker in LOGIN_MARKERS):
+        return Failure.LOGIN
     if any(marker in low for marker in OVERLOAD_MARKERS):
         return Failure.OVERLOAD
     return None

@@ -465,6 +465,7 @@ class Policies(_Section):
     extra_protected_paths: list[str] = []
     # A REVIEW run skips a profile that is the change's author: model (the same adapter
     # running the same model, or one T25 cannot tell apart), adapter (the same CLI), or off.
+    # YAML reads `off` (and `false`, `no`) as false: that is `off`, no review is passed over.
     reviewer_differs_from_author: Literal["adapter", "model", "off"] = "model"
     # What the DOCS stage may change and still merge as reviewed; a protected path never
     # counts as documentation. Anything else it changes goes through QA and review.
@@ -472,6 +473,17 @@ class Policies(_Section):
     # Where the project's tests live: removing a file there counts as touching a protected
     # path (named at merge with --allow-path like one).
     test_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_PATHS))
+
+    @field_validator("reviewer_differs_from_author", mode="before")
+    @classmethod
+    def _off(cls, value: object) -> object:
+        """YAML 1.1 reads an unquoted `off` as false; both mean `off`. `true` says nothing
+        about what must differ, so it is refused with the choices."""
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("true does not say what must differ: give model, adapter or off")
+        return value
 
     @field_validator("protected_paths", "extra_protected_paths", "docs_paths", "test_paths")
     @classmethod

@@ -112,6 +112,7 @@ class Failure(StrEnum):
     ABORTED = "aborted"  # stopped by T25 (task cancelled, lease lost, shutdown)
     QUOTA = "quota"  # quota or rate limit exhausted: try the next adapter
     OVERLOAD = "overload"  # the provider is transiently overloaded: retry after a pause
+    LOGIN = "login"  # the CLI has no working login (none, expired, a bad key): try the next
     SPAWN = "spawn"  # could not be started at all
 
 

@@ -63,7 +63,7 @@ def select_adapter(
         name = profile.adapter
         adapter = adapters.get(name)
         if name in skip:
-            passed.append(f"{name}: out of quota or overloaded in this run")
+            passed.append(f"{name}: failed earlier in this run (quota, overload or login)")
         elif adapter is None:
             passed.append(f"{name}: no such adapter (known: {', '.join(sorted(adapters))})")
         elif (until := quota.blocked_until(name, now)) is not False:

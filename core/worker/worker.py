@@ -403,12 +403,14 @@ class Worker:
         passed: Sequence[str] = (),
         goes_on: Continuation | None = None,
     ) -> tuple[AgentResult, str]:
-        """Run the chain: the first usable adapter, falling back past exhausted quota.
+        """Run the chain: the first usable adapter, falling back past exhausted quota and a
+        CLI with no working login (the run's own failure says so; the next profile is tried
+        for this run, recorded with the reason, as for a CLI that is not installed).
         `passed` says why profiles before it were passed over (a review's authors); a
         profile that may continue the session `goes_on` names does (`_continue`)."""
         tried: frozenset[str] = frozenset()
         notes: list[str] = list(passed)
-        overloaded: AgentResult | None = None  # the last adapter still overloaded after retries
+        overloaded: AgentResult | None = None  # the last adapter still overloaded, or logged out
         limits = self.config.limits
         budget = OutputBudget(limits.max_output_event_bytes, limits.max_log_bytes)
         while True:
@@ -430,13 +432,17 @@ class Worker:
                     lease, chosen, request, notes, abort, budget
                 )
             reason = "; ".join([*notes, chosen.reason])
-            if result.failure is Failure.OVERLOAD and not abort.is_set():
-                # Still overloaded after the retries: the next adapter may serve; this one is
-                # skipped only for this run (an overload is not an exhausted quota).
+            if result.failure in (Failure.OVERLOAD, Failure.LOGIN) and not abort.is_set():
+                # Still overloaded after the retries, or not logged in: the next adapter may
+                # serve; this one is skipped only for this run (neither is an exhausted
+                # quota), and the last such run is reported as it was when none is left.
                 _discard_log(overloaded)
                 overloaded, tried = result, tried | {profile.adapter}
                 notes.append(
-                    f"{profile.adapter}: still overloaded after "
+                    f"{profile.adapter}: not logged in ({result.error or 'no detail'}); "
+                    "log in, then retry"
+                    if result.failure is Failure.LOGIN
+                    else f"{profile.adapter}: still overloaded after "
                     f"{len(self.overload_backoff_s)} retries"
                 )
                 continue

@@ -110,8 +110,11 @@ def _config(args: argparse.Namespace) -> tuple[Config, ConfigCheck]:
     from core.config.schema import CONFIG_FILENAME, default_config_text, find_config, parse_config
     from core.errors import ConfigError
     from t25_tui.cli.context import config_of
+    from t25_tui.cli.setup import installed_clis, with_roles
 
-    example = parse_config(default_config_text(), Path.cwd() / CONFIG_FILENAME)
+    example = parse_config(
+        with_roles(default_config_text(), installed_clis()), Path.cwd() / CONFIG_FILENAME
+    )
     if not args.config:
         try:
             find_config(Path.cwd())

@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import ConfigError, T25Error
@@ -33,8 +35,9 @@ def init(args: argparse.Namespace) -> int:
             f"{target} already exists; T25 is already set up here",
             hint="edit it, or remove it to start over (.factory/ is kept)",
         )
+    found = installed_clis()
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(default_config_text())
+    tmp.write_text(with_roles(default_config_text(), found))
     try:
         config = load_config(tmp)
     except T25Error:
@@ -50,10 +53,81 @@ def init(args: argparse.Namespace) -> int:
 
     asyncio.run(create_store())
     print(f"created {target}")
+    print(roles_note(found))
     print(f"created {root / FACTORY_DIR}/ (store, audit log, worktrees; ignored by git)")
     print("next: edit t25.yaml (roles, limits, QA checks), then file a task:")
     print('  t25 task new "describe the change" --type feat')
     return 0
+
+
+# The agent CLIs `t25 init` looks for on PATH, in the order it prefers them, each with the
+# model its dev profile names and another model for its reviewer: under the default
+# `policies.reviewer_differs_from_author: model` a reviewer on the dev's model (or on the
+# CLI's default, which T25 cannot tell from it) is passed over, and the review would wait.
+# None: T25 knows no pair of models for that CLI (its models are the operator's provider's).
+CLI_MODELS: dict[str, tuple[str, str] | None] = {
+    "claude": ("sonnet", "opus"),  # Claude Code's own aliases: they follow its releases
+    "codex": ("gpt-5.5", "gpt-5-codex"),
+    "gemini": ("gemini-3.1-pro-preview", "gemini-3.8-flash"),
+    "opencode": None,
+    "aider": None,
+}
+ROLE_ORDER = ("spec", "planner", "dev", "qa", "reviewer", "docs")
+_ROLES_START = "\nroles:\n"
+_ROLES_END = "\n\n# Bounds the factory enforces"
+
+
+def installed_clis() -> list[str]:
+    """The agent CLIs found on PATH, in T25's order of preference."""
+    return [name for name in CLI_MODELS if shutil.which(name)]
+
+
+def chains(found: Sequence[str]) -> dict[str, list[dict[str, str]]]:
+    """Every role's fallback chain for the CLIs `found` (claude when there are none): each
+    role tries them in order; dev names its model, and the reviewer starts on another CLI,
+    or on the same CLI with another model, so its own `t25 doctor` has nothing to say."""
+    clis = list(found) or ["claude"]
+    first, models = clis[0], CLI_MODELS[clis[0]]
+    plain = [{"adapter": name} for name in clis]
+    dev = [{"adapter": first, "model": models[0]} if models else plain[0], *plain[1:]]
+    reviewer = plain[1:] + ([{"adapter": first, "model": models[1]}] if models else [])
+    if not reviewer:  # one CLI whose models T25 does not know: doctor will say so
+        reviewer = plain
+    out = dict.fromkeys(ROLE_ORDER, plain)
+    return out | {"dev": dev, "reviewer": reviewer}
+
+
+def with_roles(template: str, found: Sequence[str]) -> str:
+    """The shipped t25.yaml.example with its `roles:` block written for the CLIs found."""
+    start = template.index(_ROLES_START) + 1
+    end = template.index(_ROLES_END, start)
+    said = ", ".join(found) if found else "none; install one, or name yours"
+    lines = [f"roles:                        # written by `t25 init`; CLIs found on PATH: {said}"]
+    for role, chain in chains(found).items():
+        profiles = ", ".join(
+            "{" + ", ".join(f"{key}: {value}" for key, value in p.items()) + "}" for p in chain
+        )
+        lines.append(f"  {role}: [{profiles}]")
+    lines.append("  # security: [{adapter: claude, model: opus}]   # off unless listed")
+    return template[:start] + "\n".join(lines) + template[end:]
+
+
+def roles_note(found: Sequence[str]) -> str:
+    """What `t25 init` says about the roles it wrote."""
+    if not found:
+        looked = ", ".join(CLI_MODELS)
+        return (
+            f"no agent CLI found on PATH (looked for {looked}): the roles name claude; "
+            "install Claude Code, or edit roles in t25.yaml (see `t25 doctor`)"
+        )
+    if len(found) == 1 and CLI_MODELS[found[0]] is None:
+        return (
+            f"roles: {found[0]} (found on PATH); T25 knows no second model of it for the "
+            "reviewer: name one in roles.reviewer (model: ...), or set "
+            "policies.reviewer_differs_from_author: off"
+        )
+    by = "another CLI" if len(found) > 1 else "another model"
+    return f"roles: {', '.join(found)} (found on PATH); reviews by {by} than the dev's"
 
 
 def _exclude(root: Path, pattern: str) -> None:
