@@ -1,7 +1,8 @@
 """Start-up of the `t25` command line: how long a command takes before it can answer.
 
-Prints the median wall time of `t25 --help`, `t25 --version`, `t25 task list` and
-`t25 task show` on an embedded SQLite store holding 5,000 tasks, beside two floors measured
+Prints the median wall time of `t25 --help`, `t25 --version`, `t25 task list`, the shell
+completion's task-id lookup (`t25 __complete-ids`, run on every TAB after a command that
+takes a task) and `t25 task show` on an embedded SQLite store holding 5,000 tasks, beside two floors measured
 in the same run: `python3 -c pass` (the interpreter T25 runs on, with its site-packages) and
 the libraries a read cannot do without, imported and used once (asyncio, aiosqlite, PyYAML,
 one pydantic model validated). The median CPU time (user + system, the child's and its
@@ -10,7 +11,7 @@ far less. The commands run round-robin, so a machine that gets busier part-way s
 of them alike. The store is built by this script in a throwaway directory, through the
 Store API; bytecode is written and read as an installed T25 has it.
 
-Target: `task list` within twice `--help`.
+Target: `task list` and the id lookup each within twice `--help`, shown side by side.
 
 Run: .venv/bin/python bench/cli.py [--tasks 5000] [--runs 21]
 Figures, not a test: nothing here asserts on time.
@@ -147,6 +148,7 @@ def main() -> None:
         "t25 --help": [str(T25), "--help"],
         "t25 --version": [str(T25), "--version"],
         "t25 task list": [str(T25), "task", "list"],
+        "t25 __complete-ids": [str(T25), "__complete-ids"],
         "t25 task show T-1": [str(T25), "task", "show", "T-1"],
     }
     with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
@@ -172,8 +174,9 @@ def main() -> None:
     for label, median in (("wall", wall), ("cpu", cpu)):
         help_ = median["t25 --help"]
         print(
-            f"{label:>4}: task list / --help {median['t25 task list'] / help_:5.2f} (target: <= 2); "
-            f"library floor / --help {median['library floor'] / help_:.2f}"
+            f"{label:>4}: task list / --help {median['t25 task list'] / help_:5.2f}, "
+            f"id lookup / --help {median['t25 __complete-ids'] / help_:5.2f} (target: each "
+            f"<= 2); library floor / --help {median['library floor'] / help_:.2f}"
         )
 
 

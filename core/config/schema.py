@@ -42,6 +42,11 @@ from core.config import held_secrets
 from core.config.caches import DEFAULT_CACHES, cache_entry_problem
 from core.config.hosts import host_entry
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
+from core.config.locate import CONFIG_FILENAME as CONFIG_FILENAME
+from core.config.locate import INIT_HINT as INIT_HINT
+from core.config.locate import display_path
+from core.config.locate import find_config as find_config
+from core.config.locate import task_tree_of as task_tree_of
 from core.config.secrets import refuse_credentials
 from core.config.source import (
     ConfigSource,
@@ -52,9 +57,7 @@ from core.config.source import (
 )
 from core.errors import ConfigError
 
-CONFIG_FILENAME = "t25.yaml"
 DATABASE_URL_ENV = held_secrets.DATABASE_URL
-INIT_HINT = "run `t25 init` to create one"
 
 Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
 ROLES: tuple[str, ...] = get_args(Role)  # in pipeline order
@@ -822,7 +825,7 @@ def load_config(
     `commands` (a source of the cockpit's, called only when the file has `keys:`), so is a
     `keys:` entry the cockpit could not bind."""
     path = Path(path).expanduser().absolute()
-    name = _display(path)
+    name = display_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -850,7 +853,7 @@ def parse_config(
 ) -> Config:
     """Validate `text` as if it were the file at `path` (relative paths resolve beside it)."""
     path = Path(path).expanduser().absolute()
-    source = parse_source(text, _display(path))
+    source = parse_source(text, display_path(path))
     refuse_credentials(source)
     _require_mapping(source)
     context = {"root": path.parent, "adapters": None if adapters is None else tuple(adapters)}
@@ -883,61 +886,8 @@ def _require_mapping(source: ConfigSource) -> None:
         )
 
 
-def find_config(start: Path, explicit: Path | None = None) -> Path:
-    """The t25.yaml to use: `explicit` if given, else the nearest one at or above `start`,
-    looking no higher than the enclosing git repository's root. Never one inside a task's
-    worktree (an agent may have committed it on the task branch): from in there, the search
-    starts at the folder that holds the worktree, i.e. the operator's checkout."""
-    if explicit is not None:
-        explicit = Path(explicit).expanduser().absolute()
-        if not explicit.is_file():
-            raise ConfigError(
-                f"{_display(explicit)}: no such file",
-                hint=f"check the --config path, or {INIT_HINT}",
-            )
-        if (tree := task_tree_of(explicit.parent)) is not None:
-            raise ConfigError(
-                f"{_display(explicit)}: lies in task {tree.name}'s worktree, which holds what "
-                "its agents wrote; T25 never reads its configuration from there",
-                hint="point --config at the t25.yaml of your own checkout",
-            )
-        return explicit
-    start = Path(start).expanduser().absolute()
-    here = start if start.is_dir() else start.parent
-    if (tree := task_tree_of(here)) is not None:  # a t25.yaml in there is an agent's
-        here = tree.parent
-    for directory in (here, *here.parents):
-        candidate = directory / CONFIG_FILENAME
-        if candidate.is_file():
-            return candidate
-        if (directory / ".git").exists():  # a file in a worktree, a directory otherwise
-            break
-    raise ConfigError(
-        f"no {CONFIG_FILENAME} in {here} or above it (up to {directory})", hint=INIT_HINT
-    )
-
-
-def task_tree_of(directory: Path) -> Path | None:
-    """The T25 task worktree `directory` lies in, if any: a linked worktree (`.git` is a
-    file) with T25's ownership record beside it (`<root>/.meta/<id>.json`)."""
-    for folder in (directory, *directory.parents):
-        if (folder / ".git").is_file() and (
-            folder.parent / ".meta" / f"{folder.name}.json"
-        ).is_file():
-            return folder
-    return None
-
-
 def default_config_text() -> str:
     """The shipped t25.yaml.example: every key, commented, with its default."""
     return (
         resources.files("core.config.data").joinpath("t25.yaml.example").read_text(encoding="utf-8")
     )
-
-
-def _display(path: Path) -> str:
-    """The path as messages show it: relative to the working directory when beneath it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

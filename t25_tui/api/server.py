@@ -24,6 +24,7 @@ capped per endpoint; what a body may hold is t25_tui.api.bodies.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import ipaddress
 import os
@@ -208,6 +209,7 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
             f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
             hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1",
         )
+    port_is_free(host, port)
     api = make_api(
         control,
         worker_credential=held_secrets.get(CREDENTIAL_ENV),
@@ -226,6 +228,30 @@ def configured_operators() -> Operators | None:
     if listed:
         return Operators.read(Path(listed), token)
     return Operators.single(token) if token else None
+
+
+def port_is_free(host: str, port: int) -> None:
+    """Refuse, in one line with a hint, an address something already listens on: uvicorn
+    would otherwise log its own error and exit 3 after T25 said it was serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host or "0.0.0.0", port))  # `:PORT`: every interface
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+                raise
+            why = {
+                errno.EADDRINUSE: "is in use (another `t25 serve`, or another program)",
+                errno.EACCES: "needs privileges this user lacks",
+                errno.EADDRNOTAVAIL: "is not an address of this machine",
+            }[exc.errno]
+            raise ConfigError(
+                f"serve cannot listen on {host or '*'}:{port}: the address {why}",
+                hint=f"choose another port (--bind {host or '127.0.0.1'}:{port + 1}, or "
+                "serve.bind in t25.yaml), or stop what listens there "
+                f"(`ss -ltnp 'sport = :{port}'` names it)",
+            ) from None
 
 
 class _Server(uvicorn.Server):

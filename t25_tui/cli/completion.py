@@ -100,8 +100,18 @@ def completion(args: argparse.Namespace) -> int:
 
 
 def ids(args: argparse.Namespace) -> int:
-    """`t25 __complete-ids`: open tasks' ids for the shell; silent whatever goes wrong."""
+    """`t25 __complete-ids`: open tasks' ids for the shell; silent whatever goes wrong.
+    With the default store (SQLite under .factory/) the ids are read with the standard
+    library alone (`quick_ids`); anything else goes through the control plane."""
     try:
+        from store.quick import open_task_ids
+        from t25_tui.cli.quick import default_sqlite
+
+        db = default_sqlite(args)
+        quick = None if db is None else open_task_ids(db)
+        if quick is not None:
+            print("\n".join(quick))
+            return 0
         from core.ports import Operations
         from t25_tui.cli.context import run
 

@@ -13,7 +13,6 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -127,11 +126,3 @@ def actor_of(args: argparse.Namespace) -> str:
         return who
     claimed = text.actor(args.actor)  # InvalidInput, naming what is wrong with the claim
     return who if claimed == who else f"{who} (claimed {claimed})"[: text.MAX_ACTOR]
-
-
-def age(since: datetime, now: datetime | None = None) -> str:
-    seconds = int(((now or datetime.now(UTC)) - since).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"

@@ -51,7 +51,10 @@ def doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(report.text())
     else:
-        print("\n".join(printable(line) for line in render(report)))  # names come from the file
+        from t25_tui.cli.doctor_brief import render_brief
+
+        lines = render(report) if args.verbose else render_brief(report)
+        print("\n".join(printable(line) for line in lines))  # names come from the file
     return 0 if report.ok else 1
 
 

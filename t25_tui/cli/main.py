@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from t25_tui.cli.help import Parser, example_epilog, grouped_help
+
 DISTRIBUTION = "t25"  # the name pyproject.toml gives T25's package
 TASK_TYPES = ("feat", "fix", "chore", "docs", "refactor")
 STATES = (
@@ -99,17 +101,27 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-class _Subcommand(argparse.ArgumentParser):
+class _Subcommand(Parser):
     """A subcommand's parser, which takes the global options too. Its own subcommands
     (`task new`, `audit verify`) are of this class as well: argparse makes them so."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
         _global_options(self, defaults=False)
 
 
+class _Top(Parser):
+    """`t25` itself, whose --help lists the commands by group (t25_tui.cli.help)."""
+
+    commands: argparse._SubParsersAction[Any] | None = None
+
+    def format_help(self) -> str:
+        return grouped_help(self, self.commands) if self.commands else super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Top(
         prog="t25",
         description="T25 runs coding-agent CLIs through a governed pipeline, each task in its "
         "own git worktree; humans approve risky plans and merge.",
@@ -120,12 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", parser_class=_Subcommand
     )
+    parser.commands = sub
 
     def add(
         name: str, handler: str, help: str, *, runs_agents: bool = False, **kw: Any
     ) -> argparse.ArgumentParser:
         """A command; one that `runs_agents` first sweeps the prompt files a killed T25 left."""
-        p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", **kw)
+        description = help[0].upper() + help[1:] + "."
+        p = sub.add_parser(
+            name, help=help, description=description, epilog=example_epilog(name), **kw
+        )
         p.set_defaults(handler=_command(handler), runs_agents=runs_agents)
         return p
 
@@ -147,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     task = sub.add_parser(
-        "task", help="file, list and inspect tasks", description="File, list and inspect tasks."
+        "task",
+        help="file, list and inspect tasks",
+        description="File, list and inspect tasks.",
+        epilog=f"{example_epilog('task')}\n  $ t25 task list --state NEEDS_INPUT",
     )
     task_sub = task.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
     new = task_sub.add_parser("new", help="file a new task", description="File a new task.")
@@ -199,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--project", help="only this project's tasks")
     lst.add_argument("--all", action="store_true", help="include archived tasks")
     _json_option(lst)
-    lst.set_defaults(handler=_command("tasks:list_"))
+    lst.set_defaults(handler=_command("task_list:list_"))
     show = task_sub.add_parser(
         "show",
         help="a task's history, runs, artifacts and cost",
@@ -461,6 +480,13 @@ def build_parser() -> argparse.ArgumentParser:
         "sandbox, the store and t25.yaml; exit 1 when T25 could not work as configured",
     )
     _json_option(p)
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also the wide tables: every CLI's capabilities and flags, each role's network "
+        "reach and tools",
+    )
     p = add(
         "completion",
         "completion:completion",
@@ -469,7 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("shell", choices=("bash", "zsh", "fish"))
     # Hidden (no help): what the completion scripts run to list task ids.
-    sub.add_parser("__complete-ids").set_defaults(handler=_command("completion:ids"))
+    sub.add_parser("__complete-ids", add_help=False).set_defaults(
+        handler=_command("completion:ids")
+    )
     p = add("cost", "cost:cost", "estimated spend: in total, and by role, adapter, model and task")
     _json_option(p)
     audit = add("audit", "audit:show", "the audit log of operator decisions")

@@ -18,9 +18,11 @@ from core.domain.figures import check_outcome
 from core.domain.models import Artifact, ArtifactKind, Run, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
-from t25_tui.cli.context import actor_of, age, run
+from store.quick import TaskRow
+from t25_tui.cli.context import actor_of, run
 from t25_tui.cli.cost import stage_lines
 from t25_tui.cli.shapes import TaskJson, TaskList, TaskShow
+from t25_tui.cli.task_list import age, print_task_rows
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
 # SHA-256: the task is shown in full, with a warning on each such artifact.
@@ -69,34 +71,25 @@ def edit(args: argparse.Namespace) -> int:
     return 0
 
 
-def list_(args: argparse.Namespace) -> int:
+def list_tasks(args: argparse.Namespace) -> int:
+    """`t25 task list` through the control plane (t25_tui.cli.task_list says when)."""
+
     async def body(control: Operations) -> None:
         states = [TaskState(s) for s in args.state] if args.state else None
         tasks = await control.tasks(states=states, project=args.project, archived=args.all)
         if args.json:
             print(TaskList(tasks=[TaskJson.of(t) for t in tasks]).text())
             return
-        if not tasks:
-            print(
-                "no tasks"
-                + (" match" if states or args.project else ' yet — file one with: t25 task new "…"')
-            )
-            return
-        width = max(len(t.id) for t in tasks)
-        print(f"{'ID':<{width}}  {'STATE':<17}  {'TYPE':<8}  {'AGE':>4}  TITLE")
-        for t in tasks:
-            flag = " (archived)" if t.archived else ""
-            if t.priority:
-                flag += f" [priority {t.priority}]"
-            if t.after and t.state is TaskState.RECEIVED:
-                flag += f" (after {', '.join(t.after)})"
-            print(
-                f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since):>4}  "
-                f"{printable(t.title)}{flag}"
-            )
+        print_task_rows([_row(t) for t in tasks], filtered=bool(states or args.project))
 
     run(args, body)
     return 0
+
+
+def _row(t: Task) -> TaskRow:
+    return TaskRow(
+        t.id, t.state, t.type, t.title, t.archived, t.priority, tuple(t.after), t.state_since
+    )
 
 
 def show(args: argparse.Namespace) -> int:

@@ -1,0 +1,56 @@
+"""`t25 task list`: read straight from the default SQLite store with the standard library
+when it can (store.quick), so the command an operator types most answers as fast as
+`t25 --help`; through the control plane otherwise (a Postgres store, `--project`, `--json`,
+a store it cannot read), with the same table."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from store.quick import TaskRow
+
+
+def list_(args: argparse.Namespace) -> int:
+    if not args.json and not args.project:
+        from store.quick import task_rows
+        from t25_tui.cli.quick import default_sqlite
+
+        db = default_sqlite(args)
+        rows = None if db is None else task_rows(db, states=args.state, include_archived=args.all)
+        if rows is not None:
+            print_task_rows(rows, filtered=bool(args.state))
+            return 0
+    from t25_tui.cli.tasks import list_tasks
+
+    return list_tasks(args)
+
+
+def print_task_rows(tasks: Sequence[TaskRow], *, filtered: bool) -> None:
+    """The table of `t25 task list`, or why it is empty."""
+    from core.domain.text import printable
+
+    if not tasks:
+        print("no tasks" + (" match" if filtered else ' yet — file one with: t25 task new "…"'))
+        return
+    width = max(len(t.id) for t in tasks)
+    print(f"{'ID':<{width}}  {'STATE':<17}  {'TYPE':<8}  {'AGE':>4}  TITLE")
+    for t in tasks:
+        flag = " (archived)" if t.archived else ""
+        if t.priority:
+            flag += f" [priority {t.priority}]"
+        if t.after and t.state == "RECEIVED":
+            flag += f" (after {', '.join(t.after)})"
+        print(
+            f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since):>4}  "
+            f"{printable(t.title)}{flag}"
+        )
+
+
+def age(since: datetime, now: datetime | None = None) -> str:
+    seconds = int(((now or datetime.now(UTC)) - since).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
