@@ -61,7 +61,7 @@ def test_doctor_puts_problems_first_within_100_columns(t25, repo):
     assert done.code == 1
     lines = done.out.splitlines()
     assert all(len(line) <= 100 for line in lines), max(lines, key=len)
-    assert lines[1].startswith("✗ ") and "problem" in lines[1]
+    assert lines[2].startswith("✗ ") and "problem" in lines[2]
     assert lines.index("checked:") > 2
     assert any(line.startswith("  ✓ git ") for line in lines)
     assert any(line.startswith("  ✗ dev ") for line in lines)
@@ -74,7 +74,7 @@ def test_doctor_with_nothing_wrong_says_so_first(t25, repo):
     (repo / "t25.yaml").write_text(yaml.safe_dump(CONFIG))
     done = t25("doctor")
     assert done.code == 0, done.out
-    assert done.out.splitlines()[1].startswith("✓ problems: none")
+    assert done.out.splitlines()[2].startswith("✓ problems: none")
 
 
 def test_serve_on_a_used_port_is_one_t25_error_with_a_hint(t25, repo):

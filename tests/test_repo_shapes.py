@@ -166,7 +166,7 @@ def test_doctor_says_git_lfs_is_missing_for_a_repository_that_uses_it(tmp_path, 
     repo = lfs_clone(lfs_upstream(tmp_path / "up"), tmp_path / "clone")
     write_config(repo)
     path = f"{no_lfs_path(tmp_path)}:{Path(sys.executable).parent}"
-    done = t25("doctor", cwd=repo, env={"PATH": path})
+    done = t25("doctor", "--verbose", cwd=repo, env={"PATH": path})  # a problem a line
     assert done.code == 1, done.out + done.err
     problem = next(line for line in done.out.splitlines() if "git-lfs" in line)
     assert "project shop" in problem and "git-lfs is not on PATH" in problem
@@ -297,7 +297,7 @@ def test_doctor_finds_an_empty_repository(tmp_path, t25):
     repo.mkdir()
     plain_git("init", "-q", "-b", "trunk", cwd=repo)
     write_config(repo)
-    done = t25("doctor", cwd=repo)
+    done = t25("doctor", "--verbose", cwd=repo)  # a problem a line
     assert done.code == 1, done.out + done.err
     assert "the default branch trunk has no commit here, so no task can start from it" in (done.out)
     assert "(hint: make a first commit on it" in done.out
@@ -310,7 +310,7 @@ def test_doctor_finds_a_default_branch_that_exists_only_at_origin(tmp_path, t25)
     plain_git("switch", "-q", "-c", "work", cwd=repo)
     plain_git("branch", "-q", "-D", "trunk", cwd=repo)
     write_config(repo)
-    done = t25("doctor", cwd=repo)
+    done = t25("doctor", "--verbose", cwd=repo)  # a problem a line
     assert done.code == 1, done.out + done.err
     assert "the default branch trunk has no commit here" in done.out
     assert "(hint: create it from origin's: git branch trunk origin/trunk)" in done.out

@@ -379,19 +379,22 @@ def sandbox_line(config: Config) -> str:
     return describe(config.sandbox.mode, config.sandbox.network)
 
 
-def render(report: DoctorReport) -> list[str]:
-    """The report as a person reads it."""
+def head(report: DoctorReport) -> str:
+    """The first line: which t25.yaml was checked, or why the roles `t25 init` would write."""
     config = report.config
     if not config.found:
-        head = (
+        return (
             "t25 doctor: no t25.yaml here yet (hint: `t25 init` writes one), so this checks "
             "the roles it would configure"
         )
-    elif config.error:
-        head = f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
-    else:
-        head = f"t25 doctor: {config.path}"
-    lines = [head, report.sandbox, *render_wall(report.wall), *_tools(report), ""]
+    if config.error:
+        return f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
+    return f"t25 doctor: {config.path}"
+
+
+def render(report: DoctorReport) -> list[str]:
+    """The report as a person reads it."""
+    lines = [head(report), report.sandbox, *render_wall(report.wall), *_tools(report), ""]
     lines += [*_table(_rows(report.adapters)), ""]
     lines.append("roles:")
     for project in [None, *report.projects]:

@@ -14,9 +14,10 @@ OK, BAD = "✓", "✗"
 
 def render_brief(report: DoctorReport) -> list[str]:
     """Problems first, then git, bubblewrap, the store, each agent CLI and each role."""
-    config = report.config
-    where = config.path if config.found else "no t25.yaml here yet (`t25 init` writes one)"
-    lines = [f"t25 doctor: {where}"]
+    from t25_tui.cli.doctor import head
+
+    lines = _wrapped(head(report), "", "  ")
+    lines.append("")
     if report.problems:
         count = len(report.problems)
         lines.append(f"{BAD} {count} problem{'s' if count > 1 else ''}:")

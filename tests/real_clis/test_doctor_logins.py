@@ -47,7 +47,7 @@ def logins(out: str) -> dict[str, dict[str, str]]:
 def test_a_logged_out_claude_code_is_a_problem_and_exit_1(repo, tmp_path):
     need("claude")
     configure(repo, ["claude"])
-    done = doctor(repo, tmp_path)
+    done = doctor(repo, tmp_path, "--verbose")  # the table's login column is in the wide view
     assert done.returncode == 1, done.stdout + done.stderr
     assert "problems: none" not in done.stdout
     assert "claude: not logged in (`claude auth status`): log in with `claude auth login`" in (
