@@ -61,7 +61,7 @@ def task_rows(
             title,
             bool(archived),
             priority,
-            tuple(json.loads(after or "[]")),
+            tuple(json.loads(after)) if after else (),
             datetime.fromtimestamp(since, UTC),
         )
         for number, state, kind, title, archived, priority, after, since in rows
