@@ -65,6 +65,11 @@ CHIP: dict[TaskState, str] = {
 }
 
 
+def chip_of(card: Card) -> str:
+    """The state a card's chip names; a merged task's says so."""
+    return "merged" if card.task.merged else CHIP[card.task.state]
+
+
 def by_lane(cards: Iterable[Card]) -> dict[Lane, list[Card]]:
     """The cards of each lane in the order it shows them: those that need the operator
     first (in DONE's lane, the tasks ready to merge), then the newest first."""
@@ -75,4 +80,3 @@ def by_lane(cards: Iterable[Card]) -> dict[Lane, list[Card]]:
         lane_cards.sort(key=lambda c: c.task.state_since, reverse=True)
         lane_cards.sort(key=lambda c: c.human is None)  # stable: newest first within each
     return grouped
-

@@ -41,7 +41,7 @@ from core.domain.models import TaskState
 from core.domain.text import printable
 from t25_tui.tui.cards import CARDS_PER_COLUMN, COLUMNS, Card
 from t25_tui.tui.commands import Node, bindings
-from t25_tui.tui.lanes import CHIP, LANE_OF, LANES, Lane, by_lane
+from t25_tui.tui.lanes import LANE_OF, LANES, Lane, by_lane, chip_of
 
 Drawn = tuple[tuple[str, Text], ...]  # (task id, card) for each card drawn
 # The column titles' colours (t25.tcss), for the narrow board's headers.
@@ -61,15 +61,15 @@ def render_card(card: Card, now: datetime, *, chip: bool = False) -> Text:
     """A card on two lines; `chip`: its state first, in a lane that holds several."""
     head, title = card.lines(now)
     text = Text(no_wrap=True, overflow="ellipsis")
-    if chip:
-        text.append(CHIP[card.task.state], style="reverse")
-        text.append(" ")
     if card.human:
         text.append("⚑ ", style="bold yellow")
     if card.over_budget:
         text.append(OVER_BUDGET, style="bold red")
     if card.blockers:
         text.append(BLOCKED, style=BLOCKED_STYLE)
+    if chip:
+        text.append(chip_of(card), style="reverse")
+        text.append(" ")
     text.append(head, style="bold")
     text.append("\n")
     _append_title(text, card, title)
