@@ -5,12 +5,13 @@ the selection stays on screen when the terminal changes size."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.domain.models import TaskState
-from t25_tui.tui.cards import human_needed
-from t25_tui.tui.lanes import LANE_OF, LANES, by_lane
+from core.domain.models import Task, TaskState, TaskType
+from t25_tui.tui.cards import BoardFilter, Card, human_needed
+from t25_tui.tui.lanes import LANE_OF, LANES, by_lane, chip_of
 from t25_tui.tui.sample_data import walk
 from t25_tui.tui.widgets.board import Column
 from tests.tui.conftest import app_for, settle_board, until
@@ -75,3 +76,48 @@ async def test_every_task_that_needs_you_is_on_screen_and_the_arrows_cross_lanes
             await until(pilot, lambda size=size: app.size == size and not board.compact)
             assert board.selected() == "T-5"
             await until(pilot, lambda: on_screen(app, "T-5"))
+
+
+async def test_an_empty_lane_shrinks_to_its_header(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle_board(app, pilot)
+        app.filter = BoardFilter.parse("Rotate")  # T-2 alone, awaiting approval
+        app.show_cards()
+        approve = app.board.column(S.AWAITING_APPROVAL)
+        await until(pilot, lambda: [i for i, _ in approve.shown] == ["T-2"])
+        await until(pilot, lambda: approve.size.width > 60)  # the room the others left
+        for lane in LANES:
+            if lane is not LANE_OF[S.AWAITING_APPROVAL]:
+                assert app.board.query_one(f"#col-{lane.key}", Column).size.width <= 16
+
+
+def test_each_state_has_one_lane_and_those_that_need_you_come_first():
+    assert sorted(LANE_OF) == sorted(TaskState) and sum(len(x.states) for x in LANES) == 13
+    needing = {s for lane in LANES if lane.needs_you for s in lane.states}
+    assert {S.AWAITING_APPROVAL, S.NEEDS_INPUT, S.FAILED, S.DONE} <= needing
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def card(tid: str, state: TaskState, minutes: int, *, merged: bool = False) -> Card:
+        task = Task(
+            id=tid,
+            project="shop",
+            title=tid,
+            type=TaskType.FEAT,
+            state=state,
+            created_at=base,
+            state_since=base + timedelta(minutes=minutes),
+            merged=merged,
+        )
+        return Card(task, 0.0, human_needed(task))
+
+    done = by_lane(
+        [
+            card("T-1", S.DONE, 1, merged=True),
+            card("T-2", S.DONE, 0),
+            card("T-3", S.CANCELLED, 2),
+            card("T-4", S.DONE, 3, merged=True),
+        ]
+    )[LANE_OF[S.DONE]]
+    assert [c.id for c in done] == ["T-2", "T-4", "T-3", "T-1"]  # to merge first, then newest
+    assert [chip_of(c) for c in done] == ["done", "merged", "cancelled", "merged"]
