@@ -53,7 +53,7 @@ async def main() -> None:
     await shoot("approval", ["a"], focus="T-2")
     await shoot("merge", ["m"], focus="T-1")
     await shoot("detail", ["enter", "2"], focus="T-1")
-    await shoot("log", ["l"], focus="T-3")
+    await shoot("log", ["w"], focus="T-3")
     await shoot("diff", ["enter", "d"], focus="T-1")
     await shoot(
         "new-task",

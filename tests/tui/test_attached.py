@@ -94,7 +94,7 @@ async def test_changes_and_agent_output_arrive_live_over_sse(served):
             await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
 
             assert app.board.focus_task("T-3")
-            await pilot.press("l")
+            await pilot.press("w")  # the log (l moves between lanes on the board)
             await until(
                 pilot,
                 lambda: (

@@ -139,7 +139,7 @@ async def test_the_log_pane_shows_agent_events_as_readable_text(seeded):
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
         assert app.board.focus_task("T-3")
-        await pilot.press("l")
+        await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(
             pilot,
             lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,

@@ -66,7 +66,7 @@ async def test_a_moved_key_runs_its_command_and_the_old_one_does_not(seeded):
 
         # A screen's key and a dialog's move the same way.
         assert app.board.focus_task("T-3")
-        await pilot.press("l")
+        await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
         pane = app.screen.query_one("LogPane")
         await pilot.press("f")  # log.follow's old key

@@ -61,7 +61,7 @@ def test_operator_approves_over_a_terminal(tmp_path):
     )
     term = Terminal(repo, size=(100, 30))
     try:
-        term.wait_for("AWAITING_APPROVAL 1", timeout=90)
+        term.wait_for("APPROVE 1", timeout=90)
         term.type("i")
         term.wait_for("Waiting for you: 1")  # the inbox has loaded its row
         term.type("a")
@@ -104,7 +104,7 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     t25(repo, "task", "new", "Add a greeting endpoint")
     term = Terminal(repo)
     try:
-        term.wait_for("SPEC 1", timeout=60)
+        term.wait_for("WORKING 1", timeout=60)
         wait(lambda: _agents_in(repo), timeout=60)
         assert db(repo, "SELECT status FROM runs")[-1][0] == "running"
         term.hang_up()
@@ -123,7 +123,7 @@ def test_the_readme_demo_opens_the_cockpit_with_tasks_flowing(tmp_path):
         tmp_path, "--tui", "--dir", str(tmp_path / "shop"), command="demo", size=(120, 36)
     )
     try:
-        term.wait_for("AWAITING_APPROVAL 1", timeout=120)  # the high-risk plan waits for a human
+        term.wait_for("APPROVE 1", timeout=120)  # the high-risk plan waits for a human
         term.type("q")
         assert term.wait_exit() == 0
     finally:
@@ -189,7 +189,7 @@ def test_an_operator_attaches_to_a_remote_serve_and_approves(tmp_path, monkeypat
             json={"title": "Rotate the session signing key", "description": "scripted: risk=high"},
         ).raise_for_status()
         term = Terminal(laptop, "--url", url, size=(110, 30))
-        term.wait_for("AWAITING_APPROVAL 1", timeout=90)
+        term.wait_for("APPROVE 1", timeout=90)
         assert f"attached to {url}" in term.text()
         term.type("i")
         term.wait_for("Waiting for you: 1")

@@ -60,7 +60,7 @@ def test_the_real_cockpit_steps_aside_for_a_shell_and_comes_back(tmp_path, monke
     monkeypatch.setenv("PS1", "in-the-worktree$ ")
     term = Terminal(repo, size=(100, 30))
     try:
-        term.wait_for("AWAITING_APPROVAL 1", timeout=90)  # T-1, selected, has its worktree
+        term.wait_for("APPROVE 1", timeout=90)  # T-1, selected, has its worktree
         term.type("s")
         term.wait_for("in-the-worktree$")
         term.type("\x03")  # ctrl+c at the shell's prompt is the shell's, not the cockpit's

@@ -1,19 +1,19 @@
-"""The board: one column per pipeline state, one card per task; on a narrow terminal, one
-list grouped by state.
+"""The board: six lanes side by side, one card per task; on a narrow terminal, one list
+grouped by state.
 
-Columns are `OptionList`s (only visible lines are rendered); a refresh replaces only the
-columns whose cards changed, so a store with thousands of tasks repaints cheaply. Left
-and right move between columns; up and down between cards; enter opens a task (the
-board's commands, `t25_tui.tui.commands`, so `keys:` can move them).
+The lanes (`t25_tui.tui.lanes`, which says why six and not one per state) share the
+terminal's width, so every lane, and every task that waits for the operator, is on screen
+at any width; an empty lane shrinks to its header. Lanes are `OptionList`s (only visible
+lines are rendered); a refresh replaces only the lanes whose cards changed, so a store
+with thousands of tasks repaints cheaply. Left and right (and h, l) move the selection to
+the previous and next lane that has cards; up and down between cards; enter opens a task
+(the board's commands, `t25_tui.tui.commands`, so `keys:` can move them).
 
 Below `COMPACT_BELOW` columns of terminal the board is a single list instead: a header
-per state that has tasks, then its cards, one line each. Collapsing empty columns was
-the other way; it was not enough: 13 states of 27-column cards need 350 columns, a seeded
-board has tasks in nine of them, and at 80×24 two and a half columns would show, with the
-rest of the work off to the side where no one looks. A list shows every waiting task on
-one screen, keeps the pipeline's order, and — one `OptionList` that scrolls its
-highlighted line into view — the selected card is always whole on screen. Left and right
-jump to the previous and next state there.
+per state that has tasks, then its cards, one line each. Six lanes of 13 columns would cut
+every card to its id; a list shows every waiting task on one screen, keeps the pipeline's
+order, and — one `OptionList` that scrolls its highlighted line into view — the selected
+card is always whole on screen. Left and right jump to the previous and next state there.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import HorizontalScroll, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.styles import RulesMap
 from textual.message import Message
@@ -41,6 +41,7 @@ from core.domain.models import TaskState
 from core.domain.text import printable
 from t25_tui.tui.cards import CARDS_PER_COLUMN, COLUMNS, Card
 from t25_tui.tui.commands import Node, bindings
+from t25_tui.tui.lanes import LANE_OF, LANES, Lane, by_lane, chip_of
 
 Drawn = tuple[tuple[str, Text], ...]  # (task id, card) for each card drawn
 # The column titles' colours (t25.tcss), for the narrow board's headers.
@@ -56,7 +57,8 @@ BLOCKED_STYLE = "bold magenta"
 COMPACT_BELOW = 100  # terminal columns: narrower, the board is one list grouped by state
 
 
-def render_card(card: Card, now: datetime) -> Text:
+def render_card(card: Card, now: datetime, *, chip: bool = False) -> Text:
+    """A card on two lines; `chip`: its state first, in a lane that holds several."""
     head, title = card.lines(now)
     text = Text(no_wrap=True, overflow="ellipsis")
     if card.human:
@@ -65,6 +67,9 @@ def render_card(card: Card, now: datetime) -> Text:
         text.append(OVER_BUDGET, style="bold red")
     if card.blockers:
         text.append(BLOCKED, style=BLOCKED_STYLE)
+    if chip:
+        text.append(chip_of(card), style="reverse")
+        text.append(" ")
     text.append(head, style="bold")
     text.append("\n")
     _append_title(text, card, title)
@@ -140,7 +145,7 @@ class Cards(OptionList):
         self.call_after_refresh(self.scroll_to_highlight)
 
 
-def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | None]:
+def card_options(lane: str, drawn: Drawn, more: int) -> list[Option | None]:
     """The options of a column: its cards with a gap between, and how many more there are."""
     items: list[Option | None] = []
     for i, (task_id, text) in enumerate(drawn):
@@ -151,7 +156,7 @@ def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | Non
         items.append(
             Option(
                 Text(f"… {more} more (filter with /)", style="dim"),
-                id=f"more-{state.value}",
+                id=f"more-{lane}",
                 disabled=True,
             )
         )
@@ -159,27 +164,27 @@ def card_options(state: TaskState, drawn: Drawn, more: int) -> list[Option | Non
 
 
 class Column(Vertical):
-    """A state's header and its cards."""
+    """A lane's header and its cards."""
 
-    def __init__(self, state: TaskState) -> None:
-        super().__init__(id=f"col-{state.value}", classes="column")
-        self.state = state
+    def __init__(self, lane: Lane) -> None:
+        super().__init__(id=f"col-{lane.key}", classes="column")
+        self.lane = lane
         self.shown: Drawn = ()
         self._key: object = None
 
     def compose(self) -> ComposeResult:
-        yield Label(self.state.value, classes="column-title")
-        yield Cards(id=f"list-{self.state.value}", classes="cards")
+        yield Label(self.lane.title, classes="column-title")
+        yield Cards(id=f"list-{self.lane.key}", classes="cards")
 
     @property
     def cards(self) -> Cards:
         return self.query_one(Cards)
 
     def show(self, cards: Sequence[Card], now: datetime) -> None:
-        drawn = tuple((c.id, render_card(c, now)) for c in cards[:CARDS_PER_COLUMN])
+        chip = self.lane.chips
+        drawn = tuple((c.id, render_card(c, now, chip=chip)) for c in cards[:CARDS_PER_COLUMN])
         more = len(cards) - len(drawn)
-        title = f"{self.state.value} {len(cards)}"
-        self.query_one(Label).update(title)
+        self.query_one(Label).update(f"{self.lane.title} {len(cards)}")
         self.set_class(not cards, "empty")
         key = (tuple((i, t.plain, bool(t.spans)) for i, t in drawn), more)
         if key == self._key:
@@ -192,7 +197,7 @@ class Column(Vertical):
         options = self.cards
         keep = options.highlighted_option.id if options.highlighted_option else None
         options.clear_options()
-        options.add_options(card_options(self.state, drawn, more))
+        options.add_options(card_options(self.lane.key, drawn, more))
         self.shown = drawn
         if keep and any(i == keep for i, _ in drawn):
             options.highlighted = options.get_option_index(keep)
@@ -247,7 +252,7 @@ class StateList(Cards):
 
 
 class Board(Vertical):
-    """Every state's column side by side, scrolling sideways; below `COMPACT_BELOW`
+    """The lanes side by side, fitting the terminal's width; below `COMPACT_BELOW`
     terminal columns, one list grouped by state instead."""
 
     BINDINGS = bindings(Node.BOARD)
@@ -261,13 +266,14 @@ class Board(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._by_state: dict[TaskState, list[Card]] = {s: [] for s in COLUMNS}
+        self._cards: Sequence[Card] = ()
         self._now: datetime | None = None
 
     def compose(self) -> ComposeResult:
-        with HorizontalScroll(id="columns"):
-            for state in COLUMNS:
-                yield Column(state)
+        # Not a scroll container: the lanes fit, and one would take left and right.
+        with Horizontal(id="columns"):
+            for lane in LANES:
+                yield Column(lane)
         yield StateList()
 
     @property
@@ -291,16 +297,11 @@ class Board(Vertical):
             self.focus_first()
 
     def column(self, state: TaskState) -> Column:
-        return self.query_one(f"#col-{state.value}", Column)
+        """The lane that holds `state`."""
+        return self.query_one(f"#col-{LANE_OF[state].key}", Column)
 
     def show(self, cards: Sequence[Card], now: datetime) -> None:
-        by_state: dict[TaskState, list[Card]] = {s: [] for s in COLUMNS}
-        for card in cards:
-            by_state[card.task.state].append(card)
-        for column_cards in by_state.values():
-            # Newest first: the most recent work is what an operator looks for.
-            column_cards.sort(key=lambda c: c.task.state_since, reverse=True)
-        self._by_state, self._now = by_state, now
+        self._cards, self._now = cards, now
         self._draw()
 
     def _draw(self) -> None:
@@ -308,10 +309,16 @@ class Board(Vertical):
         if self._now is None:
             return
         if self.compact:
-            self.state_list.show(self._by_state, self._now)
+            by_state: dict[TaskState, list[Card]] = {s: [] for s in COLUMNS}
+            for card in self._cards:
+                by_state[card.task.state].append(card)
+            for state_cards in by_state.values():
+                # Newest first: the most recent work is what an operator looks for.
+                state_cards.sort(key=lambda c: c.task.state_since, reverse=True)
+            self.state_list.show(by_state, self._now)
         else:
-            for state, column_cards in self._by_state.items():
-                self.column(state).show(column_cards, self._now)
+            for lane, lane_cards in by_lane(self._cards).items():
+                self.query_one(f"#col-{lane.key}", Column).show(lane_cards, self._now)
 
     def shown_ids(self) -> set[str]:
         """Every task with a card on the board as it is drawn now."""
@@ -340,13 +347,11 @@ class Board(Vertical):
                 continue
             options.focus()
             options.highlighted = index
-            if isinstance(options.parent, Column):
-                options.parent.scroll_visible(animate=False)
             return True
         return False
 
     def focus_first(self) -> None:
-        """Focus the first card on the board (the first column that has one)."""
+        """Focus the first card on the board (the first lane that has one)."""
         for options in self._lists():
             if options.option_count:
                 options.focus()
@@ -355,18 +360,23 @@ class Board(Vertical):
         self._lists()[0].focus()
 
     def action_column(self, step: int) -> None:
+        """Select a card in the next lane (`step` 1) or the previous (-1) that has cards."""
         if self.compact:
             self.state_list.focus()
             self.state_list.jump(step)
             return
-        columns = list(self.query(Column))
+        lists = self._lists()
         focused = self.screen.focused
-        current = next((i for i, c in enumerate(columns) if c.cards is focused), 0)
-        target = columns[(current + step) % len(columns)]
-        target.cards.focus()
-        if target.cards.highlighted is None and target.cards.option_count:
-            target.cards.highlighted = 0
-        self.query_one("#columns", HorizontalScroll).scroll_to_widget(target, animate=False)
+        here = next((i for i, cards in enumerate(lists) if cards is focused), -1 if step > 0 else 0)
+        for n in range(1, len(lists) + 1):
+            target = lists[(here + n * step) % len(lists)]
+            if any(o.id and not o.disabled for o in target.options):
+                break
+        else:
+            return  # no lane has a card
+        target.focus()
+        if target.highlighted is None:
+            target.action_first()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
