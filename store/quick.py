@@ -27,6 +27,7 @@ class TaskRow(NamedTuple):
     priority: int
     after: tuple[str, ...]
     state_since: datetime
+    merged: bool = False
 
 
 def open_task_ids(db: Path) -> list[str] | None:
@@ -47,7 +48,7 @@ def task_rows(
         where.append("archived = 0")
     rows = _read(
         db,
-        "SELECT id, state, type, title, archived, priority, after_tasks, state_since "
+        "SELECT id, state, type, title, archived, priority, after_tasks, state_since, merged "
         f"FROM tasks WHERE {' AND '.join(where)} ORDER BY id",
         params,
     )
@@ -63,8 +64,9 @@ def task_rows(
             priority,
             tuple(json.loads(after)) if after else (),
             datetime.fromtimestamp(since, UTC),
+            bool(merged),
         )
-        for number, state, kind, title, archived, priority, after, since in rows
+        for number, state, kind, title, archived, priority, after, since, merged in rows
     ]
 
 

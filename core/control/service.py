@@ -48,6 +48,7 @@ from core.control.history import (
     sealed_history,
     transition_seal,
 )
+from core.control.merge_landing import landed, landed_by_worker
 from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
@@ -481,6 +482,8 @@ class ControlPlane(Queries, Operations):
             merge = ruling.merge
             kept = await baselines.keep(self.store, task, merge.commit, merge.checks)
             events += [kept] if kept else []
+            worktrees = self.worktrees(task.project)
+            events.append(await landed(self.store, worktrees, task, merge.commit, self.clock))
         for event in events:  # the announcement before the run it queued: its prompt reads it
             self.bus.publish(event)
         if write.enqueue is not None:
@@ -876,6 +879,7 @@ class ControlPlane(Queries, Operations):
                 fields={"merged": True},
             )
             task, events = await self.store.apply_decision(write)
+            events = [*events, await landed_by_worker(self.store, task, commit, self.clock)]
         for event in events:
             self.bus.publish(event)
         return task

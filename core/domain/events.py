@@ -181,6 +181,24 @@ class WorktreeCleaned(Event):
     reason: str
 
 
+class MergeLanded(Event):
+    """A merge landed: the task's branch merged into `into` as `commit`, and `pushed` says
+    in one line whether the default branch went to the remote (empty: not said here, as
+    for a merge a worker made, whose run's note says it)."""
+
+    kind = "merge_landed"
+    into: str
+    commit: str
+    pushed: str = ""
+
+    def line(self) -> str:
+        """`merged T-1 into main as 54f8d6b`, with what the push did after a `;`."""
+        said = (
+            f"merged {self.task_id} into {self.into or 'the default branch'} as {self.commit[:7]}"
+        )
+        return f"{said}; {self.pushed}" if self.pushed else said
+
+
 class ArtifactStored(Event):
     kind = "artifact_stored"
     artifact_id: str

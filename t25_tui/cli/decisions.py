@@ -8,10 +8,11 @@ import argparse
 import re
 from typing import TYPE_CHECKING
 
+from core.control.merge_landing import last_landing, merging_line
 from core.domain.decisions import Decision, Verb
 from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.evidence import MergeEvidence
-from core.domain.models import TaskState
+from core.domain.models import Task, TaskState
 from core.domain.states import WORKING
 from core.domain.text import printable
 from core.errors import InvalidInput
@@ -42,7 +43,14 @@ def _decide(
             allow_paths=allow_paths,
             stage=stage,
         )
+        before = await control.last_event_id()
+        if verb is Verb.MERGE:
+            print(merge_progress(control, await control.task(args.id)), flush=True)
         task = await control.decide(decision)
+        if verb is Verb.MERGE and (
+            found := last_landing(await control.events(task.id, after=before))
+        ):
+            print(printable(found.line()))
         print(
             f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}"
         )
@@ -56,6 +64,11 @@ def _decide(
 
     run(args, body)
     return 0
+
+
+def merge_progress(control: Operations, task: Task) -> str:
+    """The line said while a merge is tried: how many checks run on the merge result."""
+    return merging_line(task, len(control.config.for_project(task.project).qa.checks))
 
 
 _PLAN_SHA = re.compile(r"(?:sha256:)?([0-9a-f]{64})")

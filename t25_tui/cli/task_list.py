@@ -43,8 +43,9 @@ def print_task_rows(tasks: Sequence[TaskRow], *, filtered: bool) -> None:
             flag += f" [priority {t.priority}]"
         if t.after and t.state == "RECEIVED":
             flag += f" (after {', '.join(t.after)})"
+        state = f"{t.state} merged" if t.merged else t.state
         lines.append(
-            f"{t.id:<{width}}  {t.state:<17}  {t.type:<8}  {age(t.state_since, now):>4}  "
+            f"{t.id:<{width}}  {state:<17}  {t.type:<8}  {age(t.state_since, now):>4}  "
             f"{printable(t.title)}{flag}"
         )
     print("\n".join(lines))  # one write: thousands of print calls cost more than the read

@@ -88,7 +88,15 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 def _row(t: Task) -> TaskRow:
     return TaskRow(
-        t.id, t.state, t.type, t.title, t.archived, t.priority, tuple(t.after), t.state_since
+        t.id,
+        t.state,
+        t.type,
+        t.title,
+        t.archived,
+        t.priority,
+        tuple(t.after),
+        t.state_since,
+        t.merged,
     )
 
 

@@ -45,6 +45,7 @@ from t25_tui.tui.cards import (
 )
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
 from t25_tui.tui.desktop import notification
+from t25_tui.tui.merge_flow import merge_now, protected_question
 from t25_tui.tui.screens.base import Cockpit, T25Screen
 from t25_tui.tui.screens.detail import TaskDetail
 from t25_tui.tui.screens.dialogs import (
@@ -686,14 +687,32 @@ class T25App(Cockpit):
             listed = "\n".join(f"  {printable(p)}" for p in protected)
             question += (
                 f"\n\nIt touches {len(protected)} protected path(s) "
-                f"(policies.protected_paths); yes names each of them:\n{listed}"
+                f"(policies.protected_paths); yes asks once more, naming each of them:\n{listed}"
             )
 
         def confirmed(reason: str | None) -> None:
-            if reason is not None:
-                self.decide(decisions.Verb.MERGE, tid, reason, allow_paths=protected)
+            if reason is None:
+                return
+            if not protected:
+                self.merge_now(tid, reason, ())
+                return
+
+            def named(yes: str | None) -> None:
+                if yes is not None:
+                    self.merge_now(tid, reason, protected)
+
+            self.push_screen(ConfirmDialog(protected_question(tid, protected)), named)
 
         self.push_screen(MergeDialog(self.control, tid, self.clock, question), confirmed)
+
+    def merge_now(self, tid: str, reason: str, protected: tuple[str, ...]) -> None:
+        """The merge itself, its progress and its result on the status line."""
+        self.run_worker(
+            merge_now(self, tid, reason, protected),
+            name="merge",
+            group="actions",
+            exit_on_error=False,
+        )
 
     def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
         if not (tid := self._need_task()):

@@ -202,7 +202,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("approval.approve", ("a",), "approve", "approve", Place.APPROVAL,
             "approve the plan, with the comment typed, if any"),
     Command("approval.reject", ("r",), "reject", "reject…", Place.APPROVAL,
-            "reject it: type the reason (the planner reads it), enter sends it"),
+            "reject it: asks for the reason (the planner reads it) in a dialog of its own"),
     Command("confirm.yes", ("y",), "yes", "yes", Place.CONFIRM,
             "yes, do it"),
     Command("confirm.no", ("n",), "dismiss(None)", "no", Place.CONFIRM,
@@ -232,7 +232,7 @@ WIDGET_KEYS: Mapping[Place, tuple[tuple[str, str], ...]] = {
         ("tab", "to the diff, to scroll it"),
     ),
     Place.DIALOGS: (("tab / shift+tab", "next / previous field or button"),),
-    Place.APPROVAL: (("enter", "in the reason: reject with it"),),
+    Place.APPROVAL: (("enter", "in the comment: to the Approve button (never decides)"),),
     Place.ANSWER: (("enter", "send the answer"),),
     Place.NEW_TASK: (("enter", "in the title: file it; in the description: a new line"),),
 }

@@ -59,7 +59,7 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
             await until(pilot, lambda: _card_state(app, "T-2") is TaskState.IMPLEMENTING)
 
             assert app.board.focus_task("T-1")  # DONE: a retry is refused, with the reason
-            await pilot.press("r", "enter")
+            await pilot.press("r", "enter", "enter")
             await until(pilot, lambda: isinstance(app.screen, MessageDialog))
             body = str(app.screen.query_one("#message-body").render())
             assert "only a FAILED task can be retried" in body

@@ -13,6 +13,7 @@ from t25_tui.tui.screens.dialogs import (
     MergeDialog,
     MessageDialog,
     NewTaskDialog,
+    RejectDialog,
     ResetDialog,
 )
 from t25_tui.tui.screens.inbox import Inbox
@@ -49,6 +50,8 @@ async def test_approve_from_the_inbox(seeded, size):
 
 
 async def test_reject_with_a_reason(seeded):
+    """`r` asks for the reason in a dialog of its own: enter there only moves to its
+    button, an empty reason is refused, and the Reject button sends it."""
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
@@ -56,9 +59,13 @@ async def test_reject_with_a_reason(seeded):
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
         await pilot.press("r")
-        await pilot.press("enter")  # an empty reason is not sent
-        assert isinstance(app.screen, ApprovalDialog)
-        await pilot.press(*"split the key ring change")
+        await until(pilot, lambda: isinstance(app.screen, RejectDialog))
+        await pilot.press("enter", "enter")  # an empty reason is not sent
+        assert isinstance(app.screen, RejectDialog)
+        assert app.screen.query_one("#refusal").display
+        await pilot.press(*"split the key ring change", "enter")
+        assert isinstance(app.screen, RejectDialog)  # enter moved to the button
+        assert app.focused is not None and app.focused.id == "reject"
         await pilot.press("enter")
         await until_async(pilot, lambda: state_is(seeded, "T-2", TaskState.PLAN))
     assert decisions(seeded, "T-2")[-1] == ("reject", "split the key ring change")
@@ -101,6 +108,8 @@ async def test_merge_is_refused_with_the_reason_then_allowed(seeded):
 
 
 async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(seeded):
+    """A merge touching protected paths asks once more, naming each; only that second yes
+    merges, and the status line says what the merge does, then what landed."""
     f = seeded.control
     task = await f.task("T-1")
     task = await passed_review(f, task, await tip(f, task))
@@ -110,16 +119,46 @@ async def test_the_merge_dialog_lists_the_protected_paths_and_yes_names_them(see
         await settle_board(app, pilot)
         assert app.board.focus_task("T-1")
         await pilot.press("m")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
         question = str(app.screen.query_one(".dialog-title").render())
         assert "2 protected path(s)" in question
         assert ".github/workflows/ci.yml" in question and "package.json" in question
         await pilot.press("y")
+        await until(
+            pilot,
+            lambda: type(app.screen) is ConfirmDialog and "Merge these" in app.screen.question,
+        )
+        second = app.screen.question
+        assert ".github/workflows/ci.yml" in second and "package.json" in second
+        assert not (await f.task("T-1")).merged  # the first yes merged nothing
+        await pilot.press("y")
         await until_async(pilot, lambda: landed(f, "T-1"))
+        await until(pilot, lambda: app.status_note.startswith("merged T-1 into "))
+        assert " as " in app.status_note
     assert decisions(seeded, "T-1")[-1] == (
         "merge",
         "protected paths: .github/workflows/ci.yml, package.json",
     )
+
+
+async def test_no_to_the_protected_paths_merges_nothing(seeded):
+    f = seeded.control
+    task = await f.task("T-1")
+    task = await passed_review(f, task, await tip(f, task))
+    await f.update(task, actor="t25", protected_paths=("package.json",))
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-1")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MergeDialog))
+        await pilot.press("y")
+        await until(pilot, lambda: type(app.screen) is ConfirmDialog)
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is app.screen_stack[0])
+        await pilot.pause()
+    assert not (await f.task("T-1")).merged
+    assert "merge" not in [d for d, _ in decisions(seeded, "T-1")]
 
 
 async def test_new_cancel_retry_archive_from_the_keyboard(seeded):
@@ -132,13 +171,13 @@ async def test_new_cancel_retry_archive_from_the_keyboard(seeded):
         await pilot.press(*"Log slow queries", "enter")
         await until_async(pilot, lambda: _titled(f, "Log slow queries"))
         assert app.board.focus_task("T-7")
-        await pilot.press("x", *"not now", "enter")
+        await pilot.press("x", *"not now", "enter", "enter")
         await until_async(pilot, lambda: state_is(seeded, "T-7", TaskState.CANCELLED))
         await until(pilot, lambda: app.board.focus_task("T-5"))
-        await pilot.press("r", "enter")
+        await pilot.press("r", "enter", "enter")
         await until_async(pilot, lambda: state_is(seeded, "T-5", TaskState.IMPLEMENTING))
         await until(pilot, lambda: app.board.focus_task("T-6"))
-        await pilot.press("z", "enter")
+        await pilot.press("z", "enter", "enter")
         await until_async(pilot, lambda: _archived(f, "T-6"))
     assert [d for d, _ in decisions(seeded, None)][-3:] == ["cancel", "retry", "archive"]
 
@@ -167,7 +206,7 @@ async def test_reset_offers_the_stages_passed_and_hands_the_chosen_one_to_the_co
         assert [str(stage) for stage in app.screen.stages] == ["SPEC", "PLAN", "IMPLEMENTING"]
         assert offered.value is TaskState.IMPLEMENTING  # the nearest, first
         offered.value = TaskState.PLAN
-        await pilot.press("tab", *"the plan missed the cache key", "enter")
+        await pilot.press("tab", *"the plan missed the cache key", "enter", "enter")
         await until(pilot, lambda: isinstance(app.screen, MessageDialog))
         said = app.screen.body
         assert "T-8 has no run of PLAN that says where it began" in said

@@ -23,6 +23,7 @@ from t25_tui.tui.screens.dialogs import (
     ApprovalDialog,
     ConfirmDialog,
     NewTaskDialog,
+    RejectDialog,
 )
 from tests.test_serve import serving
 from tests.tui.conftest import app_for, settle_board, until, until_async
@@ -203,7 +204,7 @@ async def test_a_draft_the_control_plane_could_not_take_comes_back_whole(seeded)
     assert (made.type, made.description) == (TaskType.FIX, "Every Monday.")
 
 
-async def test_the_approval_dialog_reaches_its_reason_and_buttons_by_tab(seeded):
+async def test_the_approval_dialog_reaches_its_comment_and_buttons_by_tab(seeded):
     app = app_for(seeded)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle_board(app, pilot)
@@ -214,15 +215,53 @@ async def test_the_approval_dialog_reaches_its_reason_and_buttons_by_tab(seeded)
         for _ in range(4):
             await pilot.press("tab")
             order.append(focused(app))
-        assert order[:3] == ["reason", "approve", "reject"]
+        assert order[:3] == ["comment", "approve", "reject"]
         await pilot.press("shift+tab", "shift+tab", "shift+tab")
-        assert focused(app) == "reason"
+        assert focused(app) == "comment"
         await pilot.press(*"split the key ring change", "tab", "tab")
         assert focused(app) == "reject"
-        await pilot.press("enter")
+        await pilot.press("enter")  # Reject… asks why, starting from the comment typed
+        await until(pilot, lambda: isinstance(app.screen, RejectDialog))
+        assert app.screen.query_one("#reason", Input).value == "split the key ring change"
+        await pilot.press("tab", "enter")
         await until_async(pilot, lambda: _state_is(seeded, "T-2", TaskState.PLAN))
     last = seeded.control.audit.entries(task="T-2")[-1]
     assert (last.decision, last.reason) == ("reject", "split the key ring change")
+
+
+async def test_enter_in_the_approval_comment_decides_nothing(seeded):
+    """The comment an approver types, ended with enter, neither rejects nor approves: enter
+    moves to Approve, and only pressing it approves, with the comment."""
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        before = len(seeded.control.audit.entries(task="T-2"))
+        await pilot.press("tab", *"checked with the payments team", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalDialog)
+        assert focused(app) == "approve"
+        assert (await seeded.control.task("T-2")).state is TaskState.AWAITING_APPROVAL
+        assert len(seeded.control.audit.entries(task="T-2")) == before  # nothing decided
+        await pilot.press("enter")
+        await until_async(pilot, lambda: _state_is(seeded, "T-2", TaskState.IMPLEMENTING))
+    last = seeded.control.audit.entries(task="T-2")[-1]
+    assert last.decision == "approve" and "checked with the payments team" in last.reason
+
+
+async def test_the_approval_dialog_shows_the_task_and_why_the_risk(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
+        task = await seeded.control.task("T-2")
+        shown = str(app.screen.query_one("#task").render())
+        assert (task.description or "(no description filed)").splitlines()[0][:30] in shown
+        assert "why this plan, and this risk" in str(app.screen.query_one("#plan").render())
 
 
 async def test_approving_by_the_button_keeps_the_comment(seeded):

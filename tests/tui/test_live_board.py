@@ -123,10 +123,10 @@ async def test_the_attached_board_moves_after_an_approval(seeded, t25_serve):
             # More decisions: whether a decision's answer or its event reaches the cockpit
             # first is a race, and either order could leave the board frozen.
             assert app.board.focus_task("T-7")
-            await pilot.press("x", *"not now", "enter")
+            await pilot.press("x", *"not now", "enter", "enter")
             await until(pilot, lambda: _card_state(app, "T-7") is TaskState.CANCELLED)
             assert app.board.focus_task("T-5")
-            await pilot.press("r", "enter")
+            await pilot.press("r", "enter", "enter")
             await until(pilot, lambda: _card_state(app, "T-5") is TaskState.IMPLEMENTING)
             await pilot.press("n")
             await until(pilot, lambda: isinstance(app.screen, NewTaskDialog))

@@ -60,8 +60,18 @@ def plan_text(plan: dict[str, Any] | None, raw: str) -> Text:
         out.append(literal(str(step)))
         out.append("\n")
     if plan.get("rationale"):
-        out.append("why    ", style="bold")
+        out.append("why this plan, and this risk\n", style="bold")
+        out.append("       ")
         out.append(literal(str(plan["rationale"]), multiline=True))
+    return out
+
+
+def task_text(task: Task) -> Text:
+    """The task as it was filed: what the plan answers."""
+    out = Text()
+    out.append("task   ", style="bold")
+    out.append(literal(task.description or "(no description filed)", multiline=True))
+    out.append("\n")
     return out
 
 
@@ -127,7 +137,10 @@ def _title(task: Task, before: str, after: str = "") -> Text:
 
 
 class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
-    """A plan waiting for a human: `a` approves, `r` asks for a reason and rejects."""
+    """A plan waiting for a human: the task as filed, the plan and why its risk is what it
+    is. `a` (or Approve) approves, with the comment typed; `r` (or Reject…) asks for the
+    reason in a dialog of its own, since a rejection discards the plan. Enter in the comment
+    only moves to Approve: no key typed into a field decides."""
 
     BINDINGS = bindings(Node.APPROVAL)
 
@@ -143,50 +156,111 @@ class ApprovalDialog(T25Dialog[ApprovalChoice | None]):
                 _title(self.task_, f"Approve the plan of {self.task_.id}: "), classes="dialog-title"
             )
             with VerticalScroll(classes="dialog-body"):
+                yield Static(task_text(self.task_), id="task")
                 if self.evidence is not None:
                     yield Static(spec_text(self.evidence), id="spec")
                     yield Static(past_text(self.evidence), id="past")
                 yield Static(plan_text(parse_plan(self.plan_raw), self.plan_raw), id="plan")
             yield Input(
-                placeholder="why reject? (the planner reads it) — or a comment to approve with",
-                id="reason",
+                placeholder="a comment to approve with (optional) — enter moves to Approve",
+                id="comment",
                 compact=True,
             )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Approve", id="approve", variant="success", compact=True)
-                yield Button("Reject", id="reject", variant="error", compact=True)
+                yield Button("Reject…", id="reject", variant="error", compact=True)
             keys = self.keymap
             yield Label(
                 f"{keys.first('approval.approve')} approve · {keys.first('approval.reject')} "
-                f"reject with a reason · tab moves · {keys.first('close')} close",
+                f"reject (asks why) · tab moves · {keys.first('close')} close",
                 classes="dialog-keys",
             )
 
-    def _reason(self) -> str:
-        return self.query_one("#reason", Input).value.strip()
+    def _comment(self) -> str:
+        return self.query_one("#comment", Input).value.strip()
 
     def action_approve(self) -> None:
-        self.dismiss(ApprovalChoice(Verb.APPROVE, self._reason()))
+        self.dismiss(ApprovalChoice(Verb.APPROVE, self._comment()))
 
-    def action_reject(self, warn: bool = False) -> None:
-        """Reject with the reason typed; without one, go to the reason field first."""
-        if not self._reason():
-            self.query_one("#reason", Input).focus()
-            if warn:
-                self.notify("a rejection needs a reason: the planner reads it", severity="warning")
-            return
-        self.dismiss(ApprovalChoice(Verb.REJECT, self._reason()))
+    def action_reject(self) -> None:
+        """The reason, asked in its own dialog (the comment typed, if any, starts it)."""
+
+        def given(reason: str | None) -> None:
+            if reason:
+                self.dismiss(ApprovalChoice(Verb.REJECT, reason))
+
+        self.app.push_screen(RejectDialog(self.task_, self._comment()), given)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.action_reject(warn=True)
+        self.query_one("#approve").focus()  # a comment typed decides nothing by itself
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "approve":
             self.action_approve()
         else:
-            self.action_reject(warn=True)
+            self.action_reject()
+
+
+class RejectDialog(T25Dialog[str | None]):
+    """Why a plan is rejected: the planner reads it and draws a new plan, and the plan
+    shown is discarded. Only the Reject button sends it; enter in the reason moves there."""
+
+    BINDINGS = bindings(Node.ANSWER)
+
+    def __init__(self, task: Task, draft: str = "") -> None:
+        super().__init__(classes="dialog")
+        self.task_ = task
+        self.draft = draft
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box small"):
+            yield Label(
+                _title(self.task_, f"Reject the plan of {self.task_.id}: "),
+                classes="dialog-title",
+            )
+            yield Static(
+                "The plan is discarded and the planner draws a new one from your reason. "
+                "There is no undo.",
+                classes="dialog-body",
+            )
+            yield Input(
+                self.draft,
+                placeholder="why reject? (the planner reads it) — enter moves to Reject",
+                id="reason",
+                compact=True,
+            )
+            yield Static("", id="refusal")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Reject the plan", id="reject", variant="error", compact=True)
+                yield Button("Back", id="back", compact=True)
+            yield Label(
+                f"tab to Reject the plan, enter presses it · {self.keymap.first('close')} back",
+                classes="dialog-keys",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#refusal").display = False
+        self.query_one("#reason").focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#reject").focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "back":
+            self.dismiss(None)
+            return
+        reason = self.query_one("#reason", Input).value.strip()
+        if reason:
+            self.dismiss(reason)
+            return
+        refusal = self.query_one("#refusal", Static)
+        refusal.update("a rejection needs a reason: the planner reads it")
+        refusal.display = True
+        self.query_one("#reason").focus()
 
 
 class AnswerDialog(T25Dialog[str | None]):
@@ -255,7 +329,7 @@ class ConfirmDialog(T25Dialog[str | None]):
             yield Static(Text(self.question), classes="dialog-title")
             if self.with_reason:
                 yield Input(
-                    placeholder="reason (kept in the audit log) — enter confirms",
+                    placeholder="reason (kept in the audit log) — enter moves to Yes",
                     id="reason",
                     compact=True,
                 )
@@ -268,7 +342,9 @@ class ConfirmDialog(T25Dialog[str | None]):
         """The reminder of the dialog's keys, as they are in effect."""
         keys = self.keymap
         if self.with_reason:
-            return f"enter yes · {keys.first('close')} no"
+            return (
+                f"enter in the reason moves to Yes, enter there says yes · {keys.first('close')} no"
+            )
         return f"{keys.first('confirm.yes')} yes · {keys.first('confirm.no')} no"
 
     def on_mount(self) -> None:
@@ -280,7 +356,7 @@ class ConfirmDialog(T25Dialog[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.action_yes()
+        self.query_one("#yes").focus()  # a reason typed decides nothing by itself
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -549,14 +625,14 @@ class ResetDialog(T25Dialog[ResetChoice | None]):
                 id="stage",
             )
             yield Input(
-                placeholder="reason (the agent reads it; kept in the audit log) — enter resets",
+                placeholder="reason (the agent reads it; kept in the audit log) — enter moves to Reset",
                 id="reason",
                 compact=True,
             )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Reset", id="reset", variant="warning", compact=True)
             yield Label(
-                f"tab between fields · enter reset · {self.keymap.first('close')} close",
+                f"tab between fields · enter on Reset resets · {self.keymap.first('close')} close",
                 classes="dialog-keys",
             )
 
@@ -571,7 +647,7 @@ class ResetDialog(T25Dialog[ResetChoice | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self._reset()
+        self.query_one("#reset").focus()  # a reason typed decides nothing by itself
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
