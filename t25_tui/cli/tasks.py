@@ -11,6 +11,7 @@ import argparse
 import shlex
 import sys
 
+from core.domain.check_text import failing_checks
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
@@ -200,6 +201,11 @@ def _checks(detail: TaskDetail) -> None:
     for check in detail.checks:
         state = check_outcome(check, detail.baseline)
         print(f"  {printable(check.name)}: {state}" + ("" if check.required else " (optional)"))
+    failing = failing_checks(detail.checks)
+    if failing:
+        print("failing  (the last lines of each)")
+        for line in failing:
+            print(f"  {line}")
 
 
 def _network(detail: TaskDetail) -> None:

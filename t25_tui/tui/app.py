@@ -28,6 +28,7 @@ from textual.worker import Worker, WorkerState
 
 from core.control.sweeper import Sweeper
 from core.domain import decisions
+from core.domain.check_text import failing_checks, failure_lines
 from core.domain.models import ArtifactKind, Task, TaskState
 from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
@@ -618,7 +619,9 @@ class T25App(Cockpit):
                 if text:
                     self.decide(decisions.Verb.ANSWER, tid, text)
 
-            self.push_screen(AnswerDialog(task, detail.question or task.error or ""), answered)
+            failing = failing_checks(detail.checks) if task.checks_passed is False else []
+            question = detail.question or task.error or ""
+            self.push_screen(AnswerDialog(task, question, failing), answered)
         else:
             self._decide_without_a_dialog(task)
 
@@ -714,7 +717,9 @@ class T25App(Cockpit):
             exit_on_error=False,
         )
 
-    def _confirm_with_reason(self, verb: str, question: str, method: str) -> None:
+    def _confirm_with_reason(
+        self, verb: str, question: str, method: str, body: Callable[[str], list[str]] | None = None
+    ) -> None:
         if not (tid := self._need_task()):
             return
 
@@ -722,13 +727,22 @@ class T25App(Cockpit):
             if reason is not None:
                 self.decide(decisions.Verb(method), tid, reason)
 
-        self.push_screen(ConfirmDialog(question.format(tid=tid), reason=True), confirmed)
+        about = body(tid) if body else []
+        dialog = ConfirmDialog(question.format(tid=tid), reason=True, body=about)
+        self.push_screen(dialog, confirmed)
+
+    def _why_it_failed(self, tid: str) -> list[str]:
+        """The error of the task as the board last read it: what a retry would go past."""
+        task = next((c.task for c in self.cards if c.id == tid), None)
+        return failure_lines(task.error if task else None)
 
     def action_cancel(self) -> None:
         self._confirm_with_reason("cancel", "Cancel {tid}? Its running agent stops now.", "cancel")
 
     def action_retry(self) -> None:
-        self._confirm_with_reason("retry", "Retry {tid} from the stage that failed?", "retry")
+        self._confirm_with_reason(
+            "retry", "Retry {tid} from the stage that failed?", "retry", self._why_it_failed
+        )
 
     def action_reset(self) -> None:
         if tid := self._need_task():

@@ -19,11 +19,12 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from core.domain.check_text import failing_checks
 from core.domain.cost import Spend
 from core.domain.detail import TaskDetail as Detail
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
 from core.domain.figures import check_outcome
-from core.domain.models import Artifact, ArtifactKind, Run, Task
+from core.domain.models import Artifact, ArtifactKind, CheckResult, Run, Task
 from core.domain.network import ConnectionTally
 from core.domain.text import printable
 from core.ports import Operations
@@ -69,6 +70,7 @@ class TaskDetail(T25Screen):
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
         yield Static("", id="detail-network")
+        yield VerticalScroll(Static("", id="detail-failing-text"), id="detail-failing")
         with TabbedContent(initial=self.first_tab):
             with TabPane("History", id="history"):
                 yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
@@ -137,6 +139,11 @@ class TaskDetail(T25Screen):
         self.blockers = detail.blockers
         now = self.clock()
         self._show_head(task, now, detail.spend, detail.blockers, _figures(detail))
+        failing = failing_checks(detail.checks) if task.checks_passed is False else []
+        self.query_one("#detail-failing").display = bool(failing)
+        self.query_one("#detail-failing-text", Static).update(
+            Content.assemble(("failing checks\n", "bold red"), "\n".join(failing))
+        )
         self._show_denied(detail.network)
         self._show_history(events)
         self._show_runs(now)
@@ -240,9 +247,12 @@ class TaskDetail(T25Screen):
             import json
 
             try:
-                text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+                parsed = json.loads(text)
+                text = json.dumps(parsed, indent=2, ensure_ascii=False)
             except ValueError:
-                pass
+                parsed = None
+            if artifact.meta.kind is ArtifactKind.QA_REPORT and isinstance(parsed, dict):
+                text = qa_report_text(parsed) + text  # its failing checks first, as lines
         meta = artifact.meta
         title = (
             f"{meta.kind.value} · sha256:{artifact.sha256[:12]} · {artifact.size} B · "
@@ -272,6 +282,22 @@ class TaskDetail(T25Screen):
     def run_output(self, event: RunOutput) -> None:
         for pane in self.query(LogPane):
             pane.take(event)
+
+
+def qa_report_text(report: dict[str, object]) -> str:
+    """A QA report's failing checks as lines, above its JSON (where a check's output is one
+    string full of `\\n`)."""
+    raw = report.get("checks")
+    try:
+        checks = [CheckResult.model_validate(c) for c in raw] if isinstance(raw, list) else []
+    except ValueError:  # pydantic's ValidationError: a report T25 did not write
+        checks = []
+    failing = failing_checks(checks)
+    return (
+        "\n".join(["// failing checks — the last lines of each", *failing, "", ""])
+        if failing
+        else ""
+    )
 
 
 def _figures(detail: Detail) -> str:

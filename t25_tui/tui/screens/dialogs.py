@@ -11,6 +11,7 @@ never read as markup.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -114,6 +115,13 @@ def parse_plan(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return plan if isinstance(plan, dict) else None
+
+
+def failing_text(failing: Sequence[str]) -> Text:
+    """The failing checks' lines (`core.domain.check_text.failing_checks`) under a heading."""
+    out = Text("\nfailing checks — the last lines of each\n", style="bold red")
+    out.append(literal("\n".join(failing), multiline=True))
+    return out
 
 
 def _priority(typed: str) -> int:
@@ -268,10 +276,11 @@ class AnswerDialog(T25Dialog[str | None]):
 
     BINDINGS = bindings(Node.ANSWER)
 
-    def __init__(self, task: Task, question: str) -> None:
+    def __init__(self, task: Task, question: str, failing: Sequence[str] = ()) -> None:
         super().__init__(classes="dialog")
         self.task_ = task
         self.question = question
+        self.failing = tuple(failing)  # the failing checks' last lines, when checks failed
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
@@ -283,10 +292,13 @@ class AnswerDialog(T25Dialog[str | None]):
                 ),
                 classes="dialog-title",
             )
-            yield Static(
-                literal(self.question or "(no question recorded)", multiline=True),
-                classes="dialog-body",
-            )
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(
+                    literal(self.question or "(no question recorded)", multiline=True),
+                    id="question",
+                )
+                if self.failing:
+                    yield Static(failing_text(self.failing), id="failing")
             yield Input(placeholder="your answer — enter sends it", id="answer", compact=True)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Send", id="send", variant="primary", compact=True)
@@ -319,14 +331,18 @@ class ConfirmDialog(T25Dialog[str | None]):
 
     BINDINGS = bindings(Node.CONFIRM)
 
-    def __init__(self, question: str, *, reason: bool = False) -> None:
+    def __init__(self, question: str, *, reason: bool = False, body: Sequence[str] = ()) -> None:
         super().__init__(classes="dialog")
         self.question = question
         self.with_reason = reason
+        self.body = tuple(body)  # what the question is about (a retry: the error), if anything
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box small"):
             yield Static(Text(self.question), classes="dialog-title")
+            if self.body:
+                with VerticalScroll(classes="dialog-body"):
+                    yield Static(literal("\n".join(self.body), multiline=True), id="about")
             if self.with_reason:
                 yield Input(
                     placeholder="reason (kept in the audit log) — enter moves to Yes",
