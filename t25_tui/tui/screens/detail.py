@@ -82,7 +82,7 @@ class TaskDetail(T25Screen):
                 yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
                 yield Label("enter on a run shows its log", classes="hint")
             with TabPane("Log", id="log"):
-                yield LogPane(self.control, self.task_id, None, id="log-pane")
+                yield LogPane(self.control, self.task_id, None, clock=self.clock, id="log-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -225,14 +225,15 @@ class TaskDetail(T25Screen):
             )
 
     def _follow_newest_run(self, first: bool) -> None:
-        """The log shows the newest run, unless the operator chose another and stopped
-        following."""
+        """The log shows the newest run, unless the operator opened another (from Runs) or
+        stopped following."""
         pane = self.query_one(LogPane)
-        if (
-            self.runs
-            and (first or pane.run_id is None or pane.following)
-            and pane.run_id != self.runs[-1].id
-        ):
+        if not self.runs or pane.run_id == self.runs[-1].id:
+            return
+        if pane.chosen and not first:  # the run the operator opened stays
+            pane.show_status_note(f"a newer run {self.runs[-1].id} started: Runs has it")
+            return
+        if first or pane.run_id is None or pane.following:
             pane.show_run(self.runs[-1].id)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -266,7 +267,7 @@ class TaskDetail(T25Screen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "runs-table" and event.row_key.value:
-            self.query_one(LogPane).show_run(event.row_key.value)
+            self.query_one(LogPane).show_run(event.row_key.value, chosen=True)
             self.action_tab("log")
 
     # -- what the app calls ----------------------------------------------------------------

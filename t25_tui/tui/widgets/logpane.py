@@ -12,6 +12,8 @@ that holds the pane hands it live output (`take`) and runs its keys (the task de
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -21,11 +23,22 @@ from textual.widgets import Input, Log, Static
 from adapters.transcript import Transcript, as_text
 from core.domain.events import RunFinished, RunOutput
 from core.ports import Operations
-from t25_tui.tui.cards import literal
+from t25_tui.tui.cards import Clock, literal
 
 FLUSH_S = 0.1
 MAX_LINES = 20_000
 LINES_PER_TICK = 1_000
+STATUS_TICK_S = 1.0  # how often "last output 12 s ago" moves on
+
+
+def ago(then: datetime, now: datetime) -> str:
+    """`12 s`, `4 min`, `2 h`: how long since `then`."""
+    seconds = max(int((now - then).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
 
 
 def _split_lines(text: str, count: int) -> tuple[str, str]:
@@ -49,6 +62,7 @@ class LogPane(Vertical):
         *,
         max_lines: int = MAX_LINES,
         flush_s: float = FLUSH_S,
+        clock: Clock | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id, classes="logpane")
@@ -66,6 +80,10 @@ class LogPane(Vertical):
         self._query = ""
         self._match_line = -1
         self._transcripts: dict[str, Transcript] = {}  # by stream, of the run shown
+        self.clock = clock  # with one, the status line says how long ago the run last wrote
+        self.last_output_at: datetime | None = None
+        self.chosen = False  # the operator opened this run: a newer one does not replace it
+        self._note = ""
 
     def compose(self) -> ComposeResult:
         yield Static(self._status(), classes="log-status")
@@ -76,20 +94,40 @@ class LogPane(Vertical):
     def output(self) -> Log:
         return self.query_one(Log)
 
-    def _status(self, extra: str = "") -> Text:
+    def _status(self, extra: str | None = None) -> Text:
+        if extra is not None:
+            self._note = extra
         what = self.run_id or "no run yet"
         mode = "following" if self.following else "paused (f to follow)"
-        return literal(f"log {what} · {mode}" + (f" · {extra}" if extra else ""))
+        parts = [f"log {what}", mode]
+        if self.clock is not None and self.last_output_at is not None:
+            parts.append(f"last output {ago(self.last_output_at, self.clock())} ago")
+        if self._note:
+            parts.append(self._note)
+        return literal(" · ".join(parts))
+
+    def show_status(self) -> None:
+        """The status line again: the time since the last output moves on."""
+        self.query_one(".log-status", Static).update(self._status())
+
+    def show_status_note(self, note: str) -> None:
+        self.query_one(".log-status", Static).update(self._status(note))
 
     def on_mount(self) -> None:
         self.query_one(".log-search").display = False
         self.set_interval(self.flush_s, self.flush)
+        if self.clock is not None:
+            self.set_interval(STATUS_TICK_S, self.show_status)
         if self.run_id:
             self.replay()
 
-    def show_run(self, run_id: str) -> None:
-        """Switch to another run: clear and replay it."""
+    def show_run(self, run_id: str, *, chosen: bool = False) -> None:
+        """Switch to another run: clear and replay it. One the operator `chosen` stays
+        shown when a newer run starts."""
         self.run_id = run_id
+        self.chosen = chosen
+        self.last_output_at = None
+        self._note = ""
         self.cursor = 0
         self._buffer.clear()
         self._held.clear()
@@ -102,6 +140,8 @@ class LogPane(Vertical):
     def shown(self, event: RunOutput) -> str:
         """A batch of agent output as the log shows it: the lines it completes, rendered
         (everything an agent wrote is escaped there, so no ESC reaches the terminal)."""
+        if self.last_output_at is None or event.at > self.last_output_at:
+            self.last_output_at = event.at
         transcript = self._transcripts.setdefault(event.stream, Transcript(event.stream))
         return "".join(as_text(entry) + "\n" for entry in transcript.feed(event.text))
 
@@ -145,6 +185,7 @@ class LogPane(Vertical):
         self._held.clear()
         self.replayed = True
         self.flush()
+        self.show_status()
 
     def flush(self) -> None:
         """Write what arrived since the last tick, in one call, at most LINES_PER_TICK
