@@ -121,6 +121,7 @@ class T25App(Cockpit):
         self._board_stale = False  # something changed since the board was last read
         self._board_reads = 0  # reads in flight
         self._sweeper_task: asyncio.Task[None] | None = None
+        self.select_next: str | None = None  # a task just filed: selected once on the board
 
     # -- layout and start --------------------------------------------------------------------
 
@@ -266,6 +267,9 @@ class T25App(Cockpit):
         self.board.show(shown, self.clock())
         if selected and self.board.selected() != selected:
             self.board.focus_task(selected)  # the selection follows its card to a new column
+        filed = self.select_next  # a task just filed: selected once the board shows it
+        if filed and self.screen is self.screen_stack[0] and self.board.focus_task(filed):
+            self.select_next = None
         self.show_status(len(shown))
 
     def _unconfined(self) -> list[str]:
@@ -509,7 +513,11 @@ class T25App(Cockpit):
 
     @work(group="actions", exit_on_error=False)
     async def act(
-        self, verb: str, call: Callable[[], Any], refused: Callable[[str], None] | None = None
+        self,
+        verb: str,
+        call: Callable[[], Any],
+        refused: Callable[[str], None] | None = None,
+        done: Callable[[Any], None] | None = None,
     ) -> None:
         """Run one ControlPlane call; a refusal is shown with its reason, never swallowed
         (by `refused`, when the caller has a better place for it than a message)."""
@@ -523,6 +531,8 @@ class T25App(Cockpit):
                 self.push_screen(MessageDialog(f"{verb.capitalize()} refused", body))
             return
         tid = getattr(task, "id", "")
+        if done is not None:
+            done(task)
         self.status(f"{verb}: {tid} is {getattr(task, 'state', '')}")
         self.schedule_refresh()
 
@@ -544,9 +554,14 @@ class T25App(Cockpit):
                         after=req.after,
                     ),
                     refused=lambda why: self.action_new_task(req, why),
+                    done=self._select_filed,
                 )
 
         self.push_screen(NewTaskDialog(projects, draft=draft, refusal=refusal), filed)
+
+    def _select_filed(self, task: Task) -> None:
+        """A task just filed is the one selected, once the board shows it."""
+        self.select_next = task.id
 
     def action_edit_task(self) -> None:
         if tid := self._need_task():

@@ -78,7 +78,7 @@ async def test_answer_needs_input(seeded):
         assert app.board.focus_task("T-4")
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AnswerDialog))
-        assert "customer's currency" in str(app.screen.query_one(".dialog-body").render())
+        assert "customer's currency" in str(app.screen.query_one("#question").render())
         await pilot.press(*"EUR")
         await pilot.press("enter")
         await until_async(pilot, lambda: state_is(seeded, "T-4", TaskState.SPEC))

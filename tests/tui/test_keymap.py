@@ -119,7 +119,7 @@ async def test_the_help_the_palette_the_footer_and_the_dialogs_show_the_keys_in_
         assert app.board.focus_task("T-2")
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
-        assert "! approve · r reject with a reason · tab moves · ctrl+w close" in screen_text(app)
+        assert "! approve · r reject (asks why) · tab moves · ctrl+w close" in screen_text(app)
 
 
 # -- a keys: the cockpit cannot bind -------------------------------------------------------

@@ -45,6 +45,7 @@ async def test_the_question_dialog_and_the_detail_show_the_failing_checks_as_lin
         assert app.board.focus_task("T-4")
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AnswerDialog))
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "answer")
         shown = _text(app.screen.query_one("#failing"))
         assert "✗ pytest (exit 1)" in shown
         assert "FAILED tests/test_pay.py::test_total - assert 29 == 30" in shown.splitlines()[-1]
@@ -80,3 +81,24 @@ async def test_the_retry_question_shows_the_error(seeded):
 
 async def _still_failed(f) -> bool:
     return (await f.task("T-5")).error is not None
+
+
+async def test_a_task_just_filed_is_the_one_selected(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-2")
+        await pilot.press("n")
+        await until(pilot, lambda: type(app.screen).__name__ == "NewTaskDialog")
+        await pilot.press(*"Log slow queries", "enter")
+        made = None
+
+        async def filed() -> bool:
+            nonlocal made
+            made = next(
+                (t for t in await seeded.control.tasks() if t.title == "Log slow queries"), None
+            )
+            return made is not None
+
+        await until_async(pilot, filed)
+        await until(pilot, lambda: app.board.selected() == made.id)
