@@ -61,3 +61,16 @@ async def test_a_run_opened_from_runs_stays_when_a_newer_run_starts(seeded):
         detail.reload()
         await until(pilot, lambda: newer.id in _status(pane))
         assert pane.run_id == opened
+
+
+async def test_the_detail_age_ticks_while_nothing_happens(seeded):
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        head = app.screen.query_one("#detail-head")
+        assert " for 3d " not in str(head.render())
+        seeded.now += timedelta(days=3)
+        await until(pilot, lambda: " for 3d " in str(head.render()))

@@ -52,6 +52,9 @@ def lexer_for(artifact: Artifact, text: str) -> str:
     return "json" if text.lstrip().startswith("{") else "text"
 
 
+AGE_TICK_S = 1.0  # how often the head's "IMPLEMENTING for 3m" moves on
+
+
 class TaskDetail(T25Screen):
     """Everything about one task, and its log. Escape returns to where it was opened."""
 
@@ -66,6 +69,7 @@ class TaskDetail(T25Screen):
         self.runs: list[Run] = []
         self.artifacts: list[Artifact] = []
         self.blockers: tuple[str, ...] = ()  # the tasks it waits for: a change to one is news
+        self._head: tuple[Task, Spend, Sequence[str], str] | None = None  # as last read
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
@@ -103,6 +107,13 @@ class TaskDetail(T25Screen):
             "cost",
         )
         self.reload(first=True)
+        self.set_interval(AGE_TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        """The head again with the time now: its age moves on while an agent works."""
+        if self._head is not None:
+            task, spend, blockers, figures = self._head
+            self._show_head(task, self.clock(), spend, blockers, figures)
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -138,7 +149,8 @@ class TaskDetail(T25Screen):
         self.artifacts = [a for a in detail.artifacts if a.meta.kind in SHOWN]
         self.blockers = detail.blockers
         now = self.clock()
-        self._show_head(task, now, detail.spend, detail.blockers, _figures(detail))
+        self._head = (task, detail.spend, detail.blockers, _figures(detail))
+        self._show_head(task, now, *self._head[1:])
         failing = failing_checks(detail.checks) if task.checks_passed is False else []
         self.query_one("#detail-failing").display = bool(failing)
         self.query_one("#detail-failing-text", Static).update(
