@@ -342,13 +342,18 @@ class T25App(Cockpit):
                 screen.run_output(message.event)
 
     def on_human_needed(self, message: bridge.HumanNeeded) -> None:
-        self.notify(
-            printable(message.text),
-            title="a human is needed",
-            severity="warning",
-            timeout=12,
-            markup=False,
-        )
+        if self.screen_stack and self.screen is self.screen_stack[0]:
+            # On the board a toast would cover its cards: the status line says it instead,
+            # beside the count of what waits.
+            self.status(f"⚑ {printable(message.text)}")
+        else:
+            self.notify(
+                printable(message.text),
+                title="a human is needed",
+                severity="warning",
+                timeout=12,
+                markup=False,
+            )
         # Away from the terminal (it reported a blur; one that never reports focus counts
         # as focused): the bell, and a desktop notification on the operator's machine.
         if (

@@ -142,9 +142,21 @@ async def test_notifications_show_stored_text_escaped_and_literal(seeded):
         await f.record(
             InputRequested(task_id="T-7", stage=TaskState.SPEC, question=f"which? {HOSTILE}")
         )
-        await until(pilot, lambda: any("which?" in n.message for n in app._notifications))
-        note = next(n for n in app._notifications if "which?" in n.message)
-        assert note.message == f"T-7 asks: which? {printable(HOSTILE)}"
+        # On the board the status line says it: a toast would cover the cards.
+        await until(pilot, lambda: "which?" in app.status_note)
+        assert app.status_note == f"⚑ T-7 asks: which? {printable(HOSTILE)}"
+        assert not app._notifications
+        await until(pilot, lambda: "T-7 asks: which?" in screen_text(app))
+        shown = screen_text(app)
+        assert clean(shown)
+        await pilot.press("i")  # off the board, a toast says the next one
+        await until(pilot, lambda: app.screen is not app.screen_stack[0])
+        await f.record(
+            InputRequested(task_id="T-8", stage=TaskState.SPEC, question=f"what? {HOSTILE}")
+        )
+        await until(pilot, lambda: any("what?" in n.message for n in app._notifications))
+        note = next(n for n in app._notifications if "what?" in n.message)
+        assert note.message == f"T-8 asks: what? {printable(HOSTILE)}"
         assert note.markup is False
         await pilot.pause(0.3)
         shown = screen_text(app)
