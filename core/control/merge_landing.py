@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from core.domain.clock import Clock
 from core.domain.events import Event, MergeLanded
 from core.domain.models import Task
+from core.errors import T25Error
 from core.ports.store import Store
 from core.workspace.pull_request import push_default_branch
 
@@ -27,7 +28,10 @@ async def landed(
 ) -> Event:
     """Push the default branch after the merge of `task` landed at `commit`; the stored
     `MergeLanded` saying so, to publish."""
-    pushed = await push_default_branch(worktrees)
+    try:
+        pushed = await push_default_branch(worktrees)
+    except T25Error as exc:  # git itself failing under the push: said, as a refused push is
+        pushed = f"{worktrees.default_branch} was not pushed: {exc.message}"
     return await store.append_event(
         MergeLanded(
             at=clock(),
