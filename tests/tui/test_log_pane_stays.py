@@ -74,4 +74,3 @@ async def test_the_detail_age_ticks_while_nothing_happens(seeded):
         assert " for 3d " not in str(head.render())
         seeded.now += timedelta(days=3)
         await until(pilot, lambda: " for 3d " in str(head.render()))
-
