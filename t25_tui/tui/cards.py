@@ -93,13 +93,10 @@ class Card:
     def lines(self, now: datetime) -> tuple[str, str]:
         t = self.task
         head = (
-            f"{t.id}{MERGED_MARK if t.merged else ''} {t.type.value} {age(t.state_since, now)} "
+            f"{t.id} {t.type.value} {age(t.state_since, now)} "
             f"q{t.qa_loops} r{t.review_loops} ${self.cost:.2f}"
         )
         return head, t.title
-
-
-MERGED_MARK = " ✓ merged"  # a merged card says so beside its id: DONE alone may wait for a merge
 
 
 def cards(

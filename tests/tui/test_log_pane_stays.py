@@ -24,7 +24,7 @@ async def test_the_log_says_how_long_ago_its_run_wrote_and_the_age_ticks(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
         assert app.board.focus_task("T-3")
-        await pilot.press("l")
+        await pilot.press("w")  # the log, from the board
         await until(
             pilot,
             lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
