@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+from core.config.live import Reread
 from core.config.schema import Config
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary
@@ -38,6 +39,11 @@ class Operations(Protocol):
 
     config: Config  # t25.yaml as the control plane validated it
     bus: EventBus  # every event the control plane records, as it records it
+
+    def reread_config(self) -> Reread | None:
+        """t25.yaml's changes taken where this process decides (core.config.live): what was
+        found, or None when it did not change or another process decides."""
+        ...
 
     # -- reads ------------------------------------------------------------------------------
     async def last_event_id(self) -> int:

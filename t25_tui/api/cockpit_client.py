@@ -30,6 +30,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from core.config import held_secrets
+from core.config.live import Reread
 from core.config.schema import Config
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
@@ -128,6 +129,10 @@ class RemoteControlPlane(Operations):
     async def _get(self, path: str, **params: Any) -> httpx.Response:
         query = {k: v for k, v in params.items() if v is not None}
         return await self.http.request("GET", path, params=query)
+
+    def reread_config(self) -> Reread | None:
+        """Serve reads its t25.yaml where it decides: nothing to take here."""
+        return None
 
     async def last_event_id(self) -> int:
         return self.cursor  # the event stream keeps it current; no request needed

@@ -192,9 +192,12 @@ def _methods_at(request: Request) -> set[str]:
     }
 
 
-def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True) -> uvicorn.Server:
+def http_server(
+    control: ControlPlane, bind: str, *, handle_signals: bool = True, bound: bool = False
+) -> uvicorn.Server:
     """A uvicorn server for `make_api` on `bind`. Embedded in the cockpit it leaves signals
-    to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself.
+    to its host (`handle_signals=False`), which stops it on SIGHUP/SIGTERM itself. `bound`:
+    the caller holds the listening socket already and serves on it (the port is not probed).
 
     Beyond loopback without T25_OPERATOR_TOKEN it refuses (ConfigError) before any port
     is opened."""
@@ -209,7 +212,8 @@ def http_server(control: ControlPlane, bind: str, *, handle_signals: bool = True
             f"serve would listen on {where} ({bind}) without T25_OPERATOR_TOKEN",
             hint="set T25_OPERATOR_TOKEN for remote operators, or bind to 127.0.0.1",
         )
-    port_is_free(host, port)
+    if not bound:
+        port_is_free(host, port)
     api = make_api(
         control,
         worker_credential=held_secrets.get(CREDENTIAL_ENV),

@@ -145,7 +145,7 @@ async def web(args: argparse.Namespace) -> int:
         inner.bind(("127.0.0.1", 0))
         inner_bind = f"127.0.0.1:{inner.getsockname()[1]}"
         control_url = f"http://{inner_bind}"
-        server = http_server(control, inner_bind, handle_signals=False)
+        server = http_server(control, inner_bind, handle_signals=False, bound=True)
         page = WebCockpit(
             host,
             port,

@@ -313,9 +313,9 @@ class T25App(Cockpit):
     @work(group="poll", exclusive=True, exit_on_error=False)
     async def _poll(self) -> None:
         """See what other processes did (a `t25 approve` from another shell), and whether
-        t25.yaml changed (core.config.live: a control plane of this process's reads it)."""
-        reread = getattr(self.control, "reread_config", None)
-        if reread is not None and (found := reread()) is not None:
+        t25.yaml changed (core.config.live: read where this process decides; attached, serve
+        reads its own)."""
+        if (found := self.control.reread_config()) is not None:
             self.status(found.line())
         if await self.control.last_event_id() > self.seen_event_id:
             self.schedule_refresh()

@@ -27,7 +27,7 @@ def test_doctor_reports_each_adapter_and_passes_when_every_role_can_run(repo, t2
             for role in ("spec", "planner", "dev", "qa", "reviewer", "docs")
         },
     )
-    done = t25("doctor")
+    done = t25("doctor", "--verbose")
     assert done.code == 0, done.out + done.err
     assert "scripted" in done.out and "plays: scripted" in done.out
     assert "NO USABLE ADAPTER" not in done.out
@@ -38,7 +38,7 @@ def test_doctor_is_content_with_a_reviewer_on_another_model_or_the_rule_off(repo
     roles = {role: [{"adapter": "scripted"}] for role in ("spec", "planner", "dev", "qa", "docs")}
     roles["reviewer"] = [{"adapter": "scripted", "model": "scripted-2"}]
     write(repo, roles)
-    assert "problems: none" in t25("doctor").out
+    assert "problems: none" in t25("doctor", "--verbose").out
     (repo / "t25.yaml").write_text(
         yaml.safe_dump(
             {
@@ -48,7 +48,7 @@ def test_doctor_is_content_with_a_reviewer_on_another_model_or_the_rule_off(repo
             }
         )
     )
-    assert "add a profile with another adapter to roles.reviewer" in t25("doctor").out
+    assert "add a profile with another adapter to roles.reviewer" in t25("doctor", "--verbose").out
 
 
 def test_doctor_fails_when_a_role_has_no_usable_adapter_and_says_what_is_wrong(repo, t25):
@@ -65,7 +65,7 @@ def test_doctor_fails_when_a_role_has_no_usable_adapter_and_says_what_is_wrong(r
         },
     ]
     write(repo, roles)
-    done = t25("doctor", env={"PATH": "/nonexistent-bin:/usr/bin:/bin"})
+    done = t25("doctor", "--verbose", env={"PATH": "/nonexistent-bin:/usr/bin:/bin"})
     assert done.code == 1
     assert "dev" in done.out and "NO USABLE ADAPTER" in done.out
     assert "nosuch: no such adapter" in done.out
@@ -99,7 +99,7 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
     # An environment of its own: no login of the operator's may hide a problem.
     env = {"PATH": f"{scripted.parent}:/usr/bin:/bin", "HOME": str(repo)}
     done = subprocess.run(
-        [sys.executable, "-m", "t25_tui", "doctor"],
+        [sys.executable, "-m", "t25_tui", "doctor", "--verbose"],
         cwd=repo,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -183,7 +183,7 @@ def test_doctor_shows_each_projects_own_policy_and_checks_its_own_roles(repo, t2
         "limits": {"max_diff_lines": 5000},
     }
     (repo / "t25.yaml").write_text(yaml.safe_dump({"projects": [project], "roles": roles}))
-    done = t25("doctor")
+    done = t25("doctor", "--verbose")
     assert done.code == 1, done.out  # the project's own dev chain cannot run
     assert (
         "project app, in place of the above: roles.dev nosuch; limits.max_diff_lines 5000"
@@ -199,7 +199,7 @@ def test_doctor_shows_each_projects_own_policy_and_checks_its_own_roles(repo, t2
 
 def test_a_typo_in_t25_yaml_is_named_with_its_line_and_the_rest_is_still_checked(repo, t25):
     (repo / "t25.yaml").write_text("projects:\n  - name: app\nlimits:\n  max_dif_lines: 10\n")
-    done = t25("doctor")
+    done = t25("doctor", "--verbose")
     assert done.code == 1
     wrong = "t25.yaml:4: limits.max_dif_lines: unknown key"
     assert done.out.startswith(f"t25 doctor: {wrong}")
@@ -227,7 +227,7 @@ def test_a_postgres_store_that_answers_is_reachable(repo, t25):
         pytest.skip(f"no Postgres at {dsn}: {report['store']['problem']}")
     assert report["store"] == {"url": dsn, "reachable": True, "problem": None}
     assert done.code == 0, report["problems"]
-    assert f"store: {dsn} reachable" in t25("doctor").out
+    assert f"store: {dsn} reachable" in t25("doctor", "--verbose").out
 
 
 def test_a_postgres_store_that_does_not_answer_fails_the_doctor(repo, t25):
@@ -235,7 +235,7 @@ def test_a_postgres_store_that_does_not_answer_fails_the_doctor(repo, t25):
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     _with_store(repo, f"postgresql://postgres@127.0.0.1:{port}/t25")
-    done = t25("doctor")
+    done = t25("doctor", "--verbose")
     assert done.code == 1
     assert f"store: postgresql://postgres@127.0.0.1:{port}/t25 UNREACHABLE" in done.out
     assert "problems: none" not in done.out
@@ -288,7 +288,7 @@ def test_the_json_report_maps_each_roles_tool_set_onto_each_cli_of_its_chain(rep
     codex = next(a for a in report["adapters"] if a["name"] == "codex")
     assert "a read-only worktree in T25's bubblewrap" in codex["capabilities"]["tools"]
 
-    text = t25("doctor").out
+    text = t25("doctor", "--verbose").out
     assert "reviewer  read, search" in text
     assert "codex     --sandbox read-only --disable goals" in text
     assert "project app: docs read, search, edit" in text
