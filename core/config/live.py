@@ -17,11 +17,14 @@ a restart, and the line says so:
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.config.schema import Config, Limits, load_config
 from core.errors import ConfigError
+
+log = logging.getLogger("t25.control")
 
 LIVE_SECTIONS = ("approval", "policies", "cost")
 LIVE_LIMITS = frozenset(
@@ -66,13 +69,21 @@ class ConfigFile:
     def __init__(self, config: Config) -> None:
         self.path = config.path
         self._seen = _digest(self.path)
+        self.notice: str | None = None  # what the last reread found, for a status line
 
     def reread(self, current: Config) -> Reread | None:
-        """None when the file is as last seen; else what reading it again gives."""
+        """None when the file is as last seen; else what reading it again gives, also kept
+        as `notice` and logged."""
         seen = _digest(self.path)
         if seen == self._seen:
             return None
         self._seen = seen
+        found = self._read(current)
+        self.notice = found.line()
+        log.warning("t25: %s", self.notice)
+        return found
+
+    def _read(self, current: Config) -> Reread:
         try:
             found = load_config(self.path)
         except ConfigError as exc:

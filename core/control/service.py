@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import logging
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
 from core.errors import GitError, IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
 from core.ports import CheckRunner, DecisionWrite, Operations, Store
-from core.workspace.git import default_branch, git
+from core.workspace.git import default_branch, one_line_log
 from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
@@ -119,8 +118,6 @@ STAGE_ROLE = {
     TaskState.PR_OPEN: "pr",
     TaskState.DOCS: "docs",
 }
-
-log = logging.getLogger("t25.control")
 
 
 @dataclass(frozen=True)
@@ -164,9 +161,7 @@ class ControlPlane(Queries, Operations):
         self.live: dict[str, asyncio.Event] = {}
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
-        # t25.yaml, read again at each decision (core.config.live); what that last found.
-        self._config_file = ConfigFile(config)
-        self.config_notice: str | None = None
+        self._config_file = ConfigFile(config)  # read again at each decision
 
     def _open_audit_log(self) -> AuditLog:
         from core.control.audit import AuditLog, log_path
@@ -331,17 +326,10 @@ class ControlPlane(Queries, Operations):
             return found
         worktrees = self.worktrees(task.project)
         head = task.reviewed_head or f"refs/heads/{task.branch}"
-        log = await git(
-            "log", "--no-decorate", "--format=%h %s",
-            f"refs/heads/{worktrees.default_branch}..{head}", cwd=worktrees.repo, check=False,
-        )  # fmt: skip
+        commits = await one_line_log(worktrees.repo, f"refs/heads/{worktrees.default_branch}", head)
         unreviewed: tuple[str, ...] = ()
         if history.approved_head and task.reviewed_head != history.approved_head:
-            after = await git(
-                "log", "--no-decorate", "--format=%h %s",
-                f"{history.approved_head}..{head}", cwd=worktrees.repo, check=False,
-            )  # fmt: skip
-            unreviewed = tuple(after.splitlines())
+            unreviewed = await one_line_log(worktrees.repo, history.approved_head, head)
         refusal = found.refusal
         if refusal is None:
             try:
@@ -351,7 +339,7 @@ class ControlPlane(Queries, Operations):
         return found.model_copy(
             update={
                 "default_branch": worktrees.default_branch,
-                "commits": tuple(log.splitlines()),
+                "commits": commits,
                 "unreviewed": unreviewed,
                 "diff_stat": await worktrees.diff_stat(task),
                 "refusal": refusal,
@@ -431,13 +419,16 @@ class ControlPlane(Queries, Operations):
 
     def reread_config(self) -> Reread | None:
         """Take t25.yaml's changes that apply at once (core.config.live); what was found,
-        also kept as `config_notice` for a status line, or None when it did not change."""
+        or None when it did not change."""
         found = self._config_file.reread(self.config)
         if found is not None:
             self.config = found.config
-            self.config_notice = found.line()
-            log.warning("t25: %s", self.config_notice)
         return found
+
+    @property
+    def config_notice(self) -> str | None:
+        """What the last reading of a changed t25.yaml found, for a status line."""
+        return self._config_file.notice
 
     async def decide(self, decision: Decision) -> Task:
         """The one way in for an operator decision, whichever face it comes from.

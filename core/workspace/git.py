@@ -395,6 +395,15 @@ async def git(
     return out.decode(errors="replace").strip()
 
 
+async def one_line_log(repo: Path, since: str, head: str) -> tuple[str, ...]:
+    """`abc123 subject` of each commit `head` has beyond `since`, newest first; () when git
+    cannot tell (a commit it does not have)."""
+    out = await git(
+        "log", "--no-decorate", "--format=%h %s", f"{since}..{head}", cwd=repo, check=False
+    )
+    return tuple(out.splitlines())
+
+
 def status_entries(raw: bytes) -> list[tuple[str, str]]:
     """(XY, path) pairs from `git status --porcelain=v1 -z`, paths undecoded-safe
     (`os.fsdecode`); a rename's or copy's source path is skipped."""

@@ -193,6 +193,8 @@ async def take_down(tree: Path, admin: Path) -> str:
                 f"the submodule {path} holds commits the main checkout's copy lacks "
                 f"({own[:12]}); push or fetch them there"
             )
+        # Emptied by T25 once found clean: `git submodule deinit` would also drop the
+        # submodule's section from the config the main checkout shares with this worktree.
         shutil.rmtree(where)
         where.mkdir()
     modules = admin / "modules"

@@ -91,6 +91,7 @@ from core.workspace.git import (
     run_git,
     status_entries,
 )
+from core.workspace.in_the_way import untracked_in_the_way
 from core.workspace.lfs_filter import INSTALL_HINT
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
@@ -1036,7 +1037,13 @@ class Worktrees:
                 *identity, "commit-tree", tree, "-p", base, "-p", tip, "-m", message,
                 cwd=self.repo, drivers_from=(),
             )  # fmt: skip
-            await self._nothing_in_the_way(base, commit)
+            in_the_way = await untracked_in_the_way(self.repo, base, commit)
+            if in_the_way:
+                raise MergeRefused(
+                    f"the merge would write over {len(in_the_way)} file(s) of the main "
+                    f"checkout that git does not track: {_names(in_the_way)}",
+                    hint="move them away (or commit them), then merge",
+                )
             path = await self._trial_tree(task, commit)
         return TrialMerge(
             task_id=task.id, branch=branch, commit=commit, base=base, tip=tip, path=path
@@ -1173,31 +1180,6 @@ class Worktrees:
                 f"file(s): {_names(dirty)}",
                 hint="commit or stash them, then merge",
             )
-
-    async def _nothing_in_the_way(self, base: str, commit: str) -> None:
-        """Refuse, before any check runs, a merge that would write over a file of the main
-        checkout's that git does not track: git refuses an untracked one only when the
-        fast-forward comes, and overwrites an ignored one (an operator's `.env`) unasked."""
-        raw = await git_bytes(
-            "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", base, commit, "--",
-            cwd=self.repo,
-        )  # fmt: skip
-        in_the_way = [name for name in os.fsdecode(raw).split("\0") if name and self._taken(name)]
-        if in_the_way:
-            raise MergeRefused(
-                f"the merge would write over {len(in_the_way)} file(s) of the main checkout "
-                f"that git does not track: {_names(in_the_way)}",
-                hint="move them away (or commit them), then merge",
-            )
-
-    def _taken(self, name: str) -> bool:
-        """Whether something already sits where the merge would add `name` (the file itself,
-        or a file where one of its folders would go)."""
-        parts = Path(name).parts
-        folders = [self.repo.joinpath(*parts[:i]) for i in range(1, len(parts))]
-        return os.path.lexists(self.repo / name) or any(
-            os.path.lexists(f) and not f.is_dir() for f in folders
-        )
 
     async def fingerprint(self, task: Task | None = None) -> Fingerprint:
         """The main checkout's fingerprint, leaving out this worktree root; for a task's run,
