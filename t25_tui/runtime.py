@@ -99,6 +99,8 @@ async def open_runtime(
         )
         await control.sync_projects()
         sweeper = None
+        if crew is not None and crew.store_patience_s is not None:
+            control.store_patience_s = crew.store_patience_s
         if crew is not None:
             sweeper = local_sweeper(
                 control,
@@ -174,7 +176,8 @@ def local_sweeper(
     store_patience_s: float | None = None,
 ) -> Sweeper:
     """The sweeper of `control`, driving `workers` in-process workers (0: none)."""
-    from core.control.sweeper import STORE_PATIENCE_S, Sweeper
+    from core.control.sweeper import Sweeper
+    from core.ports import STORE_PATIENCE_S
 
     pool = local_workers(
         control,

@@ -466,9 +466,14 @@ def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> 
         if matching:
             matching.pop(0)
         else:
+            repair = (
+                f": `t25 merge {e.task}` records it if the default branch holds it"
+                if e.decision == "merge"
+                else ""
+            )
             problems.append(
                 f"line {e.seq}: {e.decision} of {e.task} by {printable(e.actor)} "
-                "has no effect in the store"
+                f"has no effect in the store{repair}"
             )
     for events in pending.values():
         problems += [

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from core.config.live import ConfigFile, Reread
 from core.config.schema import Config
 from core.control import baselines
+from core.control.decision_door import at_the_door, valid_priority
 from core.control.history import (
     GATE_FIELDS,
     merge_blocker,
@@ -48,10 +49,16 @@ from core.control.history import (
     transition_seal,
 )
 from core.control.merge_landing import landed, landed_by_worker
+from core.control.merge_record import (
+    AuditLine,
+    already_landed,
+    apply_merge,
+    open_merge_line,
+    void_after,
+)
 from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import EVERY_EVENT, Queries
 from core.domain.agent import CheckSandbox
-from core.domain.audit import AuditEntry
 from core.domain.clock import Clock, system_clock
 from core.domain.cost import Spend, raised_budget
 from core.domain.decisions import Decision, Verb
@@ -67,9 +74,7 @@ from core.domain.events import (
 )
 from core.domain.evidence import MergeEvidence
 from core.domain.models import (
-    MAX_PRIORITY,
     MERGE_ROLE,
-    MIN_PRIORITY,
     ArtifactKind,
     Budget,
     NewRun,
@@ -82,12 +87,9 @@ from core.domain.models import (
     TaskType,
 )
 from core.domain.states import TERMINAL, WORKING, assert_reset, assert_transition
-from core.domain.text import MAX_PATHS, printable
-from core.domain.text import actor as valid_actor
-from core.domain.text import path as valid_path
-from core.domain.text import reason as valid_reason
-from core.errors import GitError, IllegalTransition, InvalidInput, MergeRefused, PolicyRefused
-from core.ports import CheckRunner, DecisionWrite, Operations, Store
+from core.domain.text import printable
+from core.errors import GitError, IllegalTransition, MergeRefused, PolicyRefused
+from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, one_line_log
 from core.workspace.merging import checked_merge
 
@@ -162,6 +164,7 @@ class ControlPlane(Queries, Operations):
         # Set whenever a run is queued, so in-process workers wake without polling.
         self.work_queued = asyncio.Event()
         self._config_file = ConfigFile(config)  # read again at each decision
+        self.store_patience_s = STORE_PATIENCE_S  # a landed merge waits this long to be recorded
 
     def _open_audit_log(self) -> AuditLog:
         from core.control.audit import AuditLog, log_path
@@ -398,7 +401,7 @@ class ControlPlane(Queries, Operations):
 
         title, description = text.title(title), text.description(description)
         name = self.config.project(project).name
-        _priority(priority)
+        valid_priority(priority)
         waits = tuple(dict.fromkeys([(await self.task(ref)).id for ref in after]))
         task, event = await self.store.create_task(
             NewTask(
@@ -436,7 +439,7 @@ class ControlPlane(Queries, Operations):
         A decision runs to its end even when its caller is cancelled (a cockpit closing, a
         dropped connection): a state change is never left without its audit line, nor an
         audit line without its effect or its void."""
-        checked = _at_the_door(decision)
+        checked = at_the_door(decision)
         self.reread_config()
         decided = await asyncio.shield(self._decide(checked))
         if isinstance(decided, Run):  # a merge a worker makes: wait for its result
@@ -494,25 +497,28 @@ class ControlPlane(Queries, Operations):
         write: DecisionWrite,
     ) -> tuple[Task, list[Event]]:
         """Record the decision's line, then apply `write` with its anchor in one transaction
-        (a merge: anchored first, git, then the store)."""
-        recorded = log.append if ruling.merge else log.write  # a merge: anchored before git
-        entry = await recorded(
+        (a merge: anchored first, git, then the store: core.control.merge_record)."""
+        line = AuditLine(
             actor=decision.actor,
             task=task.id,
             decision=decision.verb.value,
             reason=ruling.reason(decision),
             bound_to=ruling.bound_to,
         )
-        if not ruling.merge:  # the line's anchor (and, where the store keeps it, the line)
-            write = log.with_line(write, entry)
+        if ruling.merge:
+            worktrees = self.worktrees(task.project)
+            return await apply_merge(
+                log, self.audit, self.store, worktrees, write, ruling.merge, line,
+                patience_s=self.store_patience_s,
+            )  # fmt: skip
+        entry = await line.to(log, anchored_now=False)
+        write = log.with_line(write, entry)  # its anchor (and, where the store keeps it, the line)
         try:
-            if ruling.merge:
-                await self.worktrees(task.project).land(ruling.merge)
             applied = await self.store.apply_decision(write)
         except Exception as exc:
             if write.anchor is not None and await log.landed(entry):
                 return await self.task(task.id), []  # it committed; only the reply was lost
-            await _void(log, entry, exc)
+            await void_after(log, entry, exc)
             raise
         if write.anchor is not None:
             log.anchored(entry)
@@ -731,6 +737,9 @@ class ControlPlane(Queries, Operations):
         if not await self._holds(task):
             return None
         worktrees = self.worktrees(task.project)
+        recorded_only = await already_landed(worktrees, task)  # its record was lost
+        if recorded_only is not None:
+            return worktrees, recorded_only
         checks = self.config.for_project(task.project).qa.checks
         trial = await checked_merge(
             worktrees, task, checks, self.run_check, self.merge_confinement(task)
@@ -789,7 +798,7 @@ class ControlPlane(Queries, Operations):
             try:
                 run, queued = await self.store.enqueue_run(job)
             except Exception as exc:
-                await _void(log, entry, exc)
+                await void_after(log, entry, exc)
                 raise
         self.bus.publish(queued)
         self.work_queued.set()
@@ -846,7 +855,7 @@ class ControlPlane(Queries, Operations):
         decision's announcement), or refused for `error` (its audit line voided)."""
         async with self.audit.writer() as log:
             task = await self.task(run.task_id)
-            entry = await _open_merge_line(self.audit, task.id)
+            entry = open_merge_line(await self.audit.page(task=task.id))
             if task.merged or entry is None:
                 return task  # a completion told twice, or nothing left open to settle
             if error is not None or commit is None:
@@ -943,82 +952,6 @@ class ControlPlane(Queries, Operations):
         )
 
 
-def _at_the_door(decision: Decision) -> Decision:
-    """The decision with its actor and words checked (InvalidInput), before anything is
-    read: a rejection needs its reason (the planner reads it), an answer its text."""
-    actor = valid_actor(decision.actor)
-    if decision.verb is Verb.REJECT and not decision.text.strip():
-        raise PolicyRefused(
-            "a rejection needs a reason; the planner reads it",
-            hint=f't25 reject {decision.task} --reason "what is wrong with the plan"',
-        )
-    if decision.verb is Verb.ACKNOWLEDGE and not decision.text.strip():
-        raise PolicyRefused(
-            "an acknowledgement needs a reason: what was found and done about it",
-            hint=f't25 acknowledge {decision.task} --reason "what you checked"',
-        )
-    what = {Verb.APPROVE: "comment", Verb.ANSWER: "answer"}.get(decision.verb, "reason")
-    text = valid_reason(decision.text, what=what, required=decision.verb is Verb.ANSWER)
-    if decision.allow_paths and decision.verb is not Verb.MERGE:
-        raise PolicyRefused(
-            f"only a merge names protected paths, not {decision.verb.value}",
-            hint=f"t25 merge {decision.task} --allow-path PATH",
-        )
-    if len(decision.allow_paths) > MAX_PATHS:
-        raise InvalidInput(
-            f"a merge names {len(decision.allow_paths):,} paths; at most {MAX_PATHS:,}",
-            hint="name the protected paths the task touches (t25 task show)",
-        )
-    if decision.verb is Verb.RESET and decision.stage is None:
-        raise InvalidInput(
-            "a reset names the stage to go back to",
-            hint=f"t25 reset {decision.task} --to IMPLEMENTING",
-        )
-    if decision.stage is not None and decision.verb is not Verb.RESET:
-        raise InvalidInput(f"only a reset names a stage, not {decision.verb.value}")
-    changes = _changes(decision) if decision.verb is Verb.EDIT else {}
-    if decision.changes and decision.verb is not Verb.EDIT:
-        raise InvalidInput(f"only an edit changes a task's fields, not {decision.verb.value}")
-    paths = tuple(valid_path(p) for p in decision.allow_paths)
-    return decision.model_copy(
-        update={"actor": actor, "text": text, "allow_paths": paths, "changes": changes}
-    )
-
-
-EDITABLE = ("title", "description", "type", "priority")
-
-
-def _changes(decision: Decision) -> dict[str, str | int]:
-    """An edit's changes, each checked as the filing door checks it."""
-    from core.domain import text
-
-    unknown = sorted(set(decision.changes) - set(EDITABLE))
-    if unknown or not decision.changes:
-        raise InvalidInput(
-            f"an edit changes {', '.join(EDITABLE)}"
-            + (f"; not {', '.join(unknown)}" if unknown else ": name at least one"),
-            hint=f't25 task edit {decision.task} --title "…"',
-        )
-    out: dict[str, str | int] = {}
-    for name, value in decision.changes.items():
-        if name == "title":
-            out[name] = text.title(str(value))
-        elif name == "description":
-            out[name] = text.description(str(value))
-        elif name == "type":
-            try:
-                out[name] = TaskType(str(value)).value
-            except ValueError:
-                kinds = ", ".join(t.value for t in TaskType)
-                raise InvalidInput(f"a task type is one of {kinds}, not {value!r}") from None
-        else:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidInput(f"a priority is a whole number, not {value!r}")
-            _priority(value)
-            out[name] = value
-    return out
-
-
 # Where a task has not started implementing: its title and description may still change.
 _BEFORE_IMPLEMENTING = frozenset(
     {TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL}
@@ -1068,14 +1001,6 @@ def _shown(value: object) -> str:
     return repr(shown if len(shown) <= 60 else shown[:59] + "…")
 
 
-async def _void(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:
-    """Say in the log that `entry` did not take effect; the effect's error stays the one raised."""
-    try:
-        await log.void(entry, str(exc) or type(exc).__name__)
-    except Exception as unvoided:  # noqa: BLE001 - the effect's error is the one to report
-        exc.add_note(f"the audit log could not say so either: {unvoided}")
-
-
 def _plan_summary(content: bytes) -> str:
     """What a stored plan says it does, in one line: its steps, its risk."""
     try:
@@ -1120,14 +1045,6 @@ def _suggest(spent: float, budget: float | None) -> str:
 
 def _suggest_tokens(spend: Spend) -> str:
     return f"{max(2 * (spend.budget_tokens or 0), 2 * spend.tokens, 1_000_000):,}"
-
-
-def _priority(priority: int) -> None:
-    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
-        raise InvalidInput(
-            f"a priority is from {MIN_PRIORITY} to {MAX_PRIORITY}, not {priority}",
-            hint="higher runs first; 0 is the default",
-        )
 
 
 def _expect(task: Task, state: TaskState, done: str) -> None:
@@ -1246,12 +1163,3 @@ def _what_fits(task: Task) -> str:
     if task.state is TaskState.FAILED:
         return f"t25 retry {task.id} runs its stage again"
     return f"t25 task show {task.id} shows where it is"
-
-
-async def _open_merge_line(audit: AuditLog, task_id: str) -> AuditEntry | None:
-    """The task's newest merge line that no line voids: the decision a worker's merge
-    run carries out."""
-    entries = await audit.page(task=task_id)
-    voided = {e.voids for e in entries if e.voids is not None}
-    merges = [e for e in entries if e.decision == Verb.MERGE.value and e.seq not in voided]
-    return merges[-1] if merges else None

@@ -37,12 +37,12 @@ from core.domain.backoff import Backoff
 from core.domain.models import MERGE_ROLE, RunStatus, Task, TaskState
 from core.domain.states import WORKING
 from core.errors import StaleState, StoreError, StoreUnavailable
+from core.ports import STORE_PATIENCE_S
 
 log = logging.getLogger("t25.sweeper")
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 STALLED_AFTER = timedelta(seconds=30)  # a finished run with no decision after this: redo the stage
-STORE_PATIENCE_S = 300.0  # unavailable for longer than this: give up (see the module docstring)
 STORE_BACKOFF = Backoff(0.5, 10.0)  # retrying an unavailable store: 0.5 s doubling to 10 s
 
 

@@ -56,6 +56,15 @@ class Backoff:
             yield pause * (1 - self.jitter * rand()) if self.jitter else pause
             pause = min(pause * self.factor, self.longest_s)
 
+    def within(self, total_s: float) -> Iterator[float]:
+        """The pauses in order for as long as they add up to no more than `total_s`."""
+        waited = 0.0
+        for pause in self.pauses():
+            if waited + pause > total_s:
+                return
+            waited += pause
+            yield pause
+
 
 async def retry(
     attempt: Callable[[int], Awaitable[T]],

@@ -19,6 +19,7 @@ from core.ports.agents import AgentAdapter, CheckRunner, OutputSink
 from core.ports.operations import Operations
 from core.ports.runs import Claim, RunQueue
 from core.ports.store import (
+    STORE_PATIENCE_S,
     ArtifactStore,
     AuditAnchorStore,
     AuditChainStore,
@@ -30,6 +31,7 @@ from core.ports.store import (
 )
 
 __all__ = [
+    "STORE_PATIENCE_S",
     "AgentAdapter",
     "ArtifactStore",
     "AuditAnchorStore",

@@ -43,6 +43,11 @@ from core.domain.models import (
     TaskState,
 )
 
+# How long T25 waits out a store that is away (StoreUnavailable) before it gives up: the
+# sweeper's outage (core.control.sweeper), the record of a merge git landed
+# (core.control.merge_record). `t25 serve --store-patience` sets it for serve.
+STORE_PATIENCE_S = 300.0
+
 
 @dataclass(frozen=True)
 class DecisionWrite:

@@ -10,7 +10,7 @@ Claims and heartbeats are not wrapped: the worker's own loops try those again al
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from core.domain.backoff import Backoff, retry
@@ -62,15 +62,6 @@ class PatientRunQueue:
     async def _patiently(self, call: Callable[[], Awaitable[T]]) -> T:
         return await retry(
             lambda _: call(),
-            pauses=self._pauses(),
+            pauses=self.backoff.within(self.patience_s),
             transient=lambda exc: isinstance(exc, StoreUnavailable),
         )
-
-    def _pauses(self) -> Iterator[float]:
-        """Pauses that add up to no more than `patience_s`."""
-        waited = 0.0
-        for pause in self.backoff.pauses():
-            if waited + pause > self.patience_s:
-                return
-            waited += pause
-            yield pause

@@ -45,9 +45,11 @@ async def checked_merge(
             hint="merge from `t25 merge`, the cockpit or `t25 serve`",
         )
     trial = await worktrees.trial_merge(task, message=merge_message(task))
+    where = trial.path
+    assert where is not None, "a trial merge is checked out"
     try:
         abort = asyncio.Event()
-        results = [await run_check(c, trial.path, abort, confine) for c in checks if run_check]
+        results = [await run_check(c, where, abort, confine) for c in checks if run_check]
     except BaseException:
         await worktrees.discard(trial)
         raise

@@ -128,7 +128,7 @@ class TrialMerge:
     commit: str  # the merge commit: parents `base` and `tip`, on no branch
     base: str  # the default branch's head it was made on
     tip: str  # the task branch's head it merges
-    path: Path
+    path: Path | None  # None: a merge the default branch already holds (core.control.merge_record)
     checks: tuple[CheckResult, ...] = ()  # what `qa.checks` gave on it (core.workspace.merging)
 
 
@@ -1125,7 +1125,8 @@ class Worktrees:
 
     async def discard(self, trial: TrialMerge) -> None:
         """Remove the trial worktree (its commit is in the repository, or was refused)."""
-        await self._remove_trial(trial.path)
+        if trial.path is not None:
+            await self._remove_trial(trial.path)
 
     async def _remove_trial(self, path: Path) -> None:
         """Remove a trial tree git lists as a worktree of this repository: forced, since it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,8 +297,8 @@ class _Trees:
 
     default_branch = "trunk"
 
-    def __init__(self, refuses: bool) -> None:
-        self.refuses = refuses
+    def __init__(self, refuses: bool, repo: Path) -> None:
+        self.refuses, self.repo = refuses, repo  # a repository without the reviewed commit
 
     async def holds(self, task) -> bool:
         return True  # the checkout is here: this process merges
@@ -327,19 +328,22 @@ class _Killed(BaseException):
     """The process ending between git's merge and the store's write."""
 
 
-async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unapplied(two, db):
+async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unapplied(
+    two, db, tmp_path
+):
     one, _ = two
+    await asyncio.to_thread(subprocess.run, ["git", "init", "-q", str(tmp_path)], check=True)
     refused, cut = [(await one.control.new_task(t, actor="ana")).id for t in ("a", "b")]
     for ref in (refused, cut):
         await passed_review(one.control, await one.control.task(ref), "a" * 40)
-    one.control.worktrees = lambda project: _Trees(refuses=True)  # type: ignore[method-assign]
+    one.control.worktrees = lambda project: _Trees(refuses=True, repo=tmp_path)  # type: ignore[method-assign]
     with pytest.raises(MergeRefused):
         await one.control.merge(refused, actor="ana")
     trail = await one.control.audit_trail()
     assert [(e.decision, e.voids) for e in trail.entries] == [("merge", None), ("void", 1)]
     assert trail.verdict.ok
 
-    one.control.worktrees = lambda project: _Trees(refuses=False)  # type: ignore[method-assign]
+    one.control.worktrees = lambda project: _Trees(refuses=False, repo=tmp_path)  # type: ignore[method-assign]
 
     async def dies(write):
         raise _Killed
@@ -353,5 +357,8 @@ async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unappl
         e for e in await one.store.events_after(0, limit=1000) if isinstance(e, DecisionRecorded)
     ]
     assert cross_check(trail.entries, recorded) == [
-        f"line 3: merge of {cut} by ana has no effect in the store"
+        (
+            f"line 3: merge of {cut} by ana has no effect in the store: "
+            f"`t25 merge {cut}` records it if the default branch holds it"
+        )
     ]
