@@ -103,6 +103,7 @@ class RowReader:
             violation=r["violation"],
             protected_paths=tuple(json.loads(r["protected_paths"] or "[]")),
             rewind_to=r["rewind_to"],
+            branch_head=r["branch_head"],
             budget_usd=r["budget_usd"],
             budget_tokens=r["budget_tokens"],
             role_budgets=json.loads(r["role_budgets"] or "{}"),

@@ -187,6 +187,40 @@ def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(sh
         assert task["state"] == "DONE" and task["error"] is None
 
 
+def _changes_on_branch(repo: Path) -> list[str]:
+    """The scripted change's lines on the task branch (one per implementation)."""
+    text = git_sync("show", "feat/T-1:changes/T-1.md", cwd=repo)
+    return [line for line in text.splitlines() if "scripted change" in line]
+
+
+def _archived(repo: Path) -> str:
+    return git_sync("for-each-ref", "--format=%(refname)", "refs/t25/archive/T-1/", cwd=repo)
+
+
+def test_a_worker_frozen_past_its_lease_while_its_agent_finishes_commits_nothing(shop):
+    """Its agent ends while the worker is frozen; the rescuer has the run when it wakes: it
+    confirms its lease before committing, finds it gone, and commits nothing (before, it
+    committed and the rescuer made the change a second time on top)."""
+    with control_plane(shop, []) as (client, worker):
+        frozen = worker()
+        client.post("/tasks", json={"title": "Freeze", "description": "scripted: wait=go"})
+        tree = shop / ".factory" / "worktrees" / "T-1"
+        wait_until(lambda: (tree / "go.started").exists(), timeout=60)
+        claimed_by = _dev_run(client)["worker"]
+        frozen.send_signal(signal.SIGSTOP)
+        (tree / "go").write_text("")  # its agent finishes while its worker is frozen
+        wait_until(lambda: not (tree / "go").exists(), timeout=30)
+        worker()  # the rescuer: claims the lapsed run, waits for the worktree
+        wait_until(lambda: _dev_running(client) and _dev_run(client)["worker"] != claimed_by, 60)
+        frozen.send_signal(signal.SIGCONT)  # wakes, confirms its lease, commits nothing
+        wait_until(lambda: (tree / "go.started").exists(), timeout=60)  # the second attempt
+        (tree / "go").write_text("")
+        wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
+        assert _dev_run(client)["attempts"] == 2
+    assert len(_changes_on_branch(shop)) == 1
+    assert _archived(shop) == ""  # nothing of the frozen attempt reached the branch
+
+
 def test_sigterm_hands_the_lease_back_and_ends_the_agent(shop):
     with control_plane(shop, ["--misbehave", "slow:60"]) as (client, worker):
         leaving = worker()

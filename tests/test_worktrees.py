@@ -212,12 +212,15 @@ async def test_a_missing_default_branch_is_refused(repo):
     assert not (repo / ".factory" / "worktrees" / META_DIR / "T-1.json").exists()
 
 
-async def test_a_listed_worktree_whose_directory_vanished_is_refused(wt):
-    path = await wt.ensure(make_task())
+async def test_a_listed_worktree_whose_directory_vanished_is_made_again_from_its_branch(wt):
+    task = make_task()
+    path = await wt.ensure(task)
+    (path / "a.txt").write_text("committed\n")
+    head = await wt.commit_all(task, "on the branch")
     os.rename(path, path.with_name("moved-away"))
-    with pytest.raises(WorktreeRefused, match="directory is gone") as err:
-        await wt.ensure(make_task())
-    assert "git worktree prune" in err.value.hint
+    assert await wt.ensure(task) == path
+    assert (path / "a.txt").read_text() == "committed\n"
+    assert await wt.tip(task) == head
 
 
 async def test_a_branch_name_full_of_shell_metacharacters_is_just_a_name(tmp_path):

@@ -290,8 +290,13 @@ class Pipeline:
         task = await self.control.store.get_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
             return task  # the task moved on (cancelled, say) while the run was going
+        moved: dict[str, Any] = {}
         if task.rewind_to is not None:  # this run began where the reset or retry asked
-            task = await self.control.update(task, actor=T25, rewind_to=None)
+            moved["rewind_to"] = None
+        if report.branch_head not in (None, task.branch_head):  # where the next run checks
+            moved["branch_head"] = report.branch_head
+        if moved:
+            task = await self.control.update(task, actor=T25, **moved)
         return await self._decide(task, run, report)
 
     async def _keep_run(self, run: Run, report: RunReport) -> None:

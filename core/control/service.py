@@ -624,7 +624,12 @@ class ControlPlane(Queries, Operations):
                 return Ruling(
                     to=TaskState.QA,
                     why=decision.text or "QA and review again, on the branch as it is now",
-                    fields={"checks_passed": None, "review_verdict": None, "reviewed_head": None},
+                    fields={
+                        "checks_passed": None,
+                        "review_verdict": None,
+                        "reviewed_head": None,
+                        "branch_head": None,  # the branch as it is now is the one to judge
+                    },
                     enqueue=True,
                 )
         assert_never(decision.verb)

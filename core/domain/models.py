@@ -182,6 +182,9 @@ class Task(_Value):
     # The commit the next run starts from (a reset, or a retried implementation): its
     # worker moves the branch back there first. None: go on from the branch as it is.
     rewind_to: str | None = None
+    # The task branch's head as T25's last run on it left it: every later run checks the
+    # branch still holds it (core.workspace.branch_guard), and a second attempt starts there.
+    branch_head: str | None = None
     # The task's own budget, raised by an operator's answer past limits.max_cost_usd and
     # limits.max_tokens; None: the configured one.
     budget_usd: float | None = None
@@ -214,6 +217,7 @@ MUTABLE_TASK_FIELDS = frozenset(
         "violation",
         "protected_paths",
         "rewind_to",
+        "branch_head",
         "budget_usd",
         "budget_tokens",
         "role_budgets",

@@ -31,6 +31,7 @@ class RunReport(BaseModel):
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
     head: str | None = None  # the task branch's head the run judged (QA, REVIEW) or began on
+    branch_head: str | None = None  # the task branch's head as the run left it (Task.branch_head)
     commit: str | None = None  # the commit T25 made of what DOCS changed, on `head`
     committed: tuple[str, ...] = ()  # the paths that commit changed
     # A question for the operator instead of a run: no agent of the role's chain may play

@@ -42,8 +42,10 @@ from core.domain.reports import RunReport
 from core.domain.tools import tools_for
 from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
+from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
+from core.workspace.branch_guard import check_branch
 from core.workspace.check_litter import litter_note, put_back, tree_state
 from core.workspace.merging import checked_merge, merged_already
 from core.workspace.pull_request import publish, push_default_branch
@@ -222,67 +224,86 @@ class Worker:
     ) -> RunReport:
         worktrees = self.workspace.worktrees(task.project)
         async with self._locked(worktrees, task.id, abort):
+            await check_branch(worktrees, task)  # the branch T25 made, never one made anew
             path = await worktrees.ensure(task)
             if run.attempts > 1:  # an attempt before this one lost its lease midway
                 await self._set_aside(worktrees, run, task)
-            if task.rewind_to is not None:  # a reset, or a retried implementation
-                archived = await worktrees.rewind(task, task.rewind_to)
-                if archived:
-                    log.info(
-                        "%s: moved %s back to %s; its head %s kept under refs/t25/archive/",
-                        task.id,
-                        task.branch,
-                        task.rewind_to[:12],
-                        archived[:12],
-                    )
-            last_commit = await worktrees.tip(task)  # T25's: every run before was watched
-            implementing = run.stage is TaskState.IMPLEMENTING
-            watched = await worktrees.watch_run(task, may_commit=implementing)
+            report = await self._from(lease, run, task, abort, claim, worktrees, path)
+            return report.model_copy(update={"branch_head": await worktrees.tip(task)})
+
+    async def _from(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        abort: asyncio.Event,
+        claim: Claim | None,
+        worktrees: Worktrees,
+        path: Path,
+    ) -> RunReport:
+        """The run in its worktree, from where it starts: the commit a reset or a retried
+        implementation names, or, for a second attempt, where T25's last run left the
+        branch (whatever a lost attempt committed on top is kept under refs/t25/archive/)."""
+        start = task.rewind_to or (task.branch_head if run.attempts > 1 else None)
+        if start is not None:
+            archived = await worktrees.rewind(task, start)
+            if archived:
+                log.info(
+                    "%s: moved %s back to %s; its head %s kept under refs/t25/archive/",
+                    task.id,
+                    task.branch,
+                    start[:12],
+                    archived[:12],
+                )
+        last_commit = await worktrees.tip(task)  # T25's: every run before was watched
+        implementing = run.stage is TaskState.IMPLEMENTING
+        watched = await worktrees.watch_run(task, may_commit=implementing)
+        try:
             try:
-                try:
-                    report = await self._stage(lease, run, task, worktrees, path, abort, claim)
-                except LeaseLost:
-                    raise  # not this run's failure: the run is no longer ours
-                except T25Error as exc:  # no adapter could run, the push failed, ...
-                    report = RunReport(error=exc.message)
-                undone = await worktrees.watch.finish(watched, confined=_confined(run, report))
-            finally:
-                worktrees.watch.abandon(watched)  # stopped midway: no longer watched
-            report = _changed_meanwhile(report, undone)
-            committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
-            if committing and report.result and report.result.ok:
-                undone = await _outward_links(worktrees, task)
-                if undone.changes:
-                    return await _undo(worktrees, task, report, undone, last_commit)
-                if implementing:
-                    await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
-                    stat = await worktrees.diff_stat(task)
-                    largest, size = await largest_file(
-                        worktrees.repo, f"refs/heads/{task.branch}", stat.files
-                    )
-                    stat = stat.model_copy(update={"largest": largest, "largest_bytes": size})
-                    manifests = [p for p in stat.touched if is_manifest(p)]
-                    return report.model_copy(
-                        update={
-                            "diff_stat": stat,
-                            "diff": await worktrees.diff(task),
-                            "manifests": await worktrees.manifests(task, manifests),
-                        }
-                    )
-                # DOCS: what it changed, for the pipeline to weigh
-                message = f"{task.id}: documentation\n\nT25 run {run.id}"
-                commit = await worktrees.commit_all(task, message)
-                changed = await worktrees.changed(last_commit, commit) if commit else ()
-                documented = await worktrees.diff_stat(task) if commit else None
+                report = await self._stage(lease, run, task, worktrees, path, abort, claim)
+            except LeaseLost:
+                raise  # not this run's failure: the run is no longer ours
+            except T25Error as exc:  # no adapter could run, the push failed, ...
+                report = RunReport(error=exc.message)
+            undone = await worktrees.watch.finish(watched, confined=_confined(run, report))
+        finally:
+            worktrees.watch.abandon(watched)  # stopped midway: no longer watched
+        report = _changed_meanwhile(report, undone)
+        committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
+        if committing and report.result and report.result.ok:
+            undone = await _outward_links(worktrees, task)
+            if undone.changes:
+                return await _undo(worktrees, task, report, undone, last_commit)
+            await confirm_lease(self.runs, lease, self.lease_ttl_s)  # lost: nothing committed
+            if implementing:
+                await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
+                stat = await worktrees.diff_stat(task)
+                largest, size = await largest_file(
+                    worktrees.repo, f"refs/heads/{task.branch}", stat.files
+                )
+                stat = stat.model_copy(update={"largest": largest, "largest_bytes": size})
+                manifests = [p for p in stat.touched if is_manifest(p)]
                 return report.model_copy(
                     update={
-                        "head": last_commit,
-                        "commit": commit,
-                        "committed": changed,
-                        "diff_stat": documented,
+                        "diff_stat": stat,
+                        "diff": await worktrees.diff(task),
+                        "manifests": await worktrees.manifests(task, manifests),
                     }
                 )
-            return report.model_copy(update={"head": last_commit})
+            # DOCS: what it changed, for the pipeline to weigh
+            message = f"{task.id}: documentation\n\nT25 run {run.id}"
+            commit = await worktrees.commit_all(task, message)
+            changed = await worktrees.changed(last_commit, commit) if commit else ()
+            documented = await worktrees.diff_stat(task) if commit else None
+            return report.model_copy(
+                update={
+                    "head": last_commit,
+                    "commit": commit,
+                    "committed": changed,
+                    "diff_stat": documented,
+                }
+            )
+        return report.model_copy(update={"head": last_commit})
 
     async def _merge(self, task: Task, abort: asyncio.Event) -> RunReport:
         """A merge decided at a control plane with no checkout of the repository, made in

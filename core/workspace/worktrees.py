@@ -472,11 +472,6 @@ class Worktrees:
             if os.path.lexists(path):
                 await self._verify(task, path)
                 return path
-            if path in await self._listing():
-                raise WorktreeRefused(
-                    f"git lists {path} as a worktree but the directory is gone",
-                    hint=f"restore it, or run `git worktree prune` in {self.repo}, then retry",
-                )
             record = self._read_record(task.id)
             if record is not None and record.get("owner") != self.owner:
                 raise WorktreeRefused(
@@ -484,6 +479,8 @@ class Worktrees:
                     f"({record.get('owner')!r}) for {task.id}",
                     hint="two installations share this worktree root; give each its own",
                 )
+            if path in await self._listing():  # its directory removed by hand: made again
+                await git("worktree", "prune", cwd=self.repo, drivers_from=())
             await self._create(task, path)
             await self._verify(task, path)
             return path
