@@ -174,6 +174,16 @@ class AuditLog:
             finally:
                 fh.close()  # and with it the file lock
 
+    async def settle(self) -> int:
+        """Void the lines no decider anchored (each stopped before its decision took effect),
+        as the next decision would, writing nothing else; how many. Where the store keeps
+        the chain a line commits with its effect, so none is ever left over."""
+        if self.chain is not None:
+            return 0
+        async with self.writer() as held:
+            assert isinstance(held, FileWriter)
+            return await held.settle()
+
     async def append(
         self,
         *,

@@ -243,7 +243,7 @@ async def sync_mirror(store: ChainStore, fh: BinaryIO, mirror: Path) -> int:
     lacks, after cutting off a torn last line. Returns how many lines were added. A mirror
     whose last whole line is not the store's line of that number is left alone
     (`verify_chain` reports it)."""
-    tail = await asyncio.to_thread(find_tail, fh, None)
+    tail = await asyncio.to_thread(lambda: find_tail(fh, None, orphans=False))
     last, end = tail.last, tail.end
     after = last.seq if last else 0
     if last is not None:
