@@ -151,6 +151,22 @@ async def test_a_failing_call_raises_with_gits_reason(repo):
     assert await git("rev-parse", "--verify", "no-such-ref", cwd=repo, check=False) == ""
 
 
+async def test_a_stale_index_lock_is_named_with_its_path_and_how_to_clear_it(repo, wt):
+    # A git that died left its lock; git names it on the first line and ends on advice.
+    task = make_task()
+    path = await wt.ensure(task)
+    tip = plain_git("rev-parse", "HEAD", cwd=path)
+    lock = Path(
+        plain_git("rev-parse", "--path-format=absolute", "--git-path", "index.lock", cwd=path)
+    )
+    lock.write_text("")
+    (path / "app.py").write_text("x = 2\n")
+    with pytest.raises(GitError) as err:
+        await wt.reset(task, tip, snapshot=False)  # what a retried stage does first
+    assert f"Unable to create '{lock}': File exists" in err.value.message
+    assert err.value.hint == f"if no git process is running there, remove {lock}"
+
+
 async def test_status_entries_keep_leading_spaces_and_skip_rename_sources(repo):
     (repo / "app.py").write_text("x = 2\n")
     plain_git("mv", "notes.txt", "renamed notes.txt", cwd=repo)

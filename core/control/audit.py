@@ -48,7 +48,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol, overload
 
-from core.control.audit_chain import ChainStore, ChainWriter, adopt_if_needed, sync_mirror
+from core.control.audit_chain import (
+    ChainStore,
+    ChainWriter,
+    adopt_if_needed,
+    sync_mirror,
+    take_over,
+)
 from core.control.audit_chain import verify_chain as _verify_chain
 from core.control.audit_file import (
     FileWriter,
@@ -174,6 +180,16 @@ class AuditLog:
             finally:
                 fh.close()  # and with it the file lock
 
+    async def settle(self) -> int:
+        """Void the lines no decider anchored (each stopped before its decision took effect),
+        as the next decision would, writing nothing else; how many. Where the store keeps
+        the chain a line commits with its effect, so none is ever left over."""
+        if self.chain is not None:
+            return 0
+        async with self.writer() as held:
+            assert isinstance(held, FileWriter)
+            return await held.settle()
+
     async def append(
         self,
         *,
@@ -277,11 +293,12 @@ class AuditLog:
         """The entries (a page of them, with `limit`) and the whole chain's verdict. The
         verdict is reused for VERDICT_TTL_S while the chain's head and the file stay the
         same, so reading a long log page by page verifies it once."""
+        pending = await self._take_over()  # before the page: it reads the chain taken over
         entries = await self.page(after=after, limit=limit, task=task)
         more = limit is not None and limit > 0 and len(entries) == limit
         return AuditTrail(
             entries=entries,
-            verdict=await self._recent_verdict(),
+            verdict=pending or await self._recent_verdict(),
             next=entries[-1].seq if more else None,
         )
 
@@ -302,6 +319,8 @@ class AuditLog:
             async with self._lock:
                 fh = await self._mirror()
                 try:
+                    if (pending := await self._take_over()) is not None:
+                        return pending
                     anchor = await self.chain.get_audit_anchor()
                     return await _verify_chain(self.chain, anchor, fh, self.path, self.keys)
                 finally:
@@ -323,6 +342,11 @@ class AuditLog:
                 f"set aside beside it, the newest in {aside[-1].name}"
             )
         return dataclasses.replace(verdict, message=verdict.message + note)
+
+    async def _take_over(self) -> Verdict | None:
+        """Where the store keeps the chain, an earlier T25's log not yet in it is taken over
+        first (`core.control.audit_chain.take_over`); the verdict when it cannot be."""
+        return None if self.chain is None else await take_over(self.chain, self.path)
 
     def set_aside(self) -> list[Path]:
         """The files torn lines were moved to, oldest first."""

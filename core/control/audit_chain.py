@@ -218,6 +218,34 @@ async def adopt_if_needed(store: ChainStore, anchor: AuditAnchor | None, mirror:
     log.warning("t25: the audit log %s (%d lines) moved into the store", mirror, len(chain))
 
 
+async def take_over(store: ChainStore, mirror: Path) -> Verdict | None:
+    """Before the chain is verified: a store anchored by an earlier T25's log file and
+    holding no chain yet takes this checkout's log over, as the next decision would (under
+    the store's audit lock). None when that is done or not needed; the verdict to give
+    instead of TAMPERED when this checkout's log cannot be taken over (it does not end at
+    the anchor): nothing is wrong, the log is elsewhere."""
+    if await store.get_audit_anchor() is None or await store.audit_lines(limit=1):
+        return None
+    release = await store.lock_audit()
+    try:
+        anchor = await store.get_audit_anchor()
+        await adopt_if_needed(store, anchor, mirror)
+    except AuditError as exc:
+        if await store.audit_lines(limit=1):
+            return None  # another process took it over meanwhile, or the chain is damaged
+        seq = anchor.seq if anchor else 0
+        return Verdict(
+            False,
+            0,
+            f"the audit log of the previous version (line {seq} anchored in the store) has "
+            f"not been taken over into the store yet, and cannot be from here: {exc.message}",
+            pending=True,
+        )
+    finally:
+        await release()
+    return None
+
+
 def _as_kept(raw: str) -> ChainLine:
     """A line of the log file as the store keeps it: its text exactly as it was (a line
     written before separators were escaped stays as it was, and still verifies)."""
@@ -243,7 +271,7 @@ async def sync_mirror(store: ChainStore, fh: BinaryIO, mirror: Path) -> int:
     lacks, after cutting off a torn last line. Returns how many lines were added. A mirror
     whose last whole line is not the store's line of that number is left alone
     (`verify_chain` reports it)."""
-    tail = await asyncio.to_thread(find_tail, fh, None)
+    tail = await asyncio.to_thread(lambda: find_tail(fh, None, orphans=False))
     last, end = tail.last, tail.end
     after = last.seq if last else 0
     if last is not None:
@@ -435,5 +463,6 @@ __all__ = [
     "ChainWriter",
     "adopt_if_needed",
     "sync_mirror",
+    "take_over",
     "verify_chain",
 ]

@@ -151,6 +151,16 @@ class FileWriter:
         await self._anchor_now(line)
         return line
 
+    async def settle(self) -> int:
+        """Void the lines no decider anchored (each decider stopped before its decision took
+        effect), writing nothing else; how many there were."""
+        if not self._tail.unanchored:
+            return 0
+        *earlier, last = self._tail.unanchored  # `_write` voids the earlier ones first
+        self._tail = dataclasses.replace(self._tail, unanchored=earlier)
+        await self._anchor_now(await self._write(_never_anchored(last)))
+        return len(earlier) + 1
+
     async def _write(self, fields: dict[str, object]) -> AuditEntry:
         """Append `fields` as the next line (after voids for any lines no decider anchored),
         durably; the tail moves past it, the anchor does not."""
@@ -158,15 +168,7 @@ class FileWriter:
         seq, prev = (1, GENESIS) if tail.last is None else (tail.last.seq + 1, tail.last.hash)
         lines: list[dict[str, object]] = []
         for orphan in tail.unanchored:  # first: lines no decider anchored took no effect
-            never_anchored = {
-                "actor": T25_ACTOR,
-                "task": orphan.task,
-                "decision": VOID,
-                "voids": orphan.seq,
-                "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
-                "was never anchored (its decider stopped before acknowledging it)",
-            }
-            lines.append(seal(seq, prev, now, never_anchored, self._audit.keys))
+            lines.append(seal(seq, prev, now, _never_anchored(orphan), self._audit.keys))
             seq, prev = seq + 1, str(lines[-1]["hash"])
         lines.append(seal(seq, prev, now, fields, self._audit.keys))
         data = b"".join(encode(fields) for fields in lines)
@@ -193,6 +195,18 @@ class FileWriter:
             if not isinstance(exc, Exception):
                 raise
         self._anchor = entry.anchor()
+
+
+def _never_anchored(orphan: AuditEntry) -> dict[str, object]:
+    """T25's void of a line no decider anchored."""
+    return {
+        "actor": T25_ACTOR,
+        "task": orphan.task,
+        "decision": VOID,
+        "voids": orphan.seq,
+        "reason": f"the {orphan.decision} on line {orphan.seq} did not take effect: it "
+        "was never anchored (its decider stopped before acknowledging it)",
+    }
 
 
 async def _holds(store: AuditAnchorStore, anchor: AuditAnchor) -> bool:
@@ -222,15 +236,16 @@ def _cut_back(fh: BinaryIO, end: int) -> None:
         log.warning("t25: could not cut the audit log back after a failed write: %s", exc)
 
 
-def find_tail(fh: BinaryIO, anchor: AuditAnchor | None) -> Tail:
+def find_tail(fh: BinaryIO, anchor: AuditAnchor | None, *, orphans: bool = True) -> Tail:
     """The last whole line and what follows it. Usually one backward read of the last
-    line; the whole file only when its end is torn or runs past the anchor."""
+    line; the whole file only when its end is torn or runs past the anchor (with no anchor:
+    has lines), to find the lines no decider anchored (`orphans`; a mirror has none)."""
     size = fh.seek(0, os.SEEK_END)
     raw = _last_line(fh, size)
     if not raw:
         return Tail(last=None, end=0)
     last = parse_entry(raw[:-1]) if raw.endswith(b"\n") else None
-    if last is not None and (anchor is None or last.seq <= anchor.seq):
+    if last is not None and (last.seq <= (anchor.seq if anchor else 0) or not orphans):
         return Tail(last=last, end=size)
     fh.seek(0)
     return _tail_of(fh.read(), anchor)
@@ -251,12 +266,20 @@ def _tail_of(data: bytes, anchor: AuditAnchor | None) -> Tail:
 
 def _unanchored(entries: list[AuditEntry | None], anchor: AuditAnchor | None) -> list[AuditEntry]:
     """The whole lines after the anchored one, when the anchored line is what the store
-    says and every line after it is well-formed (otherwise: damage, for `verify`)."""
-    if anchor is None or not 0 < anchor.seq < len(entries):
+    says and every line after it is well-formed (otherwise: damage, for `verify`). With no
+    anchor yet, every line of a log that starts the chain: the first decision's decider
+    stopped before acknowledging it."""
+    if anchor is None:
+        first = entries[0] if entries else None
+        if first is None or (first.seq, first.prev) != (1, GENESIS):
+            return []
+        after = entries
+    elif not 0 < anchor.seq < len(entries):
         return []
-    at, after = entries[anchor.seq - 1], entries[anchor.seq :]
-    if at is None or at.hash != anchor.hash:
-        return []
+    else:
+        at, after = entries[anchor.seq - 1], entries[anchor.seq :]
+        if at is None or at.hash != anchor.hash:
+            return []
     whole = [e for e in after if e is not None]
     return whole if len(whole) == len(after) else []
 

@@ -30,6 +30,11 @@ OPTIONAL = frozenset({"bound_to", "voids"})  # written only when set
 MAC = "mac"  # T25's seal of the line's hash: outside what the hash covers
 VOID = "void"  # T25's own line: the decision on line `voids` did not take effect
 T25_ACTOR = "t25"
+# Said of lines past the anchor: what voids them, when a stopped decider left them.
+SETTLED = (
+    "; if a T25 process was killed while deciding, the next decision or the next start of "
+    "`t25 run` or `t25 serve` voids its line"
+)
 
 
 def digest(fields: dict[str, object]) -> str:
@@ -152,7 +157,7 @@ class ChainCheck:
                 return Verdict(
                     False,
                     count,
-                    f"the store holds no anchor but the log has {count} lines",
+                    f"the store holds no anchor but the log has {count} lines{SETTLED}",
                     bad_line=1,
                 )
             return Verdict(True, 0, "the audit log is empty")
@@ -176,8 +181,8 @@ class ChainCheck:
                 False,
                 count,
                 f"line {anchor.seq + 1}: was never anchored in the store "
-                "(appended outside T25, or written by a process that stopped before "
-                "acknowledging it)",
+                f"(appended outside T25, or written by a process that stopped before "
+                f"acknowledging it){SETTLED}",
                 bad_line=anchor.seq + 1,
             )
         return Verdict(

@@ -91,6 +91,7 @@ from core.domain.text import printable
 from core.errors import GitError, IllegalTransition, MergeRefused, PolicyRefused
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, one_line_log
+from core.workspace.merge_preview import MergePreview, preview_merge
 from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
@@ -333,19 +334,15 @@ class ControlPlane(Queries, Operations):
         unreviewed: tuple[str, ...] = ()
         if history.approved_head and task.reviewed_head != history.approved_head:
             unreviewed = await one_line_log(worktrees.repo, history.approved_head, head)
-        refusal = found.refusal
-        if refusal is None:
-            try:
-                await worktrees.moved_since_review(task)
-            except MergeRefused as exc:
-                refusal = exc.message
+        tried = MergePreview() if found.refusal else await preview_merge(worktrees, task)
         return found.model_copy(
             update={
                 "default_branch": worktrees.default_branch,
                 "commits": commits,
                 "unreviewed": unreviewed,
                 "diff_stat": await worktrees.diff_stat(task),
-                "refusal": refusal,
+                "refusal": found.refusal or tried.refusal,
+                "made_as": tried.made_as,
             }
         )
 

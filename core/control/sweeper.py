@@ -36,7 +36,7 @@ from core.control.service import ControlPlane
 from core.domain.backoff import Backoff
 from core.domain.models import MERGE_ROLE, RunStatus, Task, TaskState
 from core.domain.states import WORKING
-from core.errors import StaleState, StoreError, StoreUnavailable
+from core.errors import AuditError, StaleState, StoreError, StoreUnavailable
 from core.ports import STORE_PATIENCE_S
 
 log = logging.getLogger("t25.sweeper")
@@ -124,6 +124,7 @@ class Sweeper:
 
     async def work(self, *, follow: bool = False) -> None:
         """Run until nothing can move without a human (or forever, with `follow`)."""
+        await self._settle_audit()
         if self.pool is not None:
             self.pool.start(self.store)
         try:
@@ -148,6 +149,17 @@ class Sweeper:
             self.store.back.set()  # nobody waits for the store any more
             if self.pool is not None:
                 await self.pool.stop()
+
+    async def _settle_audit(self) -> None:
+        """Void the audit lines of deciders that were killed before their decision took
+        effect, rather than leave them unanchored until the next decision."""
+        try:
+            voided = await self.control.audit.settle()
+        except (AuditError, StoreError) as exc:
+            log.warning("t25: the audit log's unanchored lines were not voided: %s", exc.message)
+            return
+        if voided:
+            log.warning("t25: voided %d audit line(s) no decider anchored", voided)
 
     async def sweep(self) -> None:
         """One pass: lapsed leases back to the queue (or their task failed), then every

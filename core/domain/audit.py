@@ -46,6 +46,8 @@ class Verdict:
     message: str
     bad_line: int | None = None
     head: AuditAnchor | None = None
+    # Not a fault: the log of an earlier T25 waits to be taken over by the store's chain.
+    pending: bool = False
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ class MergeEvidence(BaseModel):
     rounds: tuple[ReviewRound, ...] = ()
     protected_paths: tuple[str, ...] = ()
     refusal: str | None = None  # why a merge would be refused now; None: it may go ahead
+    # How the merge would be made, as git tried it here ("as a merge commit onto …"), or
+    # why it was not tried; None where this process has no checkout.
+    made_as: str | None = None
 
     def lines(self) -> list[str]:
         """The merge's evidence as the command line and the cockpit's dialog print it."""
@@ -155,6 +158,7 @@ class MergeEvidence(BaseModel):
         lines.append(
             f"  would be       refused: {printable(self.refusal)}"
             if self.refusal
-            else "  would be       merged (the checks run again on the merge before it lands)"
+            else f"  would be       merged {self.made_as + ' ' if self.made_as else ''}"
+            "(the checks run again on the merge before it lands)"
         )
         return lines

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -89,6 +90,10 @@ SAFE_OVERRIDES: tuple[tuple[str, str], ...] = tuple(
     (key, value) for key, _, value in (pair.partition("=") for pair in SAFE_CONFIG[1::2])
 )
 
+GIT_SAID_MAX = 1000  # characters of git's own words kept in an error
+# git's words when a lock file (index.lock, HEAD.lock, …) is in the way.
+_STALE_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
 # Config sections whose programs are chosen per driver name (see the module docstring).
 _DRIVER_SECTIONS = ("filter", "merge")
 
@@ -132,8 +137,21 @@ def _argv(args: tuple[str, ...]) -> list[str]:
 
 
 def _fail(args: tuple[str, ...], cwd: Path, code: int, stderr: str) -> GitError:
-    detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {code}"
-    return GitError(f"git {' '.join(args)} failed in {cwd}: {detail}")
+    detail = git_said(stderr) or f"exit status {code}"
+    lock = _STALE_LOCK.search(detail)
+    hint = f"if no git process is running there, remove {lock[1]}" if lock else None
+    return GitError(f"git {' '.join(args)} failed in {cwd}: {detail}", hint=hint)
+
+
+def git_said(stderr: str) -> str:
+    """What git said on failing, in one line: every `fatal:` and `error:` line (the first
+    names what failed, such as the path of a lock left by a git that died; the advice after
+    it does not), else its last line; at most GIT_SAID_MAX characters."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = "; ".join(
+        [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
+    )
+    return said if len(said) <= GIT_SAID_MAX else said[: GIT_SAID_MAX - 1] + "…"
 
 
 def git_sync(*args: str, cwd: Path, check: bool = True) -> str:

@@ -75,24 +75,34 @@ def verify(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> bool:
         trail = await control.audit_trail()
         verdict = trail.verdict
-        stream = sys.stdout if verdict.ok else sys.stderr
         where = log_path(control.config.root)
-        print(f"{'ok' if verdict.ok else 'TAMPERED'}: {where}: {verdict.message}", file=stream)
         if not verdict.ok:
+            print(f"{_failed(verdict)}: {where}: {verdict.message}", file=sys.stderr)
             return False
         problems = cross_check(list(trail.entries), await _recorded(control))
         problems += await _history_problems(control)
-        for problem in problems:
-            print(f"MISMATCH: {problem}", file=sys.stderr)
-        if against is not None:
-            broken = await _against(control, verdict, *against)
+        broken = await _against(control, verdict, *against) if against is not None else None
+        if problems or broken:  # "ok" is said only of a log that passes every check
+            if problems:
+                said = f"{verdict.message}, but the store disagrees with it"
+                print(f"FAILED: {where}: {said}:", file=sys.stderr)
+            for problem in problems:
+                print(f"MISMATCH: {problem}", file=sys.stderr)
             if broken:
                 print(f"CHECKPOINT: {broken}", file=sys.stderr)
-                return False
+            return False
+        print(f"ok: {where}: {verdict.message}")
+        if against is not None:
             print(f"ok: checkpoint {against[0]} {against[1]} holds")
-        return not problems
+        return True
 
     return 0 if run(args, body) else 1
+
+
+def _failed(verdict: Verdict) -> str:
+    """The word a failing verdict is printed under: TAMPERED, unless it is a log T25 has
+    yet to take over (nothing wrong with it)."""
+    return "NOT YET VERIFIABLE" if verdict.pending else "TAMPERED"
 
 
 def _checkpoint(text: str) -> tuple[int, str] | None:
@@ -125,7 +135,7 @@ def checkpoint(args: argparse.Namespace) -> int:
 
     verdict = run(args, body)
     if not verdict.ok:
-        print(f"TAMPERED: {verdict.message}; no checkpoint taken", file=sys.stderr)
+        print(f"{_failed(verdict)}: {verdict.message}; no checkpoint taken", file=sys.stderr)
         return 1
     seq, digest = (verdict.head.seq, verdict.head.hash) if verdict.head else (0, GENESIS)
     if args.json:
