@@ -128,14 +128,14 @@ def main(argv: list[str]) -> int:
         status = _lead(parent, grace_s, command)
     except _Orphaned:  # T25 died: kill the command and the rest now, without grace
         status = None
-    for sig in (ORPHANED, signal.SIGTERM, signal.SIGINT):  # nothing stops the clean-up
-        signal.signal(sig, signal.SIG_IGN)
+    for stop in (ORPHANED, signal.SIGTERM, signal.SIGINT):  # nothing stops the clean-up
+        signal.signal(stop, signal.SIG_IGN)
     _kill_descendants()
     if status is None or os.WIFSIGNALED(status):
-        sig = signal.SIGKILL if status is None else os.WTERMSIG(status)
-        if sig != signal.SIGKILL:  # SIGKILL cannot be caught, nor set back
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
+        ended_by = signal.SIGKILL if status is None else os.WTERMSIG(status)
+        if ended_by != signal.SIGKILL:  # SIGKILL cannot be caught, nor set back
+            signal.signal(ended_by, signal.SIG_DFL)
+        os.kill(os.getpid(), ended_by)
     return os.WEXITSTATUS(status) if status is not None else 137
 
 
