@@ -9,8 +9,10 @@ agent was running has used an attempt, the two others have not (store.reaping).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,7 +22,10 @@ from core.domain.events import RunStarted
 from core.domain.models import RunStatus, TaskState
 from core.workspace.worktrees import META_DIR, WorktreeLock
 from store import open_store
-from tests.test_pipeline import write_config
+from t25_tui.api.server import make_api
+from t25_tui.api.worker_client import HttpRunQueue
+from tests.test_pipeline import Env, write_config
+from tests.test_serve import CREDENTIAL, serving
 
 WAIT_S = 120  # every wait below is bounded by this (a lapsed lease takes `t25 run`'s 30 s)
 T25 = [sys.executable, "-m", "t25_tui"]
@@ -104,3 +109,41 @@ def test_only_the_runs_whose_agents_were_running_pay_for_a_killed_worker(shop):
     for ref in ("T-2", "T-3"):  # claimed twice, their agents started once
         assert attempts[(ref, TaskState.SPEC)][:2] == (1, [1]), log.read_text()
     assert {status for *_, status in attempts.values()} == {RunStatus.SUCCEEDED}, attempts
+
+
+async def test_a_remote_worker_starts_its_agent_only_once_serve_holds_that_it_does(shop):
+    """The fact the reaper reads comes through serve before the agent starts, not after."""
+    env = Env(shop)
+    control = await env.open()
+    try:
+        await env.new()
+        for _ in range(2):  # RECEIVED to SPEC, then SPEC's run queued
+            await env.sweeper().sweep()
+        app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+        async with serving(app) as url:
+            remote = HttpRunQueue(url, CREDENTIAL)
+            try:
+                claim = await remote.claim("remote-1", 30)
+                assert claim is not None
+                lease = claim.lease
+                started = RunStarted(
+                    task_id=lease.task_id, run_id=lease.run_id, worker=lease.worker, attempt=1
+                )
+                await remote.record(lease, started)
+                # Read at once, with the loop held: nothing more can reach serve meanwhile.
+                assert _started_in(shop / ".factory" / "t25.db") == [(lease.run_id, 1)]
+                await remote.release(lease)
+            finally:
+                await remote.close()
+    finally:
+        await env.close()
+
+
+def _started_in(db: Path) -> list[tuple[str, int]]:
+    """The `run_started` events in the SQLite store at `db`, read without the event loop."""
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        rows = con.execute(
+            "SELECT run_id, json_extract(payload, '$.attempt') FROM events"
+            " WHERE kind = 'run_started'"
+        ).fetchall()
+    return [(f"R-{run}", attempt) for run, attempt in rows]
