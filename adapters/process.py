@@ -36,7 +36,7 @@ from core.config import held_secrets
 from core.config.schema import MAX_LOG_BYTES
 from core.domain.agent import RunLog
 from core.domain.output import truncation_marker
-from core.errors import DiskFull, T25Error, out_of_space
+from core.errors import DiskFull, T25Error, disk_full, out_of_space
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
@@ -254,7 +254,9 @@ class Head:
         if self.refused is not None:
             what = f"could not write the run's log to {self.spool}"
             if out_of_space(self.refused):
-                raise DiskFull(what, self.spool) from self.refused
+                raise DiskFull(
+                    disk_full(what, self.spool), hint="free space, then retry the task"
+                ) from self.refused
             raise T25Error(f"{what}: {self.refused.strerror or self.refused}") from self.refused
         return RunLog(path=self.spool, size=self.size, sha256=self.hash.hexdigest())
 

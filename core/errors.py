@@ -81,10 +81,7 @@ class AuditError(T25Error):
 
 class DiskFull(T25Error):
     """A file T25 writes (a run's log) found its disk full: the run it was for fails, with
-    where to free space; the process goes on with its other runs."""
-
-    def __init__(self, what: str, path: os.PathLike[str] | str) -> None:
-        super().__init__(disk_full(what, path), hint="free space, then retry the task")
+    where to free space (`disk_full`); the process goes on with its other runs."""
 
 
 def disk_full(what: str, path: os.PathLike[str] | str) -> str:
