@@ -36,6 +36,7 @@ from core.config import held_secrets
 from core.config.schema import MAX_LOG_BYTES
 from core.domain.agent import RunLog
 from core.domain.output import truncation_marker
+from core.errors import DiskFull, T25Error, disk_full, out_of_space
 from core.workspace.git import close_pipes, let_go, unstoppable
 
 CHUNK = 65536
@@ -170,6 +171,7 @@ class Head:
         self.file: BinaryIO | None = None
         self.held: list[bytes] = []  # what could not be written to the file
         self.on_disk = True
+        self.refused: OSError | None = None  # why the disk took no more of it
         self.lock = asyncio.Lock()  # spills in the order they were taken
         self.last = bytearray()  # the last TAIL_BYTES fed, kept or not
 
@@ -225,8 +227,8 @@ class Head:
                     assert self.file is not None
                     await _off_loop(self.file.write, pending)
                     return
-                except OSError:  # no room: the rest stays in memory
-                    self.on_disk = False
+                except OSError as exc:  # no room: the rest stays in memory
+                    self.on_disk, self.refused = False, exc
             self.held.append(pending)
 
     async def value(self) -> bytes:
@@ -239,14 +241,23 @@ class Head:
 
     async def spooled(self) -> RunLog:
         """The log written to its `spool` file to the end, the marker after it when it was
-        cut (the file exists even for an empty log); OSError when the disk refused it."""
+        cut (the file exists even for an empty log). A disk that refused it fails the run,
+        not the process: DiskFull when it had no room, T25Error otherwise."""
         assert self.spool is not None, "a log kept in memory is read by value()"
         self._mark()
-        if self.file is None:
-            await _off_loop(self._open)
-        await self._spill()
-        if self.held:
-            raise OSError(f"could not write the run's log to {self.spool}")
+        try:
+            if self.file is None:
+                await _off_loop(self._open)
+            await self._spill()
+        except OSError as exc:  # the file could not even be created
+            self.refused = exc
+        if self.refused is not None:
+            what = f"could not write the run's log to {self.spool}"
+            if out_of_space(self.refused):
+                raise DiskFull(
+                    disk_full(what, self.spool), hint="free space, then retry the task"
+                ) from self.refused
+            raise T25Error(f"{what}: {self.refused.strerror or self.refused}") from self.refused
         return RunLog(path=self.spool, size=self.size, sha256=self.hash.hexdigest())
 
     def _whole(self) -> bytes:

@@ -11,6 +11,7 @@
     ├── StoreError                the store cannot be opened or is not a T25 database
     │   └── StoreUnavailable      the store did not answer now (a restart, a lock); try again
     ├── AuditError                the audit log cannot be written
+    ├── DiskFull                  a file T25 writes found no space left on its disk
     ├── PolicyRefused             an operator action that policy does not allow now
     ├── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
     └── CredentialRefused         a remote `t25 serve` refused this worker's credential (401, 403)
@@ -20,6 +21,9 @@ it (and the hint) without a traceback unless asked for one.
 """
 
 from __future__ import annotations
+
+import errno
+import os
 
 
 class T25Error(Exception):
@@ -73,6 +77,31 @@ class StoreUnavailable(StoreError):
 
 class AuditError(T25Error):
     """The audit log could not be durably written."""
+
+
+class DiskFull(T25Error):
+    """A file T25 writes (a run's log) found its disk full: the run it was for fails, with
+    where to free space (`disk_full`); the process goes on with its other runs."""
+
+
+def disk_full(what: str, path: os.PathLike[str] | str) -> str:
+    """The one line that says `what` could not be written to `path` for want of space."""
+    return f"disk full: {what} (free space on {mount_point(path)})"
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether `exc` is the operating system's "no space left on device" (or over quota)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def mount_point(path: os.PathLike[str] | str) -> str:
+    """The mount point of the file system holding `path` (its nearest existing folder's)."""
+    at = os.path.abspath(path)
+    while not os.path.exists(at):
+        at = os.path.dirname(at)
+    while not os.path.ismount(at):
+        at = os.path.dirname(at)
+    return at
 
 
 class PolicyRefused(T25Error):

@@ -10,6 +10,8 @@ statements would serialise every commit behind the global notify lock.
 
 from __future__ import annotations
 
+from store import reaping
+
 # -- opening ------------------------------------------------------------------------------
 
 # One key for "someone is migrating this database"; the event-id key is in 0001_initial.sql.
@@ -260,20 +262,26 @@ CANCEL_QUEUED_RUNS = CANCEL_RUNS.replace("IN ('queued', 'running')", "= 'queued'
 
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt
 # used ($1 the first delay, $2 the longest), or fails the run when that was its last
-# attempt. One conditional statement: a lease that a worker is completing right now
-# is skipped, not waited for, and its completion decides (see _LEASE_HOLDS).
+# attempt. It counts as an attempt only when the run's agent was started in it, or when
+# the reap before was free too (the rule: store.reaping). One conditional statement: a
+# lease that a worker is completing right now is skipped, not waited for, and its
+# completion decides (see _LEASE_HOLDS).
+_COUNTS = reaping.counts("(events.payload->>'attempt')::int")
+_LAST = f"({_COUNTS} AND attempts >= max_attempts)"
 REAP_EXPIRED = f"""
 UPDATE runs
-SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+SET status = CASE WHEN {_LAST} THEN 'failed' ELSE 'queued' END,
+    attempts = CASE WHEN {_COUNTS} THEN attempts ELSE attempts - 1 END,
     error = CASE
+        WHEN NOT {_COUNTS} THEN {reaping.free_error("attempts")}
         WHEN attempts >= max_attempts AND attempts = 1 THEN 'lease expired on its only attempt'
         WHEN attempts >= max_attempts THEN 'lease expired on all ' || attempts || ' attempts'
         ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
     END,
-    not_before = CASE WHEN attempts >= max_attempts THEN not_before ELSE clock_timestamp()
+    not_before = CASE WHEN {_LAST} THEN not_before ELSE clock_timestamp()
         + {_SECONDS.format("least($1::float8 * power(2, least(attempts - 1, 30)), $2::float8)")} END,
-    worker = CASE WHEN attempts >= max_attempts THEN worker END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN clock_timestamp() END,
+    worker = CASE WHEN {_LAST} THEN worker END,
+    finished_at = CASE WHEN {_LAST} THEN clock_timestamp() END,
     lease_expires_at = NULL
 WHERE status = 'running' AND id IN (
     SELECT id FROM runs WHERE status = 'running' AND lease_expires_at <= clock_timestamp()

@@ -42,7 +42,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
-from core.errors import StoreUnavailable
+from core.errors import StoreUnavailable, disk_full
 from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import _chunks as chunks
@@ -479,10 +479,16 @@ async def _nothing_to_release() -> None:
 @asynccontextmanager
 async def _locked_is_unavailable(path: Path) -> AsyncIterator[None]:
     """A lock held past the busy timeout is "busy for now" (StoreUnavailable), not a
-    traceback: the same call succeeds once the other process lets go."""
+    traceback: the same call succeeds once the other process lets go. So is a full disk
+    (SQLITE_FULL): the write was rolled back, and succeeds once there is room again."""
     try:
         yield
     except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "is full" in str(e):
+            raise StoreUnavailable(
+                disk_full(f"the store {path} could not be written", path),
+                hint="free space on that disk; T25 goes on once there is room",
+            ) from e
         if "locked" not in str(e) and "busy" not in str(e):
             raise
         raise StoreUnavailable(

@@ -10,6 +10,8 @@ millisecond precision): they run before the store has a clock.
 
 from __future__ import annotations
 
+from store import reaping
+
 NOW = "t25_now()"  # registered on the store's connection (store.sqlite.SqliteStore.open)
 _SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
@@ -157,19 +159,24 @@ CANCEL_QUEUED_RUNS = CANCEL_RUNS.replace("IN ('queued', 'running')", "= 'queued'
 
 # A lapsed lease goes back to the queue after a backoff that doubles with each attempt
 # used (:delay the first, :max_delay the longest), or fails the run when that was its
-# last attempt.
+# last attempt. It counts as an attempt only when the run's agent was started in it, or
+# when the reap before was free too (the rule: store.reaping).
+_COUNTS = reaping.counts("json_extract(events.payload, '$.attempt')")
+_LAST = f"({_COUNTS} AND attempts >= max_attempts)"
 REAP_EXPIRED = f"""
 UPDATE runs
-SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+SET status = CASE WHEN {_LAST} THEN 'failed' ELSE 'queued' END,
+    attempts = CASE WHEN {_COUNTS} THEN attempts ELSE attempts - 1 END,
     error = CASE
+        WHEN NOT {_COUNTS} THEN {reaping.free_error("attempts")}
         WHEN attempts >= max_attempts AND attempts = 1 THEN 'lease expired on its only attempt'
         WHEN attempts >= max_attempts THEN 'lease expired on all ' || attempts || ' attempts'
         ELSE 'lease expired on attempt ' || attempts || ' of ' || max_attempts
     END,
-    not_before = CASE WHEN attempts >= max_attempts THEN not_before
+    not_before = CASE WHEN {_LAST} THEN not_before
         ELSE {NOW} + min(:delay * (1 << min(attempts - 1, 30)), :max_delay) END,
-    worker = CASE WHEN attempts >= max_attempts THEN worker END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN {NOW} END,
+    worker = CASE WHEN {_LAST} THEN worker END,
+    finished_at = CASE WHEN {_LAST} THEN {NOW} END,
     lease_expires_at = NULL
 WHERE status = 'running' AND lease_expires_at <= {NOW}
 RETURNING *"""

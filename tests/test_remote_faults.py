@@ -105,7 +105,7 @@ def _dev_running(client: httpx.Client) -> bool:
     return run is not None and run["status"] == "running"
 
 
-def _finished_events(client: httpx.Client, run_id: str) -> int:
+def _run_events(client: httpx.Client, run_id: str, kind: str = "run_finished") -> int:
     with client.stream("GET", "/events") as response:
         count = 0
         newest = client.get("/health").json()["last_event_id"]
@@ -113,7 +113,7 @@ def _finished_events(client: httpx.Client, run_id: str) -> int:
         for line in response.iter_lines():
             if line.startswith("id:"):
                 current["id"] = int(line[3:])
-            elif line.startswith("data:") and '"run_finished"' in line and f'"{run_id}"' in line:
+            elif line.startswith("data:") and f'"{kind}"' in line and f'"{run_id}"' in line:
                 count += 1
             if current.get("id") == newest:
                 return count
@@ -159,7 +159,7 @@ def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop, sa
         wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         dev = _dev_run(client)
         assert dev["status"] == "succeeded" and dev["attempts"] == 2
-        assert _finished_events(client, dev["id"]) == 1
+        assert _run_events(client, dev["id"]) == 1
     kept = git_sync("ls-tree", "-r", "--name-only", f"refs/t25/leftovers/{dev['id']}-1", cwd=shop)
     assert SCRIBBLE_FILE in kept.split()
     on_branch = git_sync("ls-tree", "-r", "--name-only", "feat/T-1", cwd=shop)
@@ -171,6 +171,9 @@ def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(sh
         frozen = worker()
         client.post("/tasks", json={"title": "Survive a freeze"})
         wait_until(lambda: _dev_running(client), timeout=60)
+        # Frozen with its agent started: the lapse costs the run its attempt (store.reaping).
+        dev_id = _dev_run(client)["id"]
+        wait_until(lambda: _run_events(client, dev_id, "run_started") > 0, timeout=60)
         claimed_by = _dev_run(client)["worker"]
         frozen.send_signal(signal.SIGSTOP)
         rescuer = worker()
@@ -182,7 +185,7 @@ def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(sh
         assert frozen.poll() is None and rescuer.poll() is None  # refused, not crashed
         dev = _dev_run(client)
         assert dev["worker"] != claimed_by and dev["attempts"] == 2
-        assert _finished_events(client, dev["id"]) == 1
+        assert _run_events(client, dev["id"]) == 1
         task = client.get("/tasks/T-1").json()["task"]
         assert task["state"] == "DONE" and task["error"] is None
 
@@ -278,7 +281,7 @@ def test_a_clock_two_minutes_off_the_database_runs_each_stage_once(
             per_stage = Counter(r["stage"] for r in runs)
             assert set(per_stage.values()) == {1}, (n, per_stage)
             assert all(r["status"] == "succeeded" for r in runs), runs
-            assert all(_finished_events(client, r["id"]) == 1 for r in runs)
+            assert all(_run_events(client, r["id"]) == 1 for r in runs)
 
 
 def _cwd_under(proc: Path, root: Path) -> bool:

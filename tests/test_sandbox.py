@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -181,9 +182,9 @@ async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sand
     assert not _working_in(control.config.worktrees.root)
 
 
-def _t25_run(shop: Path, sandbox: str) -> subprocess.Popen[str]:
+def _t25_run(shop: Path, sandbox: str, misbehave: str = "slow:60") -> subprocess.Popen[str]:
     roles = {role: [SCRIPTED] for role in ROLES}
-    roles["dev"] = [{"adapter": "scripted", "args": ["--misbehave", "slow:60"]}]
+    roles["dev"] = [{"adapter": "scripted", "args": ["--misbehave", misbehave]}]
     config = {"projects": [{"name": "shop", "repo": "."}], "roles": roles, "sandbox": sandbox}
     (shop / "t25.yaml").write_text(yaml.safe_dump(config))
     subprocess.run(
@@ -243,6 +244,36 @@ def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
     if sig == signal.SIGTERM:
         assert running.returncode == 128 + signal.SIGTERM
         assert "stopped by SIGTERM" in (shop.parent / "run.err").read_text()
+
+
+def test_the_agents_children_die_with_a_killed_t25_run_without_waiting_for_a_restart(shop):
+    """Unconfined, the agent's own child (deaf to SIGTERM) is gone once T25 is SIGKILLed:
+    the run's reaper hears T25's death and kills what is below it before it dies."""
+    running = _t25_run(shop, "none", misbehave="hang")
+    root = shop / ".factory" / "worktrees"
+    try:
+        assert _wait_for(lambda: _hanging(root), 90), "the agent's child never ran"
+        os.kill(running.pid, signal.SIGKILL)
+        running.wait(timeout=30)
+        assert _wait_for(lambda: not _working_in(root), 10), _described(_working_in(root))
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+            running.wait(timeout=10)
+        for pid in _working_in(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _hanging(root: Path) -> list[int]:
+    """The agent's child that `--misbehave hang` starts, running under `root`."""
+    return [pid for pid in _working_in(root) if b"SIG_IGN" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b""
 
 
 def test_the_next_start_sweeps_what_a_dead_t25_left():

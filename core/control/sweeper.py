@@ -176,7 +176,8 @@ class Sweeper:
 
     async def _reap(self) -> None:
         """Runs whose lease lapsed go back to the queue; one that used its last attempt
-        fails its task, unless the task moved on meanwhile."""
+        fails its task, unless the task moved on meanwhile. Only a run whose agent its
+        worker had started pays an attempt for the lapse (Store.reap_expired)."""
         store = self.control.store
         for run in await store.reap_expired(retry_delay_s=1.0):
             if run.status is not RunStatus.FAILED:

@@ -245,7 +245,10 @@ class RunLeases(Protocol):
         self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
     ) -> list[Run]:
         """Return runs whose lease lapsed to the queue, or fail them once they used
-        `max_attempts`. A requeued run is claimable again after a backoff:
+        `max_attempts`. A lapse uses the attempt only when the run's agent was started in
+        it (a `RunStarted` of that attempt), or the reap before was free: a run whose
+        worker died before starting its agent is a neighbour of whatever killed it
+        (store.reaping). A requeued run is claimable again after a backoff:
         `retry_delay_s` after its first attempt, doubling with each attempt used, at
         most `max_retry_delay_s`. One conditional update: never read-then-write; a
         lease being completed at this instant is left to its completion."""

@@ -1,7 +1,7 @@
 """A remote worker's output on its way to `t25 serve`: in order, batched, retried, bounded.
 
 A run's events (RunStarted, RunOutput) are put in its lease's outbox and the agent goes on
-at once; one sender per lease posts them to `/worker/events` in the order they were put,
+at once (its start waits for its RunStarted to be sent: HttpRunQueue.record); one sender per lease posts them to `/worker/events` in the order they were put,
 several to a request, each request retried under one idempotency key until serve answers
 or the lease would have lapsed. So output survives a serve restart, a Postgres restart or
 a network cut shorter than the lease, and nothing is sent twice.

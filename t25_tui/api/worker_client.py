@@ -30,7 +30,7 @@ import httpx
 from core.config.held_secrets import WORKER_CREDENTIAL as CREDENTIAL_ENV
 from core.domain.agent import RunLog
 from core.domain.backoff import Backoff
-from core.domain.events import Event
+from core.domain.events import Event, RunStarted
 from core.domain.models import Author, CheckResult, Lease, ResumableSession, Run, Task
 from core.domain.reports import RunReport
 from core.errors import (
@@ -368,7 +368,8 @@ class HttpRunQueue:
         return str(response.json()["prompt"])
 
     async def record(self, lease: Lease, event: Event) -> None:
-        """Put `event` in its lease's outbox; it is sent in order, soon (t25_tui.api.outbox)."""
+        """Put `event` in its lease's outbox; it is sent in order, soon (t25_tui.api.outbox).
+        A `RunStarted` is waited for: serve holds it before the agent starts (store.reaping)."""
         key = _key(lease)
         outbox = self.outboxes.get(key)
         if outbox is None:
@@ -379,6 +380,8 @@ class HttpRunQueue:
 
             outbox = self.outboxes[key] = Outbox(lease.run_id, send)
         outbox.put({"kind": event.kind, **event.model_dump(mode="json", exclude={"id"})})
+        if isinstance(event, RunStarted):  # the agent starts once serve holds the fact: a
+            await outbox.drain()  # lapse of this lease then costs the run its attempt
 
     async def complete(self, lease: Lease, report: RunReport) -> None:
         """Send the run's output still waiting, its log (`upload_log`), then its report."""

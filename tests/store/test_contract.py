@@ -14,6 +14,7 @@ from core.domain.events import (
     DecisionRecorded,
     RunFinished,
     RunQueued,
+    RunStarted,
     TaskCreated,
     TaskTransitioned,
     TaskUpdated,
@@ -60,10 +61,20 @@ async def leased_run(store: Store, *, ttl_s: float = 30.0, max_attempts: int = 3
     return lease
 
 
-async def expire(store: Store, *, max_attempts: int = 3) -> Lease:
+async def expire(store: Store, *, max_attempts: int = 3, agent: bool = True) -> Lease:
+    """A run whose first lease lapsed, its agent started under it unless told otherwise."""
     lease = await leased_run(store, ttl_s=0.05, max_attempts=max_attempts)
+    if agent:
+        await agent_started(store, lease, 1)
     await asyncio.sleep(0.2)
     return lease
+
+
+async def agent_started(store: Store, lease: Lease, attempt: int) -> None:
+    """What T25's worker records as it starts the run's agent."""
+    await store.append_event(
+        RunStarted(task_id=lease.task_id, run_id=lease.run_id, worker=lease.worker, attempt=attempt)
+    )
 
 
 def test_every_protocol_method_is_implemented(store: Store) -> None:
@@ -602,6 +613,7 @@ async def test_run_fails_once_it_used_its_attempts(store: Store, project: Projec
     await store.reap_expired()
     again = await store.claim_run("w2", 0.05)
     assert again is not None and again.run_id == lease.run_id
+    await agent_started(store, again, 2)
     await asyncio.sleep(0.2)
 
     (failed,) = await store.reap_expired()
@@ -609,6 +621,42 @@ async def test_run_fails_once_it_used_its_attempts(store: Store, project: Projec
     assert failed.status == RunStatus.FAILED and failed.attempts == 2
     assert failed.error == "lease expired on all 2 attempts"
     assert await store.claim_run("w3", 30) is None
+
+
+async def test_a_run_reaped_before_its_agent_started_keeps_its_attempt(
+    store: Store, project: Project
+) -> None:
+    """Its worker died with another run's agent the last it started: not this run's doing."""
+    lease = await expire(store, max_attempts=1, agent=False)
+
+    (reaped,) = await store.reap_expired()
+
+    assert reaped.status == RunStatus.QUEUED and reaped.attempts == 0
+    assert reaped.error == "lease expired before its agent started (attempt 1, not counted)"
+    again = await store.claim_run("w2", 30)
+    assert again is not None and again.run_id == lease.run_id
+    assert (await store.get_run(lease.run_id)).attempts == 1  # type: ignore[union-attr]
+
+
+async def test_a_reap_is_free_only_when_the_one_before_was_not(
+    store: Store, project: Project
+) -> None:
+    """A run that keeps losing its worker before its agent starts still fails in the end;
+    an agent started in an earlier attempt does not count for a later one."""
+    lease = await expire(store, max_attempts=2)  # attempt 1 started its agent: it counts
+    (counted,) = await store.reap_expired()
+    assert counted.attempts == 1 and counted.error == "lease expired on attempt 1 of 2"
+    for free in (True, False):  # attempt 2, twice, with no agent started
+        again = await store.claim_run("w2", 0.05)
+        assert again is not None and again.run_id == lease.run_id
+        await asyncio.sleep(0.2)
+        (reaped,) = await store.reap_expired()
+        if free:
+            assert reaped.status == RunStatus.QUEUED and reaped.attempts == 1
+            assert reaped.error == "lease expired before its agent started (attempt 2, not counted)"
+
+    assert reaped.status == RunStatus.FAILED and reaped.attempts == 2
+    assert reaped.error == "lease expired on all 2 attempts"
 
 
 async def test_release_hands_the_run_back_without_counting_an_attempt(
@@ -1002,11 +1050,13 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
 
     second = await until_claimed(store, "w3", 0.05)  # attempt 2, which lapses too
     assert second.run_id == crashing.run_id and second.token > crashing.token
+    await agent_started(store, second, 2)
     await asyncio.sleep(0.2)
     await store.reap_expired(retry_delay_s=0.5)  # the second wait doubles: 1 s
     await asyncio.sleep(0.55)
     assert await store.claim_run("w4", 30) is None  # still backing off
     third = await until_claimed(store, "w4", 0.05)
+    await agent_started(store, third, 3)
     await asyncio.sleep(0.2)
 
     (failed,) = await store.reap_expired(retry_delay_s=0.5)
