@@ -15,6 +15,7 @@ import shutil
 
 import pytest
 
+from core.domain.events import RunStarted
 from core.domain.models import Lease, TaskState
 from core.workspace.git import git_sync
 from tests.test_pipeline import Env
@@ -110,6 +111,8 @@ async def test_a_second_attempt_starts_where_t25_left_the_branch_not_on_a_lost_c
     task, sweeper, worker = await _to(env, task.id, TaskState.IMPLEMENTING)
     lease = await control.store.claim_run("lost", 0.05)  # the lost attempt's lease
     assert lease is not None
+    started = RunStarted(task_id=task.id, run_id=lease.run_id, worker="lost", attempt=1)
+    await control.record(started)  # its agent started, as its worker recorded
     tree = env.repo / ".factory" / "worktrees" / task.id
     (tree / "CHANGES.md").write_text("- the lost attempt's change\n")
     git_sync("add", "-A", cwd=tree)
