@@ -39,6 +39,9 @@ SLOW_MODULES = (
     "test_web_cockpit.py",  # the cockpit in a real headless Chromium
     "test_rest_text.py",
     "test_remote_faults.py",
+    "test_frozen_run.py",  # two `t25 run`s, one stopped past its lease
+    "test_branch_guard.py",  # the pipeline a stage at a time, the branch moved between
+    "test_merge_record.py",  # Postgres stopped under a merge
     "test_pipeline.py",  # tasks through the pipeline, with the scripted agent as a child process
     "test_figures_beside_the_default_branch.py",
     "test_check_figures.py",  # real pytest runs, read
