@@ -14,7 +14,8 @@
     ├── DiskFull                  a file T25 writes found no space left on its disk
     ├── PolicyRefused             an operator action that policy does not allow now
     ├── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
-    └── CredentialRefused         a remote `t25 serve` refused this worker's credential (401, 403)
+    ├── CredentialRefused         a remote `t25 serve` refused this worker's credential (401, 403)
+    └── ProtocolMismatch          a remote `t25 serve` and this worker speak different protocols
 
 Every message is one line meant for a person at a terminal; the command line prints
 it (and the hint) without a traceback unless asked for one.
@@ -114,6 +115,11 @@ class ControlPlaneUnreachable(T25Error):
 
 class CredentialRefused(T25Error):
     """A remote control plane refused the worker credential: trying again will not help."""
+
+
+class ProtocolMismatch(T25Error):
+    """A worker and its `t25 serve` speak different versions of the worker protocol (426):
+    nothing either sends can be trusted to be read; one of them must be upgraded."""
 
 
 class NoAdapter(T25Error):

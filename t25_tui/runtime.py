@@ -31,7 +31,12 @@ from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import EventBus
 from core.domain.models import CheckResult
-from core.errors import ControlPlaneUnreachable, CredentialRefused, StoreUnavailable
+from core.errors import (
+    ControlPlaneUnreachable,
+    CredentialRefused,
+    ProtocolMismatch,
+    StoreUnavailable,
+)
 from core.ports import AgentAdapter, Operations, RunQueue, Store
 
 # The workers, the sweeper and the worktree machinery are imported by the functions that
@@ -251,7 +256,8 @@ async def work_remotely(
         loop.add_signal_handler(sig, stop.set)
     stopping = asyncio.create_task(stop.wait())
     try:
-        # Until stopped, or until a worker cannot go on (serve refused the credential).
+        # Until stopped, or until a worker cannot go on (serve refused the credential or
+        # the protocol, or a defect).
         await asyncio.wait([stopping, *running], return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
@@ -260,13 +266,15 @@ async def work_remotely(
         ended = await asyncio.gather(*running, return_exceptions=True)
         await runs.close()
     failed = [e for e in ended if isinstance(e, Exception)]  # cancelled ones are not
-    for error in sorted(failed, key=lambda e: not isinstance(e, CredentialRefused)):
+    ending = (CredentialRefused, ProtocolMismatch)  # what the others met is said by these
+    for error in sorted(failed, key=lambda e: not isinstance(e, ending)):
         raise error
 
 
 async def _keep_working(worker: Worker) -> None:
     """A worker that outlives a control plane restart, or its store's outage: retry with
-    backoff. A refused credential ends it (CredentialRefused): trying again will not help."""
+    backoff. A refused credential (CredentialRefused), a serve of another protocol
+    (ProtocolMismatch) or any other error ends it, and the process with it."""
     pauses = WORKER_BACKOFF.pauses()
     while True:
         try:
@@ -276,6 +284,11 @@ async def _keep_working(worker: Worker) -> None:
             pause = next(pauses)
             log.warning("%s; retrying in %.1f s", exc, pause)
             await asyncio.sleep(pause)
+        except Exception as exc:  # the process ends with it: no slot is left idle
+            from core.worker.pool import crashed
+
+            crashed(worker.name, exc)
+            raise
 
 
 def _sweep_leftovers() -> None:

@@ -17,6 +17,8 @@ import httpx
 import pytest
 
 from core.workspace.git import git_sync
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 from tests.test_pipeline import SCRIPTED, write_config
 from tests.waiting import answers, free_port, wait_until
 
@@ -61,7 +63,7 @@ def test_serve_holds_its_secrets_out_of_its_environment_and_still_uses_them(shop
         assert httpx.get(f"{url}/tasks", timeout=5).status_code == 401
         operator = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.get(f"{url}/tasks", headers=operator, timeout=5).status_code == 200
-        worker = {"Authorization": f"Bearer {CREDENTIAL}"}
+        worker = {"Authorization": f"Bearer {CREDENTIAL}", PROTOCOL_HEADER: str(PROTOCOL)}
         claim = httpx.post(f"{url}/worker/claim", headers=worker, json={}, timeout=5)
         assert claim.status_code not in (401, 503), claim.text
         assert store.exists()

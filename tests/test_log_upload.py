@@ -36,7 +36,7 @@ from t25_tui.api.uploads import LogUploads
 from t25_tui.api.worker_client import HttpRunQueue
 from tests.operators import operator_headers
 from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, serving
+from tests.test_serve import CREDENTIAL, WORKER, serving
 
 LIMIT = 3 * 2**19  # 1.5 MiB: past one chunk of the store and of an upload
 MARKER = truncation_marker(LIMIT, LIMIT).encode()
@@ -127,7 +127,7 @@ async def test_a_remote_workers_log_is_uploaded_in_chunks_retried_once_and_store
         ) as url:
             runs = HttpRunQueue(url, CREDENTIAL, retry=Backoff(0.01, 0.01))
             lossy = LosingReplies()
-            auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+            auth = WORKER
             runs.http.clients = [httpx.AsyncClient(base_url=url, transport=lossy, headers=auth)]
             try:
                 claim = await runs.claim("remote-1", 30)

@@ -17,6 +17,8 @@ import pytest
 from core.domain.decisions import Decision, Verb
 from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
 from t25_tui.api.credentials import local_token
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api, server_for
 from tests.operators import operator_headers
 from tests.test_pipeline import Env, write_config
@@ -53,7 +55,7 @@ async def api(shop):
     await env.close()
 
 
-WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
+WORKER = {"Authorization": f"Bearer {CREDENTIAL}", PROTOCOL_HEADER: str(PROTOCOL)}
 
 
 async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):

@@ -24,9 +24,7 @@ from t25_tui.api.server import make_api
 from tests.operators import operator_headers
 from tests.test_pipeline import Env
 from tests.test_sandbox import committed_check
-from tests.test_serve import CREDENTIAL, serving
-
-WORKER = {"Authorization": f"Bearer {CREDENTIAL}"}
+from tests.test_serve import CREDENTIAL, WORKER, serving
 
 
 async def test_the_hosts_token_is_made_once_private_and_names_the_actor(shop):
@@ -85,7 +83,7 @@ async def test_a_named_worker_is_revoked_by_removing_its_line(shop, tmp_path, mo
         async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
 
             async def claim(name: str) -> int:
-                auth = {"Authorization": f"Bearer {secrets[name]}"}
+                auth = {**WORKER, "Authorization": f"Bearer {secrets[name]}"}
                 answer = await client.post("/worker/claim", json={"worker": name}, headers=auth)
                 return answer.status_code
 

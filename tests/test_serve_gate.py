@@ -14,6 +14,8 @@ import pytest
 
 from t25_tui.api.credentials import LOCAL_TOKEN
 from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, LOG_CHUNK_CAP, MAX_FIELDS, OUTPUT_CAP
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
@@ -77,6 +79,7 @@ def _head(path: str, length: int | None, *, token: str | None = OPERATOR) -> str
     )
     if token:
         lines.append(f"Authorization: Bearer {token}")
+        lines.append(f"{PROTOCOL_HEADER}: {PROTOCOL}")
     return "\n".join(lines) + "\n"
 
 

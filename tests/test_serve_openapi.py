@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
 from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
 from tests.test_pipeline import Env, write_config
@@ -96,7 +98,8 @@ async def real_serve(request, shop):
 def test_schemathesis_finds_nothing(real_serve, tmp_path):
     url, credentials = real_serve
     config = tmp_path / "schemathesis.toml"
-    config.write_text(
+    config.write_text(  # a worker says its protocol on every request, as T25's own does
+        f'headers = {{ "{PROTOCOL_HEADER}" = "{PROTOCOL}" }}\n'
         f'[auth.openapi.operatorToken]\nbearer = "{OPERATOR}"\n'
         f'[auth.openapi.workerCredential]\nbearer = "{WORKER}"\n'
         if credentials

@@ -17,6 +17,8 @@ import pytest
 
 from t25_tui.api import gate as serve_limits
 from t25_tui.api.gate import HEADER_TIMEOUT_S, DeadlineProtocol
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
 from tests.test_pipeline import Env, write_config
 from tests.test_serve import CREDENTIAL, serving
@@ -37,7 +39,9 @@ async def impatient(shop, monkeypatch):
     await env.close()
 
 
-WORKER = b"Authorization: Bearer " + CREDENTIAL.encode()  # a body is read after a credential
+WORKER = (  # a body is read after a credential and the protocol
+    b"Authorization: Bearer " + CREDENTIAL.encode() + f"\r\n{PROTOCOL_HEADER}: {PROTOCOL}".encode()
+)
 
 
 async def _connect(url: str):

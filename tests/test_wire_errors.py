@@ -26,7 +26,8 @@ from t25_tui.api.worker_client import Http, HttpRunQueue
 from tests.test_pipeline import Env
 from tests.test_serve import CREDENTIAL, WORKER, serving
 
-DOCUMENTED = {400, 404, 409, 422, 503}  # what the OpenAPI document says a route may answer
+# what the OpenAPI document says a route may answer (426: a worker route, to another protocol)
+DOCUMENTED = {400, 404, 409, 422, 426, 503}
 EVERY_CLASS = sorted(
     (c for _, c in inspect.getmembers(core.errors, inspect.isclass) if issubclass(c, T25Error)),
     key=lambda c: c.__name__,

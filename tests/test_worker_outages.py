@@ -32,7 +32,7 @@ from tests.operators import operator_headers
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_pipeline import write_config
 from tests.test_remote_faults import _kill_agents_under
-from tests.test_serve import CREDENTIAL
+from tests.test_serve import CREDENTIAL, WORKER
 from tests.waiting import free_port, until
 
 CMD = [sys.executable, "-m", "t25_tui"]
@@ -371,7 +371,7 @@ async def test_a_claim_retried_at_a_restarted_serve_gets_the_lease_its_first_try
     not a second one (the first would sit leased until its lease lapsed, then run again)."""
     async with shop_served(shop, tmp_path) as (served, client):
         await file_tasks(client, 2)
-        auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+        auth = WORKER
         claim = {"worker": "w", "ttl_s": 60}
         key = uuid.uuid4().hex
         first: list[httpx.Response] = []
@@ -397,7 +397,7 @@ async def test_serve_answers_a_retried_call_with_its_first_answer(shop, tmp_path
     lost on the way) is answered as the first time, and not done twice."""
     async with shop_served(shop, tmp_path) as (_, client):
         await file_tasks(client, 1)
-        auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+        auth = WORKER
 
         async def post(path: str, body: dict[str, Any], key: str | None) -> httpx.Response:
             keyed = {"Idempotency-Key": key} if key else {}

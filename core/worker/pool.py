@@ -3,7 +3,8 @@
 The pool only works runs; keeping tasks moving is the control plane's sweeper
 (core.control.sweeper), which drives the pool between its passes. A worker that meets a
 store outage (StoreUnavailable) waits until the sweeper finds the store back, instead of
-dying; any other error of a worker ends the pool with it, so it is never silently lost.
+dying; any other error of a worker ends the pool with it, so it is never silently lost
+(an error that is no T25 error, a defect, is logged with its traceback as it happens).
 A pass creates no asyncio task that outlives it: between passes the pool waits on its
 workers' own tasks, or sleeps when it has none.
 """
@@ -11,14 +12,17 @@ workers' own tasks, or sleeps when it has none.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Protocol
 
-from core.errors import StoreUnavailable
+from core.errors import StoreUnavailable, T25Error
 from core.ports import AgentAdapter, CheckRunner, RunQueue
 from core.worker.selection import QuotaBook
 from core.worker.worker import Worker, host_name
 from core.workspace.worktrees import Workspace
+
+log = logging.getLogger("t25.worker")
 
 
 class StoreOutage(Protocol):
@@ -83,6 +87,9 @@ class WorkerPool:
             except StoreUnavailable as exc:
                 outage.down(exc)
                 await outage.back.wait()
+            except Exception as exc:
+                crashed(worker.name, exc)
+                raise
         return None
 
     async def wait(self, seconds: float) -> None:
@@ -109,3 +116,10 @@ class WorkerPool:
         for w in self.workers:
             w.stopping.set()
         await asyncio.gather(*self._running, return_exceptions=True)
+
+
+def crashed(name: str, exc: Exception) -> None:
+    """Log a worker ended by a defect (no T25 error) with its traceback: the process ends
+    with it and prints one line. A T25 error is that line already."""
+    if not isinstance(exc, T25Error):
+        log.error("%s crashed; its process ends", name, exc_info=exc)

@@ -40,7 +40,14 @@ from core.domain.models import (
 from core.domain.pids import alive
 from core.domain.reports import RunReport
 from core.domain.tools import tools_for
-from core.errors import LeaseLost, NoAdapter, StaleState, T25Error, WorktreeBusy
+from core.errors import (
+    LeaseLost,
+    NoAdapter,
+    ProtocolMismatch,
+    StaleState,
+    T25Error,
+    WorktreeBusy,
+)
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
@@ -208,6 +215,10 @@ class Worker:
                 lease = await self.runs.heartbeat(lease, self.lease_ttl_s)
             except LeaseLost:
                 abort.set()
+                return lease
+            except ProtocolMismatch as exc:  # serve was replaced by one of another version
+                log.error("%s: %s", lease.run_id, exc)
+                abort.set()  # nothing this run would send can be taken: its next claim ends it
                 return lease
             except T25Error as exc:  # the control plane is unreachable: try again
                 log.warning("heartbeat of %s failed: %s", lease.run_id, exc)

@@ -5,7 +5,7 @@ where the route answers something else). What depends on how one serve was start
 added when its document is built (`openapi`): the operator token's scheme and its 401 on
 every operator route when a token is set (the Gate checks it; the document says so), the
 worker credential on every worker route, and the configured projects as the values a
-task's `project` may take.
+task's `project` may take; on every worker route, the 426 of a worker of another protocol.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from fastapi.openapi.utils import get_openapi
 
 from t25_tui.api.bodies import ErrorBody
 from t25_tui.api.gate import OPEN_PATHS, WORKER_PREFIX
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 
 _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
 _ANSWERS = {
@@ -28,6 +30,8 @@ _ANSWERS = {
     409: "the task's state, or the lease, does not allow it",
     413: "the request body is over this endpoint's cap",
     422: "the request does not match this endpoint's fields",
+    426: "the worker speaks another protocol version than this serve (T25-Protocol); "
+    "the error says which side to upgrade",
     503: "the control plane cannot serve this now (no worker credential, the store is down, "
     "the audit log cannot be written)",
 }
@@ -35,7 +39,8 @@ _SCHEMES = {
     "operatorToken": "an operator's token (the serve host's `.factory/operator-token`, "
     "T25_OPERATOR_TOKEN or one of T25_OPERATOR_TOKENS), as `Authorization: Bearer …`",
     "workerCredential": "a worker's credential (FACTORY_WORKER_CREDENTIAL or one of "
-    "T25_WORKER_CREDENTIALS), as `Authorization: Bearer …`",
+    "T25_WORKER_CREDENTIALS), as `Authorization: Bearer …`; every worker request also says "
+    f"the worker protocol's version, `{PROTOCOL_HEADER}: {PROTOCOL}` (none said is 1)",
 }
 
 
@@ -72,11 +77,20 @@ def openapi(api: FastAPI, *, projects: Sequence[str]) -> dict[str, Any]:
                         "description": _ANSWERS[401],
                         "content": _ERROR,
                     }
+                    if scheme == "workerCredential":
+                        _say_protocol(operation)
                     operation["responses"] = dict(sorted(operation["responses"].items()))
                 _name_projects(operation, projects)
         _name_projects_in(components["schemas"].get("NewTaskBody", {}), projects)
         api.openapi_schema = doc
     return api.openapi_schema
+
+
+def _say_protocol(operation: dict[str, Any]) -> None:
+    """A worker route answers 426 to a worker of another protocol version. The header that
+    says it is described with the worker credential, not as a parameter: a parameter would
+    make every other header a request does not declare a wrong one."""
+    operation["responses"]["426"] = {"description": _ANSWERS[426], "content": _ERROR}
 
 
 def _scheme(path: str) -> str | None:

@@ -32,6 +32,7 @@ from core.errors import (
     NotFound,
     PolicyRefused,
     PromptTemplateError,
+    ProtocolMismatch,
     PublishFailed,
     StaleState,
     StoreError,
@@ -53,7 +54,9 @@ class WireError:
 
 # Statuses stay within what the OpenAPI document declares (see t25_tui.api.document):
 # 400 refused input, 404 nothing there, 409 the state or the lease does not allow it,
-# 422 content that fails its check, 503 the control plane cannot serve this now.
+# 422 content that fails its check, 426 a worker of another protocol version (the Gate's,
+# on worker routes), 503 the control plane cannot serve this now.
+PROTOCOL_MISMATCH = "protocol_mismatch"
 ERRORS: tuple[WireError, ...] = (
     WireError(T25Error, "t25_error", 400),
     WireError(ConfigError, "config_error", 400),
@@ -79,6 +82,7 @@ ERRORS: tuple[WireError, ...] = (
     WireError(WorktreeBusy, "worktree_busy", 409),
     WireError(PublishFailed, "publish_failed", 503),
     WireError(AnswerInvalid, "answer_invalid", 422),
+    WireError(ProtocolMismatch, PROTOCOL_MISMATCH, 426),
 )
 BY_CLASS = {e.kind: e for e in ERRORS}
 BY_CODE = {e.code: e for e in ERRORS}

@@ -32,6 +32,8 @@ from core.domain.text import MAX_ACTOR, MAX_DESCRIPTION, MAX_TITLE
 from t25_tui.api import errors as wire
 from t25_tui.api.credentials import WorkerCredentials
 from t25_tui.api.operators import Operators
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import refused_worker, spoken
 from t25_tui.api.uploads import CHUNK_BYTES
 
 HEADER_TIMEOUT_S = 10.0  # a request head (request line and headers) arrives within this
@@ -111,7 +113,8 @@ class Refusal(Exception):
 class Gate:
     """ASGI middleware: the credential, then the body's size, then the body, in that order.
 
-    Worker routes (`/worker/…`) need a worker's credential (`t25_tui.api.credentials`);
+    Worker routes (`/worker/…`) need a worker's credential (`t25_tui.api.credentials`)
+    and this serve's protocol version (`t25_tui.api.protocol`; none said is version 1);
     every other route but OPEN_PATHS needs an operator's token, and that operator's role
     (`t25_tui.api.operators`). The app then gets the body whole, in one message, so it
     never waits on a client.
@@ -169,6 +172,8 @@ class Gate:
                     hint="send Authorization: Bearer $FACTORY_WORKER_CREDENTIAL",
                     headers={"WWW-Authenticate": 'Bearer realm="worker"'},
                 )
+            if why := refused_worker(spoken(_header(scope, PROTOCOL_HEADER))):
+                raise Refusal(426, wire.PROTOCOL_MISMATCH, why)  # before anything is leased
             scope.setdefault("state", {})["worker"] = worker
         else:
             operator = self.operators.match(given)
@@ -266,6 +271,15 @@ def _too_large(cap: int) -> Refusal:
         f"the request body is over this endpoint's {cap:,} bytes",
         hint="see the endpoint's limits in the README (Production)",
     )
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    """The value of header `name`, or None."""
+    wanted = name.lower().encode()
+    for key, value in scope["headers"]:
+        if key == wanted:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 def _bearer(scope: Scope) -> bytes:

@@ -12,6 +12,11 @@ outbox meanwhile (t25_tui.api.outbox). Given more than one URL (`--url A --url B
 replicas on one Postgres), a call that one of them did not take goes to the next at once
 (`Http`); the backoff comes only after every address failed. On SIGTERM or SIGINT it hands
 its leases back.
+
+Every request says the worker protocol's version (t25_tui.api.protocol); before its first
+claim, and again after serve was away, the run queue reads serve's from `/health`, and a
+serve of another version (a 426 later on too) ends the worker with ProtocolMismatch,
+before any agent runs.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pydantic
 
 from core.config.held_secrets import WORKER_CREDENTIAL as CREDENTIAL_ENV
 from core.domain.agent import RunLog
@@ -38,6 +44,7 @@ from core.errors import (
     CredentialRefused,
     InvalidInput,
     LeaseLost,
+    ProtocolMismatch,
     T25Error,
 )
 from core.ports import Claim
@@ -45,6 +52,8 @@ from t25_tui.api import errors as wire
 from t25_tui.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from t25_tui.api.idempotency import RETRY_HEADER
 from t25_tui.api.outbox import Outbox
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL, refused_serve, spoken
 from t25_tui.api.uploads import CHUNK_BYTES as UPLOAD_CHUNK_BYTES
 
 log = logging.getLogger("t25.remote")
@@ -72,7 +81,9 @@ class Http:
             raise ValueError("a client needs at least one URL")
         self.urls = [u.rstrip("/") for u in listed]
         self.at = 0  # the address in use
-        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        headers = {PROTOCOL_HEADER: str(PROTOCOL)}
+        if secret:
+            headers["Authorization"] = f"Bearer {secret}"
         self.clients = [
             httpx.AsyncClient(base_url=u, timeout=timeout_s, headers=headers) for u in self.urls
         ]
@@ -232,6 +243,7 @@ class HttpRunQueue:
         self.http = Http(urls, credential, timeout_s=timeout_s)
         self.holds: dict[tuple[str, int], float] = {}  # lease -> when it would lapse (monotonic)
         self.outboxes: dict[tuple[str, int], Outbox] = {}
+        self.agreed = False  # serve's protocol was read and is ours; again after an outage
 
     async def close(self) -> None:
         senders = [o.sender for o in self.outboxes.values() if o.sender is not None]
@@ -315,6 +327,7 @@ class HttpRunQueue:
                 )
             except ControlPlaneUnreachable as exc:
                 failure = exc
+            self.agreed = False  # the serve that answers next may be another one
             pause = next(pauses)
             if time.monotonic() + pause >= until:
                 if lease is None:
@@ -327,24 +340,45 @@ class HttpRunQueue:
             log.warning("%s failed (%s); trying again in %.1f s", path, failure, pause)
             await asyncio.sleep(pause)
 
+    async def agree(self, until: float) -> None:
+        """Read serve's protocol from `/health` (none said: version 1), retried as a claim is
+        until `until` (monotonic); raise ProtocolMismatch, saying which side to upgrade,
+        unless it is this worker's."""
+        health = (await self._retried("GET", "/health", until=until, lease=None)).json()
+        said = health.get("protocol") if isinstance(health, dict) else None
+        serve = spoken(None if said is None else str(said))
+        version = health.get("version") if isinstance(health, dict) else None
+        if why := refused_serve(serve, version if isinstance(version, str) else None):
+            raise ProtocolMismatch(why)
+        self.agreed = True
+
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
         self._prune()
         asked = time.monotonic()
+        if not self.agreed:
+            await self.agree(until=asked + ttl_s)
         response = await self._post(
             "/worker/claim", {"worker": worker, "ttl_s": ttl_s}, until=asked + ttl_s, lease=None
         )
         if response.status_code == 204:
             return None
         data = response.json()
-        claim = Claim(
-            Lease.model_validate(data["lease"]),
-            Run.model_validate(data["run"]),
-            Task.model_validate(data["task"]),
-            tuple(Author.model_validate(a) for a in data.get("authors", [])),
-            ResumableSession.model_validate(data["resume"]) if data.get("resume") else None,
-        )
-        self.holds[_key(claim.lease)] = asked + ttl_s
-        return claim
+        lease = Lease.model_validate(data["lease"])
+        self.holds[_key(lease)] = asked + ttl_s
+        try:
+            return Claim(
+                lease,
+                Run.model_validate(data["run"]),
+                Task.model_validate(data["task"]),
+                tuple(Author.model_validate(a) for a in data.get("authors", [])),
+                ResumableSession.model_validate(data["resume"]) if data.get("resume") else None,
+            )
+        except pydantic.ValidationError as exc:  # a serve that should have said its version
+            await self.release(lease)
+            raise ProtocolMismatch(
+                f"serve sent a claim this worker cannot read ({_first_error(exc)}); "
+                f"the run is handed back: upgrade this worker to serve's T25"
+            ) from exc
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
         response = await self._under(lease, "/worker/heartbeat", {"ttl_s": ttl_s}, ttl_s)
@@ -470,6 +504,13 @@ class HttpRunQueue:
         outbox = self.outboxes.pop(key, None)
         if outbox is not None:
             outbox.close()
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    """The first field a model refused, and why."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]
 
 
 def _read_at(path: Path, offset: int) -> bytes:

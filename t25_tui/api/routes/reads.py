@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from core.domain.cost import CostSummary
 from core.domain.models import MAX_ID
 from t25_tui.api import document
+from t25_tui.api.protocol import PROTOCOL, t25_version
 from t25_tui.api.services import Control, Ops
 
 router = APIRouter()
@@ -16,8 +17,12 @@ router = APIRouter()
 
 @router.get("/health", responses=document.answers())
 async def health(control: Control) -> dict[str, Any]:
+    """Whether serve is up, its store, its last event, and who it is: its worker protocol's
+    version (t25_tui.api.protocol) and T25's."""
     return {
         "ok": True,
+        "protocol": PROTOCOL,
+        "version": t25_version(),
         "store": control.store.url.split(":", 1)[0],
         "last_event_id": await control.last_event_id(),
     }
