@@ -60,3 +60,21 @@ def test_slow_is_what_starts_programs_down_to_a_single_test_through_the_binary()
         f"tests/test_audit.py::{separators}_later_tampering",
         f"tests/test_audit.py::{against_the_store}_with_no_effect",
     ]
+
+
+def test_a_test_that_hangs_is_stopped_and_named_and_the_run_goes_on(tmp_path):
+    """The per-test timeout (pyproject.toml): a hanging test's process is ended, the test
+    reported by name, and the test after it still runs."""
+    (tmp_path / "test_hangs.py").write_text(
+        "import time\n\n\ndef test_hangs():\n    time.sleep(120)\n\n\n"
+        "def test_after_it():\n    assert True\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1", "--timeout", "3",
+         "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "crashed while running 'test_hangs.py::test_hangs'" in out, out
+    assert "1 failed, 1 passed" in out, out

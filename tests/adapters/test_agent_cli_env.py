@@ -125,7 +125,9 @@ async def test_bwrap_makes_only_the_worktree_writable_and_shares_the_network_unl
         shutil.rmtree(spot)
     assert result.ok, result.error
     seen = json.loads(result.final_text)
-    assert seen["outside"] == "OSError" or seen["outside"] != "written"
+    # The write outside the worktree was refused by the sandbox (the home is hidden: no such
+    # directory; or read-only), and nothing reached the host's file.
+    assert seen["outside"] in ("FileNotFoundError", "PermissionError", "OSError"), seen
     assert not written
     assert (seen["net"] == "open") is (network == "shared")
     assert (workdir / "inside.txt").read_text() == "ok"

@@ -98,14 +98,14 @@ async def test_the_help_the_palette_the_footer_and_the_dialogs_show_the_keys_in_
     app = with_keys(seeded, MOVED)
     async with app.run_test(size=(120, 120)) as pilot:
         await settle_board(app, pilot)
-        assert " g inbox " in screen_text(app).splitlines()[-1]  # the footer
+        await until(pilot, lambda: " g inbox " in screen_text(app).splitlines()[-1])  # the footer
         palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
         assert palette["T25: Cost"].endswith("(F4)")
         assert palette["T25: Inbox"].endswith("(g / F3)")
 
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        await pilot.pause()
+        await until(pilot, lambda: "cost" in help_rows(screen_text(app)))
+        assert isinstance(app.screen, HelpScreen)
         rows = help_rows(screen_text(app))
         assert rows["cost"] == "F4" and rows["inbox"] == "g / F3" and rows["back"] == "backspace"
         assert rows["approval.approve"] == "!" and rows["close"] == "ctrl+w"
@@ -118,8 +118,9 @@ async def test_the_help_the_palette_the_footer_and_the_dialogs_show_the_keys_in_
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         assert app.board.focus_task("T-2")
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
-        assert "! approve · r reject (asks why) · tab moves · ctrl+w close" in screen_text(app)
+        shown = "! approve · r reject (asks why) · tab moves · ctrl+w close"
+        await until(pilot, lambda: shown in screen_text(app))
+        assert isinstance(app.screen, ApprovalDialog)
 
 
 # -- a keys: the cockpit cannot bind -------------------------------------------------------

@@ -45,16 +45,19 @@ def test_without_a_config_it_offers_to_create_one_in_a_terminal(tmp_path):
         term.kill()
 
 
-def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path):
+def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path, monkeypatch):
     from adapters.registry import builtin_adapters
 
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI on it
     (tmp_path / "t25.yaml").write_text(
         "projects: [{name: shop, repo: .}]\nroles:\n  dev: [{adapter: claude}, {adapter: nosuch}]\n"
     )
     note = missing_agents(load_config(tmp_path / "t25.yaml"), dict(builtin_adapters()))
     assert note is not None
-    assert "adapter 'claude': T25 has no such adapter" in note or "claude" in note
-    assert "nosuch" in note and "roles:" in note and "PATH=" in note
+    lines = note.splitlines()
+    assert "  claude (adapter claude)  — for spec, planner, dev, qa, reviewer, docs" in lines
+    assert "  adapter 'nosuch': T25 has no such adapter  — for dev" in lines
+    assert f"on PATH={tmp_path}" in lines and "  roles:" in lines
 
 
 def test_help_does_not_import_textual():
