@@ -280,6 +280,20 @@ class Worker:
         finally:
             worktrees.watch.abandon(watched)  # stopped midway: no longer watched
         report = _changed_meanwhile(report, undone)
+        return await self._commit(lease, run, task, worktrees, report, last_commit)
+
+    async def _commit(
+        self,
+        lease: Lease,
+        run: Run,
+        task: Task,
+        worktrees: Worktrees,
+        report: RunReport,
+        last_commit: str | None,
+    ) -> RunReport:
+        """What an implementation or a documentation run changed, committed under a lease
+        confirmed now, and weighed (its diff, its manifests, what DOCS touched)."""
+        implementing = run.stage is TaskState.IMPLEMENTING
         committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
         if committing and report.result and report.result.ok:
             undone = await _outward_links(worktrees, task)
