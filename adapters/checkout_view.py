@@ -31,8 +31,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.sandbox import git_common_dir
-
 GIT_INSIDE = "/run/t25-git"  # the repository's shared .git, inside (a fresh /run)
 DEPTH = 2  # how far below the checkout's root an environment is looked for
 ENVIRONMENT_NAMES = frozenset({"node_modules"})
@@ -165,3 +163,20 @@ def tidy(view: CheckoutView, tree: Path) -> None:
             except OSError:  # not empty, not there, or a file: left as it is
                 break
             here = here.parent
+
+
+def git_common_dir(worktree: Path) -> Path | None:
+    """The repository's shared `.git` a linked worktree belongs to, read from its `.git`
+    file and the `commondir` beside it; None for anything else."""
+    try:
+        line = (worktree / ".git").read_text(encoding="utf-8").strip()
+    except OSError:  # absent, or a directory: a main checkout
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    own = (worktree / line.removeprefix("gitdir:").strip()).resolve()
+    try:
+        common = (own / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return own
+    return (own / common).resolve()

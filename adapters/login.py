@@ -19,12 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from adapters.process import minimal_env, passthrough_env, run_process
-
-if TYPE_CHECKING:
-    from adapters.base import CliAdapterSpec
 
 PROBE_TIMEOUT_S = 30.0  # opencode alone takes 3 s of CPU to say; 13 s on two busy cores
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -42,6 +39,21 @@ class LoginProbe:
 
     def command(self, binary: str) -> str:
         return " ".join((binary, *self.argv))
+
+
+class LoginSpec(Protocol):
+    """What a CLI's adapter says of its login (adapters.base.CliAdapterSpec)."""
+
+    @property
+    def binary(self) -> str: ...
+    @property
+    def login_env(self) -> tuple[str, ...]: ...
+    @property
+    def login_files(self) -> tuple[str, ...]: ...
+    @property
+    def login_probe(self) -> LoginProbe | None: ...
+    @property
+    def needs_login(self) -> bool: ...
 
 
 class LoginState(StrEnum):
@@ -63,12 +75,12 @@ class Login:
         return f"{self.state} ({self.by})" if self.by else str(self.state)
 
 
-def key_variables(spec: CliAdapterSpec) -> list[str]:
+def key_variables(spec: LoginSpec) -> list[str]:
     """The CLI's login variables that hold a key or token: set, they are a login."""
     return [name for name in spec.login_env if "KEY" in name or "TOKEN" in name]
 
 
-async def check_login(spec: CliAdapterSpec, binary: str | None) -> Login:
+async def check_login(spec: LoginSpec, binary: str | None) -> Login:
     """The login of the CLI at `binary` (None: not installed, nothing is run)."""
     if not spec.needs_login:
         return Login(LoginState.NOT_NEEDED, "")
@@ -94,7 +106,7 @@ async def check_login(spec: CliAdapterSpec, binary: str | None) -> Login:
     return Login(LoginState.NO, command)
 
 
-async def _ask(probe: LoginProbe, binary: str, spec: CliAdapterSpec) -> bool | None:
+async def _ask(probe: LoginProbe, binary: str, spec: LoginSpec) -> bool | None:
     """The probe's answer; None when it did not run, timed out or said nothing readable."""
     done = await run_process(
         [binary, *probe.argv],

@@ -41,18 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from adapters.checkout_view import git_common_dir
 from adapters.containment import reaped
 from adapters.process import run_process
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox_probe import ISOLATION, bwrap_problem
 
 if TYPE_CHECKING:
     from adapters.checkout_view import CheckoutView
 
 CHECK_TIMEOUT_S = 10.0
-# The isolation of every bubblewrap sandbox, the probe's too (adapters.sandbox_probe checks it
-# from inside). `--cap-drop ALL`: started by root, bubblewrap otherwise leaves the run every
-# capability, CAP_SYS_ADMIN among them (mount, remount read-write).
-ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
 KINDS = ("auto", "required", "bwrap", "docker", "none")
 
 # Key stores in the user's HOME that no agent needs: covered inside the sandbox.
@@ -350,23 +347,6 @@ def _home_secrets(given: Iterable[Path] = ()) -> list[Path]:
     them (crates.io's token in ~/.cargo, RubyGems' in ~/.gem)."""
     inside = [p / name for p in given for name in TOOLCHAIN_SECRETS]
     return [*(_home() / name for name in HOME_SECRETS), *inside]
-
-
-def git_common_dir(worktree: Path) -> Path | None:
-    """The repository's shared `.git` a linked worktree belongs to, read from its `.git`
-    file and the `commondir` beside it; None for anything else."""
-    try:
-        line = (worktree / ".git").read_text(encoding="utf-8").strip()
-    except OSError:  # absent, or a directory: a main checkout
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    own = (worktree / line.removeprefix("gitdir:").strip()).resolve()
-    try:
-        common = (own / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
-        return own
-    return (own / common).resolve()
 
 
 class Unconfined(Sandbox):

@@ -40,6 +40,12 @@ print(json.dumps({"caps": caps, "mounted": mounted, "errno": ctypes.get_errno()}
 """
 
 
+# The isolation of every bubblewrap sandbox, the probe's too (this module checks it from
+# inside). `--cap-drop ALL`: started by root, bubblewrap otherwise leaves the run every
+# capability, CAP_SYS_ADMIN among them (mount, remount read-write).
+ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
+
+
 @dataclass(frozen=True)
 class SandboxProbe:
     """What a sandboxed process could do here, as seen from inside one."""
@@ -66,7 +72,6 @@ def _empty(mask: str) -> bool:
 def _look(path: str, unshare_net: bool) -> tuple[dict[str, object] | None, str]:
     """Start the probe sandbox, isolated as every run is; (what it saw, or None, and why
     not)."""
-    from adapters.sandbox import ISOLATION  # the one list of flags, kept with the sandbox
 
     interpreter = Path(os.path.realpath(sys.executable))  # a virtualenv's python is a link
     argv = [

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
-from t25_tui.cli.setup import DEMO_CONFIG
+from t25_tui.cli.demo import DEMO_CONFIG
 from t25_tui.tui.sample_data import make_sample_repo
 from tests.tui.terminal import T25, Terminal
 

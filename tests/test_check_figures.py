@@ -26,7 +26,7 @@ from adapters.figures import (
 )
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
-from core.domain.figures import Baseline, Figures, check_outcome, figures_line
+from core.domain.figures import Baseline, Figures, figures_line
 from core.domain.models import CheckResult
 
 SUITE = """\
@@ -161,7 +161,7 @@ async def test_a_check_whose_runner_t25_does_not_know_has_no_figures(tmp_path):
     said = QACheck(name="lint", run=["sh", "-c", "echo '=== 3 passed in 0.1s ==='"])
     done = await run_check(said, tmp_path, asyncio.Event(), CheckSandbox(kind="none"))
     assert done.passed and done.figures is None  # not pytest: its line is not believed
-    assert check_outcome(done, None) == "passed"
+    assert done.outcome(None) == "passed"
 
 
 async def test_a_junit_key_names_the_report_of_any_runner(tmp_path):
@@ -199,7 +199,7 @@ def test_figures_read_beside_the_default_branchs():
     same = base.figures["tests"]
     assert figures_line(same, "tests", base) == "41 passed, 1 deselected — as on main"
     result = CheckResult(name="tests", passed=True, figures=now)
-    assert check_outcome(result, base) == (
+    assert result.outcome(base) == (
         "passed (41 passed, 3 skipped, 1 deselected — 3 more skipped than on main)"
     )
 

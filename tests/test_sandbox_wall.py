@@ -292,10 +292,10 @@ async def test_a_sandbox_that_leaves_a_capability_is_no_sandbox(monkeypatch):
     # leaves the sandboxed process root's capabilities: `required` then refuses the run and
     # `auto` would run unconfined, saying why. Started by a user, bubblewrap drops them
     # itself, and the sandbox stands.
-    from adapters import sandbox, sandbox_probe
+    from adapters import sandbox_probe
     from adapters.sandbox import SandboxUnavailable, sandbox_for, unconfined_reason
 
-    monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
+    monkeypatch.setattr(sandbox_probe, "ISOLATION", ("--unshare-pid",))
     sandbox_probe._probe.cache_clear()
     try:
         if not ROOT:

@@ -64,6 +64,7 @@ from core.control.audit_file import (
     numbered_lines,
     parse_entry,
     read_log,
+    unwritable,
 )
 from core.control.audit_lines import (
     GENESIS,
@@ -363,7 +364,7 @@ class AuditLog:
         try:
             fh = await asyncio.to_thread(self._open, create)
         except OSError as exc:
-            raise self._unwritable(exc) from exc
+            raise unwritable(self.path, exc) from exc
         if fh is None:
             return None
         try:
@@ -398,13 +399,6 @@ class AuditLog:
                 raise
             return None
 
-    def _unwritable(self, exc: OSError) -> AuditError:
-        return AuditError(
-            f"could not write the audit log {self.path}: {exc.strerror or exc}",
-            hint="free space on its disk or fix its permissions; "
-            "the decision was not recorded and changed nothing",
-        )
-
     def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> Tail:
         """Find where the log ends; set a torn tail aside (or refuse if it was anchored)."""
         tail = find_tail(fh, anchor)
@@ -418,7 +412,7 @@ class AuditLog:
             try:
                 self._move_aside(fh, tail)
             except OSError as exc:
-                raise self._unwritable(exc) from exc
+                raise unwritable(self.path, exc) from exc
         return tail
 
     def _settled_lines(

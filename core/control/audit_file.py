@@ -17,7 +17,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from pydantic import ValidationError
 
@@ -25,10 +25,24 @@ from core.control.audit_lines import DECISIONS, GENESIS, T25_ACTOR, VOID, encode
 from core.domain.audit import AuditEntry
 from core.domain.models import AuditAnchor
 from core.domain.text import MAX_REASON, printable
+from core.errors import AuditError
 from core.ports import AuditAnchorStore, DecisionWrite
 
 if TYPE_CHECKING:
-    from core.control.audit import AuditLog
+    from pathlib import Path
+
+    from core.control.keyring import Keyring
+    from core.domain.clock import Clock
+
+
+class LogFile(Protocol):
+    """What a file writer needs of the log it writes (core.control.audit.AuditLog)."""
+
+    path: Path
+    store: AuditAnchorStore
+    keys: Keyring | None
+    clock: Clock
+
 
 log = logging.getLogger("t25.audit")
 
@@ -71,7 +85,7 @@ class FileWriter:
     """
 
     def __init__(
-        self, audit: AuditLog, fh: BinaryIO, anchor: AuditAnchor | None, tail: Tail
+        self, audit: LogFile, fh: BinaryIO, anchor: AuditAnchor | None, tail: Tail
     ) -> None:
         self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
         self._undo = tail  # where the log ended before the last write
@@ -175,7 +189,7 @@ class FileWriter:
         try:
             await asyncio.to_thread(_append_durably, self._fh, data, tail.end)
         except OSError as exc:
-            raise self._audit._unwritable(exc) from exc
+            raise unwritable(self._audit.path, exc) from exc
         entry = AuditEntry.model_validate(lines[-1])
         self._tail = Tail(last=entry, end=tail.end + len(data))
         self._undo = tail  # where the log ended before this write, if its anchor fails
@@ -319,3 +333,12 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def unwritable(path: Path, exc: OSError) -> AuditError:
+    """The error of a log line that could not be written: nothing changed."""
+    return AuditError(
+        f"could not write the audit log {path}: {exc.strerror or exc}",
+        hint="free space on its disk or fix its permissions; "
+        "the decision was not recorded and changed nothing",
+    )

@@ -11,7 +11,7 @@ where it has the checkout.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from core.control.baselines import latest as latest_figures
 from core.control.policies import evaluate_review, merge_refusal
@@ -24,7 +24,18 @@ from core.domain.figures import Baseline
 from core.domain.models import ArtifactKind, CheckResult, DiffStat, RunStatus, Task, TaskState
 
 if TYPE_CHECKING:
-    from core.control.queries import Queries
+    from core.config.schema import Config
+    from core.ports import Store
+
+
+class Reads(Protocol):
+    """What evidence is read from: the installation's reads (core.control.queries.Queries)."""
+
+    config: Config
+    store: Store
+
+    async def decisions(self, ref: str) -> list[DecisionRecorded]: ...
+
 
 # The stages an approved plan has ahead of it, and the role working each.
 AFTER_APPROVAL = (
@@ -35,7 +46,7 @@ AFTER_APPROVAL = (
 )
 
 
-async def approval(queries: Queries, task: Task) -> ApprovalEvidence:
+async def approval(queries: Reads, task: Task) -> ApprovalEvidence:
     spec = await _newest(queries, task, ArtifactKind.SPEC)
     plan = await _newest(queries, task, ArtifactKind.PLAN)
     decisions = await queries.decisions(task.id)
@@ -49,7 +60,7 @@ async def approval(queries: Queries, task: Task) -> ApprovalEvidence:
     )
 
 
-async def merge(queries: Queries, task: Task) -> MergeEvidence:
+async def merge(queries: Reads, task: Task) -> MergeEvidence:
     diff = await _newest(queries, task, ArtifactKind.DIFF)
     checks, baseline = await checks_of(queries, task)
     review = task.review_verdict == "approve" if task.review_verdict else None
@@ -65,9 +76,7 @@ async def merge(queries: Queries, task: Task) -> MergeEvidence:
     )
 
 
-async def checks_of(
-    queries: Queries, task: Task
-) -> tuple[tuple[CheckResult, ...], Baseline | None]:
+async def checks_of(queries: Reads, task: Task) -> tuple[tuple[CheckResult, ...], Baseline | None]:
     """The checks of the task's last QA, and (when a runner reported figures) the default
     branch's figures to show them beside."""
     qa = await _newest(queries, task, ArtifactKind.QA_REPORT)
@@ -78,7 +87,7 @@ async def checks_of(
     return checks, await latest_figures(queries.store, task.project) if counted else None
 
 
-async def _newest(queries: Queries, task: Task, kind: ArtifactKind) -> tuple[str, bytes] | None:
+async def _newest(queries: Reads, task: Task, kind: ArtifactKind) -> tuple[str, bytes] | None:
     """The newest artifact of `kind`: its SHA-256 (re-hashed as read) and content."""
     found = [a for a in await queries.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
     if not found:
@@ -91,7 +100,7 @@ def _said(decisions: list[DecisionRecorded], verb: Verb) -> tuple[str, ...]:
     return tuple(d.reason for d in decisions if d.decision == verb.value and d.reason)
 
 
-async def _estimate(queries: Queries, task: Task) -> tuple[StageEstimate, ...]:
+async def _estimate(queries: Reads, task: Task) -> tuple[StageEstimate, ...]:
     """Each stage left, from the project's past succeeded runs of its role (and of the
     model its first profile names, when it names one), summed per task: a task whose QA or
     review sent it back ran a role more than once, and the range says so."""
@@ -130,7 +139,7 @@ async def _estimate(queries: Queries, task: Task) -> tuple[StageEstimate, ...]:
     return tuple(out)
 
 
-async def _rounds(queries: Queries, task: Task) -> tuple[ReviewRound, ...]:
+async def _rounds(queries: Reads, task: Task) -> tuple[ReviewRound, ...]:
     """Every review run's findings, oldest first, each round with what became of it: the
     blocking ones sent the change back to the dev agent; a round without them approved it."""
     runs = {r.id for r in await queries.store.list_runs(task_id=task.id) if r.role == "reviewer"}

@@ -119,7 +119,7 @@ class Queries:
     async def _checks(self, task: Task) -> tuple[tuple[CheckResult, ...], Baseline | None]:
         """The checks of the task's last QA beside the default branch's figures; none when
         its QA report no longer matches its SHA-256 (`damaged` names it)."""
-        from core.control import evidence
+        from core.control import evidence  # its policies: only for a task's detail
 
         try:
             return await evidence.checks_of(self, task)

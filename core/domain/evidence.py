@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer
-from core.domain.figures import Baseline, check_outcome
+from core.domain.figures import Baseline
 from core.domain.models import CheckResult, DiffStat
 from core.domain.text import printable
 
@@ -137,7 +137,7 @@ class MergeEvidence(BaseModel):
             lines.append(f"  diff           {self.diff_stat.summary()}")
             lines += [f"    {printable(f)}" for f in self.diff_stat.files]
         for check in self.checks:
-            state = check_outcome(check, self.baseline)
+            state = check.outcome(self.baseline)
             lines.append(
                 f"  check          {printable(check.name)}: {state}"
                 + ("" if check.required else " (optional)")

@@ -1,7 +1,7 @@
 """What a QA check's test runner reported, and how it compares with the default branch.
 
 A check is a command; when T25 knows its runner (pytest's final summary line, or a JUnit XML
-report the check writes: adapters.figures), its `CheckResult` carries the runner's
+report the check writes: adapters.figures), its `CheckResult` (core.domain.models) carries the runner's
 `Figures`. The `Baseline` is what each check reported the last time the checks ran on the
 default branch: on the merge commit the last merge made its head (core.control.baselines).
 Shown side by side, a change that skips a test reads "1 more skipped than on main" where
@@ -10,12 +10,9 @@ Shown side by side, a change that skips a test reads "1 more skipped than on mai
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from core.domain.models import CheckResult
 
 # The counts, in the order pytest prints them and T25 shows them.
 KINDS = ("failed", "passed", "skipped", "deselected", "xfailed", "xpassed", "errors")
@@ -79,15 +76,6 @@ def figures_line(figures: Figures, name: str, baseline: Baseline | None) -> str:
     if base is None or baseline is None:
         return figures.summary()
     return f"{figures.summary()} — {figures.against(base, baseline.branch)}"
-
-
-def check_outcome(check: CheckResult, baseline: Baseline | None) -> str:
-    """`passed (41 passed, 3 skipped — 3 more skipped than on main)`, or `FAILED` with
-    its figures; `passed` alone for a runner T25 does not know."""
-    state = "passed" if check.passed else "FAILED"
-    if check.figures is None:
-        return state
-    return f"{state} ({figures_line(check.figures, check.name, baseline)})"
 
 
 def _count(kind: str, n: int) -> str:

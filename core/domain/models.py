@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.domain.figures import Figures
+from core.domain.figures import Baseline, Figures, figures_line
 from core.errors import NotFound
 
 
@@ -423,3 +423,11 @@ class CheckResult(_Value):
     start_error: str | None = None
     # Whether it ran in bubblewrap, where the main checkout is out of its reach.
     confined: bool = False
+
+    def outcome(self, baseline: Baseline | None) -> str:
+        """`passed (41 passed, 3 skipped — 3 more skipped than on main)`, or `FAILED` with
+        its figures; `passed` alone for a runner T25 does not know."""
+        state = "passed" if self.passed else "FAILED"
+        if self.figures is None:
+            return state
+        return f"{state} ({figures_line(self.figures, self.name, baseline)})"

@@ -28,6 +28,7 @@ from adapters.login import Login, LoginState, check_login, key_variables
 from core.config.schema import ROLES, AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
+from t25_tui.cli.doctor_brief import head, render_brief
 from t25_tui.cli.doctor_checks import bubblewrap_check, elsewhere, git_check, store_check
 from t25_tui.cli.doctor_repos import repository_problems
 from t25_tui.cli.doctor_wall import render_wall, wall_report
@@ -51,8 +52,6 @@ def doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(report.text())
     else:
-        from t25_tui.cli.doctor_brief import render_brief
-
         lines = render(report) if args.verbose else render_brief(report)
         print("\n".join(printable(line) for line in lines))  # names come from the file
     return 0 if report.ok else 1
@@ -377,19 +376,6 @@ def sandbox_line(config: Config) -> str:
     from adapters.sandbox import describe
 
     return describe(config.sandbox.mode, config.sandbox.network)
-
-
-def head(report: DoctorReport) -> str:
-    """The first line: which t25.yaml was checked, or why the roles `t25 init` would write."""
-    config = report.config
-    if not config.found:
-        return (
-            "t25 doctor: no t25.yaml here yet (hint: `t25 init` writes one), so this checks "
-            "the roles it would configure"
-        )
-    if config.error:
-        return f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
-    return f"t25 doctor: {config.path}"
 
 
 def render(report: DoctorReport) -> list[str]:

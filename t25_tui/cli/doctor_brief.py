@@ -14,8 +14,6 @@ OK, BAD = "✓", "✗"
 
 def render_brief(report: DoctorReport) -> list[str]:
     """Problems first, then git, bubblewrap, the store, each agent CLI and each role."""
-    from t25_tui.cli.doctor import head
-
     lines = _wrapped(head(report), "", "  ")
     lines.append("")
     if report.problems:
@@ -90,3 +88,16 @@ def _role(r: RoleCheck) -> str:
     project = f"project {r.project}: " if r.project else ""
     plays = f"plays: {r.plays}" if r.plays else "NO USABLE ADAPTER"
     return f"{project}{r.role:<9} {' -> '.join(r.chain)}  {plays}"
+
+
+def head(report: DoctorReport) -> str:
+    """The first line: which t25.yaml was checked, or why the roles `t25 init` would write."""
+    config = report.config
+    if not config.found:
+        return (
+            "t25 doctor: no t25.yaml here yet (hint: `t25 init` writes one), so this checks "
+            "the roles it would configure"
+        )
+    if config.error:
+        return f"t25 doctor: {config.error}; below, the roles `t25 init` would configure"
+    return f"t25 doctor: {config.path}"

@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("init", "setup:init", "create t25.yaml and .factory/ in this git repository")
     demo = add(
         "demo",
-        "setup:demo",
+        "demo:demo",
         "a guided tour: tasks through the whole pipeline on a sample repository",
     )
     demo.add_argument(

@@ -8,8 +8,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from store.quick import TaskRow
+
+if TYPE_CHECKING:
+    from core.domain.models import Task
 
 
 def list_(args: argparse.Namespace) -> int:
@@ -22,8 +26,6 @@ def list_(args: argparse.Namespace) -> int:
         if rows is not None:
             print_task_rows(rows, filtered=bool(args.state))
             return 0
-    from t25_tui.cli.tasks import list_tasks
-
     return list_tasks(args)
 
 
@@ -57,3 +59,36 @@ def age(since: datetime, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{max(seconds, 0)}s"
+
+
+def list_tasks(args: argparse.Namespace) -> int:
+    """`t25 task list` through the control plane (the module's docstring says when)."""
+    from core.domain.models import TaskState
+    from core.ports import Operations
+    from t25_tui.cli.context import run
+    from t25_tui.cli.shapes import TaskJson, TaskList
+
+    async def body(control: Operations) -> None:
+        states = [TaskState(s) for s in args.state] if args.state else None
+        tasks = await control.tasks(states=states, project=args.project, archived=args.all)
+        if args.json:
+            print(TaskList(tasks=[TaskJson.of(t) for t in tasks]).text())
+            return
+        print_task_rows([_row(t) for t in tasks], filtered=bool(states or args.project))
+
+    run(args, body)
+    return 0
+
+
+def _row(t: Task) -> TaskRow:
+    return TaskRow(
+        t.id,
+        t.state,
+        t.type,
+        t.title,
+        t.archived,
+        t.priority,
+        tuple(t.after),
+        t.state_since,
+        t.merged,
+    )

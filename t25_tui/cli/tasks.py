@@ -15,15 +15,13 @@ from core.domain.check_text import failing_checks
 from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
-from core.domain.figures import check_outcome
 from core.domain.models import Artifact, ArtifactKind, Run, Task, TaskState, TaskType
 from core.domain.text import printable
 from core.ports import Operations
-from store.quick import TaskRow
 from t25_tui.cli.context import actor_of, run
 from t25_tui.cli.cost import stage_lines
-from t25_tui.cli.shapes import TaskJson, TaskList, TaskShow
-from t25_tui.cli.task_list import age, print_task_rows
+from t25_tui.cli.shapes import TaskShow
+from t25_tui.cli.task_list import age
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
 # SHA-256: the task is shown in full, with a warning on each such artifact.
@@ -70,35 +68,6 @@ def edit(args: argparse.Namespace) -> int:
 
     run(args, body)
     return 0
-
-
-def list_tasks(args: argparse.Namespace) -> int:
-    """`t25 task list` through the control plane (t25_tui.cli.task_list says when)."""
-
-    async def body(control: Operations) -> None:
-        states = [TaskState(s) for s in args.state] if args.state else None
-        tasks = await control.tasks(states=states, project=args.project, archived=args.all)
-        if args.json:
-            print(TaskList(tasks=[TaskJson.of(t) for t in tasks]).text())
-            return
-        print_task_rows([_row(t) for t in tasks], filtered=bool(states or args.project))
-
-    run(args, body)
-    return 0
-
-
-def _row(t: Task) -> TaskRow:
-    return TaskRow(
-        t.id,
-        t.state,
-        t.type,
-        t.title,
-        t.archived,
-        t.priority,
-        tuple(t.after),
-        t.state_since,
-        t.merged,
-    )
 
 
 def show(args: argparse.Namespace) -> int:
@@ -199,7 +168,7 @@ def _checks(detail: TaskDetail) -> None:
         return
     print("checks   (the last QA's)")
     for check in detail.checks:
-        state = check_outcome(check, detail.baseline)
+        state = check.outcome(detail.baseline)
         print(f"  {printable(check.name)}: {state}" + ("" if check.required else " (optional)"))
     failing = failing_checks(detail.checks)
     if failing:

@@ -9,16 +9,25 @@ into main as 54f8d6b; pushed main to origin") or, refused, with the reason in a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from core.control.merge_landing import last_landing, merging_line
 from core.domain.decisions import Decision, Verb
 from core.domain.text import printable
 from core.errors import T25Error
+from core.ports import Operations
 from t25_tui.tui.screens.dialogs import MessageDialog
 
-if TYPE_CHECKING:
-    from t25_tui.tui.app import T25App
+
+class Cockpit(Protocol):
+    """What a merge from the cockpit uses of it (t25_tui.tui.app.T25App)."""
+
+    control: Operations
+    actor: str
+
+    def status(self, note: str) -> None: ...
+    def push_screen(self, screen: Any) -> Any: ...
+    def schedule_refresh(self) -> None: ...
 
 
 def protected_question(tid: str, protected: tuple[str, ...]) -> str:
@@ -31,7 +40,7 @@ def protected_question(tid: str, protected: tuple[str, ...]) -> str:
     )
 
 
-async def merge_now(app: T25App, tid: str, reason: str, protected: tuple[str, ...]) -> None:
+async def merge_now(app: Cockpit, tid: str, reason: str, protected: tuple[str, ...]) -> None:
     """Merge `tid` through the control plane, saying on the status line what it does."""
     control = app.control
     task = await control.task(tid)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.cli.setup import DEMO_CONFIG
+from t25_tui.cli.demo import DEMO_CONFIG
 from t25_tui.tui.sample_data import make_sample_repo
 from tests.operators import operator_headers
 from tests.tui.terminal import T25, Terminal

@@ -23,7 +23,6 @@ from core.domain.check_text import failing_checks
 from core.domain.cost import Spend
 from core.domain.detail import TaskDetail as Detail
 from core.domain.events import DecisionRecorded, Event, RunOutput, TaskTransitioned
-from core.domain.figures import check_outcome
 from core.domain.models import Artifact, ArtifactKind, CheckResult, Run, Task
 from core.domain.network import ConnectionTally
 from core.domain.text import printable
@@ -317,7 +316,7 @@ def _figures(detail: Detail) -> str:
     """The last QA's checks whose runner T25 knows, beside the default branch's figures:
     `tests passed (41 passed, 3 skipped — 3 more skipped than on main)`; "" when none."""
     counted = [c for c in detail.checks if c.figures is not None]
-    return "; ".join(f"{printable(c.name)} {check_outcome(c, detail.baseline)}" for c in counted)
+    return "; ".join(f"{printable(c.name)} {c.outcome(detail.baseline)}" for c in counted)
 
 
 def run_row(r: Run, now: datetime) -> tuple[str | Text, ...]:
