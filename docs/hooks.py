@@ -4,8 +4,9 @@ The pages in docs/ link to ARCHITECTURE.md, CONTRIBUTING.md, the screenshots and
 configuration where they lie in the repository (`../../screenshots/board.svg`), so the links
 also work where the Markdown is read as it is, on a forge or in an editor. MkDocs sees only
 docs/: this hook adds each root file a page links to, at its path from the root
-(`screenshots/board.svg`), and rewrites the link to reach it there. A link to a file that
-does not exist is left as it is, for `mkdocs build --strict` to refuse.
+(`screenshots/board.svg`), and rewrites the link to reach it there; a root page's link into
+docs/ (`docs/index.md`) is rewritten the same way. A link to a file that does not exist is
+left as it is, for `mkdocs build --strict` to refuse.
 """
 
 from __future__ import annotations
@@ -47,16 +48,25 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def _uri(source: Path, target: str) -> str | None:
+    """Where in the site the file `target` (written relative to `source`) is, if it is one."""
+    if found := _outside(source, target):
+        return found.relative_to(ROOT).as_posix()
+    path = (source.parent / target).resolve()
+    if "://" in target or not path.is_relative_to(DOCS) or not path.is_file():
+        return None
+    return path.relative_to(DOCS).as_posix()
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
-    """Links that leave docs/ for a root file go to where on_files put it."""
+    """Links to a file go to where it is in the site."""
     source = Path(page.file.abs_src_path)
     here = posixpath.dirname(page.file.src_uri)
 
     def moved(link: re.Match[str]) -> str:
-        found = _outside(source, link[1])
-        if found is None:
+        uri = _uri(source, link[1])
+        if uri is None:
             return link[0]
-        uri = posixpath.relpath(found.relative_to(ROOT).as_posix(), here or ".")
-        return f"]({uri}{link[2] or ''})"
+        return f"]({posixpath.relpath(uri, here or '.')}{link[2] or ''})"
 
     return LINK.sub(moved, markdown)
