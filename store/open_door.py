@@ -56,5 +56,5 @@ async def accepts_without_password(url: str) -> str | None:
     return (
         f"the Postgres store at {where} lets a client in over TCP without a password (trust "
         "authentication): anything that reaches that port can rewrite T25's records; give its "
-        "role a password (pg_hba.conf: scram-sha-256) and keep it in a file (README: Production)"
+        "role a password (pg_hba.conf: scram-sha-256) and keep it in a file (docs/guides/production.md)"
     )

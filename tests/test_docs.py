@@ -1,5 +1,5 @@
-"""The contributor's documents keep up with the tree: every room is in the README's Layout
-and in ARCHITECTURE.md, the pre-commit hooks are the gate with the pinned tools, and the
+"""The contributor's documents keep up with the tree: every room is in the documentation's
+Layout page and in ARCHITECTURE.md, the pre-commit hooks are the gate with the pinned tools, and the
 changelog has the version pyproject.toml says."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+LAYOUT = (ROOT / "docs" / "architecture" / "layout.md").read_text()
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text()
 
 
@@ -25,19 +25,15 @@ def rooms() -> list[str]:
     return [*inner, "store/", "adapters/", "t25_tui/runtime.py"]
 
 
-def layout() -> str:
-    return README[README.index("## Layout\n") : README.index("\n## ", README.index("## Layout"))]
-
-
-def test_every_room_is_in_the_readme_layout_and_in_the_architecture():
+def test_every_room_is_in_the_layout_page_and_in_the_architecture():
     assert len(rooms()) >= 12
     for room in rooms():
-        assert f"| `{room}` |" in layout(), room
+        assert f"| `{room}` |" in LAYOUT, room
         assert f"| `{room}` |" in ARCHITECTURE, room
 
 
 def test_the_layout_links_the_architecture_and_contributing():
-    assert "(ARCHITECTURE.md)" in layout() and "(CONTRIBUTING.md)" in layout()
+    assert "(../../ARCHITECTURE.md)" in LAYOUT and "(../../CONTRIBUTING.md)" in LAYOUT
 
 
 def test_pre_commit_runs_the_gate_with_the_pinned_tools():

@@ -1,7 +1,7 @@
 """`t25 doctor` says what the wall around runs is on this machine, as configured: the sandbox
 probe's view from inside, what each role's CLIs may reach (their model endpoints from their
-own base-URL settings, and what t25.yaml adds), how resources are capped, and the README's
-sandbox table with this machine's verdict in each row."""
+own base-URL settings, and what t25.yaml adds), how resources are capped, and the
+sandbox table of docs/guides/security.md with this machine's verdict in each row."""
 
 from __future__ import annotations
 

@@ -204,7 +204,7 @@ async def test_a_replica_killed_mid_pipeline_fails_no_task_and_runs_no_stage_twi
             worker, err = a.start_worker("--url", b.url, *WORKER_ARGS, "--lease-ttl", "15")
             refs = await file_tasks(at_a)
             # Every task in its slow stage, each worker heartbeating and sending output: A
-            # dies with no claim or completion of theirs in flight (see the README on one
+            # dies with no claim or completion of theirs in flight (see docs/guides/production.md on one
             # killed between a completion and its decision).
             await until(
                 lambda: dev_runs_running(at_b, len(refs)), timeout=120, what="dev runs in flight"

@@ -1,6 +1,7 @@
 """The README says what T25 does: its first lines are the two commands (CI runs the second
-verbatim), its command table is the parser's, its key table the cockpit's command table,
-and the keys its quick start names do what it says."""
+verbatim), and the keys its quick start and its cheat sheet name do what they say. The guides
+it links to keep up too: the command line's table is the parser's, the cockpit's key table
+the cockpit's command table."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+COMMAND_LINE = (ROOT / "docs" / "guides" / "command-line.md").read_text()
+COCKPIT = (ROOT / "docs" / "guides" / "cockpit.md").read_text()
 
 
 def _commands() -> list[str]:
@@ -45,9 +48,18 @@ def test_ci_runs_contributings_gate_before_the_tests():
 # -- the command table -----------------------------------------------------------------------
 
 
-def table(header: str) -> list[tuple[str, str]]:
-    """The rows (first cell, second cell) of the table whose header line is `header`."""
-    lines = README.splitlines()
+def test_the_readme_is_a_front_door():
+    """What T25 is, the two commands, a picture, the cheat sheet and links: the rest is in
+    docs/, and every page of docs/ the README links to is there."""
+    assert len(README.encode()) <= 10_000
+    assert "![the board](screenshots/board.svg)" in README
+    for page in re.findall(r"\]\((docs/[^)#]+)", README):
+        assert (ROOT / page).is_file(), page
+
+
+def table(header: str, text: str) -> list[tuple[str, str]]:
+    """The rows (first cell, second cell) of the table in `text` whose header line is `header`."""
+    lines = text.splitlines()
     start = lines.index(header) + 2  # the header and its |---| line
     rows = []
     for line in lines[start:]:
@@ -73,7 +85,7 @@ def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
 
     parsers = dict(subcommands(build_parser()))
     out = []
-    for cell, _ in table("| command | what it does |"):
+    for cell, _ in table("| command | what it does |", COMMAND_LINE):
         words = re.fullmatch(r"`(t25 [^`]+)`", cell)[1].split()[1:]
         path: tuple[str, ...] = ()
         while words and (*path, words[0]) in parsers:
@@ -103,14 +115,14 @@ def test_the_global_options_paragraph_names_the_parsers_global_options():
     from t25_tui.cli.main import build_parser
 
     top = {o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")}
-    paragraph = README[README.index("Every command takes") :].split("\n\n")[0]
+    paragraph = COMMAND_LINE[COMMAND_LINE.index("Every command takes") :].split("\n\n")[0]
     assert set(re.findall(r"`(--[a-z]+)", paragraph)) == top - {"--help"}
     assert "before\nthe command or after it" in paragraph
 
 
 # -- the cockpit's keys ------------------------------------------------------------------------
 
-# How the README writes a key, as Textual names it.
+# How the documentation writes a key, as Textual names it.
 KEY_NAMES = {
     "←": "left",
     "→": "right",
@@ -139,7 +151,7 @@ def toolkit_keys() -> set[str]:
 
 def documented_keys() -> set[str]:
     keys = set()
-    for cell, _ in table("| key | what it does |"):
+    for cell, _ in table("| key | what it does |", COCKPIT):
         keys |= {KEY_NAMES.get(k, k) for k in re.findall(r"`([^`]+)`", cell)}
         keys |= {f.lower() for f in re.findall(r"\bF\d+\b", cell)}
     return keys
@@ -186,3 +198,14 @@ def test_the_quick_start_keys_do_what_it_says():
         runs("CONFIRM", "y"),
         runs("BOARD", "q"),
     ] == ["inbox", "decide", "approval.approve", "merge", "confirm.yes", "quit"]
+
+
+def test_the_readmes_five_keys_do_what_it_says():
+    """The cheat sheet's keys, pressed on the board, run the commands it describes."""
+    from t25_tui.tui.commands import BY_ID
+
+    rows = table("| key | on the board |", README)
+    keys = [KEY_NAMES.get(key.strip("`"), key.strip("`")) for key, _ in rows]
+    assert [runs("BOARD", key) for key in keys] == ["inbox", "decide", "merge", "new_task", "help"]
+    for key, (_, said) in zip(keys, rows, strict=True):
+        assert BY_ID[runs("BOARD", key)].description in said, key

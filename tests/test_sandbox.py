@@ -85,7 +85,7 @@ async def test_t25s_store_and_audit_log(env, shop, sandbox):
     """Sandboxed, `.factory/` is an empty read-only directory: the write is refused. Seen
     at the checkout's path (the view), the checkout's path shows the task's tree and T25's
     state is nowhere: the agent's path leads to nothing. Unconfined it is not (the
-    fingerprint does not watch T25's own state): the README says so, and this test keeps
+    fingerprint does not watch T25's own state): docs/guides/security.md says so, and this test keeps
     that statement true."""
     tree_at = "checkout" if sandbox == "auto-view" else "worktree"
     mode = "none" if sandbox == "none" else "auto"

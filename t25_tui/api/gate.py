@@ -269,7 +269,7 @@ def _too_large(cap: int) -> Refusal:
         413,
         wire.BODY_TOO_LARGE,
         f"the request body is over this endpoint's {cap:,} bytes",
-        hint="see the endpoint's limits in the README (Production)",
+        hint="see the endpoint's limits in docs/guides/production.md",
     )
 
 

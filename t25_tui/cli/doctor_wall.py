@@ -1,6 +1,6 @@
 """What `t25 doctor` says of the wall around runs on this machine, as configured: what the
 sandbox probe saw from inside (capabilities, a mount, a network namespace), what each role's
-runs may reach, how their resources are capped, and the README's sandbox table - attack by
+runs may reach, how their resources are capped, and the sandbox table of docs/guides/security.md - attack by
 attack - with this machine's verdict in each row.
 
     wall_report(config) -> shapes.WallReport
@@ -61,7 +61,7 @@ def _reach(config: Config) -> list[Reach]:
 
 
 def _verdicts(config: Config, confined: bool, network: str, caps: str) -> list[WallVerdict]:
-    """The README's sandbox table, each row with what holds here and now."""
+    """The sandbox table of docs/guides/security.md, each row with what holds here and now."""
     root = os.geteuid() == 0
     rows = []
 

@@ -557,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _json_option(parser: argparse.ArgumentParser) -> None:
     """`--json`: one JSON object instead of text, of the shape t25_tui.cli.shapes documents."""
     parser.add_argument(
-        "--json", action="store_true", help="print one JSON object (see README: Scripting)"
+        "--json", action="store_true", help="print one JSON object (docs/guides/command-line.md)"
     )
 
 

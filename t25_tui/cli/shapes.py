@@ -7,7 +7,7 @@ a script can rely on it: keys are snake_case, times ISO 8601 in UTC (`…Z`), id
 (`"T-7"`, `"R-12"`, `"A-3"`). A key may be added in a later version; none is renamed or
 removed without a note in CHANGELOG.md. `SHAPES` names each one; the JSON Schema of a shape
 is `SHAPES[name].model_json_schema(mode="serialization")`, and the tests validate every
-command's output against it. The README's "Scripting" section documents them for people.
+command's output against it. docs/guides/command-line.md (Scripting) documents them for people.
 """
 
 from __future__ import annotations
@@ -529,7 +529,7 @@ class Reach(Shape):
 
 
 class WallVerdict(Shape):
-    """One row of the README's sandbox table, with what holds on this machine."""
+    """One row of the sandbox table (docs/guides/security.md), with what holds on this machine."""
 
     attack: str
     verdict: str

@@ -231,7 +231,7 @@ async def test_sandboxed_a_hostile_shell_call_is_refused_and_nothing_survives(
 
 
 # Unconfined, the second fence. A main-checkout file is asked about, not removed (T25 holds
-# no copy of the operator's files), and `.factory/` is not watched - the README says both; these
+# no copy of the operator's files), and `.factory/` is not watched - docs/guides/security.md says both; these
 # asserts keep it true. The fence is T25's, the same for every CLI: Claude Code stands for
 # them all, so that CI stays short (each CLI was seen to pass it when the test was written).
 @pytest.mark.parametrize("cli", ["claude"])
