@@ -21,7 +21,7 @@ GRANDFATHERED = {
     "core/control/audit_chain.py:verify_chain": 68,
     "core/control/pipeline.py": 711,
     "core/control/pipeline.py:Pipeline": 35,
-    "core/control/service.py": 1167,
+    "core/control/service.py": 945,
     "core/control/service.py:ControlPlane": 44,
     "core/control/service.py:ControlPlane._rule": 72,
     "core/worker/worker.py": 729,

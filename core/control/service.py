@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
-import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -56,11 +53,31 @@ from core.control.merge_record import (
     open_merge_line,
     void_after,
 )
-from core.control.policies import merge_refusal, unnamed_protected
 from core.control.queries import EVERY_EVENT, Queries
+from core.control.verb_rules import (
+    RESUME_FROM,
+    Ruling,
+    acknowledgeable,
+    archivable,
+    cancellable,
+    edit_ruling,
+    expect_state,
+    mergeable,
+    not_held,
+    plan_summary,
+    protected_named,
+    raised_fields,
+    recheckable,
+    resumed,
+    retriable,
+    suggest,
+    suggest_tokens,
+    what_fits,
+    with_protected,
+)
 from core.domain.agent import CheckSandbox
 from core.domain.clock import Clock, system_clock
-from core.domain.cost import Spend, raised_budget
+from core.domain.cost import Spend
 from core.domain.decisions import Decision, Verb
 from core.domain.events import (
     DecisionRecorded,
@@ -76,7 +93,6 @@ from core.domain.evidence import MergeEvidence
 from core.domain.models import (
     MERGE_ROLE,
     ArtifactKind,
-    Budget,
     NewRun,
     NewTask,
     Project,
@@ -86,8 +102,7 @@ from core.domain.models import (
     TaskState,
     TaskType,
 )
-from core.domain.states import TERMINAL, WORKING, assert_reset, assert_transition
-from core.domain.text import printable
+from core.domain.states import WORKING, assert_reset, assert_transition
 from core.errors import GitError, IllegalTransition, MergeRefused, PolicyRefused
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, one_line_log
@@ -107,9 +122,6 @@ MERGE_POLL_S = 0.25
 MERGE_SETTLE_S = 30.0  # a run that succeeded: how long its completion may take to mark it
 MERGE_ATTEMPTS = 2
 
-# Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
-_RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}
-ARCHIVABLE = frozenset({TaskState.DONE, TaskState.CANCELLED, TaskState.FAILED})
 
 # The role whose run works each stage; PR_OPEN is done by T25 itself (no agent).
 STAGE_ROLE = {
@@ -121,27 +133,6 @@ STAGE_ROLE = {
     TaskState.PR_OPEN: "pr",
     TaskState.DOCS: "docs",
 }
-
-
-@dataclass(frozen=True)
-class Ruling:
-    """What a decision that passed its check does to its task."""
-
-    bound_to: str | None = None  # what it was made on (an approval: the plan's `sha256:…`)
-    to: TaskState | None = None  # the state it moves the task to; None: fields only
-    why: str = ""  # the state change's reason
-    fields: dict[str, Any] = field(default_factory=dict)
-    enqueue: bool = False  # queue the run of the stage it moves the task into
-    cancel_runs: bool = False  # end the task's runs
-    merge: TrialMerge | None = None  # land this tried merge first (git: outside the store)
-    cleans: bool = False  # remove the task's worktree after
-    reset: bool = False  # `to` is a stage the task goes back to (assert_reset)
-    # The words the audit line and the announcement record, when more than the decision's
-    # own (a merge adds the protected paths it named).
-    recorded: str | None = None
-
-    def reason(self, decision: Decision) -> str:
-        return decision.text if self.recorded is None else self.recorded
 
 
 class ControlPlane(Queries, Operations):
@@ -250,7 +241,7 @@ class ControlPlane(Queries, Operations):
             assert_transition(task.state, to, resume_state=task.resume_state)
         fields = dict(fields)
         if to in (TaskState.NEEDS_INPUT, TaskState.FAILED):
-            resume = task.state if task.state in WORKING else _RESUME_FROM.get(task.state)
+            resume = task.state if task.state in WORKING else RESUME_FROM.get(task.state)
             fields.setdefault("resume_state", resume or task.resume_state)
         elif task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED):
             fields.setdefault("resume_state", None)
@@ -362,8 +353,8 @@ class ControlPlane(Queries, Operations):
         question = (
             f"{task.id} has spent {spend.line()}: {whose} is reached before "
             f"{stage} ({STAGE_ROLE[stage]}){f', after: {reason}' if reason else ''}. Answer with "
-            f'a new budget to go on (e.g. "budget ${_suggest(spend.usd, spend.budget_usd)}" or '
-            f'"budget {_suggest_tokens(spend)} tokens"), or cancel it.'
+            f'a new budget to go on (e.g. "budget ${suggest(spend.usd, spend.budget_usd)}" or '
+            f'"budget {suggest_tokens(spend)} tokens"), or cancel it.'
         )
         event, changed = self._change(
             task,
@@ -567,21 +558,21 @@ class ControlPlane(Queries, Operations):
             case Verb.APPROVE:
                 return await self._approval(task, decision)
             case Verb.REJECT:
-                _expect(task, TaskState.AWAITING_APPROVAL, "rejected")
+                expect_state(task, TaskState.AWAITING_APPROVAL, "rejected")
                 return Ruling(to=TaskState.PLAN, why=decision.text, enqueue=True)
             case Verb.ANSWER:
-                _expect(task, TaskState.NEEDS_INPUT, "answered")
+                expect_state(task, TaskState.NEEDS_INPUT, "answered")
                 stage = task.resume_state
                 role = STAGE_ROLE.get(stage) if stage else None
-                raised = _raised(task, decision, await self.budget_reached(task, role))
+                raised = raised_fields(task, decision, await self.budget_reached(task, role))
                 return Ruling(
-                    to=_resumed(task), why="operator answered", fields=raised, enqueue=True
+                    to=resumed(task), why="operator answered", fields=raised, enqueue=True
                 )
             case Verb.MERGE:
-                _not_held(task, "merged")
-                _mergeable(task)
+                not_held(task, "merged")
+                mergeable(task)
                 await require_sealed_merge(self.store, self.keys, task)
-                _protected_named(task, decision)
+                protected_named(task, decision)
                 worktrees = self.worktrees(task.project)
                 await worktrees.moved_since_review(task)  # before any line
                 if trial is None or await worktrees.tip(task) != trial.tip:
@@ -594,30 +585,30 @@ class ControlPlane(Queries, Operations):
                     merge=trial,
                     cleans=True,
                     bound_to=reviewed,
-                    recorded=_with_protected(task, decision.text),
+                    recorded=with_protected(task, decision.text),
                 )
             case Verb.CANCEL:
-                _cancellable(task)
+                cancellable(task)
                 return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
             case Verb.RETRY:
-                _retriable(task)
+                retriable(task)
                 fields: dict[str, Any] = {"error": None}
                 if task.resume_state is TaskState.IMPLEMENTING:  # not on the failed change
                     fields["rewind_to"] = await self._stage_start(task, TaskState.IMPLEMENTING)
-                return Ruling(to=_resumed(task), why=decision.text, fields=fields, enqueue=True)
+                return Ruling(to=resumed(task), why=decision.text, fields=fields, enqueue=True)
             case Verb.RESET:
                 return await self._reset(task, decision)
             case Verb.EDIT:
-                return _edit(task, decision)
+                return edit_ruling(task, decision)
             case Verb.ARCHIVE:
-                _archivable(task)
+                archivable(task)
                 return Ruling(fields={"archived": True}, cleans=True)
             case Verb.ACKNOWLEDGE:
-                _acknowledgeable(task)
+                acknowledgeable(task)
                 return Ruling(fields={"violation": None})
             case Verb.RECHECK:
-                _not_held(task, "rechecked")
-                _recheckable(task)
+                not_held(task, "rechecked")
+                recheckable(task)
                 return Ruling(
                     to=TaskState.QA,
                     why=decision.text or "QA and review again, on the branch as it is now",
@@ -637,7 +628,7 @@ class ControlPlane(Queries, Operations):
         going on end, and what QA and review decided is forgotten."""
         stage = decision.stage
         assert stage is not None  # checked at the door
-        _not_held(task, "reset")
+        not_held(task, "reset")
         if task.merged or task.archived:
             raise PolicyRefused(
                 f"{task.id} is {'merged' if task.merged else 'archived'}; it cannot be reset",
@@ -647,7 +638,7 @@ class ControlPlane(Queries, Operations):
             assert_reset(task.state, stage, resume_state=task.resume_state)
         except IllegalTransition as exc:
             raise PolicyRefused(
-                f"{task.id} cannot be reset to {stage}: {exc.message}", hint=_what_fits(task)
+                f"{task.id} cannot be reset to {stage}: {exc.message}", hint=what_fits(task)
             ) from None
         head = await self._stage_start(task, stage)
         if head is None:
@@ -698,7 +689,7 @@ class ControlPlane(Queries, Operations):
     async def _approval(self, task: Task, decision: Decision) -> Ruling:
         """An approval is bound to the SHA-256 of the newest plan, re-hashed as it is read;
         one made on a plan that has changed since (`decision.bound_to`) is refused."""
-        _expect(task, TaskState.AWAITING_APPROVAL, "approved")
+        expect_state(task, TaskState.AWAITING_APPROVAL, "approved")
         plans = [
             a
             for a in await self.store.list_artifacts(task_id=task.id)
@@ -713,7 +704,7 @@ class ControlPlane(Queries, Operations):
         if decision.bound_to is not None and decision.bound_to != plan:
             raise PolicyRefused(
                 f"the plan of {task.id} changed since it was shown ({decision.bound_to}); "
-                f"it is now {plan}: {_plan_summary(content)}",
+                f"it is now {plan}: {plan_summary(content)}",
                 hint=f"read the new plan (t25 task show {task.id}) and decide again",
             )
         why = f"plan {plan} approved" + (f": {decision.text}" if decision.text else "")
@@ -732,10 +723,10 @@ class ControlPlane(Queries, Operations):
         and again under the audit log's writer when it lands. None when this process has
         no checkout of the task's repository with its branch: a worker merges it."""
         task = await self.task(decision.task)
-        _not_held(task, "merged")
-        _mergeable(task)
+        not_held(task, "merged")
+        mergeable(task)
         await require_sealed_merge(self.store, self.keys, task)
-        _protected_named(task, decision)  # before minutes of checks, not after
+        protected_named(task, decision)  # before minutes of checks, not after
         if not await self._holds(task):
             return None
         worktrees = self.worktrees(task.project)
@@ -769,10 +760,10 @@ class ControlPlane(Queries, Operations):
         and the merge takes effect in the store when the worker reports it landed."""
         async with self.audit.writer() as log:
             task = await self.task(decision.task)
-            _not_held(task, "merged")
-            _mergeable(task)
+            not_held(task, "merged")
+            mergeable(task)
             await require_sealed_merge(self.store, self.keys, task)
-            _protected_named(task, decision)
+            protected_named(task, decision)
             under_way = [
                 r
                 for r in await self.store.list_runs(task_id=task.id)
@@ -787,7 +778,7 @@ class ControlPlane(Queries, Operations):
                 actor=decision.actor,
                 task=task.id,
                 decision=Verb.MERGE.value,
-                reason=_with_protected(task, decision.text) or decision.text,
+                reason=with_protected(task, decision.text) or decision.text,
                 bound_to=f"commit:{task.reviewed_head}" if task.reviewed_head else None,
             )
             job = NewRun(
@@ -952,216 +943,3 @@ class ControlPlane(Queries, Operations):
         return await self.decide(
             Decision(verb=Verb.ACKNOWLEDGE, task=ref, actor=actor, text=reason)
         )
-
-
-# Where a task has not started implementing: its title and description may still change.
-_BEFORE_IMPLEMENTING = frozenset(
-    {TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL}
-)
-
-
-def _edit(task: Task, decision: Decision) -> Ruling:
-    """An operator's edit: the priority while the task is not finished; the title and the
-    description until it starts implementing; the type (its branch's name) before its first
-    run. Recorded as what changed, from what to what."""
-    if task.state in TERMINAL or task.archived:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}{' and archived' if task.archived else ''}; "
-            "a finished task is not edited",
-            hint="file a new task: t25 task new",
-        )
-    where = (
-        task.resume_state if task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED) else task.state
-    )
-    changes = {k: v for k, v in decision.changes.items() if getattr(task, k) != v}
-    words = [k for k in ("title", "description") if k in changes]
-    if words and where not in _BEFORE_IMPLEMENTING:
-        raise PolicyRefused(
-            f"{task.id} has started implementing ({task.state}); its {' and '.join(words)} "
-            "no longer change",
-            hint=f"t25 reset {task.id} --to PLAN, then edit it; or file a new task",
-        )
-    if "type" in changes and task.state is not TaskState.RECEIVED:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}: its branch {task.branch} exists, and its type names it",
-            hint="file a new task of the type you want",
-        )
-    said = (
-        "; ".join(f"{k}: {_shown(getattr(task, k))} → {_shown(v)}" for k, v in changes.items())
-        or "nothing changed"
-    )
-    return Ruling(fields=changes, recorded=f"{said}: {decision.text}" if decision.text else said)
-
-
-def _shown(value: object) -> str:
-    """A field's value in an edit's audit line: short, one line."""
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, TaskType):
-        value = value.value
-    shown = printable(str(value)).replace("\n", " ")
-    return repr(shown if len(shown) <= 60 else shown[:59] + "…")
-
-
-def _plan_summary(content: bytes) -> str:
-    """What a stored plan says it does, in one line: its steps, its risk."""
-    try:
-        plan = json.loads(content)
-        steps = "; ".join(str(step) for step in plan.get("steps", []))
-    except (ValueError, AttributeError):
-        return "unreadable"
-    line = printable(" ".join(f"{plan.get('risk', '?')} risk: {steps}".split()))
-    return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _raised(task: Task, decision: Decision, spend: Spend | None) -> dict[str, Any]:
-    """The budget an answer raises (fields of the task): an answer to a task whose budget,
-    or whose next role's, is spent must name a new one above the spend, or it is refused."""
-    if spend is None:
-        return {}
-    usd, tokens = raised_budget(decision.text)
-    after = spend.model_copy(
-        update={
-            "budget_usd": spend.budget_usd if usd is None else usd,
-            "budget_tokens": spend.budget_tokens if tokens is None else tokens,
-        }
-    )
-    if after.reached:
-        raise PolicyRefused(
-            f"{task.id} has spent {spend.line()}; an answer must name a budget above that "
-            "to let it go on",
-            hint=f't25 answer {task.id} "budget ${_suggest(spend.usd, spend.budget_usd)}" '
-            f'(or "budget {_suggest_tokens(spend)} tokens"), or t25 cancel {task.id}',
-        )
-    named = {k: v for k, v in (("usd", usd), ("tokens", tokens)) if v is not None}
-    if spend.role:  # that role's budget for this task, not the task's
-        own = task.role_budgets.get(spend.role) or Budget()
-        return {"role_budgets": {**task.role_budgets, spend.role: own.model_copy(update=named)}}
-    return {f"budget_{k}": v for k, v in named.items()}
-
-
-def _suggest(spent: float, budget: float | None) -> str:
-    """A round budget above `spent`: double the old one, or twice the spend."""
-    return f"{max(2 * (budget or 0), 2 * spent, 1.0):.0f}"
-
-
-def _suggest_tokens(spend: Spend) -> str:
-    return f"{max(2 * (spend.budget_tokens or 0), 2 * spend.tokens, 1_000_000):,}"
-
-
-def _expect(task: Task, state: TaskState, done: str) -> None:
-    """Refuse a decision on a task that is not in `state`, saying what would fit."""
-    if task.state is not state:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}; only a task in {state} can be {done}",
-            hint=_what_fits(task),
-        )
-
-
-def _resumed(task: Task) -> TaskState:
-    """The stage a NEEDS_INPUT or FAILED task goes back to (IllegalTransition if none)."""
-    stage = task.resume_state or TaskState.SPEC
-    assert_transition(task.state, stage, resume_state=task.resume_state)
-    return stage
-
-
-def _not_held(task: Task, done: str) -> None:
-    """Refuse while what a run changed outside its worktree - or what changed while it
-    ran - waits for a human to acknowledge it."""
-    if task.violation is not None:
-        raise PolicyRefused(
-            f"{task.id} cannot be {done} until what changed outside its worktree is "
-            f"acknowledged: {task.violation}",
-            hint=f't25 acknowledge {task.id} --reason "what you checked"',
-        )
-
-
-def _protected_named(task: Task, decision: Decision) -> None:
-    """Refuse a merge that does not name each protected path the task touches."""
-    unnamed = unnamed_protected(task, decision.allow_paths)
-    if unnamed:
-        shown = ", ".join(printable(p) for p in unnamed)
-        named = " ".join(f"--allow-path {shlex.quote(printable(p))}" for p in task.protected_paths)
-        raise PolicyRefused(
-            f"{task.id} touches protected paths (policies.protected_paths) that the merge "
-            f"does not name: {shown}",
-            hint=f"read the change (t25 task show {task.id}), then: t25 merge {task.id} {named}",
-        )
-
-
-def _with_protected(task: Task, text: str) -> str | None:
-    """A merge's words as recorded: the operator's, and the protected paths it named."""
-    if not task.protected_paths:
-        return None
-    named = "protected paths: " + ", ".join(printable(p) for p in task.protected_paths)
-    return f"{text}; {named}" if text else named
-
-
-def _mergeable(task: Task) -> None:
-    review = task.review_verdict == "approve" if task.review_verdict else None
-    refusal = merge_refusal(task, checks_passed=task.checks_passed, review_approved=review)
-    if refusal:
-        raise PolicyRefused(
-            f"{task.id} cannot be merged: {refusal}",
-            hint=f"t25 archive {task.id}"
-            if task.merged and not task.archived
-            else f"t25 task show {task.id}",
-        )
-
-
-def _retriable(task: Task) -> None:
-    _not_held(task, "retried")
-    if task.state is not TaskState.FAILED:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}; only a FAILED task can be retried", hint=_what_fits(task)
-        )
-
-
-def _recheckable(task: Task) -> None:
-    if task.state is not TaskState.DONE or task.merged or task.archived:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}{' and merged' if task.merged else ''}"
-            f"{' and archived' if task.archived else ''}; only a DONE task that is not merged "
-            "can be sent back through QA and review",
-            hint=_what_fits(task),
-        )
-
-
-def _acknowledgeable(task: Task) -> None:
-    if task.violation is None:
-        raise PolicyRefused(f"{task.id} has no violation to acknowledge", hint=_what_fits(task))
-
-
-def _cancellable(task: Task) -> None:
-    if task.state in TERMINAL:
-        raise PolicyRefused(
-            f"{task.id} is already {task.state}; there is nothing to cancel",
-            hint=f"t25 archive {task.id} takes it off the board"
-            if not task.archived
-            else f"t25 task show {task.id}",
-        )
-
-
-def _archivable(task: Task) -> None:
-    if task.archived:
-        raise PolicyRefused(
-            f"{task.id} is already archived", hint="t25 task list --all shows archived tasks"
-        )
-    if task.state not in ARCHIVABLE:
-        raise PolicyRefused(
-            f"{task.id} is {task.state}; only DONE, FAILED or CANCELLED tasks can be archived",
-            hint=f"cancel it first: t25 cancel {task.id}",
-        )
-
-
-def _what_fits(task: Task) -> str:
-    """For a refusal: the command that fits the task as it is now."""
-    if task.state is TaskState.AWAITING_APPROVAL:
-        return f't25 approve {task.id}, or t25 reject {task.id} --reason "…"'
-    if task.state is TaskState.NEEDS_INPUT:
-        return f't25 answer {task.id} "…" answers its question'
-    if task.violation is not None:
-        return f't25 acknowledge {task.id} --reason "…" first: a run broke the invariant'
-    if task.state is TaskState.FAILED:
-        return f"t25 retry {task.id} runs its stage again"
-    return f"t25 task show {task.id} shows where it is"
