@@ -2,6 +2,7 @@
 
     T25Error                      anything T25 refuses or cannot do; `hint` says what to do next
     ├── ConfigError               t25.yaml is missing, malformed, or holds a credential
+    │   └── PromptTemplateError   a prompt template with an unknown placeholder, or unreadable
     ├── InvalidInput              text that T25 refuses at the door: too long, control characters
     ├── NotFound                  an unknown task, run, project or artifact id
     ├── IllegalTransition         the state machine forbids the change that was asked for
@@ -13,9 +14,18 @@
     ├── AuditError                the audit log cannot be written
     ├── DiskFull                  a file T25 writes found no space left on its disk
     ├── PolicyRefused             an operator action that policy does not allow now
+    │   └── MergeRefused          the merge cannot happen safely now; nothing was changed
+    ├── MergeUnrecorded           git has a merge the store could not record in its patience
     ├── ControlPlaneUnreachable   a remote `t25 serve` did not answer (or not usefully)
     ├── CredentialRefused         a remote `t25 serve` refused this worker's credential (401, 403)
-    └── ProtocolMismatch          a remote `t25 serve` and this worker speak different protocols
+    ├── ProtocolMismatch          a remote `t25 serve` and this worker speak different protocols
+    ├── NoAdapter                 no adapter in a role's chain can run now
+    ├── GitError                  a git command failed; its complaint is in the message
+    ├── WorktreeRefused           T25 will not create, adopt or touch this worktree
+    │   └── BranchMoved           the task branch no longer holds T25's last commit on it
+    ├── WorktreeBusy              another T25 process is driving this task's worktree
+    ├── PublishFailed             the branch could not be pushed or its pull request opened
+    └── AnswerInvalid             an agent's final message is no valid artifact of its stage
 
 Every message is one line meant for a person at a terminal; the command line prints
 it (and the hint) without a traceback unless asked for one.
@@ -152,3 +162,13 @@ class PromptTemplateError(ConfigError):
 
 class AnswerInvalid(T25Error):
     """An agent's final message that is not a valid artifact of its stage."""
+
+
+class MergeUnrecorded(T25Error):
+    """git has the merge; the store could not record it within its patience
+    (core.control.merge_record): `t25 merge` records it once the store answers."""
+
+
+class BranchMoved(WorktreeRefused):
+    """The task branch no longer holds the commit T25's last run left it at
+    (core.workspace.branch_guard)."""

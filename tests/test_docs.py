@@ -58,3 +58,27 @@ def test_the_changelog_has_an_unreleased_section_and_the_current_version():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "\n## Unreleased\n" in changelog
     assert f"\n## {version} - " in changelog
+
+
+def test_the_error_tree_drawn_in_core_errors_is_every_error_and_its_parent():
+    """Each class of `core/errors.py` is in the tree its docstring draws, under its parent."""
+    import inspect
+    import re
+
+    from core import errors
+
+    drawn: dict[str, str] = {}
+    parents: list[str] = []
+    for line in (errors.__doc__ or "").splitlines():
+        found = re.match(r"^    ((?:[│ ] {3})*)(?:[├└]── )?(\w+)\s", line)
+        if found is None or not found[2][0].isupper():
+            continue
+        depth = len(found[1]) // 4 + (1 if "──" in line else 0)
+        parents[depth:] = [found[2]]
+        drawn[found[2]] = parents[depth - 1] if depth else ""
+    classes = {
+        name: cls.__base__.__name__ if cls is not errors.T25Error else ""
+        for name, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, errors.T25Error) and cls.__module__ == errors.__name__
+    }
+    assert drawn == classes

@@ -25,10 +25,9 @@ import pytest
 
 from core.config.schema import DATABASE_URL_ENV
 from core.control.audit import cross_check
-from core.control.merge_record import MergeUnrecorded
 from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState as S
-from core.errors import StoreUnavailable
+from core.errors import MergeUnrecorded, StoreUnavailable
 from core.workspace.git import git_sync
 from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
 from tests.test_cli import PIPELINE_CONFIG

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from core.domain.backoff import Backoff, retry
 from core.domain.events import Event
 from core.domain.models import MERGE_ROLE, RunStatus, Task
-from core.errors import StoreUnavailable, T25Error
+from core.errors import MergeUnrecorded, StoreUnavailable
 from core.ports import DecisionWrite, Store
 from core.workspace.merging import merged_already
 
@@ -33,10 +33,6 @@ PAUSES = Backoff(0.5, 5.0, jitter=0.2)
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
 log = logging.getLogger("t25.merge")
-
-
-class MergeUnrecorded(T25Error):
-    """git has the merge; the store could not record it within its patience."""
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.domain.models import Task
-from core.errors import WorktreeRefused
+from core.errors import BranchMoved
 from core.workspace.git import run_git
 
 if TYPE_CHECKING:
     from core.workspace.worktrees import Worktrees
-
-
-class BranchMoved(WorktreeRefused):
-    """The task branch no longer holds the commit T25's last run left it at."""
 
 
 async def check_branch(worktrees: Worktrees, task: Task) -> None:
