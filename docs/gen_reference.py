@@ -77,7 +77,7 @@ def _option_row(action: argparse.Action) -> tuple[str, str]:
 
 
 def cli_page() -> str:
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     parser = build_parser()
     shared = _global_options(parser)

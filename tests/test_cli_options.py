@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from t25_tui.cli.main import build_parser
+from t25_tui.cli.parser import build_parser
 
 SCRIPTED = """\
 projects: [{name: shop, repo: .}]

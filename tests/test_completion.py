@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from t25_tui.cli.completion import grammar, script
-from t25_tui.cli.main import build_parser
+from t25_tui.cli.parser import build_parser
 
 BIN = Path(sys.executable).parent  # t25 itself
 

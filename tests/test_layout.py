@@ -42,8 +42,6 @@ GRANDFATHERED = {
     "store/sqlite.py": 606,
     "store/sqlite.py:SqliteStore": 42,
     "t25_tui/api/worker_client.py:HttpRunQueue._retried": 64,
-    "t25_tui/cli/main.py": 645,
-    "t25_tui/cli/main.py:build_parser": 432,
     "t25_tui/cli/run.py:run_": 96,
     "t25_tui/cli/run.py:run_.body": 86,
     "t25_tui/tui/app.py": 845,

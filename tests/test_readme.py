@@ -81,7 +81,7 @@ def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
     """(command path, options shown) for each row of the command table."""
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     parsers = dict(subcommands(build_parser()))
     out = []
@@ -95,7 +95,7 @@ def documented_commands() -> list[tuple[tuple[str, ...], set[str]]]:
 
 
 def test_every_command_in_the_table_exists_with_the_options_it_shows():
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     parsers = dict(subcommands(build_parser()))
     for path, options in documented_commands():
@@ -105,14 +105,14 @@ def test_every_command_in_the_table_exists_with_the_options_it_shows():
 
 
 def test_every_command_of_the_parser_is_in_the_table():
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     runnable = {path for path, sub in subcommands(build_parser()) if sub.get_default("handler")}
     assert runnable - {path for path, _ in documented_commands()} == set()
 
 
 def test_the_global_options_paragraph_names_the_parsers_global_options():
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     top = {o for a in build_parser()._actions for o in a.option_strings if o.startswith("--")}
     paragraph = COMMAND_LINE[COMMAND_LINE.index("Every command takes") :].split("\n\n")[0]

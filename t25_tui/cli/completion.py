@@ -93,7 +93,7 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
 
 
 def completion(args: argparse.Namespace) -> int:
-    from t25_tui.cli.main import build_parser
+    from t25_tui.cli.parser import build_parser
 
     print(script(args.shell, build_parser()), end="")
     return 0

@@ -62,7 +62,7 @@ def test_no_agent_found_names_the_binaries_and_how_to_configure(tmp_path, monkey
 
 def test_help_does_not_import_textual():
     code = (
-        "import sys; from t25_tui.cli.main import build_parser; build_parser(); "
+        "import sys; from t25_tui.cli.parser import build_parser; build_parser(); "
         "print('textual' in sys.modules)"
     )
     out = subprocess.run(
