@@ -158,9 +158,8 @@ async def test_notifications_show_stored_text_escaped_and_literal(seeded):
         note = next(n for n in app._notifications if "what?" in n.message)
         assert note.message == f"T-8 asks: what? {printable(HOSTILE)}"
         assert note.markup is False
-        await pilot.pause(0.3)
-        shown = screen_text(app)
-        assert "[bold]red[/bold]" in shown and clean(shown)
+        await until(pilot, lambda: "[bold]red[/bold]" in screen_text(app))  # the toast, drawn
+        assert clean(screen_text(app))
 
 
 async def test_cost_and_audit_panes_show_stored_text_escaped_and_literal(seeded):
@@ -175,11 +174,11 @@ async def test_cost_and_audit_panes_show_stored_text_escaped_and_literal(seeded)
         await settle_board(app, pilot)
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, CostPane) and app.screen.ready)
-        await pilot.pause()
+        await until(pilot, lambda: "scripted-1\\x1b[2J" in screen_text(app))
         cost = screen_text(app)
         assert "scripted-1\\x1b[2J[red]x[/red]" in cost and clean(cost)
         await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, AuditPane) and app.screen.ready)
-        await pilot.pause()
+        await until(pilot, lambda: "[red]ana[/red]" in screen_text(app))
         audit = screen_text(app)
         assert "[red]ana[/red]" in audit and "keep [b]both[/b] keys" in audit
