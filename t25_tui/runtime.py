@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from core.ports import CheckRunner
     from core.worker.pool import WorkerPool
     from core.worker.worker import Worker
+    from t25_tui.api.worker_client import HttpRunQueue
     from t25_tui.tui.sample_data import Seeded
 
 log = logging.getLogger("t25.remote")
@@ -206,16 +207,16 @@ def remote_workers(
     heartbeat_s: float = 5.0,
 ) -> list[Worker]:
     """`count` workers of this host, in its own checkouts (`config`), leasing from `runs`:
-    a `t25 serve` elsewhere, or its replicas. The worktrees are owned by `owner`, the first
-    URL the worker was given (with replicas, the others are only where it fails over to):
-    workers that share a checkout list the same first URL."""
+    a `t25 serve` elsewhere, or its replicas. The worktrees are owned by `owner`, the name
+    serve gives its installation (core.workspace.ownership): on serve's own checkout, serve
+    and `t25 cleanup` may remove them after a merge."""
     from core.worker.selection import QuotaBook
     from core.worker.worker import Worker, host_name
-    from core.workspace.worktrees import Workspace, owner_of
+    from core.workspace.worktrees import Workspace
 
     adapters, run_check = _tools(None, None)
     _sweep_leftovers()
-    workspace = Workspace(config, owner=owner_of(owner))
+    workspace = Workspace(config, owner=owner)
     quota = QuotaBook()
     return [
         Worker(
@@ -243,11 +244,13 @@ async def work_remotely(
 ) -> None:
     """Run `workers` workers against the control plane at `urls` (one serve, or replicas
     on one Postgres to fail over between, in order) until SIGTERM/SIGINT."""
+    from core.workspace.ownership import owner_of
     from t25_tui.api.worker_client import HttpRunQueue
 
     runs = HttpRunQueue(urls, credential, lease_ttl_s=lease_ttl_s)
+    owner = await _owner_named_by(runs) or owner_of(urls[0])
     crew = remote_workers(
-        config, runs, owner=urls[0], count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
+        config, runs, owner=owner, count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
     )
     running = [asyncio.create_task(_keep_working(w)) for w in crew]
     stop = asyncio.Event()
@@ -269,6 +272,18 @@ async def work_remotely(
     ending = (CredentialRefused, ProtocolMismatch)  # what the others met is said by these
     for error in sorted(failed, key=lambda e: not isinstance(e, ending)):
         raise error
+
+
+async def _owner_named_by(runs: HttpRunQueue) -> str | None:
+    """The owner serve names (None: it does not say), asked until serve answers."""
+    pauses = WORKER_BACKOFF.pauses()
+    while True:
+        try:
+            return await runs.owner()
+        except ControlPlaneUnreachable as exc:
+            pause = next(pauses)
+            log.warning("%s; retrying in %.1f s", exc, pause)
+            await asyncio.sleep(pause)
 
 
 async def _keep_working(worker: Worker) -> None:

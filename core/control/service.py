@@ -174,9 +174,9 @@ class ControlPlane(Queries, Operations):
     # first needs it: a command that only reads (`t25 task list`) never does.
     @functools.cached_property
     def workspace(self) -> Workspace:
-        from core.workspace.worktrees import Workspace, owner_of
+        from core.workspace import ownership, worktrees
 
-        return Workspace(self.config, owner=owner_of(self.store.url))
+        return worktrees.Workspace(self.config, owner=ownership.owner_of(self.store.url))
 
     async def sync_projects(self) -> list[Project]:
         """Register the configured projects, detecting default branches git knows."""

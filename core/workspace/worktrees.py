@@ -53,8 +53,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import hashlib
-import json
 import logging
 import os
 import re
@@ -93,6 +91,7 @@ from core.workspace.git import (
 )
 from core.workspace.in_the_way import untracked_in_the_way
 from core.workspace.lfs_filter import INSTALL_HINT
+from core.workspace.ownership import read_record, write_record
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
 
@@ -308,45 +307,11 @@ class Worktrees:
         return {"owner": self.owner, "task_id": task.id, "branch": task.branch, "path": str(path)}
 
     def _read_record(self, task_id: str) -> dict[str, object] | None:
-        record = self._record_path(task_id)
-        try:
-            fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # ELOOP: the record itself is a symlink
-            raise WorktreeRefused(
-                f"the ownership record {record} cannot be trusted: {exc.strerror}",
-                hint=f"remove {record} and the worktree it describes",
-            ) from None
-        with os.fdopen(fd, encoding="utf-8") as fh:
-            try:
-                data = json.load(fh)
-            except ValueError:
-                data = None
-        if not isinstance(data, dict):
-            raise WorktreeRefused(
-                f"the ownership record {record} is unreadable",
-                hint=f"remove {record} and the worktree it describes",
-            )
-        return data
+        return read_record(self._record_path(task_id))
 
     def _write_record(self, task: Task, path: Path) -> None:
-        """Atomically: a temp file created exclusively (never through a link), then rename."""
-        record = self._record_path(task.id)
-        tmp = record.with_name(f".{task.id}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        body = {
-            **self._record_for(task, path),
-            "created_at": datetime.now(UTC).isoformat(),
-            "version": 1,
-        }
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, record)
+        body = {**self._record_for(task, path), "created_at": datetime.now(UTC).isoformat()}
+        write_record(self._record_path(task.id), {**body, "version": 1})
 
     # -- locking
 
@@ -1266,7 +1231,7 @@ def _git_reason(stderr: str) -> str:
 class Workspace:
     """The worktrees of every configured project, owned by one T25 installation.
 
-    `owner` names the installation (a hash of its store or control-plane URL); a worktree
+    `owner` names the installation (its store's: core.workspace.ownership); a worktree
     another installation made is never adopted."""
 
     def __init__(self, config: Config, *, owner: str) -> None:
@@ -1286,8 +1251,3 @@ class Workspace:
                 caches=self.config.worktrees.caches,
             )
         return self._by_project[project]
-
-
-def owner_of(url: str) -> str:
-    """The ownership name of the installation behind a store or control-plane URL."""
-    return hashlib.sha256(url.encode()).hexdigest()[:16]

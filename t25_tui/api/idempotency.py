@@ -7,8 +7,9 @@ themselves (claim, events, complete, release), serve keeps the answer of each ke
 while the first try is still being done waits for it. Only answers below 300 are kept: a
 refusal is worked out again.
 
-The answers are kept in this process's memory, at most `LIMIT` of them: right for one
-serve. A retry says so (`RETRY_HEADER`, the try's number), so that a serve restarted since
+The answers are kept in this process's memory, at most `LIMIT` of them and none older
+than `KEEP_S` (each keep drops the expired ones first, so a long-running serve holds only
+the last `KEEP_S` of answers): right for one serve. A retry says so (`RETRY_HEADER`, the try's number), so that a serve restarted since
 the first try, which has forgotten its answer, can still tell a retry from a first call:
 a retried claim first looks for the lease its first try may have taken
 (t25_tui.api.routes.worker), and a completion sent again under the lease that finished its
@@ -20,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fastapi import Request, Response
 
@@ -30,6 +32,7 @@ RETRY_HEADER = "T25-Retry"  # on the second and later tries of a call: the try's
 MAX_KEY = 100  # characters of a key; a longer one is not honoured
 KEEP_S = 600.0
 LIMIT = 10_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,14 @@ class Kept:
 class Answers:
     """The answers of recent keyed calls, oldest first; bounded in count and age."""
 
-    def __init__(self, *, limit: int = LIMIT, keep_s: float = KEEP_S) -> None:
-        self.limit, self.keep_s = limit, keep_s
+    def __init__(
+        self,
+        *,
+        limit: int = LIMIT,
+        keep_s: float = KEEP_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit, self.keep_s, self.clock = limit, keep_s, clock
         self.kept: OrderedDict[str, Kept] = OrderedDict()
         self.failed: OrderedDict[str, float] = OrderedDict()  # keys whose try raised
         self.busy: dict[str, asyncio.Lock] = {}
@@ -88,20 +97,31 @@ class Answers:
         )
 
     def _mark_failed(self, key: str) -> None:
-        self.failed[key] = time.monotonic()
+        self._forget_old(self.failed, lambda at: at)
+        self.failed[key] = self.clock()
         while len(self.failed) > self.limit:
             self.failed.popitem(last=False)
 
     def _get(self, key: str) -> Kept | None:
         kept = self.kept.get(key)
-        if kept is not None and time.monotonic() - kept.at > self.keep_s:
+        if kept is not None and self.clock() - kept.at > self.keep_s:
             del self.kept[key]
             return None
         return kept
 
     def _keep(self, key: str, response: Response) -> None:
+        self._forget_old(self.kept, lambda kept: kept.at)
         self.kept[key] = Kept(
-            response.status_code, bytes(response.body), response.media_type, time.monotonic()
+            response.status_code, bytes(response.body), response.media_type, self.clock()
         )
         while len(self.kept) > self.limit:
             self.kept.popitem(last=False)
+
+    def _forget_old(self, kept: MutableMapping[str, T], at: Callable[[T], float]) -> None:
+        """Drop the entries older than `keep_s`: the oldest are first (`at` never falls)."""
+        expired = self.clock() - self.keep_s
+        while kept:
+            oldest = next(iter(kept))
+            if at(kept[oldest]) > expired:
+                return
+            del kept[oldest]

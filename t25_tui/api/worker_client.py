@@ -352,6 +352,19 @@ class HttpRunQueue:
             raise ProtocolMismatch(why)
         self.agreed = True
 
+    async def owner(self) -> str | None:
+        """The name serve's installation gives its worktrees (core.workspace.ownership);
+        None from a serve that does not say (an older one refuses the path)."""
+        until = time.monotonic() + self.lease_ttl_s
+        try:
+            response = await self._retried("GET", "/worker/owner", until=until, lease=None)
+        except (ControlPlaneUnreachable, CredentialRefused, ProtocolMismatch):
+            raise
+        except T25Error as exc:
+            log.warning("serve does not name its installation (%s)", exc)
+            return None
+        return str(response.json()["owner"])
+
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
         self._prune()
         asked = time.monotonic()

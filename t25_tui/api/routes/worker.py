@@ -28,6 +28,7 @@ from core.domain.models import Lease, Run, RunStatus
 from core.domain.reports import RunReport
 from core.errors import InvalidInput, LeaseLost
 from core.ports import Claim
+from core.workspace.ownership import owner_of
 from t25_tui.api import document
 from t25_tui.api.bodies import (
     ClaimBody,
@@ -41,7 +42,7 @@ from t25_tui.api.bodies import (
     TtlS,
     WorkerName,
 )
-from t25_tui.api.services import Remembered, Runs, Uploads
+from t25_tui.api.services import Control, Remembered, Runs, Uploads
 from t25_tui.api.uploads import CHUNK_BYTES, LogUploads
 
 router = APIRouter(prefix="/worker")
@@ -153,6 +154,14 @@ async def complete(
         return JSONResponse({"task": task.model_dump(mode="json") if task else None})
 
     return await answers.once(request, completed)
+
+
+@router.get("/owner", responses=document.answers())
+async def owner(control: Control) -> dict[str, str]:
+    """The name of this installation in the ownership records of its worktrees
+    (core.workspace.ownership): a worker on serve's own checkout makes its worktrees under
+    it, so that serve and `t25 cleanup` may remove them after a merge."""
+    return {"owner": owner_of(control.store.url)}
 
 
 @router.post("/release", response_model=Run, responses=document.LEASE)

@@ -1,0 +1,44 @@
+"""The answers serve keeps for retried worker calls (t25_tui.api.idempotency) are bounded in
+age as well as count: a serve that runs for days holds the last `keep_s` of them, not the
+last `limit`."""
+
+from __future__ import annotations
+
+from fastapi import Request, Response
+
+from t25_tui.api.idempotency import HEADER, Answers
+
+
+def _call(key: str) -> Request:
+    return Request(
+        {
+            "type": "http",
+            "method": "POST",
+            "path": "/worker/claim",
+            "query_string": b"",
+            "headers": [(HEADER.lower().encode(), key.encode())],
+        }
+    )
+
+
+async def _answered(answers: Answers, key: str, body: bytes = b"{}") -> bytes:
+    async def answer() -> Response:
+        return Response(body, status_code=200, media_type="application/json")
+
+    return bytes((await answers.once(_call(key), answer)).body)
+
+
+async def test_answers_older_than_keep_s_are_let_go_as_new_ones_come():
+    answers = Answers(limit=1000, keep_s=0.0)  # every answer has expired by the next call
+    for n in range(50):
+        await _answered(answers, f"call-{n}")
+    assert list(answers.kept) == ["/worker/claim call-49"]
+
+
+async def test_a_retry_within_keep_s_still_gets_the_first_answer():
+    now = [0.0]
+    answers = Answers(limit=1000, keep_s=600, clock=lambda: now[0])
+    await _answered(answers, "k", b'{"first": true}')
+    now[0] = 599.0
+    await _answered(answers, "other")
+    assert await _answered(answers, "k", b'{"second": true}') == b'{"first": true}'
