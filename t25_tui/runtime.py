@@ -202,6 +202,7 @@ def remote_workers(
     runs: RunQueue,
     *,
     owner: str,
+    former: Sequence[str] = (),
     count: int,
     lease_ttl_s: float = 30.0,
     heartbeat_s: float = 5.0,
@@ -209,14 +210,15 @@ def remote_workers(
     """`count` workers of this host, in its own checkouts (`config`), leasing from `runs`:
     a `t25 serve` elsewhere, or its replicas. The worktrees are owned by `owner`, the name
     serve gives its installation (core.workspace.ownership): on serve's own checkout, serve
-    and `t25 cleanup` may remove them after a merge."""
+    and `t25 cleanup` may remove them after a merge. Those made under a `former` name (the
+    hash of serve's URL, before serve named it) are adopted too."""
     from core.worker.selection import QuotaBook
     from core.worker.worker import Worker, host_name
     from core.workspace.worktrees import Workspace
 
     adapters, run_check = _tools(None, None)
     _sweep_leftovers()
-    workspace = Workspace(config, owner=owner)
+    workspace = Workspace(config, owner=owner, former=former)
     quota = QuotaBook()
     return [
         Worker(
@@ -248,9 +250,15 @@ async def work_remotely(
     from t25_tui.api.worker_client import HttpRunQueue
 
     runs = HttpRunQueue(urls, credential, lease_ttl_s=lease_ttl_s)
-    owner = await _owner_named_by(runs) or owner_of(urls[0])
+    named, former = await _owner_named_by(runs), owner_of(urls[0])  # before serve named it
     crew = remote_workers(
-        config, runs, owner=owner, count=workers, lease_ttl_s=lease_ttl_s, heartbeat_s=heartbeat_s
+        config,
+        runs,
+        owner=named or former,
+        former=(former,),
+        count=workers,
+        lease_ttl_s=lease_ttl_s,
+        heartbeat_s=heartbeat_s,
     )
     running = [asyncio.create_task(_keep_working(w)) for w in crew]
     stop = asyncio.Event()

@@ -1,6 +1,6 @@
 """`t25 serve` and a `t25 worker` on serve's own checkout are one installation: the worktree
 the worker made is removed by the merge serve makes, and `t25 cleanup --dry-run` says what
-`t25 cleanup` then does."""
+`t25 cleanup` then does. A worker still adopts what it made under its former name."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import sys
 
 import httpx
 
+from core.workspace.worktrees import Worktrees
 from tests.operators import operator_headers
 from tests.test_pipeline import write_config
+from tests.test_worktrees import make_task, new_repo
 from tests.waiting import answers, free_port, wait_until
 
 CREDENTIAL = "shared-checkout-secret"
@@ -54,3 +56,13 @@ def test_a_merge_removes_the_worktree_a_worker_on_serves_checkout_made(shop):
                 proc.wait(timeout=30)
     said, done = _cleanup(shop, "--dry-run"), _cleanup(shop)
     assert said == done == (0, "nothing to clean up\n")
+
+
+async def test_a_worktree_made_under_a_former_name_is_adopted_and_cleaned_up(tmp_path):
+    repo = new_repo(tmp_path / "repo")
+    root = repo / ".factory" / "worktrees"
+    await Worktrees(repo, root, "trunk", owner="url-hash").ensure(make_task())
+    named = Worktrees(repo, root, "trunk", owner="store-hash", former=("url-hash",))
+    assert await named.ensure(make_task()) == named.path_for("T-1")
+    assert (await named.cleanup(make_task(), dry_run=True)).removed
+    assert (await named.cleanup(make_task())).removed

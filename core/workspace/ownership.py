@@ -11,7 +11,8 @@ owner, `owner_of(store URL)`. A remote worker has no store: it asks the serve it
 (`GET /worker/owner`) and makes its worktrees under serve's name, so that on serve's own
 checkout the tree a worker made is serve's to remove after the merge, and `t25 cleanup`'s.
 A serve that does not answer that (an older one) leaves the worker its former name, the
-hash of serve's URL.
+hash of serve's URL; and a worker that learns serve's name still adopts the worktrees it
+made under the former one (`matches`), so an upgrade fails none of the tasks under way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import WorktreeRefused
@@ -27,6 +29,12 @@ from core.errors import WorktreeRefused
 def owner_of(url: str) -> str:
     """The ownership name of the installation behind a store or control-plane URL."""
     return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def matches(key: str, got: object, want: str, former: Sequence[str]) -> bool:
+    """Whether a record's `key` holds what this installation wants there: for the owner, its
+    name or one it went by before (`former`)."""
+    return got == want or (key == "owner" and got in former)
 
 
 def read_record(record: Path) -> dict[str, object] | None:

@@ -91,7 +91,7 @@ from core.workspace.git import (
 )
 from core.workspace.in_the_way import untracked_in_the_way
 from core.workspace.lfs_filter import INSTALL_HINT
-from core.workspace.ownership import read_record, write_record
+from core.workspace.ownership import matches, read_record, write_record
 from core.workspace.push_settings import read_push_settings
 from core.workspace.watch import Watch, Watched
 
@@ -234,6 +234,7 @@ class Worktrees:
         default_branch: str,
         *,
         owner: str,
+        former: Sequence[str] = (),
         caches: Sequence[str] = DEFAULT_CACHES,
     ) -> None:
         if not owner:
@@ -246,6 +247,7 @@ class Worktrees:
         self.root = Path(os.path.abspath(root))
         self.default_branch = default_branch
         self.owner = owner
+        self.former = tuple(former)  # names it went by before (core.workspace.ownership)
         self.caches = tuple(caches)  # what a cleanup disregards (core.workspace.caches)
         self._common_dir: Path | None = None
         self._admin = asyncio.Lock()  # see _create
@@ -374,7 +376,7 @@ class Worktrees:
                 hint="T25 adopts only worktrees it created: move that directory away, then retry",
             )
         for key, want in self._record_for(task, path).items():
-            if record.get(key) != want:
+            if not matches(key, record.get(key), want, self.former):
                 raise WorktreeRefused(
                     f"the ownership record of {path} does not match: {key} is "
                     f"{record.get(key)!r}, expected {want!r}",
@@ -437,11 +439,11 @@ class Worktrees:
             if os.path.lexists(path):
                 await self._verify(task, path)
                 return path
-            record = self._read_record(task.id)
-            if record is not None and record.get("owner") != self.owner:
+            theirs = (self._read_record(task.id) or {}).get("owner", self.owner)
+            if not matches("owner", theirs, self.owner, self.former):
                 raise WorktreeRefused(
                     f"{self._record_path(task.id)} records another T25 installation "
-                    f"({record.get('owner')!r}) for {task.id}",
+                    f"({theirs!r}) for {task.id}",
                     hint="two installations share this worktree root; give each its own",
                 )
             if path in await self._listing():  # its directory removed by hand: made again
@@ -1234,9 +1236,9 @@ class Workspace:
     `owner` names the installation (its store's: core.workspace.ownership); a worktree
     another installation made is never adopted."""
 
-    def __init__(self, config: Config, *, owner: str) -> None:
+    def __init__(self, config: Config, *, owner: str, former: Sequence[str] = ()) -> None:
         self.config = config
-        self.owner = owner
+        self.owner, self.former = owner, former
         self._by_project: dict[str, Worktrees] = {}
 
     def worktrees(self, project: str) -> Worktrees:
@@ -1248,6 +1250,7 @@ class Workspace:
                 self.config.worktrees.root,
                 p.default_branch or default_branch(repo),
                 owner=self.owner,
+                former=self.former,
                 caches=self.config.worktrees.caches,
             )
         return self._by_project[project]
