@@ -86,7 +86,7 @@ def traced_serve(argv: list[str]) -> None:
     the first snapshot (taken on the first SIGUSR1) to .factory/TRACE_FILE."""
     import runpy
 
-    tracemalloc.start(10)
+    tracemalloc.start(1)  # by line: one frame is enough, and the cheapest
     first: list[tracemalloc.Snapshot] = []
 
     def dump(signum: int, frame: object) -> None:
@@ -97,7 +97,9 @@ def traced_serve(argv: list[str]) -> None:
             first.append(now)
             return
         grew = now.compare_to(first[0], "lineno")[:25]
-        Path(".factory", TRACE_FILE).write_text("\n".join(str(stat) for stat in grew) + "\n")
+        written = Path(".factory", f"{TRACE_FILE}.part")
+        written.write_text("\n".join(str(stat) for stat in grew) + "\n")
+        written.replace(Path(".factory", TRACE_FILE))  # whole, or not there yet
 
     signal.signal(signal.SIGUSR1, dump)
     sys.argv = ["t25", *argv]
@@ -256,7 +258,11 @@ class Soak:
                 await asyncio.gather(*people, return_exceptions=True)
             if args.trace and self.serve is not None:
                 self.serve.send_signal(signal.SIGUSR1)
-                await asyncio.sleep(5)  # a snapshot of a large heap takes a while
+                trace = self.repo / ".factory" / TRACE_FILE
+                for _ in range(600):  # a snapshot of a large heap takes a while: 120 s at most
+                    if trace.exists():
+                        break
+                    await asyncio.sleep(0.2)
 
     def drained(self) -> bool:
         return set(self.filed) <= self.merged | set(self.refused)
