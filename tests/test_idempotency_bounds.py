@@ -21,11 +21,13 @@ def _call(key: str) -> Request:
     )
 
 
-async def _answered(answers: Answers, key: str, body: bytes = b"{}") -> bytes:
+async def _answered(
+    answers: Answers, key: str, body: bytes = b"{}", *, status: int = 200, keep_empty: bool = True
+) -> bytes:
     async def answer() -> Response:
-        return Response(body, status_code=200, media_type="application/json")
+        return Response(body, status_code=status, media_type="application/json")
 
-    return bytes((await answers.once(_call(key), answer)).body)
+    return bytes((await answers.once(_call(key), answer, keep_empty=keep_empty)).body)
 
 
 async def test_answers_older_than_keep_s_are_let_go_as_new_ones_come():
@@ -42,3 +44,11 @@ async def test_a_retry_within_keep_s_still_gets_the_first_answer():
     now[0] = 599.0
     await _answered(answers, "other")
     assert await _answered(answers, "k", b'{"second": true}') == b'{"first": true}'
+
+
+async def test_a_claim_that_found_no_run_is_not_kept():
+    answers = Answers(limit=1000, keep_s=600)
+    for n in range(50):  # idle workers polling
+        await _answered(answers, f"poll-{n}", b"", status=204, keep_empty=False)
+    await _answered(answers, "events", b"", status=204)  # events sent: kept, never twice
+    assert list(answers.kept) == ["/worker/claim events"]

@@ -5,15 +5,15 @@ the first try may have been done all the same. For the calls that are not idempo
 themselves (claim, events, complete, release), serve keeps the answer of each key for
 `KEEP_S` and gives it again to a retry, which is then not done twice; a retry that arrives
 while the first try is still being done waits for it. Only answers below 300 are kept: a
-refusal is worked out again.
+refusal is worked out again; nor is a claim's 204 (no run: nothing was taken).
 
 The answers are kept in this process's memory, at most `LIMIT` of them and none older
 than `KEEP_S` (each keep drops the expired ones first, so a long-running serve holds only
-the last `KEEP_S` of answers): right for one serve. A retry says so (`RETRY_HEADER`, the try's number), so that a serve restarted since
-the first try, which has forgotten its answer, can still tell a retry from a first call:
-a retried claim first looks for the lease its first try may have taken
-(t25_tui.api.routes.worker), and a completion sent again under the lease that finished its
-run is answered as done.
+the last `KEEP_S` of answers): right for one serve. A retry says so (`RETRY_HEADER`, the
+try's number), so that a serve restarted since the first try, which has forgotten its
+answer, can still tell a retry from a first call: a retried claim first looks for the
+lease its first try may have taken (t25_tui.api.routes.worker), and a completion sent
+again under the lease that finished its run is answered as done.
 """
 
 from __future__ import annotations
@@ -61,8 +61,16 @@ class Answers:
         self.failed: OrderedDict[str, float] = OrderedDict()  # keys whose try raised
         self.busy: dict[str, asyncio.Lock] = {}
 
-    async def once(self, request: Request, answer: Callable[[], Awaitable[Response]]) -> Response:
-        """`answer()`, or the answer a call with the same key (and path) was given."""
+    async def once(
+        self,
+        request: Request,
+        answer: Callable[[], Awaitable[Response]],
+        *,
+        keep_empty: bool = True,
+    ) -> Response:
+        """`answer()`, or the answer a call with the same key (and path) was given. Without
+        `keep_empty`, a 204 is not kept: a claim that found no run took nothing, and its
+        retry may as well claim again (most claims are those of idle workers polling)."""
         given = request.headers.get(HEADER)
         if not given or len(given) > MAX_KEY:
             return await answer()
@@ -78,7 +86,7 @@ class Answers:
                 except Exception:
                     self._mark_failed(key)
                     raise
-                if response.status_code < 300:
+                if response.status_code < 300 and (keep_empty or response.status_code != 204):
                     self._keep(key, response)
                 return response
         finally:

@@ -72,7 +72,7 @@ async def claim(runs: Runs, body: ClaimBody, request: Request, answers: Remember
             }
         )
 
-    return await answers.once(request, claimed)
+    return await answers.once(request, claimed, keep_empty=False)
 
 
 @router.post("/heartbeat", responses=document.LEASE)
