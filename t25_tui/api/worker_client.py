@@ -354,7 +354,8 @@ class HttpRunQueue:
 
     async def owner(self) -> str | None:
         """The name serve's installation gives its worktrees (core.workspace.ownership);
-        None from a serve that does not say (an older one refuses the path)."""
+        None from a serve that does not say (an older one refuses the path, or its answer
+        names none)."""
         until = time.monotonic() + self.lease_ttl_s
         try:
             response = await self._retried("GET", "/worker/owner", until=until, lease=None)
@@ -363,7 +364,11 @@ class HttpRunQueue:
         except T25Error as exc:
             log.warning("serve does not name its installation (%s)", exc)
             return None
-        return str(response.json()["owner"])
+        try:
+            named = response.json().get("owner")
+        except (ValueError, AttributeError):  # not JSON, or not an object
+            named = None
+        return named if isinstance(named, str) and named else None
 
     async def claim(self, worker: str, ttl_s: float) -> Claim | None:
         self._prune()
