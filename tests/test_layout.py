@@ -27,7 +27,7 @@ GRANDFATHERED = {
     "core/worker/worker.py": 729,
     "core/worker/worker.py:Worker._run_agent": 63,
     "core/workspace/fingerprint.py:fingerprint": 91,
-    "core/workspace/worktrees.py": 1293,
+    "core/workspace/worktrees.py": 1256,
     "core/workspace/worktrees.py:Worktrees": 53,
     "core/workspace/worktrees.py:Worktrees._create": 61,
     "adapters/base.py": 651,
