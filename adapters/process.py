@@ -42,10 +42,10 @@ from core.workspace.git import close_pipes, let_go, unstoppable
 CHUNK = 65536
 DEFAULT_LOG_LIMIT = MAX_LOG_BYTES
 # What is kept of each stream for reading the run's result (its head and tail): the CLI's
-# final event is its last line. The whole output goes to the log (`Head`), not here, so a
+# final event is its last line. The whole output goes to the log (`LogHead`), not here, so a
 # flood costs the parser no more than this.
 PARSE_LIMIT = 4 * 2**20
-# What a run's log holds in memory while the run goes on; the rest waits on disk (`Head`).
+# What a run's log holds in memory while the run goes on; the rest waits on disk (`LogHead`).
 SPILL_BYTES = 2**20
 # The last bytes of both streams interleaved, however much came: where a QA check's
 # failure summary is, when its log was cut long before.
@@ -93,12 +93,12 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """How a child process ended and what it printed, bounded (`Capped`, `Head`)."""
+    """How a child process ended and what it printed, bounded (`Capped`, `LogHead`)."""
 
     exit_code: int | None  # None when it did not exit by itself (killed, or never started)
     stdout: bytes  # each stream's head and tail (`Capped`), for reading the result
     stderr: bytes
-    log: bytes  # both streams interleaved as they arrived: their first bytes (`Head`)...
+    log: bytes  # both streams interleaved as they arrived: their first bytes (`LogHead`)...
     log_file: RunLog | None = None  # ... or, when it was spooled to a file, that file
     tail: bytes = b""  # ... and their last TAIL_BYTES, wherever the log was cut
     timed_out: bool = False
@@ -148,7 +148,7 @@ class Capped:
         return bytes(self.head) + marker + bytes(tail)
 
 
-class Head:
+class LogHead:
     """The first `limit` bytes of what it is fed, byte-exact; past them, a truncation marker.
 
     A run's log: what an operator reads to see what the agent did, so it is kept as it came,
@@ -319,7 +319,7 @@ async def _pump(
     stream: asyncio.StreamReader,
     name: str,
     own: Capped,
-    log: Head,
+    log: LogHead,
     on_output: OutputCallback | None,
     redacted: RedactedStream,
 ) -> Exception | None:
@@ -530,7 +530,7 @@ class _Output:
     ) -> None:
         self.started = time.monotonic()
         parse = min(limit, parse_limit)
-        self.out, self.err, self.log = Capped(parse), Capped(parse), Head(limit, spool)
+        self.out, self.err, self.log = Capped(parse), Capped(parse), LogHead(limit, spool)
 
     async def ended(self, code: int | None, *, timed_out: bool, aborted: bool) -> ProcessResult:
         """The result of a child that ran: `code` is its leader's return code."""

@@ -288,7 +288,7 @@ def _count_output(repo: Path) -> int:
 async def log_flood(megabytes: int) -> None:
     from t25_tui.runtime import open_sample
     from t25_tui.tui.app import make_app
-    from t25_tui.tui.screens.detail import TaskDetail
+    from t25_tui.tui.screens.detail import TaskDetailScreen
     from t25_tui.tui.widgets.logpane import LogPane
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,7 +303,7 @@ async def log_flood(megabytes: int) -> None:
             app.board.focus_task("T-3")
             await pilot.press("l")
             while not (
-                isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
             ):
                 await pilot.pause(0.02)
             pane = app.screen.query_one(LogPane)

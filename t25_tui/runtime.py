@@ -57,7 +57,7 @@ WORKER_BACKOFF = Backoff(0.5, 10.0, jitter=0.5)
 
 
 @dataclass(frozen=True)
-class Crew:
+class InProcessWorkers:
     """The workers a runtime drives in its own process, and how they keep time."""
 
     workers: int | None = None  # None: `limits.workers` of t25.yaml; 0: the sweeper alone
@@ -75,7 +75,7 @@ class Runtime:
     store: Store
     bus: EventBus
     control: ControlPlane
-    sweeper: Sweeper | None  # with `crew`: keeps tasks moving and drives the workers
+    sweeper: Sweeper | None  # with `in_process`: keeps tasks moving and drives the workers
 
     @property
     def operations(self) -> Operations:
@@ -87,13 +87,13 @@ class Runtime:
 async def open_runtime(
     config: Config,
     *,
-    crew: Crew | None = None,
+    in_process: InProcessWorkers | None = None,
     clock: Clock | None = None,
     adapters: Mapping[str, AgentAdapter] | None = None,
     run_check: CheckRunner | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open `config`'s store and build the control plane on it (its projects registered),
-    with the sweeper and `crew.workers` in-process workers when a `crew` is given (the
+    with the sweeper and `in_process.workers` in-process workers when a `in_process` is given (the
     adapters T25 ships and its QA check runner unless told otherwise). The store closes
     when the block ends; a sweeper that was started must have been stopped by then."""
     from store import open_store
@@ -105,18 +105,18 @@ async def open_runtime(
         )
         await control.sync_projects()
         sweeper = None
-        if crew is not None and crew.store_patience_s is not None:
-            control.store_patience_s = crew.store_patience_s
-        if crew is not None:
+        if in_process is not None and in_process.store_patience_s is not None:
+            control.store_patience_s = in_process.store_patience_s
+        if in_process is not None:
             sweeper = local_sweeper(
                 control,
                 adapters,
                 run_check,
-                workers=crew.workers,
-                lease_ttl_s=crew.lease_ttl_s,
-                heartbeat_s=crew.heartbeat_s,
-                sweep_s=crew.sweep_s,
-                store_patience_s=crew.store_patience_s,
+                workers=in_process.workers,
+                lease_ttl_s=in_process.lease_ttl_s,
+                heartbeat_s=in_process.heartbeat_s,
+                sweep_s=in_process.sweep_s,
+                store_patience_s=in_process.store_patience_s,
             )
         yield Runtime(config, store, control.bus, control, sweeper)
     finally:
@@ -251,7 +251,7 @@ async def work_remotely(
 
     runs = HttpRunQueue(urls, credential, lease_ttl_s=lease_ttl_s)
     named, former = await _owner_named_by(runs), owner_of(urls[0])  # before serve named it
-    crew = remote_workers(
+    in_process = remote_workers(
         config,
         runs,
         owner=named or former,
@@ -260,7 +260,7 @@ async def work_remotely(
         lease_ttl_s=lease_ttl_s,
         heartbeat_s=heartbeat_s,
     )
-    running = [asyncio.create_task(_keep_working(w)) for w in crew]
+    running = [asyncio.create_task(_keep_working(w)) for w in in_process]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from t25_tui.api.idempotency import HEADER, Answers
+from t25_tui.api.idempotency import HEADER, RecentAnswers
 
 
 def _call(key: str) -> Request:
@@ -22,7 +22,12 @@ def _call(key: str) -> Request:
 
 
 async def _answered(
-    answers: Answers, key: str, body: bytes = b"{}", *, status: int = 200, keep_empty: bool = True
+    answers: RecentAnswers,
+    key: str,
+    body: bytes = b"{}",
+    *,
+    status: int = 200,
+    keep_empty: bool = True,
 ) -> bytes:
     async def answer() -> Response:
         return Response(body, status_code=status, media_type="application/json")
@@ -31,7 +36,7 @@ async def _answered(
 
 
 async def test_answers_older_than_keep_s_are_let_go_as_new_ones_come():
-    answers = Answers(limit=1000, keep_s=0.0)  # every answer has expired by the next call
+    answers = RecentAnswers(limit=1000, keep_s=0.0)  # every answer has expired by the next call
     for n in range(50):
         await _answered(answers, f"call-{n}")
     assert list(answers.kept) == ["/worker/claim call-49"]
@@ -39,7 +44,7 @@ async def test_answers_older_than_keep_s_are_let_go_as_new_ones_come():
 
 async def test_a_retry_within_keep_s_still_gets_the_first_answer():
     now = [0.0]
-    answers = Answers(limit=1000, keep_s=600, clock=lambda: now[0])
+    answers = RecentAnswers(limit=1000, keep_s=600, clock=lambda: now[0])
     await _answered(answers, "k", b'{"first": true}')
     now[0] = 599.0
     await _answered(answers, "other")
@@ -47,7 +52,7 @@ async def test_a_retry_within_keep_s_still_gets_the_first_answer():
 
 
 async def test_a_claim_that_found_no_run_is_not_kept():
-    answers = Answers(limit=1000, keep_s=600)
+    answers = RecentAnswers(limit=1000, keep_s=600)
     for n in range(50):  # idle workers polling
         await _answered(answers, f"poll-{n}", b"", status=204, keep_empty=False)
     await _answered(answers, "events", b"", status=204)  # events sent: kept, never twice

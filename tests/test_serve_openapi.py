@@ -57,7 +57,7 @@ async def test_every_route_declares_its_credential_and_its_refusals(shop, token)
                     assert schema == {"$ref": "#/components/schemas/ErrorBody"}
 
 
-# Without credentials every answer is the Gate's, whatever the store: that run is on SQLite only.
+# Without credentials every answer is the admission check's, whatever the store: that run is on SQLite only.
 @pytest.fixture(
     params=[
         pytest.param(("sqlite", True), id="sqlite-credentials"),
@@ -129,7 +129,7 @@ def test_schemathesis_finds_nothing(real_serve, tmp_path):
             "10",
             "--max-failures",
             "20",
-            # Without credentials every answer is the Gate's 401 whatever the input: the
+            # Without credentials every answer is the admission check's 401 whatever the input: the
             # coverage phase reaches every operation; fuzzing it again would find the same 401s.
             *(() if credentials else ("--phases", "coverage")),
         ],

@@ -2,7 +2,7 @@
 `t25 serve` answers `{error, hint, code}`, and its clients raise what it raised.
 
 Each class is raised for real inside a real serve (a route this test mounts on the app
-`make_api` builds, behind its Gate and its handlers), and read back by the real HTTP
+`make_api` builds, behind its admission check and its handlers), and read back by the real HTTP
 client the remote worker and the remote cockpit use.
 """
 

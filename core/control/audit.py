@@ -58,7 +58,7 @@ from core.control.audit_chain import (
 from core.control.audit_chain import verify_chain as _verify_chain
 from core.control.audit_file import (
     FileWriter,
-    Tail,
+    LogEnd,
     find_tail,
     fsync_dir,
     numbered_lines,
@@ -399,7 +399,7 @@ class AuditLog:
                 raise
             return None
 
-    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> Tail:
+    def _open_tail(self, fh: BinaryIO, anchor: AuditAnchor | None) -> LogEnd:
         """Find where the log ends; set a torn tail aside (or refuse if it was anchored)."""
         tail = find_tail(fh, anchor)
         if tail.torn and not tail.torn_and_never_anchored(anchor):
@@ -437,7 +437,7 @@ class AuditLog:
         fh.seek(0)
         return numbered_lines(fh.read()), note
 
-    def _move_aside(self, fh: BinaryIO, tail: Tail) -> None:
+    def _move_aside(self, fh: BinaryIO, tail: LogEnd) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
         stamp = f"{self.clock():%Y%m%dT%H%M%S}Z"
         for n in range(1000):

@@ -6,7 +6,7 @@ file's lock, fsync'ed, and the anchor in the store moves to it: in the decider's
 transaction, or here (`append`, `void`). A line whose anchor does not move is cut off the
 file again. Finding the end is usually one backward read of the last line; the whole file is
 read only when its end is torn or runs past the anchor, and then the lines no decider
-anchored are voided by the next one (`Tail.unanchored`).
+anchored are voided by the next one (`LogEnd.unanchored`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def parse_entry(raw: bytes | str) -> AuditEntry | None:
 
 
 @dataclass
-class Tail:
+class LogEnd:
     """Where the log ends, as a writer finds it under the lock."""
 
     last: AuditEntry | None  # the last whole line
@@ -85,7 +85,7 @@ class FileWriter:
     """
 
     def __init__(
-        self, audit: LogFile, fh: BinaryIO, anchor: AuditAnchor | None, tail: Tail
+        self, audit: LogFile, fh: BinaryIO, anchor: AuditAnchor | None, tail: LogEnd
     ) -> None:
         self._audit, self._fh, self._anchor, self._tail = audit, fh, anchor, tail
         self._undo = tail  # where the log ended before the last write
@@ -191,7 +191,7 @@ class FileWriter:
         except OSError as exc:
             raise unwritable(self._audit.path, exc) from exc
         entry = AuditEntry.model_validate(lines[-1])
-        self._tail = Tail(last=entry, end=tail.end + len(data))
+        self._tail = LogEnd(last=entry, end=tail.end + len(data))
         self._undo = tail  # where the log ended before this write, if its anchor fails
         return entry
 
@@ -250,22 +250,22 @@ def _cut_back(fh: BinaryIO, end: int) -> None:
         log.warning("t25: could not cut the audit log back after a failed write: %s", exc)
 
 
-def find_tail(fh: BinaryIO, anchor: AuditAnchor | None, *, orphans: bool = True) -> Tail:
+def find_tail(fh: BinaryIO, anchor: AuditAnchor | None, *, orphans: bool = True) -> LogEnd:
     """The last whole line and what follows it. Usually one backward read of the last
     line; the whole file only when its end is torn or runs past the anchor (with no anchor:
     has lines), to find the lines no decider anchored (`orphans`; a mirror has none)."""
     size = fh.seek(0, os.SEEK_END)
     raw = _last_line(fh, size)
     if not raw:
-        return Tail(last=None, end=0)
+        return LogEnd(last=None, end=0)
     last = parse_entry(raw[:-1]) if raw.endswith(b"\n") else None
     if last is not None and (last.seq <= (anchor.seq if anchor else 0) or not orphans):
-        return Tail(last=last, end=size)
+        return LogEnd(last=last, end=size)
     fh.seek(0)
     return _tail_of(fh.read(), anchor)
 
 
-def _tail_of(data: bytes, anchor: AuditAnchor | None) -> Tail:
+def _tail_of(data: bytes, anchor: AuditAnchor | None) -> LogEnd:
     """The tail found by reading the whole log: the last whole line, the torn bytes after
     it, and the lines after the anchor."""
     pieces = data.split(b"\n")  # the last piece: b"", or a line without its newline
@@ -275,7 +275,7 @@ def _tail_of(data: bytes, anchor: AuditAnchor | None) -> Tail:
         whole -= 1
     end = sum(len(p) + 1 for p in pieces[:whole])
     last = entries[whole - 1] if whole else None
-    return Tail(last, end, data[end:], _unanchored(entries[:whole], anchor))
+    return LogEnd(last, end, data[end:], _unanchored(entries[:whole], anchor))
 
 
 def _unanchored(entries: list[AuditEntry | None], anchor: AuditAnchor | None) -> list[AuditEntry]:

@@ -3,7 +3,7 @@
 Routes declare their answers with `answers` (a refusal is always JSON, `ErrorBody`, even
 where the route answers something else). What depends on how one serve was started is
 added when its document is built (`openapi`): the operator token's scheme and its 401 on
-every operator route when a token is set (the Gate checks it; the document says so), the
+every operator route when a token is set (the admission check checks it; the document says so), the
 worker credential on every worker route, and the configured projects as the values a
 task's `project` may take; on every worker route, the 426 of a worker of another protocol.
 """

@@ -7,7 +7,7 @@ what it would catch in process: a 409 `lease_lost` is `LeaseLost`, a 409 `stale_
 is `StaleState`. The table is the one place both sides read; a code once given is never
 reused for another class.
 
-A refusal that is no T25 error (the Gate's, FastAPI's) has a code of its own (`WIRE_CODES`)
+A refusal that is no T25 error (the admission check's, FastAPI's) has a code of its own (`WIRE_CODES`)
 and no class; a client maps those, and codes it does not know (a newer serve), by status.
 """
 
@@ -56,7 +56,7 @@ class WireError:
 
 # Statuses stay within what the OpenAPI document declares (see t25_tui.api.document):
 # 400 refused input, 404 nothing there, 409 the state or the lease does not allow it,
-# 422 content that fails its check, 426 a worker of another protocol version (the Gate's,
+# 422 content that fails its check, 426 a worker of another protocol version (the admission check's,
 # on worker routes), 503 the control plane cannot serve this now.
 PROTOCOL_MISMATCH = "protocol_mismatch"
 ERRORS: tuple[WireError, ...] = (
@@ -91,7 +91,7 @@ ERRORS: tuple[WireError, ...] = (
 BY_CLASS = {e.kind: e for e in ERRORS}
 BY_CODE = {e.code: e for e in ERRORS}
 
-# Refusals that are no T25 error: the Gate's and the framework's.
+# Refusals that are no T25 error: the admission check's and the framework's.
 UNAUTHORIZED = "unauthorized"  # 401: the credential is missing or wrong
 FORBIDDEN = "forbidden"  # 403: the operator's role does not allow it
 NO_WORKER_CREDENTIAL = "no_worker_credential"  # 503: serve accepts no workers

@@ -3,7 +3,7 @@ it may carry, and how long its client may take.
 
 FastAPI reads and parses a request's whole body before it resolves a single dependency, so
 a credential checked there comes after the damage: any client could make serve buffer and
-parse whatever it sent. `Gate` sits in front of the app and decides from the request line
+parse whatever it sent. `RequestAdmission` sits in front of the app and decides from the request line
 and the headers alone — the credential first, then the declared size — and only then reads
 the body, counting while it streams and stopping the moment it passes the route's cap. A
 refusal is answered at once; the rest of the body never reaches the app and is never kept
@@ -14,7 +14,7 @@ uvicorn bounds the size of a request head but not the time it takes to arrive: i
 keep-alive timer runs only between requests, and any byte resets it. A head trickled a byte
 at a time held a connection, and a file descriptor, for ever. `DeadlineProtocol` closes a
 connection whose request head is not complete HEADER_TIMEOUT_S after it began waiting for
-one, or whose refused body is still coming DRAIN_S after the answer; `Gate` gives up on a
+one, or whose refused body is still coming DRAIN_S after the answer; `RequestAdmission` gives up on a
 body that stalls for BODY_IDLE_S.
 """
 
@@ -110,7 +110,7 @@ class Refusal(Exception):
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class Gate:
+class RequestAdmission:
     """ASGI middleware: the credential, then the body's size, then the body, in that order.
 
     Worker routes (`/worker/…`) need a worker's credential (`t25_tui.api.credentials`)
@@ -296,7 +296,7 @@ class DeadlineProtocol(H11Protocol):
 
     The head clock starts when the connection opens, and again when the first byte of a
     later request arrives; the connection is closed if the head is not complete by then.
-    A body still arriving after its request was answered (refused by the Gate) is read and
+    A body still arriving after its request was answered (refused by the admission check) is read and
     dropped for DRAIN_S at most. An idle connection between two requests is uvicorn's
     keep-alive timeout's.
     """
@@ -324,7 +324,7 @@ class DeadlineProtocol(H11Protocol):
             self.conn.their_state is h11.SEND_BODY and self.conn.our_state is not h11.SEND_RESPONSE
         ):
             self._arm(self.drain_s)  # answered already: what comes is thrown away
-        else:  # a request is in: the app, and the Gate's body deadline, have it
+        else:  # a request is in: the app, and the admission check's body deadline, have it
             self._cancel()
 
     def _arm(self, seconds: float) -> None:

@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Kept:
+class KeptAnswer:
     status: int
     body: bytes
     media_type: str | None
@@ -46,7 +46,7 @@ class Kept:
         return Response(self.body, status_code=self.status, media_type=self.media_type)
 
 
-class Answers:
+class RecentAnswers:
     """The answers of recent keyed calls, oldest first; bounded in count and age."""
 
     def __init__(
@@ -57,7 +57,7 @@ class Answers:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit, self.keep_s, self.clock = limit, keep_s, clock
-        self.kept: OrderedDict[str, Kept] = OrderedDict()
+        self.kept: OrderedDict[str, KeptAnswer] = OrderedDict()
         self.failed: OrderedDict[str, float] = OrderedDict()  # keys whose try raised
         self.busy: dict[str, asyncio.Lock] = {}
 
@@ -110,7 +110,7 @@ class Answers:
         while len(self.failed) > self.limit:
             self.failed.popitem(last=False)
 
-    def _get(self, key: str) -> Kept | None:
+    def _get(self, key: str) -> KeptAnswer | None:
         kept = self.kept.get(key)
         if kept is not None and self.clock() - kept.at > self.keep_s:
             del self.kept[key]
@@ -119,7 +119,7 @@ class Answers:
 
     def _keep(self, key: str, response: Response) -> None:
         self._forget_old(self.kept, lambda kept: kept.at)
-        self.kept[key] = Kept(
+        self.kept[key] = KeptAnswer(
             response.status_code, bytes(response.body), response.media_type, self.clock()
         )
         while len(self.kept) > self.limit:

@@ -49,11 +49,11 @@ from t25_tui.api import document
 from t25_tui.api import errors as wire
 from t25_tui.api.bodies import invalid_request
 from t25_tui.api.credentials import WORKERS_ENV, WorkerCredentials, local_operator, local_token
-from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, Gate
+from t25_tui.api.gate import KEEP_ALIVE_S, DeadlineProtocol, RequestAdmission
 from t25_tui.api.operators import TOKENS_ENV, Operators
 from t25_tui.api.routes import decisions, diffs, events, reads, runs, tasks, worker
 from t25_tui.api.services import Services, services_in
-from t25_tui.api.tail import Tail
+from t25_tui.api.tail import EventTail
 from t25_tui.api.uploads import UPLOADS, LogUploads
 
 CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
@@ -129,7 +129,7 @@ def make_api(
     api.state.t25 = Services(
         control=control,
         runs=LocalRunQueue(control, Pipeline(control)),
-        tail=Tail(control.store),
+        tail=EventTail(control.store),
         uploads=LogUploads(
             control.config.root / ".factory" / UPLOADS, control.config.limits.max_log_bytes
         ),
@@ -143,7 +143,7 @@ def make_api(
     api.openapi = functools.partial(  # type: ignore[method-assign]  # FastAPI's documented override
         document.openapi, api, projects=projects
     )
-    api.add_middleware(Gate, workers=workers, operators=operators)
+    api.add_middleware(RequestAdmission, workers=workers, operators=operators)
     return api
 
 

@@ -17,16 +17,16 @@ from core.control.run_queue import LocalRunQueue
 from core.control.service import ControlPlane
 from core.domain.text import MAX_ACTOR
 from core.ports import Operations
-from t25_tui.api.idempotency import Answers
+from t25_tui.api.idempotency import RecentAnswers
 from t25_tui.api.operators import Operator
-from t25_tui.api.tail import Tail
+from t25_tui.api.tail import EventTail
 from t25_tui.api.uploads import LogUploads
 
 API_ACTOR = "api"  # who decided, when a request does not say
 
 
 def actor_of(request: Request, claimed: str | None) -> str:
-    """Who decides: the operator whose token the request carried (the Gate put them in its
+    """Who decides: the operator whose token the request carried (the admission check put them in its
     state), with what the body claims beside it when that differs (`ana (claimed bob)`);
     with no operators known, what the body says."""
     operator = getattr(request.state, "operator", None)
@@ -44,9 +44,9 @@ class Services:
 
     control: ControlPlane
     runs: LocalRunQueue
-    tail: Tail
+    tail: EventTail
     uploads: LogUploads
-    answers: Answers = field(default_factory=Answers)
+    answers: RecentAnswers = field(default_factory=RecentAnswers)
 
 
 def services_in(app: Starlette) -> Services:
@@ -72,11 +72,11 @@ def _runs(request: Request) -> LocalRunQueue:
     return services_of(request).runs
 
 
-def _tail(request: Request) -> Tail:
+def _tail(request: Request) -> EventTail:
     return services_of(request).tail
 
 
-def _answers(request: Request) -> Answers:
+def _answers(request: Request) -> RecentAnswers:
     return services_of(request).answers
 
 
@@ -87,6 +87,6 @@ def _uploads(request: Request) -> LogUploads:
 Ops = Annotated[Operations, Depends(_operations)]  # what an operator's route calls, as every face
 Control = Annotated[ControlPlane, Depends(_control)]  # the serve's own: its store, for /health
 Runs = Annotated[LocalRunQueue, Depends(_runs)]
-EventTail = Annotated[Tail, Depends(_tail)]
-Remembered = Annotated[Answers, Depends(_answers)]
+SharedTail = Annotated[EventTail, Depends(_tail)]
+Remembered = Annotated[RecentAnswers, Depends(_answers)]
 Uploads = Annotated[LogUploads, Depends(_uploads)]

@@ -19,7 +19,7 @@ TAIL_BACKOFF = Backoff(0.5, 10.0)  # the tail retrying an unavailable store: 0.5
 Batches = asyncio.Queue[list[Event] | None]
 
 
-class Tail:
+class EventTail:
     """One reader of the events table for every SSE client of this process.
 
     Each wake (a write by any process, see EventLog.wait_for_events) costs one query, not

@@ -29,7 +29,9 @@ from core.domain.models import Lease
 from core.domain.output import truncation_marker
 from core.errors import ArtifactCorrupted, InvalidInput
 
-CHUNK_BYTES = 2**20  # the most of a log one request carries (the Gate's cap for /worker/log)
+CHUNK_BYTES = (
+    2**20
+)  # the most of a log one request carries (the admission check's cap for /worker/log)
 UPLOADS = "uploads"  # under serve's `.factory/`
 STALE_S = 3600.0  # an upload untouched this long is of a lease long lost: removed
 

@@ -147,7 +147,7 @@ class Http:
     ) -> httpx.Response:
         """Send one request (`send`). A status of 400 or more raises the error class the
         server raised (its `code`, t25_tui.api.errors) with its message and hint; a refusal
-        that names no class (the Gate's, or a code this client does not know) raises
+        that names no class (the admission check's, or a code this client does not know) raises
         `refusals[status]`, or `otherwise`."""
         response = await self.send(method, path, **kw)
         refuse(response, path, refusals=refusals, otherwise=otherwise)
@@ -175,7 +175,7 @@ def refuse(
 
 
 @dataclass(frozen=True)
-class Said:
+class Refusal:
     """What a refused request was told: T25's `error`, `hint` and `code`, or what there was."""
 
     error: str
@@ -183,31 +183,31 @@ class Said:
     code: str | None = None
 
 
-def refusal(response: httpx.Response) -> Said:
+def refusal(response: httpx.Response) -> Refusal:
     """What a refused request said: T25's `error`/`hint`/`code`, FastAPI's `detail`, or the text."""
     try:
         body = response.json()
     except ValueError:
-        return Said(response.text[:200] or response.reason_phrase)
+        return Refusal(response.text[:200] or response.reason_phrase)
     if not isinstance(body, dict):
-        return Said(str(body)[:200])
+        return Refusal(str(body)[:200])
     detail = body.get("detail")
     if isinstance(detail, list) and detail:
         return _first_invalid(detail[0])
     hint, code = body.get("hint"), body.get("code")
-    return Said(
+    return Refusal(
         str(body.get("error") or detail or body)[:500],
         hint=hint if isinstance(hint, str) else None,
         code=code if isinstance(code, str) else None,
     )
 
 
-def _first_invalid(first: Any) -> Said:
+def _first_invalid(first: Any) -> Refusal:
     """FastAPI's own request validation: the field, and what was wrong with it."""
     if not isinstance(first, dict):
-        return Said(str(first)[:200])
+        return Refusal(str(first)[:200])
     where = ".".join(str(part) for part in first.get("loc", ())[1:])
-    return Said(f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
+    return Refusal(f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
 
 
 class HttpRunQueue:

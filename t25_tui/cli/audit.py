@@ -1,4 +1,4 @@
-"""`t25 audit` (with `--json`, `shapes.AuditLog`), `t25 audit verify`, `t25 audit export`,
+"""`t25 audit` (with `--json`, `shapes.AuditLogJson`), `t25 audit verify`, `t25 audit export`,
 `t25 audit checkpoint` and `t25 audit rotate-key`."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from core.domain.models import Task, task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
-from t25_tui.cli.shapes import AuditLog
+from t25_tui.cli.shapes import AuditLogJson
 
 PAGE = 5000  # events, or audit lines, per read: the most serve gives at once
 CSV_COLUMNS = (
@@ -39,7 +39,7 @@ def show(args: argparse.Namespace) -> int:
         wanted = task_id(args.task) if args.task else None
         entries = [e for e in everything if wanted is None or e.task == wanted]
         if args.json:
-            print(AuditLog.of(entries, everything, trail.verdict).text())
+            print(AuditLogJson.of(entries, everything, trail.verdict).text())
             return
         if not entries:
             print("no decisions recorded" + (f" for {wanted}" if wanted else ""))

@@ -23,7 +23,7 @@ from core.workspace.git import identity
 
 if TYPE_CHECKING:  # the runtime is imported when a command opens it: `t25 --help` stays light
     from core.ports import Operations
-    from t25_tui.runtime import Crew, Runtime
+    from t25_tui.runtime import InProcessWorkers, Runtime
 
 T = TypeVar("T")
 
@@ -55,12 +55,12 @@ def adapter_names() -> list[str]:
 
 @asynccontextmanager
 async def runtime_of(
-    args: argparse.Namespace, *, crew: Crew | None = None
+    args: argparse.Namespace, *, in_process: InProcessWorkers | None = None
 ) -> AsyncIterator[Runtime]:
-    """The runtime of the command's t25.yaml, with `crew` working in this process if given."""
+    """The runtime of the command's t25.yaml, with `in_process` working in this process if given."""
     from t25_tui.runtime import open_runtime
 
-    async with open_runtime(config_of(args), crew=crew) as runtime:
+    async with open_runtime(config_of(args), in_process=in_process) as runtime:
         yield runtime
 
 
@@ -73,13 +73,13 @@ def run_runtime(
     args: argparse.Namespace,
     body: Callable[[Runtime], Awaitable[T]],
     *,
-    crew: Crew | None = None,
+    in_process: InProcessWorkers | None = None,
 ) -> T:
-    """Open the runtime (with `crew`), run `body` with it, close everything."""
+    """Open the runtime (with `in_process`), run `body` with it, close everything."""
 
     async def go() -> T:
-        async with runtime_of(args, crew=crew) as runtime:
-            if crew is not None:
+        async with runtime_of(args, in_process=in_process) as runtime:
+            if in_process is not None:
                 warn_if_unconfined(runtime.config)
                 await guard_the_store(runtime.config)
             return await body(runtime)

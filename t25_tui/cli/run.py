@@ -120,7 +120,7 @@ def run_(args: argparse.Namespace) -> int:
 
     async def body(runtime: Runtime) -> bool:
         control, sweeper = runtime.operations, runtime.sweeper
-        assert sweeper is not None  # the runtime was opened with a crew
+        assert sweeper is not None  # the runtime was opened with in-process workers
         sub = control.bus.subscribe()
         # The bus carries this process's own events only: a task seen going to FAILED here
         # was failed by the runs this `t25 run` worked.
@@ -205,9 +205,9 @@ def run_(args: argparse.Namespace) -> int:
             print(f"\n{len(failed)} task(s) failed in this run: {', '.join(failed)}")
         return not failed
 
-    from t25_tui.runtime import Crew
+    from t25_tui.runtime import InProcessWorkers
 
-    worked = run_runtime(args, body, crew=Crew(workers=args.workers))
+    worked = run_runtime(args, body, in_process=InProcessWorkers(workers=args.workers))
     if stopped_by:
         return 128 + stopped_by[0]
     return 0 if worked else TASKS_FAILED_EXIT

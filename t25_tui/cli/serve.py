@@ -21,17 +21,17 @@ def serve(args: argparse.Namespace) -> int:
     with an error, serve stops and the error is raised here, after the server has shut
     down, for the command line to print."""
     from t25_tui.api.server import http_server
-    from t25_tui.runtime import Crew
+    from t25_tui.runtime import InProcessWorkers
 
     if args.store_patience <= 0:
         raise ConfigError("--store-patience must be a positive number of seconds")
     failed: list[BaseException] = []
-    crew = Crew(workers=args.workers, store_patience_s=args.store_patience)
+    in_process = InProcessWorkers(workers=args.workers, store_patience_s=args.store_patience)
 
     async def body() -> None:
-        async with runtime_of(args, crew=crew) as runtime:
+        async with runtime_of(args, in_process=in_process) as runtime:
             control, sweeper = runtime.control, runtime.sweeper
-            assert sweeper is not None  # the runtime was opened with a crew
+            assert sweeper is not None  # the runtime was opened with in-process workers
             bind = args.bind or control.config.serve.bind
             server = http_server(control, bind)
             print(

@@ -400,7 +400,7 @@ class ChainJson(Shape):
     message: str
 
 
-class AuditLog(Shape):
+class AuditLogJson(Shape):
     """`t25 audit --json`: the operator decisions (one task's with `--task`), oldest first."""
 
     entries: list[AuditLineJson]
@@ -409,7 +409,7 @@ class AuditLog(Shape):
     @classmethod
     def of(
         cls, entries: list[AuditEntry], everything: list[AuditEntry], verdict: Verdict
-    ) -> AuditLog:
+    ) -> AuditLogJson:
         voided = {e.voids: e.seq for e in everything if e.voids}  # T25's void lines
         return cls(
             entries=[
@@ -568,7 +568,7 @@ class DoctorReport(Shape):
 SHAPES: dict[str, type[Shape]] = {
     "task-list": TaskList,
     "task-show": TaskShow,
-    "audit": AuditLog,
+    "audit": AuditLogJson,
     "cost": CostReport,
     "doctor": DoctorReport,
     "logs-line": LogLine,

@@ -84,11 +84,13 @@ async def cockpit(
     args: argparse.Namespace, *, workers: int | None = None, no_workers: bool = False
 ) -> int:
     from adapters.registry import builtin_adapters
-    from t25_tui.runtime import Crew
+    from t25_tui.runtime import InProcessWorkers
     from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.tui.readiness import missing_agents
 
-    async with runtime_of(args, crew=None if no_workers else Crew(workers=workers)) as runtime:
+    async with runtime_of(
+        args, in_process=None if no_workers else InProcessWorkers(workers=workers)
+    ) as runtime:
         if not no_workers:
             warn_if_unconfined(runtime.config)
             await guard_the_store(runtime.config)
@@ -130,13 +132,13 @@ async def web(args: argparse.Namespace) -> int:
 
     from t25_tui.api.server import configured_operators, http_server, parse_bind
     from t25_tui.api.web import WebCockpit, accepted_operators, check_bind
-    from t25_tui.runtime import Crew
+    from t25_tui.runtime import InProcessWorkers
 
     host, port = parse_bind(args.web)
     configured = configured_operators()
     check_bind(host, args.web, configured)
-    crew = None if args.no_workers else Crew(workers=args.workers)
-    async with runtime_of(args, crew=crew) as runtime:
+    in_process = None if args.no_workers else InProcessWorkers(workers=args.workers)
+    async with runtime_of(args, in_process=in_process) as runtime:
         control, sweeper = runtime.control, runtime.sweeper
         if sweeper is not None:
             warn_if_unconfined(control.config)

@@ -44,7 +44,7 @@ from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialo
 from t25_tui.tui.decision_flows import DecisionFlows
 from t25_tui.tui.desktop import notification
 from t25_tui.tui.screens.base import T25Screen
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import (
     MessageDialog,
 )
@@ -309,7 +309,7 @@ class T25App(DecisionFlows):
                 self.screen.task_changed(None)  # what another shell's `t25` asked or decided
 
     def on_board_opened(self, message: Board.Opened) -> None:
-        self.push_screen(TaskDetail(self.control, message.task_id, self.clock))
+        self.push_screen(TaskDetailScreen(self.control, message.task_id, self.clock))
 
     # -- bridge messages -----------------------------------------------------------------------
 
@@ -433,14 +433,14 @@ class T25App(DecisionFlows):
 
     def action_open(self) -> None:
         if tid := self._need_task():
-            self.push_screen(TaskDetail(self.control, tid, self.clock))
+            self.push_screen(TaskDetailScreen(self.control, tid, self.clock))
 
     def action_log(self) -> None:
         if tid := self._need_task():
-            if isinstance(self.screen, TaskDetail):
+            if isinstance(self.screen, TaskDetailScreen):
                 self.screen.action_tab("log")
             else:
-                self.push_screen(TaskDetail(self.control, tid, self.clock, tab="log"))
+                self.push_screen(TaskDetailScreen(self.control, tid, self.clock, tab="log"))
 
     def action_shell(self) -> None:
         if tid := self._need_task():

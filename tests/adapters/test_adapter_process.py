@@ -14,7 +14,7 @@ import pytest
 from agent_kit import Sink, alive, eventually
 
 from adapters import process
-from adapters.process import SPILL_BYTES, Head, minimal_env, run_process
+from adapters.process import SPILL_BYTES, LogHead, minimal_env, run_process
 
 
 def py(code: str) -> list[str]:
@@ -287,7 +287,7 @@ async def test_a_cancelled_run_removes_the_file_its_log_was_spooled_to(tmp_path)
 
 
 async def test_a_log_fed_past_the_spill_holds_little_in_memory():
-    log = Head(4 * 2**20)
+    log = LogHead(4 * 2**20)
     for i in range(100):
         await log.add(bytes([i]) * 65536)
         assert len(log.buffer) < SPILL_BYTES
@@ -307,7 +307,7 @@ async def test_without_room_on_disk_the_log_stays_in_memory_and_whole(monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(process, "_unnamed_file", no_room)
-    log = Head(3 * 2**20)
+    log = LogHead(3 * 2**20)
     for i in range(60):
         await log.add(bytes([i]) * 65536)
     assert calls == [1]  # tried once, then kept in memory

@@ -17,7 +17,7 @@ from core.errors import ConfigError, ControlPlaneUnreachable
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
 from t25_tui.tui.app import make_app
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.logpane import LogPane
@@ -98,7 +98,8 @@ async def test_changes_and_agent_output_arrive_live_over_sse(served):
             await until(
                 pilot,
                 lambda: (
-                    isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed
+                    isinstance(app.screen, TaskDetailScreen)
+                    and app.screen.query_one(LogPane).replayed
                 ),
             )
             pane = app.screen.query_one(LogPane)

@@ -17,7 +17,7 @@ from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
 from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.sample_data import Seeded
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.board import Column
 from tests.sealed import passed_review, tip
 from tests.test_serve import serving
@@ -71,7 +71,7 @@ async def test_a_blocked_task_is_marked_until_what_it_waits_for_is_merged(seeded
 
         assert app.board.focus_task("T-9")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         assert "waits for T-1: it starts once it is merged" in head(app)
 
         await merge_t1(seeded)  # T-9 is on screen, T-1 changes: the detail reads again

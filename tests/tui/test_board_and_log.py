@@ -8,7 +8,7 @@ from core.domain.models import RunStatus, TaskState
 from core.domain.network import NETWORK_STREAM, Connection
 from core.domain.output import truncation_marker
 from core.worker.output import OutputBudget, OutputStream
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
 
@@ -66,7 +66,9 @@ async def test_follow_a_live_log(seeded):
         await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(
             pilot,
-            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
         )
         pane = app.screen.query_one(LogPane)
         assert pane.run_id == run.id
@@ -101,7 +103,9 @@ async def test_a_truncated_stream_shows_its_marker_line_as_it_arrives(seeded):
         await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(
             pilot,
-            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
         )
         pane = app.screen.query_one(LogPane)
         # the worker's own stream, its budget 1,000 bytes: the agent prints 3,000 without end
@@ -151,7 +155,9 @@ async def test_a_refused_connection_shows_in_the_log_and_atop_the_detail(seeded)
         await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(
             pilot,
-            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
         )
         pane = app.screen.query_one(LogPane)
         # as the worker's stream records it, beside the agent's output

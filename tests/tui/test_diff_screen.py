@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core.domain.diffs import TaskDiff, files_of
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import MergeDialog
 from t25_tui.tui.screens.diff import DiffScreen, DiffView
 from tests.sealed import passed_review, tip
@@ -18,7 +18,7 @@ async def _diff_of(app, pilot, task: str) -> DiffScreen:
     await settle_board(app, pilot)
     app.board.focus_task(task)
     await pilot.press("enter")
-    await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+    await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
     await pilot.press("d")
     await until(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.ready)
     screen = app.screen
@@ -47,7 +47,7 @@ async def test_d_in_the_detail_opens_the_whole_change_and_v_one_attempts(seeded)
         await pilot.press("left_square_bracket")  # from the whole change: the newest attempt
         await until(pilot, lambda: screen.diff is not None and screen.diff.attempt == 1)
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail))
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))
         await pilot.pause()
 
 
@@ -142,7 +142,9 @@ async def test_the_log_pane_shows_agent_events_as_readable_text(seeded):
         await pilot.press("w")  # the log (l moves between lanes on the board)
         await until(
             pilot,
-            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
         )
         pane = app.screen.query_one(LogPane)
         call = {

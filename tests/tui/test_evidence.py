@@ -8,7 +8,7 @@ import json
 
 from core.domain.figures import Baseline, Figures
 from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog, MergeDialog
 from tests.tui.conftest import app_for, settle_board, until
 
@@ -82,10 +82,10 @@ async def test_the_detail_and_the_merge_question_show_test_figures_beside_the_de
         await settle_board(app, pilot)
         assert app.board.focus_task("T-1")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         assert f"checks: {said}" in str(app.screen.query_one("#detail-head").render())
         await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, TaskDetail))
+        await until(pilot, lambda: not isinstance(app.screen, TaskDetailScreen))
         assert app.board.focus_task("T-1")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, MergeDialog))

@@ -15,7 +15,7 @@ from core.control.service import ControlPlane
 from core.errors import ConfigError
 from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.commands import Keymap, bindable
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.panes import CostPane
@@ -67,14 +67,14 @@ async def test_a_moved_key_runs_its_command_and_the_old_one_does_not(seeded):
         # A screen's key and a dialog's move the same way.
         assert app.board.focus_task("T-3")
         await pilot.press("w")  # the log (l moves between lanes on the board)
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         pane = app.screen.query_one("LogPane")
         await pilot.press("f")  # log.follow's old key
         await pilot.pause()
         assert pane.following
         await pilot.press("p")  # on the detail, its own key wins over the agents pane's
         await until(pilot, lambda: not pane.following)
-        assert isinstance(app.screen, TaskDetail)
+        assert isinstance(app.screen, TaskDetailScreen)
 
         await pilot.press("backspace")
         await until(pilot, lambda: app.screen is app.screen_stack[0])

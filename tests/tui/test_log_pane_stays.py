@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from core.domain.events import RunOutput
 from core.domain.models import NewRun, RunStatus, TaskState
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.tui.conftest import app_for, settle_board, until
 
@@ -27,7 +27,9 @@ async def test_the_log_says_how_long_ago_its_run_wrote_and_the_age_ticks(seeded)
         await pilot.press("w")  # the log, from the board
         await until(
             pilot,
-            lambda: isinstance(app.screen, TaskDetail) and app.screen.query_one(LogPane).replayed,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
         )
         pane = app.screen.query_one(LogPane)
         await until(pilot, lambda: "last output 0 s ago" in _status(pane))
@@ -45,7 +47,7 @@ async def test_a_run_opened_from_runs_stays_when_a_newer_run_starts(seeded):
         await settle_board(app, pilot)
         assert app.board.focus_task("T-3")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         detail = app.screen
         detail.action_tab("runs")
         table = detail.query_one("#runs-table")
@@ -69,7 +71,7 @@ async def test_the_detail_age_ticks_while_nothing_happens(seeded):
         await settle_board(app, pilot)
         assert app.board.focus_task("T-3")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         head = app.screen.query_one("#detail-head")
         assert " for 3d " not in str(head.render())
         seeded.now += timedelta(days=3)

@@ -3,7 +3,7 @@ through it, left and right jump between states, and the selection survives a res
 
 from __future__ import annotations
 
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from tests.tui.conftest import app_for, settle_board, until
 
 
@@ -33,5 +33,5 @@ async def test_the_narrow_board_moves_by_card_and_by_state_and_keeps_its_selecti
             lambda: listed.scroll_offset.y <= row < listed.scroll_offset.y + listed.size.height,
         )
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail))
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))
         assert app.screen.task_id == "T-6"

@@ -12,7 +12,7 @@ from textual.widgets._footer import FooterKey
 from core.config.keys import key_name
 from t25_tui.tui.app import T25App
 from t25_tui.tui.commands import BY_ID, COMMANDS, Node, commands_on
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import (
     AnswerDialog,
     ApprovalDialog,
@@ -33,7 +33,7 @@ from tests.tui.screen_text import screen_text
 BOUND_BY = {
     Node.APP: [T25App],
     Node.BOARD: [Board],
-    Node.DETAIL: [TaskDetail],
+    Node.DETAIL: [TaskDetailScreen],
     Node.DIFF: [DiffScreen],
     Node.INBOX: [Inbox],
     Node.PANES: [CostPane, AuditPane, ProfilesPane],
@@ -83,7 +83,7 @@ async def test_the_footer_shows_each_commands_description_as_its_tooltip(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
         await pilot.press("enter")  # the board's own open key: the task detail
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         await pilot.pause()
         shown = {key.action: key.tooltip for key in app.screen.query(FooterKey)}
         for node in (Node.DETAIL, Node.APP):

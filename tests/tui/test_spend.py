@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.panes import CostPane
 from t25_tui.tui.widgets.board import OVER_BUDGET
 from tests.tui.conftest import app_for, settle_board, until
@@ -48,7 +48,7 @@ async def test_the_detail_shows_spend_against_the_budget(seeded):
         await settle_board(app, pilot)
         app.board.focus_task("T-8")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         spend = (await seeded.control.detail("T-8")).spend
         text = screen_text(app)
         assert spend.line() in text and "of 1,000,000 tokens" in text

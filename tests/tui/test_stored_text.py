@@ -15,7 +15,7 @@ from core.domain.events import ApprovalRequested, InputRequested
 from core.domain.models import ArtifactKind, NewTask, RunStatus, TaskState, TaskType
 from core.domain.text import printable
 from t25_tui.tui.sample_data import artifact, run_stage, walk
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane
@@ -94,7 +94,7 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
 
         assert app.board.focus_task(tid)
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         head = str(app.screen.query_one("#detail-head").render())
         assert SHOWN in head and clean(head)
         detail = screen_text(app)

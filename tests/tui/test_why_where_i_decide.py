@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult
-from t25_tui.tui.screens.detail import TaskDetail
+from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import AnswerDialog, ConfirmDialog
 from tests.tui.conftest import app_for, settle_board, until, until_async
 from tests.tui.screen_text import screen_text
@@ -53,7 +53,7 @@ async def test_the_question_dialog_and_the_detail_show_the_failing_checks_as_lin
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.screen_stack[0])
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, TaskDetail) and app.screen.ready)
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         box = app.screen.query_one("#detail-failing")
         await until(pilot, lambda: box.display)
         lines = _text(app.screen.query_one("#detail-failing-text")).splitlines()

@@ -12,8 +12,8 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from core.domain.events import Event
 from core.domain.models import MAX_ID
 from t25_tui.api import document
-from t25_tui.api.services import EventTail, Ops
-from t25_tui.api.tail import Tail
+from t25_tui.api.services import Ops, SharedTail
+from t25_tui.api.tail import EventTail
 
 RETRY_MS = 3000  # an SSE client that lost its stream reconnects after this (`retry:`)
 _EVENT_ID = re.compile(r"[0-9]{1,19}", re.ASCII)
@@ -24,7 +24,7 @@ router = APIRouter()
 @router.get("/events", response_class=EventSourceResponse, responses=document.READ)
 async def events(
     control: Ops,
-    tail: EventTail,
+    tail: SharedTail,
     after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> AsyncIterator[ServerSentEvent]:
@@ -49,7 +49,7 @@ def _cursor(after: int, last_event_id: str | None) -> int:
     return int(given) if _EVENT_ID.fullmatch(given) and int(given) <= MAX_ID else -1
 
 
-async def _following(tail: Tail, cursor: int) -> AsyncIterator[Event]:
+async def _following(tail: EventTail, cursor: int) -> AsyncIterator[Event]:
     """Every event after `cursor`, once each and in order: from the events table until it
     is caught up, then from the tail, until the server stops."""
     async with tail.follow() as batches:

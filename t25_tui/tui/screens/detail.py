@@ -54,7 +54,7 @@ def lexer_for(artifact: Artifact, text: str) -> str:
 AGE_TICK_S = 1.0  # how often the head's "IMPLEMENTING for 3m" moves on
 
 
-class TaskDetail(T25Screen):
+class TaskDetailScreen(T25Screen):
     """Everything about one task, and its log. Escape returns to where it was opened."""
 
     BINDINGS = bindings(Node.DETAIL)
