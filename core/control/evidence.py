@@ -11,6 +11,7 @@ where it has the checkout.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from core.control.baselines import latest as latest_figures
@@ -21,7 +22,15 @@ from core.domain.diffs import files_of
 from core.domain.events import DecisionRecorded
 from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
 from core.domain.figures import Baseline
-from core.domain.models import ArtifactKind, CheckResult, DiffStat, RunStatus, Task, TaskState
+from core.domain.models import (
+    Artifact,
+    ArtifactKind,
+    CheckResult,
+    DiffStat,
+    RunStatus,
+    Task,
+    TaskState,
+)
 
 if TYPE_CHECKING:
     from core.config.schema import Config
@@ -47,8 +56,9 @@ AFTER_APPROVAL = (
 
 
 async def approval(queries: Reads, task: Task) -> ApprovalEvidence:
-    spec = await _newest(queries, task, ArtifactKind.SPEC)
-    plan = await _newest(queries, task, ArtifactKind.PLAN)
+    listed = await queries.store.list_artifacts(task_id=task.id)  # once, for both
+    spec = await _newest(queries, task, ArtifactKind.SPEC, listed)
+    plan = await _newest(queries, task, ArtifactKind.PLAN, listed)
     decisions = await queries.decisions(task.id)
     return ApprovalEvidence(
         spec=SpecAnswer.model_validate_json(spec[1]) if spec else None,
@@ -87,9 +97,14 @@ async def checks_of(queries: Reads, task: Task) -> tuple[tuple[CheckResult, ...]
     return checks, await latest_figures(queries.store, task.project) if counted else None
 
 
-async def _newest(queries: Reads, task: Task, kind: ArtifactKind) -> tuple[str, bytes] | None:
-    """The newest artifact of `kind`: its SHA-256 (re-hashed as read) and content."""
-    found = [a for a in await queries.store.list_artifacts(task_id=task.id) if a.meta.kind is kind]
+async def _newest(
+    queries: Reads, task: Task, kind: ArtifactKind, listed: Sequence[Artifact] | None = None
+) -> tuple[str, bytes] | None:
+    """The newest artifact of `kind` (among `listed`, when the caller has listed the task's
+    artifacts already): its SHA-256 (re-hashed as read) and content."""
+    if listed is None:
+        listed = await queries.store.list_artifacts(task_id=task.id)
+    found = [a for a in listed if a.meta.kind is kind]
     if not found:
         return None
     artifact, content = await queries.store.get_artifact(found[-1].id)
