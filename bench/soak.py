@@ -49,6 +49,7 @@ import time
 import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -107,6 +108,19 @@ def traced_serve(argv: list[str]) -> None:
 
 
 # -- the soak ------------------------------------------------------------------------------------
+
+
+async def _call(client: httpx.AsyncClient, method: str, url: str, **kw: Any) -> httpx.Response:
+    """A request, sent again (at most 5 times) when its connection broke under it: a kept-alive
+    connection serve closed as the request went out is the client's race, not serve's fault."""
+    for attempt in range(5):
+        try:
+            return await client.request(method, url, **kw)
+        except httpx.TransportError:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -178,7 +192,7 @@ class Soak:
 
         async def board() -> None:
             while not stop.is_set():
-                (await client.get("/tasks")).raise_for_status()
+                (await _call(client, "GET", "/tasks")).raise_for_status()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 5)
 
@@ -196,7 +210,7 @@ class Soak:
         n = 0
         while time.monotonic() < until:
             n += 1
-            answer = await client.post("/tasks", json={"title": f"soak {n}"})
+            answer = await _call(client, "POST", "/tasks", json={"title": f"soak {n}"})
             answer.raise_for_status()
             self.filed.append(answer.json()["id"])
             await asyncio.sleep(min(self.args.file_every, max(0.0, until - time.monotonic())))
@@ -204,12 +218,12 @@ class Soak:
     async def operator(self, client: httpx.AsyncClient, stop: asyncio.Event) -> None:
         """Approve what waits for approval, merge what is DONE, once a second."""
         while not stop.is_set():
-            for task in (await client.get("/tasks")).json():
+            for task in (await _call(client, "GET", "/tasks")).json():
                 ref = task["id"]
                 if task["state"] == "AWAITING_APPROVAL":
-                    await client.post(f"/tasks/{ref}/approve", json={"reason": "soak"})
+                    await _call(client, "POST", f"/tasks/{ref}/approve", json={"reason": "soak"})
                 elif task["state"] == "DONE" and not task["merged"] and ref not in self.refused:
-                    answer = await client.post(f"/tasks/{ref}/merge", json={})
+                    answer = await _call(client, "POST", f"/tasks/{ref}/merge", json={})
                     if answer.status_code == 200:
                         self.merged.add(ref)
                     else:
