@@ -407,9 +407,12 @@ async def test_serve_answers_a_retried_call_with_its_first_answer(shop, tmp_path
         claimed: list[httpx.Response] = []
 
         async def claimed_one() -> bool:
-            claimed[:] = [await post("/worker/claim", claim, key := uuid.uuid4().hex)]
-            claimed.append(await post("/worker/claim", claim, key))
-            return claimed[0].status_code == 200
+            key = uuid.uuid4().hex
+            first = await post("/worker/claim", claim, key)
+            if first.status_code != 200:  # nothing to claim yet, and nothing kept under `key`
+                return False
+            claimed[:] = [first, await post("/worker/claim", claim, key)]
+            return True
 
         await until(claimed_one, what="a run to claim")
         assert claimed[1].status_code == 200

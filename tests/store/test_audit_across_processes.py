@@ -166,7 +166,8 @@ async def test_a_decider_killed_at_random_points_leaves_nothing_or_the_one_decis
 def _never_anchored(seq: int) -> str:
     return (
         f"line {seq}: was never anchored in the store (appended outside T25, or written by a "
-        "process that stopped before acknowledging it)"
+        "process that stopped before acknowledging it); if a T25 process was killed while "
+        "deciding, the next decision or the next start of `t25 run` or `t25 serve` voids its line"
     )
 
 
