@@ -41,15 +41,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from adapters import sandbox_probe
 from adapters.checkout_view import git_common_dir
 from adapters.containment import reaped
 from adapters.process import run_process
-from adapters.sandbox_probe import ISOLATION, bwrap_problem
 
 if TYPE_CHECKING:
     from adapters.checkout_view import CheckoutView
 
 CHECK_TIMEOUT_S = 10.0
+# The isolation of every bubblewrap sandbox, the probe's too (adapters.sandbox_probe checks it
+# from inside). `--cap-drop ALL`: started by root, bubblewrap otherwise leaves the run every
+# capability, CAP_SYS_ADMIN among them (mount, remount read-write).
+ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
 KINDS = ("auto", "required", "bwrap", "docker", "none")
 
 # Key stores in the user's HOME that no agent needs: covered inside the sandbox.
@@ -347,6 +351,16 @@ def _home_secrets(given: Iterable[Path] = ()) -> list[Path]:
     them (crates.io's token in ~/.cargo, RubyGems' in ~/.gem)."""
     inside = [p / name for p in given for name in TOOLCHAIN_SECRETS]
     return [*(_home() / name for name in HOME_SECRETS), *inside]
+
+
+def probe() -> sandbox_probe.SandboxProbe:
+    """What bubblewrap gives a run here, isolated as every run is (`ISOLATION`)."""
+    return sandbox_probe.probe(ISOLATION)
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot confine a run here, or None when it can."""
+    return probe().problem
 
 
 class Unconfined(Sandbox):

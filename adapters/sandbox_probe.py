@@ -40,12 +40,6 @@ print(json.dumps({"caps": caps, "mounted": mounted, "errno": ctypes.get_errno()}
 """
 
 
-# The isolation of every bubblewrap sandbox, the probe's too (this module checks it from
-# inside). `--cap-drop ALL`: started by root, bubblewrap otherwise leaves the run every
-# capability, CAP_SYS_ADMIN among them (mount, remount read-write).
-ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL")
-
-
 @dataclass(frozen=True)
 class SandboxProbe:
     """What a sandboxed process could do here, as seen from inside one."""
@@ -69,15 +63,17 @@ def _empty(mask: str) -> bool:
     return bool(mask) and int(mask, 16) == 0
 
 
-def _look(path: str, unshare_net: bool) -> tuple[dict[str, object] | None, str]:
-    """Start the probe sandbox, isolated as every run is; (what it saw, or None, and why
-    not)."""
+def _look(
+    path: str, isolation: tuple[str, ...], unshare_net: bool
+) -> tuple[dict[str, object] | None, str]:
+    """Start the probe sandbox, isolated as every run is (`isolation`: adapters.sandbox's
+    flags); (what it saw, or None, and why not)."""
 
     interpreter = Path(os.path.realpath(sys.executable))  # a virtualenv's python is a link
     argv = [
         path,
         "--die-with-parent",
-        *ISOLATION,
+        *isolation,
         *(["--unshare-net"] if unshare_net else []),
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
         *_given_back(interpreter),
@@ -113,11 +109,11 @@ def _given_back(interpreter: Path) -> list[str]:
 
 
 @functools.cache
-def _probe(path: str) -> SandboxProbe:
-    seen, why = _look(path, unshare_net=True)
+def _probe(path: str, isolation: tuple[str, ...]) -> SandboxProbe:
+    seen, why = _look(path, isolation, unshare_net=True)
     own_network = seen is not None
     if seen is None:
-        seen, why = _look(path, unshare_net=False)
+        seen, why = _look(path, isolation, unshare_net=False)
     if seen is None:
         return SandboxProbe(
             problem=f"bwrap cannot create its namespaces here: {why} "
@@ -140,17 +136,13 @@ def _probe(path: str) -> SandboxProbe:
     )
 
 
-def probe() -> SandboxProbe:
-    """What bubblewrap gives a run here, tried once per binary and process: a probe costs
-    a few tens of milliseconds, and the answer does not change while T25 runs."""
+def probe(isolation: tuple[str, ...]) -> SandboxProbe:
+    """What bubblewrap started with `isolation` gives a run here, tried once per binary,
+    flags and process: a probe costs a few tens of milliseconds, and the answer does not
+    change while T25 runs (adapters.sandbox.probe asks it with the runs' own flags)."""
     path = shutil.which("bwrap")
     if path is None:
         return SandboxProbe(
             problem="bubblewrap is not installed (Debian: apt-get install bubblewrap)"
         )
-    return _probe(path)
-
-
-def bwrap_problem() -> str | None:
-    """Why bubblewrap cannot confine a run here, or None when it can."""
-    return probe().problem
+    return _probe(path, isolation)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.checks import run_check
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from core.config.schema import Limits, QACheck
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.events import InputRequested

@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 
 
 def _doctor(t25, repo, config: dict, env: dict[str, str] | None = None) -> dict:

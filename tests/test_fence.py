@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from core.domain.models import RunStatus, TaskState
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from core.domain.models import TaskState
 from core.errors import PolicyRefused
 from tests.projects import make_project, shared_dir, tools_venv

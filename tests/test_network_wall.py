@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 
 from adapters.netproxy import RunProxy, run_network
-from adapters.sandbox import Confinement
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import Confinement, bwrap_problem
 from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection

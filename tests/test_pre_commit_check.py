@@ -13,7 +13,7 @@ import pytest
 
 from adapters.base import run_homes
 from adapters.checks import run_check
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.events import InputRequested

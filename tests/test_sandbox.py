@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from adapters import containment
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from core.domain.models import ArtifactKind, TaskState
 from core.workspace.git import git_sync
 from tests.test_pipeline import ROLES, SCRIPTED, Env, _working_in

@@ -19,8 +19,7 @@ import pytest
 from adapters import caps
 from adapters.checks import run_check
 from adapters.process import minimal_env, run_process
-from adapters.sandbox import Bubblewrap, Confinement
-from adapters.sandbox_probe import bwrap_problem, probe
+from adapters.sandbox import Bubblewrap, Confinement, bwrap_problem, probe
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.models import TaskState
@@ -65,7 +64,7 @@ def test_the_probe_works_for_a_t25_installed_under_tmp(tmp_path, how):
     hide the interpreter it runs (a link to the base one, or a copy under /tmp)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", how, "--without-pip", venv], check=True)
-    look = "from adapters.sandbox_probe import bwrap_problem; print(bwrap_problem())"
+    look = "from adapters.sandbox import bwrap_problem; print(bwrap_problem())"
     done = subprocess.run(
         [venv / "bin" / "python", "-c", look],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},  # T25 and its libraries
@@ -292,10 +291,10 @@ async def test_a_sandbox_that_leaves_a_capability_is_no_sandbox(monkeypatch):
     # leaves the sandboxed process root's capabilities: `required` then refuses the run and
     # `auto` would run unconfined, saying why. Started by a user, bubblewrap drops them
     # itself, and the sandbox stands.
-    from adapters import sandbox_probe
+    from adapters import sandbox, sandbox_probe
     from adapters.sandbox import SandboxUnavailable, sandbox_for, unconfined_reason
 
-    monkeypatch.setattr(sandbox_probe, "ISOLATION", ("--unshare-pid",))
+    monkeypatch.setattr(sandbox, "ISOLATION", ("--unshare-pid",))
     sandbox_probe._probe.cache_clear()
     try:
         if not ROOT:

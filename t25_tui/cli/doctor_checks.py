@@ -72,7 +72,7 @@ async def git_check() -> ToolCheck:
 
 async def bubblewrap_check() -> ToolCheck:
     """bubblewrap on PATH, and able to make its namespaces here (tried for real)."""
-    from adapters.sandbox_probe import bwrap_problem
+    from adapters.sandbox import bwrap_problem
 
     path = shutil.which("bwrap")
     problem = await asyncio.to_thread(bwrap_problem)

@@ -17,8 +17,7 @@ from t25_tui.cli.shapes import Reach, WallReport, WallVerdict
 
 def wall_report(config: Config) -> WallReport:
     from adapters.caps import backend
-    from adapters.sandbox import unconfined_reason
-    from adapters.sandbox_probe import probe
+    from adapters.sandbox import probe, unconfined_reason
 
     seen = probe()
     caps = backend()

@@ -17,7 +17,7 @@ import pytest
 from adapters.base import CliAdapter
 from adapters.checks import run_check
 from adapters.registry import builtin_adapters
-from adapters.sandbox_probe import bwrap_problem
+from adapters.sandbox import bwrap_problem
 from adapters.scripted import ScriptedSpec
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
