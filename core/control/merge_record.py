@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from core.domain.backoff import Backoff, retry
 from core.domain.events import Event
-from core.domain.models import MERGE_ROLE, RunStatus, Task
+from core.domain.models import MERGE_ROLE, Run, RunStatus, Task
 from core.errors import MergeUnrecorded, StoreUnavailable
 from core.ports import DecisionWrite, Store
 from core.workspace.merging import merged_already
@@ -77,7 +77,7 @@ async def apply_merge(
         said = {"actor": earlier.actor, "reason": earlier.reason, "bound_to": earlier.bound_to}
         write = dataclasses.replace(write, announce=write.announce.model_copy(update=said))
         return await record_landed(store, write, trial, patience_s)
-    if earlier is not None and not await _merge_under_way(store, write.task_id):
+    if earlier is not None and not await merges_under_way(store, write.task_id):
         await log.void(earlier, "its merge did not land; the merge is decided again")
     entry = await line.to(log, anchored_now=True)
     try:
@@ -88,10 +88,10 @@ async def apply_merge(
     return await record_landed(store, write, trial, patience_s)
 
 
-async def _merge_under_way(store: Store, task_id: str) -> bool:
-    """Whether a worker's merge of the task is queued or running (its line is open)."""
+async def merges_under_way(store: Store, task_id: str) -> list[Run]:
+    """A worker's merge of the task, queued or running (its line is open)."""
     runs = await store.list_runs(task_id=task_id)
-    return any(r.role == MERGE_ROLE and r.status in ACTIVE for r in runs)
+    return [r for r in runs if r.role == MERGE_ROLE and r.status in ACTIVE]
 
 
 async def void_after(log: AuditWriter, entry: AuditEntry, exc: Exception) -> None:

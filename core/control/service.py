@@ -50,6 +50,7 @@ from core.control.merge_record import (
     AuditLine,
     already_landed,
     apply_merge,
+    merges_under_way,
     open_merge_line,
     void_after,
 )
@@ -764,11 +765,7 @@ class ControlPlane(Queries, Operations):
             mergeable(task)
             await require_sealed_merge(self.store, self.keys, task)
             protected_named(task, decision)
-            under_way = [
-                r
-                for r in await self.store.list_runs(task_id=task.id)
-                if r.role == MERGE_ROLE and r.status in (RunStatus.QUEUED, RunStatus.RUNNING)
-            ]
+            under_way = await merges_under_way(self.store, task.id)
             if under_way:
                 raise PolicyRefused(
                     f"the merge of {task.id} is already under way ({under_way[0].id})",

@@ -487,3 +487,34 @@ async def holds_branch(repo: Path, branch: str) -> bool:
     except (OSError, ValueError):  # no such directory: no checkout here
         return False
     return done.code == 0
+
+
+@dataclass(frozen=True)
+class TriedMerge:
+    """`git merge-tree --write-tree` of `tip` into `base`, made in the object store alone (no
+    checkout, index or ref touched): the tree it made, or the files that conflict, or what git
+    said when it could not try (an older git, a missing commit)."""
+
+    tree: str | None  # the merge's tree when it is clean
+    conflicts: tuple[str, ...] = ()  # the conflicting files, sorted, when it is not
+    err: str = ""  # git's stderr when it could not try at all
+
+
+async def merge_tree(repo: Path, base: str, tip: str) -> TriedMerge:
+    """The merge of `tip` into `base`, tried with nothing touched (git 2.38 or later)."""
+    tried = await run_git(
+        "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip, cwd=repo
+    )
+    lines = os.fsdecode(tried.out).splitlines()
+    if tried.code == 0 and lines:
+        return TriedMerge(tree=lines[0])
+    if tried.code == 1 and lines:  # conflicts: the tree, then the files
+        return TriedMerge(tree=None, conflicts=tuple(sorted(set(lines[1:]))))
+    return TriedMerge(tree=None, err=tried.err)
+
+
+def listed(names: Sequence[str], shown: int = 5) -> str:
+    """`a.py, b.py … and 3 more`: the first `shown` names, the rest counted."""
+    return ", ".join(names[:shown]) + (
+        f" … and {len(names) - shown} more" if len(names) > shown else ""
+    )

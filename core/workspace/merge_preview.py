@@ -10,13 +10,12 @@ an older git the merge is not tried, and the dry run says so.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.domain.models import Task
 from core.errors import MergeRefused
-from core.workspace.git import git_said, run_git
+from core.workspace.git import git_said, listed, merge_tree, run_git
 
 if TYPE_CHECKING:
     from core.workspace.worktrees import Worktrees
@@ -43,16 +42,12 @@ async def preview_merge(worktrees: Worktrees, task: Task) -> MergePreview:
     if tip is None:
         return MergePreview(refusal=f"the task branch {branch} does not exist: nothing to merge")
     base = await _rev(worktrees, f"refs/heads/{default}")
-    tried = await run_git(
-        "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip,
-        cwd=worktrees.repo,
-    )  # fmt: skip
-    lines = os.fsdecode(tried.out).splitlines()
-    if tried.code == 1 and lines:  # conflicts: the tree, then the files
-        return MergePreview(refusal=f"conflicts in {_named(sorted(set(lines[1:])))}")
-    if tried.code != 0 or not lines:
+    tried = await merge_tree(worktrees.repo, base, tip)
+    if tried.conflicts:
+        return MergePreview(refusal=f"conflicts in {listed(tried.conflicts, SHOWN)}")
+    if tried.tree is None:
         return MergePreview(made_as=f"(not tried: {await _cannot_try(worktrees, tried.err)})")
-    if lines[0] == await _rev(worktrees, f"{base}^{{tree}}"):
+    if tried.tree == await _rev(worktrees, f"{base}^{{tree}}"):
         return MergePreview(refusal=f"nothing to merge: {branch} adds nothing to {default}")
     return MergePreview(made_as=f"as a merge commit onto {default} at {base[:12]}")
 
@@ -70,8 +65,3 @@ async def _cannot_try(worktrees: Worktrees, err: str) -> str:
     if numbers and numbers < (2, 38):
         return f"git {version} cannot try a merge without a checkout; git 2.38 or later can"
     return f"git could not try it: {git_said(err) or 'no reason given'}"
-
-
-def _named(names: list[str]) -> str:
-    shown = ", ".join(names[:SHOWN])
-    return shown + (f" … and {len(names) - SHOWN} more" if len(names) > SHOWN else "")

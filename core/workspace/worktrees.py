@@ -86,6 +86,8 @@ from core.workspace.git import (
     git,
     git_bytes,
     holds_branch,
+    listed,
+    merge_tree,
     run_git,
     status_entries,
 )
@@ -901,10 +903,7 @@ class Worktrees:
         )
         if inside.code == 0:
             return f"{task.branch} is merged into {self.default_branch}"
-        tried = await run_git(
-            "merge-tree", "--write-tree", "--no-messages", default, tip, cwd=self.repo
-        )
-        tree = os.fsdecode(tried.out).splitlines()[0] if tried.code == 0 and tried.out else None
+        tree = (await merge_tree(self.repo, default, tip)).tree
         if tree is not None and tree == await git(
             "rev-parse", f"{default}^{{tree}}", cwd=self.repo
         ):
@@ -978,24 +977,19 @@ class Worktrees:
                 raise MergeRefused(
                     f"{branch} has no commits beyond {default}", hint="nothing to merge"
                 )
-            tried = await run_git(
-                "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip,
-                cwd=self.repo,
-            )  # fmt: skip
-            if tried.code != 0:
-                lines = os.fsdecode(tried.out).splitlines()
-                if tried.code == 1 and lines:  # conflicts: the tree, then the files
-                    raise MergeRefused(
-                        f"merging {branch} into {default} conflicts in "
-                        f"{_names(sorted(set(lines[1:])))}; {default} is unchanged",
-                        hint=f"bring {branch} up to date with {default} and resolve them, "
-                        "then merge",
-                    )
+            tried = await merge_tree(self.repo, base, tip)
+            if tried.conflicts:
+                raise MergeRefused(
+                    f"merging {branch} into {default} conflicts in "
+                    f"{_names(list(tried.conflicts))}; {default} is unchanged",
+                    hint=f"bring {branch} up to date with {default} and resolve them, then merge",
+                )
+            if tried.tree is None:
                 raise MergeRefused(
                     f"git could not merge {branch} into {default}: {_git_reason(tried.err)}",
                     hint="fix what git reports, then merge",
                 )
-            tree = os.fsdecode(tried.out).splitlines()[0]
+            tree = tried.tree
             identity = await self._identity(self.repo)
             commit = await git(
                 *identity, "commit-tree", tree, "-p", base, "-p", tip, "-m", message,
@@ -1214,8 +1208,7 @@ def _dropping(left: Leftovers) -> str:
 
 
 def _names(names: list[str]) -> str:
-    shown = ", ".join(names[:_SHOWN])
-    return shown + (f" … and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+    return listed(names, _SHOWN)
 
 
 def _git_reason(stderr: str) -> str:
