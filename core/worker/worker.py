@@ -239,10 +239,10 @@ class Worker:
             path = await worktrees.ensure(task)
             if run.attempts > 1:  # an attempt before this one lost its lease midway
                 await self._set_aside(worktrees, run, task)
-            report = await self._from(lease, run, task, abort, claim, worktrees, path)
+            report = await self._in_worktree(lease, run, task, abort, claim, worktrees, path)
             return report.model_copy(update={"branch_head": await worktrees.tip(task)})
 
-    async def _from(
+    async def _in_worktree(
         self,
         lease: Lease,
         run: Run,
