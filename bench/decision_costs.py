@@ -30,8 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.models import TaskState
+from core.domain.verbs import Verb
 from tests.conftest import make_shop
 from tests.test_pipeline import Env
 

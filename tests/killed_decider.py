@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from core.config.schema import load_config
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
+from core.domain.verbs import Verb
 from t25_tui.runtime import open_runtime
 
 

@@ -14,8 +14,9 @@ import pytest
 from pydantic import ValidationError
 
 from core.control.service import ControlPlane
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import ApprovalRequested, DecisionRecorded, RunQueued
+from core.domain.verbs import Verb
 from core.errors import InvalidInput
 from core.workspace.git import git_sync
 from store import open_store

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import TaskTransitioned
 from core.domain.models import TaskState
+from core.domain.verbs import Verb
 from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
 

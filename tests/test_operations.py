@@ -19,9 +19,10 @@ import pytest
 
 from core.config.schema import load_config
 from core.control.service import ControlPlane
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import DecisionRecorded, TaskTransitioned
 from core.domain.models import TaskState
+from core.domain.verbs import Verb
 from core.errors import PolicyRefused, StoreError
 from core.ports import Operations
 from store import open_store

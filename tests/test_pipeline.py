@@ -20,9 +20,10 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.control.sweeper import Sweeper
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import ApprovalRequested, InputRequested, RunStarted, TaskTransitioned
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
+from core.domain.verbs import Verb
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
 from t25_tui.runtime import local_sweeper, open_runtime

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import RunStarted
 from core.domain.models import ArtifactKind, TaskState
+from core.domain.verbs import Verb
 from core.errors import InvalidInput, PolicyRefused
 from core.workspace.git import git_sync
 from t25_tui.api.credentials import local_token

@@ -14,8 +14,9 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
+from core.domain.verbs import Verb
 from t25_tui.api.credentials import local_token
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL

@@ -83,7 +83,8 @@ async def test_the_command_line_files_edits_and_lists_steered_tasks(env, t25):
 async def test_filing_and_editing_over_rest_and_the_remote_cockpit(env):
     import httpx
 
-    from core.domain.decisions import Decision, Verb
+    from core.domain.decisions import Decision
+    from core.domain.verbs import Verb
     from t25_tui.api.cockpit_client import attach
     from t25_tui.api.server import make_api
     from tests.test_serve import CREDENTIAL, serving

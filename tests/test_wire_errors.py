@@ -15,8 +15,9 @@ import pytest
 from fastapi import Request
 
 import core.errors
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.models import TaskState
+from core.domain.verbs import Verb
 from core.errors import LeaseLost, NotFound, PolicyRefused, StaleState, T25Error
 from t25_tui.api import errors as wire
 from t25_tui.api.cockpit_client import attach

@@ -21,8 +21,8 @@ from datetime import datetime
 
 from core.control.keyring import Keyring
 from core.domain.audit import AuditEntry, ChainLine, Verdict
-from core.domain.decisions import Verb
 from core.domain.models import AuditAnchor
+from core.domain.verbs import Verb
 
 GENESIS = "0" * 64
 DECISIONS = frozenset(verb.value for verb in Verb)

@@ -1,57 +1,82 @@
 """The control plane's door: an operator decision's actor, words, paths, stage and changes
-checked before anything is read (InvalidInput, PolicyRefused), whichever face it came from."""
+checked against its verb's row (core.domain.verbs) before anything is read (InvalidInput,
+PolicyRefused), whichever face it came from."""
 
 from __future__ import annotations
 
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, TaskType
 from core.domain.text import MAX_PATHS
 from core.domain.text import actor as valid_actor
 from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
+from core.domain.verbs import VERBS, Kind, VerbSpec
 from core.errors import InvalidInput, PolicyRefused
 
 
 def at_the_door(decision: Decision) -> Decision:
     """The decision with its actor and words checked (InvalidInput), before anything is
-    read: a rejection needs its reason (the planner reads it), an answer its text."""
+    read: it names only what its verb takes (its row in core.domain.verbs), and the words
+    its verb needs (a rejection's reason, which the planner reads; an answer)."""
+    spec = VERBS[decision.verb]
     actor = valid_actor(decision.actor)
-    if decision.verb is Verb.REJECT and not decision.text.strip():
-        raise PolicyRefused(
-            "a rejection needs a reason; the planner reads it",
-            hint=f't25 reject {decision.task} --reason "what is wrong with the plan"',
-        )
-    if decision.verb is Verb.ACKNOWLEDGE and not decision.text.strip():
-        raise PolicyRefused(
-            "an acknowledgement needs a reason: what was found and done about it",
-            hint=f't25 acknowledge {decision.task} --reason "what you checked"',
-        )
-    what = {Verb.APPROVE: "comment", Verb.ANSWER: "answer"}.get(decision.verb, "reason")
-    text = valid_reason(decision.text, what=what, required=decision.verb is Verb.ANSWER)
-    if decision.allow_paths and decision.verb is not Verb.MERGE:
-        raise PolicyRefused(
-            f"only a merge names protected paths, not {decision.verb.value}",
-            hint=f"t25 merge {decision.task} --allow-path PATH",
-        )
+    words = spec.takes_kind(Kind.WORDS)
+    if words is not None and words.refusal and not decision.text.strip():
+        raise PolicyRefused(words.refusal, hint=_example(spec, decision))
+    text = valid_reason(
+        decision.text,
+        what=words.said_as if words else "reason",
+        required=bool(words and words.required),
+    )
+    _names_only_what_it_takes(decision, spec)
+    edits = edit_changes(decision) if spec.takes_kind(Kind.TITLE) else {}
     if len(decision.allow_paths) > MAX_PATHS:
         raise InvalidInput(
             f"a merge names {len(decision.allow_paths):,} paths; at most {MAX_PATHS:,}",
             hint="name the protected paths the task touches (t25 task show)",
         )
-    if decision.verb is Verb.RESET and decision.stage is None:
-        raise InvalidInput(
-            "a reset names the stage to go back to",
-            hint=f"t25 reset {decision.task} --to IMPLEMENTING",
-        )
-    if decision.stage is not None and decision.verb is not Verb.RESET:
-        raise InvalidInput(f"only a reset names a stage, not {decision.verb.value}")
-    edits = edit_changes(decision) if decision.verb is Verb.EDIT else {}
-    if decision.changes and decision.verb is not Verb.EDIT:
-        raise InvalidInput(f"only an edit changes a task's fields, not {decision.verb.value}")
     paths = tuple(valid_path(p) for p in decision.allow_paths)
     return decision.model_copy(
         update={"actor": actor, "text": text, "allow_paths": paths, "changes": edits}
     )
+
+
+def _example(spec: VerbSpec, decision: Decision) -> str:
+    """The verb's example, on the decision's task: the hint of a refusal."""
+    return spec.example.replace("T-7", decision.task, 1)
+
+
+def _names_only_what_it_takes(decision: Decision, spec: VerbSpec) -> None:
+    """Refused: a field the verb does not take, or a required one left out."""
+    verb = decision.verb.value
+    given = {
+        "bound_to": decision.bound_to is not None,
+        "allow_paths": bool(decision.allow_paths),
+        "stage": decision.stage is not None,
+        "changes": bool(decision.changes),
+    }
+    taken = {i.fills for i in spec.takes}
+    for field, named in given.items():
+        if named and field not in taken:
+            owners = [s for s in VERBS.values() if any(i.fills == field for i in s.takes)]
+            raise InvalidInput(
+                f"{verb} takes no {_FIELD_WORDS[field]}; "
+                + " or ".join(f"t25 {' '.join(s.words)}" for s in owners)
+                + " does"
+            )
+    for needed in spec.takes:
+        if needed.required and needed.fills in given and not given[needed.fills]:
+            raise InvalidInput(
+                f"a {verb} names {_FIELD_WORDS[needed.fills]}", hint=_example(spec, decision)
+            )
+
+
+_FIELD_WORDS = {
+    "bound_to": "plan to bind to",
+    "allow_paths": "protected paths",
+    "stage": "the stage to go back to",
+    "changes": "changes to a task's fields",
+}
 
 
 EDITABLE = ("title", "description", "type", "priority")

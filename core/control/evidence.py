@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Protocol
 from core.control.baselines import latest as latest_figures
 from core.control.policies import evaluate_review, merge_refusal
 from core.domain.answers import PlanAnswer, ReviewAnswer, SpecAnswer
-from core.domain.decisions import Verb
 from core.domain.diffs import files_of
 from core.domain.events import DecisionRecorded
 from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
@@ -31,6 +30,7 @@ from core.domain.models import (
     Task,
     TaskState,
 )
+from core.domain.verbs import Verb
 
 if TYPE_CHECKING:
     from core.config.schema import Config

@@ -32,7 +32,7 @@ import asyncio
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 from core.config.live import ConfigFile, Reread
 from core.config.schema import Config
@@ -54,38 +54,27 @@ from core.control.merge_record import (
     open_merge_line,
     void_after,
 )
-from core.control.queries import EVERY_EVENT, Queries
+from core.control.queries import Queries
+from core.control.rulings import RULES
 from core.control.verb_rules import (
     RESUME_FROM,
     Ruling,
-    acknowledgeable,
-    archivable,
-    cancellable,
-    edit_ruling,
-    expect_state,
     mergeable,
     not_held,
-    plan_summary,
     protected_named,
-    raised_fields,
-    recheckable,
-    resumed,
-    retriable,
     suggest,
     suggest_tokens,
-    what_fits,
     with_protected,
 )
 from core.domain.agent import CheckSandbox
 from core.domain.clock import Clock, system_clock
 from core.domain.cost import Spend
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import (
     DecisionRecorded,
     Event,
     EventBus,
     InputRequested,
-    RunStarted,
     TaskTransitioned,
     TaskUpdated,
     WorktreeCleaned,
@@ -93,7 +82,6 @@ from core.domain.events import (
 from core.domain.evidence import MergeEvidence
 from core.domain.models import (
     MERGE_ROLE,
-    ArtifactKind,
     NewRun,
     NewTask,
     Project,
@@ -103,8 +91,9 @@ from core.domain.models import (
     TaskState,
     TaskType,
 )
-from core.domain.states import WORKING, assert_reset, assert_transition
-from core.errors import GitError, IllegalTransition, MergeRefused, PolicyRefused
+from core.domain.states import STAGE_ROLE, WORKING, assert_reset, assert_transition
+from core.domain.verbs import Verb
+from core.errors import GitError, MergeRefused, PolicyRefused
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, one_line_log
 from core.workspace.merge_preview import MergePreview, preview_merge
@@ -122,18 +111,6 @@ MERGE_CLAIM_WAIT_S = 60.0
 MERGE_POLL_S = 0.25
 MERGE_SETTLE_S = 30.0  # a run that succeeded: how long its completion may take to mark it
 MERGE_ATTEMPTS = 2
-
-
-# The role whose run works each stage; PR_OPEN is done by T25 itself (no agent).
-STAGE_ROLE = {
-    TaskState.SPEC: "spec",
-    TaskState.PLAN: "planner",
-    TaskState.IMPLEMENTING: "dev",
-    TaskState.QA: "qa",
-    TaskState.REVIEW: "reviewer",
-    TaskState.PR_OPEN: "pr",
-    TaskState.DOCS: "docs",
-}
 
 
 class ControlPlane(Queries, Operations):
@@ -553,169 +530,10 @@ class ControlPlane(Queries, Operations):
     async def _rule(
         self, task: Task, decision: Decision, trial: TrialMerge | None = None
     ) -> Ruling:
-        """What the decision does to the task as it is now; PolicyRefused if it does not fit.
-        A merge lands `trial`, the merge tried for it."""
-        match decision.verb:
-            case Verb.APPROVE:
-                return await self._approval(task, decision)
-            case Verb.REJECT:
-                expect_state(task, TaskState.AWAITING_APPROVAL, "rejected")
-                return Ruling(to=TaskState.PLAN, why=decision.text, enqueue=True)
-            case Verb.ANSWER:
-                expect_state(task, TaskState.NEEDS_INPUT, "answered")
-                stage = task.resume_state
-                role = STAGE_ROLE.get(stage) if stage else None
-                raised = raised_fields(task, decision, await self.budget_reached(task, role))
-                return Ruling(
-                    to=resumed(task), why="operator answered", fields=raised, enqueue=True
-                )
-            case Verb.MERGE:
-                not_held(task, "merged")
-                mergeable(task)
-                await require_sealed_merge(self.store, self.keys, task)
-                protected_named(task, decision)
-                worktrees = self.worktrees(task.project)
-                await worktrees.moved_since_review(task)  # before any line
-                if trial is None or await worktrees.tip(task) != trial.tip:
-                    raise MergeRefused(
-                        f"{task.branch} moved while its merge was tried", hint="merge again"
-                    )
-                reviewed = f"commit:{task.reviewed_head}" if task.reviewed_head else None
-                return Ruling(
-                    fields={"merged": True},
-                    merge=trial,
-                    cleans=True,
-                    bound_to=reviewed,
-                    recorded=with_protected(task, decision.text),
-                )
-            case Verb.CANCEL:
-                cancellable(task)
-                return Ruling(to=TaskState.CANCELLED, why=decision.text, cancel_runs=True)
-            case Verb.RETRY:
-                retriable(task)
-                fields: dict[str, Any] = {"error": None}
-                if task.resume_state is TaskState.IMPLEMENTING:  # not on the failed change
-                    fields["rewind_to"] = await self._stage_start(task, TaskState.IMPLEMENTING)
-                return Ruling(to=resumed(task), why=decision.text, fields=fields, enqueue=True)
-            case Verb.RESET:
-                return await self._reset(task, decision)
-            case Verb.EDIT:
-                return edit_ruling(task, decision)
-            case Verb.ARCHIVE:
-                archivable(task)
-                return Ruling(fields={"archived": True}, cleans=True)
-            case Verb.ACKNOWLEDGE:
-                acknowledgeable(task)
-                return Ruling(fields={"violation": None})
-            case Verb.RECHECK:
-                not_held(task, "rechecked")
-                recheckable(task)
-                return Ruling(
-                    to=TaskState.QA,
-                    why=decision.text or "QA and review again, on the branch as it is now",
-                    fields={
-                        "checks_passed": None,
-                        "review_verdict": None,
-                        "reviewed_head": None,
-                        "branch_head": None,  # the branch as it is now is the one to judge
-                    },
-                    enqueue=True,
-                )
-        assert_never(decision.verb)
-
-    async def _reset(self, task: Task, decision: Decision) -> Ruling:
-        """Back to `decision.stage`, its branch moved back (by the worker that takes the
-        stage's run) to the commit that stage began from, bound to that commit; the runs
-        going on end, and what QA and review decided is forgotten."""
-        stage = decision.stage
-        assert stage is not None  # checked at the door
-        not_held(task, "reset")
-        if task.merged or task.archived:
-            raise PolicyRefused(
-                f"{task.id} is {'merged' if task.merged else 'archived'}; it cannot be reset",
-                hint=f"file a new task: t25 task new (see t25 task show {task.id})",
-            )
-        try:
-            assert_reset(task.state, stage, resume_state=task.resume_state)
-        except IllegalTransition as exc:
-            raise PolicyRefused(
-                f"{task.id} cannot be reset to {stage}: {exc.message}", hint=what_fits(task)
-            ) from None
-        head = await self._stage_start(task, stage)
-        if head is None:
-            raise PolicyRefused(
-                f"{task.id} has no run of {stage} that says where it began",
-                hint=f"t25 task show {task.id} lists its runs; reset to a stage that ran",
-            )
-        fields: dict[str, Any] = {
-            "rewind_to": head,
-            "error": None,
-            "checks_passed": None,
-            "review_verdict": None,
-            "reviewed_head": None,
-        }
-        if stage in (TaskState.SPEC, TaskState.PLAN):
-            fields["approved_plan_sha"] = None
-        return Ruling(
-            to=stage,
-            why=decision.text or f"reset to {stage}, at {head[:12]}",
-            fields=fields,
-            enqueue=True,
-            cancel_runs=True,
-            reset=True,
-            bound_to=f"commit:{head}",
-        )
-
-    async def _stage_start(self, task: Task, stage: TaskState) -> str | None:
-        """The branch head a stage began from: recorded by the first run of `stage` that
-        started since the task was last reset (or ever); for a retried implementation, by
-        the run that failed (the latest)."""
-        events = await self.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
-        stages = {r.id: r.stage for r in await self.store.list_runs(task_id=task.id)}
-        resets = [
-            i
-            for i, e in enumerate(events)
-            if isinstance(e, DecisionRecorded) and e.decision == Verb.RESET.value
-        ]
-        heads = [
-            (i, e.head)
-            for i, e in enumerate(events)
-            if isinstance(e, RunStarted) and e.head and stages.get(e.run_id or "") is stage
-        ]
-        since = [h for i, h in heads if not resets or i > resets[-1]] or [h for _, h in heads]
-        if task.state is TaskState.FAILED and stage is task.resume_state:
-            since.reverse()  # a retry: where the failed run began
-        return since[0] if since else None
-
-    async def _approval(self, task: Task, decision: Decision) -> Ruling:
-        """An approval is bound to the SHA-256 of the newest plan, re-hashed as it is read;
-        one made on a plan that has changed since (`decision.bound_to`) is refused."""
-        expect_state(task, TaskState.AWAITING_APPROVAL, "approved")
-        plans = [
-            a
-            for a in await self.store.list_artifacts(task_id=task.id)
-            if a.meta.kind is ArtifactKind.PLAN
-        ]
-        if not plans:
-            raise PolicyRefused(
-                f"{task.id} has no plan to approve", hint=f"t25 task show {task.id}"
-            )
-        artifact, content = await self.store.get_artifact(plans[-1].id)  # re-hashed on reading
-        plan = f"sha256:{artifact.sha256}"
-        if decision.bound_to is not None and decision.bound_to != plan:
-            raise PolicyRefused(
-                f"the plan of {task.id} changed since it was shown ({decision.bound_to}); "
-                f"it is now {plan}: {plan_summary(content)}",
-                hint=f"read the new plan (t25 task show {task.id}) and decide again",
-            )
-        why = f"plan {plan} approved" + (f": {decision.text}" if decision.text else "")
-        return Ruling(
-            bound_to=plan,
-            to=TaskState.IMPLEMENTING,
-            why=why,
-            fields={"approved_plan_sha": artifact.sha256},
-            enqueue=True,
-        )
+        """What the decision does to the task as it is now (its verb's rule,
+        core.control.rulings); PolicyRefused if it does not fit. A merge lands `trial`, the
+        merge tried for it."""
+        return await RULES[decision.verb](self, task, decision, trial)
 
     async def _trial_merge(self, decision: Decision) -> tuple[Worktrees, TrialMerge] | None:
         """The merge `decision` asks for, made in a trial worktree with QA's checks run on

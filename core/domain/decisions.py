@@ -8,32 +8,16 @@ rejection's reason, an answer, an approval's comment, a note for the audit log.
 plan approved): a decision bound to something that has changed since is refused.
 `allow_paths` are the protected paths a merge names (policies.protected_paths): a merge
 of a task that touches one is refused unless the decision names every one. `stage` is
-where a reset sends the task back to; `changes` what an edit changes.
+where a reset sends the task back to; `changes` what an edit changes. Which of them each
+verb takes is its row in core.domain.verbs.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.models import TaskState
-
-
-class Verb(StrEnum):
-    """What an operator can decide about a task."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
-    ANSWER = "answer"
-    MERGE = "merge"
-    CANCEL = "cancel"
-    RETRY = "retry"
-    ARCHIVE = "archive"
-    ACKNOWLEDGE = "acknowledge"  # a run's violation was seen: retry and merge may go on
-    RECHECK = "recheck"  # a DONE, unmerged task goes through QA and REVIEW again
-    RESET = "reset"  # back to a stage the task passed, its branch to where that stage began
-    EDIT = "edit"  # title, description, type or priority, before the task is implemented
+from core.domain.verbs import Verb
 
 
 class Decision(BaseModel):

@@ -23,6 +23,17 @@ from core.errors import IllegalTransition
 # The stages where an agent (or T25 itself) is working on the task.
 WORKING: tuple[S, ...] = (S.SPEC, S.PLAN, S.IMPLEMENTING, S.QA, S.REVIEW, S.PR_OPEN, S.DOCS)
 TERMINAL: frozenset[S] = frozenset({S.DONE, S.CANCELLED})
+
+# The role whose run works each stage; PR_OPEN is done by T25 itself (no agent).
+STAGE_ROLE: dict[S, str] = {
+    S.SPEC: "spec",
+    S.PLAN: "planner",
+    S.IMPLEMENTING: "dev",
+    S.QA: "qa",
+    S.REVIEW: "reviewer",
+    S.PR_OPEN: "pr",
+    S.DOCS: "docs",
+}
 HUMAN_NEEDED: frozenset[S] = frozenset({S.AWAITING_APPROVAL, S.NEEDS_INPUT})
 
 _ESCAPES = {S.NEEDS_INPUT, S.FAILED, S.CANCELLED}

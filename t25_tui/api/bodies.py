@@ -32,7 +32,6 @@ from pydantic import (
     Field,
     TypeAdapter,
     WithJsonSchema,
-    model_validator,
 )
 
 from core.domain import text
@@ -53,7 +52,6 @@ from core.domain.text import (
     MAX_ACTOR,
     MAX_DESCRIPTION,
     MAX_PATH,
-    MAX_PATHS,
     MAX_REASON,
     MAX_TITLE,
 )
@@ -267,11 +265,11 @@ WorkerEvent = Annotated[RunStartedSent | RunOutputSent, Field(discriminator="kin
 # -- bodies ----------------------------------------------------------------------------------
 
 
-class _Body(BaseModel):
+class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class NewTaskBody(_Body):
+class NewTaskBody(Body):
     title: Title
     type: TaskType = TaskType.FEAT
     description: Description = ""
@@ -287,15 +285,6 @@ class NewTaskBody(_Body):
     after: list[TaskRef] = Field([], max_length=100)
 
 
-class DecisionBody(_Body):
-    actor: Actor | None = None
-    reason: Reason = ""
-
-
-class ApprovalBody(DecisionBody):
-    bound_to: PlanBinding | None = None  # the plan read; refused (409) if it has changed since
-
-
 RepoPath = Annotated[
     str,
     _bounds(limit=MAX_PATH, pattern=ONE_LINE_REQUIRED, required=True),
@@ -303,60 +292,17 @@ RepoPath = Annotated[
 ]
 
 
-class MergeBody(DecisionBody):
-    # Each protected path the change touches (policies.protected_paths), named by the
-    # approver; a merge that leaves one out is refused (409) with the list.
-    allow_paths: list[RepoPath] = Field([], max_length=MAX_PATHS)
-
-
-class ResetBody(DecisionBody):
-    # The working stage to go back to; its branch returns to where that stage began.
-    to: Literal["SPEC", "PLAN", "IMPLEMENTING", "QA", "REVIEW", "PR_OPEN", "DOCS"]
-
-
-EDITABLE = ("title", "description", "type", "priority")
-
-
-class EditBody(DecisionBody):
-    # What changes (at least one): the title and description before the task implements,
-    # the type before its first run, the priority until it is finished.
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "anyOf": [
-                {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in EDITABLE
-            ]
-        },
-    )
-
-    title: Title | None = None
-    description: Description | None = None
-    type: TaskType | None = None
-    priority: Priority | None = None
-
-    @model_validator(mode="after")
-    def _changes_something(self) -> EditBody:
-        if all(getattr(self, k) is None for k in EDITABLE):
-            raise ValueError(f"name at least one of {', '.join(EDITABLE)}")
-        return self
-
-
-class AnswerBody(_Body):
-    actor: Actor | None = None
-    text: Answer
-
-
-class ClaimBody(_Body):
+class ClaimBody(Body):
     worker: WorkerName
     ttl_s: TtlS = 30.0
 
 
-class LeaseBody(_Body):
+class LeaseBody(Body):
     lease: HeldLease
     ttl_s: TtlS = 30.0
 
 
-class PromptBody(_Body):
+class PromptBody(Body):
     lease: HeldLease
     ttl_s: TtlS = 30.0
     checks: list[CheckSent] = Field([], max_length=100)
@@ -364,13 +310,13 @@ class PromptBody(_Body):
     continuing: bool = False
 
 
-class EventsBody(_Body):
+class EventsBody(Body):
     lease: HeldLease
     ttl_s: TtlS = 30.0
     events: list[WorkerEvent] = Field(max_length=1000)
 
 
-class CompleteBody(_Body):
+class CompleteBody(Body):
     lease: HeldLease
     report: RunReportSent
 

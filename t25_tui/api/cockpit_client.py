@@ -35,7 +35,7 @@ from core.config.schema import Config
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.cost import CostSummary
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
 from core.domain.diffs import TaskDiff
 from core.domain.events import Event, EventBus
@@ -52,6 +52,7 @@ from core.domain.models import (
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
 from t25_tui.api.credentials import operator_token
+from t25_tui.api.verb_bodies import body_of
 from t25_tui.api.worker_client import Http, refuse
 
 log = logging.getLogger("t25.attach")
@@ -286,21 +287,10 @@ class RemoteControlPlane(Operations):
         return await self._post("/tasks", body)
 
     async def decide(self, decision: Decision) -> Task:
-        """The decision's route (`/tasks/{id}/{verb}`): its text is an answer's `text`, any
-        other decision's `reason`; an approval sends what it was bound to."""
+        """The decision's route (`/tasks/{id}/{verb}`), its body what the verb takes
+        (t25_tui.api.verb_bodies)."""
         path = f"/tasks/{_ref(decision.task)}/{decision.verb.value}"
-        body: dict[str, Any] = {"actor": decision.actor}
-        if decision.verb is Verb.ANSWER:
-            body["text"] = decision.text
-        else:
-            body["reason"] = decision.text
-        if decision.verb is Verb.APPROVE and decision.bound_to is not None:
-            body["bound_to"] = decision.bound_to
-        if decision.allow_paths:
-            body["allow_paths"] = list(decision.allow_paths)
-        if decision.stage is not None:
-            body["to"] = decision.stage.value
-        body.update(decision.changes)
+        body = body_of(decision)
         # Serve answers a decision once it has taken effect: a merge's checks, or a worker's
         # merge, may take minutes.
         response = await self.http.request("POST", path, json=body, timeout=DECISION_TIMEOUT)

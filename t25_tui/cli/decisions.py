@@ -1,20 +1,21 @@
-"""Operator decisions from the command line: cancel, retry, archive, recheck, approve, reject,
-answer, merge, acknowledge, reset. Each builds the `Decision` the cockpit and the REST API build, and hands it
-to the control plane's `decide`."""
+"""Operator decisions from the command line: every verb of core.domain.verbs builds the
+`Decision` the cockpit and the REST API build, and hands it to the control plane's `decide`;
+and `t25 cleanup`."""
 
 from __future__ import annotations
 
 import argparse
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.control.merge_landing import last_landing, merging_line
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.evidence import MergeEvidence
 from core.domain.models import Task, TaskState
 from core.domain.states import WORKING
 from core.domain.text import printable
+from core.domain.verbs import VERBS, Kind, Verb, VerbSpec
 from core.errors import InvalidInput
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, run, run_runtime
@@ -23,37 +24,27 @@ if TYPE_CHECKING:
     from t25_tui.runtime import Runtime
 
 
-def _decide(
-    args: argparse.Namespace,
-    verb: Verb,
-    text: str,
-    *,
-    bound_to: str | None = None,
-    allow_paths: tuple[str, ...] = (),
-    stage: TaskState | None = None,
-) -> int:
+def decide(args: argparse.Namespace) -> int:
+    """Every verb's command (t25_tui.cli.parser_verbs): the `Decision` its arguments make,
+    handed to the control plane; then the task as it is, and what the decision recorded."""
+    spec = VERBS[Verb(args.verb)]
+    if spec.verb is Verb.MERGE and args.dry_run:
+        return merge_dry_run(args)
+    decision = decision_of(args, spec)
+
     async def body(control: Operations) -> None:
         sub = control.bus.subscribe()
-        decision = Decision(
-            verb=verb,
-            task=args.id,
-            actor=actor_of(args),
-            text=text,
-            bound_to=bound_to,
-            allow_paths=allow_paths,
-            stage=stage,
-        )
         before = await control.last_event_id()
-        if verb is Verb.MERGE:
+        if decision.verb is Verb.MERGE:
             print(merge_progress(control, await control.task(args.id)), flush=True)
         task = await control.decide(decision)
-        if verb is Verb.MERGE and (
+        if decision.verb is Verb.MERGE and (
             found := last_landing(await control.events(task.id, after=before))
         ):
             print(printable(found.line()))
-        print(
-            f"{task.id}  {task.state}{'  merged' if task.merged else ''}  {printable(task.title)}"
-        )
+        said = f"  priority {task.priority}" if decision.changes else ""
+        merged = "  merged" if task.merged else ""
+        print(f"{task.id}  {task.state}{merged}{said}  {printable(task.title)}")
         while (event := sub.get_nowait()) is not None:
             if isinstance(event, DecisionRecorded) and event.bound_to:
                 print(f"  recorded on {event.bound_to}")
@@ -66,6 +57,26 @@ def _decide(
     return 0
 
 
+def decision_of(args: argparse.Namespace, spec: VerbSpec) -> Decision:
+    """The decision the command line's arguments for `spec` make."""
+    fields: dict[str, Any] = {"changes": {}}
+    for taken in spec.takes:
+        value = getattr(args, taken.name)
+        match taken.kind:
+            case Kind.WORDS:
+                fields["text"] = value or ""
+            case Kind.PLAN:
+                fields["bound_to"] = None if value is None else plan_binding(value, args.id)
+            case Kind.PATHS:
+                fields["allow_paths"] = tuple(value or ())
+            case Kind.STAGE:
+                fields["stage"] = TaskState(value)
+            case Kind.TITLE | Kind.DESCRIPTION | Kind.TYPE | Kind.PRIORITY:
+                if value is not None:
+                    fields["changes"][taken.name] = value
+    return Decision(verb=spec.verb, task=args.id, actor=actor_of(args), **fields)
+
+
 def merge_progress(control: Operations, task: Task) -> str:
     """The line said while a merge is tried: how many checks run on the merge result."""
     return merging_line(task, len(control.config.for_project(task.project).qa.checks))
@@ -74,32 +85,16 @@ def merge_progress(control: Operations, task: Task) -> str:
 _PLAN_SHA = re.compile(r"(?:sha256:)?([0-9a-f]{64})")
 
 
-def approve(args: argparse.Namespace) -> int:
-    bound_to = None
-    if args.plan is not None:
-        found = _PLAN_SHA.fullmatch(args.plan.strip().lower())
-        if found is None:
-            raise InvalidInput(
-                f"--plan: expected the plan's SHA-256 (64 hex digits, or sha256:…), got "
-                f"{printable(args.plan)!r}",
-                hint=f"t25 task show {args.id} prints it",
-            )
-        bound_to = f"sha256:{found[1]}"
-    return _decide(args, Verb.APPROVE, args.comment or "", bound_to=bound_to)
-
-
-def reject(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.REJECT, args.reason)
-
-
-def answer(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.ANSWER, args.text)
-
-
-def merge(args: argparse.Namespace) -> int:
-    if args.dry_run:
-        return merge_dry_run(args)
-    return _decide(args, Verb.MERGE, args.reason, allow_paths=tuple(args.allow_path or ()))
+def plan_binding(given: str, task: str) -> str:
+    """`--plan`: the plan's SHA-256 as a binding (`sha256:…`), bare or prefixed."""
+    found = _PLAN_SHA.fullmatch(given.strip().lower())
+    if found is None:
+        raise InvalidInput(
+            f"--plan: expected the plan's SHA-256 (64 hex digits, or sha256:…), got "
+            f"{printable(given)!r}",
+            hint=f"t25 task show {task} prints it",
+        )
+    return f"sha256:{found[1]}"
 
 
 def merge_dry_run(args: argparse.Namespace) -> int:
@@ -115,30 +110,6 @@ def merge_dry_run(args: argparse.Namespace) -> int:
         for line in found.lines():
             print(line)
     return 0 if found.refusal is None else 1
-
-
-def cancel(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.CANCEL, args.reason)
-
-
-def retry(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.RETRY, args.reason)
-
-
-def archive(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.ARCHIVE, args.reason)
-
-
-def recheck(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.RECHECK, args.reason)
-
-
-def acknowledge(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.ACKNOWLEDGE, args.reason)
-
-
-def reset(args: argparse.Namespace) -> int:
-    return _decide(args, Verb.RESET, args.reason, stage=TaskState(args.to))
 
 
 def cleanup(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 is for, an example on every command's help, "did you mean" for a mistyped command or choice,
 and internal commands (`__complete-ids`) kept out of sight.
 
-argparse and the standard library only: `t25 --help` stays fast.
+argparse, the standard library and the verbs' table only: `t25 --help` stays fast.
 """
 
 from __future__ import annotations
@@ -11,13 +11,21 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from core.domain.verbs import RECOVERY, VERBS
+
+
+def verbs_in(group: str) -> tuple[str, ...]:
+    """The operator's verbs `t25 --help` lists under `group` (core.domain.verbs)."""
+    return tuple(s.words[0] for s in VERBS.values() if s.group == group)
+
+
 # The top-level help's groups, in the order a newcomer needs them. A command missing here
 # is listed under "other commands", so none is ever hidden by omission.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("getting started", ("init", "demo", "doctor", "completion")),
     ("tasks", ("task", "run", "logs", "diff", "show", "shell", "cost")),
-    ("decisions", ("approve", "reject", "answer", "merge", "acknowledge")),
-    ("when a task goes wrong", ("retry", "reset", "recheck", "cancel", "archive", "cleanup")),
+    ("decisions", verbs_in("decisions")),
+    (RECOVERY, (*verbs_in(RECOVERY), "cleanup")),
     ("running T25", ("tui", "serve", "worker", "audit")),
 )
 
@@ -34,21 +42,12 @@ EXAMPLES: dict[str, str] = {
     "show": "t25 show A-12",
     "shell": "t25 shell T-7",
     "cost": "t25 cost --json",
-    "approve": 't25 approve T-7 --comment "checked with the payments team"',
-    "reject": 't25 reject T-7 --reason "keep the old endpoint"',
-    "answer": 't25 answer T-7 "use the v2 client"',
-    "merge": "t25 merge T-7 --dry-run",
-    "acknowledge": 't25 acknowledge T-7 --reason "the edit to README.md was mine"',
-    "retry": 't25 retry T-7 --reason "the flaky test is fixed on main"',
-    "reset": 't25 reset T-7 --to PLAN --reason "split the migration out"',
-    "recheck": "t25 recheck T-7",
-    "cancel": 't25 cancel T-7 --reason "not needed any more"',
-    "archive": "t25 archive T-7",
     "cleanup": "t25 cleanup --dry-run",
     "tui": "t25 tui",
     "serve": "t25 serve --bind 0.0.0.0:8725 --workers 2",
     "worker": "t25 worker --url http://factory:8725 --workers 2",
     "audit": "t25 audit verify",
+    **{" ".join(spec.words): spec.example for spec in VERBS.values()},
 }
 STARTER = ("init", "task", "run", "merge")  # the examples `t25 --help` shows
 

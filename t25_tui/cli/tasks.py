@@ -12,7 +12,6 @@ import shlex
 import sys
 
 from core.domain.check_text import failing_checks
-from core.domain.decisions import Decision, Verb
 from core.domain.detail import TaskDetail
 from core.domain.events import TaskTransitioned
 from core.domain.models import Artifact, ArtifactKind, Run, Task, TaskState, TaskType
@@ -45,26 +44,6 @@ def new(args: argparse.Namespace) -> int:
             print(
                 f"  starts once {', '.join(task.after)} {'is' if len(task.after) == 1 else 'are'} merged"
             )
-
-    run(args, body)
-    return 0
-
-
-def edit(args: argparse.Namespace) -> int:
-    named = {
-        "title": args.title,
-        "description": args.description,
-        "type": args.type,
-        "priority": args.priority,
-    }
-    changes = {k: v for k, v in named.items() if v is not None}
-
-    async def body(control: Operations) -> None:
-        decision = Decision(
-            verb=Verb.EDIT, task=args.id, actor=actor_of(args), text=args.reason, changes=changes
-        )
-        task = await control.decide(decision)
-        print(f"{task.id}  {task.state}  priority {task.priority}  {printable(task.title)}")
 
     run(args, body)
     return 0

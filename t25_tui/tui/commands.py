@@ -20,6 +20,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from core.config.keys import KEYS_HINT, Bindable, character_key, keymap_problems
+from core.domain.verbs import VERBS
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -103,6 +104,24 @@ class Command:
     priority: bool = False  # before the focused field takes the key
 
 
+def verb_commands() -> tuple[Command, ...]:
+    """The operator's verbs that have keys (core.domain.verbs), each a command on the
+    selected task; its action asks as its row says (t25_tui.tui.decision_flows)."""
+    return tuple(
+        Command(
+            spec.id,
+            spec.keys,
+            f"verb('{spec.verb.value}')",
+            spec.words[-1],
+            Place.TASK,
+            spec.line,
+            title=spec.title,
+        )
+        for spec in VERBS.values()
+        if spec.keys
+    )
+
+
 _E, _T, _B = Place.EVERYWHERE, Place.TASK, Place.BOARD
 # fmt: off
 COMMANDS: tuple[Command, ...] = (
@@ -124,27 +143,10 @@ COMMANDS: tuple[Command, ...] = (
             title="Agent profiles and policies"),
     Command("new_task", ("n",), "new_task", "new", _E,
             "file a new task", title="New task", show=True),
-    Command("edit_task", ("t",), "edit_task", "edit", _T,
-            "edit its title, type, description or priority (as t25 task edit)",
-            title="Edit task"),
     Command("decide", ("a",), "decide", "decide", _T,
             "approve or reject its plan, answer its question, or merge it",
             title="Decide", show=True),
-    Command("merge", ("m",), "merge", "merge", _T,
-            "merge it (refused, with the reason, until its checks pass and review approves)",
-            title="Merge"),
-    Command("cancel", ("x",), "cancel", "cancel", _T,
-            "cancel it: its running agent stops", title="Cancel task"),
-    Command("retry", ("r",), "retry", "retry", _T,
-            "send a FAILED task back to the stage that failed", title="Retry task"),
-    Command("reset", ("o",), "reset", "reset", _T,
-            "send it back to a stage it passed, its branch to where that stage began",
-            title="Reset task to a stage"),
-    Command("recheck", ("k",), "recheck", "recheck", _T,
-            "send a DONE task that is not merged through QA and review again (a branch that "
-            "moved since review)", title="Recheck task"),
-    Command("archive", ("z",), "archive", "archive", _T,
-            "archive a finished task: it leaves the board", title="Archive task"),
+    *verb_commands(),
     Command("log", ("l", "w"), "log", "log", _T,
             "its live log (on the board, where l moves between lanes: w)", title="Log"),
     Command("shell", ("s",), "shell", "shell", _T,
@@ -272,7 +274,7 @@ def held_in_dialogs() -> frozenset[str]:
     each one the palette can run (quitting does not wait)."""
     on_app = set(commands_on(Node.APP))
     return frozenset(
-        c.action.removeprefix("app.")
+        c.action.removeprefix("app.").partition("(")[0]
         for c in COMMANDS
         if (c in on_app or c.title is not None) and not c.in_dialogs
     )

@@ -15,6 +15,7 @@ from core.domain import decisions
 from core.domain.check_text import failing_checks, failure_lines
 from core.domain.models import ArtifactKind, Task, TaskState
 from core.domain.text import printable
+from core.domain.verbs import VERBS, Dialog, Verb
 from core.errors import T25Error
 from core.ports import Operations
 from t25_tui.tui.cards import Card, Clock, human_needed
@@ -105,10 +106,6 @@ class DecisionFlows(Cockpit):
         """A task just filed is the one selected, once the board shows it."""
         self.select_next = task.id
 
-    def action_edit_task(self) -> None:
-        if tid := self._need_task():
-            self._edit_task(tid)
-
     @work(group="actions", exit_on_error=False)
     async def _edit_task(
         self, tid: str, draft: NewTaskRequest | None = None, refusal: str = ""
@@ -134,7 +131,7 @@ class DecisionFlows(Cockpit):
                 self.status(f"{tid}: nothing changed")
                 return
             decision = decisions.Decision(
-                verb=decisions.Verb.EDIT, task=tid, actor=self.actor, changes=changes
+                verb=Verb.EDIT, task=tid, actor=self.actor, changes=changes
             )
             self.act(
                 "edit",
@@ -145,6 +142,23 @@ class DecisionFlows(Cockpit):
         projects = [p.name for p in self.control.config.projects]
         dialog = NewTaskDialog(projects, draft=shown, refusal=refusal, editing=tid)
         self.push_screen(dialog, saved)
+
+    def action_verb(self, name: str) -> None:
+        """A verb's command (t25_tui.tui.commands.verb_commands): asked as its row says."""
+        spec = VERBS[Verb(name)]
+        if spec.dialog is Dialog.DECIDE:
+            self.action_decide()
+        elif tid := self._need_task():
+            match spec.dialog:
+                case Dialog.CONFIRM:
+                    about = self._why_it_failed if spec.shows_failure else None
+                    self._confirm_with_reason(spec.verb, spec.question, about)
+                case Dialog.MERGE:
+                    self._merge(tid)
+                case Dialog.RESET:
+                    self._reset(tid)
+                case Dialog.EDIT:
+                    self._edit_task(tid)
 
     def action_decide(self) -> None:
         if tid := self._need_task():
@@ -164,7 +178,7 @@ class DecisionFlows(Cockpit):
 
             def decided(choice: ApprovalChoice | None) -> None:
                 if choice is not None:
-                    approving = choice.verb is decisions.Verb.APPROVE
+                    approving = choice.verb is Verb.APPROVE
                     self.decide(
                         choice.verb, tid, choice.text, bound_to=shown if approving else None
                     )
@@ -174,7 +188,7 @@ class DecisionFlows(Cockpit):
 
             def answered(text: str | None) -> None:
                 if text:
-                    self.decide(decisions.Verb.ANSWER, tid, text)
+                    self.decide(Verb.ANSWER, tid, text)
 
             failing = failing_checks(detail.checks) if task.checks_passed is False else []
             question = detail.question or task.error or ""
@@ -186,27 +200,26 @@ class DecisionFlows(Cockpit):
         """A DONE task is merged, a FAILED one retried, or its violation acknowledged first
         (each asks first); otherwise the status line says why there is nothing to decide."""
         if task.state is TaskState.DONE and not task.merged:
-            self.action_merge()
+            self.action_verb(Verb.MERGE)
         elif task.violation:
             self._confirm_with_reason(
-                "acknowledge",
+                Verb.ACKNOWLEDGE,
                 "{tid}: something changed outside its worktree while a run went on, "
                 "unconfined: "
                 + (task.violation or "").replace("{", "{{").replace("}", "}}")
                 + ". Yours, or seen to? Acknowledge "
                 "it (say what you checked); retry and merge wait for this. To drop the "
                 "run's work instead, reset the task (t25 reset).",
-                "acknowledge",
             )
         elif task.state is TaskState.FAILED:
-            self.action_retry()
+            self.action_verb(Verb.RETRY)
         else:
             why = human_needed(task) or "working"
             self.status(f"{task.id} is {task.state}: nothing to decide ({why})")
 
     def decide(
         self,
-        verb: decisions.Verb,
+        verb: Verb,
         tid: str,
         text: str = "",
         *,
@@ -225,10 +238,6 @@ class DecisionFlows(Cockpit):
             stage=stage,
         )
         self.act(verb.value, lambda: self.control.decide(decision))
-
-    def action_merge(self) -> None:
-        if tid := self._need_task():
-            self._merge(tid)
 
     @work(group="actions", exit_on_error=False)
     async def _merge(self, tid: str) -> None:
@@ -275,14 +284,15 @@ class DecisionFlows(Cockpit):
         )
 
     def _confirm_with_reason(
-        self, verb: str, question: str, method: str, body: Callable[[str], list[str]] | None = None
+        self, verb: Verb, question: str, body: Callable[[str], list[str]] | None = None
     ) -> None:
+        """Ask `question` ({tid}: the task), with a reason to give; yes decides `verb`."""
         if not (tid := self._need_task()):
             return
 
         def confirmed(reason: str | None) -> None:
             if reason is not None:
-                self.decide(decisions.Verb(method), tid, reason)
+                self.decide(verb, tid, reason)
 
         about = body(tid) if body else []
         dialog = ConfirmDialog(question.format(tid=tid), reason=True, body=about)
@@ -292,18 +302,6 @@ class DecisionFlows(Cockpit):
         """The error of the task as the board last read it: what a retry would go past."""
         task = next((c.task for c in self.cards if c.id == tid), None)
         return failure_lines(task.error if task else None)
-
-    def action_cancel(self) -> None:
-        self._confirm_with_reason("cancel", "Cancel {tid}? Its running agent stops now.", "cancel")
-
-    def action_retry(self) -> None:
-        self._confirm_with_reason(
-            "retry", "Retry {tid} from the stage that failed?", "retry", self._why_it_failed
-        )
-
-    def action_reset(self) -> None:
-        if tid := self._need_task():
-            self._reset(tid)
 
     @work(group="actions", exit_on_error=False)
     async def _reset(self, tid: str) -> None:
@@ -317,16 +315,6 @@ class DecisionFlows(Cockpit):
 
         def chosen(choice: ResetChoice | None) -> None:
             if choice is not None:
-                self.decide(decisions.Verb.RESET, tid, choice.reason, stage=choice.stage)
+                self.decide(Verb.RESET, tid, choice.reason, stage=choice.stage)
 
         self.push_screen(ResetDialog(task, stages), chosen)
-
-    def action_recheck(self) -> None:
-        self._confirm_with_reason(
-            "recheck",
-            "Send {tid} through QA and review again, on its branch as it is now?",
-            "recheck",
-        )
-
-    def action_archive(self) -> None:
-        self._confirm_with_reason("archive", "Archive {tid}? It leaves the board.", "archive")

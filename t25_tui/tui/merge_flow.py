@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from core.control.merge_landing import last_landing, merging_line
-from core.domain.decisions import Decision, Verb
+from core.domain.decisions import Decision
 from core.domain.text import printable
+from core.domain.verbs import Verb
 from core.errors import T25Error
 from core.ports import Operations
 from t25_tui.tui.screens.dialogs import MessageDialog

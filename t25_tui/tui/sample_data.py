@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.control.cost import estimate
-from core.control.service import STAGE_ROLE, ControlPlane
+from core.control.service import ControlPlane
 from core.domain.events import ApprovalRequested, InputRequested, RunOutput
 from core.domain.models import (
     ArtifactKind,
@@ -30,6 +30,7 @@ from core.domain.models import (
     TaskType,
     Usage,
 )
+from core.domain.states import STAGE_ROLE
 from core.workspace.git import git_sync
 
 S = TaskState

@@ -22,10 +22,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 import core.domain.text
-from core.domain.decisions import Verb
 from core.domain.evidence import ApprovalEvidence
 from core.domain.models import MAX_PRIORITY, MIN_PRIORITY, Task, TaskState, TaskType
 from core.domain.states import WORKING, assert_reset
+from core.domain.verbs import Verb
 from core.errors import IllegalTransition, InvalidInput
 from core.ports import Operations
 from t25_tui.tui.cards import Clock, literal
