@@ -23,7 +23,8 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.errors import AuditError, MergeRefused, StaleState
 from core.ports import Store
-from core.workspace.worktrees import Cleanup, TrialMerge
+from core.workspace.trial_merge import TrialMerge
+from core.workspace.worktrees import Cleanup
 from store import open_store
 from tests.conftest import make_repo
 from tests.sealed import passed_review
