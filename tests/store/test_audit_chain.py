@@ -300,6 +300,7 @@ class _Trees:
 
     def __init__(self, refuses: bool, repo: Path) -> None:
         self.refuses, self.repo = refuses, repo  # a repository without the reviewed commit
+        self.merges = self.trees = self  # its merging part (Worktrees.merges) is this same fake
 
     async def holds(self, task) -> bool:
         return True  # the checkout is here: this process merges
