@@ -142,6 +142,7 @@ class TaskTrees:
         return self._meta_dir() / f"{task_id}.lock"
 
     def record_path(self, task_id: str) -> Path:
+        """`<root>/.meta/<id>.json`: the task's ownership record (core.workspace.ownership)."""
         return self._meta_dir() / f"{task_id}.json"
 
     def _record_for(self, task: Task, path: Path) -> dict[str, str]:
@@ -191,6 +192,7 @@ class TaskTrees:
         return out
 
     async def rev(self, ref: str, cwd: Path | None = None) -> str | None:
+        """The commit `ref` names (asked in `cwd`, else the main checkout); None if none."""
         sha = await git(
             "rev-parse",
             "--quiet",
