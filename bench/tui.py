@@ -362,7 +362,7 @@ async def diff_open(lines: int, repeats: int = 5) -> None:
         for n in range(files):
             body = "".join(f"def f_{n}_{i}(x):  # line {i}\n" for i in range(per_file))
             (path / f"long_{n}.py").write_text(body)
-        await worktrees.commit_all(task, f"{task.id}: a long change")
+        await worktrees.history.commit_all(task, f"{task.id}: a long change")
         app = make_app(f, clock=s.clock)
         took: list[float] = []
         async with app.run_test(size=(160, 48)) as pilot:

@@ -101,7 +101,7 @@ async def test_a_tree_holding_only_caches_is_removed_and_its_snapshot_holds_none
     task = make_task()
     path = await wt.ensure(task)
     (path / "done.py").write_text("done = True\n")
-    sha = await wt.commit_all(task, "done")
+    sha = await wt.history.commit_all(task, "done")
     _caches(path)
     dry = await wt.cleanup(task, dry_run=True)
     assert dry.removed and dry.reason.startswith(f"would remove {path} (its caches with it: ")

@@ -157,8 +157,8 @@ async def test_only_the_worktree_changing_reports_nothing(repo, wt, task):
     plain_git("commit", "--quiet", "-m", "agent commit", cwd=path)
     plain_git("status", cwd=path)
     # …and what T25 does around it, including writing its store under .factory/.
-    await wt.commit_all(task, "T25 commit")
-    await wt.diff_stat(task)
+    await wt.history.commit_all(task, "T25 commit")
+    await wt.changes.diff_stat(task)
     (repo / ".factory" / "t25.db").write_bytes(b"store")
     assert changed(before, await wt.fingerprint()) == []
 

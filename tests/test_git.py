@@ -162,7 +162,7 @@ async def test_a_stale_index_lock_is_named_with_its_path_and_how_to_clear_it(rep
     lock.write_text("")
     (path / "app.py").write_text("x = 2\n")
     with pytest.raises(GitError) as err:
-        await wt.reset(task, tip, snapshot=False)  # what a retried stage does first
+        await wt.history.reset(task, tip, snapshot=False)  # what a retried stage does first
     assert f"Unable to create '{lock}': File exists" in err.value.message
     assert err.value.hint == f"if no git process is running there, remove {lock}"
 
@@ -184,8 +184,8 @@ async def test_planted_hooks_never_run(repo, wt, planted):
     task = make_task()
     path = await wt.ensure(task)
     (path / "feature.py").write_text("y = 1\n")
-    await wt.commit_all(task, "feature")
-    await wt.merge(task, message="merge")
+    await wt.history.commit_all(task, "feature")
+    await wt.merges.merge(task, message="merge")
     assert (await wt.cleanup(task)).removed
     await wt.fingerprint()
     assert planted.ran() == []
@@ -203,8 +203,8 @@ async def test_a_hooks_path_planted_from_a_worktree_is_ignored(repo, wt, planted
         (hooks / hook).chmod(0o755)
     plain_git("config", "core.hooksPath", str(hooks), cwd=path)  # writes the shared config
     (path / "feature.py").write_text("y = 1\n")
-    await wt.commit_all(task, "feature")
-    await wt.merge(task, message="merge")
+    await wt.history.commit_all(task, "feature")
+    await wt.merges.merge(task, message="merge")
     assert planted.ran() == []
     plain_git("commit", "--quiet", "--allow-empty", "-m", "control", cwd=repo)
     assert "pre-commit" in planted.ran()
@@ -222,10 +222,10 @@ async def test_planted_filters_never_run(repo, wt, planted, name):
     path = await wt.ensure(task)  # checkout: smudge
     (path / "notes.txt").write_text("one\nTWO\nthree\nfour\nfive\n")
     (path / "new.txt").write_text("raw content\n")
-    sha = await wt.commit_all(task, "edit")  # add: clean
-    await wt.diff_stat(task)
-    await wt.diff(task)
-    await wt.merge(task, message="merge")  # checkout into the main checkout
+    sha = await wt.history.commit_all(task, "edit")  # add: clean
+    await wt.changes.diff_stat(task)
+    await wt.changes.diff(task)
+    await wt.merges.merge(task, message="merge")  # checkout into the main checkout
     await wt.fingerprint()  # status
     assert (await wt.cleanup(task)).removed  # status
     assert planted.ran() == []
@@ -243,12 +243,12 @@ async def test_a_planted_merge_driver_never_runs_and_the_merge_is_refused(repo, 
     task = make_task()
     path = await wt.ensure(task)
     (path / "notes.txt").write_text("ONE\ntwo\nthree\nfour\nfive\n")
-    tip = await wt.commit_all(task, "task edit")
+    tip = await wt.history.commit_all(task, "task edit")
     (repo / "notes.txt").write_text("one\ntwo\nthree\nfour\nFIVE\n")
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = plain_git("rev-parse", "HEAD", cwd=repo)
     with pytest.raises(MergeRefused, match=r"conflicts in notes\.txt"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert planted.ran() == []
     assert plain_git("rev-parse", "HEAD", cwd=repo) == before
     plain_git("merge", "--no-edit", tip, cwd=repo, check=False)
@@ -261,9 +261,9 @@ async def test_a_planted_fsmonitor_never_runs(repo, wt, planted):
     plain_git("config", "core.fsmonitor", planted.program("fsmonitor"), cwd=path)
     await wt.ensure(task)
     (path / "feature.py").write_text("y = 1\n")
-    await wt.commit_all(task, "feature")
+    await wt.history.commit_all(task, "feature")
     await wt.fingerprint()
-    await wt.merge(task, message="merge")
+    await wt.merges.merge(task, message="merge")
     assert (await wt.cleanup(task)).removed
     assert planted.ran() == []
     plain_git("status", cwd=repo)
@@ -281,9 +281,9 @@ async def test_planted_textconv_and_external_diff_never_run(repo, wt, planted):
     task = make_task()
     path = await wt.ensure(task)
     (path / "notes.txt").write_text("changed\n")
-    await wt.commit_all(task, "edit")
-    assert "+changed" in await wt.diff(task)
-    assert (await wt.diff_stat(task)).files == ("notes.txt",)
+    await wt.history.commit_all(task, "edit")
+    assert "+changed" in await wt.changes.diff(task)
+    assert (await wt.changes.diff_stat(task)).files == ("notes.txt",)
     assert planted.ran() == []
     plain_git("diff", "trunk", "feat/T-1", cwd=repo)
     assert planted.ran()
@@ -310,7 +310,7 @@ async def test_worktree_add_runs_no_filter_the_new_worktrees_own_config_defines(
     assert planted.ran() == []
     assert (path / "notes.txt").read_text() == "one\ntwo\nthree\nfour\nfive\n"
     assert await git("status", "--porcelain", cwd=path) == ""  # complete, and clean
-    await wt.commit_all(task, "nothing")
+    await wt.history.commit_all(task, "nothing")
     assert (await wt.cleanup(task)).removed
     assert planted.ran() == []
     # With plain git, the same `worktree add` runs it.
@@ -328,5 +328,5 @@ async def test_a_worktree_whose_git_file_is_gone_is_refused_not_taken_for_the_ma
     (path / ".git").unlink()
     (path / "feature.py").write_text("y = 1\n")
     with pytest.raises(T25Error, match="is not a worktree of"):
-        await wt.commit_all(task, "feature")
+        await wt.history.commit_all(task, "feature")
     assert plain_git("status", "--porcelain", cwd=repo) == ""

@@ -117,7 +117,7 @@ async def test_a_merge_that_would_write_over_an_untracked_file_is_refused_before
     mine.write_text("the operator's own notes\n")
     worktrees = control.worktrees(task.project)
     with pytest.raises(MergeRefused, match="would write over 1 file") as refused:
-        await worktrees.trial_merge(task, message="trial")  # before any trial tree or check
+        await worktrees.merges.trial_merge(task, message="trial")  # before any trial tree or check
     assert added[0] in refused.value.message
     assert not (control.config.worktrees.root / ".merge" / task.id).exists()
     with pytest.raises(MergeRefused, match="would write over"):

@@ -44,7 +44,7 @@ async def branch(tmp_path: Path):
     )
     path = await worktrees.ensure(task)
     (path / "hello.txt").write_text("hello\n")
-    await worktrees.commit_all(task, "T-4: Add a greeting")
+    await worktrees.history.commit_all(task, "T-4: Add a greeting")
     return repo, worktrees, task
 
 
@@ -218,7 +218,7 @@ async def lfs_branch(tmp_path: Path) -> tuple[Worktrees, Task, Path]:
     )  # fmt: skip
     path = await worktrees.ensure(task)
     (path / "logo.bin").write_bytes(b"the real logo\n")
-    await worktrees.commit_all(task, "T-5: An asset")
+    await worktrees.history.commit_all(task, "T-5: An asset")
     return worktrees, task, origin
 
 

@@ -116,8 +116,8 @@ async def test_the_merge_of_a_fresh_lfs_clone_is_not_refused_while_git_status_is
     wt, task = worktrees(repo), make_task()
     path = await wt.ensure(task)
     (path / "notes.txt").write_text("a change\n")
-    assert await wt.commit_all(task, "T-1: notes")
-    merged = await wt.merge(task, message="Merge T-1")
+    assert await wt.history.commit_all(task, "T-1: notes")
+    merged = await wt.merges.merge(task, message="Merge T-1")
     assert plain_git("rev-parse", "trunk", cwd=repo) == merged
     assert (repo / "asset.bin").read_text() == LFS_CONTENT
 
@@ -238,7 +238,7 @@ async def test_files_written_into_a_submodule_that_is_not_checked_out_are_refuse
     assert list((path / "vendor" / "lib").iterdir()) == []
     (path / "vendor" / "lib" / "fix.txt").write_text("lost before\n")
     with pytest.raises(WorktreeRefused, match=r"vendor/lib \(files written into it, and it is"):
-        await wt.commit_all(make_task(), "T-1: fix")
+        await wt.history.commit_all(make_task(), "T-1: fix")
 
 
 async def test_a_repository_made_inside_the_worktree_is_not_committed_as_a_submodule(tmp_path):
@@ -247,7 +247,7 @@ async def test_a_repository_made_inside_the_worktree_is_not_committed_as_a_submo
     inner = make_repo(path / "vendored", "main", {"x.txt": "made by the agent\n"})
     assert (inner / ".git").is_dir()
     with pytest.raises(WorktreeRefused, match=r"inside a submodule: vendored \(a new submodule\)"):
-        await wt.commit_all(make_task(), "T-1: vendor it")
+        await wt.history.commit_all(make_task(), "T-1: vendor it")
 
 
 # -- sparse checkouts ------------------------------------------------------------------------

@@ -140,7 +140,7 @@ async def test_a_run_that_also_breaks_its_worktree_is_undone_and_the_worktree_re
 
     undone = await wt.watch.finish(watched)  # measured from the repository's side all the same
     assert undone.changes and (repo / ".git" / "config").read_bytes() == config
-    await wt.reset(task, start)
+    await wt.history.reset(task, start)
     assert plain_git("rev-parse", "HEAD", cwd=path) == start
     assert plain_git("branch", "--show-current", cwd=path) == "feat/T-1"
     assert plain_git("rev-parse", "feat/T-1", cwd=repo) == start

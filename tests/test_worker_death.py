@@ -20,7 +20,8 @@ from pathlib import Path
 
 from core.domain.events import RunStarted
 from core.domain.models import RunStatus, TaskState
-from core.workspace.worktrees import META_DIR, WorktreeLock
+from core.workspace.task_trees import META_DIR
+from core.workspace.worktree_lock import WorktreeLock
 from store import open_store
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import HttpRunQueue

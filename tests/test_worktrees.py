@@ -15,7 +15,8 @@ import pytest
 
 from core.domain.models import DiffStat, Task, TaskType, utcnow
 from core.errors import MergeRefused, WorktreeBusy, WorktreeRefused
-from core.workspace.worktrees import META_DIR, Worktrees
+from core.workspace.task_trees import META_DIR
+from core.workspace.worktrees import Worktrees
 from tests.conftest import make_repo
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -120,7 +121,7 @@ async def test_a_record_of_another_installation_is_refused(repo, wt):
         await other.ensure(make_task())
     # Nor may it commit in, clean up or merge someone else's tree.
     with pytest.raises(WorktreeRefused):
-        await other.commit_all(make_task(), "hijack")
+        await other.history.commit_all(make_task(), "hijack")
     kept = await other.cleanup(make_task())
     assert not kept.removed and "does not match" in kept.reason
     assert wt.path_for("T-1").is_dir()
@@ -132,7 +133,7 @@ async def test_a_worktree_switched_to_another_branch_is_not_adopted(wt):
     with pytest.raises(WorktreeRefused, match="is on elsewhere, not on the task branch feat/T-1"):
         await wt.ensure(make_task())
     with pytest.raises(WorktreeRefused, match="elsewhere"):
-        await wt.commit_all(make_task(), "wrong branch")
+        await wt.history.commit_all(make_task(), "wrong branch")
 
 
 @pytest.mark.parametrize(
@@ -216,7 +217,7 @@ async def test_a_listed_worktree_whose_directory_vanished_is_made_again_from_its
     task = make_task()
     path = await wt.ensure(task)
     (path / "a.txt").write_text("committed\n")
-    head = await wt.commit_all(task, "on the branch")
+    head = await wt.history.commit_all(task, "on the branch")
     os.rename(path, path.with_name("moved-away"))
     assert await wt.ensure(task) == path
     assert (path / "a.txt").read_text() == "committed\n"
@@ -229,9 +230,9 @@ async def test_a_branch_name_full_of_shell_metacharacters_is_just_a_name(tmp_pat
     task = make_task()
     path = await wt.ensure(task)
     (path / "feature.py").write_text("x = 1\n")
-    assert await wt.commit_all(task, "feature; rm -rf / $(touch PWNED)")
-    assert (await wt.diff_stat(task)).files == ("feature.py",)
-    sha = await wt.merge(task, message="merge `touch PWNED`")
+    assert await wt.history.commit_all(task, "feature; rm -rf / $(touch PWNED)")
+    assert (await wt.changes.diff_stat(task)).files == ("feature.py",)
+    sha = await wt.merges.merge(task, message="merge `touch PWNED`")
     assert head(repo, f"refs/heads/{NASTY_BRANCH}") == sha
     assert (await wt.cleanup(task)).removed
     assert not list(tmp_path.rglob("PWNED")) and not (PROJECT / "PWNED").exists()
@@ -254,7 +255,8 @@ RACER = textwrap.dedent("""
     from datetime import datetime, timezone
     from pathlib import Path
     from core.domain.models import Task, TaskType
-    from core.workspace.worktrees import Worktrees, WorktreeBusy
+    from core.errors import WorktreeBusy
+    from core.workspace.worktrees import Worktrees
     wt = Worktrees(Path(sys.argv[1]), Path(sys.argv[2]), "trunk", owner="install-a")
     now = datetime.now(timezone.utc)
     task = Task(id="T-1", project="demo", title="t", type=TaskType.FEAT,
@@ -391,12 +393,12 @@ async def test_a_planted_symlink_in_place_of_the_lock_file_is_not_followed(tmp_p
 async def test_commit_all_commits_what_the_agent_changed_and_diff_stat_counts_it(repo, wt):
     task = make_task()
     path = await wt.ensure(task)
-    assert await wt.commit_all(task, "nothing yet") is None
+    assert await wt.history.commit_all(task, "nothing yet") is None
     (path / "app.py").write_text("def hello():\n    return 'hello'\n\n\ndef bye():\n    pass\n")
     (path / "new.py").write_text("a = 1\nb = 2\nc = 3\n")
     (path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
     (path / "debug.log").write_text("ignored by .gitignore\n")
-    sha = await wt.commit_all(task, "T-1: greet and leave")
+    sha = await wt.history.commit_all(task, "T-1: greet and leave")
     assert sha == head(repo, "refs/heads/feat/T-1")
     assert plain_git("log", "-1", "--format=%an|%s", sha, cwd=repo) == (
         "Test Operator|T-1: greet and leave"
@@ -407,30 +409,30 @@ async def test_commit_all_commits_what_the_agent_changed_and_diff_stat_counts_it
         "logo.png",
         "new.py",
     ]
-    stat = await wt.diff_stat(task)
+    stat = await wt.changes.diff_stat(task)
     assert stat == DiffStat(files=("app.py", "logo.png", "new.py"), added=8, deleted=1)
-    text = await wt.diff(task)
+    text = await wt.changes.diff(task)
     assert "+++ b/new.py" in text and "-    return 'hi'" in text and "Binary files" in text
-    assert await wt.commit_all(task, "again") is None
+    assert await wt.history.commit_all(task, "again") is None
 
 
 async def test_diff_is_measured_from_the_merge_base_not_the_moving_default_branch(repo, wt):
     task = make_task()
     path = await wt.ensure(task)
     (path / "mine.py").write_text("x = 1\n")
-    await wt.commit_all(task, "mine")
+    await wt.history.commit_all(task, "mine")
     (repo / "theirs.py").write_text("y = 2\ny = 3\n")
     plain_git("add", "theirs.py", cwd=repo)
     plain_git("commit", "--quiet", "-m", "trunk moves on", cwd=repo)
-    assert await wt.diff_stat(task) == DiffStat(files=("mine.py",), added=1, deleted=0)
+    assert await wt.changes.diff_stat(task) == DiffStat(files=("mine.py",), added=1, deleted=0)
 
 
 async def test_a_rename_counts_as_one_file_and_keeps_its_old_name(wt):
     task = make_task()
     path = await wt.ensure(task)
     os.rename(path / "app.py", path / "greeting.py")
-    await wt.commit_all(task, "rename")
-    stat = await wt.diff_stat(task)
+    await wt.history.commit_all(task, "rename")
+    stat = await wt.changes.diff_stat(task)
     assert stat == DiffStat(files=("greeting.py",), renamed_from=("app.py",), added=0, deleted=0)
     assert stat.touched == ("greeting.py", "app.py")  # a protected path renamed away counts
 
@@ -444,8 +446,8 @@ async def test_manifests_are_read_at_both_ends_of_the_task_branch(wt, repo):
     (path / "requirements.txt").write_text("requests\nrich\n")
     (path / "package.json").write_text('{"dependencies": {"left-pad": "1"}}')
     (path / "Cargo.toml").write_bytes(b"\xff\xfe not text")
-    await wt.commit_all(task, "dependencies")
-    got = await wt.manifests(task, ["Cargo.toml", "package.json", "requirements.txt"])
+    await wt.history.commit_all(task, "dependencies")
+    got = await wt.changes.manifests(task, ["Cargo.toml", "package.json", "requirements.txt"])
     assert [(m.path, m.before, m.after) for m in got] == [
         ("Cargo.toml", None, None),  # not UTF-8: unread
         ("package.json", None, '{"dependencies": {"left-pad": "1"}}'),
@@ -464,7 +466,7 @@ async def test_commit_all_uses_t25_identity_when_the_repository_has_none(
     task = make_task()
     path = await wt.ensure(task)
     (path / "x.py").write_text("x = 1\n")
-    sha = await wt.commit_all(task, "by T25")
+    sha = await wt.history.commit_all(task, "by T25")
     assert plain_git("log", "-1", "--format=%an <%ae>|%cn <%ce>", sha, cwd=repo) == (
         "T25 <t25@localhost>|T25 <t25@localhost>"
     )
@@ -508,7 +510,7 @@ async def test_cleanup_removes_a_clean_tree_and_keeps_the_branch(repo, wt):
     task = make_task()
     path = await wt.ensure(task)
     (path / "done.py").write_text("done = True\n")
-    sha = await wt.commit_all(task, "done")
+    sha = await wt.history.commit_all(task, "done")
     result = await wt.cleanup(task)
     assert result.removed and "branch feat/T-1 kept" in result.reason
     assert not path.exists()
@@ -545,14 +547,14 @@ async def _task_with_commit(wt: Worktrees, name: str = "feature.py") -> Task:
     task = make_task()
     path = await wt.ensure(task)
     (path / name).write_text("feature = True\n")
-    await wt.commit_all(task, "T-1: feature")
+    await wt.history.commit_all(task, "T-1: feature")
     return task
 
 
 async def test_merge_makes_a_no_ff_merge_commit_with_both_parents(repo, wt):
     task = await _task_with_commit(wt)
     before, tip = head(repo), head(repo, "refs/heads/feat/T-1")
-    sha = await wt.merge(task, message="Merge T-1: feature")
+    sha = await wt.merges.merge(task, message="Merge T-1: feature")
     assert head(repo) == sha == head(repo, "refs/heads/trunk")
     parents = plain_git("rev-list", "--parents", "-n", "1", sha, cwd=repo).split()
     assert parents == [sha, before, tip]
@@ -566,26 +568,26 @@ async def test_merge_makes_a_no_ff_merge_commit_with_both_parents(repo, wt):
 async def test_a_trial_merge_leaves_the_default_branch_until_it_lands_and_no_tree_after(repo, wt):
     task = await _task_with_commit(wt)
     before = head(repo)
-    trial = await wt.trial_merge(task, message="Merge T-1: feature")
+    trial = await wt.merges.trial_merge(task, message="Merge T-1: feature")
     assert head(repo) == before  # nothing moved yet
     assert (trial.path / "feature.py").read_text() == "feature = True\n"  # the merge result
     assert plain_git("rev-parse", "HEAD", cwd=trial.path) == trial.commit
-    assert await wt.land(trial) == trial.commit == head(repo, "refs/heads/trunk")
-    await wt.discard(trial)
+    assert await wt.merges.land(trial) == trial.commit == head(repo, "refs/heads/trunk")
+    await wt.merges.discard(trial)
     assert not trial.path.exists()
     assert str(trial.path) not in plain_git("worktree", "list", cwd=repo)
 
 
 async def test_a_default_branch_that_moved_during_the_trial_is_left_where_it_is(repo, wt):
     task = await _task_with_commit(wt)
-    trial = await wt.trial_merge(task, message="merge")
+    trial = await wt.merges.trial_merge(task, message="merge")
     (repo / "other.py").write_text("x = 1\n")
     plain_git("add", "other.py", cwd=repo)
     plain_git("commit", "--quiet", "-m", "meanwhile", cwd=repo)
     moved = head(repo)
     with pytest.raises(MergeRefused, match=r"trunk moved from .* while the merge was tried"):
-        await wt.land(trial)
-    await wt.discard(trial)
+        await wt.merges.land(trial)
+    await wt.merges.discard(trial)
     assert head(repo) == moved
 
 
@@ -596,7 +598,7 @@ async def test_a_directory_in_the_way_of_a_trial_is_never_deleted(repo, wt):
     (planted / "someone's.txt").write_text("keep me\n")
     before = head(repo)
     with pytest.raises(MergeRefused, match="in the way of the merge's trial worktree"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert (planted / "someone's.txt").read_text() == "keep me\n"
     assert head(repo) == before
 
@@ -608,7 +610,7 @@ async def test_merge_is_refused_when_the_main_checkout_is_dirty(repo, wt):
     with pytest.raises(
         MergeRefused, match=r"uncommitted changes to 1 tracked file\(s\): app.py"
     ) as err:
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert err.value.hint
     assert head(repo) == before and (repo / "app.py").read_text() == "half-done edit\n"
 
@@ -617,7 +619,7 @@ async def test_merge_is_refused_when_the_main_checkout_is_on_another_branch(repo
     task = await _task_with_commit(wt)
     plain_git("switch", "--quiet", "-c", "hotfix", cwd=repo)
     with pytest.raises(MergeRefused, match="on hotfix, not on trunk"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert head(repo, "refs/heads/trunk") == head(repo, "refs/heads/hotfix")
 
 
@@ -625,21 +627,21 @@ async def test_merge_is_refused_when_the_branch_has_nothing_new(repo, wt):
     task = make_task()
     await wt.ensure(task)
     with pytest.raises(MergeRefused, match="no commits beyond trunk"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     with pytest.raises(MergeRefused, match="does not exist"):
-        await wt.merge(make_task("T-404"), message="merge")
+        await wt.merges.merge(make_task("T-404"), message="merge")
 
 
 async def test_a_conflicting_merge_changes_nothing_and_names_the_files(repo, wt):
     task = make_task()
     path = await wt.ensure(task)
     (path / "app.py").write_text("def hello():\n    return 'from the task'\n")
-    await wt.commit_all(task, "task edit")
+    await wt.history.commit_all(task, "task edit")
     (repo / "app.py").write_text("def hello():\n    return 'from trunk'\n")
     plain_git("commit", "--quiet", "-am", "trunk edit", cwd=repo)
     before = head(repo)
     with pytest.raises(MergeRefused, match=r"conflicts in app\.py; trunk is unchanged"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert head(repo) == before
     assert plain_git("status", "--porcelain", cwd=repo) == ""
     assert not (repo / ".git" / "MERGE_HEAD").exists()
@@ -657,12 +659,12 @@ async def test_a_merge_over_an_untracked_or_ignored_file_is_refused_naming_it(re
         match=r"would write over 1 file\(s\) of the main checkout that git does not track: "
         r"feature\.py",
     ):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert head(repo) == before
     assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
     (repo / ".git" / "info" / "exclude").write_text("feature.py\n")  # ignored: the same
     with pytest.raises(MergeRefused, match=r"feature\.py"):
-        await wt.merge(task, message="merge")
+        await wt.merges.merge(task, message="merge")
     assert (repo / "feature.py").read_text() == "an untracked file the merge would overwrite\n"
 
 

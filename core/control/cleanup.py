@@ -63,5 +63,5 @@ async def _why_it_may_go(control: ControlPlane, task: Task) -> str | None:
     if task.archived:
         return "archived"
     if task.state is TaskState.DONE:
-        return await control.worktrees(task.project).landed(task)
+        return await control.worktrees(task.project).merges.landed(task)
     return None

@@ -27,7 +27,8 @@ from core.workspace.merging import merged_already
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
     from core.domain.audit import AuditEntry
-    from core.workspace.worktrees import TrialMerge, Worktrees
+    from core.workspace.trial_merge import TrialMerge
+    from core.workspace.worktrees import Worktrees
 
 PAUSES = Backoff(0.5, 5.0, jitter=0.2)
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
@@ -106,13 +107,13 @@ async def land_once(worktrees: Worktrees, trial: TrialMerge) -> str:
     """Land `trial` unless it is a merge git already has (`already_landed`)."""
     if trial.path is None:
         return trial.commit
-    return await worktrees.land(trial)
+    return await worktrees.merges.land(trial)
 
 
 async def already_landed(worktrees: Worktrees, task: Task) -> TrialMerge | None:
     """The merge to record when the commit REVIEW approved is already in the default branch
     (a merge whose record was lost, or one made outside T25): nothing for git to do."""
-    from core.workspace.worktrees import TrialMerge
+    from core.workspace.trial_merge import TrialMerge
 
     head = await merged_already(worktrees, task)
     if head is None or task.reviewed_head is None:

@@ -44,7 +44,8 @@ from core.ports import Store
 
 if TYPE_CHECKING:
     from core.control.keyring import Keyring
-    from core.workspace.worktrees import TrialMerge, Worktrees
+    from core.workspace.trial_merge import TrialMerge
+    from core.workspace.worktrees import Worktrees
 
 
 class RuleReads(Protocol):
@@ -116,7 +117,7 @@ async def merge(
     await require_sealed_merge(reads.store, reads.keys, task)
     protected_named(task, decision)
     worktrees = reads.worktrees(task.project)
-    await worktrees.moved_since_review(task)  # before any line
+    await worktrees.merges.moved_since_review(task)  # before any line
     if trial is None or await worktrees.tip(task) != trial.tip:
         raise MergeRefused(f"{task.branch} moved while its merge was tried", hint="merge again")
     reviewed = f"commit:{task.reviewed_head}" if task.reviewed_head else None

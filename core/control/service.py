@@ -102,7 +102,8 @@ from core.workspace.merging import checked_merge
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
     from core.control.keyring import Keyring
-    from core.workspace.worktrees import TrialMerge, Workspace, Worktrees
+    from core.workspace.trial_merge import TrialMerge
+    from core.workspace.worktrees import Workspace, Worktrees
 
 # A merge a worker makes: how long it may wait for a worker to take it before it is taken
 # off the queue (nothing changed), how often its result is looked for, and its attempts
@@ -309,7 +310,7 @@ class ControlPlane(Queries, Operations):
                 "default_branch": worktrees.default_branch,
                 "commits": commits,
                 "unreviewed": unreviewed,
-                "diff_stat": await worktrees.diff_stat(task),
+                "diff_stat": await worktrees.changes.diff_stat(task),
                 "refusal": found.refusal or tried.refusal,
                 "made_as": tried.made_as,
             }
@@ -437,7 +438,7 @@ class ControlPlane(Queries, Operations):
         finally:
             if tried is not None:
                 worktrees, trial = tried
-                await worktrees.discard(trial)
+                await worktrees.merges.discard(trial)
         if ruling.merge is not None and task.merged:  # its trial's figures: the default branch's
             merge = ruling.merge
             kept = await baselines.keep(self.store, task, merge.commit, merge.checks)
@@ -553,9 +554,8 @@ class ControlPlane(Queries, Operations):
         if recorded_only is not None:
             return worktrees, recorded_only
         checks = self.config.for_project(task.project).qa.checks
-        trial = await checked_merge(
-            worktrees, task, checks, self.run_check, self.merge_confinement(task)
-        )
+        confine = self.merge_confinement(task)
+        trial = await checked_merge(worktrees.merges, task, checks, self.run_check, confine)
         return worktrees, trial
 
     async def _holds(self, task: Task) -> bool:

@@ -21,7 +21,7 @@ from core.domain.text import printable
 from core.errors import PolicyRefused
 
 if TYPE_CHECKING:
-    from core.workspace.worktrees import TrialMerge
+    from core.workspace.trial_merge import TrialMerge
 
 # Where a task outside a working stage picks up again after NEEDS_INPUT or FAILED.
 RESUME_FROM = {TaskState.RECEIVED: TaskState.SPEC, TaskState.AWAITING_APPROVAL: TaskState.PLAN}

@@ -257,7 +257,7 @@ class Worker:
         branch (whatever a lost attempt committed on top is kept under refs/t25/archive/)."""
         start = task.rewind_to or (task.branch_head if run.attempts > 1 else None)
         if start is not None:
-            archived = await worktrees.rewind(task, start)
+            archived = await worktrees.history.rewind(task, start)
             if archived:
                 log.info(
                     "%s: moved %s back to %s; its head %s kept under refs/t25/archive/",
@@ -300,9 +300,10 @@ class Worker:
             if undone.changes:
                 return await _undo(worktrees, task, report, undone, last_commit)
             await confirm_lease(self.runs, lease, self.lease_ttl_s)  # lost: nothing committed
+            subject = f"{task.id}: {task.title if implementing else 'documentation'}"
+            commit = await worktrees.history.commit_all(task, f"{subject}\n\nT25 run {run.id}")
             if implementing:
-                await worktrees.commit_all(task, f"{task.id}: {task.title}\n\nT25 run {run.id}")
-                stat = await worktrees.diff_stat(task)
+                stat = await worktrees.changes.diff_stat(task)
                 largest, size = await largest_file(
                     worktrees.repo, f"refs/heads/{task.branch}", stat.files
                 )
@@ -311,15 +312,13 @@ class Worker:
                 return report.model_copy(
                     update={
                         "diff_stat": stat,
-                        "diff": await worktrees.diff(task),
-                        "manifests": await worktrees.manifests(task, manifests),
+                        "diff": await worktrees.changes.diff(task),
+                        "manifests": await worktrees.changes.manifests(task, manifests),
                     }
                 )
             # DOCS: what it changed, for the pipeline to weigh
-            message = f"{task.id}: documentation\n\nT25 run {run.id}"
-            commit = await worktrees.commit_all(task, message)
-            changed = await worktrees.changed(last_commit, commit) if commit else ()
-            documented = await worktrees.diff_stat(task) if commit else None
+            changed = await worktrees.changes.changed(last_commit, commit) if commit else ()
+            documented = await worktrees.changes.diff_stat(task) if commit else None
             return report.model_copy(
                 update={
                     "head": last_commit,
@@ -342,11 +341,11 @@ class Worker:
             if commit is None:
                 confine = CheckSandbox.of(self.config, task.project, f"merge-{task.id}")
                 checks = self.config.for_project(task.project).qa.checks
-                trial = await checked_merge(worktrees, task, checks, self.run_check, confine)
+                trial = await checked_merge(worktrees.merges, task, checks, self.run_check, confine)
                 try:
-                    commit = await worktrees.land(trial)
+                    commit = await worktrees.merges.land(trial)
                 finally:
-                    await worktrees.discard(trial)
+                    await worktrees.merges.discard(trial)
                 ran = trial.checks
             pushed = await push_default_branch(worktrees)
             cleaned = await worktrees.cleanup(task)
@@ -359,7 +358,7 @@ class Worker:
     async def _set_aside(self, worktrees: Worktrees, run: Run, task: Task) -> None:
         """What the lost attempt left is kept under a ref, never built on."""
         name = f"{run.id}-{run.attempts - 1}"
-        kept = await worktrees.set_aside(task, name)
+        kept = await worktrees.history.set_aside(task, name)
         if kept:
             log.warning(
                 "%s: the worktree held what a lost attempt of %s left; kept as "
@@ -708,7 +707,7 @@ async def _undo(
     reset = f"reset the worktree to {(last_commit or '?')[:12]}"
     try:
         if last_commit is not None:
-            await worktrees.reset(task, last_commit)
+            await worktrees.history.reset(task, last_commit)
     except T25Error as exc:  # the run broke its worktree too: the violation stands
         reset = f"could not reset the worktree ({exc.message})"
     return report.model_copy(
@@ -722,7 +721,7 @@ async def _undo(
 
 async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:
     """A tree about to be committed that links outside itself, as a violation."""
-    links = await worktrees.outward_links(task)
+    links = await worktrees.history.outward_links(task)
     if not links:
         return Undone()
     lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)

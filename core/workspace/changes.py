@@ -4,16 +4,29 @@ The whole branch is compared with where it left the default branch (their merge 
 once merged, with the default branch just before the merge commit that brought it in.
 One implementing run's change is the commit T25 made of it (its message ends with
 `T25 run R-n`: `Worker._execute`), against that commit's parent. Nothing here writes.
+
+`Changes` is what a worker reads of the task branch it works (`Worktrees.changes`): its
+diff and counts since the merge base, manifests at both ends, the paths two commits differ in.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from core.domain.manifests import MAX_MANIFEST_CHARS, ManifestChange
+from core.domain.models import DiffStat, Task
+from core.errors import WorktreeRefused
 from core.workspace.git import git, git_bytes, run_git
 
-# As Worktrees.diff: no external diff, no textconv, no colour, fixed prefixes.
+if TYPE_CHECKING:
+    from core.workspace.task_trees import TaskTrees
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's tree with nothing in it
+# Every diff here: no external diff, no textconv, no colour, fixed prefixes.
 _DIFF = ("diff", "-M", "--no-ext-diff", "--no-textconv", "--no-color")
 _PREFIXES = ("--src-prefix=a/", "--dst-prefix=b/")
 
@@ -25,6 +38,108 @@ class Change:
     base: str
     tip: str
     text: str
+
+
+class Changes:
+    """What the task branches of one repository change, for the worktrees' own reads:
+    against where each left the default branch, or between two commits."""
+
+    def __init__(self, trees: TaskTrees) -> None:
+        self.trees = trees
+
+    async def _range(self, task: Task) -> tuple[str, str]:
+        """(merge-base with the default branch, tip of the task branch)."""
+        tip = await self.trees.rev(f"refs/heads/{task.branch}")
+        if tip is None:
+            raise WorktreeRefused(
+                f"the task branch {task.branch} does not exist",
+                hint="the task has no worktree yet; nothing to compare",
+            )
+        base = await git(
+            "merge-base", f"refs/heads/{self.trees.default_branch}", tip, cwd=self.trees.repo
+        )
+        return base, tip
+
+    async def diff(self, task: Task) -> str:
+        """The unified diff of the task branch since it left the default branch."""
+        base, tip = await self._range(task)
+        raw = await git_bytes(*_DIFF, *_PREFIXES, base, tip, "--", cwd=self.trees.repo)
+        return raw.decode(errors="replace")
+
+    async def diff_stat(self, task: Task) -> DiffStat:
+        """Files, added and deleted lines of the task branch since it left the default
+        branch; a binary file counts as a file with no lines."""
+        base, tip = await self._range(task)
+        raw = await git_bytes(
+            "diff",
+            "--numstat",
+            "-z",
+            "-M",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            base,
+            tip,
+            "--",
+            cwd=self.trees.repo,
+        )
+        fields = os.fsdecode(raw).split("\0")
+        files, renamed_from, added, deleted, i = [], [], 0, 0, 0
+        while i < len(fields):
+            head = fields[i]
+            i += 1
+            if not head:
+                continue
+            plus, minus, name = head.split("\t", 2)
+            if not name:  # a rename: the old and new names follow
+                renamed_from.append(fields[i])
+                name, i = fields[i + 1], i + 2
+            files.append(name)
+            if plus != "-":
+                added, deleted = added + int(plus), deleted + int(minus)
+        raw = await git_bytes(
+            "diff", "--name-only", "-z", "-M", "--diff-filter=D", "--no-ext-diff", base, tip,
+            "--", cwd=self.trees.repo,
+        )  # fmt: skip
+        return DiffStat(
+            files=tuple(files),
+            renamed_from=tuple(renamed_from),
+            removed=tuple(name for name in os.fsdecode(raw).split("\0") if name),
+            added=added,
+            deleted=deleted,
+        )
+
+    async def changed(self, before: str | None, after: str) -> tuple[str, ...]:
+        """The paths that differ between two commits (every path of `after` with no `before`)."""
+        base = before or EMPTY_TREE
+        raw = await git_bytes(
+            "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+            base, after, "--", cwd=self.trees.repo,
+        )  # fmt: skip
+        return tuple(name for name in os.fsdecode(raw).split("\0") if name)
+
+    async def manifests(self, task: Task, paths: Sequence[str]) -> tuple[ManifestChange, ...]:
+        """Each of `paths` as text where the task branch left the default branch and at its
+        tip (None where it does not exist, is not UTF-8 or is over MAX_MANIFEST_CHARS)."""
+        base, tip = await self._range(task)
+        out = []
+        for path in paths:
+            ends = [await self._text_at(commit, path) for commit in (base, tip)]
+            out.append(ManifestChange(path=path, before=ends[0], after=ends[1]))
+        return tuple(out)
+
+    async def _text_at(self, commit: str, path: str) -> str | None:
+        # `cat-file blob` runs no filter or textconv: nothing a repository plants.
+        done = await run_git(
+            "cat-file", "blob", f"{commit}:{path}", cwd=self.trees.repo, drivers_from=()
+        )
+        if done.code != 0:
+            return None
+        try:
+            text = done.out.decode()
+        except UnicodeDecodeError:
+            return None
+        return text if len(text) <= MAX_MANIFEST_CHARS else None
 
 
 async def _rev(repo: Path, ref: str) -> str | None:

@@ -53,8 +53,8 @@ _COMMON_DIRS = ("hooks", "info")
 _CONFIG_NAMES = frozenset({"config", "config.worktree", ".gitconfig"})
 # T25's own refs, written between runs by T25 alone and never read as config, so not
 # measured (another task's run may be going on): what a lost attempt left
-# (`Worktrees.set_aside`), what a worktree held before it was reset or removed
-# (`Worktrees.snapshot`), what a branch held before it was moved back (`Worktrees.rewind`).
+# (`History.set_aside`), what a worktree held before it was reset or removed
+# (`History.snapshot`), what a branch held before it was moved back (`History.rewind`).
 T25_REFS = "refs/t25"
 LEFTOVERS_REF = f"{T25_REFS}/leftovers"
 SNAPSHOTS_REF = f"{T25_REFS}/snapshots"

@@ -154,6 +154,18 @@ def git_said(stderr: str) -> str:
     return said if len(said) <= GIT_SAID_MAX else said[: GIT_SAID_MAX - 1] + "…"
 
 
+def git_reason(stderr: str) -> str:
+    """git's own reason in one line: its first error, with any files it lists after it."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    first = next((line for line in lines if line.startswith(("error:", "fatal:"))), lines[-1])
+    if first.startswith(("error:", "fatal:")):
+        first = first.split(":", 1)[1].strip()
+    files = [line.strip() for line in lines if line.startswith("\t")]
+    return f"{first.rstrip(':')}: {listed(files)}" if files else first
+
+
 def git_sync(*args: str, cwd: Path, check: bool = True) -> str:
     """Run git synchronously (command-line start-up, before any event loop matters).
 

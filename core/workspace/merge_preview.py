@@ -4,7 +4,7 @@
 store alone: no checkout, no index, no ref moves. It tells a clean merge from one that
 conflicts, and which files conflict; a tree equal to the default branch's own is a branch
 that adds nothing (merged already, or squash- or cherry-picked into it). The merge itself
-is tried the same way (`Worktrees.trial_merge`), so the dry run and the merge agree. With
+is tried the same way (`Merges.trial_merge`), so the dry run and the merge agree. With
 an older git the merge is not tried, and the dry run says so.
 """
 
@@ -34,7 +34,7 @@ class MergePreview:
 async def preview_merge(worktrees: Worktrees, task: Task) -> MergePreview:
     """The merge of the task branch into the default branch, tried with nothing touched."""
     try:
-        await worktrees.moved_since_review(task)
+        await worktrees.merges.moved_since_review(task)
     except MergeRefused as exc:
         return MergePreview(refusal=exc.message)
     branch, default = task.branch, worktrees.default_branch

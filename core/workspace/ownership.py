@@ -1,7 +1,7 @@
 """Who owns a task worktree: one T25 installation, named after its store.
 
 Every worktree T25 makes has an ownership record outside the tree (`<root>/.meta/<id>.json`:
-owner, task, branch, path; core.workspace.worktrees), and T25 adopts, commits in, cleans up
+owner, task, branch, path; core.workspace.task_trees), and T25 adopts, commits in, cleans up
 or merges a tree only when the record names this installation. That is what keeps two
 installations apart when they share a worktree root: each has its own store, so each its
 own `T-1`, and neither may touch the other's.

@@ -59,7 +59,7 @@ TRANSPORT_ENV = (
 
 async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
     """Push and open a pull request when possible; say what was done, in one line."""
-    stat = await worktrees.diff_stat(task)
+    stat = await worktrees.changes.diff_stat(task)
     if not worktrees.push_settings.urls:
         return (
             f"branch {task.branch} is the review unit (no git remote '{REMOTE}'): {stat.summary()}"

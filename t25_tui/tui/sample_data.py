@@ -295,7 +295,7 @@ async def seed(f: ControlPlane) -> datetime:
     path = await wt.ensure(t1)
     (path / "changes").mkdir(exist_ok=True)
     (path / "changes" / f"{t1.id}.md").write_text("Add a greeting endpoint\n")
-    await wt.commit_all(t1, f"{t1.id}: {t1.title}")
+    await wt.history.commit_all(t1, f"{t1.id}: {t1.title}")
 
     t2 = await new(
         "Rotate the session signing key", actor=ACTOR, description="Touches authentication."

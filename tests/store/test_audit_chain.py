@@ -23,7 +23,8 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.errors import AuditError, MergeRefused, StaleState
 from core.ports import Store
-from core.workspace.worktrees import Cleanup, TrialMerge
+from core.workspace.trial_merge import TrialMerge
+from core.workspace.worktrees import Cleanup
 from store import open_store
 from tests.conftest import make_repo
 from tests.sealed import passed_review
@@ -299,6 +300,7 @@ class _Trees:
 
     def __init__(self, refuses: bool, repo: Path) -> None:
         self.refuses, self.repo = refuses, repo  # a repository without the reviewed commit
+        self.merges = self.trees = self  # its merging part (Worktrees.merges) is this same fake
 
     async def holds(self, task) -> bool:
         return True  # the checkout is here: this process merges
