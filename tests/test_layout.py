@@ -21,8 +21,6 @@ GRANDFATHERED = {
     "core/control/audit_chain.py:verify_chain": 68,
     "core/control/pipeline.py": 711,
     "core/control/pipeline.py:Pipeline": 35,
-    "core/control/service.py": 760,
-    "core/control/service.py:ControlPlane": 41,
     "core/worker/worker.py": 728,
     "core/worker/worker.py:Worker._run_agent": 63,
     "core/workspace/fingerprint.py:fingerprint": 91,

@@ -17,8 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.control import service
-from core.domain.models import MERGE_ROLE, RunStatus
+from core.control import merge_decisions
+from core.domain.decisions import Decision
+from core.domain.models import MERGE_ROLE, RunStatus, Task
+from core.domain.verbs import Verb
 from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
 from tests.conftest import make_repo
@@ -145,7 +147,7 @@ async def test_a_merge_no_worker_takes_is_taken_off_the_queue_and_voided(tmp_pat
     env = Env(repo)
     control = await env.open()
     try:
-        monkeypatch.setattr(service, "MERGE_CLAIM_WAIT_S", 0.5)
+        monkeypatch.setattr(merge_decisions, "MERGE_CLAIM_WAIT_S", 0.5)
         task = await env.new()
         reviewed = git_sync("rev-parse", "HEAD", cwd=repo)
         task = await control.store.get_task(task.id)
@@ -160,8 +162,8 @@ async def test_a_merge_no_worker_takes_is_taken_off_the_queue_and_voided(tmp_pat
         assert (await control.audit.verify()).ok
         assert not (await control.task(task.id)).merged
         # A merge under way is not queued twice.
-        run = await control._merge_by_worker(  # queue one, do not wait for it
-            service.Decision(verb=service.Verb.MERGE, task=task.id, actor="ana")
+        run = await control.merge_by_worker(  # queue one, do not wait for it
+            Decision(verb=Verb.MERGE, task=task.id, actor="ana")
         )
         with pytest.raises(PolicyRefused, match=f"already under way \\({run.id}\\)"):
             await control.merge(task.id, actor="bo")
@@ -179,7 +181,7 @@ async def test_a_merge_an_earlier_attempt_landed_is_found_not_made_twice(shop):
     git_sync("commit", "--allow-empty", "-q", "-m", "the change", cwd=shop)
     reviewed = git_sync("rev-parse", "HEAD", cwd=shop)
     git_sync("switch", "-q", "trunk", cwd=shop)
-    task = service.Task.model_validate(
+    task = Task.model_validate(
         {
             "id": "T-1",
             "project": "shop",

@@ -38,20 +38,18 @@ from core.config.live import ConfigFile, Reread
 from core.config.schema import Config
 from core.control import baselines
 from core.control.decision_door import at_the_door, valid_priority
+from core.control.decisions_by_name import DecisionsByName
 from core.control.history import (
     GATE_FIELDS,
     merge_blocker,
-    require_sealed_merge,
     sealed_history,
     transition_seal,
 )
-from core.control.merge_landing import landed, landed_by_worker
+from core.control.merge_decisions import MergeDecisions
+from core.control.merge_landing import landed
 from core.control.merge_record import (
     AuditLine,
-    already_landed,
     apply_merge,
-    merges_under_way,
-    open_merge_line,
     void_after,
 )
 from core.control.queries import Queries
@@ -59,14 +57,9 @@ from core.control.rulings import RULES
 from core.control.verb_rules import (
     RESUME_FROM,
     Ruling,
-    mergeable,
-    not_held,
-    protected_named,
     suggest,
     suggest_tokens,
-    with_protected,
 )
-from core.domain.agent import CheckSandbox
 from core.domain.clock import Clock, system_clock
 from core.domain.cost import Spend
 from core.domain.decisions import Decision
@@ -81,23 +74,19 @@ from core.domain.events import (
 )
 from core.domain.evidence import MergeEvidence
 from core.domain.models import (
-    MERGE_ROLE,
     NewRun,
     NewTask,
     Project,
     Run,
-    RunStatus,
     Task,
     TaskState,
     TaskType,
 )
 from core.domain.states import STAGE_ROLE, WORKING, assert_reset, assert_transition
 from core.domain.verbs import Verb
-from core.errors import GitError, MergeRefused, PolicyRefused
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.workspace.git import default_branch, one_line_log
 from core.workspace.merge_preview import MergePreview, preview_merge
-from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
@@ -105,16 +94,8 @@ if TYPE_CHECKING:
     from core.workspace.trial_merge import TrialMerge
     from core.workspace.worktrees import Workspace, Worktrees
 
-# A merge a worker makes: how long it may wait for a worker to take it before it is taken
-# off the queue (nothing changed), how often its result is looked for, and its attempts
-# (a worker that dies holding it: the next one finds the merge landed, or makes it).
-MERGE_CLAIM_WAIT_S = 60.0
-MERGE_POLL_S = 0.25
-MERGE_SETTLE_S = 30.0  # a run that succeeded: how long its completion may take to mark it
-MERGE_ATTEMPTS = 2
 
-
-class ControlPlane(Queries, Operations):
+class ControlPlane(Queries, MergeDecisions, DecisionsByName, Operations):
     """The store, the event bus, the audit log and the clock of one T25 installation."""
 
     def __init__(
@@ -410,7 +391,7 @@ class ControlPlane(Queries, Operations):
         self.reread_config()
         decided = await asyncio.shield(self._decide(checked))
         if isinstance(decided, Run):  # a merge a worker makes: wait for its result
-            return await self._merge_result(decided)
+            return await self.merge_result(decided)
         return decided
 
     async def _decide(self, decision: Decision) -> Task | Run:
@@ -424,10 +405,10 @@ class ControlPlane(Queries, Operations):
         A merge is tried first, outside the log (its checks may take minutes, and no other
         decider waits on them): made on no branch, checked, then landed under the writer.
         Where this process has no checkout of the task's repository, the merge is a run a
-        worker with one makes (`_merge_by_worker`): that run is returned."""
-        tried = await self._trial_merge(decision) if decision.verb is Verb.MERGE else None
+        worker with one makes (`merge_by_worker`): that run is returned."""
+        tried = await self.trial_merge(decision) if decision.verb is Verb.MERGE else None
         if decision.verb is Verb.MERGE and tried is None:
-            return await self._merge_by_worker(decision)
+            return await self.merge_by_worker(decision)
         trial = tried[1] if tried else None
         try:
             async with self.audit.writer() as log:
@@ -536,225 +517,9 @@ class ControlPlane(Queries, Operations):
         merge tried for it."""
         return await RULES[decision.verb](self, task, decision, trial)
 
-    async def _trial_merge(self, decision: Decision) -> tuple[Worktrees, TrialMerge] | None:
-        """The merge `decision` asks for, made in a trial worktree with QA's checks run on
-        the result; refused (nothing written, the default branch where it was) when it
-        cannot be made or a required check fails. Checked against the task as it is now,
-        and again under the audit log's writer when it lands. None when this process has
-        no checkout of the task's repository with its branch: a worker merges it."""
-        task = await self.task(decision.task)
-        not_held(task, "merged")
-        mergeable(task)
-        await require_sealed_merge(self.store, self.keys, task)
-        protected_named(task, decision)  # before minutes of checks, not after
-        if not await self._holds(task):
-            return None
-        worktrees = self.worktrees(task.project)
-        recorded_only = await already_landed(worktrees, task)  # its record was lost
-        if recorded_only is not None:
-            return worktrees, recorded_only
-        checks = self.config.for_project(task.project).qa.checks
-        confine = self.merge_confinement(task)
-        trial = await checked_merge(worktrees.merges, task, checks, self.run_check, confine)
-        return worktrees, trial
-
-    async def _holds(self, task: Task) -> bool:
-        """Whether this process has a checkout of the task's repository with its branch:
-        where a merge of it is made here, not by a worker."""
-        try:
-            worktrees = self.worktrees(task.project)
-        except GitError:  # not a repository here, and no default_branch configured
-            return False
-        return await worktrees.holds(task)
-
-    def merge_confinement(self, task: Task) -> CheckSandbox:
-        """How a merge's QA checks are confined: as QA's are."""
-        return CheckSandbox.of(self.config, task.project, f"merge-{task.id}")
-
-    # -- a merge made by a worker (serve without a checkout) ------------------------------
-
-    async def _merge_by_worker(self, decision: Decision) -> Run:
-        """Record the merge, then queue it as a run of role `merge` for a worker on a host
-        with the repository: its line is anchored before any git, as a merge's always is,
-        and the merge takes effect in the store when the worker reports it landed."""
-        async with self.audit.writer() as log:
-            task = await self.task(decision.task)
-            not_held(task, "merged")
-            mergeable(task)
-            await require_sealed_merge(self.store, self.keys, task)
-            protected_named(task, decision)
-            under_way = await merges_under_way(self.store, task.id)
-            if under_way:
-                raise PolicyRefused(
-                    f"the merge of {task.id} is already under way ({under_way[0].id})",
-                    hint=f"its result comes when a worker finishes it: t25 task show {task.id}",
-                )
-            entry = await log.append(
-                actor=decision.actor,
-                task=task.id,
-                decision=Verb.MERGE.value,
-                reason=with_protected(task, decision.text) or decision.text,
-                bound_to=f"commit:{task.reviewed_head}" if task.reviewed_head else None,
-            )
-            job = NewRun(
-                task_id=task.id,
-                stage=TaskState.DONE,
-                role=MERGE_ROLE,
-                max_attempts=MERGE_ATTEMPTS,
-                while_in_stage=True,
-            )
-            try:
-                run, queued = await self.store.enqueue_run(job)
-            except Exception as exc:
-                await void_after(log, entry, exc)
-                raise
-        self.bus.publish(queued)
-        self.work_queued.set()
-        return run
-
-    async def _merge_result(self, run: Run) -> Task:
-        """Wait for the merge run `run` to end: the merged task, or MergeRefused with the
-        worker's reason. One that no worker takes within MERGE_CLAIM_WAIT_S is taken off
-        the queue and its line voided: nothing changed."""
-        queued_for = settled = 0.0
-        while True:
-            now = await self.run(run.id)
-            if now.status is RunStatus.RUNNING:
-                queued_for = 0.0
-            elif now.status is RunStatus.QUEUED:
-                if queued_for >= MERGE_CLAIM_WAIT_S and await asyncio.shield(self._unclaimed(now)):
-                    task = await self.task(run.task_id)
-                    raise MergeRefused(
-                        f"no worker took the merge of {task.id} within "
-                        f"{MERGE_CLAIM_WAIT_S:g} s, and this process has no checkout of "
-                        f"project {task.project} with {task.branch}; nothing changed",
-                        hint="start `t25 worker --url …` on a host with the repository "
-                        f"(t25 doctor there), then merge again: t25 merge {task.id}",
-                    )
-            elif now.status is not RunStatus.SUCCEEDED:
-                break
-            else:  # landed; marked merged by the completion's next write
-                settled += MERGE_POLL_S
-                task = await self.task(run.task_id)
-                if task.merged or settled > MERGE_SETTLE_S:
-                    break
-            await asyncio.sleep(MERGE_POLL_S)
-            queued_for += MERGE_POLL_S
-        task = await self.task(run.task_id)
-        if now.status is RunStatus.SUCCEEDED and task.merged:
-            return task
-        raise MergeRefused(
-            f"the merge of {task.id} was refused on the worker: "
-            f"{now.error or 'it ended with no result'}",
-            hint=f"t25 task show {task.id}",
-        )
-
-    async def _unclaimed(self, run: Run) -> bool:
-        """Take a merge run no worker has claimed off the queue, and void its line; False
-        when a worker claimed it meanwhile (it goes on)."""
-        cancelled = await self.store.cancel_runs(run.task_id, queued_only=True)
-        if run.id not in {r.id for r in cancelled}:
-            return False
-        await self.merge_finished(run, None, error="no worker took it")
-        return True
-
-    async def merge_finished(self, run: Run, commit: str | None, *, error: str | None) -> Task:
-        """A worker's merge run ended: landed at `commit` (the task marked merged, with the
-        decision's announcement), or refused for `error` (its audit line voided)."""
-        async with self.audit.writer() as log:
-            task = await self.task(run.task_id)
-            entry = open_merge_line(await self.audit.page(task=task.id))
-            if task.merged or entry is None:
-                return task  # a completion told twice, or nothing left open to settle
-            if error is not None or commit is None:
-                await log.void(entry, error or "the merge run ended with no merge commit")
-                return task
-            announce = DecisionRecorded(
-                at=self.clock(),
-                task_id=task.id,
-                decision=entry.decision,
-                actor=entry.actor,
-                reason=entry.reason,
-                bound_to=entry.bound_to,
-            )
-            write = DecisionWrite(
-                task_id=task.id,
-                expected=task.state,
-                change=TaskUpdated(
-                    at=self.clock(), task_id=task.id, fields={"merged": True}, actor=entry.actor
-                ),
-                announce=announce,
-                fields={"merged": True},
-            )
-            task, events = await self.store.apply_decision(write)
-            events = [*events, await landed_by_worker(self.store, task, commit, self.clock)]
-        for event in events:
-            self.bus.publish(event)
-        return task
-
     async def _clean(self, task: Task) -> None:
         """Remove a finished task's worktree, or record why it was kept (never forced)."""
         done = await self.worktrees(task.project).cleanup(task)
         await self.record(
             WorktreeCleaned(task_id=task.id, removed=done.removed, reason=done.reason)
-        )
-
-    # -- the decisions by name: one line each over `decide` ----------------------------------
-
-    async def approve(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """Approve the plan a task waits on; `reason` is the approver's comment."""
-        return await self.decide(Decision(verb=Verb.APPROVE, task=ref, actor=actor, text=reason))
-
-    async def reject(self, ref: str, *, actor: str, reason: str) -> Task:
-        """Send a plan back to PLAN; the reason goes into the planner's next prompt."""
-        return await self.decide(Decision(verb=Verb.REJECT, task=ref, actor=actor, text=reason))
-
-    async def answer(self, ref: str, text: str, *, actor: str) -> Task:
-        """Answer the question a NEEDS_INPUT task asked; it returns to the stage that asked."""
-        return await self.decide(Decision(verb=Verb.ANSWER, task=ref, actor=actor, text=text))
-
-    async def merge(
-        self, ref: str, *, actor: str, reason: str = "", allow_paths: Sequence[str] = ()
-    ) -> Task:
-        """The human merge: only after the checks passed and the verdict is approve, and
-        naming each protected path the change touches (`allow_paths`)."""
-        return await self.decide(
-            Decision(
-                verb=Verb.MERGE, task=ref, actor=actor, text=reason, allow_paths=tuple(allow_paths)
-            )
-        )
-
-    async def cancel(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide(Decision(verb=Verb.CANCEL, task=ref, actor=actor, text=reason))
-
-    async def retry(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide(Decision(verb=Verb.RETRY, task=ref, actor=actor, text=reason))
-
-    async def archive(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        return await self.decide(Decision(verb=Verb.ARCHIVE, task=ref, actor=actor, text=reason))
-
-    async def recheck(self, ref: str, *, actor: str, reason: str = "") -> Task:
-        """Send a DONE task that is not merged back through QA and REVIEW, on its branch as
-        it is now (one that moved since review: what the merge would refuse)."""
-        return await self.decide(Decision(verb=Verb.RECHECK, task=ref, actor=actor, text=reason))
-
-    async def edit(
-        self, ref: str, changes: dict[str, str | int], *, actor: str, reason: str = ""
-    ) -> Task:
-        """Change a task's title, description, type or priority (see `_edit`)."""
-        return await self.decide(
-            Decision(verb=Verb.EDIT, task=ref, actor=actor, text=reason, changes=changes)
-        )
-
-    async def reset(self, ref: str, stage: TaskState, *, actor: str, reason: str = "") -> Task:
-        """Send a task back to `stage`, its branch to where that stage began."""
-        return await self.decide(
-            Decision(verb=Verb.RESET, task=ref, actor=actor, text=reason, stage=stage)
-        )
-
-    async def acknowledge(self, ref: str, *, actor: str, reason: str) -> Task:
-        """Record that a human has seen what a run changed outside its worktree (and what
-        T25 put back): retry and merge may go on."""
-        return await self.decide(
-            Decision(verb=Verb.ACKNOWLEDGE, task=ref, actor=actor, text=reason)
         )
