@@ -157,6 +157,11 @@ class CliAdapterSpec:
     project_files: tuple[str, ...] = ()
     # How its JSON events read in a transcript (adapters.transcript); None: plain text.
     transcript: EventShapes | None = None
+    # The models `t25 init` names for its dev and for its reviewer (another model, so that a
+    # review is not its author's); None: T25 knows no pair (they are the operator's provider's).
+    init_models: tuple[str, str] | None = None
+    # Where its own installer puts it off PATH (`t25 doctor` looks there for its hint).
+    install_dirs: tuple[str, ...] = ()
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""

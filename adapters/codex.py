@@ -141,6 +141,7 @@ class CodexSpec(CliAdapterSpec):
     name = "codex"
     binary = "codex"
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
+    init_models = ("gpt-5.5", "gpt-5-codex")
     login_files = (".codex/auth.json",)
     login_probe = LoginProbe(("login", "status"), login_status, "codex login")  # ~/.codex only
     # What it reads from a project's tree: its config (MCP servers, hooks, exec rules) and

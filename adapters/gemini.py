@@ -108,6 +108,7 @@ class GeminiSpec(CliAdapterSpec):
     name = "gemini"
     binary = "gemini"
     min_version, below_version, tested_version = "0.50.0", "0.62", "0.61.0"
+    init_models = ("gemini-3.1-pro-preview", "gemini-3.8-flash")
     login_files = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
     # What it reads from a project's tree: its settings (MCP servers, hooks, tools), commands,
     # agents, skills and policies, its context files (at any depth), its ignore file, and the

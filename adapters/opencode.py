@@ -74,6 +74,7 @@ class OpencodeSpec(CliAdapterSpec):
     name = "opencode"
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
+    install_dirs = ("~/.opencode/bin",)  # its install script's
     login_files = (".local/share/opencode/auth.json",)
     # Stored credentials and provider keys in the environment, counted; about 1 s.
     login_probe = LoginProbe(("auth", "list"), auth_list, "opencode auth login")
