@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,6 +110,12 @@ def _imported(tree: ast.Module) -> set[str]:
 def test_only_the_registry_imports_a_clis_adapter():
     importers = {name for name, tree in _modules() if _imported(tree) & CLI_MODULES}
     assert importers == {"adapters.registry"}
+
+
+def test_every_clis_module_is_in_the_independence_contract():
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    independent = [c["modules"] for c in contracts["contracts"] if c["type"] == "independence"]
+    assert sorted(CLI_MODULES) in [sorted(modules) for modules in independent]
 
 
 def test_nothing_but_the_registry_lists_the_clis():
