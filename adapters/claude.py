@@ -134,7 +134,7 @@ class ClaudeSpec(CliAdapterSpec):
     name = "claude"
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
-    init_models = ("sonnet", "opus")  # Claude Code's own aliases: they follow its releases
+    init_models = ("sonnet", "opus")  # its own aliases: they follow its releases
     login_files = (".claude/.credentials.json",)
     # JSON, offline, ~0.4 s
     login_probe = LoginProbe(("auth", "status"), auth_status, "claude auth login")

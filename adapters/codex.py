@@ -143,7 +143,7 @@ class CodexSpec(CliAdapterSpec):
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
     init_models = ("gpt-5.5", "gpt-5-codex")
     login_files = (".codex/auth.json",)
-    login_probe = LoginProbe(("login", "status"), login_status, "codex login")  # ~/.codex only
+    login_probe = LoginProbe(("login", "status"), login_status, "codex login")  # reads ~/.codex
     # What it reads from a project's tree: its config (MCP servers, hooks, exec rules) and
     # skills, and its instructions (at any depth).
     project_files = (".codex/**", "AGENTS.md", "AGENTS.override.md")

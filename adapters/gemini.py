@@ -231,8 +231,8 @@ def _usage(stats: JsonObject) -> Usage:
 
 
 def _models(stats: JsonObject) -> tuple[Usage, ...]:
-    """`result.stats`: its totals per model, the finest it reports; one
-    entry per model (a run's routing call and its main model's turns apart)."""
+    """Its tokens per model, from `result.stats`: totals per model are the finest it reports
+    (a run's routing call and its main model's turns apart)."""
     entries = []
     for model, counts in object_at(stats, "models").items():
         if not isinstance(counts, dict):
