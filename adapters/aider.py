@@ -104,6 +104,15 @@ class AiderSpec(CliAdapterSpec):
     parse_limit = 64 * 2**20
     min_version, below_version, tested_version = "0.80.0", "0.87", "0.86.2"
     login_files = (".aider/oauth-keys.env",)
+    # What it reads from a project's tree (the git root, or its working directory): its
+    # config, its `.env`, its ignore file, and its model settings and metadata.
+    project_files = (
+        ".aider.conf.yml",
+        ".env",
+        ".aiderignore",
+        ".aider.model.settings.yml",
+        ".aider.model.metadata.json",
+    )
     login_env = (
         *NETWORK_ENV,
         "ANTHROPIC_API_KEY",

@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.caps import capped
-from adapters.checkout_view import CheckoutView, checkout_view, make_mount_points, tidy
+from adapters.checkout_view import CheckoutView
 from adapters.containment import run_tag
+from adapters.entries import EventShapes
+from adapters.homes import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.login import LoginProbe
 from adapters.netproxy import run_network
 from adapters.parsing import classify_error, reset_time
@@ -149,6 +151,17 @@ class CliAdapterSpec:
     # The CLI's own status command, when it offers one (`t25 doctor` runs it).
     login_probe: LoginProbe | None = None
     needs_login: bool = True  # False for T25's own scripted agent
+    # What the CLI reads from a project's tree (its settings, instructions, ignore files), as
+    # gitignore-style patterns: a change to one steers every later run, so the default
+    # protected paths hold every CLI's (core.config.agent_files).
+    project_files: tuple[str, ...] = ()
+    # How its JSON events read in a transcript (adapters.transcript); None: plain text.
+    transcript: EventShapes | None = None
+    # The models `t25 init` names for its dev and for its reviewer (another model, so that a
+    # review is not its author's); None: T25 knows no pair (they are the operator's provider's).
+    init_models: tuple[str, str] | None = None
+    # Where its own installer puts it off PATH (`t25 doctor` looks there for its hint).
+    install_dirs: tuple[str, ...] = ()
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""
@@ -335,75 +348,6 @@ def log_spool(request: AgentRequest) -> Path:
     fd, name = tempfile.mkstemp(prefix=f"{request.run_id}-{os.getpid()}-", suffix=".log", dir=where)
     os.close(fd)
     return Path(name)
-
-
-def run_homes() -> Path:
-    """Where private HOMEs are made. Not under the temp dir: Codex refuses to run its
-    sandbox helpers from a home there."""
-    return Path(os.environ.get("T25_RUN_HOMES") or Path.home() / ".cache" / "t25" / "homes")
-
-
-def home_variables(home: Path) -> dict[str, str]:
-    """HOME and the XDG folders, all inside a run's private HOME: whatever a tool caches or
-    configures stays there, writable, and goes with the run."""
-    return {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-    }
-
-
-@contextlib.contextmanager
-def private_home(wanted: bool, files: dict[str, str]) -> Iterator[Path | None]:
-    """A fresh 0700 HOME outside the worktree for one run, seeded with the CLI's headless
-    settings, removed afterwards; None when none is `wanted`."""
-    if not wanted:
-        yield None
-        return
-    where = run_homes()
-    where.mkdir(parents=True, exist_ok=True, mode=0o700)
-    home = Path(tempfile.mkdtemp(prefix="home-", dir=where))  # 0700
-    try:
-        for relative, content in files.items():
-            target = home / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-        yield home
-    finally:  # T25's own throwaway HOME for this one run (never a worktree): it goes
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def view_scratch(wanted: bool = True) -> Iterator[Path | None]:
-    """A folder of the run's own for its checkout view's files (adapters.checkout_view),
-    beside the private HOMEs: out of every run's sight, removed afterwards."""
-    if not wanted:
-        yield None
-        return
-    where = run_homes()
-    where.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with tempfile.TemporaryDirectory(prefix="view-", dir=where) as aside:
-        yield Path(aside)
-
-
-@contextlib.contextmanager
-def seen_at_checkout(
-    tree: Path, sandbox: Sandbox, wanted: bool, hidden: Sequence[Path]
-) -> Iterator[CheckoutView | None]:
-    """The view that shows `tree` at its main checkout's path, for a run under bubblewrap
-    that `wanted` it (None otherwise, or for a tree that is no linked worktree); its mount
-    points are taken out of the tree afterwards."""
-    with view_scratch(wanted and isinstance(sandbox, Bubblewrap)) as aside:
-        view = checkout_view(tree, aside, hidden) if aside is not None else None
-        if view is not None:
-            make_mount_points(view, tree)
-        try:
-            yield view
-        finally:
-            if view is not None:
-                tidy(view, tree)
 
 
 def _relative(files: tuple[str, ...], cwd: Path) -> tuple[str, ...]:

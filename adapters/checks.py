@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from adapters.base import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.caps import capped
 from adapters.check_start import start_failure
 from adapters.checkout_view import unseen
 from adapters.containment import run_tag
 from adapters.figures import Before, before, junit_path, junit_report, names_pytest, pytest_summary
+from adapters.homes import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.netproxy import RunProxy, run_network
 from adapters.process import ProcessResult, minimal_env, run_process
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for

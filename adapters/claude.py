@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
-from adapters.login import LoginProbe, claude_status
+from adapters.entries import (
+    CALL_CHARS,
+    Entry,
+    EventShapes,
+    Kind,
+    abridge,
+    call,
+    content_text,
+    error_entry,
+    message_entry,
+    output,
+    value_text,
+)
+from adapters.login import LoginProbe
 from adapters.parsing import (
     JsonObject,
-    anthropic_requests,
     anthropic_usage,
     epoch,
     json_lines,
@@ -20,6 +34,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
@@ -51,14 +66,86 @@ OVERHEAD_ENV = {
 OVERHEAD_ARGS = ("--exclude-dynamic-system-prompt-sections",)
 
 
+def auth_status(code: int, out: str, err: str) -> bool | None:
+    """`claude auth status` prints JSON: {"loggedIn": true|false, "authMethod": …}."""
+    try:
+        said = json.loads(out)
+    except ValueError:
+        return None
+    logged_in = said.get("loggedIn") if isinstance(said, dict) else None
+    return logged_in if isinstance(logged_in, bool) else None
+
+
+# -- its stream-json as a transcript (adapters.transcript) -----------------------------------
+
+
+def _render(e: JsonObject) -> Iterator[Entry]:
+    """Its session start, messages, thinking, tool calls and results, and its final result
+    (the scripted agent's system and result lines have the same shape)."""
+    kind = e.get("type")
+    if kind == "system" and e.get("subtype") == "init":
+        model = text_of(e.get("model")) or "?"
+        yield Entry(
+            Kind.INFO, f"session started · model {model} · {len(list_at(e, 'tools'))} tools"
+        )
+    elif kind == "system":
+        rest = {k: v for k, v in e.items() if k not in ("type", "subtype", "session_id", "uuid")}
+        yield Entry(
+            Kind.INFO, abridge(f"{e.get('subtype') or 'system'} {value_text(rest)}", CALL_CHARS)
+        )
+    elif kind == "assistant":
+        for block in list_at(object_at(e, "message"), "content"):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                yield message_entry(text_of(block.get("text")))
+            elif block.get("type") == "thinking":
+                yield Entry(Kind.INFO, "thinking: " + abridge(text_of(block.get("thinking")), 200))
+            elif block.get("type") == "tool_use":
+                yield Entry(Kind.CALL, call(text_of(block.get("name")), block.get("input")))
+    elif kind == "user":
+        for block in list_at(object_at(e, "message"), "content"):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                text = output(content_text(block.get("content")))
+                if block.get("is_error"):
+                    yield error_entry(text)
+                else:
+                    yield Entry(Kind.RESULT, text)
+    elif kind == "result" and ("subtype" in e or "num_turns" in e):
+        yield from _finished(e)
+
+
+def _finished(e: JsonObject) -> Iterator[Entry]:
+    """The `result` line: how the run ended, its turns and its cost."""
+    what = "error" if e.get("is_error") else text_of(e.get("subtype")) or "done"
+    turns = e.get("num_turns")
+    cost = e.get("total_cost_usd")
+    facts = [what]
+    if isinstance(turns, int):
+        facts.append(f"{turns} turn{'s' if turns != 1 else ''}")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        facts.append(f"${cost:.4f}")
+    if e.get("is_error"):
+        yield error_entry(text_of(e.get("result")) or what)
+    yield Entry(Kind.INFO, "finished: " + " · ".join(facts))
+
+
 class ClaudeSpec(CliAdapterSpec):
     name = "claude"
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
+    init_models = ("sonnet", "opus")  # its own aliases: they follow its releases
     login_files = (".claude/.credentials.json",)
-    login_probe = LoginProbe(
-        ("auth", "status"), claude_status, "claude auth login"
-    )  # JSON, offline, ~0.4 s
+    # JSON, offline, ~0.4 s
+    login_probe = LoginProbe(("auth", "status"), auth_status, "claude auth login")
+    # What it reads from a project's tree: its settings, hooks, commands, agents and skills,
+    # its MCP servers, and its memory files (at any depth).
+    project_files = (".claude/**", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md")
+    transcript = EventShapes(
+        _render,
+        quiet=frozenset({"stream_event", "rate_limit"}),
+        known=frozenset({"assistant", "user", "system", "result"}),
+    )
     login_env = (
         *NETWORK_ENV,
         "ANTHROPIC_API_KEY",
@@ -141,7 +228,7 @@ class ClaudeSpec(CliAdapterSpec):
             files_changed=_edited_files(events),
             resets_at=epoch(limit.get("resetsAt")) if limit.get("status") == "rejected" else None,
             cost_usd=number(result.get("total_cost_usd")),
-            requests=anthropic_requests(events),
+            requests=_requests(events),
             session_id=_session(init, result),
         )
 
@@ -185,3 +272,22 @@ def _error(result: JsonObject) -> str:
 def _output_tokens(entry: object) -> int:
     value = entry.get("outputTokens") if isinstance(entry, dict) else None
     return value if type(value) is int else 0
+
+
+SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's own messages (an API error it relays): no request
+
+
+def _requests(events: list[JsonObject]) -> tuple[Usage, ...]:
+    """Claude Code's stream-json: each `assistant` event carries its message's usage, and a
+    message with several content blocks is printed once per block, so a message id counts
+    once (its last report). The output counts are those Claude Code prints while the message
+    streams, often lower than the result's total."""
+    by_message: dict[object, Usage] = {}
+    for n, event in enumerate(events):
+        message = object_at(event, "message")
+        model = text_of(message.get("model"))
+        if event.get("type") != "assistant" or "usage" not in message or model == SYNTHETIC_MODEL:
+            continue
+        key = message.get("id") if isinstance(message.get("id"), str) else n
+        by_message[key] = anthropic_usage(message["usage"], model or None)
+    return tuple(by_message.values())

@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
-from adapters.login import LoginProbe, codex_status
+from adapters.entries import (
+    Entry,
+    EventShapes,
+    Kind,
+    abridge,
+    call,
+    error_entry,
+    message_entry,
+    output,
+    value_text,
+)
+from adapters.login import LoginProbe
 from adapters.parsing import (
     JsonObject,
+    count,
     json_lines,
     last_event,
     list_at,
     message_of,
-    openai_turns,
-    openai_usage,
+    object_at,
     text_of,
 )
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 from core.domain.tools import read_only
 
 _BASE_URL = re.compile(r"""base_url\s*=\s*["']([^"']+)["']""")
@@ -61,14 +73,85 @@ OVERHEAD_ARGS = (
 )
 
 
+def login_status(code: int, out: str, err: str) -> bool | None:
+    """`codex login status`: exit 0 and "Logged in using …", or exit 1 and "Not logged in"
+    (either stream)."""
+    said = f"{out}\n{err}".lower()
+    if "not logged in" in said:
+        return False
+    return True if code == 0 and "logged in" in said else None
+
+
+# -- its `exec --json` events as a transcript (adapters.transcript) --------------------------
+
+
+def _render(e: JsonObject) -> Iterator[Entry]:
+    """Its thread and turns, and the items of a turn as they start and complete."""
+    kind = text_of(e.get("type"))
+    if kind == "thread.started":
+        yield Entry(Kind.INFO, "session started")
+    elif kind == "turn.completed":
+        usage = object_at(e, "usage")
+        yield Entry(
+            Kind.INFO,
+            f"turn finished · tokens in {usage.get('input_tokens', 0)} "
+            f"out {usage.get('output_tokens', 0)}",
+        )
+    elif kind == "turn.failed":
+        yield error_entry(text_of(object_at(e, "error").get("message")) or "the turn failed")
+    elif kind == "error" and "message" in e:
+        yield error_entry(text_of(e.get("message")))
+    elif kind in ("item.started", "item.completed"):
+        yield from _item(object_at(e, "item"), done=kind == "item.completed")
+
+
+def _item(item: JsonObject, *, done: bool) -> Iterator[Entry]:
+    """One item: a command, a file change, an MCP or web call, a message, its reasoning."""
+    kind = item.get("type")
+    if kind == "command_execution":
+        if not done:
+            yield Entry(Kind.CALL, call("shell", {"command": item.get("command")}))
+        else:
+            code = item.get("exit_code")
+            shown = output(text_of(item.get("aggregated_output")))
+            yield Entry(Kind.RESULT if code in (0, None) else Kind.ERROR, f"exit {code}: {shown}")
+    elif kind == "file_change" and done:
+        changes = [
+            f"{c.get('kind', '?')} {c.get('path', '?')}"
+            for c in list_at(item, "changes")
+            if isinstance(c, dict)
+        ]
+        yield Entry(Kind.CALL, call("edit", ", ".join(changes)))
+    elif kind == "mcp_tool_call" and not done:
+        name = f"{text_of(item.get('server'))}.{text_of(item.get('tool'))}"
+        yield Entry(Kind.CALL, call(name, item.get("arguments")))
+    elif kind == "mcp_tool_call" and done:
+        yield Entry(Kind.RESULT, output(value_text(item.get("result") or item.get("error") or "")))
+    elif kind == "web_search" and not done:
+        yield Entry(Kind.CALL, call("web_search", {"query": item.get("query")}))
+    elif kind == "agent_message" and done:
+        yield message_entry(text_of(item.get("text")))
+    elif kind == "reasoning" and done:
+        yield Entry(Kind.INFO, "thinking: " + abridge(text_of(item.get("text")), 200))
+    elif kind == "error":
+        yield error_entry(text_of(item.get("message")))
+
+
 class CodexSpec(CliAdapterSpec):
     name = "codex"
     binary = "codex"
     min_version, below_version, tested_version = "0.160.0", "0.172", "0.171.0"
+    init_models = ("gpt-5.5", "gpt-5-codex")
     login_files = (".codex/auth.json",)
-    login_probe = LoginProbe(
-        ("login", "status"), codex_status, "codex login"
-    )  # reads ~/.codex only
+    login_probe = LoginProbe(("login", "status"), login_status, "codex login")  # reads ~/.codex
+    # What it reads from a project's tree: its config (MCP servers, hooks, exec rules) and
+    # skills, and its instructions (at any depth).
+    project_files = (".codex/**", "AGENTS.md", "AGENTS.override.md")
+    transcript = EventShapes(
+        _render,
+        quiet=frozenset({"turn.started", "item.updated"}),
+        known=frozenset({"item.started", "item.completed"}),
+    )
     login_env = (*NETWORK_ENV, "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
     base_url_env = ("OPENAI_BASE_URL",)
     vendor_hosts = ("api.openai.com", "chatgpt.com")  # an API key; a ChatGPT login
@@ -156,9 +239,9 @@ class CodexSpec(CliAdapterSpec):
             final_text=messages[-1] if messages else "",
             is_error=failed is not None,
             error=(message_of(failed.get("error")) or "the turn failed") if failed else None,
-            usage=openai_usage(done.get("usage"), None),
+            usage=_usage(done.get("usage"), None),
             files_changed=_changed_files(items),
-            requests=openai_turns(events),
+            requests=_turns(events),
             session_id=_thread(events),
         )
 
@@ -204,3 +287,27 @@ def _changed_files(items: list[JsonObject]) -> tuple[str, ...]:
     return tuple(
         c["path"] for c in changes if isinstance(c, dict) and isinstance(c.get("path"), str)
     )
+
+
+def _usage(usage: object, model: str | None) -> Usage:
+    """The usage of a `turn.completed`: cached input counted apart from the rest."""
+    counts = usage if isinstance(usage, dict) else {}
+
+    def first(*keys: str) -> int:  # the first of `keys` that holds a count
+        given = (counts[k] for k in keys if type(counts.get(k)) is int and counts[k] >= 0)
+        return count(next(given, 0))
+
+    cached = first("cached_input_tokens")
+    return Usage(
+        input_tokens=max(first("input_tokens", "prompt_tokens") - cached, 0),
+        output_tokens=first("output_tokens", "completion_tokens"),
+        cache_read_tokens=cached,
+        cache_write_tokens=first("cache_write_input_tokens"),
+        model=model,
+    )
+
+
+def _turns(events: list[JsonObject]) -> tuple[Usage, ...]:
+    """Codex's `exec --json`: one usage per `turn.completed`, which sums the model requests of
+    that turn (Codex reports none finer)."""
+    return tuple(_usage(e.get("usage"), None) for e in events if e.get("type") == "turn.completed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,10 +15,21 @@ from adapters.base import (
     inline_prompt,
     project_config_off,
 )
+from adapters.entries import (
+    Entry,
+    EventShapes,
+    Kind,
+    abridge,
+    call,
+    content_text,
+    error_entry,
+    message_entry,
+    output,
+    value_text,
+)
 from adapters.parsing import (
     JsonObject,
     count_at,
-    gemini_models,
     json_lines,
     last_event,
     message_of,
@@ -53,11 +65,58 @@ HEADLESS_SETTINGS = json.dumps(
 )
 
 
+# -- its stream-json as a transcript (adapters.transcript) -----------------------------------
+
+
+def _render(e: JsonObject) -> Iterator[Entry]:
+    """Its session start, messages, tool calls and results, and its final result."""
+    kind = e.get("type")
+    if kind == "init":
+        yield Entry(Kind.INFO, f"session started · model {text_of(e.get('model')) or '?'}")
+    elif kind == "message":
+        text = content_text(e.get("content"))
+        if e.get("role") == "assistant":
+            yield message_entry(text)
+        else:
+            yield Entry(Kind.INFO, f"{text_of(e.get('role')) or 'user'}: " + abridge(text, 200))
+    elif kind == "tool_use" and "tool_name" in e:
+        yield Entry(Kind.CALL, call(text_of(e.get("tool_name")), e.get("parameters")))
+    elif kind == "tool_result" and "tool_id" in e:
+        status = text_of(e.get("status")) or "done"
+        error = e.get("error")
+        if error or status == "error":
+            yield error_entry(
+                text_of(object_at(e, "error").get("message")) or value_text(error) or status
+            )
+        else:
+            printed = text_of(e.get("output"))
+            yield Entry(Kind.RESULT, output(printed) if printed else status)
+    elif kind == "result" and "stats" in e:
+        stats = object_at(e, "stats")
+        if e.get("status") == "error":
+            yield error_entry(text_of(object_at(e, "error").get("message")) or "the run failed")
+        yield Entry(
+            Kind.INFO,
+            f"finished: {text_of(e.get('status')) or 'done'} · tokens in "
+            f"{stats.get('input_tokens', 0)} out {stats.get('output_tokens', 0)}",
+        )
+    elif kind == "error" and "message" in e and "sessionID" not in e:
+        yield error_entry(text_of(e.get("message")))
+
+
 class GeminiSpec(CliAdapterSpec):
     name = "gemini"
     binary = "gemini"
     min_version, below_version, tested_version = "0.50.0", "0.62", "0.61.0"
+    init_models = ("gemini-3.1-pro-preview", "gemini-3.8-flash")
     login_files = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
+    # What it reads from a project's tree: its settings (MCP servers, hooks, tools), commands,
+    # agents, skills and policies, its context files (at any depth), its ignore file, and the
+    # `.env` it loads into its environment.
+    project_files = (".gemini/**", "GEMINI.md", ".geminiignore", ".env")
+    transcript = EventShapes(
+        _render, known=frozenset({"message", "tool_use", "tool_result", "init", "result"})
+    )
     login_env = (
         *NETWORK_ENV,
         "GEMINI_API_KEY",
@@ -132,7 +191,7 @@ class GeminiSpec(CliAdapterSpec):
             else None,
             files_changed=_edited_files(events),
             usage=_usage(object_at(result, "stats")),
-            requests=gemini_models(object_at(result, "stats")),
+            requests=_models(object_at(result, "stats")),
         )
 
 
@@ -169,3 +228,22 @@ def _usage(stats: JsonObject) -> Usage:
         cache_read_tokens=cached,
         model=model,
     )
+
+
+def _models(stats: JsonObject) -> tuple[Usage, ...]:
+    """Its tokens per model, from `result.stats`: totals per model are the finest it reports
+    (a run's routing call and its main model's turns apart)."""
+    entries = []
+    for model, counts in object_at(stats, "models").items():
+        if not isinstance(counts, dict):
+            continue
+        cached = count_at(counts, "cached")
+        entries.append(
+            Usage(
+                input_tokens=max(count_at(counts, "input_tokens") - cached, 0),
+                output_tokens=count_at(counts, "output_tokens"),
+                cache_read_tokens=cached,
+                model=model,
+            )
+        )
+    return tuple(entries)

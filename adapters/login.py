@@ -1,17 +1,16 @@
 """Whether an agent CLI has a login, checked cheaply and offline (`t25 doctor`).
 
-A CLI that offers a status command declares it as a `LoginProbe` on its spec (Claude Code's
-`claude auth status`, Codex's `codex login status`, opencode's `opencode auth list`); T25
-runs it bounded by a timeout, with the environment a run would get, and reads only whether
-it says yes or no: what it printed is never shown, so no part of a credential can be. A
-key in one of the CLI's login variables, or its credentials file in HOME, counts as a login
-too. A CLI with neither a probe nor one of those is "not checked", never "logged in".
+A CLI that offers a status command declares it as a `LoginProbe` on its spec, with the
+function that reads what it says, in its own `adapters/<cli>.py`; T25 runs it bounded by a
+timeout, with the environment a run would get, and reads only whether it says yes or no:
+what it printed is never shown, so no part of a credential can be. A key in one of the
+CLI's login variables, or its credentials file in HOME, counts as a login too. A CLI with
+neither a probe nor one of those is "not checked", never "logged in".
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import tempfile
@@ -123,33 +122,3 @@ async def _ask(probe: LoginProbe, binary: str, spec: LoginSpec) -> bool | None:
         _ANSI.sub("", text.decode("utf-8", "replace")) for text in (done.stdout, done.stderr)
     )
     return probe.read(done.exit_code, out, err)
-
-
-# -- what each CLI's status command says -----------------------------------------------------
-
-
-def claude_status(code: int, out: str, err: str) -> bool | None:
-    """`claude auth status` prints JSON: {"loggedIn": true|false, "authMethod": …}."""
-    try:
-        said = json.loads(out)
-    except ValueError:
-        return None
-    logged_in = said.get("loggedIn") if isinstance(said, dict) else None
-    return logged_in if isinstance(logged_in, bool) else None
-
-
-def codex_status(code: int, out: str, err: str) -> bool | None:
-    """`codex login status`: exit 0 and "Logged in using …", or exit 1 and "Not logged in"
-    (either stream)."""
-    said = f"{out}\n{err}".lower()
-    if "not logged in" in said:
-        return False
-    return True if code == 0 and "logged in" in said else None
-
-
-def opencode_credentials(code: int, out: str, err: str) -> bool | None:
-    """`opencode auth list`: "N credentials" stored, and "N environment variable(s)" set."""
-    counts = re.findall(r"(\d+)\s+(?:credentials?|environment variables?)\b", out)
-    if code != 0 or not counts:
-        return None
-    return sum(int(n) for n in counts) > 0

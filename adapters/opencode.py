@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
-from adapters.login import LoginProbe, opencode_credentials
+from adapters.entries import Entry, EventShapes, Kind, call, error_entry, message_entry, output
+from adapters.login import LoginProbe
 from adapters.parsing import (
     JsonObject,
+    count_at,
     json_lines,
     number,
     object_at,
-    opencode_step,
     summed,
     text_of,
 )
 from adapters.process import NETWORK_ENV
 from core.domain.agent import AgentRequest
+from core.domain.models import Usage
 
 # A provider's endpoint in opencode's JSON configuration.
 _BASE_URL = re.compile(r'"baseURL"\s*:\s*"([^"]+)"')
@@ -37,13 +39,61 @@ PERMISSIONS = {
 }
 
 
+def auth_list(code: int, out: str, err: str) -> bool | None:
+    """`opencode auth list`: "N credentials" stored, and "N environment variable(s)" set."""
+    counts = re.findall(r"(\d+)\s+(?:credentials?|environment variables?)\b", out)
+    if code != 0 or not counts:
+        return None
+    return sum(int(n) for n in counts) > 0
+
+
+# -- its `run --format json` events as a transcript (adapters.transcript) --------------------
+
+
+def _render(e: JsonObject) -> Iterator[Entry]:
+    """Its text parts, tool calls with their results, and its session's errors."""
+    kind = e.get("type")
+    part = object_at(e, "part")
+    if kind == "text" and part:
+        yield message_entry(text_of(part.get("text")))
+    elif kind == "tool_use" and part:
+        state = object_at(part, "state")
+        yield Entry(Kind.CALL, call(text_of(part.get("tool")), state.get("input")))
+        if state.get("status") == "error":
+            yield error_entry(text_of(state.get("error")) or "the tool failed")
+        elif "output" in state:
+            yield Entry(Kind.RESULT, output(text_of(state.get("output"))))
+    elif kind == "error" and "sessionID" in e:
+        error = object_at(e, "error")
+        message = text_of(object_at(error, "data").get("message")) or text_of(error.get("message"))
+        name = text_of(error.get("name"))
+        yield error_entry(f"{name}: {message}" if name and message else message or name or "error")
+
+
 class OpencodeSpec(CliAdapterSpec):
     name = "opencode"
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
+    install_dirs = ("~/.opencode/bin",)  # its install script's
     login_files = (".local/share/opencode/auth.json",)
     # Stored credentials and provider keys in the environment, counted; about 1 s.
-    login_probe = LoginProbe(("auth", "list"), opencode_credentials, "opencode auth login")
+    login_probe = LoginProbe(("auth", "list"), auth_list, "opencode auth login")
+    # What it reads from a project's tree: its config (MCP servers, providers, permissions),
+    # its agents, commands and plugins, its instructions, and Claude Code's (CLAUDE.md and
+    # skills, unless told not to).
+    project_files = (
+        "opencode.json",
+        "opencode.jsonc",
+        ".opencode/**",
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".claude/**",
+    )
+    transcript = EventShapes(
+        _render,
+        quiet=frozenset({"step_start", "step_finish"}),
+        known=frozenset({"text", "tool_use"}),
+    )
     login_env = (
         *NETWORK_ENV,
         "OPENCODE_CONFIG",
@@ -129,7 +179,7 @@ class OpencodeSpec(CliAdapterSpec):
         parts = [(e.get("type"), e["part"]) for e in events if isinstance(e.get("part"), dict)]
         steps = [part for kind, part in parts if kind == "step_finish"]
         errors = [e.get("error") for e in events if e.get("type") == "error"]
-        requests = tuple(map(opencode_step, steps))  # one step, one model request
+        requests = tuple(map(_step, steps))  # one step, one model request
         return CliOutput(
             final_text=_final_text(parts),
             is_error=bool(errors),
@@ -169,3 +219,15 @@ def _error(last: object) -> str:
     error = last if isinstance(last, dict) else {}
     message = object_at(error, "data").get("message")
     return text_of(message) or text_of(error.get("name")) or "opencode error"
+
+
+def _step(step: JsonObject) -> Usage:
+    """A `step_finish` part: the tokens of the one model request that step made."""
+    tokens = object_at(step, "tokens")
+    cache = object_at(tokens, "cache")
+    return Usage(
+        input_tokens=count_at(tokens, "input"),
+        output_tokens=count_at(tokens, "output"),
+        cache_read_tokens=count_at(cache, "read"),
+        cache_write_tokens=count_at(cache, "write"),
+    )

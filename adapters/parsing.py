@@ -1,8 +1,10 @@
 """Reading agent CLI output: JSON event lines, token usage, and quota reset times.
 
 Specs share these so each stays a few lines: most CLIs print one JSON event per line, report
-usage in Anthropic- or OpenAI-shaped dictionaries, and name the time a quota resets in text
-such as "resets 5am (UTC)" or "try again at 5:08 AM".
+usage in Anthropic-shaped dictionaries (Claude Code, and the scripted agent that copies it)
+or their own, and name the time a quota resets in text such as "resets 5am (UTC)" or "try
+again at 5:08 AM". What one CLI alone prints - its events, its usage, its tokens per model
+request - is read in its own `adapters/<cli>.py`; only what several share is here.
 
 What a CLI printed is read within bounds: each line through `core.domain.agent_json` (too
 long or nested too deep, it is skipped like any other line that is not an event), each
@@ -252,24 +254,6 @@ def epoch(value: object) -> datetime | None:
     return None
 
 
-def openai_usage(usage: object, model: str | None) -> Usage:
-    """Usage from an OpenAI-shaped dictionary (Codex's `turn.completed`)."""
-    counts = usage if isinstance(usage, dict) else {}
-
-    def first(*keys: str) -> int:  # the first of `keys` that holds a count
-        given = (counts[k] for k in keys if type(counts.get(k)) is int and counts[k] >= 0)
-        return count(next(given, 0))
-
-    cached = first("cached_input_tokens")
-    return Usage(
-        input_tokens=max(first("input_tokens", "prompt_tokens") - cached, 0),
-        output_tokens=first("output_tokens", "completion_tokens"),
-        cache_read_tokens=cached,
-        cache_write_tokens=first("cache_write_input_tokens"),
-        model=model,
-    )
-
-
 def text_of(value: object) -> str:
     """A string field, or "" for anything else."""
     return value if isinstance(value, str) else ""
@@ -278,69 +262,6 @@ def text_of(value: object) -> str:
 def message_of(detail: object) -> str:
     """An error's text: the detail itself, or its `message` when it is an object."""
     return text_of(detail.get("message") if isinstance(detail, dict) else detail)
-
-
-# -- tokens per model request, as each CLI reports them -------------------------------------
-#
-# A run's summed usage comes from the CLI's final report; these read the figures it gives
-# along the way, one `Usage` for each model request it names (`CliOutput.requests`).
-
-SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's own messages (an API error it relays): no request
-
-
-def anthropic_requests(events: list[JsonObject]) -> tuple[Usage, ...]:
-    """Claude Code's stream-json: each `assistant` event carries its message's usage, and a
-    message with several content blocks is printed once per block, so a message id counts
-    once (its last report). The output counts are those Claude Code prints while the message
-    streams, often lower than the result's total."""
-    by_message: dict[object, Usage] = {}
-    for n, event in enumerate(events):
-        message = object_at(event, "message")
-        model = text_of(message.get("model"))
-        if event.get("type") != "assistant" or "usage" not in message or model == SYNTHETIC_MODEL:
-            continue
-        key = message.get("id") if isinstance(message.get("id"), str) else n
-        by_message[key] = anthropic_usage(message["usage"], model or None)
-    return tuple(by_message.values())
-
-
-def openai_turns(events: list[JsonObject]) -> tuple[Usage, ...]:
-    """Codex's `exec --json`: one usage per `turn.completed`, which sums the model requests of
-    that turn (Codex reports none finer)."""
-    return tuple(
-        openai_usage(e.get("usage"), None) for e in events if e.get("type") == "turn.completed"
-    )
-
-
-def gemini_models(stats: JsonObject) -> tuple[Usage, ...]:
-    """Gemini CLI's stream-json `result.stats`: totals per model, the finest it reports; one
-    entry per model (a run's routing call and its main model's turns apart)."""
-    entries = []
-    for model, counts in object_at(stats, "models").items():
-        if not isinstance(counts, dict):
-            continue
-        cached = count_at(counts, "cached")
-        entries.append(
-            Usage(
-                input_tokens=max(count_at(counts, "input_tokens") - cached, 0),
-                output_tokens=count_at(counts, "output_tokens"),
-                cache_read_tokens=cached,
-                model=model,
-            )
-        )
-    return tuple(entries)
-
-
-def opencode_step(step: JsonObject) -> Usage:
-    """opencode's `step_finish` part: the tokens of the one model request that step made."""
-    tokens = object_at(step, "tokens")
-    cache = object_at(tokens, "cache")
-    return Usage(
-        input_tokens=count_at(tokens, "input"),
-        output_tokens=count_at(tokens, "output"),
-        cache_read_tokens=count_at(cache, "read"),
-        cache_write_tokens=count_at(cache, "write"),
-    )
 
 
 def summed(requests: tuple[Usage, ...]) -> Usage:

@@ -7,13 +7,32 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, QuotaSignal
-from adapters.parsing import anthropic_usage, json_lines, last_event, reset_time, text_of
+from adapters.entries import Entry, EventShapes, Kind, call, message_entry
+from adapters.parsing import (
+    JsonObject,
+    anthropic_usage,
+    json_lines,
+    last_event,
+    reset_time,
+    text_of,
+)
 from core.domain.agent import AgentRequest
 
 QUOTA_MARKERS = ("hit your session limit", "hit your usage limit")
+
+
+def _render(e: JsonObject) -> Iterator[Entry]:
+    """Its own lines: a message as plain `text`, a tool call as its name and arguments. Its
+    system and result lines are Claude Code's shape, read by that CLI's renderer."""
+    if e.get("type") == "assistant" and "text" in e and "message" not in e:
+        yield message_entry(text_of(e.get("text")))
+    elif e.get("type") == "tool_use" and "name" in e and "tool_name" not in e:
+        args = {k: v for k, v in e.items() if k not in ("type", "name")}
+        yield Entry(Kind.CALL, call(text_of(e.get("name")), args))
 
 
 class ScriptedSpec(CliAdapterSpec):
@@ -23,6 +42,7 @@ class ScriptedSpec(CliAdapterSpec):
     binary = "t25-scripted-agent"
     capabilities = Capabilities(resume="--resume SESSION_ID", project_config_off="reads none")
     needs_login = False
+    transcript = EventShapes(_render, known=frozenset({"assistant", "tool_use"}))
 
     def locate(self) -> str | None:
         # A venv's bin directory holds the script but need not be on PATH.

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from core.config.schema import (
+    DEFAULT_PROTECTED_PATHS,
     AgentProfile,
     Config,
     ServeConfig,
@@ -92,6 +93,15 @@ def test_the_example_documents_every_key() -> None:
     keys = set(re.findall(r"^[ \t#]*(?:- )?([a-z_]+):", text, flags=re.MULTILINE))
     missing = _field_names(Config) - keys
     assert not missing, f"t25.yaml.example does not document: {sorted(missing)}"
+
+
+def test_the_example_lists_the_default_protected_paths_as_they_are() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    listed = text.split("# protected_paths:\n", 1)[1]
+    shown = re.match(r"(?:#   - \S+\n)+", listed)
+    assert shown is not None
+    paths = tuple(line.removeprefix("#   - ") for line in shown.group(0).splitlines())
+    assert paths == DEFAULT_PROTECTED_PATHS
 
 
 # -- defaults and paths ------------------------------------------------------------------

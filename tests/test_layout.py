@@ -17,14 +17,13 @@ MODULE_LINES, CLASS_METHODS, FUNCTION_LINES = 600, 30, 60
 
 # name -> its size when the rule came: lines of a module or function, methods of a class.
 GRANDFATHERED = {
-    "core/config/schema.py": 893,
+    "core/config/schema.py": 888,
     "core/control/audit_chain.py:verify_chain": 68,
     "core/control/pipeline.py": 711,
     "core/control/pipeline.py:Pipeline": 35,
     "core/worker/worker.py": 728,
     "core/worker/worker.py:Worker._run_agent": 63,
     "core/workspace/fingerprint.py:fingerprint": 91,
-    "adapters/base.py": 651,
     "adapters/base.py:CliAdapter.run": 64,
     "adapters/checks.py:run_check": 63,
     "adapters/process.py": 615,

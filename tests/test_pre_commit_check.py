@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import run_homes
 from adapters.checks import run_check
+from adapters.homes import run_homes
 from adapters.sandbox import bwrap_problem
 from core.config.schema import QACheck
 from core.domain.agent import CheckSandbox

@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from core.config import held_secrets
+from core.config.agent_files import AGENT_CLI_FILES
 from core.config.caches import DEFAULT_CACHES, cache_entry_problem
 from core.config.hosts import host_entry
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
@@ -368,10 +369,10 @@ class ApprovalPolicy(_Section):
         return risk in self.require_for_risk
 
 
-# What a change may not touch without an approver naming it at merge: CI, the agents' own
-# configuration, T25's, git's attributes and hooks, the harness that decides what a check
-# runs and how (a conftest.py can skip or pass any test), build files, and dependency
-# manifests and lock files.
+# What a change may not touch without an approver naming it at merge: CI, what the agent
+# CLIs read from the tree (core.config.agent_files), T25's configuration, git's attributes
+# and hooks, the harness that decides what a check runs and how (a conftest.py can skip or
+# pass any test), build files, and dependency manifests and lock files.
 # gitignore-style: a pattern without a slash matches a file's name at any depth; one with a
 # slash is anchored at the repository's root; `**` spans directories.
 DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
@@ -382,13 +383,7 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     "Jenkinsfile",
     "azure-pipelines.yml",
     ".buildkite/**",
-    ".claude/**",
-    ".mcp.json",
-    ".codex/**",
-    ".gemini/**",
-    "CLAUDE.md",
-    "AGENTS.md",
-    "GEMINI.md",
+    *AGENT_CLI_FILES,
     "t25.yaml",
     ".gitattributes",
     ".gitmodules",

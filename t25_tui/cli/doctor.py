@@ -135,14 +135,14 @@ async def _agents(
     """Each adapter the roles name (with `every_cli`, every CLI T25 ships as well), each
     role's chain and player, what is wrong, and whether every role has a player that can
     run: found, its sandbox to be had, and not logged out."""
-    from adapters.registry import BUILTIN_NAMES, builtin_adapters
+    from adapters.registry import BUILTIN_NAMES, OWN_AGENT, builtin_adapters
 
     adapters = builtin_adapters()
     chains = _chains(config)
     own = {p.name: _chains(config.for_project(p.name)) for p in config.projects if p.roles}
     every = [chain for found in (chains, *own.values()) for chain in found.values()]
     used = list(dict.fromkeys(p.adapter for chain in every for p in chain))
-    extra = [n for n in BUILTIN_NAMES if every_cli and n not in used and n != "scripted"]
+    extra = [n for n in BUILTIN_NAMES if every_cli and n not in used and n != OWN_AGENT]
     names = [*used, *extra]
     roots = [config.root, Path.cwd()]
     found = await asyncio.gather(*(_adapter_check(n, adapters, roots) for n in names))
@@ -194,7 +194,7 @@ async def _adapter_check(
     spec, path = adapter.spec, adapter.locate()
     version, login = await asyncio.gather(adapter.version(), check_login(spec, path))
     supported, note = spec.check_version(version) if path else (False, "not installed")
-    off_path = None if path else elsewhere(spec.binary, roots)
+    off_path = None if path else elsewhere(spec.binary, roots, spec.install_dirs)
     check = AdapterCheck(
         name=name,
         known=True,

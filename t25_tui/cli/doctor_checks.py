@@ -22,7 +22,7 @@ _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 # Where agent CLIs are installed off PATH: a project's own `.tools/` (npm packages under
 # .tools/npm, a virtualenv such as .tools/aider), and per-user install directories.
 _TOOL_DIRS = (".tools/npm/node_modules/.bin", ".tools/*/bin", ".tools/bin")
-_USER_DIRS = ("~/.local/bin", "~/.npm-global/bin", "~/.bun/bin", "~/.opencode/bin")
+_USER_DIRS = ("~/.local/bin", "~/.npm-global/bin", "~/.bun/bin")
 
 
 async def _output(argv: list[str]) -> str | None:
@@ -101,11 +101,12 @@ async def store_check(url: str) -> StoreCheck:
     return StoreCheck(url=shown(url), reachable=True, problem=None)
 
 
-def elsewhere(binary: str, roots: Iterable[Path]) -> Path | None:
+def elsewhere(binary: str, roots: Iterable[Path], own: Iterable[str] = ()) -> Path | None:
     """`binary`, executable, in a place agent CLIs are installed off PATH: under a root's
-    `.tools/` or a per-user bin directory. Runs use PATH only, so this is for the hint."""
+    `.tools/`, a per-user bin directory, or one of the CLI's `own` (its installer's,
+    `CliAdapterSpec.install_dirs`). Runs use PATH only, so this is for the hint."""
     dirs = [d for root in dict.fromkeys(roots) for p in _TOOL_DIRS for d in sorted(root.glob(p))]
-    dirs += [Path(d).expanduser() for d in _USER_DIRS]
+    dirs += [Path(d).expanduser() for d in (*_USER_DIRS, *own)]
     for directory in dirs:
         candidate = directory / binary
         if shutil.which(str(candidate)):  # a file, and executable

@@ -21,7 +21,8 @@ import sys
 from datetime import datetime
 from typing import TextIO
 
-from adapters.transcript import Entry, Kind, Transcript, as_text
+from adapters.entries import Entry, Kind
+from adapters.transcript import Transcript, as_text
 from core.domain.events import RunFinished, RunOutput, RunStarted
 from core.domain.models import ArtifactKind, TaskState, utcnow
 from core.domain.network import NETWORK_STREAM

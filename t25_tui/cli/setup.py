@@ -56,26 +56,26 @@ def init(args: argparse.Namespace) -> int:
     return 0
 
 
-# The agent CLIs `t25 init` looks for on PATH, in the order it prefers them, each with the
-# model its dev profile names and another model for its reviewer: under the default
-# `policies.reviewer_differs_from_author: model` a reviewer on the dev's model (or on the
-# CLI's default, which T25 cannot tell from it) is passed over, and the review would wait.
-# None: T25 knows no pair of models for that CLI (its models are the operator's provider's).
-CLI_MODELS: dict[str, tuple[str, str] | None] = {
-    "claude": ("sonnet", "opus"),  # Claude Code's own aliases: they follow its releases
-    "codex": ("gpt-5.5", "gpt-5-codex"),
-    "gemini": ("gemini-3.1-pro-preview", "gemini-3.8-flash"),
-    "opencode": None,
-    "aider": None,
-}
 ROLE_ORDER = ("spec", "planner", "dev", "qa", "reviewer", "docs")
 _ROLES_START = "\nroles:\n"
 _ROLES_END = "\n\n# Bounds the factory enforces"
 
 
 def installed_clis() -> list[str]:
-    """The agent CLIs found on PATH, in T25's order of preference."""
-    return [name for name in CLI_MODELS if shutil.which(name)]
+    """The agent CLIs found on PATH, in T25's order of preference (adapters.registry)."""
+    from adapters.registry import agent_clis
+
+    return [spec.name for spec in agent_clis() if shutil.which(spec.binary)]
+
+
+def init_models(cli: str) -> tuple[str, str] | None:
+    """The model `t25 init` names for the dev on `cli` and another for its reviewer: under the
+    default `policies.reviewer_differs_from_author: model` a reviewer on the dev's model (or
+    on the CLI's default, which T25 cannot tell from it) is passed over, and the review would
+    wait. None: T25 knows no pair of models for that CLI (`CliAdapterSpec.init_models`)."""
+    from adapters.registry import agent_clis
+
+    return next((spec.init_models for spec in agent_clis() if spec.name == cli), None)
 
 
 def chains(found: Sequence[str]) -> dict[str, list[dict[str, str]]]:
@@ -83,7 +83,7 @@ def chains(found: Sequence[str]) -> dict[str, list[dict[str, str]]]:
     role tries them in order; dev names its model, and the reviewer starts on another CLI,
     or on the same CLI with another model, so its own `t25 doctor` has nothing to say."""
     clis = list(found) or ["claude"]
-    first, models = clis[0], CLI_MODELS[clis[0]]
+    first, models = clis[0], init_models(clis[0])
     plain = [{"adapter": name} for name in clis]
     dev = [{"adapter": first, "model": models[0]} if models else plain[0], *plain[1:]]
     reviewer = plain[1:] + ([{"adapter": first, "model": models[1]}] if models else [])
@@ -111,12 +111,14 @@ def with_roles(template: str, found: Sequence[str]) -> str:
 def roles_note(found: Sequence[str]) -> str:
     """What `t25 init` says about the roles it wrote."""
     if not found:
-        looked = ", ".join(CLI_MODELS)
+        from adapters.registry import agent_clis
+
+        looked = ", ".join(spec.binary for spec in agent_clis())
         return (
             f"no agent CLI found on PATH (looked for {looked}): the roles name claude; "
             "install Claude Code, or edit roles in t25.yaml (see `t25 doctor`)"
         )
-    if len(found) == 1 and CLI_MODELS[found[0]] is None:
+    if len(found) == 1 and init_models(found[0]) is None:
         return (
             f"roles: {found[0]} (found on PATH); T25 knows no second model of it for the "
             "reviewer: name one in roles.reviewer (model: ...), or set "

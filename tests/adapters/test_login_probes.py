@@ -4,6 +4,7 @@ print them logged in and out), and a probe that hangs is cut off, never waited o
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 
 import pytest
 
@@ -27,16 +28,24 @@ OPENCODE_ENV = (
 )
 
 
+def _status(cli: str) -> Callable[[int, str, str], bool | None]:
+    """How the registered CLI's own status command is read (its adapter's probe)."""
+    probe = next(spec.login_probe for spec in builtin_specs() if spec.name == cli)
+    assert probe is not None
+    return probe.read
+
+
 def test_each_status_command_is_read_as_yes_no_or_cannot_tell():
-    assert login.claude_status(1, LOGGED_OUT_CLAUDE, "") is False
-    assert login.claude_status(0, KEYED_CLAUDE, "") is True
-    assert login.claude_status(1, "Not logged in. Run claude auth login", "") is None
-    assert login.codex_status(1, "", CODEX_WARNING + "Not logged in\n") is False
-    assert login.codex_status(0, "Logged in using ChatGPT\n", CODEX_WARNING) is True
-    assert login.codex_status(2, "", "error: unexpected argument") is None
-    assert login.opencode_credentials(0, OPENCODE_EMPTY, "") is False
-    assert login.opencode_credentials(0, OPENCODE_ENV, "") is True
-    assert login.opencode_credentials(1, "", "boom") is None
+    claude, codex, opencode = _status("claude"), _status("codex"), _status("opencode")
+    assert claude(1, LOGGED_OUT_CLAUDE, "") is False
+    assert claude(0, KEYED_CLAUDE, "") is True
+    assert claude(1, "Not logged in. Run claude auth login", "") is None
+    assert codex(1, "", CODEX_WARNING + "Not logged in\n") is False
+    assert codex(0, "Logged in using ChatGPT\n", CODEX_WARNING) is True
+    assert codex(2, "", "error: unexpected argument") is None
+    assert opencode(0, OPENCODE_EMPTY, "") is False
+    assert opencode(0, OPENCODE_ENV, "") is True
+    assert opencode(1, "", "boom") is None
 
 
 def test_every_probe_says_how_to_log_in_and_only_t25s_own_agent_needs_none():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.transcript import Kind, Transcript, as_text, render
+from adapters.entries import Kind
+from adapters.transcript import Transcript, as_text, render
 
 CAPTURES = Path(__file__).parent / "captures"
 
