@@ -4,9 +4,9 @@ write transactions.
 On a real repository and the embedded SQLite store (the pipeline tests' sample project and
 scripted agents), two moments of a task's life, each counted on its own:
 
-- an approval as the cockpit makes it: the evidence its dialog shows
-  (`Operations.approval_evidence`), then the decision (`Operations.decide`, bound to the plan
-  read);
+- an approval as the cockpit makes it (t25_tui.tui.decision_flows): the task, the evidence
+  its dialog shows (`Operations.approval_evidence`, the plan among it), then the decision
+  (`Operations.decide`, bound to the plan read);
 - the completion of an IMPLEMENTING run as a worker reports it (`RunQueue.complete`): the
   run recorded, its artifacts kept, the policies applied and the task moved on to QA.
 
@@ -111,14 +111,15 @@ async def main() -> None:
                     break
                 await worker.run_once()
 
-            async def approve() -> None:
+            async def approve() -> None:  # as the cockpit's decide dialog (`a`) does
+                await control.task(task.id)
                 shown = await control.approval_evidence(task.id)
                 bound = shown.plan_sha256
                 decision = Decision(verb=Verb.APPROVE, task=task.id, actor="ana", bound_to=bound)
                 await control.decide(decision)
 
             calls, begun = await _counted(counting, statements, approve)
-            _show("an approval from the cockpit (evidence, then decision)", calls, begun)
+            _show("an approval from the cockpit (task, evidence, decision)", calls, begun)
 
             queue = worker.runs.runs  # the worker's LocalRunQueue, under its patience
             completing = queue.complete

@@ -64,6 +64,7 @@ async def approval(queries: Reads, task: Task) -> ApprovalEvidence:
         spec=SpecAnswer.model_validate_json(spec[1]) if spec else None,
         plan=PlanAnswer.model_validate_json(plan[1]) if plan else None,
         plan_sha256=f"sha256:{plan[0]}" if plan else None,
+        plan_text=plan[1].decode(errors="replace") if plan else "",
         rejections=_said(decisions, Verb.REJECT),
         answers=_said(decisions, Verb.ANSWER),
         estimate=await _estimate(queries, task),

@@ -40,6 +40,7 @@ class ApprovalEvidence(BaseModel):
     spec: SpecAnswer | None = None
     plan: PlanAnswer | None = None
     plan_sha256: str | None = None
+    plan_text: str = ""  # the plan as stored (the approval dialog shows it as it is)
     rejections: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
     estimate: tuple[StageEstimate, ...] = ()

@@ -13,7 +13,7 @@ from textual import work
 
 from core.domain import decisions
 from core.domain.check_text import failing_checks, failure_lines
-from core.domain.models import ArtifactKind, Task, TaskState
+from core.domain.models import Task, TaskState
 from core.domain.text import printable
 from core.domain.verbs import VERBS, Dialog, Verb
 from core.errors import T25Error
@@ -166,15 +166,14 @@ class DecisionFlows(Cockpit):
 
     @work(group="actions", exit_on_error=False)
     async def _decide(self, tid: str) -> None:
+        """The decide dialog the task's state asks for, read once: a plan's approval from
+        its evidence (the plan as the approval binds to it), a question with its checks."""
         f = self.control
-        detail = await f.detail(tid)
-        task = detail.task
+        task = await f.task(tid)
         if task.state is TaskState.AWAITING_APPROVAL:
-            plans = [a for a in detail.artifacts if a.meta.kind is ArtifactKind.PLAN]
-            plan, raw = (await f.artifact(plans[-1].id)) if plans else (None, b"")
             evidence = await f.approval_evidence(tid)
             # The approval is bound to the plan shown: refused if it changed meanwhile.
-            shown = f"sha256:{plan.sha256}" if plan else None
+            shown = evidence.plan_sha256
 
             def decided(choice: ApprovalChoice | None) -> None:
                 if choice is not None:
@@ -183,8 +182,9 @@ class DecisionFlows(Cockpit):
                         choice.verb, tid, choice.text, bound_to=shown if approving else None
                     )
 
-            self.push_screen(ApprovalDialog(task, raw.decode(errors="replace"), evidence), decided)
+            self.push_screen(ApprovalDialog(task, evidence.plan_text, evidence), decided)
         elif task.state is TaskState.NEEDS_INPUT:
+            detail = await f.detail(tid)
 
             def answered(text: str | None) -> None:
                 if text:
@@ -192,7 +192,7 @@ class DecisionFlows(Cockpit):
 
             failing = failing_checks(detail.checks) if task.checks_passed is False else []
             question = detail.question or task.error or ""
-            self.push_screen(AnswerDialog(task, question, failing), answered)
+            self.push_screen(AnswerDialog(detail.task, question, failing), answered)
         else:
             self._decide_without_a_dialog(task)
 
