@@ -40,8 +40,6 @@ GRANDFATHERED = {
     "t25_tui/tui/app.py:T25App": 48,
     "t25_tui/tui/sample_data.py:_stage_artifacts": 73,
     "t25_tui/tui/sample_data.py:seed": 96,
-    "t25_tui/tui/screens/dialogs.py": 670,
-    "t25_tui/tui/screens/dialogs.py:NewTaskDialog.compose": 79,
 }
 
 

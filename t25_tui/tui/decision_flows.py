@@ -28,12 +28,11 @@ from t25_tui.tui.screens.dialogs import (
     ConfirmDialog,
     MergeDialog,
     MessageDialog,
-    NewTaskDialog,
-    NewTaskRequest,
     ResetChoice,
     ResetDialog,
     reset_stages,
 )
+from t25_tui.tui.screens.new_task import NewTaskDialog, NewTaskRequest
 
 
 class DecisionFlows(Cockpit):

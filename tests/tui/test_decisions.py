@@ -12,11 +12,11 @@ from t25_tui.tui.screens.dialogs import (
     ConfirmDialog,
     MergeDialog,
     MessageDialog,
-    NewTaskDialog,
     RejectDialog,
     ResetDialog,
 )
 from t25_tui.tui.screens.inbox import Inbox
+from t25_tui.tui.screens.new_task import NewTaskDialog
 from tests.sealed import passed_review, tip
 from tests.tui.conftest import app_for, landed, settle_board, until, until_async
 

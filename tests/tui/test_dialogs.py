@@ -18,13 +18,8 @@ from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
 from t25_tui.tui.app import make_app
 from t25_tui.tui.sample_data import CONFIG, make_sample_repo
-from t25_tui.tui.screens.dialogs import (
-    AnswerDialog,
-    ApprovalDialog,
-    ConfirmDialog,
-    NewTaskDialog,
-    RejectDialog,
-)
+from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog, ConfirmDialog, RejectDialog
+from t25_tui.tui.screens.new_task import NewTaskDialog
 from tests.test_serve import serving
 from tests.tui.conftest import app_for, settle_board, until, until_async
 from tests.waiting import free_port

@@ -23,8 +23,9 @@ from core.domain.models import TaskState
 from store import open_store
 from t25_tui.api.cockpit_client import attach
 from t25_tui.tui.app import make_app
-from t25_tui.tui.screens.dialogs import ApprovalDialog, NewTaskDialog
+from t25_tui.tui.screens.dialogs import ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
+from t25_tui.tui.screens.new_task import NewTaskDialog
 from tests.tui.conftest import app_for, settle_board, until
 from tests.tui.terminal import T25
 from tests.waiting import answers, free_port

@@ -19,11 +19,11 @@ from t25_tui.tui.screens.dialogs import (
     ConfirmDialog,
     MergeDialog,
     MessageDialog,
-    NewTaskDialog,
 )
 from t25_tui.tui.screens.diff import DiffScreen
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
+from t25_tui.tui.screens.new_task import NewTaskDialog
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
 from tests.tui.conftest import app_for, settle_board, until
