@@ -17,6 +17,7 @@ from core.domain.events import (
     RunFinished,
     RunOutput,
     RunStarted,
+    Subscription,
     TaskTransitioned,
 )
 from core.domain.models import TaskState
@@ -25,6 +26,7 @@ from core.domain.text import printable
 from t25_tui.cli.context import run_runtime
 
 if TYPE_CHECKING:
+    from core.ports import Operations
     from t25_tui.runtime import Runtime
 
 # `t25 run` exits with this, after its summary, when a task it worked ended FAILED; 1 stays
@@ -115,95 +117,117 @@ class LiveRuns:
         )
 
 
+class _Progress:
+    """What `t25 run` prints as it works: a line per event, the runs going on (redrawn on a
+    terminal), and the tasks its own runs failed (the bus carries this process's events
+    only: a task seen going to FAILED here was failed by the runs this `t25 run` worked)."""
+
+    def __init__(self) -> None:
+        self.failed_here: set[str] = set()
+        self.live = LiveRuns(sys.stdout, live=sys.stdout.isatty())
+
+    def show(self, item: Event | Resync) -> None:
+        if isinstance(item, TaskTransitioned) and item.to_state is TaskState.FAILED:
+            self.failed_here.add(item.task_id or "")
+        if isinstance(item, Resync):
+            return
+        self.live.seen(item)
+        line = describe(item)
+        if line:
+            self.live.print(line)
+
+    async def report(self, sub: Subscription) -> None:
+        async for item in sub:
+            self.show(item)
+
+    async def redraw(self) -> None:
+        while self.live.live:
+            await asyncio.sleep(0.5)
+            self.live.draw()
+
+    def done(self) -> None:
+        self.live.running.clear()
+        self.live.draw()
+
+
+async def _worked(
+    args: argparse.Namespace, runtime: Runtime, stopped_by: list[signal.Signals]
+) -> bool:
+    """Work the queue, printing as it goes, until nothing can move (or, with --follow, until
+    stopped); True unless a task failed in this run."""
+    control, sweeper = runtime.operations, runtime.sweeper
+    assert sweeper is not None  # the runtime was opened with in-process workers
+    sub = control.bus.subscribe()
+    progress = _Progress()
+    printer = asyncio.create_task(progress.report(sub))
+    drawing = asyncio.create_task(progress.redraw())
+    working = asyncio.create_task(sweeper.work(follow=args.follow))
+
+    # SIGTERM, or SIGHUP (a dropped SSH session): stop the agents, hand the runs back.
+    def stop(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        working.cancel()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # The printer ends only by failing (stdout closed: `t25 run | head`); then, as
+        # when interrupted, the workers stop their agents and hand their runs back.
+        if not working.done():
+            working.cancel()
+        await asyncio.gather(working, return_exceptions=True)
+        printer.cancel()
+        drawing.cancel()
+        await asyncio.gather(printer, drawing, return_exceptions=True)
+        progress.done()
+    failed_to_print = None if printer.cancelled() else printer.exception()
+    if failed_to_print is not None:
+        raise failed_to_print
+    if stopped_by:
+        print(
+            f"t25 run: stopped by {stopped_by[0].name}; its agents were stopped and their "
+            "runs handed back (`t25 run` again carries on)",
+            file=sys.stderr,
+        )
+        return False
+    working.result()
+    await asyncio.sleep(0)  # let the last events arrive
+    while (item := sub.get_nowait()) is not None:
+        progress.show(item)
+    sub.close()
+    return await _waiting_for_a_human(control, progress.failed_here)
+
+
+async def _waiting_for_a_human(control: Operations, failed_here: set[str]) -> bool:
+    """What is left for a human, each with its command; False when a task failed here."""
+    waiting = await control.tasks(states=[*HUMAN_NEEDED, TaskState.DONE, TaskState.FAILED])
+    pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
+    if pending:
+        print("\nwaiting for a human:")
+        for t in pending:
+            what = {
+                TaskState.AWAITING_APPROVAL: f"t25 approve {t.id}  (or reject)",
+                TaskState.NEEDS_INPUT: f't25 answer {t.id} "…"',
+                TaskState.DONE: f"t25 merge {t.id}",
+                TaskState.FAILED: f"t25 task show {t.id}; t25 retry {t.id}",
+            }[t.state]
+            print(f"  {t.id}  {t.state:<17}  {what}")
+    else:
+        print("\nnothing is waiting for a human")
+    failed = [t.id for t in waiting if t.state is TaskState.FAILED and t.id in failed_here]
+    if failed:
+        print(f"\n{len(failed)} task(s) failed in this run: {', '.join(failed)}")
+    return not failed
+
+
 def run_(args: argparse.Namespace) -> int:
     stopped_by: list[signal.Signals] = []
 
     async def body(runtime: Runtime) -> bool:
-        control, sweeper = runtime.operations, runtime.sweeper
-        assert sweeper is not None  # the runtime was opened with in-process workers
-        sub = control.bus.subscribe()
-        # The bus carries this process's own events only: a task seen going to FAILED here
-        # was failed by the runs this `t25 run` worked.
-        failed_here: set[str] = set()
-        live = LiveRuns(sys.stdout, live=sys.stdout.isatty())
-
-        def show(item: Event | Resync) -> None:
-            if isinstance(item, TaskTransitioned) and item.to_state is TaskState.FAILED:
-                failed_here.add(item.task_id or "")
-            if isinstance(item, Resync):
-                return
-            live.seen(item)
-            line = describe(item)
-            if line:
-                live.print(line)
-
-        async def report() -> None:
-            async for item in sub:
-                show(item)
-
-        async def redraw() -> None:
-            while live.live:
-                await asyncio.sleep(0.5)
-                live.draw()
-
-        printer = asyncio.create_task(report())
-        drawing = asyncio.create_task(redraw())
-        working = asyncio.create_task(sweeper.work(follow=args.follow))
-
-        # SIGTERM, or SIGHUP (a dropped SSH session): stop the agents, hand the runs back.
-        def stop(sig: signal.Signals) -> None:
-            stopped_by.append(sig)
-            working.cancel()
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, stop, sig)
-        try:
-            await asyncio.wait([printer, working], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # The printer ends only by failing (stdout closed: `t25 run | head`); then, as
-            # when interrupted, the workers stop their agents and hand their runs back.
-            if not working.done():
-                working.cancel()
-            await asyncio.gather(working, return_exceptions=True)
-            printer.cancel()
-            drawing.cancel()
-            await asyncio.gather(printer, drawing, return_exceptions=True)
-            live.running.clear()
-            live.draw()
-        failed_to_print = None if printer.cancelled() else printer.exception()
-        if failed_to_print is not None:
-            raise failed_to_print
-        if stopped_by:
-            print(
-                f"t25 run: stopped by {stopped_by[0].name}; its agents were stopped and their "
-                "runs handed back (`t25 run` again carries on)",
-                file=sys.stderr,
-            )
-            return False
-        working.result()
-        await asyncio.sleep(0)  # let the last events arrive
-        while (item := sub.get_nowait()) is not None:
-            show(item)
-        sub.close()
-        waiting = await control.tasks(states=[*HUMAN_NEEDED, TaskState.DONE, TaskState.FAILED])
-        pending = [t for t in waiting if not (t.state is TaskState.DONE and t.merged)]
-        if pending:
-            print("\nwaiting for a human:")
-            for t in pending:
-                what = {
-                    TaskState.AWAITING_APPROVAL: f"t25 approve {t.id}  (or reject)",
-                    TaskState.NEEDS_INPUT: f't25 answer {t.id} "…"',
-                    TaskState.DONE: f"t25 merge {t.id}",
-                    TaskState.FAILED: f"t25 task show {t.id}; t25 retry {t.id}",
-                }[t.state]
-                print(f"  {t.id}  {t.state:<17}  {what}")
-        else:
-            print("\nnothing is waiting for a human")
-        failed = [t.id for t in waiting if t.state is TaskState.FAILED and t.id in failed_here]
-        if failed:
-            print(f"\n{len(failed)} task(s) failed in this run: {', '.join(failed)}")
-        return not failed
+        return await _worked(args, runtime, stopped_by)
 
     from t25_tui.runtime import InProcessWorkers
 
