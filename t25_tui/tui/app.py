@@ -16,10 +16,9 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
-from textual import on, work
+from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
@@ -43,16 +42,14 @@ from t25_tui.tui.cards import (
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
 from t25_tui.tui.decision_flows import DecisionFlows
 from t25_tui.tui.desktop import notification
+from t25_tui.tui.navigation import Navigation
 from t25_tui.tui.screens.base import T25Screen
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import (
     MessageDialog,
 )
-from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.inbox import Inbox
-from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
-from t25_tui.tui.workspace import editor_argv, shell_argv, worktree_of
 
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
@@ -60,7 +57,7 @@ HELD_IN_DIALOGS = held_in_dialogs()
 BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
-class T25App(DecisionFlows):
+class T25App(Navigation, DecisionFlows):
     """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles.
 
     Its commands, and every screen's, are the rows of `t25_tui.tui.commands`; the keys
@@ -362,132 +359,15 @@ class T25App(DecisionFlows):
         if self.screen_stack and isinstance(self.screen, T25Screen):
             self.screen.task_changed(None)  # whatever it shows may have changed meanwhile
 
-    # -- filter ----------------------------------------------------------------------------------
-
-    def action_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
-
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        self.set_filter(event.value)
-        self.board.focus_first()
-
-    def set_filter(self, query: str) -> None:
-        self.filter = BoardFilter.parse(query)
-        self.query_one("#filter", Input).value = query
-        self.show_cards()
-
-    def key_escape(self) -> None:
-        box = self.query_one("#filter", Input)
-        if self.screen is self.screen_stack[0] and (box.has_focus or self.filter):
-            self.set_filter("")
-            self.board.focus_first()
-
     # -- navigation --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (isinstance(self.screen, ModalScreen) and action in HELD_IN_DIALOGS)
 
-    def _show(self, screen: T25Screen | None) -> None:
-        """`screen` straight above the board (None: the board itself)."""
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        if screen is not None:
-            self.push_screen(screen)
-
-    def action_board(self) -> None:
-        self._show(None)
-
-    def action_inbox(self) -> None:
-        self._show(Inbox(self.control, self.clock))
-
-    def action_cost(self) -> None:
-        self._show(CostPane(self.control, self.clock))
-
-    def action_audit(self) -> None:
-        self._show(AuditPane(self.control, self.clock))
-
-    def action_profiles(self) -> None:
-        self._show(ProfilesPane(self.control, self.clock, self.adapters))
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def selected_task(self) -> str | None:
-        screen = self.screen
-        if isinstance(screen, T25Screen):
-            return screen.selected_task
-        return self.board.selected() if screen is self.screen_stack[0] else None
-
-    def _need_task(self) -> str | None:
-        tid = self.selected_task()
-        if tid is None:
-            self.bell()
-            self.status("select a task first (arrows on the board)")
-        return tid
-
     def status(self, note: str) -> None:
         self.status_note = note
         if self.cards or self.loaded.is_set():
             self.show_cards()
-
-    def action_open(self) -> None:
-        if tid := self._need_task():
-            self.push_screen(TaskDetailScreen(self.control, tid, self.clock))
-
-    def action_log(self) -> None:
-        if tid := self._need_task():
-            if isinstance(self.screen, TaskDetailScreen):
-                self.screen.action_tab("log")
-            else:
-                self.push_screen(TaskDetailScreen(self.control, tid, self.clock, tab="log"))
-
-    def action_shell(self) -> None:
-        if tid := self._need_task():
-            self.into_worktree(tid, shell_argv(os.environ))
-
-    def action_editor(self) -> None:
-        if tid := self._need_task():
-            self.into_worktree(tid, editor_argv(os.environ))
-
-    @work(group="workspace", exclusive=True, exit_on_error=False)
-    async def into_worktree(self, tid: str, argv: list[str]) -> None:
-        """Run `argv` (a shell, an editor) in `tid`'s worktree with the terminal handed to
-        it; the cockpit comes back when it ends. Its agents go on meanwhile: the program is
-        awaited on the event loop, not waited for by a blocking call, so the loop keeps their
-        output read and their leases renewed."""
-        try:
-            path = await worktree_of(self.control, tid)
-        except T25Error as exc:
-            hint = f"\n\nhint: {exc.hint}" if exc.hint else ""
-            self.push_screen(MessageDialog("No worktree to open", exc.message + hint))
-            return
-        failed = ""
-        with self._terminal_handed_over():
-            try:
-                program = await asyncio.create_subprocess_exec(*argv, cwd=path)
-                code = await program.wait()
-            except OSError as exc:
-                failed = f"{argv[0]}: {exc.strerror or exc}"
-        if failed:
-            self.push_screen(MessageDialog("Could not start it", printable(failed)))
-        else:
-            self.status(f"back from {argv[0]} in {tid}'s worktree (exit {code})")
-
-    @contextmanager
-    def _terminal_handed_over(self) -> Iterator[None]:
-        """The terminal belongs to another program: the cockpit suspends, and paints
-        nothing until it is back (a repaint would land in the other program's screen).
-        Headless (under a test) there is no terminal to hand over."""
-        if self.is_headless:
-            yield
-            return
-        self.terminal_away = True
-        try:
-            with self.batch_update(), self.suspend():
-                yield
-        finally:
-            self.terminal_away = False
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
         """Textual's own, then every command with a title, with the keys in effect."""
