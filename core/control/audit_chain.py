@@ -317,48 +317,12 @@ async def verify_chain(
         verdict, differs, behind = await _walk(store, check, reader, upto)
     where = "in the store's chain"
     if not verdict.ok:
-        kept = ""
-        if verdict.bad_line is not None and keys is not None:
-            raw = await asyncio.to_thread(_mirror_line, mirror, verdict.bad_line)
-            if raw is not None and _sealed(raw, keys):
-                kept = (
-                    f"; the mirror's line {verdict.bad_line} carries T25's seal: the store's "
-                    f"chain was rewritten, and {mirror} keeps what T25 wrote"
-                )
+        kept = await _mirror_keeps(mirror, verdict.bad_line, keys)
         return dataclasses.replace(verdict, message=f"{verdict.message} ({where}){kept}")
-    # A line past that anchor is a decision committed since, if the anchor (read after the
-    # line: T25 commits a line and its anchor together) has moved to it.
-    beyond = await store.audit_lines(after=upto, limit=1)
-    now = await store.get_audit_anchor() if beyond else None
-    if beyond and (now is None or now.seq < beyond[0].seq):
-        return Verdict(
-            False,
-            verdict.lines,
-            f"line {beyond[0].seq}: is in the store's chain past its anchor (line "
-            f"{now.seq if now else 0}); it was added outside T25",
-            bad_line=beyond[0].seq,
-            head=verdict.head,
-        )
+    if (outside := await _added_outside(store, verdict, upto)) is not None:
+        return outside
     if differs is not None:
-        raw = await asyncio.to_thread(_mirror_line, mirror, differs)
-        if keys is not None and raw is not None and _sealed(raw, keys):
-            why = (
-                "both carry T25's seal: the mirror was kept apart from this store (another "
-                "installation's log, or a backup restored over it); keep both and compare"
-            )
-        else:
-            why = (
-                "the store's line carries T25's seal and the mirror's does not: the mirror "
-                "was changed outside T25; the store's chain is the one to trust"
-            )
-        return Verdict(
-            False,
-            verdict.lines,
-            f"line {differs}: the mirror {mirror} differs from the store's chain, which is "
-            f"intact ({verdict.lines} entries); {why}",
-            bad_line=differs,
-            head=verdict.head,
-        )
+        return await _mirror_differs(mirror, differs, verdict, keys)
     note = ""
     if behind and fh is not None:
         try:
@@ -369,6 +333,63 @@ async def verify_chain(
             note = f"; the mirror was {added} lines behind, brought up to date"
     message = verdict.message.replace("entries,", f"entries {where},", 1)
     return dataclasses.replace(verdict, message=message + note)
+
+
+async def _mirror_keeps(mirror: Path, bad_line: int | None, keys: Keyring | None) -> str:
+    """Of a store's chain that fails at `bad_line`: whether the mirror's line there carries
+    T25's seal (the store's chain was rewritten, and the mirror keeps what T25 wrote)."""
+    if bad_line is None or keys is None:
+        return ""
+    raw = await asyncio.to_thread(_mirror_line, mirror, bad_line)
+    if raw is None or not _sealed(raw, keys):
+        return ""
+    return (
+        f"; the mirror's line {bad_line} carries T25's seal: the store's chain was "
+        f"rewritten, and {mirror} keeps what T25 wrote"
+    )
+
+
+async def _added_outside(store: ChainStore, verdict: Verdict, upto: int) -> Verdict | None:
+    """A line past the anchor is a decision committed since, if the anchor (read after the
+    line: T25 commits a line and its anchor together) has moved to it; else it was added
+    outside T25."""
+    beyond = await store.audit_lines(after=upto, limit=1)
+    now = await store.get_audit_anchor() if beyond else None
+    if not beyond or (now is not None and now.seq >= beyond[0].seq):
+        return None
+    return Verdict(
+        False,
+        verdict.lines,
+        f"line {beyond[0].seq}: is in the store's chain past its anchor (line "
+        f"{now.seq if now else 0}); it was added outside T25",
+        bad_line=beyond[0].seq,
+        head=verdict.head,
+    )
+
+
+async def _mirror_differs(
+    mirror: Path, differs: int, verdict: Verdict, keys: Keyring | None
+) -> Verdict:
+    """The mirror's line `differs` is not the intact store's: which one to trust."""
+    raw = await asyncio.to_thread(_mirror_line, mirror, differs)
+    if keys is not None and raw is not None and _sealed(raw, keys):
+        why = (
+            "both carry T25's seal: the mirror was kept apart from this store (another "
+            "installation's log, or a backup restored over it); keep both and compare"
+        )
+    else:
+        why = (
+            "the store's line carries T25's seal and the mirror's does not: the mirror "
+            "was changed outside T25; the store's chain is the one to trust"
+        )
+    return Verdict(
+        False,
+        verdict.lines,
+        f"line {differs}: the mirror {mirror} differs from the store's chain, which is "
+        f"intact ({verdict.lines} entries); {why}",
+        bad_line=differs,
+        head=verdict.head,
+    )
 
 
 async def _walk(
