@@ -33,7 +33,6 @@ GRANDFATHERED = {
     "store/postgres.py:PostgresStore": 51,
     "store/sqlite.py": 606,
     "store/sqlite.py:SqliteStore": 42,
-    "t25_tui/api/worker_client.py:HttpRunQueue._retried": 64,
     "t25_tui/tui/sample_data.py:_stage_artifacts": 73,
     "t25_tui/tui/sample_data.py:seed": 96,
 }

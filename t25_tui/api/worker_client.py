@@ -299,21 +299,7 @@ class HttpRunQueue:
                     timeout=max(1.0, min(self.timeout_s, left / len(self.http.urls))),
                 )
                 if response.status_code in (401, 403):
-                    pause = next(refused, None)
-                    if pause is None:
-                        raise CredentialRefused(
-                            f"serve refused the worker credential ({response.status_code}): "
-                            f"{refusal(response).error}",
-                            hint=f"check {CREDENTIAL_ENV}: it must be the one `t25 serve` at "
-                            f"{self.http.url} was started with",
-                        )
-                    log.warning(
-                        "%s answered %d; trying again in %.1f s",
-                        path,
-                        response.status_code,
-                        pause,
-                    )
-                    await asyncio.sleep(pause)
+                    await self._refused(response, path, next(refused, None))
                     continue
                 if response.status_code not in TRANSIENT_STATUSES:
                     # The server's error class, from its code: LeaseLost when the lease is
@@ -339,6 +325,19 @@ class HttpRunQueue:
                 )
             log.warning("%s failed (%s); trying again in %.1f s", path, failure, pause)
             await asyncio.sleep(pause)
+
+    async def _refused(self, response: httpx.Response, path: str, pause: float | None) -> None:
+        """Serve refused the worker credential: tried again after `pause` (a credential
+        being rotated), or CredentialRefused once the pauses are spent."""
+        if pause is None:
+            raise CredentialRefused(
+                f"serve refused the worker credential ({response.status_code}): "
+                f"{refusal(response).error}",
+                hint=f"check {CREDENTIAL_ENV}: it must be the one `t25 serve` at "
+                f"{self.http.url} was started with",
+            )
+        log.warning("%s answered %d; trying again in %.1f s", path, response.status_code, pause)
+        await asyncio.sleep(pause)
 
     async def agree(self, until: float) -> None:
         """Read serve's protocol from `/health` (none said: version 1), retried as a claim is
