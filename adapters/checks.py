@@ -19,7 +19,7 @@ from pathlib import Path
 
 from adapters.caps import capped
 from adapters.check_start import start_failure
-from adapters.checkout_view import unseen
+from adapters.checkout_view import CheckoutView, unseen
 from adapters.containment import run_tag
 from adapters.figures import Before, before, junit_path, junit_report, names_pytest, pytest_summary
 from adapters.homes import home_variables, private_home, run_homes, seen_at_checkout
@@ -83,20 +83,7 @@ async def run_check(
             view=view,
         )
         done, over, proxy = await _run(check, box, sandbox, env, confine, abort)
-    excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
-    if over is not None:
-        excerpt += f"\n[t25: {over}; the check's processes were killed]"
-    denied = [c for c in (proxy.records if proxy else []) if not c.allowed]
-    if denied:  # what the check tried to reach and was refused, for whoever reads why it failed
-        excerpt += "".join(f"\n[t25: {c.line()}]" for c in denied[-5:])
-    if confine.at_checkout and view is None and (why := unseen(cwd, sandbox.name)):
-        excerpt += f"\n[t25: {why}]"
-    if done.spawn_error:
-        excerpt = done.spawn_error
-    elif done.timed_out:
-        excerpt += f"\n[t25: timed out after {check.timeout_s} s; process group killed]"
-    elif done.aborted:
-        excerpt += "\n[t25: stopped by T25; process group killed]"
+    excerpt = _what_happened(done, over, proxy, check, cwd, sandbox.name, view, confine)
     passed = done.exit_code == 0 and over is None
     return CheckResult(
         name=check.name,
@@ -109,6 +96,34 @@ async def run_check(
         start_error=None if passed else start_failure(done, check.run[0], sandbox.name),
         confined=isinstance(sandbox, Bubblewrap),
     )
+
+
+def _what_happened(
+    done: ProcessResult,
+    over: str | None,
+    proxy: RunProxy | None,
+    check: QACheck,
+    cwd: Path,
+    sandbox: str,
+    view: CheckoutView | None,
+    confine: CheckSandbox,
+) -> str:
+    """The check's excerpt: its output's tail, with T25's notes on what ended or hid it."""
+    excerpt = _excerpt(done.tail)  # the log keeps the head; a failure's summary is last
+    if over is not None:
+        excerpt += f"\n[t25: {over}; the check's processes were killed]"
+    denied = [c for c in (proxy.records if proxy else []) if not c.allowed]
+    if denied:  # what the check tried to reach and was refused, for whoever reads why it failed
+        excerpt += "".join(f"\n[t25: {c.line()}]" for c in denied[-5:])
+    if confine.at_checkout and view is None and (why := unseen(cwd, sandbox)):
+        excerpt += f"\n[t25: {why}]"
+    if done.spawn_error:
+        excerpt = done.spawn_error
+    elif done.timed_out:
+        excerpt += f"\n[t25: timed out after {check.timeout_s} s; process group killed]"
+    elif done.aborted:
+        excerpt += "\n[t25: stopped by T25; process group killed]"
+    return excerpt
 
 
 def _figures(check: QACheck, done: ProcessResult, noted: Before | None) -> Figures | None:
