@@ -14,9 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput
 from adapters.parsing import count, summed
 from adapters.process import NETWORK_ENV
+from adapters.prompt_files import PromptArg
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import EDIT

@@ -13,13 +13,12 @@ A run's stdout is read once, by the spec's `parse`, into a `CliOutput`; everythi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -40,30 +39,19 @@ from adapters.process import (
     passthrough_env,
     run_process,
 )
+from adapters.prompt_files import PromptArg, prompt_arg
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.hosts import entry_for_url
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
-from core.domain.pids import alive
 from core.domain.tools import read_only
 from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
 
-# Above this many bytes a prompt goes through a file: one argv element is limited to 128 KiB
-# on Linux, and a long argv is visible to every user in `ps`.
-PROMPT_FILE_THRESHOLD = 100_000
 VERSION_TIMEOUT_S = 10.0
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?)")
-
-
-@dataclass(frozen=True)
-class PromptArg:
-    """The prompt as the CLI receives it: inline `text`, or the `path` of a file holding it."""
-
-    text: str | None = None
-    path: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -277,68 +265,6 @@ class CliAdapterSpec:
         return list(dict.fromkeys(named)) or list(self.vendor_hosts)
 
 
-def inline_prompt(prompt: PromptArg) -> str:
-    """The prompt as one argument, for CLIs that cannot read it from a file: a big prompt
-    becomes an instruction to read the 0600 file that holds it."""
-    if prompt.path is None:
-        return prompt.text or ""
-    return (
-        f"Your complete instructions are in the file {prompt.path} (outside this "
-        "directory). Read that whole file first and follow it exactly."
-    )
-
-
-# A prompt file's name carries the pid of the T25 process that wrote it, so one that a
-# killed T25 left behind can be told from one a live T25 is using: `t25-prompt-<pid>-*.md`.
-PROMPT_FILE_PREFIX = "t25-prompt-"
-_PROMPT_FILE = re.compile(rf"{PROMPT_FILE_PREFIX}(\d+)-[^/]*\.md")
-
-
-def _prompt_dir(cwd: Path) -> Path:
-    """Where big prompts are written: the temp dir, unless that lies inside the worktree."""
-    where = Path(tempfile.gettempdir()).resolve()
-    return Path("/tmp") if where.is_relative_to(cwd.resolve()) else where
-
-
-@contextlib.contextmanager
-def prompt_arg(prompt: str, cwd: Path) -> Iterator[PromptArg]:
-    """Small prompts go inline; big ones through a 0600 temp file outside the worktree,
-    removed afterwards whatever happens (an agent could otherwise commit it). A T25
-    killed meanwhile cannot remove it: `sweep_prompt_files` does, in the next one."""
-    if len(prompt.encode()) <= PROMPT_FILE_THRESHOLD:
-        yield PromptArg(text=prompt)
-        return
-    fd, name = tempfile.mkstemp(
-        prefix=f"{PROMPT_FILE_PREFIX}{os.getpid()}-", suffix=".md", dir=_prompt_dir(cwd)
-    )  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(prompt)
-        yield PromptArg(path=Path(name))
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-
-
-def sweep_prompt_files(dirs: list[Path] | None = None) -> list[Path]:
-    """Remove this user's prompt files whose T25 process no longer runs; never a live
-    process's (a pid that was reused keeps its file: the sweep only errs towards keeping).
-    `dirs` defaults to everywhere `prompt_arg` writes."""
-    if dirs is None:
-        dirs = [Path(tempfile.gettempdir()).resolve(), Path("/tmp")]
-    removed = []
-    for where in dict.fromkeys(dirs):
-        for path in where.glob(f"{PROMPT_FILE_PREFIX}*.md"):
-            owner = _PROMPT_FILE.fullmatch(path.name)
-            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
-                if owner and path.lstat().st_uid == os.getuid() and not alive(int(owner[1])):
-                    path.unlink()
-                    removed.append(path)
-    if removed:
-        log.info("removed %d prompt file(s) left by T25 processes that were killed", len(removed))
-    return removed
-
-
 def log_spool(request: AgentRequest) -> Path:
     """A new 0600 file for the run's log: in the request's `log_dir` (the worker's private
     area), else the temp directory; never the worktree. Its run's worker removes it once the
@@ -424,27 +350,10 @@ class CliAdapter:
     async def run(
         self, request: AgentRequest, sink: OutputSink, abort: asyncio.Event
     ) -> AgentResult:
-        path = self.locate()
-        if path is None:
-            return AgentResult(
-                adapter=self.name,
-                model=request.model,
-                failure=Failure.SPAWN,
-                error=f"{self.spec.binary}: not found on PATH",
-            )
-        version = await self.version()
-        try:
-            sandbox = sandbox_for(request.sandbox, image=request.sandbox_image)
-            await sandbox.check()
-        except SandboxUnavailable as exc:  # never run unsandboxed instead
-            return AgentResult(
-                adapter=self.name,
-                cli_version=version,
-                model=request.model,
-                failure=Failure.SPAWN,
-                error=f"sandbox {request.sandbox} cannot be had: {exc}; "
-                "the run is refused rather than run unsandboxed",
-            )
+        ready = await self._ready(request)
+        if isinstance(ready, AgentResult):
+            return ready
+        path, version, sandbox = ready
         # Inside a sandbox the real HOME is read-only: the CLI gets a private one.
         wants_home = request.private_home or sandbox.unconfined is None
         with (
@@ -485,6 +394,32 @@ class CliAdapter:
                     over = run.hit(done.exit_code, done.signal)
         result = self._result(seen, version, done, over)
         return result.model_copy(update={"confined": isinstance(sandbox, Bubblewrap)})
+
+    async def _ready(self, request: AgentRequest) -> tuple[str, str | None, Sandbox] | AgentResult:
+        """The CLI's binary, its version and the sandbox the run gets; or the failed result
+        of a run that cannot start (no binary, or no sandbox: never run unsandboxed instead)."""
+        path = self.locate()
+        if path is None:
+            return AgentResult(
+                adapter=self.name,
+                model=request.model,
+                failure=Failure.SPAWN,
+                error=f"{self.spec.binary}: not found on PATH",
+            )
+        version = await self.version()
+        try:
+            sandbox = sandbox_for(request.sandbox, image=request.sandbox_image)
+            await sandbox.check()
+        except SandboxUnavailable as exc:
+            return AgentResult(
+                adapter=self.name,
+                cli_version=version,
+                model=request.model,
+                failure=Failure.SPAWN,
+                error=f"sandbox {request.sandbox} cannot be had: {exc}; "
+                "the run is refused rather than run unsandboxed",
+            )
+        return path, version, sandbox
 
     def _confinement(
         self,

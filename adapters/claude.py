@@ -6,7 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput
 from adapters.entries import (
     CALL_CHARS,
     Entry,
@@ -33,6 +33,7 @@ from adapters.parsing import (
     text_of,
 )
 from adapters.process import NETWORK_ENV
+from adapters.prompt_files import PromptArg, inline_prompt
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 

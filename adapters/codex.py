@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput
 from adapters.entries import (
     Entry,
     EventShapes,
@@ -32,6 +32,7 @@ from adapters.parsing import (
     text_of,
 )
 from adapters.process import NETWORK_ENV
+from adapters.prompt_files import PromptArg, inline_prompt
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import read_only

@@ -7,14 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from adapters.base import (
-    Capabilities,
-    CliAdapterSpec,
-    CliOutput,
-    PromptArg,
-    inline_prompt,
-    project_config_off,
-)
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, project_config_off
 from adapters.entries import (
     Entry,
     EventShapes,
@@ -37,6 +30,7 @@ from adapters.parsing import (
     text_of,
 )
 from adapters.process import NETWORK_ENV
+from adapters.prompt_files import PromptArg, inline_prompt
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import ordered

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, inline_prompt
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput
 from adapters.entries import Entry, EventShapes, Kind, call, error_entry, message_entry, output
 from adapters.login import LoginProbe
 from adapters.parsing import (
@@ -20,6 +20,7 @@ from adapters.parsing import (
     text_of,
 )
 from adapters.process import NETWORK_ENV
+from adapters.prompt_files import PromptArg, inline_prompt
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 

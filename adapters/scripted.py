@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from adapters.base import Capabilities, CliAdapterSpec, CliOutput, PromptArg, QuotaSignal
+from adapters.base import Capabilities, CliAdapterSpec, CliOutput, QuotaSignal
 from adapters.entries import Entry, EventShapes, Kind, call, message_entry
 from adapters.parsing import (
     JsonObject,
@@ -20,6 +20,7 @@ from adapters.parsing import (
     reset_time,
     text_of,
 )
+from adapters.prompt_files import PromptArg
 from core.domain.agent import AgentRequest
 
 QUOTA_MARKERS = ("hit your session limit", "hit your usage limit")

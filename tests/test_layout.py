@@ -23,7 +23,6 @@ GRANDFATHERED = {
     "core/worker/worker.py": 728,
     "core/worker/worker.py:Worker._run_agent": 63,
     "core/workspace/fingerprint.py:fingerprint": 91,
-    "adapters/base.py:CliAdapter.run": 64,
     "adapters/process.py": 615,
     "adapters/scripted_agent.py": 816,
     "adapters/scripted_agent.py:answer": 68,

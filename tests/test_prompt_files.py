@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import PROMPT_FILE_THRESHOLD, prompt_arg
+from adapters.prompt_files import PROMPT_FILE_THRESHOLD, prompt_arg
 
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from adapters.base import prompt_arg
+    from adapters.prompt_files import prompt_arg
     with prompt_arg("x" * 200_000, Path(sys.argv[1])) as prompt:
         print(prompt.path, flush=True)
         time.sleep(600)
@@ -65,7 +65,7 @@ def test_a_prompt_file_is_private_and_named_after_its_process(
 ):
     monkeypatch.setenv("TMPDIR", str(tmpdir_))
     monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
-    from adapters.base import sweep_prompt_files
+    from adapters.prompt_files import sweep_prompt_files
 
     with prompt_arg("y" * (PROMPT_FILE_THRESHOLD + 1), tmp_path) as prompt:
         assert prompt.path.name.startswith(f"t25-prompt-{os.getpid()}-")

@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if getattr(args, "runs_agents", False):
-            from adapters.base import sweep_prompt_files
+            from adapters.prompt_files import sweep_prompt_files
 
             held_secrets.undumpable()  # no agent may read or ptrace the process that runs it
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import CliAdapterSpec, CliOutput, PromptArg
+from adapters.base import CliAdapterSpec, CliOutput
+from adapters.prompt_files import PromptArg
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
 
-from adapters.base import PROMPT_FILE_THRESHOLD, CliAdapter, CliAdapterSpec
+from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.containment import TAG_ENV
 from adapters.process import ENV_ALLOWLIST
+from adapters.prompt_files import PROMPT_FILE_THRESHOLD
 from core.domain.agent import Failure
 from core.domain.answers import QAAnswer, parse_answer
 from core.domain.models import TaskState, utcnow

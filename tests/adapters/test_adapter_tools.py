@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from adapters.aider import AiderSpec
-from adapters.base import CliAdapter, CliAdapterSpec, PromptArg
+from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.claude import OVERHEAD_ENV, ClaudeSpec
 from adapters.codex import CodexSpec
 from adapters.gemini import POLICIES, GeminiSpec
 from adapters.opencode import OpencodeSpec
+from adapters.prompt_files import PromptArg
 from core.config.schema import ROLES, AgentProfile
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState

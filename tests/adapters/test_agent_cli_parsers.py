@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from adapters.aider import AiderSpec
-from adapters.base import CliAdapter, PromptArg
+from adapters.base import CliAdapter
 from adapters.claude import ClaudeSpec
 from adapters.codex import CodexSpec
 from adapters.gemini import GeminiSpec
 from adapters.opencode import OpencodeSpec
 from adapters.parsing import classify_error, reset_time
 from adapters.process import ProcessResult
+from adapters.prompt_files import PromptArg
 from core.domain.agent import AgentRequest, Failure
 from core.domain.models import TaskState
 

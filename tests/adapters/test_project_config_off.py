@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from adapters.aider import AiderSpec
-from adapters.base import CliAdapter, CliAdapterSpec, PromptArg, project_config_off
+from adapters.base import CliAdapter, CliAdapterSpec, project_config_off
 from adapters.claude import ClaudeSpec
 from adapters.codex import CodexSpec, untrusted_projects
 from adapters.gemini import HEADLESS_SETTINGS, GeminiSpec
 from adapters.opencode import OpencodeSpec
+from adapters.prompt_files import PromptArg
 from adapters.registry import builtin_specs
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import CliAdapter, CliAdapterSpec, PromptArg
+from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.claude import ClaudeSpec
 from adapters.codex import CodexSpec
 from adapters.opencode import OpencodeSpec
 from adapters.process import ProcessResult
+from adapters.prompt_files import PromptArg
 from core.domain.agent import AgentRequest, Failure
 from core.domain.models import TaskState
 
