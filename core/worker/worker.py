@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -51,13 +50,13 @@ from core.errors import (
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
+from core.worker.outside_changes import changed_meanwhile, confined, outward_links, undo
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.branch_guard import check_branch
 from core.workspace.check_litter import litter_note, put_back, tree_state
 from core.workspace.merging import checked_merge, merged_already
 from core.workspace.pull_request import publish, push_default_branch
 from core.workspace.sizes import largest_file
-from core.workspace.watch import Undone
 from core.workspace.worktrees import Workspace, Worktrees
 
 log = logging.getLogger("t25.worker")
@@ -276,10 +275,10 @@ class Worker:
                 raise  # not this run's failure: the run is no longer ours
             except T25Error as exc:  # no adapter could run, the push failed, ...
                 report = RunReport(error=exc.message)
-            undone = await worktrees.watch.finish(watched, confined=_confined(run, report))
+            undone = await worktrees.watch.finish(watched, confined=confined(run, report))
         finally:
             worktrees.watch.abandon(watched)  # stopped midway: no longer watched
-        report = _changed_meanwhile(report, undone)
+        report = changed_meanwhile(report, undone)
         return await self._commit(lease, run, task, worktrees, report, last_commit)
 
     async def _commit(
@@ -296,9 +295,9 @@ class Worker:
         implementing = run.stage is TaskState.IMPLEMENTING
         committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
         if committing and report.result and report.result.ok:
-            undone = await _outward_links(worktrees, task)
+            undone = await outward_links(worktrees, task)
             if undone.changes:
-                return await _undo(worktrees, task, report, undone, last_commit)
+                return await undo(worktrees, task, report, undone, last_commit)
             await confirm_lease(self.runs, lease, self.lease_ttl_s)  # lost: nothing committed
             subject = f"{task.id}: {task.title if implementing else 'documentation'}"
             commit = await worktrees.history.commit_all(task, f"{subject}\n\nT25 run {run.id}")
@@ -483,13 +482,7 @@ class Worker:
                 # quota), and the last such run is reported as it was when none is left.
                 _discard_log(overloaded)
                 overloaded, tried = result, tried | {profile.adapter}
-                notes.append(
-                    f"{profile.adapter}: not logged in ({result.error or 'no detail'}); "
-                    "log in, then retry"
-                    if result.failure is Failure.LOGIN
-                    else f"{profile.adapter}: still overloaded after "
-                    f"{len(self.overload_backoff_s)} retries"
-                )
+                notes.append(_passed_over(profile.adapter, result, len(self.overload_backoff_s)))
                 continue
             if result.failure is not Failure.QUOTA:
                 if overloaded is not result:
@@ -630,6 +623,13 @@ def sweep_run_logs(where: Path) -> list[Path]:
     return removed
 
 
+def _passed_over(adapter: str, result: AgentResult, retries: int) -> str:
+    """Why a run went past a CLI that is not logged in, or still overloaded after retries."""
+    if result.failure is Failure.LOGIN:
+        return f"{adapter}: not logged in ({result.error or 'no detail'}); log in, then retry"
+    return f"{adapter}: still overloaded after {retries} retries"
+
+
 def _discard_log(result: AgentResult | None) -> None:
     """Remove the file an agent's run spooled its log to: reported, or not to be."""
     if result is not None and result.log is not None:
@@ -665,64 +665,3 @@ def _no_reviewer(run: Run, passed: str, rule: str) -> str:
         f"roles.{run.role} whose {what} differs, or set "
         "policies.reviewer_differs_from_author: off; then answer to run the review again."
     )
-
-
-def _confined(run: Run, report: RunReport) -> bool:
-    """Whether nothing the run executed could reach the main checkout: its agent and its
-    checks all ran in bubblewrap, or no agent code ran at all (PR_OPEN is T25's own push,
-    with hooks off; a review with no reviewer left ran nothing). A run that ended in an
-    error before saying what ran is not."""
-    if run.stage is TaskState.PR_OPEN:
-        return True
-    if report.result is None and report.error:
-        return False
-    ran = [check.confined for check in report.checks]
-    if report.result is not None:
-        ran.append(report.result.confined)
-    return all(ran)
-
-
-def _changed_meanwhile(report: RunReport, undone: Undone) -> RunReport:
-    """An unconfined run during which the main checkout changed: T25 cannot tell the run's
-    doing from the operator's, so the run's work is kept and the task asks (the git files
-    that run programs were put back at once, their changed copies kept)."""
-    if not undone.changes:
-        return report
-    put_back = f"T25 put back {', '.join(undone.put_back)}" if undone.put_back else ""
-    return report.model_copy(
-        update={
-            "changed_meanwhile": undone.changes,
-            "undone": put_back,
-            "evidence": undone.evidence,
-        }
-    )
-
-
-async def _undo(
-    worktrees: Worktrees, task: Task, report: RunReport, undone: Undone, last_commit: str | None
-) -> RunReport:
-    """The invariant was broken: nothing the run left is built on. The worktree goes back
-    to T25's last commit, and the report says what was put back."""
-    put_back = ", ".join(undone.put_back) or "nothing to put back"
-    reset = f"reset the worktree to {(last_commit or '?')[:12]}"
-    try:
-        if last_commit is not None:
-            await worktrees.history.reset(task, last_commit)
-    except T25Error as exc:  # the run broke its worktree too: the violation stands
-        reset = f"could not reset the worktree ({exc.message})"
-    return report.model_copy(
-        update={
-            "violation": undone.changes,
-            "undone": f"T25 put back {put_back} and {reset}",
-            "evidence": undone.evidence,
-        }
-    )
-
-
-async def _outward_links(worktrees: Worktrees, task: Task) -> Undone:
-    """A tree about to be committed that links outside itself, as a violation."""
-    links = await worktrees.history.outward_links(task)
-    if not links:
-        return Undone()
-    lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)
-    return Undone(lines, evidence=json.dumps({"changes": lines}, indent=2))

@@ -1,0 +1,75 @@
+"""What a run changed outside its worktree, as its report says it: whether it ran confined,
+an unconfined run's main checkout changed meanwhile (kept, and the task asks), a broken
+invariant undone (the worktree back to T25's last commit), and links that lead outside.
+"""
+
+from __future__ import annotations
+
+import json
+
+from core.domain.models import Run, Task, TaskState
+from core.domain.reports import RunReport
+from core.errors import T25Error
+from core.workspace.watch import Undone
+from core.workspace.worktrees import Worktrees
+
+
+def confined(run: Run, report: RunReport) -> bool:
+    """Whether nothing the run executed could reach the main checkout: its agent and its
+    checks all ran in bubblewrap, or no agent code ran at all (PR_OPEN is T25's own push,
+    with hooks off; a review with no reviewer left ran nothing). A run that ended in an
+    error before saying what ran is not."""
+    if run.stage is TaskState.PR_OPEN:
+        return True
+    if report.result is None and report.error:
+        return False
+    ran = [check.confined for check in report.checks]
+    if report.result is not None:
+        ran.append(report.result.confined)
+    return all(ran)
+
+
+def changed_meanwhile(report: RunReport, undone: Undone) -> RunReport:
+    """An unconfined run during which the main checkout changed: T25 cannot tell the run's
+    doing from the operator's, so the run's work is kept and the task asks (the git files
+    that run programs were put back at once, their changed copies kept)."""
+    if not undone.changes:
+        return report
+    put_back = f"T25 put back {', '.join(undone.put_back)}" if undone.put_back else ""
+    return report.model_copy(
+        update={
+            "changed_meanwhile": undone.changes,
+            "undone": put_back,
+            "evidence": undone.evidence,
+        }
+    )
+
+
+async def undo(
+    worktrees: Worktrees, task: Task, report: RunReport, undone: Undone, last_commit: str | None
+) -> RunReport:
+    """The invariant was broken: nothing the run left is built on. The worktree goes back
+    to T25's last commit, and the report says what was put back."""
+    put_back = ", ".join(undone.put_back) or "nothing to put back"
+    reset = f"reset the worktree to {(last_commit or '?')[:12]}"
+    try:
+        if last_commit is not None:
+            await worktrees.history.reset(task, last_commit)
+    except T25Error as exc:  # the run broke its worktree too: the violation stands
+        reset = f"could not reset the worktree ({exc.message})"
+    return report.model_copy(
+        update={
+            "violation": undone.changes,
+            "undone": f"T25 put back {put_back} and {reset}",
+            "evidence": undone.evidence,
+        }
+    )
+
+
+async def outward_links(worktrees: Worktrees, task: Task) -> Undone:
+    """A tree about to be committed that links outside itself, as a violation."""
+    links = await worktrees.history.outward_links(task)
+    if not links:
+        return Undone()
+    lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)
+    return Undone(lines, evidence=json.dumps({"changes": lines}, indent=2))
