@@ -22,7 +22,6 @@ GRANDFATHERED = {
     "core/control/pipeline.py:Pipeline": 35,
     "core/worker/worker.py": 667,
     "core/workspace/fingerprint.py:fingerprint": 91,
-    "adapters/process.py": 615,
     "adapters/scripted_agent.py": 816,
     "adapters/scripted_agent.py:answer": 68,
     "adapters/scripted_agent.py:main": 63,

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from agent_kit import Sink, alive, eventually
 
-from adapters import process
-from adapters.process import SPILL_BYTES, LogHead, minimal_env, run_process
+from adapters import output_buffers
+from adapters.output_buffers import SPILL_BYTES, LogHead
+from adapters.process import minimal_env, run_process
 
 
 def py(code: str) -> list[str]:
@@ -306,7 +307,7 @@ async def test_without_room_on_disk_the_log_stays_in_memory_and_whole(monkeypatc
         calls.append(1)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(process, "_unnamed_file", no_room)
+    monkeypatch.setattr(output_buffers, "_unnamed_file", no_room)
     log = LogHead(3 * 2**20)
     for i in range(60):
         await log.add(bytes([i]) * 65536)
