@@ -26,7 +26,7 @@ from adapters.homes import home_variables, private_home, run_homes, seen_at_chec
 from adapters.netproxy import RunProxy, run_network
 from adapters.process import ProcessResult, minimal_env, run_process
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.figures import Figures
 from core.domain.models import CheckResult

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Never
 from xml.parsers import expat
 
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.figures import MAX_COUNT, Figures
 
 MAX_XML_BYTES = 16 * 1024 * 1024

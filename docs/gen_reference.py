@@ -275,7 +275,7 @@ def configuration_page() -> str:
         "# Configuration\n\n",
         GENERATED,
         (
-            "Every key of `t25.yaml`, from its schema (`core/config/schema.py`), section by "
+            "Every key of `t25.yaml`, from its schema (`core/config/schema.py` and the sections beside it), section by "
             "section; then the example `t25 init` copies, which says what each key does. Unknown "
             "keys are errors. [Configuration](../guides/configuration.md) explains the file.\n"
         ),

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.config.schema import Config, QACheck, load_config
+from core.config.policy_config import QACheck
+from core.config.schema import Config, load_config
 from core.control.service import ControlPlane
 from core.domain.agent import CheckSandbox
 from core.domain.backoff import Backoff

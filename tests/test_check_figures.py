@@ -24,7 +24,7 @@ from adapters.figures import (
     names_pytest,
     pytest_summary,
 )
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.figures import Baseline, Figures, figures_line
 from core.domain.models import CheckResult

@@ -13,7 +13,7 @@ import pytest
 
 from adapters.checks import run_check
 from adapters.sandbox import bwrap_problem
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.models import TaskState
 from core.errors import MergeRefused

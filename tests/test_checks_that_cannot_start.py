@@ -13,7 +13,8 @@ import pytest
 
 from adapters.checks import run_check
 from adapters.sandbox import bwrap_problem
-from core.config.schema import Limits, QACheck
+from core.config.policy_config import QACheck
+from core.config.schema import Limits
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.events import InputRequested
 from core.domain.models import ArtifactKind, RunStatus, TaskState

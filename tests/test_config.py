@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from core.config.schema import (
-    DEFAULT_PROTECTED_PATHS,
-    AgentProfile,
-    Config,
-    ServeConfig,
-    default_config_text,
-    find_config,
-    load_config,
-)
+from core.config.policy_config import DEFAULT_PROTECTED_PATHS
+from core.config.schema import AgentProfile, Config, default_config_text, find_config, load_config
+from core.config.service_config import ServeConfig
 from core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

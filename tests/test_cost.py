@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.config.schema import CostConfig, Rate
+from core.config.service_config import CostConfig, Rate
 from core.control.cost import CostSummary, estimate, summarize
 from core.domain.models import Run, TaskState, Usage
 

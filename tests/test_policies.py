@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.config.schema import ApprovalPolicy, Limits, Policies
+from core.config.policy_config import ApprovalPolicy, Policies
+from core.config.schema import Limits
 from core.control.policies import (
     check_dependency_budget,
     check_diff_limits,
@@ -393,7 +394,7 @@ def test_over_the_budget_names_the_count_the_limit_and_each_dependency():
 
 
 def test_documentation_is_named_by_docs_paths_and_never_a_protected_path():
-    from core.config.schema import Policies
+    from core.config.policy_config import Policies
     from core.control.policies import beyond_documentation
 
     policy = Policies()
@@ -426,7 +427,7 @@ def test_documentation_is_named_by_docs_paths_and_never_a_protected_path():
     ],
 )
 def test_a_change_that_takes_a_test_away_is_guarded_like_a_protected_path(change, guarded_paths):
-    from core.config.schema import Policies
+    from core.config.policy_config import Policies
     from core.control.policies import guarded
 
     assert guarded(change, Policies()) == guarded_paths

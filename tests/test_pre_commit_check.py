@@ -14,7 +14,7 @@ import pytest
 from adapters.checks import run_check
 from adapters.homes import run_homes
 from adapters.sandbox import bwrap_problem
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.events import InputRequested
 from core.domain.models import ArtifactKind, TaskState

@@ -20,7 +20,7 @@ from adapters import caps
 from adapters.checks import run_check
 from adapters.process import minimal_env, run_process
 from adapters.sandbox import Bubblewrap, Confinement, bwrap_problem, probe
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.models import TaskState
 from tests.test_sandbox import dev

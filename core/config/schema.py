@@ -15,19 +15,14 @@ directory, so a config means the same thing from whichever directory T25 starts.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -39,16 +34,43 @@ from pydantic import (
 )
 
 from core.config import held_secrets
-from core.config.agent_files import AGENT_CLI_FILES
-from core.config.caches import DEFAULT_CACHES, cache_entry_problem
-from core.config.hosts import host_entry
+from core.config.config_section import (
+    ROLES,
+    Argv,
+    ConfigPath,
+    Role,
+    Section,
+    ToolClass,
+    ToolSetting,
+    config_root,
+    known_adapters,
+    on_this_host,
+    refuse_duplicates,
+)
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.locate import CONFIG_FILENAME as CONFIG_FILENAME
 from core.config.locate import INIT_HINT as INIT_HINT
 from core.config.locate import display_path
 from core.config.locate import find_config as find_config
 from core.config.locate import task_tree_of as task_tree_of
+from core.config.policy_config import (
+    ApprovalPolicy,
+    Policies,
+    QAConfig,
+)
 from core.config.secrets import refuse_credentials
+from core.config.service_config import (
+    AuditConfig,
+    CockpitConfig,
+    CostConfig,
+    Rate,
+    SandboxConfig,
+    ServeConfig,
+    StoreConfig,
+    WorktreeConfig,
+    absolute_sqlite_url,
+    sandbox_shorthand,
+)
 from core.config.source import (
     ConfigSource,
     parse_source,
@@ -60,63 +82,6 @@ from core.errors import ConfigError
 
 DATABASE_URL_ENV = held_secrets.DATABASE_URL
 
-Role = Literal["spec", "planner", "dev", "qa", "reviewer", "security", "docs"]
-ROLES: tuple[str, ...] = get_args(Role)  # in pipeline order
-Risk = Literal["low", "medium", "high"]
-# What an agent may do in its worktree (core.domain.tools): a profile's `tools:` lists these,
-# or says `cli` (the CLI's own defaults); omitted, the role's default set.
-ToolClass = Literal["read", "search", "edit", "shell"]
-ToolSetting = list[ToolClass] | Literal["cli"] | None
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-def _root(info: ValidationInfo) -> Path:
-    """The directory relative paths are resolved against (the config file's)."""
-    root = (info.context or {}).get("root")
-    return Path(root) if root is not None else Path.cwd()
-
-
-def _on_this_host(info: ValidationInfo) -> bool:
-    """Validating a file read here, so its paths and adapters can be checked against
-    this host (a Config sent by `t25 serve` or built in memory is not)."""
-    return (info.context or {}).get("root") is not None
-
-
-def _known_adapters(info: ValidationInfo) -> tuple[str, ...] | None:
-    """The adapter names a profile may use, when the caller said (`load_config(adapters=)`):
-    the registry lives in `adapters/`, which core does not import."""
-    return (info.context or {}).get("adapters")
-
-
-def _argv(value: Any) -> Any:
-    """Commands are argv lists: T25 never hands a string to a shell."""
-    if isinstance(value, str):
-        try:
-            example = "[" + ", ".join(shlex.split(value)) + "]"
-        except ValueError:
-            example = "[program, arg, ...]"
-        raise ValueError(
-            f"expected a list of arguments such as {example}, got a string; "
-            "T25 never runs a command through a shell"
-        )
-    return value
-
-
-def _host(value: Any) -> Any:
-    return host_entry(value) if isinstance(value, str) else value
-
-
-# A host a confined run may reach (core.config.hosts), written the one way.
-HostEntry = Annotated[str, AfterValidator(_host)]
-
-# A path written in YAML is text; strict mode would refuse text for a Path field.
-ConfigPath = Annotated[Path, Field(strict=False)]
-Argv = Annotated[list[str], BeforeValidator(_argv)]
-
-
 # -- projects ----------------------------------------------------------------------------
 
 _PROJECT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -124,7 +89,7 @@ _PROJECT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _BRANCH = re.compile(r"(?!-)(?!.*\.\.)[^\s~^:?*\[\\]+")
 
 
-class ProjectConfig(_Section):
+class ProjectConfig(Section):
     """A git repository T25 works on, and where its policy differs from the installation's:
     each key set under its `roles`, `limits`, `qa` or `approval` replaces the top-level one
     for this project's tasks (`Config.for_project`)."""
@@ -138,7 +103,7 @@ class ProjectConfig(_Section):
     qa: QAConfig | None = None  # `checks` here replace the checks
     approval: ApprovalPolicy | None = None
     # `allow_hosts` here replaces the list, and so on for each key set
-    sandbox: Annotated[SandboxConfig | None, BeforeValidator(_sandbox_shorthand)] = None
+    sandbox: Annotated[SandboxConfig | None, BeforeValidator(sandbox_shorthand)] = None
 
     def overrides(self) -> list[str]:
         """What this project sets in place of the top-level policy, one `section.key value`
@@ -189,14 +154,14 @@ class ProjectConfig(_Section):
     @field_validator("repo", "prompts", mode="after")
     @classmethod
     def _absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        return None if value is None else (_root(info) / value.expanduser()).resolve()
+        return None if value is None else (config_root(info) / value.expanduser()).resolve()
 
     @field_validator("repo", mode="after")
     @classmethod
     def _exists(cls, value: Path, info: ValidationInfo) -> Path:
         # Checked only for a file read on this host (`load_config`): a Config that a
         # remote cockpit receives from `t25 serve` names the serve host's directories.
-        if _on_this_host(info) and not value.is_dir():
+        if on_this_host(info) and not value.is_dir():
             raise ValueError(
                 f"{value} does not exist" if not value.exists() else f"{value} is not a directory"
             )
@@ -210,7 +175,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NEVER_PASSED = frozenset(held_secrets.NAMES)
 
 
-class AgentProfile(_Section):
+class AgentProfile(Section):
     """One agent CLI to try for a role: which adapter, which model, how long it may run."""
 
     adapter: str = Field(min_length=1)
@@ -232,7 +197,7 @@ class AgentProfile(_Section):
     @field_validator("adapter")
     @classmethod
     def _adapter(cls, name: str, info: ValidationInfo) -> str:
-        known = _known_adapters(info)
+        known = known_adapters(info)
         if known is not None and name not in known:
             raise ValueError(unknown_name("adapter", name, sorted(known)))
         return name
@@ -295,7 +260,7 @@ def _claude() -> list[AgentProfile]:
     return [AgentProfile(adapter="claude")]
 
 
-class RoleChains(_Section):
+class RoleChains(Section):
     """Each role's fallback chain of agent profiles. `security` runs only when present."""
 
     spec: Chain = Field(default_factory=_claude)
@@ -321,14 +286,14 @@ DEFAULT_MAX_OUTPUT_EVENT_BYTES = 8 * 2**20
 MAX_LOG_BYTES = 64 * 2**20
 
 
-class RoleBudget(_Section):
+class RoleBudget(Section):
     """What one role's runs of a task may spend (`limits.by_role`); None: no budget."""
 
     max_cost_usd: PositiveFloat | None = None
     max_tokens: PositiveInt | None = None
 
 
-class Limits(_Section):
+class Limits(Section):
     """Bounds T25 enforces, whatever an agent says."""
 
     max_files_changed: PositiveInt = 25
@@ -360,355 +325,10 @@ class Limits(_Section):
     max_log_bytes: Annotated[int, Field(ge=4096, le=MAX_LOG_BYTES)] = MAX_LOG_BYTES
 
 
-class ApprovalPolicy(_Section):
-    """Which plan risk levels wait for a human before implementation starts."""
-
-    require_for_risk: list[Risk] = ["high"]
-
-    def requires_approval(self, risk: str) -> bool:
-        return risk in self.require_for_risk
-
-
-# What a change may not touch without an approver naming it at merge: CI, what the agent
-# CLIs read from the tree (core.config.agent_files), T25's configuration, git's attributes
-# and hooks, the harness that decides what a check runs and how (a conftest.py can skip or
-# pass any test), build files, and dependency manifests and lock files.
-# gitignore-style: a pattern without a slash matches a file's name at any depth; one with a
-# slash is anchored at the repository's root; `**` spans directories.
-DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
-    ".github/workflows/**",
-    ".github/actions/**",
-    ".gitlab-ci.yml",
-    ".circleci/**",
-    "Jenkinsfile",
-    "azure-pipelines.yml",
-    ".buildkite/**",
-    *AGENT_CLI_FILES,
-    "t25.yaml",
-    ".gitattributes",
-    ".gitmodules",
-    ".githooks/**",
-    ".husky/**",
-    ".pre-commit-config.yaml",
-    "lefthook.yml",
-    "conftest.py",
-    "pytest.ini",
-    "tox.ini",
-    "noxfile.py",
-    "Makefile",
-    "makefile",
-    "GNUmakefile",
-    "justfile",
-    "Justfile",
-    ".justfile",
-    "jest.config.*",
-    "vitest.config.*",
-    ".mocharc*",
-    "CMakeLists.txt",
-    "*.cmake",
-    "package.json",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "bun.lockb",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "*requirements*.txt",
-    "requirements/**",
-    "constraints*.txt",
-    "poetry.lock",
-    "uv.lock",
-    "Pipfile",
-    "Pipfile.lock",
-    "Cargo.toml",
-    "Cargo.lock",
-    "go.mod",
-    "go.sum",
-    "Gemfile",
-    "Gemfile.lock",
-    "composer.json",
-    "composer.lock",
-)
-
-_PATTERN = re.compile(r"[^\s\\]+")
-
-
-# Documentation by kind of file, at any depth: text a reader reads, not code a tool runs (a
-# `docs/conf.py` is Python, so `docs/**` is not here).
-DEFAULT_DOCS_PATHS: tuple[str, ...] = ("*.md", "*.rst", "*.adoc")
-
-# Where a project keeps its tests: a change that removes a file there (or renames it away)
-# is treated as touching a protected path - a deleted test passes every check.
-DEFAULT_TEST_PATHS: tuple[str, ...] = (
-    "tests",
-    "test",
-    "testing",
-    "__tests__",
-    "spec",
-    "test_*.py",
-    "*_test.py",
-    "*_test.go",
-    "*.test.*",
-    "*.spec.*",
-)
-
-
-class Policies(_Section):
-    """What a change may touch unnamed, and who may review it."""
-
-    # Replaces the defaults when set; `extra_protected_paths` adds to whichever list holds.
-    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED_PATHS))
-    extra_protected_paths: list[str] = []
-    # A REVIEW run skips a profile that is the change's author: model (the same adapter
-    # running the same model, or one T25 cannot tell apart), adapter (the same CLI), or off.
-    # YAML reads `off` (and `false`, `no`) as false: that is `off`, no review is passed over.
-    reviewer_differs_from_author: Literal["adapter", "model", "off"] = "model"
-    # What the DOCS stage may change and still merge as reviewed; a protected path never
-    # counts as documentation. Anything else it changes goes through QA and review.
-    docs_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_DOCS_PATHS))
-    # Where the project's tests live: removing a file there counts as touching a protected
-    # path (named at merge with --allow-path like one).
-    test_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_PATHS))
-
-    @field_validator("reviewer_differs_from_author", mode="before")
-    @classmethod
-    def _off(cls, value: object) -> object:
-        """YAML 1.1 reads an unquoted `off` as false; both mean `off`. `true` says nothing
-        about what must differ, so it is refused with the choices."""
-        if value is False:
-            return "off"
-        if value is True:
-            raise ValueError("true does not say what must differ: give model, adapter or off")
-        return value
-
-    @field_validator("protected_paths", "extra_protected_paths", "docs_paths", "test_paths")
-    @classmethod
-    def _patterns(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            if not _PATTERN.fullmatch(pattern) or pattern.startswith("!"):
-                raise ValueError(
-                    "expected path patterns such as .github/workflows/** or package.json "
-                    f"(no spaces, backslashes or '!'), got {show(pattern)}"
-                )
-        return patterns
-
-    @property
-    def protected(self) -> tuple[str, ...]:
-        """Every protected pattern in force."""
-        return (*self.protected_paths, *self.extra_protected_paths)
-
-
-class QACheck(_Section):
-    """A command QA runs in the task's worktree; a required check must pass to merge."""
-
-    name: str = Field(min_length=1)
-    run: Annotated[Argv, Field(min_length=1)]
-    required: bool = True
-    timeout_s: PositiveInt = 900
-    # The JUnit XML report the check writes, relative to the tree (pytest's `--junitxml=`
-    # in `run` names it too): T25 reads the test figures from it, then removes it.
-    junit: str | None = None
-
-    @field_validator("junit")
-    @classmethod
-    def _inside_the_tree(cls, junit: str | None) -> str | None:
-        if junit is None:
-            return None
-        path = PurePosixPath(junit)
-        if not junit.strip() or "\0" in junit or path.is_absolute() or ".." in path.parts:
-            raise ValueError(f"junit: {junit!r} must be a path inside the tree, relative to it")
-        return junit
-
-
-class QAConfig(_Section):
-    checks: list[QACheck] = []
-    # What the checks (QA's and the merge's trial) reach: none, or allowlist with
-    # `allow_hosts`, or shared (the host's network); sandboxed runs only.
-    network: Literal["none", "allowlist", "shared"] = "none"
-    allow_hosts: list[HostEntry] = []
-    # Where the checks see the task's tree: `checkout` - at the main checkout's own path,
-    # with its virtual environments and node_modules, so an editable install imports the
-    # change (bubblewrap only); `worktree` - at the worktree's path.
-    tree_at: Literal["checkout", "worktree"] = "checkout"
-
-    @field_validator("checks")
-    @classmethod
-    def _unique(cls, checks: list[QACheck]) -> list[QACheck]:
-        _refuse_duplicates("check", [check.name for check in checks])
-        return checks
-
-
-class Rate(_Section):
-    """USD per million tokens for one model; cost is an estimate, not a bill."""
-
-    input: NonNegativeFloat
-    output: NonNegativeFloat
-    cache_read: NonNegativeFloat = 0.0
-    cache_write: NonNegativeFloat = 0.0
-
-
-class CostConfig(_Section):
-    rates: dict[str, Rate] = {}
-
-    def rate_for(self, model: str | None) -> Rate | None:
-        """The rate for `model`: an exact name, else the longest name it starts with
-        (`claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`)."""
-        if not model:
-            return None
-        if model in self.rates:
-            return self.rates[model]
-        prefixes = [name for name in self.rates if model.startswith(name)]
-        return self.rates[max(prefixes, key=len)] if prefixes else None
-
-
-def _sandbox_shorthand(value: Any) -> Any:
-    return {"mode": value} if isinstance(value, str) else value
-
-
-class RoleSandbox(_Section):
-    """What one role's runs may reach beyond the project's list (`sandbox.by_role`)."""
-
-    allow_hosts: list[HostEntry] = []
-
-
-class SandboxConfig(_Section):
-    """How every agent run and QA check is confined (adapters.sandbox).
-
-    mode - auto: bubblewrap where it can run, else unconfined with a warning at every start;
-    required: bubblewrap or no run at all; none: unconfined. `sandbox: required` is short
-    for `sandbox: {mode: required}`.
-
-    network - allowlist: a network of the run's own whose only way out is T25's proxy, which
-    lets through the CLI's model endpoints and `allow_hosts` and records every connection;
-    none: no network at all; shared: the host's network, its loopback services included."""
-
-    mode: Literal["auto", "required", "none"] = "auto"
-    network: Literal["allowlist", "shared", "none"] = "allowlist"
-    # Hosts every agent run may reach beyond its CLI's model endpoints (core.config.hosts).
-    allow_hosts: list[HostEntry] = []
-    by_role: dict[Role, RoleSandbox] = {}  # and one role's runs besides
-    # Given back read-only inside the hidden homes, beside the usual toolchain locations.
-    read_paths: list[ConfigPath] = []
-    # Where an agent run sees the task's tree: `checkout` - at the main checkout's own
-    # path, with its virtual environments, so the tests an agent runs import the change
-    # (bubblewrap only); `worktree` - at the worktree's path.
-    tree_at: Literal["checkout", "worktree"] = "checkout"
-
-    def for_profile(self, profile: AgentProfile) -> str:
-        """The sandbox one profile's runs get: its own setting, else the project's mode."""
-        return profile.sandbox or self.mode
-
-    def hosts_for(self, role: str) -> tuple[str, ...]:
-        """What a role's runs may reach beyond their CLI's model endpoints."""
-        own = self.by_role.get(role)  # type: ignore[call-overload]
-        return tuple(dict.fromkeys([*self.allow_hosts, *(own.allow_hosts if own else [])]))
-
-    @field_validator("read_paths", mode="after")
-    @classmethod
-    def _absolute(cls, paths: list[Path], info: ValidationInfo) -> list[Path]:
-        return [(_root(info) / path.expanduser()).resolve() for path in paths]
-
-
-# -- places ------------------------------------------------------------------------------
-
-
-def _cache_entry(entry: str) -> str:
-    problem = cache_entry_problem(entry)
-    if problem:
-        raise ValueError(problem)
-    return entry
-
-
-class WorktreeConfig(_Section):
-    root: ConfigPath = Field(default=Path(".factory/worktrees"), validate_default=True)
-    # Untracked or ignored paths in these directories do not keep a worktree at cleanup.
-    caches: list[Annotated[str, AfterValidator(_cache_entry)]] = list(DEFAULT_CACHES)
-
-    @field_validator("root", mode="after")
-    @classmethod
-    def _absolute(cls, value: Path, info: ValidationInfo) -> Path:
-        return (_root(info) / value.expanduser()).resolve()
-
-
-class StoreConfig(_Section):
-    """Where tasks, runs and events are kept. A password belongs in T25_DATABASE_URL."""
-
-    url: str = Field(default="sqlite:///.factory/t25.db", validate_default=True)
-
-    @field_validator("url", mode="after")
-    @classmethod
-    def _url(cls, value: str, info: ValidationInfo) -> str:
-        if not re.match(r"(sqlite:///.|postgres(ql)?://)", value):
-            raise ValueError(
-                f"expected sqlite:///path/to/file.db or postgresql://host/db, got {show(value)}"
-            )
-        return absolute_sqlite_url(value, _root(info))
-
-
-class ServeConfig(_Section):
-    bind: str = "127.0.0.1:8725"
-
-    @field_validator("bind")
-    @classmethod
-    def _bind(cls, value: str) -> str:
-        host, _, port = value.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"expected host:port such as 127.0.0.1:8725, got {show(value)}")
-        return value
-
-    @property
-    def host(self) -> str:
-        return self.bind.rpartition(":")[0].strip("[]")
-
-    @property
-    def port(self) -> int:
-        return int(self.bind.rpartition(":")[2])
-
-
-class AuditConfig(_Section):
-    """Where T25's sealing key is (core.control.keyring): the audit log's lines and the
-    facts its gates decide on carry a MAC under it. None: `.factory/audit.key` beside this
-    file. Serve replicas sharing one store share one key: name the same file on each."""
-
-    key_file: ConfigPath | None = None
-
-    @field_validator("key_file", mode="after")
-    @classmethod
-    def _absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        return None if value is None else (_root(info) / value.expanduser()).resolve()
-
-
-class CockpitConfig(_Section):
-    """How `t25 tui` behaves (its keys are `keys:`, a section of their own)."""
-
-    # When a human is needed and the terminal is not focused: the bell and a desktop
-    # notification (t25_tui.tui.desktop).
-    notifications: bool = True
-
-
-def absolute_sqlite_url(url: str, root: Path) -> str:
-    """`sqlite:///.factory/t25.db` -> `sqlite:////<root>/.factory/t25.db`; others unchanged."""
-    prefix = "sqlite:///"
-    rest = url[len(prefix) :]
-    if not url.startswith(prefix) or rest.startswith(("/", ":memory:")):
-        return url
-    return prefix + str((root / Path(rest).expanduser()).resolve())
-
-
-def _refuse_duplicates(noun: str, names: list[str]) -> None:
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"two {noun}s are named {name!r}; names must be unique")
-        seen.add(name)
-
-
 # -- the whole file ----------------------------------------------------------------------
 
 
-class Config(_Section):
+class Config(Section):
     """A validated t25.yaml. Paths in it are absolute; `path` is the file it came from."""
 
     projects: Annotated[list[ProjectConfig], Field(min_length=1)]
@@ -718,7 +338,7 @@ class Config(_Section):
     policies: Policies = Field(default_factory=Policies)
     qa: QAConfig = QAConfig()
     cost: CostConfig = CostConfig()
-    sandbox: Annotated[SandboxConfig, BeforeValidator(_sandbox_shorthand)] = SandboxConfig()
+    sandbox: Annotated[SandboxConfig, BeforeValidator(sandbox_shorthand)] = SandboxConfig()
     # Validated from {} so their default relative paths resolve against the file's directory.
     worktrees: WorktreeConfig = Field(default_factory=dict, validate_default=True)
     store: StoreConfig = Field(default_factory=dict, validate_default=True)
@@ -734,7 +354,7 @@ class Config(_Section):
     @field_validator("projects")
     @classmethod
     def _unique(cls, projects: list[ProjectConfig]) -> list[ProjectConfig]:
-        _refuse_duplicates("project", [project.name for project in projects])
+        refuse_duplicates("project", [project.name for project in projects])
         return projects
 
     @property
@@ -801,7 +421,7 @@ def _profile_name(profile: AgentProfile) -> str:
     return profile.adapter + (f" ({profile.model})" if profile.model else "")
 
 
-def _overridden(section: _Section, own: _Section) -> _Section:
+def _overridden(section: Section, own: Section) -> Section:
     """`section` with the keys `own` sets (as written in t25.yaml) taking their place."""
     return section.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
 

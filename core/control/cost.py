@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from core.config.schema import Rate
+from core.config.service_config import Rate
 from core.domain.cost import CostSummary, StageTokens
 from core.domain.models import Run, Usage
 

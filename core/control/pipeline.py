@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from core.config.schema import ROLES
+from core.config.config_section import ROLES
 from core.control import baselines, cost, policies
 from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt

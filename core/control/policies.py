@@ -28,7 +28,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from core.config.schema import AgentProfile, ApprovalPolicy, Limits, Policies
+from core.config.policy_config import ApprovalPolicy, Policies
+from core.config.schema import AgentProfile, Limits
 from core.domain.answers import SEVERITIES, Finding, PlanAnswer
 from core.domain.check_start import ENVIRONMENT_ERROR, unstarted, unstarted_line
 from core.domain.models import CheckResult, DiffStat, Task, TaskState

@@ -52,7 +52,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.config.schema import ROLES
+from core.config.config_section import ROLES
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer, answer_schema
 from core.domain.figures import Baseline, figures_line
 from core.domain.models import CheckResult, Task, TaskState

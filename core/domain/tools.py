@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import get_args
 
-from core.config.schema import ROLES, ToolClass, ToolSetting
+from core.config.config_section import ROLES, ToolClass, ToolSetting
 
 READ: ToolClass = "read"  # read a file
 SEARCH: ToolClass = "search"  # find files by name, search their content

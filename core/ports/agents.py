@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import AgentRequest, AgentResult, CheckSandbox
 from core.domain.models import CheckResult
 

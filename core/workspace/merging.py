@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.check_start import WHERE_CHECKS_RUN, unstarted, unstarted_line
 from core.domain.models import Task

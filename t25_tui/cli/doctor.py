@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.login import Login, LoginState, check_login, key_variables
-from core.config.schema import ROLES, AgentProfile, Config
+from core.config.config_section import ROLES
+from core.config.schema import AgentProfile, Config
 from core.config.source import did_you_mean
 from core.domain.text import printable
 from t25_tui.cli.doctor_brief import head, render_brief

@@ -40,7 +40,7 @@ def _reach(config: Config) -> list[Reach]:
     """Each role's CLIs, and what their runs may reach under the allowlist."""
     from adapters.process import passthrough_env
     from adapters.registry import builtin_specs
-    from core.config.schema import ROLES
+    from core.config.config_section import ROLES
 
     specs = {spec.name: spec for spec in builtin_specs()}
     out = []

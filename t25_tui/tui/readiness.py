@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from core.config.schema import ROLES, Config
+from core.config.config_section import ROLES
+from core.config.schema import Config
 from core.ports import AgentAdapter
 
 

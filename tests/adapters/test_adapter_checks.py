@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from adapters.checks import EXCERPT_BYTES, run_check
-from core.config.schema import QACheck
+from core.config.policy_config import QACheck
 
 
 def check(*code: str, timeout_s: int = 60, required: bool = True) -> QACheck:

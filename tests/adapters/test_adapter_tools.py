@@ -19,7 +19,8 @@ from adapters.codex import CodexSpec
 from adapters.gemini import POLICIES, GeminiSpec
 from adapters.opencode import OpencodeSpec
 from adapters.prompt_files import PromptArg
-from core.config.schema import ROLES, AgentProfile
+from core.config.config_section import ROLES
+from core.config.schema import AgentProfile
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState
 from core.domain.tools import ROLE_TOOLS, TOOL_CLASSES, read_only, tools_for

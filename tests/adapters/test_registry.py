@@ -18,7 +18,7 @@ from adapters.base import CliAdapterSpec
 from adapters.entries import Entry, EventShapes, Kind
 from adapters.parsing import JsonObject
 from core.config.agent_files import AGENT_CLI_FILES
-from core.config.schema import Policies
+from core.config.policy_config import Policies
 from core.control.policies import protected_touched
 
 ROOT = Path(__file__).resolve().parents[2]

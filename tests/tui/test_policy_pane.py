@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from core.config.schema import DEFAULT_PROTECTED_PATHS, Config
+from core.config.policy_config import DEFAULT_PROTECTED_PATHS
+from core.config.schema import Config
 from t25_tui.tui.screens.panes import policy_lines
 
 

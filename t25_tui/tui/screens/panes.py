@@ -17,7 +17,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker
 
-from core.config.schema import ROLES, Config
+from core.config.config_section import ROLES
+from core.config.schema import Config
 from core.control.cost import CostSummary, summarize
 from core.domain.models import Run
 from core.ports import AgentAdapter, Operations
