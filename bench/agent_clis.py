@@ -28,8 +28,8 @@ from adapters.registry import builtin_adapters
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox
 from core.domain.agent import AgentRequest, RunCaps
 from core.domain.models import TaskState
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
 
 API = {
     "claude": "anthropic",

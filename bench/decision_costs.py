@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 from core.domain.decisions import Decision
 from core.domain.models import TaskState
 from core.domain.verbs import Verb
-from tests.conftest import make_shop
-from tests.test_pipeline import Env
+from tests.support.pipeline import Env
+from tests.support.repos import make_shop
 
 WRITES = (
     "put",

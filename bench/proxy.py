@@ -36,8 +36,8 @@ from bench.agent_clis import environment
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import AIDER_DIR, BIN_DIR, FINAL, MODELS, profile
 
 BULK = 64 * 2**20
 

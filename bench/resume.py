@@ -22,10 +22,9 @@ sys.path.insert(0, str(REPO))
 
 from adapters.codex import HEADLESS_CONFIG
 from bench.agent_clis import environment
-from tests.conftest import make_shop
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import FINAL
-from tests.real_clis.test_real_resume import SendBack, send_back_loop
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import FINAL, SendBack, send_back_loop
+from tests.support.repos import make_shop
 
 
 async def measure(cli: str, *, resume: bool) -> SendBack:

@@ -13,7 +13,7 @@ every request it is sent:
 Each request is split the way its API is (Anthropic `system`/`tools`/`messages`, OpenAI
 Responses `instructions` and developer turns/`tools`/`input`, Chat Completions
 `messages[role=system]`/`tools`/the other messages, Gemini `systemInstruction`/`tools`/
-`contents`: tests/fakemodel/parts.py) and its parts measured in bytes of compact JSON (a
+`contents`: tests/support/fakemodel/parts.py) and its parts measured in bytes of compact JSON (a
 string: its UTF-8 bytes). Tokens are estimated as bytes / 4, the
 rule of thumb for English text and JSON; no tokenizer is run. A configuration this build of
 T25 refuses (`tools` or `resume` unknown to its t25.yaml) is printed as "n/a — not supported
@@ -54,9 +54,9 @@ from core.errors import ConfigError
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
-from tests.fakemodel.parts import Parts, parts
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import AIDER_DIR, BIN_DIR, profile
+from tests.support.fakemodel.parts import Parts, parts
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import AIDER_DIR, BIN_DIR, profile
 
 CLIS = ("claude", "codex", "gemini", "opencode", "aider")
 NOT_SUPPORTED = "n/a — not supported by this build"

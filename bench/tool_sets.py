@@ -21,9 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from core.domain.tools import role_tools
 from core.workspace.git import git_sync
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import FINAL, MODELS, SEARCH
-from tests.real_clis.test_tool_sets import run
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import FINAL, MODELS, SEARCH, run_cli
 
 RUNS = (("defaults", "dev", None), ("dev", "dev", "dev"), ("reading", "reviewer", "reviewer"))
 
@@ -79,7 +78,7 @@ async def one(cli: str, role: str, tools: frozenset[str] | None) -> dict:
         os.environ.update(environment(fake))
         work = Path(where)
         git_sync("init", "-q", cwd=work)
-        result = await run(cli, fake, work, role, tools, "Add a greeting file.")
+        result = await run_cli(cli, fake, work, role, tools, "Add a greeting file.")
         bodies = [r["body"] for r in fake.requests if r.get("api")]
         first = next((b for b in bodies if b.get("tools")), bodies[0] if bodies else {})
         return {

@@ -37,7 +37,7 @@ from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
 from t25_tui.cli.demo import DEMO_CONFIG
 from t25_tui.tui.sample_data import make_sample_repo
-from tests.tui.terminal import T25, Terminal
+from tests.support.terminal import T25, Terminal
 
 
 def rss_mb(pid: int | str = "self") -> float:

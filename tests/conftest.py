@@ -1,17 +1,11 @@
-"""Shared fixtures: real git repositories in temp dirs, and the real `t25` command; and which
-tests are `slow`."""
+"""Which tests are `slow`, and the plugins that hold the shared fixtures (tests/support/)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from core.workspace.git import git_sync
 
 # -- slow tests ----------------------------------------------------------------------------
 #
@@ -77,6 +71,17 @@ SLOW_MODULES = (
 )
 TESTS = Path(__file__).parent
 
+# The fixtures every test may use, by name; their helpers are imported from these modules.
+pytest_plugins = [
+    "tests.support.repos",  # repo, t25, shop, env
+    "tests.support.backends",  # the store on each backend: backend, store, pg_template, ...
+    "tests.support.pg_cluster",  # a throwaway Postgres cluster: pg_cluster, cluster
+    "tests.support.agent_kit",  # the echo CLI and the scripted agent: echo, scripted, ...
+    "tests.support.cockpit",  # seeded
+    "tests.support.serve_process",  # the real `t25 serve`: serve
+    "tests.support.real_clis",  # the fake model server for the real CLIs: fake
+]
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`pytest -n auto` runs twice as many test processes as there are cores, at most eight:
@@ -96,89 +101,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Slow tests first, each group in its own order: run side by side (`-n`), the last tests
     # handed out are then quick ones, and no process is left alone with a minute-long test.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
-def make_repo(
-    path: Path,
-    branch: str = "trunk",
-    files: dict[str, str] | None = None,
-    *,
-    exclude_factory: bool = False,
-) -> Path:
-    """A real repository with one commit on `branch` (deliberately not always `main`).
-
-    `files` are the committed files (default: a tiny app.py); `exclude_factory` keeps
-    `.factory/` out of git as `t25 init` does."""
-    path.mkdir(parents=True, exist_ok=True)
-    git_sync("init", "--quiet", "--initial-branch", branch, cwd=path)
-    git_sync("config", "user.name", "Test Operator", cwd=path)
-    git_sync("config", "user.email", "operator@t25.invalid", cwd=path)
-    for name, text in (files or {"app.py": "def hello():\n    return 'hi'\n"}).items():
-        (path / name).write_text(text)
-    git_sync("add", "-A", cwd=path)
-    git_sync("commit", "--quiet", "-m", "initial", cwd=path)
-    if exclude_factory:
-        exclude = path / ".git" / "info" / "exclude"
-        exclude.parent.mkdir(exist_ok=True)
-        exclude.write_text("/.factory/\n")
-    return path
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def t25(repo: Path):
-    """Run the real `t25` command line as a child process in `repo`."""
-
-    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
-        done = subprocess.run(
-            [sys.executable, "-m", "t25_tui", *args],
-            cwd=cwd or repo,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        return Result(done.returncode, done.stdout, done.stderr)
-
-    return run
-
-
-@pytest.fixture
-def shop(tmp_path: Path) -> Path:
-    """A repository with a passing unit test, as the pipeline tests' sample project."""
-    return make_shop(tmp_path)
-
-
-def make_shop(where: Path) -> Path:
-    """The pipeline tests' sample project at `where/shop` (the `shop` fixture; benches too)."""
-    repo = make_repo(where / "shop", branch="trunk")
-    (repo / "test_app.py").write_text(
-        "import unittest\nimport app\n\n\nclass T(unittest.TestCase):\n"
-        "    def test_hello(self):\n        self.assertEqual(app.hello(), 'hi')\n"
-    )
-    git_sync("add", "-A", cwd=repo)
-    git_sync("commit", "-q", "-m", "tests", cwd=repo)
-    (repo / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
-    return repo
-
-
-@pytest.fixture
-async def env(shop: Path):
-    """A factory on `shop` with the scripted agents (tests.test_pipeline.Env), closed after."""
-    from tests.test_pipeline import Env
-
-    e = Env(shop)
-    yield e
-    await e.close()

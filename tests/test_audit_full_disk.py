@@ -4,7 +4,6 @@ tmpfs mounted for `.factory/`), through the real `t25` binary and a real `t25 se
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -16,33 +15,11 @@ from core.config.schema import load_config
 from core.control.service import ControlPlane
 from store import open_store
 from t25_tui.api.server import make_api
-from tests.operators import operator_headers
-from tests.test_serve import serving
+from tests.support.full_disk import FullDisk
+from tests.support.operators import operator_headers
+from tests.support.serving import serving
 
 LONG = "x" * 9000  # a line bigger than the slack left in the log's last page
-
-
-class FullDisk:
-    """A tmpfs of a few pages at `path`, and a filler file that takes every free byte."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.filler = path / "filler"
-
-    def fill(self) -> None:
-        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        try:
-            for size in (4096, 1):  # whole pages, then the last bytes of the last one
-                for _ in range(100_000):  # bounded: the tmpfs is a few pages
-                    try:
-                        os.write(fd, b"\0" * size)
-                    except OSError:
-                        break
-        finally:
-            os.close(fd)
-
-    def free(self) -> None:
-        self.filler.unlink()
 
 
 @pytest.fixture

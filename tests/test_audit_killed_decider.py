@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 
 
 def _killed_while_deciding(repo: Path, verb: str, task: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.killed_decider", str(repo / "t25.yaml"), verb, task],
+        [sys.executable, "-m", "tests.support.killed_decider", str(repo / "t25.yaml"), verb, task],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         capture_output=True,

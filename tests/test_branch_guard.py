@@ -18,8 +18,8 @@ import pytest
 from core.domain.events import RunStarted
 from core.domain.models import Lease, TaskState
 from core.workspace.git import git_sync
-from tests.test_pipeline import Env
-from tests.waiting import until
+from tests.support.pipeline import Env
+from tests.support.waiting import until
 
 
 async def _to(env: Env, ref: str, stage: TaskState):

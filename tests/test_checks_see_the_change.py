@@ -5,37 +5,25 @@ check sees the task's tree at the checkout's own path, so `import calc` is the c
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from adapters.checks import run_check
-from adapters.sandbox import bwrap_problem
 from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox
 from core.domain.models import TaskState
 from core.errors import MergeRefused
 from core.workspace.git import git_sync
-from tests.projects import make_project, shared_dir, tools_venv
-from tests.test_pipeline import Env, trunk_log
+from tests.support.pipeline import Env, trunk_log
+from tests.support.projects import FEATURE, make_project, needs_bwrap, shared_dir, tools_venv
 
 S = TaskState
 
-pytestmark = pytest.mark.skipif(
-    bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
-    reason=f"bubblewrap cannot run here: {bwrap_problem()}",
-)
+pytestmark = needs_bwrap
 
 BROKEN = r"scripted: write=src/calc/__init__.py:def add(a, b):\n    raise RuntimeError('broken')\n"
-FEATURE = (
-    r"scripted: write=src/calc/__init__.py:def add(a, b):\n    return a + b\n\n\n"
-    r"def mul(a, b):\n    return a * b\n"
-    "\n"
-    r"scripted: write=tests/test_mul.py:from calc import mul\n\n\ndef test_mul():\n"
-    r"    assert mul(2, 3) == 6\n"
-)
 
 
 @pytest.fixture(scope="session")

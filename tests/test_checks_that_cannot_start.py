@@ -19,7 +19,7 @@ from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.events import InputRequested
 from core.domain.models import ArtifactKind, RunStatus, TaskState
 from core.errors import MergeRefused
-from tests.test_pipeline import trunk_log
+from tests.support.pipeline import trunk_log
 
 S = TaskState
 MISSING = "no-such-tool-t25"

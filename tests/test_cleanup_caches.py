@@ -15,7 +15,7 @@ from core.errors import ConfigError
 from core.workspace.caches import cache_of, sort_leftovers
 from core.workspace.git import git_sync
 from core.workspace.worktrees import Worktrees
-from tests.test_worktrees import make_task, new_repo, plain_git
+from tests.support.git import make_task, new_repo, plain_git
 
 
 @pytest.fixture

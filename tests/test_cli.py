@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from core.workspace.git import git_sync
+from tests.support.pipeline import PIPELINE_CONFIG
 
 
 def test_help_lists_every_command_with_a_purpose(t25):
@@ -167,18 +168,6 @@ def test_demo_runs_the_whole_pipeline_and_keeps_the_repository_when_asked(t25, t
     assert out.rstrip().endswith(f"The demo repository is kept at {where}.")
     log = git_sync("log", "--format=%s", "trunk", cwd=where)
     assert log.count("Merge ") == 3
-
-
-PIPELINE_CONFIG = """\
-projects: [{name: shop, repo: .}]
-roles:
-  spec: [{adapter: scripted}]
-  planner: [{adapter: scripted}]
-  dev: [{adapter: scripted}]
-  qa: [{adapter: scripted}]
-  reviewer: [{adapter: scripted, model: scripted-2}]  # not the dev's model
-  docs: [{adapter: scripted}]
-"""
 
 
 def test_run_approve_reject_answer_merge_and_logs_from_the_command_line(t25, repo):

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from tests.shapes import conforms
-from tests.test_cli import PIPELINE_CONFIG
+from tests.support.pipeline import PIPELINE_CONFIG
+from tests.support.shapes import conforms
 
 
 @pytest.fixture

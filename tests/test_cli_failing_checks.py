@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.test_cli import PIPELINE_CONFIG
+from tests.support.pipeline import PIPELINE_CONFIG
 
 SCRIPT = (
     "print('collected 3 items'); print(); print('E       assert total(cart) == 30'); "

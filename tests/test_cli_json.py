@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from tests.shapes import UTC_TIME, conforms
-from tests.test_cli import PIPELINE_CONFIG
+from tests.support.pipeline import PIPELINE_CONFIG
+from tests.support.shapes import UTC_TIME, conforms
 
 
 def test_task_list_show_audit_and_cost_print_their_documented_shapes(t25, repo):

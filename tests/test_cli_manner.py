@@ -11,7 +11,7 @@ import socket
 
 import yaml
 
-from tests.waiting import free_port
+from tests.support.waiting import free_port
 
 CONFIG = {
     "projects": [{"name": "app"}],

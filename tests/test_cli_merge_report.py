@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from core.workspace.git import git_sync
-from tests.test_cli import PIPELINE_CONFIG
+from tests.support.pipeline import PIPELINE_CONFIG
 
 
 def _done_task(t25, repo: Path) -> str:

@@ -275,7 +275,7 @@ def test_doctor_before_init_checks_what_init_would_configure(t25, repo):
 
 
 def test_t25_run_keeps_a_live_line_per_run_on_a_terminal_and_plain_lines_when_piped(t25, repo):
-    from tests.tui.terminal import Terminal
+    from tests.support.terminal import Terminal
 
     assert t25("init").code == 0
     (repo / "t25.yaml").write_text(SCRIPTED % ", args: [--misbehave, 'slow:2']")

@@ -15,8 +15,9 @@ from core.config.policy_config import DEFAULT_PROTECTED_PATHS
 from core.config.schema import AgentProfile, Config, default_config_text, find_config, load_config
 from core.config.service_config import ServeConfig
 from core.errors import ConfigError
+from tests.support import CHECKOUT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = CHECKOUT
 EXAMPLE = REPO / "t25.yaml.example"
 PACKAGED_EXAMPLE = REPO / "core" / "config" / "data" / "t25.yaml.example"
 

@@ -16,7 +16,7 @@ from core.errors import ConfigError
 from core.workspace.git import git_sync
 from core.workspace.worktrees import Worktrees
 from t25_tui.cli.context import config_of
-from tests.conftest import make_repo
+from tests.support.repos import make_repo
 
 
 def config_text(check: list[str]) -> str:

@@ -21,10 +21,9 @@ from core.errors import InvalidInput
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.api.server import make_api
-from tests.operators import operator_headers
-from tests.test_cli import PIPELINE_CONFIG
-from tests.test_pipeline import Env
-from tests.test_serve import serving
+from tests.support.operators import operator_headers
+from tests.support.pipeline import PIPELINE_CONFIG, Env
+from tests.support.serving import serving
 
 
 def _lines(repo: Path) -> list[dict]:

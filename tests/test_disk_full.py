@@ -20,9 +20,8 @@ from core.config.schema import DATABASE_URL_ENV
 from core.domain.models import ArtifactKind, ArtifactMeta, NewTask, Project
 from core.errors import StoreUnavailable
 from store import open_store
-from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.test_audit_full_disk import FullDisk
-from tests.test_pipeline import write_config
+from tests.support.full_disk import FullDisk
+from tests.support.pipeline import write_config
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

@@ -5,11 +5,12 @@ changelog has the version pyproject.toml says."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 LAYOUT = (ROOT / "docs" / "architecture" / "layout.md").read_text()
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text()
 

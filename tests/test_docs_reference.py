@@ -5,10 +5,11 @@ configuration schema, is the page committed; a stale page names the command that
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 
 
 def generator() -> ModuleType:

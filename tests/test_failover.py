@@ -32,11 +32,8 @@ from core.errors import ControlPlaneUnreachable
 from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import Http, HttpRunQueue
-from tests.operators import operator_headers
-from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.test_pipeline import Env, write_config
-from tests.test_serve import CREDENTIAL, serving
-from tests.test_worker_outages import (
+from tests.support.operators import operator_headers
+from tests.support.outages import (
     CMD,
     SLOW_DEV,
     WORKER_ARGS,
@@ -48,7 +45,9 @@ from tests.test_worker_outages import (
     file_tasks,
     healthy,
 )
-from tests.waiting import free_port, until
+from tests.support.pipeline import Env, write_config
+from tests.support.serving import CREDENTIAL, serving
+from tests.support.waiting import free_port, until
 
 
 @contextmanager

@@ -15,12 +15,12 @@ import pytest
 from core.control import baselines
 from core.domain.figures import Figures
 from core.domain.models import ArtifactKind, TaskState
-from tests.projects import make_project, shared_dir, tools_venv
-from tests.shapes import conforms
-from tests.test_checks_see_the_change import FEATURE, pytestmark  # noqa: F401 (bwrap)
-from tests.test_pipeline import Env, _review_prompt
+from tests.support.pipeline import Env, review_prompt
+from tests.support.projects import FEATURE, make_project, needs_bwrap, shared_dir, tools_venv
+from tests.support.shapes import conforms
 
 S = TaskState
+pytestmark = needs_bwrap
 
 SKIP = (
     r"scripted: write=tests/test_calc.py:import pytest\n\nfrom calc import add\n\n\n"
@@ -88,7 +88,7 @@ async def test_a_skipped_test_reads_one_more_skipped_than_on_the_default_branch(
     assert second.state is S.DONE and second.checks_passed, second.error
 
     said = "1 passed, 1 skipped — 1 fewer passed, 1 more skipped than on trunk"
-    prompt = await _review_prompt(control, second.id)
+    prompt = await review_prompt(control, second.id)
     assert "### tests: passed (required, exit 0," in prompt
     assert f"Tests: {said}" in prompt
 

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 from core.workspace.git import git_sync
-from tests.test_pipeline import write_config
-from tests.test_worker_death import T25, runs, start_run, until
+from tests.support.pipeline import write_config
+from tests.support.runs import T25, runs, start_run, until
 
 
 def _dev(shop: Path):

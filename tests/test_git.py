@@ -4,16 +4,15 @@ marker file if it runs; every test also proves, with plain git, that it *would* 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from core.domain.models import Task, TaskType, utcnow
 from core.errors import GitError, MergeRefused, T25Error
 from core.workspace.git import driver_overrides, git, git_bytes, neutral_drivers, status_entries
 from core.workspace.worktrees import Worktrees
-from tests.conftest import make_repo
+from tests.support.git import Planted, make_task, plain_git
+from tests.support.repos import make_repo
 
 HOOKS = (
     "pre-commit",
@@ -30,25 +29,6 @@ HOOKS = (
 )
 
 
-def plain_git(*args: str, cwd: Path, check: bool = True) -> str:
-    """git as an agent would run it: no T25 hardening."""
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=check,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout.strip()
-
-
-def make_task(task_id: str = "T-1") -> Task:
-    now = utcnow()
-    return Task(
-        id=task_id, project="demo", title="t", type=TaskType.FEAT, created_at=now, state_since=now
-    )
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     files = {"notes.txt": "one\ntwo\nthree\nfour\nfive\n", "app.py": "x = 1\n"}
@@ -58,32 +38,6 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def wt(repo: Path) -> Worktrees:
     return Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
-
-
-class Planted:
-    """Programs that record that they ran, then behave harmlessly (pass input through)."""
-
-    def __init__(self, base: Path) -> None:
-        self.dir = base / "markers"
-        self.dir.mkdir()
-        self.bin = base / "planted-bin"
-        self.bin.mkdir()
-
-    def program(self, name: str) -> str:
-        script = self.bin / name
-        script.write_text(
-            f"#!/bin/sh\ntouch '{self.dir}/{name}'\n"
-            'if [ -f "$1" ]; then cat "$1"; else cat; fi\nexit 0\n'
-        )
-        script.chmod(0o755)
-        return str(script)
-
-    def ran(self) -> list[str]:
-        return sorted(p.name for p in self.dir.iterdir())
-
-    def reset(self) -> None:
-        for p in self.dir.iterdir():
-            p.unlink()
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from adapters.sandbox import bwrap_problem
 from core.domain.models import TaskState
 from core.errors import PolicyRefused
-from tests.projects import make_project, shared_dir, tools_venv
-from tests.test_pipeline import Env, _review_prompt
+from tests.support.pipeline import Env, review_prompt
+from tests.support.projects import make_project, shared_dir, tools_venv
 
 S = TaskState
 
@@ -95,7 +95,7 @@ async def test_a_change_that_games_its_check_is_flagged_and_needs_its_paths_name
     # the check was gamed: green, though `add` subtracts
     assert task.state is S.DONE and task.checks_passed, (task.state, task.error)
     assert guarded in task.protected_paths
-    assert guarded in await _review_prompt(control, task.id)
+    assert guarded in await review_prompt(control, task.id)
     with pytest.raises(PolicyRefused) as refused:
         await control.merge(task.id, actor="ana")
     assert f"--allow-path {guarded}" in refused.value.message + (refused.value.hint or "")

@@ -19,10 +19,11 @@ import pytest
 from core.workspace.git import git_sync
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
-from tests.test_pipeline import SCRIPTED, write_config
-from tests.waiting import answers, free_port, wait_until
+from tests.support import CHECKOUT
+from tests.support.pipeline import SCRIPTED, write_config
+from tests.support.waiting import answers, free_port, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = CHECKOUT
 CMD = [sys.executable, "-m", "t25_tui"]
 CREDENTIAL = "wc-held-7f3a9c2e41"
 TOKEN = "op-held-5b8d0e6f93"

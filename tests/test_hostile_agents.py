@@ -18,7 +18,7 @@ from pathlib import Path
 
 from adapters.scripted_agent import TERMINAL_SEQUENCES
 from core.domain.models import RunStatus, TaskState
-from tests.conftest import make_repo
+from tests.support.repos import make_repo
 
 DEPTH = 200_000
 T25 = Path(sys.executable).with_name("t25")

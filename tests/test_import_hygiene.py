@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 
 
 DRIVERS_AND_UI = ("textual", "asyncpg", "fastapi", "uvicorn")

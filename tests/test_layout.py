@@ -9,9 +9,10 @@ only gets shorter. Anything new over the rule fails, named with its size.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 PACKAGES = ("core", "adapters", "store", "t25_tui")
 MODULE_LINES, CLASS_METHODS, FUNCTION_LINES = 600, 30, 60
 

@@ -11,7 +11,7 @@ import yaml
 from core.config.live import ConfigFile
 from core.config.schema import load_config
 from core.domain.models import TaskState
-from tests.test_pipeline import write_config
+from tests.support.pipeline import write_config
 
 S = TaskState
 FAILING = [{"name": "unit", "run": [sys.executable, "-c", "raise SystemExit('red')"]}]

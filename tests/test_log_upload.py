@@ -34,9 +34,9 @@ from t25_tui.api.server import make_api
 from t25_tui.api.services import services_in
 from t25_tui.api.uploads import LogUploads
 from t25_tui.api.worker_client import HttpRunQueue
-from tests.operators import operator_headers
-from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, WORKER, serving
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env
+from tests.support.serving import CREDENTIAL, WORKER, serving
 
 LIMIT = 3 * 2**19  # 1.5 MiB: past one chunk of the store and of an upload
 MARKER = truncation_marker(LIMIT, LIMIT).encode()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
 SAMPLE = [
     "tests/test_policies.py",  # unit

@@ -1,6 +1,6 @@
 """A merge git has landed is recorded, whatever the store does meanwhile.
 
-The postmaster of a throwaway cluster (tests/pg_cluster.py) is stopped the moment git has
+The postmaster of a throwaway cluster (tests/support/pg_cluster.py) is stopped the moment git has
 fast-forwarded the default branch: a `git` first on serve's or `t25 merge`'s PATH runs the
 real one, then, after the merge's fast-forward, stops Postgres (`pg_ctl -m immediate`, a
 crash's stop) before T25 hears back. Twenty seconds later the test starts it again. The
@@ -29,11 +29,9 @@ from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState as S
 from core.errors import MergeUnrecorded, StoreUnavailable
 from core.workspace.git import git_sync
-from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.test_cli import PIPELINE_CONFIG
-from tests.test_pipeline import trunk_log
-from tests.test_serve_faults import serving
-from tests.waiting import until
+from tests.support.pipeline import PIPELINE_CONFIG, trunk_log
+from tests.support.serve_process import serve_process
+from tests.support.waiting import until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 OUTAGE_S = 20.0
@@ -138,7 +136,9 @@ async def test_a_merge_the_store_misses_for_20_s_is_recorded_over_rest(shop, tmp
     _done_task(shop, env)
     flag = tmp_path / "stopped"
     path = _git_that_stops_postgres(tmp_path / "bin", cluster, flag)
-    async with serving(shop, tmp_path, env={DATABASE_URL_ENV: env[DATABASE_URL_ENV], **path}) as s:
+    async with serve_process(
+        shop, tmp_path, env={DATABASE_URL_ENV: env[DATABASE_URL_ENV], **path}
+    ) as s:
         merge = asyncio.ensure_future(s.client.post("/tasks/T-1/merge", json={}, timeout=240))
         await _outage_after_the_fast_forward(cluster, flag)
         answered = await asyncio.wait_for(merge, timeout=240)

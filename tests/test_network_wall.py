@@ -30,9 +30,7 @@ from adapters.sandbox import Confinement, bwrap_problem
 from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
-from tests.test_rest_text import serve  # noqa: F401 - the real `t25 serve`, a fixture
-from tests.test_sandbox import committed_check, dev
-from tests.test_sandbox_wall import confined
+from tests.support.sandbox import committed_check, confined, dev
 
 pytestmark = pytest.mark.skipif(
     bool(bwrap_problem()), reason=f"bubblewrap cannot run here: {bwrap_problem()}"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from store.open_door import accepts_without_password
-from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
+from tests.support.backends import PostgresBackend
 
 pytestmark = pytest.mark.postgres
 CMD = [sys.executable, "-m", "t25_tui"]

@@ -30,10 +30,10 @@ from t25_tui.api.cockpit_client import RemoteControlPlane, attach
 from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.runtime import open_runtime
-from tests.store.conftest import PG_DSN
-from tests.test_pipeline import Env, write_config
-from tests.test_serve import serving
-from tests.tui.conftest import seeded  # noqa: F401 - a fixture
+from tests.support import CHECKOUT
+from tests.support.backends import PG_DSN
+from tests.support.pipeline import Env, write_config
+from tests.support.serving import serving
 
 S = TaskState
 
@@ -200,10 +200,9 @@ async def test_a_postgres_store_keeps_its_servers_clock():
 
 def test_no_face_finds_a_decision_by_name():
     """Every face builds a Decision; none looks a method up by the verb's name."""
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
-    faces = [*root.glob("t25_tui/**/*.py"), root / "tests/store/decider.py"]
+    root = CHECKOUT
+    faces = [*root.glob("t25_tui/**/*.py"), root / "tests/support/decider.py"]
     for path in faces:
         assert "getattr(control" not in path.read_text(), path
         assert "getattr(self.control" not in path.read_text(), path

@@ -8,112 +8,29 @@ import hashlib
 import json
 import os
 import sys
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
-import yaml
 
-from adapters.base import CliAdapter
-from adapters.checks import run_check
-from adapters.scripted import ScriptedSpec
-from core.config.schema import load_config
 from core.control.service import ControlPlane
-from core.control.sweeper import Sweeper
 from core.domain.decisions import Decision
 from core.domain.events import ApprovalRequested, InputRequested, RunStarted, TaskTransitioned
 from core.domain.models import ArtifactKind, RunStatus, TaskState, TaskType
 from core.domain.verbs import Verb
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
-from t25_tui.runtime import local_sweeper, open_runtime
-from tests.conftest import make_repo
+from tests.support.pipeline import (
+    REVIEWING,
+    ROLES,
+    SCRIPTED,
+    Env,
+    review_prompt,
+    trunk_log,
+    working_in,
+)
+from tests.support.repos import make_repo
 
 S = TaskState
-SCRIPTED = {"adapter": "scripted"}
-# A reviewer that did not write the change (policies.reviewer_differs_from_author: model).
-REVIEWING = {"adapter": "scripted", "model": "scripted-2"}
-ROLES = ("spec", "planner", "dev", "qa", "reviewer", "docs")
-
-
-class SecondScripted(ScriptedSpec):
-    """The same scripted CLI under another adapter name, to test fallback chains."""
-
-    name = "scripted-b"
-
-
-def write_config(repo: Path, **overrides) -> None:
-    config = {
-        "projects": [{"name": "shop", "repo": "."}],
-        "roles": {role: [REVIEWING if role == "reviewer" else SCRIPTED] for role in ROLES},
-        "limits": {
-            "max_files_changed": 5,
-            "max_diff_lines": 50,
-            "max_review_loops": 2,
-            "max_qa_loops": 1,
-            "run_timeout_s": 60,
-            "workers": 2,
-        },
-        "qa": {"checks": [{"name": "unit", "run": [sys.executable, "-m", "unittest", "-q"]}]},
-        "cost": {
-            "rates": {
-                "scripted-1": {"input": 3.0, "output": 15.0},
-                "scripted-2": {"input": 3.0, "output": 15.0},
-            }
-        },
-    }
-    for key, value in overrides.items():
-        if key in ("roles", "limits"):
-            config[key] = {**config[key], **value}
-        else:
-            config[key] = value
-    (repo / "t25.yaml").write_text(yaml.safe_dump(config))
-
-
-class Env:
-    """A factory on a real repository, with the scripted agents as its adapters."""
-
-    def __init__(self, repo: Path) -> None:
-        self.repo = repo
-        self.control: ControlPlane | None = None
-        self._open = AsyncExitStack()
-
-    async def open(self, **overrides) -> ControlPlane:
-        write_config(self.repo, **overrides)
-        config = load_config(self.repo / "t25.yaml")
-        runtime = await self._open.enter_async_context(open_runtime(config))
-        self.control = runtime.control
-        return self.control
-
-    def sweeper(self, **kw) -> Sweeper:
-        adapters = {
-            "scripted": CliAdapter(ScriptedSpec()),
-            "scripted-b": CliAdapter(SecondScripted()),
-        }
-        kw.setdefault("heartbeat_s", 0.2)
-        return local_sweeper(self.control, adapters, run_check, **kw)
-
-    async def work(self, **kw) -> None:
-        await asyncio.wait_for(self.sweeper(**kw).work(), 120)
-
-    async def new(self, title: str = "Add a greeting", description: str = "", **kw):
-        return await self.control.new_task(
-            title, actor="ana", description=description, type=kw.get("type", TaskType.FEAT)
-        )
-
-    async def task(self, ref: str):
-        return await self.control.task(ref)
-
-    async def history(self, ref: str) -> list[TaskState]:
-        events = await self.control.store.events_after(0, task_id=ref, limit=10_000)
-        return [e.to_state for e in events if isinstance(e, TaskTransitioned)]
-
-    async def close(self) -> None:
-        await self._open.aclose()
-
-
-def trunk_log(repo: Path) -> list[str]:
-    return git_sync("log", "--format=%s", "trunk", cwd=repo).splitlines()
 
 
 async def test_a_task_goes_from_received_to_done_and_a_human_merges_it(env):
@@ -329,19 +246,7 @@ async def test_a_hung_agent_is_killed_at_its_timeout_with_everything_it_started(
     if sandbox == "none":
         assert not _alive(child)
     # Sandboxed, the pid is the namespace's own: no process is left working in the tree.
-    assert not _working_in(control.config.worktrees.root)
-
-
-def _working_in(root: Path) -> list[int]:
-    """The processes whose working directory lies under `root`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(root):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    assert not working_in(control.config.worktrees.root)
 
 
 async def test_quota_on_the_first_adapter_falls_back_to_the_second(env):
@@ -603,16 +508,6 @@ async def test_a_merge_whose_result_fails_a_qa_check_leaves_the_default_branch_w
     assert (env.repo / "changes" / "T-1.md").exists()  # the main checkout moved with it
 
 
-async def _review_prompt(control, task_id: str) -> str:
-    prompts = [
-        a
-        for a in await control.store.list_artifacts(task_id=task_id)
-        if a.meta.kind is ArtifactKind.PROMPT and a.meta.role == "reviewer"
-    ]
-    _, content = await control.store.get_artifact(prompts[-1].id)
-    return content.decode()
-
-
 async def test_protected_paths_are_flagged_in_review_and_a_merge_must_name_each(env):
     control = await env.open()
     task = await env.new(description="scripted: touch=.github/workflows/ci.yml,docs/CLAUDE.md")
@@ -622,10 +517,10 @@ async def test_protected_paths_are_flagged_in_review_and_a_merge_must_name_each(
     assert task.state is S.DONE and plain.state is S.DONE, (task.error, plain.error)
     assert task.protected_paths == (".github/workflows/ci.yml", "docs/CLAUDE.md")
     assert plain.protected_paths == ()
-    review = await _review_prompt(control, task.id)
+    review = await review_prompt(control, task.id)
     assert "## Protected paths touched" in review
     assert ".github/workflows/ci.yml\ndocs/CLAUDE.md" in review
-    assert "## Protected paths touched" not in await _review_prompt(control, plain.id)
+    assert "## Protected paths touched" not in await review_prompt(control, plain.id)
 
     with pytest.raises(PolicyRefused) as refused:
         await control.merge(task.id, actor="ana")

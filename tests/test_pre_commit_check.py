@@ -19,8 +19,8 @@ from core.domain.agent import CheckSandbox
 from core.domain.events import InputRequested
 from core.domain.models import ArtifactKind, TaskState
 from core.workspace.git import git_sync
-from tests.projects import make_project, shared_dir, tools_venv
-from tests.test_pipeline import Env
+from tests.support.pipeline import Env
+from tests.support.projects import make_project, shared_dir, tools_venv
 
 S = TaskState
 

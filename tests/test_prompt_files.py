@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.prompt_files import PROMPT_FILE_THRESHOLD, prompt_arg
+from tests.support import CHECKOUT
 
 HOLDER = textwrap.dedent("""
     import sys, time
@@ -46,7 +47,7 @@ def holders(tmp_path: Path, tmpdir_: Path):
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "TMPDIR": str(tmpdir_)},
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=CHECKOUT,
         )
         started.append(holder)
         path = Path(holder.stdout.readline().strip())

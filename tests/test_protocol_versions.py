@@ -25,13 +25,14 @@ import pytest
 
 from core.domain.models import Lease, Run, Task, TaskState, utcnow
 from t25_tui.api.protocol import PROTOCOL
-from tests.operators import operator_headers
-from tests.test_pipeline import write_config
-from tests.test_serve import CREDENTIAL
-from tests.waiting import answers, free_port, wait_until
+from tests.support import CHECKOUT
+from tests.support.operators import operator_headers
+from tests.support.pipeline import write_config
+from tests.support.serving import CREDENTIAL
+from tests.support.waiting import answers, free_port, wait_until
 
 PREVIOUS = "d496b1b"  # the last commit whose worker and serve said no protocol (version 1)
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = CHECKOUT
 
 
 @pytest.fixture

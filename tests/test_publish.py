@@ -19,7 +19,7 @@ from core.errors import PublishFailed, T25Error
 from core.workspace.git import git_sync
 from core.workspace.pull_request import publish, push_default_branch
 from core.workspace.worktrees import Worktrees
-from tests.conftest import make_repo
+from tests.support.repos import make_repo
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

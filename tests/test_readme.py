@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 README = (ROOT / "README.md").read_text()
 COMMAND_LINE = (ROOT / "docs" / "guides" / "command-line.md").read_text()
 COCKPIT = (ROOT / "docs" / "guides" / "cockpit.md").read_text()

@@ -14,7 +14,7 @@ from core.domain.verbs import Verb
 from core.errors import InvalidInput, PolicyRefused
 from core.workspace.git import git_sync
 from t25_tui.api.credentials import local_token
-from tests.operators import operator_headers
+from tests.support.operators import operator_headers
 
 S = TaskState
 
@@ -109,7 +109,7 @@ async def test_a_reset_over_rest_and_from_the_command_line_is_the_same_decision(
 
     from t25_tui.api.cockpit_client import attach
     from t25_tui.api.server import make_api
-    from tests.test_serve import CREDENTIAL, serving
+    from tests.support.serving import CREDENTIAL, serving
 
     control = await env.open()
     await env.new()

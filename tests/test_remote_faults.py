@@ -5,7 +5,6 @@ so a lapse is quick to reach."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -21,11 +20,11 @@ import pytest
 from adapters.scripted_agent import SCRIBBLE_FILE
 from core.config.schema import DATABASE_URL_ENV
 from core.workspace.git import git_sync
-from tests.operators import operator_headers
-from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.test_pipeline import write_config
-from tests.test_serve import CREDENTIAL
-from tests.waiting import answers, free_port, wait_until
+from tests.support.operators import operator_headers
+from tests.support.pipeline import write_config
+from tests.support.runs import agents_under, kill_agents_under
+from tests.support.serving import CREDENTIAL
+from tests.support.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
@@ -92,7 +91,7 @@ def control_plane(
                 p.wait(timeout=30)
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
-        _kill_agents_under(repo)
+        kill_agents_under(repo)
 
 
 def _dev_run(client: httpx.Client) -> dict | None:
@@ -120,26 +119,6 @@ def _run_events(client: httpx.Client, run_id: str, kind: str = "run_finished") -
     return count
 
 
-def _kill_agents_under(root: Path) -> None:
-    """Whatever a test left running there (nothing, when the agents died as they must)."""
-    for pid in _agents_under(root):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _agents_under(root: Path) -> list[int]:
-    """The processes working under `root`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if Path(os.readlink(proc / "cwd")).is_relative_to(root):
-                    found.append(int(proc.name))
-            except (OSError, ValueError):
-                continue
-    return found
-
-
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
 def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop, sandbox):
     """A worker's whole process group SIGKILLed, sandboxed or unconfined: its agent dies with
@@ -154,7 +133,7 @@ def test_a_worker_killed_mid_run_loses_nothing_another_finishes_it_once(shop, sa
         wait_until(lambda: (worktrees / "T-1" / SCRIBBLE_FILE).exists(), timeout=30)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        wait_until(lambda: not _agents_under(worktrees), timeout=10)  # it died with its worker
+        wait_until(lambda: not agents_under(worktrees), timeout=10)  # it died with its worker
         worker()
         wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         dev = _dev_run(client)
@@ -294,4 +273,4 @@ def _cwd_under(proc: Path, root: Path) -> bool:
 @pytest.fixture(autouse=True)
 def _no_stray_agents(shop):
     yield
-    _kill_agents_under(shop)
+    kill_agents_under(shop)

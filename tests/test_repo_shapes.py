@@ -17,9 +17,9 @@ import yaml
 from core.domain.models import TaskState
 from core.errors import WorktreeRefused
 from core.workspace.worktrees import Worktrees
-from tests.conftest import make_repo, make_shop
-from tests.test_git import Planted, make_task, plain_git
-from tests.test_pipeline import Env, trunk_log
+from tests.support.git import Planted, make_task, plain_git
+from tests.support.pipeline import Env, trunk_log
+from tests.support.repos import make_repo, make_shop
 
 S = TaskState
 LFS_CONTENT = "the real asset\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.domain.models import ArtifactKind, Run, TaskState
-from tests.operators import operator_headers
-from tests.shapes import conforms
+from tests.support.operators import operator_headers
+from tests.support.shapes import conforms
 
 S = TaskState
 # The CLI keeps its sessions in its own HOME: no private one, no sandbox.
@@ -133,9 +133,9 @@ def test_a_remote_worker_continues_the_session_and_serve_keeps_it(shop, home, tm
 
     import httpx
 
-    from tests.test_pipeline import write_config
-    from tests.test_serve import CREDENTIAL
-    from tests.waiting import answers, free_port, wait_until
+    from tests.support.pipeline import write_config
+    from tests.support.serving import CREDENTIAL
+    from tests.support.waiting import answers, free_port, wait_until
 
     write_config(shop, roles={"dev": [RESUMING]})
     port, url = free_port(), ""

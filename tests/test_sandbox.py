@@ -24,7 +24,8 @@ from adapters import containment
 from adapters.sandbox import bwrap_problem
 from core.domain.models import ArtifactKind, TaskState
 from core.workspace.git import git_sync
-from tests.test_pipeline import ROLES, SCRIPTED, Env, _working_in
+from tests.support.pipeline import ROLES, SCRIPTED, Env, working_in
+from tests.support.sandbox import committed_check, dev
 
 S = TaskState
 LEFTOVER = "LEFT_BEHIND_BY_AGENT.txt"
@@ -33,13 +34,6 @@ pytestmark = pytest.mark.skipif(
     bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
     reason=f"bubblewrap cannot run here: {bwrap_problem()}",
 )
-
-
-def dev(*misbehave: str) -> dict[str, list[dict[str, object]]]:
-    args: list[str] = []
-    for what in misbehave:
-        args += ["--misbehave", what]
-    return {"dev": [{"adapter": "scripted", "args": args}]}
 
 
 def digest(path: Path) -> str:
@@ -107,14 +101,6 @@ async def test_t25s_store_and_audit_log(env, shop, sandbox):
         assert written
 
 
-def committed_check(shop: Path, name: str, code: str) -> list[str]:
-    """A check whose code is in the repository, as code an agent wrote would be."""
-    (shop / name).write_text(code)
-    git_sync("add", name, cwd=shop)
-    git_sync("commit", "-qm", f"add {name}", cwd=shop)
-    return [sys.executable, name]
-
-
 async def test_sandboxed_a_qa_check_cannot_write_outside_the_worktree(env, shop):
     run = committed_check(
         shop,
@@ -179,7 +165,7 @@ async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sand
     await asyncio.sleep(1.0)  # past the moment the child would have written
     assert not (worktree / LEFTOVER).exists()
     assert LEFTOVER not in git_sync("log", "--all", "--name-only", "--format=", cwd=shop)
-    assert not _working_in(control.config.worktrees.root)
+    assert not working_in(control.config.worktrees.root)
 
 
 def _t25_run(shop: Path, sandbox: str, misbehave: str = "slow:60") -> subprocess.Popen[str]:
@@ -233,10 +219,10 @@ def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
     running = _t25_run(shop, sandbox)
     root = shop / ".factory" / "worktrees"
     try:
-        assert _wait_for(lambda: bool(_working_in(root)), 90), "the dev agent never started"
+        assert _wait_for(lambda: bool(working_in(root)), 90), "the dev agent never started"
         os.kill(running.pid, sig)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not _working_in(root), 10), _described(_working_in(root))
+        assert _wait_for(lambda: not working_in(root), 10), _described(working_in(root))
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
@@ -255,19 +241,19 @@ def test_the_agents_children_die_with_a_killed_t25_run_without_waiting_for_a_res
         assert _wait_for(lambda: _hanging(root), 90), "the agent's child never ran"
         os.kill(running.pid, signal.SIGKILL)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not _working_in(root), 10), _described(_working_in(root))
+        assert _wait_for(lambda: not working_in(root), 10), _described(working_in(root))
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
             running.wait(timeout=10)
-        for pid in _working_in(root):
+        for pid in working_in(root):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
 
 def _hanging(root: Path) -> list[int]:
     """The agent's child that `--misbehave hang` starts, running under `root`."""
-    return [pid for pid in _working_in(root) if b"SIG_IGN" in _cmdline(pid)]
+    return [pid for pid in working_in(root) if b"SIG_IGN" in _cmdline(pid)]
 
 
 def _cmdline(pid: int) -> bytes:

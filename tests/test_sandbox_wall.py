@@ -8,7 +8,6 @@ unprivileged user (tests/test_wall_unprivileged.py).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -18,35 +17,16 @@ import pytest
 
 from adapters import caps
 from adapters.checks import run_check
-from adapters.process import minimal_env, run_process
-from adapters.sandbox import Bubblewrap, Confinement, bwrap_problem, probe
+from adapters.sandbox import bwrap_problem, probe
 from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.models import TaskState
-from tests.test_sandbox import dev
+from tests.support.sandbox import dev, inside
 
 pytestmark = pytest.mark.skipif(
     bool(bwrap_problem()), reason=f"bubblewrap cannot run here: {bwrap_problem()}"
 )
 ROOT = os.geteuid() == 0
-
-
-async def inside(script: str, tree: Path, **confinement) -> tuple[str, int | None]:
-    """Run `script` (Python) confined as a run is; what it printed and its exit status."""
-    tree.mkdir(exist_ok=True)
-    return await confined(script, Confinement(worktree=tree, **confinement))
-
-
-async def confined(script: str, box: Confinement) -> tuple[str, int | None]:
-    """Run `script` (Python) in bubblewrap confined as `box` says."""
-    done = await run_process(
-        Bubblewrap().wrap([sys.executable, "-c", script], box, {}),
-        cwd=box.worktree,
-        env=minimal_env(),
-        timeout_s=60,
-        abort=asyncio.Event(),
-    )
-    return done.log.decode("utf-8", "replace"), done.exit_code
 
 
 # -- no capability --------------------------------------------------------------------------

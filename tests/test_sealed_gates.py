@@ -20,9 +20,9 @@ from core.control.keyring import KEY_FILE, Keyring
 from core.domain.events import TaskTransitioned
 from core.domain.models import TaskState
 from store import open_store
-from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
-from tests.test_pipeline import ROLES, SCRIPTED, Env
-from tests.waiting import until
+from tests.support.backends import PostgresBackend
+from tests.support.pipeline import ROLES, SCRIPTED, Env
+from tests.support.waiting import until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 FORGED_ROW = (

@@ -3,13 +3,11 @@ pipeline run by `t25 worker` processes leasing over HTTP."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
-from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -18,28 +16,11 @@ from core.domain.decisions import Decision
 from core.domain.models import Author, Lease, RunOutcome, RunStatus, TaskState
 from core.domain.verbs import Verb
 from t25_tui.api.credentials import local_token
-from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
-from t25_tui.api.protocol import PROTOCOL
-from t25_tui.api.server import make_api, server_for
-from tests.operators import operator_headers
-from tests.test_pipeline import Env, write_config
-from tests.waiting import answers, free_port, wait_until
-
-CREDENTIAL = "worker-secret-42"
-
-
-@asynccontextmanager
-async def serving(api, port: int = 0):
-    server = server_for(api, "127.0.0.1", port, handle_signals=False)
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, not an event
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+from t25_tui.api.server import make_api
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env, write_config
+from tests.support.serving import CREDENTIAL, WORKER, serving
+from tests.support.waiting import answers, free_port, wait_until
 
 
 @pytest.fixture
@@ -54,9 +35,6 @@ async def api(shop):
     ):
         yield control, client
     await env.close()
-
-
-WORKER = {"Authorization": f"Bearer {CREDENTIAL}", PROTOCOL_HEADER: str(PROTOCOL)}
 
 
 async def test_tasks_and_decisions_over_rest_land_in_the_audit(api):

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from t25_tui.api.server import is_loopback
-from tests.operators import operator_headers
-from tests.test_pipeline import write_config
-from tests.waiting import answers, free_port, wait_until
+from tests.support.operators import operator_headers
+from tests.support.pipeline import write_config
+from tests.support.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 

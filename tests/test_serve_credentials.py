@@ -21,10 +21,10 @@ from t25_tui.api.credentials import (
     operator_token,
 )
 from t25_tui.api.server import make_api
-from tests.operators import operator_headers
-from tests.test_pipeline import Env
-from tests.test_sandbox import committed_check
-from tests.test_serve import CREDENTIAL, WORKER, serving
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env
+from tests.support.sandbox import committed_check
+from tests.support.serving import CREDENTIAL, WORKER, serving
 
 
 async def test_the_hosts_token_is_made_once_private_and_names_the_actor(shop):

@@ -6,9 +6,9 @@ import httpx
 
 from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
-from tests.operators import operator_headers
-from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, serving
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env
+from tests.support.serving import CREDENTIAL, serving
 
 
 async def test_a_tasks_diff_over_rest_whole_by_attempt_and_stat_only(shop):

@@ -1,9 +1,9 @@
 """The real `t25 serve` (a child process) while its store fails under it.
 
-Postgres is the session's throwaway cluster (tests/pg_cluster.py): stopped and started
+Postgres is the session's throwaway cluster (tests/support/pg_cluster.py): stopped and started
 for real, its backends terminated (only this test database's), reached through a relay
 that hangs up late where asyncpg's half-open connection is the fault. SQLite is locked by
-another process past its busy timeout. Serve must keep serving (503 with Retry-After while
+another process past its busy timeout. Serve must keep serve_process (503 with Retry-After while
 the store is away), keep its event streams whole, say once that the store went and once
 that it is back, and exit non-zero, with one line why, only when it cannot go on.
 """
@@ -12,78 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import uuid
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import suppress
 
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
 from core.config.schema import DATABASE_URL_ENV
-from tests.operators import operator_headers
-from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.store.test_store_faults import hold_exclusive_lock, let_go
-from tests.test_pipeline import write_config
-from tests.waiting import free_port, until
+from tests.support.locks import hold_exclusive_lock, let_go
+from tests.support.pg_cluster import HalfOpenLink
+from tests.support.pipeline import write_config
+from tests.support.serve_process import Serve, serve_healthy, serve_process
+from tests.support.waiting import until
 
-CMD = [sys.executable, "-m", "t25_tui"]
 GONE = "the store is unavailable"
 BACK = "the store answers again"
-
-
-@dataclass
-class Serve:
-    proc: subprocess.Popen
-    client: httpx.AsyncClient
-    err: Path
-
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-    def said(self, text: str) -> int:
-        return self.stderr().count(text)
-
-
-@asynccontextmanager
-async def serving(repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None):
-    """`t25 serve` in `repo`, healthy, with an HTTP client on it; stopped afterwards."""
-    port = free_port()
-    err = tmp_path / f"serve-{port}.err"
-    with err.open("w") as sink:
-        proc = subprocess.Popen(
-            [*CMD, "serve", "--bind", f"127.0.0.1:{port}", *args],
-            cwd=repo,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=sink,
-        )
-    try:
-        ops = operator_headers(repo)
-        url = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=url, timeout=30, headers=ops) as client:
-            serve = Serve(proc, client, err)
-            await until(lambda: _healthy(serve), what="serve healthy")
-            yield serve
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        await until(lambda: proc.poll() is not None, what="serve stopped")
-
-
-async def _healthy(serve: Serve) -> bool:
-    if serve.proc.poll() is not None:
-        raise AssertionError(f"serve exited {serve.proc.returncode}: {serve.stderr()}")
-    try:
-        return (await serve.client.get("/health")).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 async def _new_task(serve: Serve, title: str) -> str:
@@ -164,14 +108,16 @@ async def test_serve_outlives_terminated_backends_of_its_store(shop, tmp_path, c
     name, _ = _database(cluster)
     async with (
         HalfOpenLink(cluster.port) as link,
-        serving(shop, tmp_path, "--workers", "2", env={DATABASE_URL_ENV: link.url(name)}) as serve,
+        serve_process(
+            shop, tmp_path, "--workers", "2", env={DATABASE_URL_ENV: link.url(name)}
+        ) as serve,
     ):
         terminated = 0
         for round_ in range(5):
             ref = await _new_task(serve, f"task {round_}")
             terminated += cluster.terminate(name)
             await until(lambda ref=ref: _picked_up(serve, ref), what=f"{ref} picked up")
-        assert terminated >= 5 and await _healthy(serve)
+        assert terminated >= 5 and await serve_healthy(serve)
     err = serve.stderr()
     assert "InternalClientError" not in err and "Traceback" not in err, err
 
@@ -183,7 +129,7 @@ async def test_serve_answers_503_through_a_postgres_outage_and_its_stream_goes_o
     write_config(shop)
     _, url = _database(cluster)
     async with (
-        serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve,
+        serve_process(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve,
         Stream(serve) as stream,
     ):
         for title in ("one", "two"):
@@ -203,7 +149,7 @@ async def test_serve_answers_503_through_a_postgres_outage_and_its_stream_goes_o
         await until(lambda: serve.said(GONE), what="the outage said")
         assert serve.proc.poll() is None
         cluster.start()
-        await until(lambda: _healthy(serve), what="healthy again")
+        await until(lambda: serve_healthy(serve), what="healthy again")
         await until(lambda: serve.said(BACK), what="the recovery said")
 
         written = [await _new_task(serve, f"after {n}") for n in range(3)]
@@ -218,7 +164,7 @@ async def test_serve_waits_out_a_sqlite_file_locked_past_its_busy_timeout(shop, 
     """Another process holds the store's file with BEGIN EXCLUSIVE for longer than the
     10 s busy timeout: the sweep's write gives up, and serve waits instead of ending."""
     write_config(shop)
-    async with serving(shop, tmp_path) as serve, Stream(serve) as stream:
+    async with serve_process(shop, tmp_path) as serve, Stream(serve) as stream:
         await _new_task(serve, "before")
         await until(stream.caught_up, what="the stream caught up")
         holder = hold_exclusive_lock(shop / ".factory" / "t25.db")
@@ -243,7 +189,7 @@ async def test_serve_gives_up_with_one_line_when_the_store_stays_away_past_its_p
 ):
     write_config(shop)
     _, url = _database(cluster)
-    async with serving(
+    async with serve_process(
         shop, tmp_path, "--store-patience", "1", env={DATABASE_URL_ENV: url}
     ) as serve:
         cluster.stop()
@@ -262,7 +208,7 @@ async def test_serve_gives_up_with_one_line_when_the_store_stays_away_past_its_p
 async def test_serve_exits_non_zero_when_its_database_refuses_it_for_good(shop, tmp_path, cluster):
     write_config(shop)
     name, url = _database(cluster)
-    async with serving(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve:
+    async with serve_process(shop, tmp_path, env={DATABASE_URL_ENV: url}) as serve:
         cluster.psql(f'DROP DATABASE "{name}" WITH (FORCE)')
         await until(lambda: serve.proc.poll() is not None, what="serve exited")
     assert serve.proc.returncode == 1
@@ -279,7 +225,7 @@ async def test_serve_without_workers_leaves_no_pending_task_to_be_destroyed(shop
     destroyed with "Task was destroyed but it is pending!" about once a second."""
     write_config(shop)
     debug = {"PYTHONASYNCIODEBUG": "1", "PYTHONWARNINGS": "default"}
-    async with serving(shop, tmp_path, env=debug) as serve:
+    async with serve_process(shop, tmp_path, env=debug) as serve:
         for _ in range(40):  # some seconds of passes, and garbage to collect meanwhile
             assert (await serve.client.get("/health")).status_code == 200
             await serve.client.get("/tasks")

@@ -17,8 +17,8 @@ from t25_tui.api.gate import BODY_CAP, COMPLETION_CAP, LOG_CHUNK_CAP, MAX_FIELDS
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
-from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, WORKER, serving
+from tests.support.pipeline import Env
+from tests.support.serving import CREDENTIAL, WORKER, serving
 
 ANSWER_S = 10.0  # bound on waiting for an answer that must come without the body
 

@@ -18,10 +18,10 @@ from core.domain.models import TaskState
 from core.errors import InvalidInput
 from t25_tui.api.bodies import MULTI_LINE, MULTI_LINE_REQUIRED, ONE_LINE_REQUIRED
 from t25_tui.api.server import make_api
-from tests.operators import operator_headers
-from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
-from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, WORKER, serving
+from tests.support.backends import PostgresBackend
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env
+from tests.support.serving import CREDENTIAL, WORKER, serving
 
 HUGE = str(2**63)  # one past the largest 64-bit id
 MARK = "ECHO-MARK"  # what a refusal must never repeat

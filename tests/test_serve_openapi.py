@@ -16,9 +16,9 @@ import pytest
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
-from tests.store.conftest import PostgresBackend, pg_template  # noqa: F401 - a fixture
-from tests.test_pipeline import Env, write_config
-from tests.waiting import answers, free_port, wait_until
+from tests.support.backends import PostgresBackend
+from tests.support.pipeline import Env, write_config
+from tests.support.waiting import answers, free_port, wait_until
 
 OPERATOR, WORKER = "op-token-31", "worker-credential-31"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")

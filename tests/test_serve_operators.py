@@ -18,8 +18,8 @@ import pytest
 from core.errors import ConfigError
 from core.workspace.git import git_sync
 from t25_tui.api.operators import Operators
-from tests.test_pipeline import write_config
-from tests.waiting import answers, free_port, wait_until
+from tests.support.pipeline import write_config
+from tests.support.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 TOKENS = {

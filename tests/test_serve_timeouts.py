@@ -20,9 +20,9 @@ from t25_tui.api.gate import HEADER_TIMEOUT_S, DeadlineProtocol
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
-from tests.test_pipeline import Env, write_config
-from tests.test_serve import CREDENTIAL, serving
-from tests.waiting import answers, free_port, wait_until
+from tests.support.pipeline import Env, write_config
+from tests.support.serving import CREDENTIAL, serving
+from tests.support.waiting import answers, free_port, wait_until
 
 SHORT_S = 0.5  # the deadlines of the in-process serve
 BOUND_S = 20.0  # how long a test waits for what must happen well before

@@ -12,10 +12,10 @@ import sys
 import httpx
 
 from core.workspace.worktrees import Worktrees
-from tests.operators import operator_headers
-from tests.test_pipeline import write_config
-from tests.test_worktrees import make_task, new_repo
-from tests.waiting import answers, free_port, wait_until
+from tests.support.git import make_task, new_repo
+from tests.support.operators import operator_headers
+from tests.support.pipeline import write_config
+from tests.support.waiting import answers, free_port, wait_until
 
 CREDENTIAL = "shared-checkout-secret"
 CMD = [sys.executable, "-m", "t25_tui"]

@@ -10,15 +10,7 @@ import pytest
 
 from core.errors import WorktreeRefused
 from t25_tui.tui.workspace import REMOTE, editor_argv, worktree_of
-
-
-def recorder(tmp_path: Path, name: str, status: int = 0) -> tuple[Path, Path]:
-    """A program that writes its directory and arguments to a file, and exits `status`."""
-    record = tmp_path / f"{name}.record"
-    script = tmp_path / name
-    script.write_text(f'#!/bin/sh\n{{ pwd; echo "$@"; }} > "{record}"\nexit {status}\n')
-    script.chmod(0o755)
-    return script, record
+from tests.support.shell import recorder
 
 
 @pytest.fixture

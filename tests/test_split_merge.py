@@ -23,12 +23,12 @@ from core.domain.models import MERGE_ROLE, RunStatus, Task
 from core.domain.verbs import Verb
 from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
-from tests.conftest import make_repo
-from tests.operators import operator_headers
-from tests.sealed import passed_review
-from tests.test_pipeline import Env, write_config
-from tests.test_serve import CREDENTIAL
-from tests.waiting import answers, free_port, wait_until
+from tests.support.operators import operator_headers
+from tests.support.pipeline import Env, write_config
+from tests.support.repos import make_repo
+from tests.support.sealed import passed_review
+from tests.support.serving import CREDENTIAL
+from tests.support.waiting import answers, free_port, wait_until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 ENV = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from adapters import registry
+from tests.support import CHECKOUT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = CHECKOUT
 
 # `python -m t25_tui ARGS…`, reporting at exit the modules it imported and the models it built.
 _REPORTING = textwrap.dedent(

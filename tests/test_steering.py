@@ -9,7 +9,7 @@ import pytest
 from core.domain.models import TaskState
 from core.errors import InvalidInput, NotFound, PolicyRefused
 from t25_tui.api.credentials import local_token
-from tests.operators import operator_headers
+from tests.support.operators import operator_headers
 
 S = TaskState
 
@@ -87,7 +87,7 @@ async def test_filing_and_editing_over_rest_and_the_remote_cockpit(env):
     from core.domain.verbs import Verb
     from t25_tui.api.cockpit_client import attach
     from t25_tui.api.server import make_api
-    from tests.test_serve import CREDENTIAL, serving
+    from tests.support.serving import CREDENTIAL, serving
 
     control = await env.open()
     app = make_api(control, worker_credential=CREDENTIAL, operator_token=None)

@@ -1,7 +1,7 @@
 """The sweeper and its in-process workers (`t25 run`, `t25 serve`, the cockpit): a pass leaves no asyncio
 task behind, and a store that goes away is a pause, said once, not the end of the sweeper.
 
-Postgres outages use the session's throwaway cluster (tests/pg_cluster.py), stopped and
+Postgres outages use the session's throwaway cluster (tests/support/pg_cluster.py), stopped and
 started for real; the pipeline runs the scripted agent, as in tests/test_pipeline.py.
 """
 
@@ -23,9 +23,8 @@ from core.control.sweeper import Sweeper
 from core.domain.models import RunOutcome, RunStatus, TaskState
 from core.errors import StoreError, StoreUnavailable
 from t25_tui.runtime import local_workers
-from tests.pg_cluster import cluster, pg_cluster  # noqa: F401 - fixtures
-from tests.test_pipeline import Env, write_config
-from tests.waiting import until
+from tests.support.pipeline import Env, write_config
+from tests.support.waiting import until
 
 S = TaskState
 

@@ -25,7 +25,7 @@ import pytest
 from core.domain.models import ArtifactKind, TaskState
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
-from tests.test_pipeline import Env
+from tests.support.pipeline import Env
 
 S = TaskState
 

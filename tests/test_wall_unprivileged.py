@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import CHECKOUT
+
+ROOT = CHECKOUT
 NOBODY = 65534
 MODULES = ("tests/test_network_wall.py", "tests/test_sandbox_wall.py", "tests/test_sandbox.py")
 REQUIRED = os.environ.get("T25_REQUIRE_PG") == "1"  # CI: a skip here would hide the cases

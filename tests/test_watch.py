@@ -13,7 +13,7 @@ import pytest
 
 from core.domain.models import Task, TaskType, utcnow
 from core.workspace.worktrees import Worktrees
-from tests.conftest import make_repo
+from tests.support.repos import make_repo
 
 
 def plain_git(*args: str, cwd: Path) -> str:

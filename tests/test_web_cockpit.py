@@ -27,8 +27,8 @@ import aiohttp
 import httpx
 import pytest
 
-from tests.test_cli import PIPELINE_CONFIG
-from tests.waiting import free_port, until, wait_until
+from tests.support.pipeline import PIPELINE_CONFIG
+from tests.support.waiting import free_port, until, wait_until
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -24,8 +24,8 @@ from t25_tui.api.cockpit_client import attach
 from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import Http, HttpRunQueue
-from tests.test_pipeline import Env
-from tests.test_serve import CREDENTIAL, WORKER, serving
+from tests.support.pipeline import Env
+from tests.support.serving import CREDENTIAL, WORKER, serving
 
 # what the OpenAPI document says a route may answer (426: a worker route, to another protocol)
 DOCUMENTED = {400, 404, 409, 422, 426, 503}

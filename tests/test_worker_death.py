@@ -8,64 +8,22 @@ agent was running has used an attempt, the two others have not (store.reaping).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from core.domain.events import RunStarted
 from core.domain.models import RunStatus, TaskState
 from core.workspace.task_trees import META_DIR
 from core.workspace.worktree_lock import WorktreeLock
-from store import open_store
 from t25_tui.api.server import make_api
 from t25_tui.api.worker_client import HttpRunQueue
-from tests.test_pipeline import Env, write_config
-from tests.test_serve import CREDENTIAL, serving
-
-WAIT_S = 120  # every wait below is bounded by this (a lapsed lease takes `t25 run`'s 30 s)
-T25 = [sys.executable, "-m", "t25_tui"]
-
-
-def until(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def start_run(shop: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("a") as err:
-        return subprocess.Popen(
-            [*T25, "run", "--workers", "3"],
-            cwd=shop,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-        )
-
-
-async def _runs(shop: Path) -> list:
-    store = await open_store(f"sqlite:///{shop / '.factory' / 't25.db'}")
-    try:
-        runs = await store.list_runs()
-        started = [
-            e for e in await store.events_after(0, limit=10_000) if isinstance(e, RunStarted)
-        ]
-    finally:
-        await store.close()
-    return [(r, [e.attempt for e in started if e.run_id == r.id]) for r in runs]
-
-
-def runs(shop: Path) -> list:
-    """Every run, with the attempts under which T25 started its agent."""
-    return asyncio.run(_runs(shop))
+from tests.support.pipeline import Env, write_config
+from tests.support.runs import T25, WAIT_S, runs, start_run, until
+from tests.support.serving import CREDENTIAL, serving
 
 
 def test_only_the_runs_whose_agents_were_running_pay_for_a_killed_worker(shop):

@@ -13,42 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from core.domain.models import DiffStat, Task, TaskType, utcnow
+from core.domain.models import DiffStat, Task, TaskType
 from core.errors import MergeRefused, WorktreeBusy, WorktreeRefused
 from core.workspace.task_trees import META_DIR
 from core.workspace.worktrees import Worktrees
-from tests.conftest import make_repo
+from tests.support import CHECKOUT
+from tests.support.git import make_task, new_repo, plain_git
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = CHECKOUT
 NASTY_BRANCH = "tr$unk;touch${IFS}PWNED|`touch${IFS}PWNED`&'q'\"(x)!#>y<{z}"
-
-
-def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
-    now = utcnow()
-    return Task(
-        id=task_id, project="demo", title="a change", type=kind, created_at=now, state_since=now
-    )
-
-
-def plain_git(*args: str, cwd: Path) -> str:
-    """git as an agent or a person would run it: no T25 hardening at all."""
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout.strip()
-
-
-def new_repo(path: Path, branch: str = "trunk") -> Path:
-    return make_repo(
-        path,
-        branch,
-        {"app.py": "def hello():\n    return 'hi'\n", ".gitignore": "*.log\n"},
-        exclude_factory=True,
-    )
 
 
 @pytest.fixture

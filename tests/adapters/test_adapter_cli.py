@@ -10,7 +10,6 @@ from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
-from agent_kit import EchoSpec, Sink, alive, eventually, prompt_for
 
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.containment import TAG_ENV
@@ -21,6 +20,7 @@ from core.domain.answers import QAAnswer, parse_answer
 from core.domain.models import TaskState, utcnow
 from core.errors import AnswerInvalid
 from core.ports import AgentAdapter
+from tests.support.agent_kit import ECHO_CLI, EchoSpec, Sink, alive, eventually, prompt_for
 
 
 async def run(adapter, request, sink=None, abort=None):
@@ -215,7 +215,7 @@ async def test_a_parser_that_chokes_is_an_exit_failure_not_an_exception(make_req
 async def test_the_version_is_read_once(tmp_path, make_request):
     counter = tmp_path / "calls"
     spec = EchoSpec()
-    spec.version_args = (str(Path(__file__).with_name("echo_cli.py")), "--version", str(counter))
+    spec.version_args = (str(ECHO_CLI), "--version", str(counter))
     adapter = CliAdapter(spec)
     assert await adapter.version() == "3.2.1"
     assert await adapter.version() == "3.2.1"

@@ -11,11 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from agent_kit import Sink, alive, eventually
 
 from adapters import output_buffers
 from adapters.output_buffers import SPILL_BYTES, LogHead
 from adapters.process import minimal_env, run_process
+from tests.support.agent_kit import Sink, alive, eventually
 
 
 def py(code: str) -> list[str]:

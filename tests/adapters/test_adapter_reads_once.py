@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_kit import Sink
 
 from adapters.aider import AiderSpec
 from adapters.base import CliAdapter, CliAdapterSpec, CliOutput
@@ -21,6 +20,7 @@ from adapters.process import ProcessResult
 from adapters.scripted import ScriptedSpec
 from core.domain.agent import AgentRequest, Failure
 from core.domain.models import TaskState
+from tests.support.agent_kit import Sink
 
 CAPTURES = Path(__file__).with_name("captures")
 # Each real CLI's spec, and the glob that finds what it printed on stdout in its captures.

@@ -7,10 +7,8 @@ import asyncio
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from agent_kit import Sink
 
 from adapters.registry import builtin_adapters
 from adapters.scripted_agent import ESCAPE_FILE, changes_file
@@ -26,6 +24,8 @@ from core.domain.answers import (
 )
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
+from tests.support import CHECKOUT
+from tests.support.agent_kit import Sink
 
 STAGES = {
     "SPEC": SpecAnswer,
@@ -135,7 +135,7 @@ def test_the_agent_imports_neither_pydantic_nor_t25():
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=CHECKOUT,
     )
     assert done.stdout.strip() == "[]"
 

@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from agent_kit import EchoSpec, Sink
 
 from adapters.base import CliAdapter
 from adapters.sandbox import Bubblewrap, Confinement, Docker, SandboxUnavailable, sandbox_for
 from core.config.schema import AgentProfile
 from core.domain.agent import Failure
+from tests.support.agent_kit import EchoSpec, Sink
 
 
 class LoginEcho(EchoSpec):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.shapes import conforms
+from tests.support.shapes import conforms
 
 
 def write(repo, roles) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.real_clis.conftest import BIN_DIR, SEARCH, need
+from tests.support.real_clis import BIN_DIR, SEARCH, need
 
 SECRET = "sk-ant-doctor-must-never-print-this-0123456789"
 

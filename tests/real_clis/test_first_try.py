@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.real_clis.conftest import BIN_DIR, need
-from tests.test_pipeline import SCRIPTED, write_config
+from tests.support.pipeline import SCRIPTED, write_config
+from tests.support.real_clis import BIN_DIR, need
 
 
 def t25(cwd: Path, home: Path, path: str, *args: str, **env: str) -> subprocess.CompletedProcess:

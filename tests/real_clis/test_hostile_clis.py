@@ -40,10 +40,9 @@ from core.domain.network import NETWORK_STREAM
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import need, profile
-from tests.real_clis.test_real_clis import CLIS, RATES, assert_offline
-from tests.test_pipeline import _working_in, write_config
+from tests.support.fakemodel.server import FakeModel
+from tests.support.pipeline import working_in, write_config
+from tests.support.real_clis import CLIS, RATES, assert_offline, need, profile
 
 PLANTED = "PLANTED_BY_AGENT.txt"  # in the main checkout
 LEFTOVER = "LEFTOVER_OF_AGENT.txt"  # in the worktree, after the CLI is gone
@@ -174,7 +173,7 @@ def secret(fake, monkeypatch) -> str:
 def assert_nothing_survived(shop: Path, out: Outcome, marker: Path) -> None:
     assert not (out.worktree / LEFTOVER).exists(), "the setsid child outlived its run"
     assert LEFTOVER not in git_sync("log", "--all", "--name-only", "--format=", cwd=shop)
-    assert not _working_in(out.worktree.parent), "a process is still working in a worktree"
+    assert not working_in(out.worktree.parent), "a process is still working in a worktree"
     assert_no_plant_runs(shop, marker)
 
 
@@ -309,6 +308,6 @@ async def test_aider_editing_a_file_outside_its_worktree(sandbox, target, fake, 
         changed = PLANTED if target == "main-checkout" else ".git/config changed"
         assert out.task.violation and changed in out.task.violation, out.task.violation
         assert "yours?" in out.task.violation
-    assert not _working_in(out.worktree.parent)
+    assert not working_in(out.worktree.parent)
     assert_no_plant_runs(shop, marker)
     assert_offline("aider", fake)

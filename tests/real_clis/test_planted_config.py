@@ -26,9 +26,9 @@ from adapters.opencode import OpencodeSpec
 from core.domain.agent import AgentRequest, AgentResult
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
-from tests.conftest import make_repo
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import FINAL, MODELS, need, profile
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import FINAL, MODELS, need, profile
+from tests.support.repos import make_repo
 
 ROLES = {"dev": TaskState.IMPLEMENTING, "reviewer": TaskState.REVIEW}
 

@@ -9,80 +9,22 @@ on the first adapter of a chain makes T25 fall back to the second; an overload i
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from adapters.base import CliAdapter
-from adapters.checks import run_check
 from adapters.registry import builtin_adapters
-from adapters.scripted import ScriptedSpec
-from core.config.schema import load_config
-from core.control.service import ControlPlane
 from core.domain.agent import AgentRequest, Failure
-from core.domain.events import RunOutput
-from core.domain.models import ArtifactKind, TaskState
-from core.domain.network import NETWORK_STREAM, Connection
+from core.domain.models import TaskState
+from core.domain.network import Connection
 from core.workspace.git import git_sync
-from store import open_store
-from t25_tui.runtime import local_sweeper
-from tests.real_clis.conftest import MODELS, need, opencode_escapes_ok, profile
-from tests.test_pipeline import write_config  # `shop` is a fixture of tests/conftest.py
-
-CLIS = ("claude", "codex", "gemini", "opencode", "aider")
-RATES = {
-    name: {"input": 3.0, "output": 15.0}
-    for name in (
-        "claude-sonnet-4-5",
-        "gpt-5.5",
-        "gemini-2.5-pro",
-        "fake/fake-model",
-        "openai/fake-model",
-        "scripted-1",
-    )
-}
-
-
-async def run_pipeline(
-    repo: Path,
-    dev_chain: list[dict],
-    *,
-    backoff: tuple[float, ...] = (),
-    connections: list[Connection] | None = None,
-):
-    """The pipeline with `dev_chain` as dev and the scripted agent in every other role;
-    the dev runs' connections through T25's proxy go to `connections` when given."""
-    write_config(repo, roles={"dev": dev_chain}, cost={"rates": RATES})
-    config = load_config(repo / "t25.yaml")
-    store = await open_store(config.store_url)
-    control = ControlPlane(config, store)
-    await control.sync_projects()
-    adapters = {**builtin_adapters(), "scripted": CliAdapter(ScriptedSpec())}
-    sweeper = local_sweeper(control, adapters, run_check, heartbeat_s=0.5)
-    for worker in sweeper.pool.workers:
-        worker.overload_backoff_s = backoff
-    task = await control.new_task("Add a greeting file", actor="ana")
-    try:
-        await asyncio.wait_for(sweeper.work(), 240)
-        task = await control.task(task.id)
-        runs = await store.list_runs(task_id=task.id)
-        artifacts = await store.list_artifacts(task_id=task.id)
-        diff = [a for a in artifacts if a.meta.kind is ArtifactKind.DIFF]
-        diff_text = (await store.get_artifact(diff[-1].id))[1].decode() if diff else ""
-        devs = {r.id for r in runs if r.role == "dev"}
-        for event in await store.events_after(0, task_id=task.id):
-            recorded = isinstance(event, RunOutput) and event.stream == NETWORK_STREAM
-            if recorded and event.run_id in devs and connections is not None:
-                connections.append(Connection.from_text(event.text))
-    finally:
-        await store.close()
-    dev = [r for r in runs if r.role == "dev"]
-    return task, dev[-1] if dev else None, diff_text
-
-
-def assert_offline(cli: str, fake) -> None:
-    escapes = opencode_escapes_ok(fake.escapes) if cli == "opencode" else fake.escapes
-    assert escapes == [], f"{cli} tried to reach the internet: {escapes}"
+from tests.support.real_clis import (
+    CLIS,
+    MODELS,
+    assert_offline,
+    need,
+    profile,
+    run_pipeline,
+)
 
 
 @pytest.mark.parametrize("cli", CLIS)

@@ -22,9 +22,9 @@ from adapters.scripted import ScriptedSpec
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
 from t25_tui.runtime import local_sweeper
-from tests.projects import LOGO, make_real_project, shared_dir, tools_venv
-from tests.real_clis.conftest import need, profile
-from tests.test_pipeline import Env
+from tests.support.pipeline import Env
+from tests.support.projects import LOGO, make_real_project, shared_dir, tools_venv
+from tests.support.real_clis import need, profile
 
 S = TaskState
 LFS = shutil.which("git-lfs") is not None

@@ -7,76 +7,14 @@ The CLIs keep their sessions in their own HOME (a temporary one per test)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from adapters.base import CliAdapter
-from adapters.checks import run_check
 from adapters.codex import HEADLESS_CONFIG
-from adapters.registry import builtin_adapters
-from adapters.scripted import ScriptedSpec
-from core.config.schema import load_config
-from core.control.service import ControlPlane
-from core.domain.models import Run, Task, TaskState
-from store import open_store
-from t25_tui.runtime import local_sweeper
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import need, profile
-from tests.real_clis.test_real_clis import RATES, assert_offline
-from tests.test_pipeline import write_config
-
-FIRST, SECOND = "T25-ROUND: 1", "T25-ROUND: 2"
-
-
-@dataclass
-class SendBack:
-    """A task through a review send-back: its dev runs, and the model requests of each."""
-
-    task: Task
-    dev: list[Run]
-    first: list[dict]  # the requests of the first dev run
-    second: list[dict]  # ... and of the dev run the review sent the task back to
-
-    @staticmethod
-    def size(requests: list[dict]) -> int:
-        """Bytes sent to the model: each request's JSON body."""
-        return sum(len(json.dumps(r["body"]).encode()) for r in requests)
-
-
-async def send_back_loop(cli: str, fake: FakeModel, repo: Path, *, resume: bool) -> SendBack:
-    """One task with `cli` as the dev agent, sent back once by review."""
-    dev = {**profile(cli, fake), "private_home": False, "sandbox": "none", "resume": resume}
-    write_config(repo, roles={"dev": [dev]}, cost={"rates": RATES})
-    config = load_config(repo / "t25.yaml")
-    store = await open_store(config.store_url)
-    try:
-        control = ControlPlane(config, store)
-        await control.sync_projects()
-        adapters = {**builtin_adapters(), "scripted": CliAdapter(ScriptedSpec())}
-        sweeper = local_sweeper(control, adapters, run_check, heartbeat_s=0.5)
-        task = await control.new_task(
-            "Add a greeting file", actor="ana", description="scripted: review=changes-once"
-        )
-        await asyncio.wait_for(sweeper.work(), 300)
-        task = await control.task(task.id)
-        runs = [r for r in await store.list_runs(task_id=task.id) if r.role == "dev"]
-    finally:
-        await store.close()
-    asked = [r for r in fake.requests if r.get("api")]
-    return SendBack(
-        task,
-        runs,
-        [
-            r
-            for r in asked
-            if FIRST in json.dumps(r["body"]) and SECOND not in json.dumps(r["body"])
-        ],
-        [r for r in asked if SECOND in json.dumps(r["body"])],
-    )
+from core.domain.models import TaskState
+from tests.support.real_clis import FIRST, SECOND, assert_offline, need, send_back_loop
 
 
 @pytest.fixture

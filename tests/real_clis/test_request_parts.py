@@ -1,5 +1,5 @@
 """The split of a model request into system prompt, tool schemas and messages
-(tests/fakemodel/parts.py, what bench/tokens.py measures), for each API, and against what
+(tests/support/fakemodel/parts.py, what bench/tokens.py measures), for each API, and against what
 each real CLI sends: the three parts hold nearly the whole body, and the system prompt is
 found wherever the CLI puts it."""
 
@@ -12,9 +12,9 @@ import pytest
 from adapters.registry import builtin_adapters
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState
-from tests.conftest import make_repo
-from tests.fakemodel.parts import Parts, parts, size
-from tests.real_clis.conftest import need, profile
+from tests.support.fakemodel.parts import Parts, parts, size
+from tests.support.real_clis import need, profile
+from tests.support.repos import make_repo
 
 CLIS = ("claude", "codex", "gemini", "opencode", "aider")
 

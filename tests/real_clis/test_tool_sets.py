@@ -11,20 +11,22 @@ of a plain `claude -p`'s for a reading role.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
-from adapters.registry import builtin_adapters
-from core.domain.agent import AgentRequest, AgentResult
-from core.domain.models import TaskState
 from core.domain.tools import role_tools
 from core.workspace.git import git_sync
-from tests.fakemodel.server import FakeModel
-from tests.real_clis.conftest import MODELS, need, profile
-from tests.real_clis.test_real_clis import CLIS, assert_offline, run_pipeline
+from tests.support.fakemodel.server import FakeModel
+from tests.support.real_clis import (
+    CLIS,
+    assert_offline,
+    need,
+    profile,
+    run_cli,
+    run_pipeline,
+)
 
 PLANTED = "planted.txt"
 # What the model asks for on its first turn: a file-writing tool, or a shell command.
@@ -73,37 +75,6 @@ def worktree(tmp_path: Path) -> Path:
     return work
 
 
-async def run(
-    cli: str,
-    fake: FakeModel,
-    work: Path,
-    role: str,
-    tools: frozenset[str] | None,
-    prompt: str = "Review this tree.",
-) -> AgentResult:
-    """One run of `cli` as `role` in `work` against the fake, with `tools`."""
-    entry = profile(cli, fake)
-    request = AgentRequest(
-        task_id="T-1",
-        run_id="R-1",
-        role=role,
-        stage=TaskState.IMPLEMENTING if role == "dev" else TaskState.REVIEW,
-        prompt=prompt,
-        cwd=work,
-        model=MODELS[cli],
-        args=tuple(entry.get("args", ())),
-        env_passthrough=tuple(entry.get("env_passthrough", ())),
-        private_home=True,
-        timeout_s=120,
-        tools=tools,
-    )
-
-    async def sink(stream: str, text: str) -> None:
-        pass
-
-    return await builtin_adapters()[cli].run(request, sink, asyncio.Event())
-
-
 # How each CLI's own tools answered the write (measured with the pinned versions).
 REFUSED = {
     "claude": ("No such tool available",),
@@ -129,7 +100,7 @@ async def test_a_reading_role_cannot_write_through_its_own_clis_tools(cli, ask, 
     need(cli)
     work = worktree(tmp_path)
     hostile(fake, cli, ask, work)
-    result = await run(cli, fake, work, "reviewer", role_tools("reviewer"))
+    result = await run_cli(cli, fake, work, "reviewer", role_tools("reviewer"))
     assert refused(fake, cli), f"{cli}: {fake.tool_results()} {result.error}"
     assert not (work / PLANTED).exists(), f"{cli}: a reviewer wrote {PLANTED}"
     assert git_sync("status", "--porcelain", cwd=work) == ""
@@ -142,7 +113,7 @@ async def test_the_same_model_writes_with_the_dev_roles_set(cli, fake, tmp_path)
     need(cli)
     work = worktree(tmp_path)
     hostile(fake, cli, "file", work)
-    result = await run(cli, fake, work, "dev", role_tools("dev"))
+    result = await run_cli(cli, fake, work, "dev", role_tools("dev"))
     assert result.ok, result.error
     assert (work / PLANTED).exists(), f"{cli}: dev could not write {PLANTED}"
 
@@ -173,7 +144,7 @@ async def fixed_part(
     work = tmp_path / f"{role}-{'cli' if tools is None else 't25'}"
     work.mkdir()
     git_sync("init", "-q", cwd=work)
-    result = await run(cli, fake, work, role, tools)
+    result = await run_cli(cli, fake, work, role, tools)
     assert result.ok, result.error
     return fixed_bytes(fake.requests[start:])
 

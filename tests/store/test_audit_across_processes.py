@@ -27,12 +27,13 @@ from core.control.service import ControlPlane
 from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.ports import Store
-from tests.conftest import make_repo
-from tests.operators import operator_headers
-from tests.store.conftest import Backend, PostgresBackend
-from tests.waiting import answers, free_port, wait_until
+from tests.support import CHECKOUT
+from tests.support.backends import Backend, PostgresBackend
+from tests.support.operators import operator_headers
+from tests.support.repos import make_repo
+from tests.support.waiting import answers, free_port, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = CHECKOUT
 KILLS = 100  # decisions killed at random points
 SEED = 25  # the points are random, and the same on every run
 
@@ -53,11 +54,11 @@ def _checkout(path: Path, url: str) -> Path:
 
 
 class Killer:
-    """The forking decider (tests/store/forking_decider.py), driven line by line."""
+    """The forking decider (tests/support/forking_decider.py), driven line by line."""
 
     def __init__(self, config: Path) -> None:
         self.child = subprocess.Popen(
-            [sys.executable, "-m", "tests.store.forking_decider", str(config)],
+            [sys.executable, "-m", "tests.support.forking_decider", str(config)],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -14,8 +14,8 @@ import asyncpg
 import pytest
 import yaml
 
-from tests.conftest import make_repo
-from tests.store.conftest import PostgresBackend
+from tests.support.backends import PostgresBackend
+from tests.support.repos import make_repo
 
 pytestmark = pytest.mark.postgres
 

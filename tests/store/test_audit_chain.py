@@ -26,9 +26,9 @@ from core.ports import Store
 from core.workspace.trial_merge import TrialMerge
 from core.workspace.worktrees import Cleanup
 from store import open_store
-from tests.conftest import make_repo
-from tests.sealed import passed_review
-from tests.store.conftest import PostgresBackend
+from tests.support.backends import PostgresBackend
+from tests.support.repos import make_repo
+from tests.support.sealed import passed_review
 
 pytestmark = pytest.mark.postgres
 

@@ -20,7 +20,7 @@ from core.control.audit_lines import GENESIS, encode, seal, verify_lines
 from core.control.keyring import KEY_FILE, Keyring
 from core.domain.audit import AuditEntry
 from core.domain.models import AuditAnchor
-from tests.store.conftest import PostgresBackend
+from tests.support.backends import PostgresBackend
 
 
 def _decide(t25, repo: Path, url: str) -> None:

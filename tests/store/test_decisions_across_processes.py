@@ -18,10 +18,11 @@ from core.config.schema import load_config
 from core.control.audit import AuditLog
 from core.control.service import ControlPlane
 from core.domain.events import DecisionRecorded
-from tests.conftest import make_repo
-from tests.store.conftest import Backend, PostgresBackend
+from tests.support import CHECKOUT
+from tests.support.backends import Backend, PostgresBackend
+from tests.support.repos import make_repo
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = CHECKOUT
 TASKS = 150  # two processes × cancel and archive × 150 tasks: 600 decisions
 
 
@@ -29,7 +30,7 @@ async def _decider(config: Path, actor: str, tasks: list[str]) -> asyncio.subpro
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.store.decider",
+        "tests.support.decider",
         str(config),
         actor,
         *tasks,

@@ -25,7 +25,7 @@ from core.domain.models import (
 )
 from core.errors import LeaseLost
 from core.ports import Store
-from tests.store.conftest import Backend
+from tests.support.backends import Backend
 
 S = TaskState
 OK = RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0)

@@ -30,7 +30,7 @@ from core.domain.models import (
     TaskState,
 )
 from store.postgres import PostgresStore
-from tests.store.conftest import PostgresBackend
+from tests.support.backends import PostgresBackend
 
 pytestmark = pytest.mark.postgres
 S = TaskState

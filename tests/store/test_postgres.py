@@ -16,7 +16,7 @@ from core.errors import StoreError
 from store import migrations, open_store
 from store.postgres import PostgresStore
 from store.postgres_events import CHANNEL, COALESCE_S
-from tests.store.conftest import PostgresBackend, _admin, database_url
+from tests.support.backends import PostgresBackend, admin, database_url
 
 pytestmark = pytest.mark.postgres
 
@@ -33,9 +33,9 @@ async def pg(request: pytest.FixtureRequest) -> AsyncIterator[PostgresBackend]:
 async def empty_database(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     request.getfixturevalue("pg_template")  # skips (or fails) without a server
     name = f"t25_{uuid.uuid4().hex}"
-    await _admin(f'CREATE DATABASE "{name}"')
+    await admin(f'CREATE DATABASE "{name}"')
     yield database_url(name)
-    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from store.postgres_schema import ConnectionPool
-from tests.store.conftest import PostgresBackend
+from tests.support.backends import PostgresBackend
 
 pytestmark = pytest.mark.postgres
 

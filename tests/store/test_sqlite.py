@@ -16,6 +16,7 @@ from core.domain.models import ArtifactKind, ArtifactMeta, NewRun, NewTask, Proj
 from core.errors import StoreError
 from store import migrations, open_store
 from store.sqlite_file import APPLICATION_ID
+from tests.support import CHECKOUT
 
 S = TaskState
 
@@ -203,7 +204,7 @@ async def test_a_second_open_in_one_process_keeps_the_first_ones_commits_safe(
             "asyncio.run(main())"
         )
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", code, url(path), cwd=Path(__file__).parents[2]
+            sys.executable, "-c", code, url(path), cwd=CHECKOUT
         )
         assert await child.wait() == 0
         # Had this process lost its locks, that close would have deleted the WAL under us.

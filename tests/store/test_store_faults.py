@@ -1,6 +1,6 @@
 """The stores under faults: "not now" is StoreUnavailable, never a driver's exception.
 
-Postgres runs in a throwaway cluster of this session (tests/pg_cluster.py) so it can be
+Postgres runs in a throwaway cluster of this session (tests/support/pg_cluster.py) so it can be
 stopped, and its backends terminated, without touching anyone else's; SQLite is locked by
 another process, as an operator's long write would.
 """
@@ -8,17 +8,15 @@ another process, as an operator's long write would.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
 from core.domain.models import NewTask, Project, TaskState
 from core.errors import StoreError, StoreUnavailable
 from store import open_store
-from tests.pg_cluster import HalfOpenLink, cluster, pg_cluster  # noqa: F401 - fixtures
+from tests.support.locks import hold_exclusive_lock, let_go
+from tests.support.pg_cluster import HalfOpenLink
 
 PROJECT = Project(name="demo", repo_path="/srv/demo", default_branch="main")
 
@@ -92,35 +90,6 @@ async def test_opening_a_stopped_server_is_unavailable_and_a_missing_database_is
     with pytest.raises(StoreError, match=r"refused T25.*does not exist") as e:
         await open_store(cluster.url(f"t25_missing_{uuid.uuid4().hex[:8]}"))
     assert not isinstance(e.value, StoreUnavailable)  # that will not pass by waiting
-
-
-HOLD_LOCK = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN EXCLUSIVE")
-print("locked", flush=True)
-sys.stdin.readline()
-db.execute("ROLLBACK")
-"""
-
-
-def hold_exclusive_lock(path: Path) -> subprocess.Popen:
-    """Another process holding BEGIN EXCLUSIVE on the file until its stdin says go."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)],
-        text=True,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert holder.stdout.readline().strip() == "locked"
-    return holder
-
-
-def let_go(holder: subprocess.Popen) -> None:
-    holder.stdin.write("\n")
-    holder.stdin.close()
-    assert holder.wait(timeout=30) == 0
-    holder.stdout.close()
 
 
 async def test_a_sqlite_file_locked_past_the_busy_timeout_is_unavailable_for_writes_only(tmp_path):

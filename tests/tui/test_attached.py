@@ -16,16 +16,13 @@ from core.domain.models import RunStatus, TaskState
 from core.errors import ConfigError, ControlPlaneUnreachable
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
-from t25_tui.tui.app import make_app
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog, MessageDialog
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.logpane import LogPane
-from tests.test_serve import serving
-from tests.tui.conftest import settle_board, until, until_async
-from tests.waiting import free_port
-
-TOKEN = "operator-secret-7"
+from tests.support.cockpit import TOKEN, card_state, remote_app, settle_board, until, until_async
+from tests.support.serving import serving
+from tests.support.waiting import free_port
 
 
 @pytest.fixture
@@ -33,10 +30,6 @@ async def served(seeded):
     api = make_api(seeded.control, worker_credential=None, operator_token=TOKEN)
     async with serving(api) as url:
         yield seeded, url
-
-
-def remote_app(seeded, remote):
-    return make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
 
 
 async def test_the_attached_cockpit_decides_on_the_control_plane(served):
@@ -56,7 +49,7 @@ async def test_the_attached_cockpit_decides_on_the_control_plane(served):
             assert "HIGH" in str(app.screen.query_one("#plan").render())
             await pilot.press("a")
             await until_async(pilot, lambda: _state_is(local, "T-2", TaskState.IMPLEMENTING))
-            await until(pilot, lambda: _card_state(app, "T-2") is TaskState.IMPLEMENTING)
+            await until(pilot, lambda: card_state(app, "T-2") is TaskState.IMPLEMENTING)
 
             assert app.board.focus_task("T-1")  # DONE: a retry is refused, with the reason
             await pilot.press("r", "enter", "enter")
@@ -91,7 +84,7 @@ async def test_changes_and_agent_output_arrive_live_over_sse(served):
         async with app.run_test(size=(120, 36), notifications=True) as pilot:
             await settle_board(app, pilot)
             await local.cancel("T-9", actor="someone-else", reason="not now")
-            await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
+            await until(pilot, lambda: card_state(app, "T-9") is TaskState.CANCELLED)
 
             assert app.board.focus_task("T-3")
             await pilot.press("w")  # the log (l moves between lanes on the board)
@@ -186,10 +179,6 @@ def test_t25_tui_url_needs_no_local_config_and_says_what_is_wrong(t25, tmp_path)
 
 async def _state_is(control, ref, state) -> bool:
     return (await control.task(ref)).state is state
-
-
-def _card_state(app, tid):
-    return next((c.task.state for c in app.cards if c.task.id == tid), None)
 
 
 async def _until(condition, within_s: float = 10.0) -> None:

@@ -8,10 +8,9 @@ from core.domain.events import Resync
 from core.domain.models import TaskState
 from t25_tui.api.cockpit_client import attach
 from t25_tui.api.server import make_api
-from tests.test_serve import serving
-from tests.tui.conftest import settle_board, until
-from tests.tui.test_attached import TOKEN, _card_state, remote_app
-from tests.waiting import free_port
+from tests.support.cockpit import TOKEN, card_state, remote_app, settle_board, until
+from tests.support.serving import serving
+from tests.support.waiting import free_port
 
 
 async def test_the_cockpit_moves_to_the_next_replica_and_keeps_updating(seeded):
@@ -34,11 +33,11 @@ async def test_the_cockpit_moves_to_the_next_replica_and_keeps_updating(seeded):
 
             await until(pilot, lambda: f"attached to {a}" in status())
             await local.cancel("T-9", actor="ops", reason="before A goes")
-            await until(pilot, lambda: _card_state(app, "T-9") is TaskState.CANCELLED)
+            await until(pilot, lambda: card_state(app, "T-9") is TaskState.CANCELLED)
 
             await first.__aexit__(None, None, None)  # replica A stops: its streams end
             await local.cancel("T-8", actor="ops", reason="after A went")
-            await until(pilot, lambda: _card_state(app, "T-8") is TaskState.CANCELLED)
+            await until(pilot, lambda: card_state(app, "T-8") is TaskState.CANCELLED)
             await until(pilot, lambda: f"attached to {b}" in status())
             assert remote.http.url == b
             newest = await local.store.last_event_id()

@@ -19,9 +19,9 @@ from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.sample_data import Seeded
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.board import Column
-from tests.sealed import passed_review, tip
-from tests.test_serve import serving
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.sealed import passed_review, tip
+from tests.support.serving import serving
 
 TOKEN = "operator-secret-9"
 

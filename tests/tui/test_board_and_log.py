@@ -10,7 +10,7 @@ from core.domain.output import truncation_marker
 from core.worker.output import OutputBudget, OutputStream
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.logpane import LogPane
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 def last_line(pane) -> str:

@@ -17,8 +17,8 @@ from t25_tui.tui.screens.dialogs import (
 )
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.new_task import NewTaskDialog
-from tests.sealed import passed_review, tip
-from tests.tui.conftest import app_for, landed, settle_board, until, until_async
+from tests.support.cockpit import app_for, landed, settle_board, until, until_async
+from tests.support.sealed import passed_review, tip
 
 SIZES = [(120, 36), (80, 24)]
 

@@ -20,9 +20,9 @@ from t25_tui.tui.app import make_app
 from t25_tui.tui.sample_data import CONFIG, make_sample_repo
 from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog, ConfirmDialog, RejectDialog
 from t25_tui.tui.screens.new_task import NewTaskDialog
-from tests.test_serve import serving
-from tests.tui.conftest import app_for, settle_board, until, until_async
-from tests.waiting import free_port
+from tests.support.cockpit import app_for, settle_board, until, until_async
+from tests.support.serving import serving
+from tests.support.waiting import free_port
 
 TOKEN = "operator-secret-15"
 

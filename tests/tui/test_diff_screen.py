@@ -10,8 +10,8 @@ from core.domain.diffs import TaskDiff, files_of
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import MergeDialog
 from t25_tui.tui.screens.diff import DiffScreen, DiffView
-from tests.sealed import passed_review, tip
-from tests.tui.conftest import app_for, landed, settle_board, until, until_async
+from tests.support.cockpit import app_for, landed, settle_board, until, until_async
+from tests.support.sealed import passed_review, tip
 
 
 async def _diff_of(app, pilot, task: str) -> DiffScreen:
@@ -111,7 +111,7 @@ async def test_the_attached_cockpit_reads_the_diff_from_its_serve(seeded):
     from t25_tui.api.cockpit_client import attach
     from t25_tui.api.server import make_api
     from t25_tui.tui.app import make_app
-    from tests.test_serve import serving
+    from tests.support.serving import serving
 
     local = await seeded.control.diff("T-1")
     api = make_api(seeded.control, worker_credential=None, operator_token="op-7")

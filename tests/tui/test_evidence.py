@@ -10,7 +10,7 @@ from core.domain.figures import Baseline, Figures
 from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog, MergeDialog
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 async def test_the_approval_dialog_shows_spec_plan_hash_rejections_and_estimate(seeded):

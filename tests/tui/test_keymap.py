@@ -19,9 +19,8 @@ from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import ApprovalDialog
 from t25_tui.tui.screens.help import HelpScreen
 from t25_tui.tui.screens.panes import CostPane
-from tests.tui.conftest import settle_board, until
-from tests.tui.screen_text import screen_text
-from tests.tui.test_palette_and_help import help_rows
+from tests.support.cockpit import help_rows, settle_board, until
+from tests.support.screen_text import screen_text
 
 MOVED = """
 keys:

@@ -14,8 +14,8 @@ from t25_tui.tui.cards import BoardFilter, Card, human_needed
 from t25_tui.tui.lanes import LANE_OF, LANES, by_lane, chip_of
 from t25_tui.tui.sample_data import walk
 from t25_tui.tui.widgets.board import Column
-from tests.tui.conftest import app_for, settle_board, until
-from tests.tui.screen_text import screen_text
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.screen_text import screen_text
 
 S = TaskState
 

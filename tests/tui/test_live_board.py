@@ -26,9 +26,9 @@ from t25_tui.tui.app import make_app
 from t25_tui.tui.screens.dialogs import ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.new_task import NewTaskDialog
-from tests.tui.conftest import app_for, settle_board, until
-from tests.tui.terminal import T25
-from tests.waiting import answers, free_port
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.terminal import T25
+from tests.support.waiting import answers, free_port
 
 TOKEN = "operator-secret-14"
 
@@ -153,7 +153,7 @@ async def test_the_board_comes_back_after_its_reads_failed(seeded):
     """serve goes away under an attached cockpit: its board reads fail while the link is
     down. A serve comes back on the same address and the board moves again."""
     from t25_tui.api.server import make_api
-    from tests.test_serve import serving
+    from tests.support.serving import serving
 
     local, port = seeded.control, free_port()
     first = serving(make_api(local, worker_credential=None, operator_token=TOKEN), port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 async def test_the_status_line_says_what_a_change_to_t25_yaml_did(seeded):

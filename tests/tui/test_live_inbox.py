@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.domain.events import ApprovalRequested
 from core.domain.models import TaskState
 from t25_tui.tui.screens.inbox import Inbox
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 def inbox_rows(app) -> set[str]:

@@ -9,7 +9,7 @@ from core.domain.events import RunOutput
 from core.domain.models import NewRun, RunStatus, TaskState
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.logpane import LogPane
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 def _status(pane: LogPane) -> str:

@@ -4,7 +4,7 @@ through it, left and right jump between states, and the selection survives a res
 from __future__ import annotations
 
 from t25_tui.tui.screens.detail import TaskDetailScreen
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 async def test_the_narrow_board_moves_by_card_and_by_state_and_keeps_its_selection(seeded):

@@ -8,7 +8,7 @@ from textual import events
 from core.domain.events import InputRequested
 from core.domain.models import TaskState
 from t25_tui.tui.desktop import notification
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
 
 
 def capture(app) -> list[str]:

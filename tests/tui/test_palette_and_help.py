@@ -3,7 +3,6 @@ screen; each command's keys work over SSH."""
 
 from __future__ import annotations
 
-import re
 import string
 
 from textual.keys import _character_to_key, _normalize_key_list
@@ -26,8 +25,8 @@ from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.new_task import NewTaskDialog
 from t25_tui.tui.screens.panes import AuditPane, CostPane, ProfilesPane
 from t25_tui.tui.widgets.board import Board
-from tests.tui.conftest import app_for, settle_board, until
-from tests.tui.screen_text import screen_text
+from tests.support.cockpit import app_for, help_rows, settle_board, until
+from tests.support.screen_text import screen_text
 
 # The classes that bind each node's keys.
 BOUND_BY = {
@@ -106,17 +105,6 @@ async def test_the_palette_lists_every_command_with_its_keys_and_runs_it(seeded)
         assert palette["T25: Help"].help.endswith("(? / F1)")
         await palette["T25: Cost"].callback()
         await until(pilot, lambda: isinstance(app.screen, CostPane) and app.screen.ready)
-
-
-def help_rows(text: str) -> dict[str, str]:
-    """The help screen's rows that name a command: its id -> the keys shown for it."""
-    rows = {}
-    for line in text.splitlines():
-        if line.count("█") >= 2:  # inside the dialog's border
-            cells = re.split(r"\s{2,}", line.split("█")[1].strip())
-            if len(cells) == 3:
-                rows[cells[2]] = cells[0]
-    return rows
 
 
 async def test_while_a_dialog_is_open_the_palette_runs_only_quit_of_the_cockpits(seeded):

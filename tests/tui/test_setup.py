@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from core.config.schema import load_config
 from t25_tui.tui.readiness import missing_agents
 from t25_tui.tui.sample_data import make_sample_repo
-from tests.tui.terminal import T25, Terminal
+from tests.support import CHECKOUT
+from tests.support.terminal import T25, Terminal
 
 
 def test_without_a_config_it_says_how_to_create_one(tmp_path):
@@ -69,7 +69,7 @@ def test_help_does_not_import_textual():
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=CHECKOUT,
         check=True,
     )
     assert out.stdout.strip() == "False"

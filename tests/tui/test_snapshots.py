@@ -13,7 +13,7 @@ import pytest
 
 from t25_tui.runtime import open_sample
 from t25_tui.tui.screens.base import T25Screen
-from tests.tui.conftest import app_for, until
+from tests.support.cockpit import app_for, until
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from textual.widgets import DataTable
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.panes import CostPane
 from t25_tui.tui.widgets.board import OVER_BUDGET
-from tests.tui.conftest import app_for, settle_board, until
-from tests.tui.screen_text import screen_text
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.screen_text import screen_text
 
 
 def with_limits(seeded, **limits) -> None:

@@ -20,8 +20,8 @@ from t25_tui.tui.screens.dialogs import AnswerDialog, ApprovalDialog
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.screens.panes import AuditPane, CostPane
 from t25_tui.tui.widgets.logpane import LogPane
-from tests.tui.conftest import app_for, settle_board, until
-from tests.tui.screen_text import screen_text
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.screen_text import screen_text
 
 TITLE = "\x1b]0;pwned\x07[red]x[/]\x1b[2J rename the footer"
 SHOWN = "\\x1b]0;pwned\\x07[red]x[/]\\x1b[2J rename the footer"  # printable(TITLE)

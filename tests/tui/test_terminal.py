@@ -6,35 +6,14 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from t25_tui.cli.demo import DEMO_CONFIG
-from t25_tui.tui.sample_data import make_sample_repo
-from tests.operators import operator_headers
-from tests.tui.terminal import T25, Terminal
-
-
-def make_repo(path: Path, config: str) -> Path:
-    path.mkdir(parents=True)
-    make_sample_repo(path)
-    (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
-    (path / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
-    return path
-
-
-def t25(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        [str(T25), "--actor", "ssh-operator", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout
+from tests.support.operators import operator_headers
+from tests.support.terminal import T25, Terminal, make_sample_checkout, t25_as_operator
 
 
 def db(repo: Path, sql: str) -> list[tuple]:
@@ -50,8 +29,8 @@ def wait(condition, timeout: float = 60.0) -> None:
 
 
 def test_operator_approves_over_a_terminal(tmp_path):
-    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
-    t25(
+    repo = make_sample_checkout(tmp_path / "shop", DEMO_CONFIG)
+    t25_as_operator(
         repo,
         "task",
         "new",
@@ -76,8 +55,8 @@ def test_operator_approves_over_a_terminal(tmp_path):
         assert term.wait_exit() == 0
     finally:
         term.kill()
-    assert "approve" in t25(repo, "audit")
-    assert "ssh-operator" in t25(repo, "audit")
+    assert "approve" in t25_as_operator(repo, "audit")
+    assert "ssh-operator" in t25_as_operator(repo, "audit")
 
 
 def _agents_in(repo: Path) -> list[int]:
@@ -100,8 +79,8 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     config = DEMO_CONFIG.replace(
         "spec: [{adapter: scripted}]", "spec: [{adapter: scripted, args: [--misbehave, hang]}]"
     )
-    repo = make_repo(tmp_path / "shop", config)
-    t25(repo, "task", "new", "Add a greeting endpoint")
+    repo = make_sample_checkout(tmp_path / "shop", config)
+    t25_as_operator(repo, "task", "new", "Add a greeting endpoint")
     term = Terminal(repo)
     try:
         term.wait_for("WORKING 1", timeout=60)
@@ -115,7 +94,7 @@ def test_a_dropped_terminal_stops_agents_and_hands_runs_back(tmp_path, how):
     ((status, _worker),) = db(repo, "SELECT status, worker FROM runs")
     assert status == "queued"  # handed back: the next worker picks it up, nothing is lost
     assert db(repo, "SELECT state FROM tasks") == [("SPEC",)]
-    assert "SPEC" in t25(repo, "task", "list")
+    assert "SPEC" in t25_as_operator(repo, "task", "list")
 
 
 def test_the_readme_demo_opens_the_cockpit_with_tasks_flowing(tmp_path):
@@ -136,7 +115,7 @@ def test_the_cockpit_can_serve_the_control_plane_for_remote_workers(tmp_path):
 
     import httpx
 
-    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    repo = make_sample_checkout(tmp_path / "shop", DEMO_CONFIG)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -166,7 +145,7 @@ def test_an_operator_attaches_to_a_remote_serve_and_approves(tmp_path, monkeypat
 
     import httpx
 
-    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
+    repo = make_sample_checkout(tmp_path / "shop", DEMO_CONFIG)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
@@ -208,7 +187,7 @@ def test_an_operator_attaches_to_a_remote_serve_and_approves(tmp_path, monkeypat
             term.kill()
         serve.kill()
         api.close()
-    audit = t25(repo, "audit")
+    audit = t25_as_operator(repo, "audit")
     assert "approve" in audit and "ssh-operator" in audit
 
 
@@ -225,8 +204,8 @@ def test_a_title_with_escape_sequences_never_reaches_the_terminal_raw(tmp_path):
     """A title stored before T25 checked text at the door, holding an OSC that retitles
     the terminal window, a clear-screen and Rich markup: the real cockpit draws it as
     visible escapes and literal brackets, and none of its bytes act on the terminal."""
-    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
-    t25(repo, "task", "new", "placeholder")
+    repo = make_sample_checkout(tmp_path / "shop", DEMO_CONFIG)
+    t25_as_operator(repo, "task", "new", "placeholder")
     title = "\x1b]0;pwned\x07\x1b[2J[red]x[/] footer"
     with sqlite3.connect(repo / ".factory" / "t25.db") as conn:
         conn.execute("UPDATE tasks SET title = ? WHERE id = 1", (title,))

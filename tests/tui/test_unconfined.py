@@ -6,7 +6,7 @@ import pytest
 
 from adapters import sandbox
 from t25_tui.runtime import local_sweeper
-from tests.tui.conftest import app_for, settle_board
+from tests.support.cockpit import app_for, settle_board
 
 
 @pytest.mark.parametrize("bwrap", [None, "bubblewrap is not installed"])

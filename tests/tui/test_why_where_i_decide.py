@@ -8,8 +8,8 @@ import json
 from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.screens.dialogs import AnswerDialog, ConfirmDialog
-from tests.tui.conftest import app_for, settle_board, until, until_async
-from tests.tui.screen_text import screen_text
+from tests.support.cockpit import app_for, settle_board, until, until_async
+from tests.support.screen_text import screen_text
 
 OUTPUT = (
     "collected 3 items\n\ntests/test_pay.py ..F\n"

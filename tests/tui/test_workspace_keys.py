@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from t25_tui.tui.screens.dialogs import MessageDialog
-from tests.test_shell import recorder
-from tests.tui.conftest import app_for, settle_board, until
+from tests.support.cockpit import app_for, settle_board, until
+from tests.support.shell import recorder
 
 
 async def test_the_shell_and_the_editor_open_in_the_worktree(seeded, tmp_path, monkeypatch):
@@ -51,11 +51,11 @@ async def test_a_task_without_a_worktree_says_so(seeded, tmp_path, monkeypatch):
 def test_the_real_cockpit_steps_aside_for_a_shell_and_comes_back(tmp_path, monkeypatch):
     """`t25 tui` on a pty: `s` suspends it, an interactive /bin/sh gets the terminal in the
     worktree, and exiting the shell brings the board back."""
-    from tests.tui.terminal import Terminal
-    from tests.tui.test_terminal import DEMO_CONFIG, make_repo, t25
+    from t25_tui.cli.demo import DEMO_CONFIG
+    from tests.support.terminal import Terminal, make_sample_checkout, t25_as_operator
 
-    repo = make_repo(tmp_path / "shop", DEMO_CONFIG)
-    t25(repo, "task", "new", "Rotate the key", "--description", "scripted: risk=high")
+    repo = make_sample_checkout(tmp_path / "shop", DEMO_CONFIG)
+    t25_as_operator(repo, "task", "new", "Rotate the key", "--description", "scripted: risk=high")
     monkeypatch.setenv("SHELL", "/bin/sh")
     monkeypatch.setenv("PS1", "in-the-worktree$ ")
     term = Terminal(repo, size=(100, 30))

@@ -13,13 +13,17 @@ about a second.
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from adapters.sandbox import bwrap_problem
 from core.workspace.git import git_sync
-from tests.conftest import make_repo
+from tests.support.repos import make_repo
 
 TOOLS = ("pytest==8.4.2", "setuptools==80.9.0", "wheel==0.45.1", "pre-commit==4.7.0")
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
@@ -123,3 +127,19 @@ def _git(*args: str, cwd: Path) -> str:
     """git as a developer runs it: filters (LFS's) and all."""
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout.strip()
+
+
+# The projects' checks run confined; where bubblewrap cannot, these tests skip (not in CI).
+needs_bwrap = pytest.mark.skipif(
+    bool(bwrap_problem()) and os.environ.get("T25_REQUIRE_PG") != "1",
+    reason=f"bubblewrap cannot run here: {bwrap_problem()}",
+)
+
+# A dev run that adds `mul` to the sample project, with its test.
+FEATURE = (
+    r"scripted: write=src/calc/__init__.py:def add(a, b):\n    return a + b\n\n\n"
+    r"def mul(a, b):\n    return a * b\n"
+    "\n"
+    r"scripted: write=tests/test_mul.py:from calc import mul\n\n\ndef test_mul():\n"
+    r"    assert mul(2, 3) == 6\n"
+)

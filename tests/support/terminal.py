@@ -13,10 +13,13 @@ import re
 import select
 import signal
 import struct
+import subprocess
 import sys
 import termios
 import time
 from pathlib import Path
+
+from t25_tui.tui.sample_data import make_sample_repo
 
 ANSI = re.compile(
     rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78NOPc\\]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)"
@@ -95,3 +98,22 @@ class Terminal:
             os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+
+
+def make_sample_checkout(path: Path, config: str) -> Path:
+    path.mkdir(parents=True)
+    make_sample_repo(path)
+    (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
+    (path / "t25.yaml").write_text(config.replace("PYTHON", sys.executable))
+    return path
+
+
+def t25_as_operator(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        [str(T25), "--actor", "ssh-operator", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout

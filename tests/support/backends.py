@@ -1,4 +1,5 @@
-"""Store fixtures: every contract test runs against every backend.
+"""The store's backends, and their fixtures (a plugin of tests/conftest.py): every contract
+test runs against every backend.
 
 A backend is a small class that knows how to open a store on a fresh database (and
 another instance on the same one, to race two processes) and how to tamper with a
@@ -89,7 +90,7 @@ def database_url(name: str) -> str:
     return urlunsplit(urlsplit(PG_DSN)._replace(path=f"/{name}"))
 
 
-async def _admin(*statements: str) -> None:
+async def admin(*statements: str) -> None:
     import asyncpg
 
     con = await asyncpg.connect(PG_DSN, timeout=5)
@@ -125,7 +126,7 @@ def pg_template() -> Iterator[str]:
     name = f"t25_template_{uuid.uuid4().hex[:12]}"
 
     async def create() -> None:
-        await _admin(f'CREATE DATABASE "{name}"')
+        await admin(f'CREATE DATABASE "{name}"')
         store = await open_store(database_url(name))
         await store.close()
 
@@ -137,7 +138,7 @@ def pg_template() -> Iterator[str]:
             pytest.fail(f"T25_REQUIRE_PG=1 but {reason}")
         pytest.skip(reason)
     yield name
-    _in_thread(lambda: _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    _in_thread(lambda: admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 class Clones:
@@ -157,7 +158,7 @@ class Clones:
 
     def _clone(self) -> str:
         name = f"t25_{uuid.uuid4().hex}"
-        asyncio.run(_admin(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"'))
+        asyncio.run(admin(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"'))
         return name
 
     def take(self) -> Future[str]:
@@ -168,13 +169,13 @@ class Clones:
 
     def drop(self, name: str) -> None:
         """Drop a clone a test is done with, on the cloning threads, without waiting for it."""
-        self._maker.submit(asyncio.run, _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self._maker.submit(asyncio.run, admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     def close(self) -> None:
         """Drop the clones no test took (the drops begun are done by then)."""
         self._maker.shutdown(wait=True)
         left = [f.result() for f in self._made if f.exception() is None]
-        _in_thread(lambda: _admin(*(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in left)))
+        _in_thread(lambda: admin(*(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in left)))
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +201,7 @@ class PostgresBackend:
             self.name = await asyncio.wrap_future(self._clones.take())
             self.url = database_url(self.name)
         else:
-            await _admin(f'CREATE DATABASE "{self.name}" TEMPLATE "{self.template}"')
+            await admin(f'CREATE DATABASE "{self.name}" TEMPLATE "{self.template}"')
         self.created = True
 
     async def open(self) -> Store:
@@ -235,7 +236,7 @@ class PostgresBackend:
         if self.created and self._clones is not None:
             self._clones.drop(self.name)
         elif self.created:
-            await _admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            await admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 async def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:

@@ -1,8 +1,10 @@
-"""Fixtures for the cockpit: a seeded factory (real git repo, real SQLite store) and helpers."""
+"""The cockpit under Pilot: a seeded factory (`seeded`, a fixture: real git repository, real
+SQLite store), the app on it, and waits that let the app run; an attached cockpit's helpers."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,17 @@ import pytest
 from t25_tui.runtime import open_sample
 from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.sample_data import Seeded
+
+
+def help_rows(text: str) -> dict[str, str]:
+    """The help screen's rows that name a command: its id -> the keys shown for it."""
+    rows = {}
+    for line in text.splitlines():
+        if line.count("█") >= 2:  # inside the dialog's border
+            cells = re.split(r"\s{2,}", line.split("█")[1].strip())
+            if len(cells) == 3:
+                rows[cells[2]] = cells[0]
+    return rows
 
 
 @pytest.fixture
@@ -57,3 +70,14 @@ async def landed(control, ref: str) -> bool:
         return False
     events = await control.store.events_after(0, task_id=ref, limit=100_000)
     return any(isinstance(e, WorktreeCleaned) for e in events)
+
+
+TOKEN = "operator-secret-7"
+
+
+def remote_app(seeded, remote):
+    return make_app(remote, clock=seeded.clock, actor="ana@remote", link=remote.link)
+
+
+def card_state(app, tid):
+    return next((c.task.state for c in app.cards if c.task.id == tid), None)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.waiting import free_port
+from tests.support.waiting import free_port
 
 REQUIRE_PG = os.environ.get("T25_REQUIRE_PG") == "1"
 

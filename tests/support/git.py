@@ -1,0 +1,64 @@
+"""Git as an agent or a person runs it (no T25 hardening), tasks to give worktrees, a repository
+shaped for the worktree tests, and planted programs that record whether they ran."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from core.domain.models import Task, TaskType, utcnow
+from tests.support.repos import make_repo
+
+
+def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
+    now = utcnow()
+    return Task(
+        id=task_id, project="demo", title="a change", type=kind, created_at=now, state_since=now
+    )
+
+
+def plain_git(*args: str, cwd: Path, check: bool = True) -> str:
+    """git as an agent or a person would run it: no T25 hardening at all."""
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=check,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.strip()
+
+
+def new_repo(path: Path, branch: str = "trunk") -> Path:
+    return make_repo(
+        path,
+        branch,
+        {"app.py": "def hello():\n    return 'hi'\n", ".gitignore": "*.log\n"},
+        exclude_factory=True,
+    )
+
+
+class Planted:
+    """Programs that record that they ran, then behave harmlessly (pass input through)."""
+
+    def __init__(self, base: Path) -> None:
+        self.dir = base / "markers"
+        self.dir.mkdir()
+        self.bin = base / "planted-bin"
+        self.bin.mkdir()
+
+    def program(self, name: str) -> str:
+        script = self.bin / name
+        script.write_text(
+            f"#!/bin/sh\ntouch '{self.dir}/{name}'\n"
+            'if [ -f "$1" ]; then cat "$1"; else cat; fi\nexit 0\n'
+        )
+        script.chmod(0o755)
+        return str(script)
+
+    def ran(self) -> list[str]:
+        return sorted(p.name for p in self.dir.iterdir())
+
+    def reset(self) -> None:
+        for p in self.dir.iterdir():
+            p.unlink()
