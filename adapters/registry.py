@@ -7,7 +7,7 @@ test_registry.py checks that nothing else lists or imports them.
 The names alone are what a `t25.yaml` is checked against, so a command that only reads
 (`t25 task list`) knows them without importing any adapter; the specs and the process
 machinery are imported when adapters are made. tests/test_startup.py keeps the names and
-the specs in step, and tests/adapters/test_registry.py the files the CLIs read with the
+the specs in step, and tests/unit/adapters/test_registry.py the files the CLIs read with the
 default protected paths (core.config.agent_files), which the core holds as data.
 """
 

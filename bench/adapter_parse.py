@@ -1,6 +1,6 @@
 """How long an adapter takes to read a large output, and how many times it parses it.
 
-Each real CLI's captured output (tests/adapters/captures/) is made into a long session - the
+Each real CLI's captured output (tests/contract/adapters/captures/) is made into a long session - the
 middle of its successful capture repeated to about MB megabytes, then the capture itself - and
 handed to `CliAdapter` as a process that exited 0 (a success) or 1 (its quota, its overload).
 Printed per case: the spec's `parse` calls per run and the CPU time to turn the output into an

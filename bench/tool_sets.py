@@ -49,7 +49,7 @@ def fixed(body: dict) -> int:
 
 
 def environment(fake: FakeModel) -> dict[str, str]:
-    """Each CLI's login and endpoint pointing at the fake, as tests/real_clis/conftest.py."""
+    """Each CLI's login and endpoint pointing at the fake, as tests/support/real_clis.py."""
     provider = {
         "npm": "@ai-sdk/openai-compatible",
         "name": "fake",

@@ -6,7 +6,7 @@ Each page is read off the one place the thing it documents is declared: the comm
 options from the command line's parser, the cockpit's keys from its command table, the REST
 routes from `t25 serve`'s OpenAPI document, the errors from the error classes and their wire
 codes, the configuration from its schema and the packaged example. The pages are committed,
-so they read well on a forge and in a diff; tests/test_docs_reference.py renders them again
+so they read well on a forge and in a diff; tests/unit/test_docs_reference.py renders them again
 and fails, naming this command, when one is stale. A script rather than an MkDocs hook: the
 site build then needs nothing of T25 importable, and what a change to the code changes in
 the documentation shows in its diff.

@@ -10,7 +10,7 @@ list of keys, that replace its defaults:
 Only keys a terminal sends the same way over SSH are accepted: a lowercase letter, a digit,
 a punctuation mark, ctrl+letter, F1-F12, the arrows and a few named keys. A key may be
 written as typed (`?`) or by its name (`question_mark`); it is kept as the name, the form
-the cockpit binds (Textual's, which `tests/tui` holds this module to).
+the cockpit binds (Textual's, which `tests/e2e/tui` holds this module to).
 
 The commands belong to the cockpit, which core does not import: whoever loads the file
 passes a source of them (`load_config(commands=...)`, as the command line does, asked for

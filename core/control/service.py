@@ -18,7 +18,7 @@ One decision, from the door to its effect:
     followed up           the events published; a cancelled agent of this process stopped;
                           a merged or archived task's worktree cleaned
 
-Counted on a real SQLite store (its statements traced: tests/test_operations.py), an
+Counted on a real SQLite store (its statements traced: tests/integration/test_operations.py), an
 approval was an fsync and four write transactions (the anchor, the transition, the
 announcement, the next run), and is now an fsync and one; on Postgres add the audit
 lock's own transaction to each (five, now two). A merge anchors its line before git

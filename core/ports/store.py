@@ -4,7 +4,7 @@ Backends live in the `store` package (embedded SQLite, Postgres); nothing above 
 knows which one it has. Methods return domain objects, never driver rows.
 
 The contract comes in roles, one protocol each, with the guarantees that role keeps (the
-contract suite in tests/store checks each):
+contract suite in tests/contract/store checks each):
 
     TaskStore         projects and tasks: compare-and-set transitions, decisions
     EventLog          the events table every process reads: gap-free ids, wake-ups
