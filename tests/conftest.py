@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # what `-m` is compiled to (pytest pinned)
 
 from tests.support.kinds import KINDS, SLOW_KINDS
 
@@ -47,6 +48,53 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     CLIs, git), so two cores keep four busy: on two cores the whole suite took 30 min in one
     process, 21 in three and 17 in four."""
     return min(8, 2 * (os.cpu_count() or 1))
+
+
+class _Undecided(Exception):
+    """A mark `-m` names that a kind's folder does not decide (`postgres`, ...)."""
+
+    def __init__(self, key: tuple[str, tuple[tuple[str, object], ...]]) -> None:
+        self.key = key
+
+
+Assumed = dict[tuple[str, tuple[tuple[str, object], ...]], bool]
+
+
+def _matcher(decided: dict[str, bool], assumed: Assumed):  # pytest's MatcherCall
+    def matcher(name: str, /, **kwargs: object) -> bool:
+        if not kwargs and name in decided:
+            return decided[name]
+        key = (name, tuple(sorted(kwargs.items())))
+        if key not in assumed:
+            raise _Undecided(key)
+        return assumed[key]
+
+    return matcher
+
+
+def _may_select(expression: Expression, decided: dict[str, bool]) -> bool:
+    """Whether some test could match `expression`, knowing only the marks in `decided`: every
+    other mark it names is tried both ways."""
+    tries: list[Assumed] = [{}]
+    while tries:
+        assumed = tries.pop()
+        try:
+            if expression.evaluate(_matcher(decided, assumed)):
+                return True
+        except _Undecided as undecided:
+            tries += [{**assumed, undecided.key: value} for value in (False, True)]
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A kind's folder that `-m` leaves out whole is not even collected: `-m "not slow"`
+    imports no integration or e2e module (half the suite's collection, in each process)."""
+    markexpr = config.option.markexpr
+    kind = collection_path.name
+    if not markexpr or collection_path.parent != TESTS or kind not in KINDS:
+        return None
+    decided = {name: name == kind for name in KINDS} | {"slow": kind in SLOW_KINDS}
+    return None if _may_select(Expression.compile(markexpr), decided) else True
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
