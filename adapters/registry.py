@@ -1,14 +1,14 @@
 """The adapters T25 ships with, by the name `t25.yaml` profiles use (`adapter: claude`): the
 only list of the agent CLIs. Everything else reaches a CLI through it - the worker its
 adapter, the transcript its renderer, `t25 doctor` its login probe, `t25 init` its models -
-and each CLI's module (adapters/<cli>.py) holds all T25 knows of it; tests/adapters/
-test_registry.py checks that nothing else lists or imports them.
+and each CLI's module (adapters/<cli>.py) holds all T25 knows of it;
+tests/unit/adapters/test_registry.py checks that nothing else lists or imports them.
 
 The names alone are what a `t25.yaml` is checked against, so a command that only reads
 (`t25 task list`) knows them without importing any adapter; the specs and the process
-machinery are imported when adapters are made. tests/test_startup.py keeps the names and
-the specs in step, and tests/unit/adapters/test_registry.py the files the CLIs read with the
-default protected paths (core.config.agent_files), which the core holds as data.
+machinery are imported when adapters are made. tests/e2e/cli/test_startup.py keeps the names
+and the specs in step, and tests/unit/adapters/test_registry.py the files the CLIs read with
+the default protected paths (core.config.agent_files), which the core holds as data.
 """
 
 from __future__ import annotations

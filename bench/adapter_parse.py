@@ -1,7 +1,7 @@
 """How long an adapter takes to read a large output, and how many times it parses it.
 
-Each real CLI's captured output (tests/contract/adapters/captures/) is made into a long session - the
-middle of its successful capture repeated to about MB megabytes, then the capture itself - and
+Each real CLI's captured output (tests/contract/adapters/captures/) is made into a long
+session - the middle of its successful capture repeated to about MB megabytes, then the capture itself - and
 handed to `CliAdapter` as a process that exited 0 (a success) or 1 (its quota, its overload).
 Printed per case: the spec's `parse` calls per run and the CPU time to turn the output into an
 `AgentResult`, the least of N runs (CPU time, so that other load on the machine counts little). With `--against REV` the same is measured on git revision REV, side by side.

@@ -21,7 +21,8 @@ Prints:
 
 Run: .venv/bin/python bench/output_flood.py [--serve] [--mb 100] [--runs 2] [--log-mb 64]
 [--events-mb 8] (`--log-mb`/`--events-mb` set limits.max_log_bytes/max_output_event_bytes;
-0 keeps the defaults). Figures, not a test: tests/integration/test_output_bounds.py asserts on the budget.
+0 keeps the defaults). Figures, not a test: tests/integration/test_output_bounds.py asserts on
+the budget.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ rule of thumb for English text and JSON; no tokenizer is run. A configuration th
 T25 refuses (`tools` or `resume` unknown to its t25.yaml) is printed as "n/a — not supported
 by this build".
 
-Run by hand (the real CLIs from .tools, as tests/real_clis finds them):
+Run by hand (the real CLIs from .tools, as tests/e2e/real_clis finds them):
 
     .venv/bin/python bench/tokens.py [--clis claude,codex] [--no-resume]
 
@@ -263,7 +263,7 @@ def _largest_fixed(outcome: Outcome) -> int | None:
 
 
 def environment(fake: FakeModel, homes: Path) -> None:
-    """Each CLI's endpoint and login pointed at the fake, as tests/real_clis sets them."""
+    """Each CLI's endpoint and login pointed at the fake, as tests/e2e/real_clis sets them."""
     os.environ.update(
         fake.proxy_env(),
         PATH=f"{BIN_DIR}:{AIDER_DIR}:{os.environ['PATH']}",

@@ -6,8 +6,8 @@ Each adapter declares what its CLI reads (`CliAdapterSpec.project_files`, in
 `adapters/<cli>.py`), and `adapters.registry` is the only list of the CLIs. This tuple is
 their union, in the registry's order, written out as data: the core imports no adapter, and
 a command that only reads the configuration (`t25 task list`) imports none either
-(tests/test_startup.py). tests/adapters/test_project_files.py fails, naming the tuple it
-expects, until it is exactly that union; a new CLI's files are added here with its adapter.
+(tests/e2e/cli/test_startup.py). tests/unit/adapters/test_project_files.py fails, naming
+the tuple it expects, until it is exactly that union; a new CLI's files are added here with its adapter.
 """
 
 from __future__ import annotations
