@@ -6,6 +6,7 @@ tests/conftest.py, used by name."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 from tests.support import CHECKOUT
@@ -14,10 +15,16 @@ from tests.support.kinds import KINDS, SLOW_FIXTURES, SLOW_KINDS
 TESTS = CHECKOUT / "tests"
 
 
+@cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, read once for every check here."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def imported_modules(path: Path) -> list[tuple[int, str]]:
     """Each `tests.…` module `path` imports, with its line."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
@@ -44,7 +51,7 @@ def test_no_test_module_imports_another_without_the_package_path():
     wrong = [
         f"{path.relative_to(CHECKOUT)}:{node.lineno}: {node.module}"
         for path in sorted(TESTS.rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in local
     ]
     assert wrong == []
@@ -64,7 +71,7 @@ def test_no_unit_or_contract_test_uses_a_fixture_that_starts_programs():
         f"{path.relative_to(CHECKOUT)}:{node.lineno}: {node.name}"
         for kind in sorted(set(KINDS) - SLOW_KINDS)
         for path in sorted((TESTS / kind).rglob("test_*.py"))
-        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        for node in ast.walk(parsed(path))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and SLOW_FIXTURES.intersection(arg.arg for arg in node.args.args)
     ]
