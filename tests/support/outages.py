@@ -25,9 +25,7 @@ from tests.support.waiting import free_port, until
 
 CMD = [sys.executable, "-m", "t25_tui"]
 
-
 SLOW_DEV = ["--misbehave", "slow:4"]  # dev runs long enough to be in flight during the fault
-
 
 TASKS = 4
 

@@ -24,10 +24,8 @@ from t25_tui.runtime import local_sweeper, open_runtime
 
 SCRIPTED = {"adapter": "scripted"}
 
-
 # A reviewer that did not write the change (policies.reviewer_differs_from_author: model).
 REVIEWING = {"adapter": "scripted", "model": "scripted-2"}
-
 
 ROLES = ("spec", "planner", "dev", "qa", "reviewer", "docs")
 

@@ -32,7 +32,6 @@ from tests.support.pipeline import write_config
 
 REPO = Path(__file__).resolve().parents[2]
 
-
 BIN_DIR = Path(
     os.environ.get("T25_CLI_BIN_DIR") or REPO / ".tools" / "npm" / "node_modules" / ".bin"
 )
@@ -40,12 +39,9 @@ BIN_DIR = Path(
 
 AIDER_DIR = REPO / ".tools" / "aider" / "bin"  # aider's own virtual environment
 
-
 SEARCH = f"{BIN_DIR}{os.pathsep}{AIDER_DIR}"
 
-
 REQUIRED = os.environ.get("T25_REQUIRE_REAL_CLIS") == "1"
-
 
 # The dev stage's answer, as the IMPLEMENTING stage must parse it.
 FINAL = json.dumps(
@@ -133,7 +129,6 @@ def opencode_escapes_ok(escapes: list[dict]) -> list[dict]:
 
 
 CLIS = ("claude", "codex", "gemini", "opencode", "aider")
-
 
 RATES = {
     name: {"input": 3.0, "output": 15.0}

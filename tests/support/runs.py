@@ -16,7 +16,6 @@ from store import open_store
 
 WAIT_S = 120  # every wait below is bounded by this (a lapsed lease takes `t25 run`'s 30 s)
 
-
 T25 = [sys.executable, "-m", "t25_tui"]
 
 

@@ -22,6 +22,7 @@ from adapters.scripted import ScriptedSpec
 from core.domain.models import TaskState
 from core.workspace.git import git_sync
 from t25_tui.runtime import local_sweeper
+from tests.support import projects
 from tests.support.pipeline import Env
 from tests.support.projects import LOGO, make_real_project, shared_dir, tools_venv
 from tests.support.real_clis import need, profile
@@ -32,16 +33,7 @@ POINTER = "version https://git-lfs.github.com/spec/v1"
 
 pytestmark = pytest.mark.skipif(bool(bwrap_problem()), reason=f"{bwrap_problem()}")
 
-FEATURE = (
-    r"scripted: write=src/calc/__init__.py:def add(a, b):\n    return a + b\n\n\n"
-    r"def mul(a, b):\n    return a * b\n"
-    "\n"
-    r"scripted: write=tests/test_mul.py:from calc import mul\n\n\ndef test_mul():\n"
-    r"    assert mul(2, 3) == 6\n"
-    "\n"
-    r"scripted: write=assets/new.bin:NEW ASSET\n"
-    "\n"
-)
+FEATURE = projects.FEATURE + "\n" + r"scripted: write=assets/new.bin:NEW ASSET\n" + "\n"
 # What the checks find in the tree: the LFS asset's content, not its pointer, and the library.
 SHAPES = (
     "import pathlib\n"

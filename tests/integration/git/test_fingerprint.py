@@ -4,7 +4,6 @@ nothing an agent legitimately does in its own worktree is."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,8 @@ import pytest
 from core.domain.models import Task, TaskType, utcnow
 from core.workspace.fingerprint import changed, fingerprint
 from core.workspace.worktrees import Worktrees
+from tests.support.git import plain_git
 from tests.support.repos import make_repo
-
-
-def plain_git(*args: str, cwd: Path) -> str:
-    """git as an agent would run it: no T25 hardening."""
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    ).stdout.strip()
 
 
 @pytest.fixture
