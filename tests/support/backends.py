@@ -144,8 +144,8 @@ def pg_template() -> Iterator[str]:
 class Clones:
     """Fresh clones of the session's template database, made ahead of the tests that take them.
 
-    Cloning takes a few hundred milliseconds on a busy server and the contract suite takes
-    some seventy clones; made on threads of their own while the tests before run (two at a
+    Cloning takes a few hundred milliseconds on a busy server and the contract tests take
+    some hundred clones; made on threads of their own while the tests before run (two at a
     time: the server makes two in about 70 % of the time of one after the other), they are
     mostly ready when asked for. Every test still gets a database no other test has used."""
 
@@ -237,6 +237,16 @@ class PostgresBackend:
             self._clones.drop(self.name)
         elif self.created:
             await admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def pg_database(pg_clones: Clones) -> AsyncIterator[PostgresBackend]:
+    """A fresh clone of the session's template on the test server, made ahead and dropped
+    behind by the session's clones (a test of the Postgres store alone)."""
+    backend = PostgresBackend(pg_clones.template, pg_clones)
+    await backend.create()
+    yield backend
+    await backend.drop()
 
 
 async def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:

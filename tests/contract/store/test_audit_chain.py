@@ -68,11 +68,8 @@ async def _checkout(path: Path, url: str) -> Checkout:
 
 
 @pytest.fixture
-async def db(pg_template: str) -> AsyncIterator[PostgresBackend]:
-    backend = PostgresBackend(pg_template)
-    await backend.create()
-    yield backend
-    await backend.drop()
+def db(pg_database: PostgresBackend) -> PostgresBackend:
+    return pg_database
 
 
 @pytest.fixture

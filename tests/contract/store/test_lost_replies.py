@@ -115,15 +115,12 @@ def reply_lost(store: PostgresStore) -> Iterator[list[LostReply]]:
 
 
 @pytest.fixture
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[PostgresStore]:
-    backend = PostgresBackend(request.getfixturevalue("pg_template"))
-    await backend.create()
-    s = await backend.open()
+async def store(pg_database: PostgresBackend) -> AsyncIterator[PostgresStore]:
+    s = await pg_database.open()
     assert isinstance(s, PostgresStore)
     await s.upsert_project(Project(name="demo", repo_path="/srv/demo", default_branch="main"))
     yield s
     await s.close()
-    await backend.drop()
 
 
 async def test_a_task_created_under_a_lost_reply_is_filed_once(store: PostgresStore) -> None:

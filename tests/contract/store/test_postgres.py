@@ -22,11 +22,8 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-async def pg(request: pytest.FixtureRequest) -> AsyncIterator[PostgresBackend]:
-    backend = PostgresBackend(request.getfixturevalue("pg_template"))
-    await backend.create()
-    yield backend
-    await backend.drop()
+def pg(pg_database: PostgresBackend) -> PostgresBackend:
+    return pg_database
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -15,11 +14,8 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    backend = PostgresBackend(request.getfixturevalue("pg_template"))
-    await backend.create()
-    yield backend.url
-    await backend.drop()
+def url(pg_database: PostgresBackend) -> str:
+    return pg_database.url
 
 
 async def pool_on(
