@@ -25,8 +25,9 @@ from tests.support.kinds import KINDS, SLOW_KINDS
 # - e2e: the real `t25` binary (the command line, `t25 serve` and remote workers as
 #   programs, a terminal), the real agent CLIs, the cockpit.
 #
-# `slow` is integration and e2e: `pytest -m "not slow"` is the unit and contract tests, in
-# under a minute on two cores; plain `pytest` and .ci/run run everything.
+# `slow` is integration and e2e: `pytest -m "not slow"` is the unit and contract tests, the
+# quick loop (some 50 s of CPU time in all, most of it in two processes side by side); plain
+# `pytest` and .ci/run run everything.
 
 TESTS = Path(__file__).parent
 
