@@ -1,4 +1,5 @@
-"""Which tests are `slow`, and the plugins that hold the shared fixtures (tests/support/)."""
+"""Each test's kind, and `slow`, from the folder it lives in; the folders `-m` leaves out,
+not collected; and the plugins that hold the shared fixtures (tests/support/)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ TESTS = Path(__file__).parent
 # The fixtures every test may use, by name; their helpers are imported from these modules.
 pytest_plugins = [
     "tests.support.repos",  # repo, t25, shop, env
-    "tests.support.backends",  # the store on each backend: backend, store, pg_template, ...
+    "tests.support.backends",  # the store on each backend: backend, store, pg_database, ...
     "tests.support.pg_cluster",  # a throwaway Postgres cluster: pg_cluster, cluster
     "tests.support.agent_kit",  # the echo CLI and the scripted agent: echo, scripted, ...
     "tests.support.cockpit",  # seeded
