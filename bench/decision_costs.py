@@ -42,6 +42,7 @@ WRITES = (
     "append",
     "enqueue",
     "enter",
+    "move",
     "claim",
     "complete",
     "update",

@@ -18,7 +18,9 @@ task its request key, a compare-and-set or an appended event its own event (the 
 kind, time and payload), an enqueue the stage's one queued or running run (0007), an
 artifact the one of the same content and provenance. Schema, migrations and
 the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
-wake-ups are in `postgres_events`; rows become domain objects in `rows`.
+wake-ups are in `postgres_events`; the statements inside a connection in `postgres_writes`,
+and those of a run's completion and of the decision on it, several in one transaction, in
+`postgres_moves`; rows become domain objects in `rows`.
 
 The connections come from the store's own pool (`postgres_schema.ConnectionPool`), not
 asyncpg's `create_pool`: it wins on the work a control plane does, not only on empty runs.
@@ -42,7 +44,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
@@ -55,7 +56,7 @@ from asyncpg.transaction import Transaction
 
 from core.domain.audit import ChainLine
 from core.domain.backoff import Backoff, retry
-from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
+from core.domain.events import Event, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -72,14 +73,16 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
-from core.errors import AuditError, StoreUnavailable
+from core.errors import AuditError
 from core.ports.store import DecisionWrite
 from store import _checks as checks
 from store import _chunks as chunks
 from store import postgres_schema as schema
 from store import postgres_sql as sql
+from store import postgres_writes as w
 from store import rows
 from store.postgres_events import EventSignal
+from store.postgres_moves import PostgresMoves
 
 T = TypeVar("T")
 Connection: TypeAlias = "asyncpg.Connection[Record]"  # the stubs' generic, not asyncpg's
@@ -87,10 +90,9 @@ Connection: TypeAlias = "asyncpg.Connection[Record]"  # the stubs' generic, not 
 RETRIES = 3  # fresh connections tried after a lost one ...
 RECONNECT = Backoff(0.05, 0.2)  # ... after these pauses: 0.05, 0.1, 0.2 s
 ROWS = rows.RowReader(time=rows.as_utc)  # timestamptz: aware datetimes already
-_BOOLEAN_FIELDS = frozenset({"archived", "merged", "checks_passed"})
 
 
-class PostgresStore:
+class PostgresStore(PostgresMoves):
     """The Store on a Postgres database. Open it with `await PostgresStore.open(url)`."""
 
     def __init__(self, pool: schema.ConnectionPool, url: str, application_name: str) -> None:
@@ -169,7 +171,7 @@ class PostgresStore:
 
     async def _returning(self, statement: str, *args: Any) -> Record:
         """The row of a statement that always returns one (an INSERT ... RETURNING)."""
-        return _returned(await self._fetchrow(statement, *args))
+        return w.returned(await self._fetchrow(statement, *args))
 
     async def _written(self, statement: str, *args: Any) -> Record | None:
         """A statement that writes an event: readers everywhere hear of it once it committed."""
@@ -208,7 +210,7 @@ class PostgresStore:
             new.title,
             new.type.value,
             new.description,
-            _payload(event),
+            w.payload(event),
             key,
             new.priority,
             after,
@@ -273,10 +275,10 @@ class PostgresStore:
         to_state: TaskState | None,
     ) -> tuple[Task, Event]:
         event = checks.event_for_task(tid, event)
-        statement, args = _cas_statement(tid, expected, values, event, to_state)
+        statement, args = w.cas_statement(tid, expected, values, event, to_state)
 
         async def cas(con: Connection, retried: bool) -> Record:
-            return await _changed(con, statement, args, tid, expected, event, retried)
+            return await w.changed(con, statement, args, tid, expected, event, retried)
 
         row = await self._writes(cas)
         stored = event.model_copy(update={"id": row["event_id"], "at": rows.as_utc(event.at)})
@@ -294,14 +296,14 @@ class PostgresStore:
         checks.run_of_stage(tid, change.to_state, run)
         event = checks.event_for_task(tid, event)
         values = checks.task_fields(fields)
-        statement, args = _cas_statement(tid, expected, values, event, change.to_state)
+        statement, args = w.cas_statement(tid, expected, values, event, change.to_state)
         queued = RunQueued(stage=run.stage, role=run.role)
 
         async def enter(con: Connection, retried: bool) -> tuple[Record, Record | None]:
             async with con.transaction():
                 row = await con.fetchrow(statement, *args)
                 if row is None and retried:
-                    row = await _committed(con, number, event)
+                    row = await w.committed(con, number, event)
                     if row is not None:  # the run came in the same transaction
                         stage = TaskState(run.stage).value
                         found = await con.fetchrow(
@@ -309,14 +311,14 @@ class PostgresStore:
                         )
                         return row, found
                 if row is None:
-                    raise await _cas_refusal(con, tid, expected)
-                return row, await _enqueue(con, number, run, queued)
+                    raise await w.cas_refusal(con, tid, expected)
+                return row, await w.enqueue(con, number, run, queued)
 
         row, run_row = await self._writes(enter)
         events = [event.model_copy(update={"id": row["event_id"], "at": rows.as_utc(event.at)})]
         if run_row is not None:
             queued_run = ROWS.run(run_row)
-            events.append(_about_run(queued, run_row, queued_run, queued_run.enqueued_at))
+            events.append(w.about_run(queued, run_row, queued_run, queued_run.enqueued_at))
         return ROWS.task(row), events
 
     async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
@@ -333,7 +335,7 @@ class PostgresStore:
         change = checks.event_for_task(tid, write.change)
         announce = checks.event_for_task(tid, write.announce)
         values = checks.task_fields(dict(write.fields))
-        statement, args = _cas_statement(tid, write.expected, values, change, to_state)
+        statement, args = w.cas_statement(tid, write.expected, values, change, to_state)
         new = write.enqueue
         queued = None if new is None else RunQueued(stage=new.stage, role=new.role)
 
@@ -341,22 +343,22 @@ class PostgresStore:
             async with con.transaction():
                 row = await con.fetchrow(statement, *args)
                 if row is None:
-                    raise await _cas_refusal(con, tid, write.expected)
+                    raise await w.cas_refusal(con, tid, write.expected)
                 announced = await con.fetchval(
                     sql.INSERT_EVENT,
                     rows.as_utc(announce.at),
                     announce.kind,
                     number,
                     None,
-                    _payload(announce),
+                    w.payload(announce),
                 )
                 if write.anchor is not None:
-                    await _extend_chain(con, write.anchor, write.previous, write.lines)
+                    await w.extend_chain(con, write.anchor, write.previous, write.lines)
                 if write.cancel_runs:
                     await con.execute(sql.CANCEL_RUNS, number)
                 run_row = None
                 if new is not None and queued is not None:
-                    run_row = await _enqueue(con, number, new, queued)
+                    run_row = await w.enqueue(con, number, new, queued)
             return row, int(announced), run_row
 
         row, announced, run_row = await self._run(decide)
@@ -367,7 +369,7 @@ class PostgresStore:
         ]
         if run_row is not None and queued is not None:
             run = ROWS.run(run_row)
-            events.append(_about_run(queued, run_row, run, run.enqueued_at))
+            events.append(w.about_run(queued, run_row, run, run.enqueued_at))
         return ROWS.task(row), events
 
     # -- events -----------------------------------------------------------------------
@@ -376,7 +378,7 @@ class PostgresStore:
         task = rows.number_or_none("T", event.task_id)
         run = rows.number_or_none("R", event.run_id)
         at = rows.as_utc(event.at)
-        args = (at, event.kind, task, run, _payload(event))
+        args = (at, event.kind, task, run, w.payload(event))
 
         async def append(con: Connection, retried: bool) -> int:
             # A retry whose first try committed before its reply was lost finds that event.
@@ -434,11 +436,11 @@ class PostgresStore:
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         event = RunQueued(stage=new.stage, role=new.role)
         number = parse_id("T", new.task_id)
-        row = await self._writes(lambda con, _: _enqueue(con, number, new, event))
+        row = await self._writes(lambda con, _: w.enqueue(con, number, new, event))
         if row is None:
             raise checks.task_not_found(format_id("T", number))
         run = ROWS.run(row)
-        return run, _about_run(event, row, run, run.enqueued_at)
+        return run, w.about_run(event, row, run, run.enqueued_at)
 
     async def get_run(self, run_id: str) -> Run | None:
         row = await self._fetchrow(sql.GET_RUN, parse_id("R", run_id))
@@ -476,38 +478,11 @@ class PostgresStore:
         return ROWS.lease(await self._under_lease(sql.HEARTBEAT, lease, ttl))
 
     async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
-        checks.finished_outcome(outcome)
-        usage = outcome.usage
-        event = RunFinished(
-            status=outcome.status,
-            exit_code=outcome.exit_code,
-            error=outcome.error,
-            usage=usage,
-            cost_usd=outcome.cost_usd,
-        )
-        args = (
-            outcome.status.value,
-            outcome.exit_code,
-            outcome.error,
-            outcome.adapter,
-            outcome.adapter_reason,
-            outcome.cli_version,
-            outcome.model,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.model,
-            outcome.cost_usd,
-            _payload(event),
-            rows.requests_text(outcome.requests),
-            outcome.session_id,
-            outcome.resumed_session,
-        )
+        event, args = w.completion(outcome)
         row = await self._under_lease(sql.COMPLETE_RUN, lease, *args, finished_twice_ok=True)
         self._signal.written()
         run = ROWS.run(row)
-        return run, _about_run(event, row, run, run.finished_at)
+        return run, w.about_run(event, row, run, run.finished_at)
 
     async def release_run(self, lease: Lease) -> Run:
         return ROWS.run(await self._under_lease(sql.RELEASE_RUN, lease))
@@ -516,29 +491,10 @@ class PostgresStore:
         self, statement: str, lease: Lease, *args: Any, finished_twice_ok: bool = False
     ) -> Record:
         """Run a statement guarded by the lease; LeaseLost (nothing written) if it no longer holds."""
-        number = parse_id("R", lease.run_id)
 
         async def guarded(con: Connection, retried: bool) -> Record:
-            row = await con.fetchrow(statement, number, lease.token, lease.worker, *args)
-            if row is not None:
-                return row
-            if (
-                retried and finished_twice_ok
-            ):  # our first try may have committed before the connection died
-                done = await con.fetchrow(
-                    sql.FINISHED_UNDER_TOKEN, number, lease.token, lease.worker
-                )
-                if done is not None:
-                    return done
-            current = await con.fetchrow(sql.GET_RUN_WITH_CLOCK, number)
-            if current is None:
-                raise checks.run_not_found(lease.run_id)
-            raise checks.lease_lost(
-                lease,
-                status=current["status"],
-                token=current["lease_token"],
-                worker=current["worker"],
-                expired_ago_s=current["expired_ago"],
+            return await w.under_lease(
+                con, statement, lease, args, retried=retried and finished_twice_ok
             )
 
         return await self._run(guarded)
@@ -560,60 +516,26 @@ class PostgresStore:
     # -- artifacts --------------------------------------------------------------------
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
-        sha = await checks.sha256(content)
-
-        async def blob(con: Connection) -> None:
-            await con.execute(sql.INSERT_BLOB, sha, content, len(content))
-
-        return ROWS.artifact(await self._put(sha, meta, blob), size=len(content))
+        return await self._put(content, meta)
 
     async def put_artifact_file(self, path: Path, meta: ArtifactMeta) -> Artifact:
-        sha, size = await chunks.file_digest(path)
-        if size <= chunks.CHUNK_BYTES:
-            return await self.put_artifact(await chunks.whole(chunks.file_chunks(path, sha)), meta)
+        return await self._put(path, meta)
 
-        async def blob(con: Connection) -> None:
-            if await con.fetchrow(sql.INSERT_CHUNKED_BLOB, sha, size, chunks.chunk_count(size)):
-                n = 0
-                async for chunk in chunks.file_chunks(path, sha):
-                    await con.execute(sql.INSERT_BLOB_CHUNK, sha, n, chunk)
-                    n += 1
-
-        return ROWS.artifact(await self._put(sha, meta, blob), size=size)
-
-    async def _put(
-        self, sha: str, meta: ArtifactMeta, blob: Callable[[Connection], Awaitable[None]]
-    ) -> Record:
-        """The artifact row of content `sha` with its provenance, after `blob` stored the
-        content (unless stored already), in one transaction; retried when a connection died."""
-        task = rows.number_or_none("T", meta.task_id)
-        run = rows.number_or_none("R", meta.run_id)
-        provenance = (
-            sha,
-            meta.kind.value,
-            meta.media_type,
-            task,
-            run,
-            meta.role,
-            meta.adapter,
-            meta.cli_version,
-            meta.model,
-        )
+    async def _put(self, content: bytes | Path, meta: ArtifactMeta) -> Artifact:
+        """The artifact of `content` with its provenance, its content stored unless it is
+        already, in one transaction (a file read a chunk at a time: store.postgres_writes);
+        retried when a connection died."""
+        sha, size, blob = await w.blob_of(content)
+        provenance = w.provenance(sha, meta)
 
         async def put(con: Connection, retried: bool) -> Record:
             # A retry whose first try committed before its reply was lost finds that artifact.
             if retried and (found := await con.fetchrow(sql.SAME_ARTIFACT, *provenance)):
                 return found
             async with con.transaction():
-                if task is not None and await con.fetchrow(sql.TASK_EXISTS, task) is None:
-                    raise checks.task_not_found(format_id("T", task))
-                if run is not None and await con.fetchrow(sql.RUN_EXISTS, run) is None:
-                    raise checks.run_not_found(format_id("R", run))
-                await blob(con)
-                inserted = await con.fetchrow(sql.INSERT_ARTIFACT, *provenance)
-            return _returned(inserted)
+                return await w.put_in(con, provenance, blob)
 
-        return await self._run(put)
+        return ROWS.artifact(await self._run(put), size=size)
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         artifact, content = await self.stream_artifact(artifact_id)
@@ -648,7 +570,7 @@ class PostgresStore:
         return rows.anchor(row) if row else None
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
-        await self._run(lambda con, _: _move_anchor(con, anchor, previous))
+        await self._run(lambda con, _: w.move_anchor(con, anchor, previous))
 
     # -- audit chain (the store keeps it: AuditChainStore) --------------------------------
 
@@ -661,7 +583,7 @@ class PostgresStore:
 
         async def append(con: Connection, _: bool) -> None:
             async with con.transaction():
-                await _extend_chain(con, head, previous, lines)
+                await w.extend_chain(con, head, previous, lines)
 
         await self._run(append)
 
@@ -720,172 +642,3 @@ class PostgresStore:
                 raise
         finally:
             self._pool.release(con)
-
-
-# -- statements ------------------------------------------------------------------------------
-
-
-def _cas_statement(
-    tid: str,
-    expected: TaskState,
-    values: dict[str, Any],
-    event: Event,
-    to_state: TaskState | None,
-) -> tuple[str, list[Any]]:
-    """The compare-and-set UPDATE of a task with its event, and its arguments."""
-    values = {
-        k: (bool(v) if k in _BOOLEAN_FIELDS and v is not None else v) for k, v in values.items()
-    }
-    statement = sql.update_task(list(values), with_state=to_state is not None)
-    run = rows.number_or_none("R", event.run_id)
-    args: list[Any] = [
-        parse_id("T", tid),
-        TaskState(expected).value,
-        rows.as_utc(event.at),
-        event.kind,
-        run,
-        _payload(event),
-    ]
-    if to_state is not None:
-        args.append(TaskState(to_state).value)
-    return statement, args + list(values.values())
-
-
-async def _changed(
-    con: Connection,
-    statement: str,
-    args: list[Any],
-    tid: str,
-    expected: TaskState,
-    event: Event,
-    retried: bool,
-) -> Record:
-    """A task's compare-and-set with its event (`statement`): the task's row with the
-    event's id. On a retry, a first try that committed before its reply was lost is found
-    (its event is there) and returned, not refused as stale."""
-    row = await con.fetchrow(statement, *args)
-    if row is None and retried:
-        row = await _committed(con, parse_id("T", tid), event)
-    if row is None:
-        raise await _cas_refusal(con, tid, expected)
-    return row
-
-
-async def _committed(con: Connection, number: int, event: Event) -> Record | None:
-    """The task with the id of `event`, if a write of it already committed; else None."""
-    found = await con.fetchval(
-        sql.SAME_EVENT,
-        rows.as_utc(event.at),
-        event.kind,
-        number,
-        rows.number_or_none("R", event.run_id),
-        _payload(event),
-    )
-    return None if found is None else await con.fetchrow(sql.TASK_WITH_EVENT, number, found)
-
-
-async def _enqueue(con: Connection, number: int, new: NewRun, queued: Event) -> Record | None:
-    """Queue the run of a task's stage, with its RunQueued event; or, when the stage has
-    its queued or running run already (0007's index), that run, with the event that
-    queued it: never a second. None: there is no such task. Tried a few times, since the
-    run found in the way may finish between the two statements."""
-    stage = TaskState(new.stage).value
-    payload = _payload(queued)
-    for _ in range(3):
-        row = await con.fetchrow(
-            sql.ENQUEUE_RUN, number, stage, new.role, new.max_attempts, payload, new.while_in_stage
-        )
-        if row is not None:
-            return row
-        if (active := await con.fetchrow(sql.ACTIVE_RUN, number, stage)) is not None:
-            return active
-        now = await con.fetchrow(sql.GET_TASK_STATE, number)
-        if now is None:
-            return None
-        if new.while_in_stage and now["state"] != stage:
-            raise checks.stale_task(format_id("T", number), now["state"], new.stage)
-    raise StoreUnavailable(
-        f"could not queue the {stage} run of {format_id('T', number)}: its runs kept changing",
-        hint="try again",
-    )
-
-
-async def _cas_refusal(con: Connection, tid: str, expected: TaskState) -> Exception:
-    """Why a task's compare-and-set changed nothing: no such task, or it moved."""
-    now = await con.fetchrow(sql.GET_TASK_STATE, parse_id("T", tid))
-    if now is None:
-        return checks.task_not_found(tid)
-    return checks.stale_task(tid, now["state"], expected)
-
-
-async def _move_anchor(con: Connection, anchor: AuditAnchor, previous: AuditAnchor | None) -> bool:
-    """The audit anchor's compare-and-set: True if it moved now, False if it was already
-    there (a retry after a lost reply: the first try committed)."""
-    if previous is None:
-        moved = await con.fetchrow(sql.INSERT_AUDIT_ANCHOR, anchor.seq, anchor.hash)
-    else:
-        moved = await con.fetchrow(
-            sql.MOVE_AUDIT_ANCHOR, anchor.seq, anchor.hash, previous.seq, previous.hash
-        )
-    if moved is not None:
-        return True
-    row = await con.fetchrow(sql.GET_AUDIT_ANCHOR)
-    now = rows.anchor(row) if row else None
-    if now == anchor:
-        return False
-    raise checks.stale_anchor(now, previous)
-
-
-async def _extend_chain(
-    con: Connection,
-    anchor: AuditAnchor,
-    previous: AuditAnchor | None,
-    lines: tuple[ChainLine, ...] | list[ChainLine],
-) -> None:
-    """Move the anchor (compare-and-set) and insert the lines it now ends, inside the
-    caller's transaction. The anchor goes first: a retry whose first try committed finds
-    it in place and inserts nothing again. A line whose place is taken means the chain
-    runs past its anchor, which T25 never writes: AuditError."""
-    if not await _move_anchor(con, anchor, previous) or not lines:
-        return
-    try:
-        await con.execute(
-            sql.INSERT_AUDIT_LINES,
-            [line.seq for line in lines],
-            [line.text for line in lines],
-            [line.hash for line in lines],
-            [line.task for line in lines],
-            [rows.as_utc(line.at) for line in lines],
-        )
-    except asyncpg.UniqueViolationError:
-        raise AuditError(
-            f"the store's audit chain already holds line {lines[0].seq}, past its anchor "
-            f"at line {previous.seq if previous else 0}; refusing to extend it",
-            hint="run `t25 audit verify` to see what is wrong",
-        ) from None
-
-
-def _payload(event: Event) -> str:
-    """`event.payload()` as JSON text, serialised by pydantic in one step (a third of the cost).
-
-    jsonb cannot hold U+0000, which agent output may carry: it is kept as U+FFFD."""
-    return _NUL_ESCAPE.sub(r"\1\\ufffd", event.model_dump_json(exclude=Event._envelope))
-
-
-# `\u0000` in JSON text, where its backslash is not itself escaped (`\\u0000` is text).
-_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
-
-
-def _about_run(event: Event, row: Record, run: Run, at: datetime | None) -> Event:
-    """`event` as the statement that changed `run` wrote it: its id (`event_id`), its time,
-    the run's task and the run."""
-    return event.model_copy(
-        update={"id": row["event_id"], "at": at, "task_id": run.task_id, "run_id": run.id}
-    )
-
-
-def _returned(row: Record | None) -> Record:
-    """The row of a statement that always returns one (an INSERT ... RETURNING)."""
-    if row is None:
-        raise AssertionError("a statement that returns its row returned none")
-    return row

@@ -6,8 +6,10 @@ transaction: SQLite then serializes writers across processes, and a deferred BEG
 runs each call on the connection's own thread (the event loop never blocks); an
 asyncio.Lock keeps one coroutine's transaction from interleaving with another's.
 
-Opening the file (identity, migrations) is in `sqlite_file`; the SQL is in `sqlite_sql`;
-rows become domain objects in `rows` (times are kept as seconds since the epoch).
+Opening the file (identity, migrations) is in `sqlite_file`; the SQL is in `sqlite_sql`; the
+writes inside a transaction in `sqlite_writes`, and those of a run's completion and of the
+decision on it, several in one transaction, in `sqlite_moves`; rows become domain objects in
+`rows` (times are kept as seconds since the epoch).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import aiosqlite
 
 from core.domain.clock import Clock, system_clock
-from core.domain.events import Event, RunFinished, RunQueued, TaskCreated, TaskTransitioned
+from core.domain.events import Event, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -48,16 +50,18 @@ from store import _checks as checks
 from store import _chunks as chunks
 from store import rows, sqlite_file
 from store import sqlite_sql as sql
+from store import sqlite_writes as w
 from store.sqlite_file import BUSY_TIMEOUT_MS, transaction
+from store.sqlite_moves import SqliteMoves
 
 POLL_S = 0.05  # how often a reader waiting for events looks at the file
-ROWS = rows.RowReader(time=rows.from_epoch)
+ROWS = w.ROWS
 
 Row = sqlite3.Row
 Params = Sequence[Any] | Mapping[str, Any]
 
 
-class SqliteStore:
+class SqliteStore(SqliteMoves):
     """The Store on one SQLite file. Open it with `await SqliteStore.open(path)`."""
 
     def __init__(
@@ -111,13 +115,13 @@ class SqliteStore:
     async def _read(self, statement: str, params: Params = ()) -> list[Row]:
         async with self._lock, _locked_is_unavailable(self.path):
             self._now = self._clock().timestamp()
-            return await _all(self._db, statement, params)
+            return await w.fetch_all(self._db, statement, params)
 
     # -- projects ---------------------------------------------------------------------
 
     async def upsert_project(self, project: Project) -> Project:
         async with self._write() as db:
-            (row,) = await _all(db, sql.UPSERT_PROJECT, project.model_dump())
+            (row,) = await w.fetch_all(db, sql.UPSERT_PROJECT, project.model_dump())
         return rows.project(row)
 
     async def list_projects(self) -> list[Project]:
@@ -137,11 +141,11 @@ class SqliteStore:
         }
         async with self._write() as db:
             if new.request_key is not None:  # filed already under this key: that task
-                found = await _all(db, sql.CREATED_UNDER_KEY, (new.request_key,))
+                found = await w.fetch_all(db, sql.CREATED_UNDER_KEY, (new.request_key,))
                 if found:
-                    (event_row,) = await _all(db, sql.GET_EVENT, (found[0]["event_id"],))
+                    (event_row,) = await w.fetch_all(db, sql.GET_EVENT, (found[0]["event_id"],))
                     return ROWS.task(found[0]), ROWS.event(event_row)
-            inserted = await _all(db, sql.INSERT_TASK, params)
+            inserted = await w.fetch_all(db, sql.INSERT_TASK, params)
             if not inserted:
                 raise checks.project_not_found(new.project)
             task = ROWS.task(inserted[0])
@@ -153,7 +157,7 @@ class SqliteStore:
                 project=task.project,
                 actor=actor,
             )
-            event = await _insert_event(db, created)
+            event = await w.insert_event(db, created)
         return task, event
 
     async def get_task(self, task_id: str) -> Task | None:
@@ -185,7 +189,7 @@ class SqliteStore:
     ) -> tuple[Task, Event]:
         tid = format_id("T", parse_id("T", task_id))
         change = checks.transition_event(tid, expected, event)
-        extra = {"state": change.to_state.value, "state_since": _ts(change.at)}
+        extra = {"state": change.to_state.value, "state_since": w.ts(change.at)}
         return await self._cas_task(tid, expected, checks.task_fields(fields), event, extra)
 
     async def update_task(
@@ -203,7 +207,7 @@ class SqliteStore:
         state: dict[str, Any] | None,
     ) -> tuple[Task, Event]:
         async with self._write() as db:
-            return await _cas_in(db, tid, expected, values, event, state)
+            return await w.cas_in(db, tid, expected, values, event, state)
 
     async def apply_decision(self, write: DecisionWrite) -> tuple[Task, list[Event]]:
         if write.lines:  # this store keeps no chain: its log file is the chain
@@ -212,18 +216,18 @@ class SqliteStore:
         state = None
         if isinstance(write.change, TaskTransitioned):
             change = checks.transition_event(tid, write.expected, write.change)
-            state = {"state": change.to_state.value, "state_since": _ts(change.at)}
+            state = {"state": change.to_state.value, "state_since": w.ts(change.at)}
         values = checks.task_fields(dict(write.fields))
         announce = checks.event_for_task(tid, write.announce)
         async with self._write() as db:
-            task, changed = await _cas_in(db, tid, write.expected, values, write.change, state)
-            events = [changed, await _insert_event(db, announce)]
+            task, changed = await w.cas_in(db, tid, write.expected, values, write.change, state)
+            events = [changed, await w.insert_event(db, announce)]
             if write.anchor is not None:
-                await _move_anchor(db, write.anchor, write.previous)
+                await w.move_anchor(db, write.anchor, write.previous)
             if write.cancel_runs:
                 await db.execute_fetchall(sql.CANCEL_RUNS, (parse_id("T", tid),))
             if write.enqueue is not None:
-                events.append((await _insert_run(db, write.enqueue))[1])
+                events.append((await w.insert_run(db, write.enqueue))[1])
         return task, events
 
     async def enter_stage(
@@ -232,18 +236,18 @@ class SqliteStore:
         tid = format_id("T", parse_id("T", task_id))
         change = checks.transition_event(tid, expected, event)
         checks.run_of_stage(tid, change.to_state, run)
-        state = {"state": change.to_state.value, "state_since": _ts(change.at)}
+        state = {"state": change.to_state.value, "state_since": w.ts(change.at)}
         values = checks.task_fields(fields)
         async with self._write() as db:
-            task, changed = await _cas_in(db, tid, expected, values, event, state)
-            _run, queued = await _insert_run(db, run)
+            task, changed = await w.cas_in(db, tid, expected, values, event, state)
+            _run, queued = await w.insert_run(db, run)
         return task, [changed, queued]
 
     # -- events -----------------------------------------------------------------------
 
     async def append_event(self, event: Event) -> Event:
         async with self._write() as db:
-            return await _insert_event(db, event)
+            return await w.insert_event(db, event)
 
     async def events_after(
         self, after_id: int, *, task_id: str | None = None, limit: int = 1000
@@ -279,7 +283,7 @@ class SqliteStore:
 
     async def enqueue_run(self, new: NewRun) -> tuple[Run, Event]:
         async with self._write() as db:
-            return await _insert_run(db, new)
+            return await w.insert_run(db, new)
 
     async def get_run(self, run_id: str) -> Run | None:
         found = await self._read(sql.GET_RUN, (parse_id("R", run_id),))
@@ -309,73 +313,31 @@ class SqliteStore:
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         params = {"worker": worker, "ttl": checks.positive_ttl(ttl_s)}
         async with self._write() as db:
-            claimed = await _all(db, sql.CLAIM_RUN, params)
+            claimed = await w.fetch_all(db, sql.CLAIM_RUN, params)
         return ROWS.lease(claimed[0]) if claimed else None
 
     async def heartbeat(self, lease: Lease, ttl_s: float) -> Lease:
-        params = {**_lease_params(lease), "ttl": checks.positive_ttl(ttl_s)}
+        params = {**w.lease_params(lease), "ttl": checks.positive_ttl(ttl_s)}
         async with self._write() as db:
-            row = await self._under_lease(db, sql.HEARTBEAT, params, lease)
+            row = await w.under_lease(db, sql.HEARTBEAT, params, lease)
         return ROWS.lease(row)
 
     async def complete_run(self, lease: Lease, outcome: RunOutcome) -> tuple[Run, Event]:
-        checks.finished_outcome(outcome)
-        usage = outcome.usage
-        params = {
-            **_lease_params(lease),
-            **outcome.model_dump(exclude={"usage", "requests"}),
-            "requests": rows.requests_text(outcome.requests),
-            "status": outcome.status.value,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-            "usage_model": usage.model,
-        }
         async with self._write() as db:
-            row = await self._under_lease(db, sql.COMPLETE_RUN, params, lease)
-            run = ROWS.run(row)
-            finished = RunFinished(
-                at=ROWS.time(row["finished_at"]),
-                task_id=run.task_id,
-                run_id=run.id,
-                status=run.status,
-                exit_code=run.exit_code,
-                error=run.error,
-                usage=run.usage,
-                cost_usd=run.cost_usd,
-            )
-            event = await _insert_event(db, finished)
-        return run, event
+            return await w.complete_in(db, lease, outcome)
 
     async def release_run(self, lease: Lease) -> Run:
         async with self._write() as db:
-            row = await self._under_lease(db, sql.RELEASE_RUN, _lease_params(lease), lease)
+            row = await w.under_lease(db, sql.RELEASE_RUN, w.lease_params(lease), lease)
         return ROWS.run(row)
-
-    async def _under_lease(
-        self, db: aiosqlite.Connection, statement: str, params: dict[str, Any], lease: Lease
-    ) -> Row:
-        """Run a statement guarded by the lease; LeaseLost (nothing written) if it no longer holds."""
-        done = await _all(db, statement, params)
-        if done:
-            return done[0]
-        current = await _all(db, sql.GET_RUN_WITH_CLOCK, (params["id"],))
-        if not current:
-            raise checks.run_not_found(lease.run_id)
-        r = current[0]
-        ago = r["now"] - r["lease_expires_at"] if r["lease_expires_at"] is not None else None
-        raise checks.lease_lost(
-            lease, status=r["status"], token=r["lease_token"], worker=r["worker"], expired_ago_s=ago
-        )
 
     async def cancel_runs(self, task_id: str, *, queued_only: bool = False) -> list[Run]:
         tid = parse_id("T", task_id)
         statement = sql.CANCEL_QUEUED_RUNS if queued_only else sql.CANCEL_RUNS
         async with self._write() as db:
-            if not await _all(db, sql.TASK_EXISTS, (tid,)):
+            if not await w.fetch_all(db, sql.TASK_EXISTS, (tid,)):
                 raise checks.task_not_found(format_id("T", tid))
-            cancelled = await _all(db, statement, (tid,))
+            cancelled = await w.fetch_all(db, statement, (tid,))
         return ROWS.runs(cancelled)
 
     async def reap_expired(
@@ -383,49 +345,23 @@ class SqliteStore:
     ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
         async with self._write() as db:
-            reaped = await _all(db, sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
+            reaped = await w.fetch_all(db, sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
         return ROWS.runs(reaped)
 
     # -- artifacts --------------------------------------------------------------------
 
     async def put_artifact(self, content: bytes, meta: ArtifactMeta) -> Artifact:
-        sha = await checks.sha256(content)
-
-        async def blob(db: aiosqlite.Connection) -> None:
-            await db.execute_fetchall(sql.INSERT_BLOB, (sha, content, len(content)))
-
-        return ROWS.artifact(await self._put(sha, meta, blob), size=len(content))
+        return await self._put(content, meta)
 
     async def put_artifact_file(self, path: Path, meta: ArtifactMeta) -> Artifact:
-        sha, size = await chunks.file_digest(path)
-        if size <= chunks.CHUNK_BYTES:
-            return await self.put_artifact(await chunks.whole(chunks.file_chunks(path, sha)), meta)
+        return await self._put(path, meta)
 
-        async def blob(db: aiosqlite.Connection) -> None:
-            if await _all(db, sql.INSERT_CHUNKED_BLOB, (sha, size, chunks.chunk_count(size))):
-                n = 0
-                async for chunk in chunks.file_chunks(path, sha):
-                    await db.execute_fetchall(sql.INSERT_BLOB_CHUNK, (sha, n, chunk))
-                    n += 1
-
-        return ROWS.artifact(await self._put(sha, meta, blob), size=size)
-
-    async def _put(
-        self, sha: str, meta: ArtifactMeta, blob: Callable[[aiosqlite.Connection], Awaitable[None]]
-    ) -> Row:
-        """The artifact row of content `sha` with its provenance, after `blob` stored the
-        content (unless stored already), in one transaction."""
-        task = rows.number_or_none("T", meta.task_id)
-        run = rows.number_or_none("R", meta.run_id)
-        params = {**meta.model_dump(mode="json"), "sha256": sha, "task_id": task, "run_id": run}
+    async def _put(self, content: bytes | Path, meta: ArtifactMeta) -> Artifact:
+        """The artifact of `content` with its provenance, its content stored unless it is
+        already, in one transaction (a file read a chunk at a time: store.sqlite_writes)."""
+        sha, size, blob = await w.blob_of(content)
         async with self._write() as db:
-            if task is not None and not await _all(db, sql.TASK_EXISTS, (task,)):
-                raise checks.task_not_found(format_id("T", task))
-            if run is not None and not await _all(db, sql.RUN_EXISTS, (run,)):
-                raise checks.run_not_found(format_id("R", run))
-            await blob(db)
-            (row,) = await _all(db, sql.INSERT_ARTIFACT, params)
-        return row
+            return ROWS.artifact(await w.put_in(db, sha, meta, blob), size=size)
 
     async def get_artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         artifact, content = await self.stream_artifact(artifact_id)
@@ -464,7 +400,7 @@ class SqliteStore:
 
     async def set_audit_anchor(self, anchor: AuditAnchor, *, previous: AuditAnchor | None) -> None:
         async with self._write() as db:
-            await _move_anchor(db, anchor, previous)
+            await w.move_anchor(db, anchor, previous)
 
     async def lock_audit(self) -> Callable[[], Awaitable[None]]:
         """Nothing to take: this file is one checkout's store, and every process deciding on
@@ -495,112 +431,3 @@ async def _locked_is_unavailable(path: Path) -> AsyncIterator[None]:
             f"the store {path} stayed locked for over {BUSY_TIMEOUT_MS // 1000} s",
             hint="another process is holding a long write on it; try again",
         ) from e
-
-
-# -- statements ------------------------------------------------------------------------------
-
-
-async def _all(db: aiosqlite.Connection, statement: str, params: Params = ()) -> list[Row]:
-    """Every row `statement` returns."""
-    return list(await db.execute_fetchall(statement, params))
-
-
-async def _cas_in(
-    db: aiosqlite.Connection,
-    tid: str,
-    expected: TaskState,
-    values: dict[str, Any],
-    event: Event,
-    state: dict[str, Any] | None,
-) -> tuple[Task, Event]:
-    """A task's compare-and-set and its event, inside the caller's transaction."""
-    event = checks.event_for_task(tid, event)
-    statement = sql.update_task(list(values), with_state=state is not None)
-    number = parse_id("T", tid)
-    params = {**values, **(state or {}), "id": number, "expected": TaskState(expected).value}
-    changed = await _all(db, statement, params)
-    if not changed:
-        now = await _all(db, sql.GET_TASK_STATE, (number,))
-        if not now:
-            raise checks.task_not_found(tid)
-        raise checks.stale_task(tid, now[0]["state"], expected)
-    return ROWS.task(changed[0]), await _insert_event(db, event)
-
-
-async def _insert_run(db: aiosqlite.Connection, new: NewRun) -> tuple[Run, Event]:
-    """A queued run and its RunQueued event, inside the caller's transaction; or, when the
-    stage has its queued or running run already (0007's index), that run with the event
-    that queued it: never a second."""
-    number = parse_id("T", new.task_id)
-    params = {
-        "task_id": number,
-        "stage": TaskState(new.stage).value,
-        "role": new.role,
-        "max_attempts": new.max_attempts,
-        "while_in_stage": new.while_in_stage,
-    }
-    active = await _all(db, sql.ACTIVE_RUN, params)
-    if active:
-        run = ROWS.run(active[0])
-        found = RunQueued(
-            id=active[0]["event_id"],
-            at=run.enqueued_at,
-            task_id=run.task_id,
-            run_id=run.id,
-            stage=run.stage,
-            role=run.role,
-        )
-        return run, found
-    inserted = await _all(db, sql.INSERT_RUN, params)
-    if not inserted:
-        now = await _all(db, sql.GET_TASK_STATE, (number,))
-        if not now:
-            raise checks.task_not_found(format_id("T", number))
-        raise checks.stale_task(format_id("T", number), now[0]["state"], new.stage)
-    run = ROWS.run(inserted[0])
-    queued = RunQueued(
-        at=run.enqueued_at, task_id=run.task_id, run_id=run.id, stage=run.stage, role=run.role
-    )
-    return run, await _insert_event(db, queued)
-
-
-async def _move_anchor(
-    db: aiosqlite.Connection, anchor: AuditAnchor, previous: AuditAnchor | None
-) -> None:
-    """The audit anchor's compare-and-set, inside the caller's transaction."""
-    if previous is None:
-        moved = await _all(db, sql.INSERT_AUDIT_ANCHOR, (anchor.seq, anchor.hash))
-    else:
-        moved = await _all(
-            db, sql.MOVE_AUDIT_ANCHOR, (anchor.seq, anchor.hash, previous.seq, previous.hash)
-        )
-    if moved:
-        return
-    found = await _all(db, sql.GET_AUDIT_ANCHOR)
-    now = rows.anchor(found[0]) if found else None
-    if now == anchor:
-        return  # already there
-    raise checks.stale_anchor(now, previous)
-
-
-def _ts(at: datetime) -> float:
-    """A time as SQLite keeps it: seconds since the epoch (a naive time is UTC)."""
-    return rows.as_utc(at).timestamp()
-
-
-async def _insert_event(db: aiosqlite.Connection, event: Event) -> Event:
-    task = rows.number_or_none("T", event.task_id)
-    run = rows.number_or_none("R", event.run_id)
-    payload = json.dumps(event.payload(), separators=(",", ":"))
-    ((new_id,),) = await _all(db, sql.INSERT_EVENT, (_ts(event.at), event.kind, task, run, payload))
-    return event.model_copy(
-        update={
-            "id": new_id,
-            "task_id": rows.id_or_none("T", task),
-            "run_id": rows.id_or_none("R", run),
-        }
-    )
-
-
-def _lease_params(lease: Lease) -> dict[str, Any]:
-    return {"id": parse_id("R", lease.run_id), "token": lease.token, "worker": lease.worker}

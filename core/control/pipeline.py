@@ -9,15 +9,16 @@ next stage and queues its run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from core.config.config_section import ROLES
-from core.control import baselines, cost, policies
+from core.control import cost, policies
+from core.control.deciding import Deciding, run_artifact
 from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt
 from core.control.queries import EVERY_EVENT
@@ -36,7 +37,6 @@ from core.domain.answers import (
 from core.domain.check_start import WHERE_CHECKS_RUN
 from core.domain.events import (
     ApprovalRequested,
-    ArtifactStored,
     DecisionRecorded,
     Event,
     InputRequested,
@@ -48,7 +48,6 @@ from core.domain.models import (
     MERGE_ROLE,
     Artifact,
     ArtifactKind,
-    ArtifactMeta,
     Author,
     CheckResult,
     DiffStat,
@@ -62,15 +61,15 @@ from core.domain.models import (
 )
 from core.domain.reports import RunReport
 from core.errors import AnswerInvalid, LeaseLost, PolicyRefused
+from core.ports.store import NewArtifact
+from core.ports.task_book import T25, TaskBook
 
 if TYPE_CHECKING:
     from core.config.schema import Config
-    from core.control.service import ControlPlane
 
 S = TaskState
 # How many changes a "changed while it ran" question lists before "and N more".
 SHOWN_CHANGES = 10
-T25 = "t25"  # the actor of every decision code makes
 A = TypeVar("A", bound=StageAnswer)
 
 
@@ -86,8 +85,8 @@ class QAReport(BaseModel):
 class Pipeline:
     """What code decides between stages: the prompt of a run, and the next state after it."""
 
-    def __init__(self, control: ControlPlane) -> None:
-        self.control = control
+    def __init__(self, book: TaskBook) -> None:
+        self.book = book
 
     # -- prompts ---------------------------------------------------------------------------
 
@@ -104,7 +103,7 @@ class Pipeline:
         ctx = await self._context(run, task, tuple(checks))
         if continuing:
             ctx = ctx.model_copy(update={"continuing": True})
-        return build_prompt(ctx, overrides=self.control.config.project(task.project).prompts)
+        return build_prompt(ctx, overrides=self.book.config.project(task.project).prompts)
 
     async def resumable(self, run: Run, task: Task) -> ResumableSession | None:
         """The CLI session an IMPLEMENTING run may continue: the task's last dev run's, when
@@ -116,14 +115,14 @@ class Pipeline:
             # Never sent back; or an attempt of this run was lost midway, and what it said
             # in the session went with the work T25 set aside.
             return None
-        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        events = await self.book.task_events(task.id, limit=EVERY_EVENT)
         moves = [e for e in events if isinstance(e, TaskTransitioned)]
         last = moves[-1] if moves else None
         if last is None or last.actor != T25 or last.from_state not in (S.QA, S.REVIEW):
             return None
         dev = [
             r
-            for r in await self.control.store.list_runs(task_id=task.id)
+            for r in await self.book.task_runs(task.id)
             if r.stage is S.IMPLEMENTING and r.id != run.id and r.status is RunStatus.SUCCEEDED
         ]
         if not dev or not dev[-1].session_id or not dev[-1].adapter:
@@ -145,7 +144,7 @@ class Pipeline:
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
             else None
         )
-        events = await self.control.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        events = await self.book.task_events(task.id, limit=EVERY_EVENT)
         decisions = [e for e in events if isinstance(e, DecisionRecorded)]
         failure, again = _sent_back(events, run)
         loops = {
@@ -167,7 +166,7 @@ class Pipeline:
             failure=failure,
             again=again,
             check_results=checks,
-            baseline=await baselines.latest(self.control.store, task.project) if counted else None,
+            baseline=await self.book.baseline(task.project) if counted else None,
             diff=diff or "",
         )
 
@@ -198,7 +197,7 @@ class Pipeline:
         the change a REVIEW run is about to judge."""
         runs = [
             r
-            for r in await self.control.store.list_runs(task_id=task.id)
+            for r in await self.book.task_runs(task.id)
             if r.stage is S.IMPLEMENTING and r.status is RunStatus.SUCCEEDED and r.adapter
         ]
         if not runs:
@@ -216,7 +215,7 @@ class Pipeline:
         (the last one of a run: the adapter that went on to do it)."""
         models: dict[str, str | None] = {}
         after = 0
-        while page := await self.control.store.events_after(after, task_id=task.id, limit=1000):
+        while page := await self.book.task_events(task.id, after=after):
             for event in page:
                 if isinstance(event, RunStarted) and event.run_id in run_ids:
                     models[event.run_id] = event.model
@@ -228,39 +227,44 @@ class Pipeline:
     async def complete(self, lease: Lease, report: RunReport) -> Task | None:
         """Accept a worker's report under its lease (LeaseLost otherwise), then decide.
 
-        A report told again — its first telling recorded the run, and the process that
-        took it stopped (a serve replica killed, the store gone) before deciding — is
-        decided now, rather than left to the stall check to run the stage again; a task
-        that was decided on has left the run's stage, and is not decided twice."""
-        await self._fits_its_run(lease, report)
-        self.control.reread_config()
+        The run is recorded finished with its own artifacts (its prompt, its log, the
+        evidence of a violation) in one store transaction; the decision is then one more
+        where it is one move of the task (core.control.deciding). A report told again — its
+        first telling recorded the run, and the process that took it stopped (a serve
+        replica killed, the store gone) before deciding — is decided now, rather than left
+        to the stall check to run the stage again; a task that was decided on has left the
+        run's stage, and is not decided twice."""
+        run = await self._fits_its_run(lease, report)
+        self.book.reread_config()
         outcome = self._outcome(report)
+        own = _own(_finished(run, outcome), report) if run is not None else ()
         try:
-            run, event = await self.control.store.complete_run(lease, outcome)
+            run = await self.book.record_run(lease, outcome, own)
         except LeaseLost:
             run = await self._told_before(lease, outcome)
-            return await self._decide_once(run, report)
-        self.control.bus.publish(event)
-        return await self._decide_once(run, report, kept=False)
+            kept = await self._kept_any(run)
+            return await self._decide_once(run, report, () if kept else _own(run, report))
+        return await self._decide_once(run, report, ())
 
-    async def _fits_its_run(self, lease: Lease, report: RunReport) -> None:
-        """Refuse (PolicyRefused) a report whose agent could not have played the run's role:
-        a worker credential is no licence to say which agent ran."""
-        if report.result is None:
-            return
-        run = await self.control.store.get_run(lease.run_id)
-        task = await self.control.store.get_task(lease.task_id)
-        if run is None or task is None or run.role not in ROLES:
-            return  # no such run (the lease is checked next), or T25's own stage
+    async def _fits_its_run(self, lease: Lease, report: RunReport) -> Run | None:
+        """The run `lease` is on; refuse (PolicyRefused) a report whose agent could not have
+        played the run's role: a worker credential is no licence to say which agent ran."""
+        run = await self.book.find_run(lease.run_id)
+        if report.result is None or run is None or run.role not in ROLES:
+            return run  # no such run (the lease is checked next), or T25's own stage
+        task = await self.book.find_task(lease.task_id)
+        if task is None:
+            return run
         chain = self._policy(task).roles.chain(run.role) or []
         result = report.result
         if why := policies.foreign_completion(chain, run.role, result.adapter, result.model):
             raise PolicyRefused(f"{run.id}: {why}; the completion is refused")
+        return run
 
     async def _told_before(self, lease: Lease, outcome: RunOutcome) -> Run:
         """The run `lease` finished with this very outcome (LeaseLost if it did not: a
         lapsed lease, a run cancelled or reaped, another worker's)."""
-        run = await self.control.store.get_run(lease.run_id)
+        run = await self.book.find_run(lease.run_id)
         if (
             run is None
             or run.lease_token != lease.token
@@ -271,49 +275,33 @@ class Pipeline:
             raise LeaseLost(f"the lease of {lease.run_id} no longer holds")
         return run
 
-    async def _decide_once(self, run: Run, report: RunReport, *, kept: bool = True) -> Task | None:
-        """Keep the run's prompt, log and evidence (unless a first telling `kept` some of
-        them), then decide, while its task is still in the run's stage."""
-        if not kept or not await self._kept_any(run):
-            await self._keep_run(run, report)
+    async def _decide_once(
+        self, run: Run, report: RunReport, own: Sequence[NewArtifact]
+    ) -> Task | None:
+        """Decide, while the run's task is still in its stage, with the run's `own`
+        artifacts when its first telling kept none of them."""
         if run.role == MERGE_ROLE:  # a worker's merge: landed, or refused
-            merged = await self.control.merge_finished(
-                run, report.commit, error=self._failure(report)
-            )
+            await self.book.keep(own)
+            merged = await self.book.merge_finished(run, report.commit, error=self._failure(report))
             if merged.merged and report.commit:  # its trial's figures: the default branch's
-                stored = await baselines.keep(
-                    self.control.store, merged, report.commit, report.checks, run_id=run.id
-                )
-                if stored is not None:
-                    self.control.bus.publish(stored)
+                await self.book.keep_baseline(merged, report.commit, report.checks, run_id=run.id)
             return merged
-        task = await self.control.store.get_task(run.task_id)
+        task = await self.book.find_task(run.task_id)
         if task is None or task.state is not run.stage or task.archived:
+            await self.book.keep(own)
             return task  # the task moved on (cancelled, say) while the run was going
         moved: dict[str, Any] = {}
         if task.rewind_to is not None:  # this run began where the reset or retry asked
             moved["rewind_to"] = None
         if report.branch_head not in (None, task.branch_head):  # where the next run checks
             moved["branch_head"] = report.branch_head
-        if moved:
-            task = await self.control.update(task, actor=T25, **moved)
-        return await self._decide(task, run, report)
-
-    async def _keep_run(self, run: Run, report: RunReport) -> None:
-        """The run's own artifacts: its prompt, its log, the evidence of a violation."""
-        if report.prompt is not None:
-            await self._keep(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown")
-        if report.result is not None and report.result.log is not None:
-            # A file on this host, stored a chunk at a time (a worker's spool, or what a remote
-            # worker uploaded to serve): never read whole.
-            await self._keep(run, ArtifactKind.LOG, report.result.log.path, "text/plain")
-        if report.evidence:
-            await self._keep(
-                run, ArtifactKind.VIOLATION, report.evidence.encode(), "application/json"
-            )
+        d = Deciding(self.book, run, moved, own)
+        task = await self._decide(d, task, report)
+        await d.settle(task)
+        return task
 
     async def _kept_any(self, run: Run) -> bool:
-        kept = await self.control.store.list_artifacts(task_id=run.task_id)
+        kept = await self.book.task_artifacts(run.task_id)
         return any(a.meta.run_id == run.id for a in kept)
 
     def _outcome(self, report: RunReport) -> RunOutcome:
@@ -347,7 +335,7 @@ class Pipeline:
         """The configured rates decide; a CLI's own figure counts only for an unpriced model."""
         if result is None:
             return 0.0
-        rate = self.control.config.rate_for(model)
+        rate = self.book.config.rate_for(model)
         if rate is None and result.cost_usd is not None:
             return result.cost_usd
         return cost.estimate(result.usage, rate)
@@ -363,99 +351,99 @@ class Pipeline:
             return report.result.error or f"agent run failed ({report.result.failure})"
         return None
 
-    async def _decide(self, task: Task, run: Run, report: RunReport) -> Task:
+    async def _decide(self, d: Deciding, task: Task, report: RunReport) -> Task:
+        run = d.run
         if report.changed_meanwhile:
-            task = await self._changed_meanwhile(task, run, report)
+            task = await self._changed_meanwhile(d, task, report)
         why = self._failure(report)
         if why and report.violation:  # held: retry and merge wait for an acknowledgement
             error = f"{run.stage} run {run.id} failed: {why}"
-            return await self._fail(task, error, violation=error)
+            return await self._fail(d, task, error, violation=error)
         if run.stage is S.QA and (verdict := policies.evaluate_qa(report.checks)).unstarted:
-            return await self._qa_unstarted(task, run, report, verdict)
+            return await self._qa_unstarted(d, task, report, verdict)
         if report.needs_input:  # no agent may play the role (a review's authors): ask why
-            return await self._ask(task, report.needs_input)
+            return await self._ask(d, task, report.needs_input)
         if why:
-            return await self._fail(task, f"{run.stage} run {run.id} failed: {why}")
+            return await self._fail(d, task, f"{run.stage} run {run.id} failed: {why}")
         if run.stage is S.PR_OPEN:
-            return await self.control.enter(task, S.DOCS, actor=T25, reason=report.note)
+            return await d.move(task, S.DOCS, reason=report.note)
         text = report.result.final_text if report.result else ""
         try:
             output = parse_answer(run.stage, text)
         except AnswerInvalid as exc:
             return await self._fail(
+                d,
                 task,
                 f"{run.stage} run {run.id}: the answer did not parse: {exc.message} "
                 "(the raw output is kept in the run's log)",
             )
         if output.question:
-            return await self._ask(task, output.question)
-        return await self._answered(task, run, report, output)
+            return await self._ask(d, task, output.question)
+        return await self._answered(d, task, report, output)
 
-    async def _answered(self, task: Task, run: Run, report: RunReport, output: StageAnswer) -> Task:
+    async def _answered(
+        self, d: Deciding, task: Task, report: RunReport, output: StageAnswer
+    ) -> Task:
         """Each stage's policy on its answer (parse_answer gives each stage its own kind)."""
         match output:
             case SpecAnswer():
-                await self._keep(run, ArtifactKind.SPEC, _json(output), "application/json")
-                return await self.control.enter(task, S.PLAN, actor=T25)
+                d.keep(ArtifactKind.SPEC, _json(output), "application/json")
+                return await d.move(task, S.PLAN)
             case PlanAnswer():
-                return await self._planned(task, run, output)
+                return await self._planned(d, task, output)
             case DevAnswer():
-                return await self._implemented(task, run, report)
+                return await self._implemented(d, task, report)
             case QAAnswer():
-                return await self._qa(task, run, report, output)
+                return await self._qa(d, task, report, output)
             case ReviewAnswer():
-                return await self._reviewed(task, run, output, report.head)
+                return await self._reviewed(d, task, output, report.head)
             case DocsAnswer():
-                await self._keep(run, ArtifactKind.DOCS, _json(output), "application/json")
-                return await self._documented(task, report)
-        raise AssertionError(f"no decision for {run.stage} ({type(output).__name__})")
+                d.keep(ArtifactKind.DOCS, _json(output), "application/json")
+                return await self._documented(d, task, report)
+        raise AssertionError(f"no decision for {d.run.stage} ({type(output).__name__})")
 
-    async def _planned(self, task: Task, run: Run, plan: PlanAnswer) -> Task:
-        artifact = await self._keep(run, ArtifactKind.PLAN, _json(plan), "application/json")
+    async def _planned(self, d: Deciding, task: Task, plan: PlanAnswer) -> Task:
+        content = _json(plan)
+        d.keep(ArtifactKind.PLAN, content, "application/json")
         if not policies.requires_plan_approval(plan, self._policy(task).approval):
-            return await self.control.enter(
-                task, S.IMPLEMENTING, actor=T25, reason=f"{plan.risk}-risk plan needs no approval"
+            return await d.move(
+                task, S.IMPLEMENTING, reason=f"{plan.risk}-risk plan needs no approval"
             )
-        task = await self.control.transition(
+        asked = ApprovalRequested(
+            task_id=task.id,
+            run_id=d.run.id,
+            plan_sha256=hashlib.sha256(content).hexdigest(),  # the plan's artifact's
+            risk=plan.risk,
+            files=list(plan.files),
+        )
+        return await d.move(
             task,
             S.AWAITING_APPROVAL,
-            actor=T25,
             reason=f"{plan.risk}-risk plan needs a human approval",
+            then=(asked,),
         )
-        await self.control.record(
-            ApprovalRequested(
-                task_id=task.id,
-                run_id=run.id,
-                plan_sha256=artifact.sha256,
-                risk=plan.risk,
-                files=list(plan.files),
-            )
-        )
-        return task
 
-    async def _implemented(self, task: Task, run: Run, report: RunReport) -> Task:
+    async def _implemented(self, d: Deciding, task: Task, report: RunReport) -> Task:
         if report.diff is not None:
-            await self._keep(run, ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
+            d.keep(ArtifactKind.DIFF, report.diff.encode(), "text/x-diff")
         stat = report.diff_stat or DiffStat()
         config = self._policy(task)
         over = policies.check_diff_limits(stat, config.limits)
         if over:
-            return await self._fail(task, f"diff limits exceeded: {over}")
+            return await self._fail(d, task, f"diff limits exceeded: {over}")
         added = added_dependencies(report.manifests)
         over = policies.check_dependency_budget(added, config.limits)
         if over:
-            return await self._fail(task, f"dependency budget exceeded: {over}")
+            return await self._fail(d, task, f"dependency budget exceeded: {over}")
         protected = policies.guarded(stat, config.policies)
         reason = stat.summary()
         if added:
             reason += f"; new dependencies: {', '.join(added)}"
         if protected:
             reason += f"; protected paths touched: {', '.join(protected)}"
-        return await self.control.enter(
-            task, S.QA, actor=T25, reason=reason, protected_paths=protected
-        )
+        return await d.move(task, S.QA, reason=reason, protected_paths=protected)
 
-    async def _qa(self, task: Task, run: Run, report: RunReport, output: QAAnswer) -> Task:
+    async def _qa(self, d: Deciding, task: Task, report: RunReport, output: QAAnswer) -> Task:
         verdict = policies.evaluate_qa(report.checks)
         qa = QAReport(
             checks=list(report.checks),
@@ -463,64 +451,65 @@ class Pipeline:
             summary=output.summary,
             concerns=list(output.concerns),
         )
-        await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
+        d.keep(ArtifactKind.QA_REPORT, _json(qa), "application/json")
         reason = "; ".join(filter(None, (verdict.summary, report.note)))
         if verdict.passed:  # sealed with the head the checks ran on (core.control.history)
-            return await self.control.enter(
+            return await d.move(
                 task,
                 S.REVIEW,
-                actor=T25,
                 reason=reason,
                 facts={CHECKED_HEAD: report.head},
                 checks_passed=True,
             )
-        return await self._send_back(task, "qa", reason, checks_passed=False)
+        return await self._send_back(d, task, "qa", reason, checks_passed=False)
 
     async def _qa_unstarted(
-        self, task: Task, run: Run, report: RunReport, verdict: policies.QAVerdict
+        self, d: Deciding, task: Task, report: RunReport, verdict: policies.QAVerdict
     ) -> Task:
         """A required check could not start: the environment's fault, not the change's. No
         loop is spent: the task waits for the operator, and their answer runs QA again."""
         qa = QAReport(checks=list(report.checks), passed=False, summary=verdict.summary)
-        await self._keep(run, ArtifactKind.QA_REPORT, _json(qa), "application/json")
+        d.keep(ArtifactKind.QA_REPORT, _json(qa), "application/json")
         return await self._ask(
+            d,
             task,
             f"{verdict.summary}. To go on: {WHERE_CHECKS_RUN}; "
             f"then `t25 answer {task.id} …` runs QA again",
         )
 
-    async def _reviewed(self, task: Task, run: Run, output: ReviewAnswer, head: str | None) -> Task:
-        await self._keep(run, ArtifactKind.REVIEW, _json(output), "application/json")
-        if run.role == "reviewer" and self._policy(task).roles.chain("security"):
-            await self.control.enqueue(task, "security")
-            return task
-        verdict = policies.evaluate_review(await self._round_findings(task))
+    async def _reviewed(
+        self, d: Deciding, task: Task, output: ReviewAnswer, head: str | None
+    ) -> Task:
+        d.keep(ArtifactKind.REVIEW, _json(output), "application/json")
+        if d.run.role == "reviewer" and self._policy(task).roles.chain("security"):
+            return await d.enqueue(task, "security")
+        # The round's findings, this run's with them (kept with the move that follows).
+        verdict = policies.evaluate_review(await self._round_findings(task, (d.run, output)))
         if verdict.approve:
-            return await self.control.enter(
+            return await d.move(
                 task,
                 S.PR_OPEN,
-                actor=T25,
                 reason=verdict.summary,
                 review_verdict="approve",
                 reviewed_head=head,
             )
         return await self._send_back(
-            task, "review", verdict.summary, review_verdict="changes_requested"
+            d, task, "review", verdict.summary, review_verdict="changes_requested"
         )
 
-    async def _documented(self, task: Task, report: RunReport) -> Task:
+    async def _documented(self, d: Deciding, task: Task, report: RunReport) -> Task:
         """DOCS is done. Its commit, when it touches documentation paths only and sits on the
         very commit REVIEW approved, is what a merge takes; one that touches anything else
         goes through QA and review (within the review loops), or waits for a human."""
         if report.commit is None:
-            return await self.control.transition(task, S.DONE, actor=T25)
-        outside = policies.beyond_documentation(report.committed, self.control.config.policies)
+            return await d.move(task, S.DONE)
+        outside = policies.beyond_documentation(report.committed, self.book.config.policies)
         commit = report.commit[:12]
         if not outside:
             on_reviewed = report.head is not None and report.head == task.reviewed_head
             why = f"documentation commit {commit} ({_listed(report.committed)})"
             fields: dict[str, Any] = {"reviewed_head": report.commit} if on_reviewed else {}
-            return await self.control.transition(task, S.DONE, actor=T25, reason=why, **fields)
+            return await d.move(task, S.DONE, reason=why, **fields)
         beyond = (
             f"the docs stage's commit {commit} changed more than documentation ({_listed(outside)})"
         )
@@ -530,10 +519,9 @@ class Pipeline:
             touched = (*touched, *policies.guarded(report.diff_stat, config.policies))
         protected = tuple(sorted({*task.protected_paths, *touched}))
         if policies.may_loop_again(task.review_loops, config.limits.max_review_loops):
-            return await self.control.enter(
+            return await d.move(
                 task,
                 S.QA,
-                actor=T25,
                 reason=f"{beyond}: it goes through QA and review",
                 review_loops=task.review_loops + 1,
                 checks_passed=None,
@@ -541,8 +529,9 @@ class Pipeline:
                 reviewed_head=None,
                 protected_paths=protected,
             )
-        task = await self.control.update(task, actor=T25, protected_paths=protected)
+        task = await d.move(task, protected_paths=protected)
         return await self._ask(
+            d,
             task,
             f"{beyond}, and the review loops are spent: answer to let the docs stage finish; "
             f"a merge will then need `t25 recheck {task.id}` (QA and review of that commit)",
@@ -551,9 +540,9 @@ class Pipeline:
     def _policy(self, task: Task) -> Config:
         """The configuration in force for the task's project (its own roles, limits, QA
         checks and approval policy in place of the top-level ones)."""
-        return self.control.config.for_project(task.project)
+        return self.book.config.for_project(task.project)
 
-    async def _send_back(self, task: Task, loop: str, why: str, **fields: Any) -> Task:
+    async def _send_back(self, d: Deciding, task: Task, loop: str, why: str, **fields: Any) -> Task:
         """QA or REVIEW found problems: back to IMPLEMENTING, or to a human once the loop is spent."""
         limits = self._policy(task).limits
         done, bound = (
@@ -563,11 +552,12 @@ class Pipeline:
         )
         if policies.may_loop_again(done, bound):
             fields[f"{loop}_loops"] = done + 1
-            return await self.control.enter(task, S.IMPLEMENTING, actor=T25, reason=why, **fields)
-        task = await self.control.update(task, actor=T25, **fields)
+            return await d.move(task, S.IMPLEMENTING, reason=why, **fields)
+        task = await d.move(task, **fields)
         # The answer grants one more loop: IMPLEMENTING with the answer in its prompt, then
         # this check again (a second failure asks again).
         return await self._ask(
+            d,
             task,
             f"{loop.upper()} sent the task back {done} times "
             f"(limit {bound}) and it still fails: {why}. "
@@ -576,16 +566,12 @@ class Pipeline:
             resume_state=S.IMPLEMENTING,
         )
 
-    async def _ask(self, task: Task, question: str, **fields: Any) -> Task:
+    async def _ask(self, d: Deciding, task: Task, question: str, **fields: Any) -> Task:
         """Wait for a human; an answer returns to the stage that asked (or `resume_state`)."""
-        stage = task.state
-        task = await self.control.transition(
-            task, S.NEEDS_INPUT, actor=T25, reason=question, **fields
-        )
-        await self.control.record(InputRequested(task_id=task.id, stage=stage, question=question))
-        return task
+        asked = InputRequested(task_id=task.id, stage=task.state, question=question)
+        return await d.move(task, S.NEEDS_INPUT, reason=question, then=(asked,), **fields)
 
-    async def _changed_meanwhile(self, task: Task, run: Run, report: RunReport) -> Task:
+    async def _changed_meanwhile(self, d: Deciding, task: Task, report: RunReport) -> Task:
         """The main checkout changed while an unconfined run went on. Whose change it was
         T25 cannot tell - the operator works there too - so the run stands, its work kept,
         and the task asks; merge and retry wait for the operator's word (acknowledge)."""
@@ -594,54 +580,19 @@ class Pipeline:
         changes = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
         undone = f" ({report.undone})" if report.undone else ""
         note = (
-            f"the main checkout changed while {run.stage} run {run.id} ran, unconfined - "
+            f"the main checkout changed while {d.run.stage} run {d.run.id} ran, unconfined - "
             f"yours? {changes}{undone}"
         )
-        return await self.control.update(task, actor=T25, violation=note)
+        return await d.move(task, violation=note)
 
-    async def _fail(self, task: Task, error: str, **fields: Any) -> Task:
-        return await self.control.transition(
-            task, S.FAILED, actor=T25, reason=error, error=error, **fields
-        )
+    async def _fail(self, d: Deciding, task: Task, error: str, **fields: Any) -> Task:
+        return await d.move(task, S.FAILED, reason=error, error=error, **fields)
 
     # -- artifacts ---------------------------------------------------------------------------
 
-    async def _keep(
-        self, run: Run, kind: ArtifactKind, content: bytes | Path, media: str
-    ) -> Artifact:
-        meta = ArtifactMeta(
-            kind=kind,
-            media_type=media,
-            task_id=run.task_id,
-            run_id=run.id,
-            role=run.role,
-            adapter=run.adapter,
-            cli_version=run.cli_version,
-            model=run.model,
-        )
-        store = self.control.store
-        if isinstance(content, Path):
-            artifact = await store.put_artifact_file(content, meta)
-        else:
-            artifact = await store.put_artifact(content, meta)
-        await self.control.record(
-            ArtifactStored(
-                task_id=run.task_id,
-                run_id=run.id,
-                artifact_id=artifact.id,
-                artifact_kind=kind.value,
-                sha256=artifact.sha256,
-            )
-        )
-        return artifact
-
     async def latest(self, task: Task, kind: ArtifactKind) -> tuple[Artifact, bytes] | None:
-        found = [
-            a
-            for a in await self.control.store.list_artifacts(task_id=task.id)
-            if a.meta.kind is kind
-        ]
-        return await self.control.store.get_artifact(found[-1].id) if found else None
+        found = [a for a in await self.book.task_artifacts(task.id) if a.meta.kind is kind]
+        return await self.book.artifact(found[-1].id) if found else None
 
     async def _latest_text(self, task: Task, kind: ArtifactKind) -> str | None:
         got = await self.latest(task, kind)
@@ -656,22 +607,31 @@ class Pipeline:
         data = await self._latest_json(task, kind)
         return model.model_validate(data) if data else None
 
-    async def _round_findings(self, task: Task, *, blocking_only: bool = False) -> list[Finding]:
-        """Findings of every review run (reviewer, security) since REVIEW was last entered."""
+    async def _round_findings(
+        self,
+        task: Task,
+        judged: tuple[Run, ReviewAnswer] | None = None,
+        *,
+        blocking_only: bool = False,
+    ) -> list[Finding]:
+        """Findings of every review run (reviewer, security) since REVIEW was last entered;
+        those of the run being `judged` from its answer, not yet kept."""
         runs = [
             r
-            for r in await self.control.store.list_runs(task_id=task.id)
+            for r in await self.book.task_runs(task.id)
             if r.stage is S.REVIEW and r.status is RunStatus.SUCCEEDED
         ]
         if not runs:
             return []
         last_round = _last_round(runs)
-        ids = {r.id for r in last_round}
+        ids = {r.id for r in last_round} - {judged[0].id if judged else ""}
         findings: list[Finding] = []
-        for artifact in await self.control.store.list_artifacts(task_id=task.id):
+        for artifact in await self.book.task_artifacts(task.id):
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
-                _, content = await self.control.store.get_artifact(artifact.id)
+                _, content = await self.book.artifact(artifact.id)
                 findings += ReviewAnswer.model_validate_json(content).findings
+        if judged is not None and judged[0].id in {r.id for r in last_round}:
+            findings += judged[1].findings
         if blocking_only:
             return list(policies.evaluate_review(findings).blocking)
         return findings
@@ -709,3 +669,24 @@ def _sent_back(events: Sequence[Event], run: Run) -> tuple[str, str | None]:
     failed = [m for m in moves[:-1] if m.to_state is S.FAILED]
     failure = failed[-1].reason if last.from_state is S.FAILED and failed else ""
     return failure, decided[-1].reason
+
+
+def _finished(run: Run, outcome: RunOutcome) -> Run:
+    """`run` as its completion with `outcome` records it: the agent that played it."""
+    agent = {"adapter": outcome.adapter, "cli_version": outcome.cli_version, "model": outcome.model}
+    return run.model_copy(update=agent)
+
+
+def _own(run: Run, report: RunReport) -> tuple[NewArtifact, ...]:
+    """The run's own artifacts: its prompt, its log, the evidence of a violation."""
+    own: list[NewArtifact] = []
+    if report.prompt is not None:
+        own.append(run_artifact(run, ArtifactKind.PROMPT, report.prompt.encode(), "text/markdown"))
+    if report.result is not None and report.result.log is not None:
+        # A file on this host, stored a chunk at a time (a worker's spool, or what a remote
+        # worker uploaded to serve): never read whole.
+        own.append(run_artifact(run, ArtifactKind.LOG, report.result.log.path, "text/plain"))
+    if report.evidence:
+        evidence = report.evidence.encode()
+        own.append(run_artifact(run, ArtifactKind.VIOLATION, evidence, "application/json"))
+    return tuple(own)

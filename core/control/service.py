@@ -54,20 +54,17 @@ from core.control.merge_record import (
 )
 from core.control.queries import Queries
 from core.control.rulings import RULES
+from core.control.task_book import ControlTaskBook
 from core.control.verb_rules import (
     RESUME_FROM,
     Ruling,
-    suggest,
-    suggest_tokens,
 )
 from core.domain.clock import Clock, system_clock
-from core.domain.cost import Spend
 from core.domain.decisions import Decision
 from core.domain.events import (
     DecisionRecorded,
     Event,
     EventBus,
-    InputRequested,
     TaskTransitioned,
     TaskUpdated,
     WorktreeCleaned,
@@ -95,7 +92,7 @@ if TYPE_CHECKING:
     from core.workspace.worktrees import Workspace, Worktrees
 
 
-class ControlPlane(Queries, MergeDecisions, DecisionsByName, Operations):
+class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Operations):
     """The store, the event bus, the audit log and the clock of one T25 installation."""
 
     def __init__(
@@ -296,38 +293,6 @@ class ControlPlane(Queries, MergeDecisions, DecisionsByName, Operations):
                 "made_as": tried.made_as,
             }
         )
-
-    async def _budget_spent(
-        self,
-        task: Task,
-        stage: TaskState,
-        spend: Spend,
-        reason: str,
-        fields: dict[str, Any],
-        facts: Mapping[str, Any] | None = None,
-    ) -> Task:
-        """Wait in NEEDS_INPUT before `stage`'s run, with the spend so far; the answer that
-        names a new budget sends the task on into `stage` (the fields it would have set
-        set now)."""
-        whose = f"its {spend.role} budget (limits.by_role)" if spend.role else "its budget"
-        question = (
-            f"{task.id} has spent {spend.line()}: {whose} is reached before "
-            f"{stage} ({STAGE_ROLE[stage]}){f', after: {reason}' if reason else ''}. Answer with "
-            f'a new budget to go on (e.g. "budget ${suggest(spend.usd, spend.budget_usd)}" or '
-            f'"budget {suggest_tokens(spend)} tokens"), or cancel it.'
-        )
-        event, changed = self._change(
-            task,
-            TaskState.NEEDS_INPUT,
-            actor="t25",
-            reason=question,
-            fields={**fields, "resume_state": stage},
-            facts=facts,
-        )
-        updated, stored = await self.store.apply_transition(task.id, task.state, event, changed)
-        self.bus.publish(stored)
-        await self.record(InputRequested(task_id=task.id, stage=stage, question=question))
-        return updated
 
     async def new_task(
         self,

@@ -25,8 +25,10 @@ from core.ports.store import (
     AuditChainStore,
     DecisionWrite,
     EventLog,
+    NewArtifact,
     RunLeases,
     Store,
+    TaskMove,
     TaskStore,
 )
 
@@ -40,10 +42,12 @@ __all__ = [
     "Claim",
     "DecisionWrite",
     "EventLog",
+    "NewArtifact",
     "Operations",
     "OutputSink",
     "RunLeases",
     "RunQueue",
     "Store",
+    "TaskMove",
     "TaskStore",
 ]

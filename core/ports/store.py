@@ -20,7 +20,7 @@ signature says what it uses.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -72,6 +72,32 @@ class DecisionWrite:
     enqueue: NewRun | None = None  # the run of the stage the decision moves the task into
     cancel_runs: bool = False  # the task's queued and running runs end (a cancel)
     lines: tuple[ChainLine, ...] = ()  # the chain's new lines, ending at `anchor`
+
+
+@dataclass(frozen=True)
+class NewArtifact:
+    """An artifact a write keeps with its other rows: its provenance, and its content as
+    bytes or as a file on this host (stored a chunk at a time, never read whole). The
+    store writes its `ArtifactStored` event with it."""
+
+    meta: ArtifactMeta
+    content: bytes | Path
+
+
+@dataclass(frozen=True)
+class TaskMove:
+    """What code's decision on a finished run writes, in one transaction: the artifacts it
+    kept (each with its ArtifactStored), the task's compare-and-set with its event (a
+    TaskTransitioned, or a TaskUpdated for its fields only), the run of the working stage
+    it enters, and the events that follow it (a question asked, an approval requested)."""
+
+    task_id: str
+    expected: TaskState  # the compare-and-set: the state the decision was made in
+    change: Event  # TaskTransitioned (a state change) or TaskUpdated (fields only)
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    enqueue: NewRun | None = None  # the run of the stage it moves the task into
+    kept: tuple[NewArtifact, ...] = ()
+    then: tuple[Event, ...] = ()  # written after the change (and its run)
 
 
 class TaskStore(Protocol):
@@ -141,6 +167,15 @@ class TaskStore(Protocol):
         NotFound for an unknown task; StaleState if the task is no longer in
         `write.expected` or the anchor is no longer at `write.previous`. Then nothing is
         written."""
+        ...
+
+    async def move_task(self, move: TaskMove) -> tuple[Task, list[Event]]:
+        """Write `move` in one transaction; return the task as it became and the events
+        written, in order (each ArtifactStored, the change, the run queued, then `then`).
+        As `enter_stage`, a stage that has its queued or running run keeps it.
+
+        NotFound for an unknown task; StaleState if it is no longer in `move.expected`.
+        Then nothing is written. Retried after a lost reply, it has the effect of one."""
         ...
 
 
@@ -230,6 +265,14 @@ class RunLeases(Protocol):
         """Finish a run under its lease and write its RunFinished event, atomically.
 
         LeaseLost if the lease expired or the token is stale; then nothing is written."""
+        ...
+
+    async def complete_run_keeping(
+        self, lease: Lease, outcome: RunOutcome, kept: Sequence[NewArtifact]
+    ) -> tuple[Run, list[Event]]:
+        """`complete_run` and the run's own artifacts (`kept`, each with its ArtifactStored
+        after the RunFinished), in one transaction: a run recorded finished has its
+        artifacts, and a lease lost keeps none of them."""
         ...
 
     async def release_run(self, lease: Lease) -> Run:

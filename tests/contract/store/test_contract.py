@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from core.domain.events import (
+    ArtifactStored,
     DecisionRecorded,
+    InputRequested,
     RunFinished,
     RunQueued,
     RunStarted,
@@ -37,7 +39,7 @@ from core.domain.models import (
 )
 from core.domain.output import truncation_marker
 from core.errors import ArtifactCorrupted, LeaseLost, NotFound, StaleState
-from core.ports import DecisionWrite, Store
+from core.ports import DecisionWrite, NewArtifact, Store, TaskMove
 
 S = TaskState
 
@@ -1078,3 +1080,129 @@ async def test_backoff_never_exceeds_its_longest_delay(store: Store, project: Pr
     await asyncio.sleep(0.15)
     again = await store.claim_run("w3", 30)
     assert again is not None and again.run_id == lease.run_id
+
+
+# -- a run's completion and the decision on it, each one transaction ---------------------------
+
+
+async def test_a_run_completed_keeping_its_artifacts_writes_them_with_it(
+    store: Store, project: Project, tmp_path: Path
+) -> None:
+    lease = await leased_run(store)
+    log = tmp_path / "run.log"
+    log.write_bytes(big_log(2**20 + 10))  # over one chunk: stored from the file in chunks
+    meta = ArtifactMeta(kind=ArtifactKind.PROMPT, task_id=lease.task_id, run_id=lease.run_id)
+    kept = [
+        NewArtifact(meta=meta, content=b"write the spec"),
+        NewArtifact(meta=meta.model_copy(update={"kind": ArtifactKind.LOG}), content=log),
+    ]
+    before = await store.last_event_id()
+
+    run, events = await store.complete_run_keeping(
+        lease, RunOutcome(status=RunStatus.SUCCEEDED), kept
+    )
+
+    assert run.status is RunStatus.SUCCEEDED
+    artifacts = await store.list_artifacts(task_id=lease.task_id)
+    assert [(a.meta.kind, a.meta.run_id) for a in artifacts] == [
+        (ArtifactKind.PROMPT, run.id),
+        (ArtifactKind.LOG, run.id),
+    ]
+    assert (await store.get_artifact(artifacts[1].id))[1] == log.read_bytes()
+    assert [type(e) for e in events] == [RunFinished, ArtifactStored, ArtifactStored]
+    assert [e.artifact_id for e in events if isinstance(e, ArtifactStored)] == [
+        a.id for a in artifacts
+    ]
+    assert await store.events_after(before) == events
+
+
+async def test_a_run_completed_keeping_under_a_lost_lease_keeps_nothing(
+    store: Store, project: Project
+) -> None:
+    lease = await leased_run(store)
+    meta = ArtifactMeta(kind=ArtifactKind.PROMPT, task_id=lease.task_id, run_id=lease.run_id)
+    stale = lease.model_copy(update={"token": lease.token + 1000})
+    before = await store.last_event_id()
+
+    with pytest.raises(LeaseLost):
+        await store.complete_run_keeping(
+            stale, RunOutcome(status=RunStatus.SUCCEEDED), [NewArtifact(meta, b"said")]
+        )
+
+    assert await store.list_artifacts(task_id=lease.task_id) == []
+    assert await store.events_after(before) == []
+    assert (await store.get_run(lease.run_id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
+
+
+async def test_a_task_move_writes_its_artifacts_change_run_and_events_together(
+    store: Store, project: Project
+) -> None:
+    lease = await leased_run(store)
+    task = await store.get_task(lease.task_id)
+    assert task is not None
+    task, _ = await store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {})
+    await store.complete_run(lease, RunOutcome(status=RunStatus.SUCCEEDED))
+    meta = ArtifactMeta(kind=ArtifactKind.SPEC, task_id=task.id, run_id=lease.run_id)
+    asked = InputRequested(task_id=task.id, stage=S.PLAN, question="which login?")
+    before = await store.last_event_id()
+
+    moved, events = await store.move_task(
+        TaskMove(
+            task_id=task.id,
+            expected=S.SPEC,
+            change=move(task, S.PLAN, actor="t25"),
+            fields={"branch_head": "abc123"},
+            enqueue=NewRun(task_id=task.id, stage=S.PLAN, role="planner"),
+            kept=(NewArtifact(meta, b'{"summary": "greet"}'),),
+            then=(asked,),
+        )
+    )
+
+    assert moved.state is S.PLAN and moved.branch_head == "abc123"
+    (spec,) = await store.list_artifacts(task_id=task.id)
+    assert spec.meta.kind is ArtifactKind.SPEC
+    assert [type(e) for e in events] == [
+        ArtifactStored,
+        TaskTransitioned,
+        RunQueued,
+        InputRequested,
+    ]
+    assert await store.events_after(before) == events
+    queued = [r for r in await store.list_runs(task_id=task.id) if r.status is RunStatus.QUEUED]
+    assert [(r.stage, r.role) for r in queued] == [(S.PLAN, "planner")]
+
+    updated, (changed,) = await store.move_task(
+        TaskMove(
+            task_id=task.id,
+            expected=S.PLAN,
+            change=TaskUpdated(task_id=task.id, fields={"violation": "x"}, actor="t25"),
+            fields={"violation": "x"},
+        )
+    )
+    assert updated.state is S.PLAN and updated.violation == "x"
+    assert isinstance(changed, TaskUpdated)
+
+
+async def test_a_task_move_from_a_state_it_left_writes_nothing(
+    store: Store, project: Project
+) -> None:
+    task = await new_task(store)
+    meta = ArtifactMeta(kind=ArtifactKind.SPEC, task_id=task.id)
+    before = await store.last_event_id()
+
+    with pytest.raises(StaleState):
+        await store.move_task(
+            TaskMove(
+                task_id=task.id,
+                expected=S.SPEC,
+                change=TaskTransitioned(
+                    task_id=task.id, from_state=S.SPEC, to_state=S.PLAN, actor="t25"
+                ),
+                enqueue=NewRun(task_id=task.id, stage=S.PLAN, role="planner"),
+                kept=(NewArtifact(meta, b"{}"),),
+            )
+        )
+
+    assert await store.list_artifacts(task_id=task.id) == []
+    assert await store.events_after(before) == []
+    assert await store.list_runs(task_id=task.id) == []

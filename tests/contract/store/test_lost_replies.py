@@ -19,16 +19,26 @@ from typing import Any
 import asyncpg
 import pytest
 
-from core.domain.events import RunOutput, RunQueued, TaskCreated, TaskTransitioned
+from core.domain.events import (
+    ArtifactStored,
+    InputRequested,
+    RunFinished,
+    RunOutput,
+    RunQueued,
+    TaskCreated,
+    TaskTransitioned,
+)
 from core.domain.models import (
     ArtifactKind,
     ArtifactMeta,
     NewRun,
     NewTask,
     Project,
+    RunOutcome,
     RunStatus,
     TaskState,
 )
+from core.ports import NewArtifact, TaskMove
 from store.postgres import PostgresStore
 from tests.support.backends import PostgresBackend
 
@@ -197,3 +207,47 @@ async def test_an_artifact_stored_under_a_lost_reply_is_stored_once(store: Postg
         artifact = await store.put_artifact(b'{"goal": "once"}', meta)
     assert lent and lent[0].is_closed()
     assert [a.id for a in await store.list_artifacts(task_id=task.id)] == [artifact.id]
+
+
+async def test_a_run_completed_keeping_under_a_lost_reply_keeps_once(
+    store: PostgresStore,
+) -> None:
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="ana")
+    await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    lease = await store.claim_run("w1", 30)
+    assert lease is not None
+    meta = ArtifactMeta(kind=ArtifactKind.PROMPT, task_id=task.id, run_id=lease.run_id)
+    with reply_lost(store) as lent:
+        run, events = await store.complete_run_keeping(
+            lease, RunOutcome(status=RunStatus.SUCCEEDED), [NewArtifact(meta, b"the prompt")]
+        )
+    assert lent and lent[0].is_closed()
+    assert run.status is RunStatus.SUCCEEDED
+    (kept,) = await store.list_artifacts(task_id=task.id)
+    written = [e for e in await store.events_after(0) if e.id > events[0].id - 1]
+    assert written == events and [type(e) for e in events] == [RunFinished, ArtifactStored]
+    assert isinstance(events[1], ArtifactStored) and events[1].artifact_id == kept.id
+
+
+async def test_a_task_moved_under_a_lost_reply_is_moved_once(store: PostgresStore) -> None:
+    task, _ = await store.create_task(NewTask(project="demo", title="t"), actor="ana")
+    change = TaskTransitioned(task_id=task.id, from_state=S.RECEIVED, to_state=S.SPEC, actor="t25")
+    meta = ArtifactMeta(kind=ArtifactKind.SPEC, media_type="application/json", task_id=task.id)
+    asked = InputRequested(task_id=task.id, stage=S.SPEC, question="which?")
+    write = TaskMove(
+        task_id=task.id,
+        expected=S.RECEIVED,
+        change=change,
+        enqueue=NewRun(task_id=task.id, stage=S.SPEC, role="spec"),
+        kept=(NewArtifact(meta, b"{}"),),
+        then=(asked,),
+    )
+    with reply_lost(store) as lent:
+        moved, events = await store.move_task(write)
+    assert lent and lent[0].is_closed()
+    assert moved.state is S.SPEC
+    assert len(await store.list_runs(task_id=task.id)) == 1
+    assert len(await store.list_artifacts(task_id=task.id)) == 1
+    assert [e for e in await store.events_after(0) if e.id > 1] == events
+    kinds = [type(e) for e in events]
+    assert kinds == [ArtifactStored, TaskTransitioned, RunQueued, InputRequested]
