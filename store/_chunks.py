@@ -17,7 +17,7 @@ from pathlib import Path
 
 from core.domain.models import Artifact
 from core.errors import ArtifactCorrupted
-from store._checks import HASH_INLINE_MAX
+from store._checks import HASH_INLINE_MAX, sha256
 
 CHUNK_BYTES = 1 << 20  # one row of blob_chunks
 
@@ -90,3 +90,15 @@ async def verified(
 async def whole(chunks: AsyncIterator[bytes]) -> bytes:
     """Every chunk, joined: for content known to be small."""
     return b"".join([chunk async for chunk in chunks])
+
+
+async def prepared(content: bytes | Path) -> tuple[str, int, bytes | None]:
+    """Content's SHA-256 and size, read before any transaction, and the content itself
+    when it is stored whole (bytes, or a file of one chunk at most); None for a file over
+    one chunk, stored from the file in chunks (`file_chunks`)."""
+    if isinstance(content, Path):
+        digest, size = await file_digest(content)
+        if size > CHUNK_BYTES:
+            return digest, size, None
+        content = await whole(file_chunks(content, digest))
+    return await sha256(content), len(content), content

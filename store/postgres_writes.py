@@ -20,7 +20,6 @@ from asyncpg import Record
 from core.domain.audit import ChainLine
 from core.domain.events import ArtifactStored, Event, RunFinished
 from core.domain.models import (
-    Artifact,
     ArtifactMeta,
     AuditAnchor,
     Lease,
@@ -113,29 +112,21 @@ async def lease_refused(con: Connection, lease: Lease, *, retried: bool) -> Reco
 
 
 async def blob_of(content: bytes | Path) -> tuple[str, int, Blob]:
-    """Content's SHA-256 and size, read before any transaction (a file a chunk at a time),
-    and what stores it inside one: inline, or a file over one chunk in chunks."""
-    if isinstance(content, Path):
-        sha, size = await chunks.file_digest(content)
-        if size > chunks.CHUNK_BYTES:
-            path = content
+    """Content's SHA-256 and size, read before any transaction (chunks.prepared), and what
+    stores it inside one: whole, or a file over one chunk in chunks."""
+    sha, size, inline = await chunks.prepared(content)
 
-            async def chunked(con: Connection) -> None:
-                if await con.fetchrow(sql.INSERT_CHUNKED_BLOB, sha, size, chunks.chunk_count(size)):
-                    n = 0
-                    async for chunk in chunks.file_chunks(path, sha):
-                        await con.execute(sql.INSERT_BLOB_CHUNK, sha, n, chunk)
-                        n += 1
+    async def blob(con: Connection) -> None:
+        if inline is not None:
+            await con.execute(sql.INSERT_BLOB, sha, inline, size)
+        elif await con.fetchrow(sql.INSERT_CHUNKED_BLOB, sha, size, chunks.chunk_count(size)):
+            assert isinstance(content, Path)  # only a file's content is stored in chunks
+            n = 0
+            async for chunk in chunks.file_chunks(content, sha):
+                await con.execute(sql.INSERT_BLOB_CHUNK, sha, n, chunk)
+                n += 1
 
-            return sha, size, chunked
-        content = await chunks.whole(chunks.file_chunks(content, sha))
-    inline = content
-    sha = await checks.sha256(inline)
-
-    async def whole(con: Connection) -> None:
-        await con.execute(sql.INSERT_BLOB, sha, inline, len(inline))
-
-    return sha, len(inline), whole
+    return sha, size, blob
 
 
 def provenance(sha: str, meta: ArtifactMeta) -> tuple[Any, ...]:
@@ -172,7 +163,7 @@ async def kept_in(con: Connection, kept: list[Kept]) -> list[Event]:
     """Each artifact with its ArtifactStored event, inside the caller's transaction."""
     events: list[Event] = []
     for where, size, blob in kept:
-        event = stored(ROWS.artifact(await put_in(con, where, blob), size=size))
+        event = ArtifactStored.of(ROWS.artifact(await put_in(con, where, blob), size=size))
         events.append(await inserted(con, event))
     return events
 
@@ -182,23 +173,11 @@ async def kept_before(con: Connection, kept: list[Kept]) -> list[Event]:
     committed before its reply was lost."""
     events: list[Event] = []
     for where, size, _ in kept:
-        event = stored(
+        event = ArtifactStored.of(
             ROWS.artifact(returned(await con.fetchrow(sql.SAME_ARTIFACT, *where)), size=size)
         )
         events.append(await found(con, event))
     return events
-
-
-def stored(artifact: Artifact) -> ArtifactStored:
-    """The event that says `artifact` was kept, at the time it was."""
-    return ArtifactStored(
-        at=artifact.created_at,
-        task_id=artifact.meta.task_id,
-        run_id=artifact.meta.run_id,
-        artifact_id=artifact.id,
-        artifact_kind=artifact.meta.kind.value,
-        sha256=artifact.sha256,
-    )
 
 
 # -- events -------------------------------------------------------------------------------

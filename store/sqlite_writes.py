@@ -19,7 +19,6 @@ import aiosqlite
 
 from core.domain.events import ArtifactStored, Event, RunFinished, RunQueued
 from core.domain.models import (
-    Artifact,
     ArtifactMeta,
     AuditAnchor,
     Lease,
@@ -166,31 +165,21 @@ def lease_params(lease: Lease) -> dict[str, Any]:
 
 
 async def blob_of(content: bytes | Path) -> tuple[str, int, Blob]:
-    """Content's SHA-256 and size, read before any transaction (a file a chunk at a time),
-    and what stores it inside one: inline, or a file over one chunk in chunks."""
-    if isinstance(content, Path):
-        sha, size = await chunks.file_digest(content)
-        if size > chunks.CHUNK_BYTES:
-            path = content
+    """Content's SHA-256 and size, read before any transaction (chunks.prepared), and what
+    stores it inside one: whole, or a file over one chunk in chunks."""
+    sha, size, inline = await chunks.prepared(content)
 
-            async def chunked(db: aiosqlite.Connection) -> None:
-                if await fetch_all(
-                    db, sql.INSERT_CHUNKED_BLOB, (sha, size, chunks.chunk_count(size))
-                ):
-                    n = 0
-                    async for chunk in chunks.file_chunks(path, sha):
-                        await db.execute_fetchall(sql.INSERT_BLOB_CHUNK, (sha, n, chunk))
-                        n += 1
+    async def blob(db: aiosqlite.Connection) -> None:
+        if inline is not None:
+            await db.execute_fetchall(sql.INSERT_BLOB, (sha, inline, size))
+        elif await fetch_all(db, sql.INSERT_CHUNKED_BLOB, (sha, size, chunks.chunk_count(size))):
+            assert isinstance(content, Path)  # only a file's content is stored in chunks
+            n = 0
+            async for chunk in chunks.file_chunks(content, sha):
+                await db.execute_fetchall(sql.INSERT_BLOB_CHUNK, (sha, n, chunk))
+                n += 1
 
-            return sha, size, chunked
-        content = await chunks.whole(chunks.file_chunks(content, sha))
-    inline = content
-    sha = await checks.sha256(inline)
-
-    async def whole(db: aiosqlite.Connection) -> None:
-        await db.execute_fetchall(sql.INSERT_BLOB, (sha, inline, len(inline)))
-
-    return sha, len(inline), whole
+    return sha, size, blob
 
 
 async def put_in(db: aiosqlite.Connection, sha: str, meta: ArtifactMeta, blob: Blob) -> Row:
@@ -216,20 +205,8 @@ async def kept_in(
     events: list[Event] = []
     for meta, sha, size, blob in kept:
         artifact = ROWS.artifact(await put_in(db, sha, meta, blob), size=size)
-        events.append(await insert_event(db, stored(artifact)))
+        events.append(await insert_event(db, ArtifactStored.of(artifact)))
     return events
-
-
-def stored(artifact: Artifact) -> ArtifactStored:
-    """The event that says `artifact` was kept, at the time it was."""
-    return ArtifactStored(
-        at=artifact.created_at,
-        task_id=artifact.meta.task_id,
-        run_id=artifact.meta.run_id,
-        artifact_id=artifact.id,
-        artifact_kind=artifact.meta.kind.value,
-        sha256=artifact.sha256,
-    )
 
 
 # -- events and the audit anchor -------------------------------------------------------------

@@ -19,7 +19,7 @@ one that does not follow the state the history had reached, is named: `t25 merge
 task and `t25 audit verify` reports it. A task whose gates were passed before T25 sealed
 them needs `t25 recheck` (QA and review again, sealed this time).
 
-    transition_seal(keys, task, from, to, facts) -> the seal `_change` puts on an event
+    transition_seal(keys, task, from, to, facts) -> the seal a move carries (core.control.moves)
     replay(task_id, events, keys)                 -> SealedHistory
     merge_blocker(task, history)                  -> why the records do not allow a merge
     require_sealed_merge(store, keys, task)       PolicyRefused when they do not

@@ -1,10 +1,10 @@
 """The control plane's service: the one way in for every state change and operator decision.
 
-The command line, the cockpit and the REST API all hold it as `core.ports.Operations`:
-its reads are the query service's (core.control.queries), and every operator decision is
-a `Decision` handed to `decide`; none of the faces re-implements a check, an audit line
-or an event. A state change goes through `ControlPlane.transition`, or, for an operator's
-decision, through `decide`, and nowhere else.
+The command line, the cockpit and the REST API all hold it as `core.ports.Operations`: its reads
+are the query service's (core.control.queries), and every operator decision is a `Decision`
+handed to `decide`; none of the faces re-implements a check, an audit line or an event. A state
+change goes through `ControlPlane.transition` (`enter` with its run; `move`, a run's decision:
+core.control.task_book), or, for an operator's decision, through `decide`, and nowhere else.
 
 One decision, from the door to its effect:
 
@@ -40,10 +40,8 @@ from core.control import baselines
 from core.control.decision_door import at_the_door, valid_priority
 from core.control.decisions_by_name import DecisionsByName
 from core.control.history import (
-    GATE_FIELDS,
     merge_blocker,
     sealed_history,
-    transition_seal,
 )
 from core.control.merge_decisions import MergeDecisions
 from core.control.merge_landing import landed
@@ -52,11 +50,11 @@ from core.control.merge_record import (
     apply_merge,
     void_after,
 )
+from core.control.moves import legal_move
 from core.control.queries import Queries
 from core.control.rulings import RULES
 from core.control.task_book import ControlTaskBook
 from core.control.verb_rules import (
-    RESUME_FROM,
     Ruling,
 )
 from core.domain.clock import Clock, system_clock
@@ -65,7 +63,6 @@ from core.domain.events import (
     DecisionRecorded,
     Event,
     EventBus,
-    TaskTransitioned,
     TaskUpdated,
     WorktreeCleaned,
 )
@@ -79,9 +76,10 @@ from core.domain.models import (
     TaskState,
     TaskType,
 )
-from core.domain.states import STAGE_ROLE, WORKING, assert_reset, assert_transition
+from core.domain.states import STAGE_ROLE
 from core.domain.verbs import Verb
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
+from core.ports.task_book import Move
 from core.workspace.git import default_branch, one_line_log
 from core.workspace.merge_preview import MergePreview, preview_merge
 
@@ -171,49 +169,13 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
     ) -> Task:
         """Check the table, compare-and-set from `task.state`, record TaskTransitioned (with
         `facts` besides the fields it sets, sealed: core.control.history)."""
-        event, fields = self._change(
-            task, to, actor=actor, reason=reason, fields=fields, facts=facts
-        )
+        event, fields = legal_move(
+            task, to, actor=actor, reason=reason, fields=fields, keys=self.keys, at=self.clock(),
+            facts=facts,
+        )  # fmt: skip
         updated, stored = await self.store.apply_transition(task.id, task.state, event, fields)
         self.bus.publish(stored)
         return updated
-
-    def _change(
-        self,
-        task: Task,
-        to: TaskState,
-        *,
-        actor: str,
-        reason: str,
-        fields: dict[str, Any],
-        reset: bool = False,
-        facts: Mapping[str, Any] | None = None,
-    ) -> tuple[TaskTransitioned, dict[str, Any]]:
-        """The event and the fields of a legal move (a `reset`: back to a stage the task
-        passed): into NEEDS_INPUT or FAILED it records the stage to resume, and out of them
-        it clears it."""
-        if reset:
-            assert_reset(task.state, to, resume_state=task.resume_state)
-        else:
-            assert_transition(task.state, to, resume_state=task.resume_state)
-        fields = dict(fields)
-        if to in (TaskState.NEEDS_INPUT, TaskState.FAILED):
-            resume = task.state if task.state in WORKING else RESUME_FROM.get(task.state)
-            fields.setdefault("resume_state", resume or task.resume_state)
-        elif task.state in (TaskState.NEEDS_INPUT, TaskState.FAILED):
-            fields.setdefault("resume_state", None)
-        recorded = {k: fields[k] for k in GATE_FIELDS if k in fields} | dict(facts or {})
-        event = TaskTransitioned(
-            at=self.clock(),
-            task_id=task.id,
-            from_state=task.state,
-            to_state=to,
-            actor=actor,
-            reason=reason,
-            facts=recorded,
-            seal=transition_seal(self.keys, task.id, task.state, to, recorded),
-        )
-        return event, fields
 
     async def update(self, task: Task, *, actor: str, **fields: Any) -> Task:
         """Change non-state fields of a task still in the state it was read in."""
@@ -251,19 +213,9 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         in a stage whose run was never queued, nor a run queued twice). A task whose budget,
         or whose budget for the stage's role, is spent waits for a human instead, before that
         run (`_budget_spent`)."""
-        if stage in STAGE_ROLE and stage is not TaskState.PR_OPEN:
-            spend = await self.budget_reached(task, STAGE_ROLE[stage])
-            if spend is not None:
-                return await self._budget_spent(task, stage, spend, reason, fields, facts)
-        event, fields = self._change(
-            task, stage, actor=actor, reason=reason, fields=fields, facts=facts
+        return await self.move(
+            task, Move(stage, reason=reason, facts=facts, fields=fields, actor=actor)
         )
-        run = NewRun(task_id=task.id, stage=stage, role=STAGE_ROLE[stage])
-        updated, events = await self.store.enter_stage(task.id, task.state, event, fields, run)
-        for stored in events:
-            self.bus.publish(stored)
-        self.work_queued.set()
-        return updated
 
     async def merge_evidence(self, ref: str) -> MergeEvidence:
         """The store's evidence, with the commits the merge would take and the default
@@ -445,12 +397,14 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
             fields = ruling.fields
             change = TaskUpdated(at=now, task_id=task.id, fields=fields, actor=decision.actor)
         else:
-            change, fields = self._change(
+            change, fields = legal_move(
                 task,
                 ruling.to,
                 actor=decision.actor,
                 reason=ruling.why,
                 fields=ruling.fields,
+                keys=self.keys,
+                at=now,
                 reset=ruling.reset,
             )
         announce = DecisionRecorded(

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.control import baselines
+from core.control.moves import legal_move
 from core.control.verb_rules import suggest, suggest_tokens
 from core.domain.clock import Clock
 from core.domain.cost import Spend
@@ -34,7 +35,7 @@ from core.ports.task_book import T25, Move
 
 if TYPE_CHECKING:
     from core.config.schema import Config
-    from core.domain.events import TaskTransitioned
+    from core.control.keyring import Keyring
 
 
 class ControlTaskBook:
@@ -47,17 +48,8 @@ class ControlTaskBook:
         bus: EventBus
         work_queued: asyncio.Event
 
-        def _change(
-            self,
-            task: Task,
-            to: TaskState,
-            *,
-            actor: str,
-            reason: str,
-            fields: dict[str, Any],
-            reset: bool = False,
-            facts: Mapping[str, Any] | None = None,
-        ) -> tuple[TaskTransitioned, dict[str, Any]]: ...
+        @property
+        def keys(self) -> Keyring: ...
 
         async def budget_reached(self, task: Task, role: str | None) -> Spend | None: ...
 
@@ -105,9 +97,10 @@ class ControlTaskBook:
         if move.to is None:
             change = TaskUpdated(at=self.clock(), task_id=task.id, fields=fields, actor=move.actor)
         else:
-            change, fields = self._change(
-                task, move.to, actor=move.actor, reason=move.reason, fields=fields, facts=move.facts
-            )
+            change, fields = legal_move(
+                task, move.to, actor=move.actor, reason=move.reason, fields=fields,
+                keys=self.keys, at=self.clock(), facts=move.facts,
+            )  # fmt: skip
         then = tuple(e.model_copy(update={"at": self.clock()}) for e in move.then)
         write = TaskMove(task.id, task.state, change, fields, enqueue, move.kept, then)
         updated, events = await self.store.move_task(write)
@@ -122,14 +115,7 @@ class ControlTaskBook:
                 artifact = await self.store.put_artifact(one.content, one.meta)
             else:
                 artifact = await self.store.put_artifact_file(one.content, one.meta)
-            stored = ArtifactStored(
-                at=self.clock(),
-                task_id=artifact.meta.task_id,
-                run_id=artifact.meta.run_id,
-                artifact_id=artifact.id,
-                artifact_kind=artifact.meta.kind.value,
-                sha256=artifact.sha256,
-            )
+            stored = ArtifactStored.of(artifact, at=self.clock())
             self.bus.publish(await self.store.append_event(stored))
 
     async def keep_baseline(
@@ -160,12 +146,14 @@ class ControlTaskBook:
             f'a new budget to go on (e.g. "budget ${suggest(spend.usd, spend.budget_usd)}" or '
             f'"budget {suggest_tokens(spend)} tokens"), or cancel it.'
         )
-        event, changed = self._change(
+        event, changed = legal_move(
             task,
             TaskState.NEEDS_INPUT,
             actor=T25,
             reason=question,
             fields={**fields, "resume_state": stage},
+            keys=self.keys,
+            at=self.clock(),
             facts=facts,
         )
         asked = InputRequested(at=self.clock(), task_id=task.id, stage=stage, question=question)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.domain.models import RunStatus, TaskState, Usage, utcnow
+from core.domain.models import Artifact, RunStatus, TaskState, Usage, utcnow
 
 
 class Event(BaseModel):
@@ -204,6 +204,18 @@ class ArtifactStored(Event):
     artifact_id: str
     artifact_kind: str
     sha256: str
+
+    @classmethod
+    def of(cls, artifact: Artifact, *, at: datetime | None = None) -> ArtifactStored:
+        """The event that says `artifact` was kept: at the time it was, unless `at`."""
+        return cls(
+            at=at or artifact.created_at,
+            task_id=artifact.meta.task_id,
+            run_id=artifact.meta.run_id,
+            artifact_id=artifact.id,
+            artifact_kind=artifact.meta.kind.value,
+            sha256=artifact.sha256,
+        )
 
 
 class Resync:

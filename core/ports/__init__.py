@@ -11,6 +11,9 @@
                   completion); in-process by core.control, over HTTP by t25_tui.api
     Operations    what every face asks of the control plane (reads, new tasks, decisions);
                   in-process by core.control, over REST by t25_tui.api
+    TaskBook      what the pipeline asks of the control plane (a task's runs, events and
+                  artifacts; a run's completion and the moves of the decision on it);
+                  implemented by core.control's ControlPlane
 
 The core depends on these protocols only; the packages around it implement them.
 """

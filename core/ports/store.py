@@ -109,6 +109,9 @@ class TaskStore(Protocol):
     - `enter_stage` is the same compare-and-set, with the run of the stage it enters
       queued in the same transaction: a task is never in a working stage with its run
       lost between two writes.
+    - `move_task` is the same compare-and-set for code's decision on a finished run, with
+      the artifacts it kept, the next stage's run and the events that follow, in one
+      transaction.
     - `apply_decision` writes everything one operator decision changes in one
       transaction: the task's compare-and-set with its event, the decision's
       announcement, its audit anchor and what follows from it in the store (the next
