@@ -192,7 +192,7 @@ async def test_events_arriving_while_the_cockpit_closes_are_let_go(seeded):
         async with app.run_test(size=(120, 36)) as pilot:
             await settle_board(app, pilot)
             flooding = asyncio.create_task(flood())
-            await pilot.pause(0.05)
+            await pilot.pause(0.05)  # not a wait: how long the cockpit is flooded
         stop.set()
         await flooding
 

@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.screen import ModalScreen
 
 from t25_tui.runtime import open_sample
 from t25_tui.tui.screens.base import T25Screen
@@ -31,15 +32,15 @@ def seeded_app(tmp_path: Path, monkeypatch):
 
 
 async def _loaded(pilot) -> None:
-    await asyncio.wait_for(pilot.app.loaded.wait(), 10)
-    await pilot.pause(0.2)
+    """The board has read the store, drawn it, and nothing is left to draw."""
+    await asyncio.wait_for(pilot.app.loaded.wait(), 60)
+    await pilot.wait_for_scheduled_animations()
 
 
 async def _ready(pilot) -> None:
     """The screen on top has read the store and drawn it."""
     screen = pilot.app.screen
     await until(pilot, lambda: not isinstance(screen, T25Screen) or screen.ready)
-    await pilot.pause(0.2)
     await pilot.wait_for_scheduled_animations()
 
 
@@ -48,7 +49,7 @@ def _then(*keys: str):
         await _loaded(pilot)
         for key in keys:
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await pilot.pause()  # until the key's handling is done
         await _ready(pilot)
 
     return run_before
@@ -90,7 +91,9 @@ def _dialog(task: str, key: str):
         await _loaded(pilot)
         pilot.app.board.focus_task(task)
         await pilot.press(key)
-        await pilot.pause(0.5)
+        # The dialog is pushed once what it shows is read (the plan, the merge's evidence).
+        await until(pilot, lambda: isinstance(pilot.app.screen, ModalScreen))
+        await pilot.wait_for_scheduled_animations()
 
     return run_before
 
