@@ -21,6 +21,7 @@ from adapters.sandbox import bwrap_problem
 from core.domain.models import RunStatus, TaskState
 from core.errors import PolicyRefused
 from core.workspace.git import git_sync
+from tests.support.waiting import until
 
 S = TaskState
 GATE = "go"
@@ -29,11 +30,7 @@ WAIT_S = 60  # for a run to get under way, at most
 
 async def under_way(tree: Path) -> None:
     """Until the held implementation in `tree` says it is under way (bounded)."""
-    for _ in range(int(WAIT_S / 0.05)):
-        if (tree / f"{GATE}.started").exists():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no run got under way in {tree} within {WAIT_S} s")
+    await until((tree / f"{GATE}.started").exists, WAIT_S, f"a run under way in {tree}")
 
 
 def operator_day(shop: Path, remote: Path) -> None:

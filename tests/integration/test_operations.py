@@ -34,6 +34,7 @@ from tests.support import CHECKOUT
 from tests.support.backends import PG_DSN
 from tests.support.pipeline import Env, write_config
 from tests.support.serving import serving
+from tests.support.waiting import until
 
 S = TaskState
 
@@ -87,6 +88,11 @@ async def test_one_detail_for_the_command_line_rest_and_the_cockpit(seeded):
     assert f"cost     ${mine.cost.total_usd:.4f}" in shown
 
 
+def started(task: asyncio.Task) -> bool:
+    """Whether `task` has taken its first step (is suspended at an await, or done)."""
+    return task.done() or inspect.getcoroutinestate(task.get_coro()) != inspect.CORO_CREATED
+
+
 async def test_a_decision_runs_to_its_end_when_its_caller_is_cancelled(shop):
     env = Env(shop)
     control = await env.open()
@@ -96,15 +102,16 @@ async def test_a_decision_runs_to_its_end_when_its_caller_is_cancelled(shop):
             caller = asyncio.create_task(
                 control.decide(Decision(verb=Verb.CANCEL, task="T-1", actor="ana", text="no"))
             )
-            await asyncio.sleep(0.1)  # it is waiting for the log
+            # the caller has taken its first step: the decision is under way, waiting for the log
+            await until(lambda: started(caller), 10, "the decision under way")
             caller.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await caller
-        for _ in range(200):  # the log is free: the decision goes on, bounded in time
-            if (await control.task("T-1")).state is S.CANCELLED:
-                break
-            await asyncio.sleep(0.05)
-        assert (await control.task("T-1")).state is S.CANCELLED
+
+        async def cancelled() -> bool:
+            return (await control.task("T-1")).state is S.CANCELLED
+
+        await until(cancelled, 10, "T-1 CANCELLED once the log is free")  # the decision goes on
         (line,) = control.audit.entries(task="T-1")
         assert (line.decision, line.reason) == ("cancel", "no")
         assert (await control.audit.verify()).ok

@@ -7,7 +7,6 @@ the clock alone.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from adapters.prompt_files import PromptArg
 from adapters.scripted import ScriptedSpec
 from core.domain.agent import AgentRequest
 from core.domain.models import TaskState, Usage
+from tests.support.waiting import until
 
 ECHO_CLI = Path(__file__).with_name("echo_cli.py")
 
@@ -74,12 +74,7 @@ def alive(pid: int) -> bool:
 
 async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
     """Wait until `condition()` holds; fail the test if it never does."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            pytest.fail(f"condition never held: {condition}")
-        await asyncio.sleep(0.02)
+    await until(condition, timeout, f"{condition}")
 
 
 def prompt_for(

@@ -8,11 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from core.domain.events import RunStarted
 from store import open_store
+from tests.support.waiting import wait_until
 
 WAIT_S = 120  # every wait below is bounded by this (a lapsed lease takes `t25 run`'s 30 s)
 
@@ -20,10 +20,7 @@ T25 = [sys.executable, "-m", "t25_tui"]
 
 
 def until(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    wait_until(condition, WAIT_S, what)
 
 
 def start_run(shop: Path, log: Path) -> subprocess.Popen[bytes]:

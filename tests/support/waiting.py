@@ -41,10 +41,12 @@ def wait_until(
 
 
 async def until(
-    check: Callable[[], object], timeout: float = 60.0, what: str = "condition"
+    check: Callable[[], object],
+    timeout: float = 60.0,
+    what: str | Callable[[], str] = "condition",
 ) -> None:
     """Wait for `check()` (a value or a coroutine's), bounded in time; async, so whatever else
-    this event loop runs (a server, a relay) goes on meanwhile."""
+    this event loop runs (a server, a relay) goes on meanwhile. `what` as for `wait_until`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = check()
@@ -53,4 +55,4 @@ async def until(
         if got:
             return
         await asyncio.sleep(0.05)
-    raise AssertionError(f"{what} not met in {timeout:g} s")
+    raise AssertionError(f"{what() if callable(what) else what} not met in {timeout:g} s")

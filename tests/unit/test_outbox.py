@@ -18,10 +18,12 @@ class Serve:
 
     def __init__(self) -> None:
         self.up = asyncio.Event()
+        self.asked = asyncio.Event()  # a send was tried
         self.taken: list[dict[str, Any]] = []
         self.refusal: Exception | None = None
 
     async def send(self, events: list[dict[str, Any]]) -> None:
+        self.asked.set()
         await asyncio.wait_for(self.up.wait(), 10)
         if self.refusal is not None:
             raise self.refusal
@@ -33,8 +35,8 @@ async def test_output_put_while_serve_is_away_is_sent_in_order_once_it_is_back()
     box = Outbox("R-1", serve.send)
     for n in range(200):
         box.put(output(f"line {n}\n"))
-    await asyncio.sleep(0.05)
-    assert serve.taken == []
+    await asyncio.wait_for(serve.asked.wait(), 10)  # it tried while serve was away ...
+    assert serve.taken == []  # ... and nothing was taken
     serve.up.set()
     await asyncio.wait_for(box.drain(), 10)
     assert [e["text"] for e in serve.taken] == [f"line {n}\n" for n in range(200)]

@@ -9,7 +9,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from core.errors import StoreUnavailable
 from store import open_store
 from tests.support.full_disk import FullDisk
 from tests.support.pipeline import write_config
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -37,13 +37,6 @@ def tmpfs(path: Path, size: str) -> Iterator[FullDisk]:
         yield FullDisk(path)
     finally:
         subprocess.run(["umount", "-l", str(path)], check=True)
-
-
-def until(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 async def test_a_full_disk_under_the_sqlite_store_is_a_store_unavailable_saying_where(tmp_path):
@@ -100,11 +93,16 @@ def test_a_run_whose_log_finds_the_disk_full_fails_alone_and_t25_run_goes_on(sho
             start_new_session=True,
         )
         try:
-            until(lambda: all((t / f"{g}.started").exists() for g, t in trees.items()), "gates")
+            wait_until(
+                lambda: all((t / f"{g}.started").exists() for g, t in trees.items()),
+                WAIT_S,
+                "gates",
+            )
             disk.fill()
             (trees["a"] / "a").write_text("go\n")
-            until(
+            wait_until(
                 lambda: running.poll() is not None or asyncio.run(_errors(env, "T-1")),
+                WAIT_S,
                 "the first run to fail",
             )
             assert running.poll() is None, err.read_text()  # T25 goes on

@@ -43,6 +43,7 @@ from t25_tui.runtime import local_sweeper
 from tests.support.fakemodel.server import FakeModel
 from tests.support.pipeline import working_in, write_config
 from tests.support.real_clis import CLIS, RATES, assert_offline, need, profile
+from tests.support.waiting import until
 
 PLANTED = "PLANTED_BY_AGENT.txt"  # in the main checkout
 LEFTOVER = "LEFTOVER_OF_AGENT.txt"  # in the worktree, after the CLI is gone
@@ -147,7 +148,11 @@ async def run_hostile(repo: Path, cli: str, fake: FakeModel, sandbox: str | dict
         )
     finally:
         await store.close()
-    await asyncio.sleep(2.0)  # past the moment the setsid child would have planted
+    # once no process works in a worktree, none is left that could still plant a leftover
+    root = config.worktrees.root
+    await until(
+        lambda: not working_in(root), 30, lambda: f"no process in {root} ({working_in(root)})"
+    )
     state = repo / ".factory"
     stored = b"".join(p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file())
     return Outcome(task, config.worktrees.root / task.id, stored, output)

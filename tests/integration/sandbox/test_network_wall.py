@@ -31,6 +31,7 @@ from core.domain.events import RunOutput
 from core.domain.models import ArtifactKind, TaskState
 from core.domain.network import NETWORK_STREAM, Allowlist, Connection
 from tests.support.sandbox import committed_check, confined, dev
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.skipif(
     bool(bwrap_problem()), reason=f"bubblewrap cannot run here: {bwrap_problem()}"
@@ -311,7 +312,8 @@ async def test_a_plain_http_request_is_decided_on_its_url_and_keeps_its_destinat
         https = await _ask(proxy, b"GET https://evil.example/ HTTP/1.1\r\n\r\n")
     assert denied.startswith(b"HTTP/1.1 403") and https.startswith(b"HTTP/1.1 400")
     assert allowed.startswith(b"HTTP/1.0 200") and f"answered by {model}".encode() in allowed
-    await asyncio.sleep(0)  # the allowed connection's record is kept as its relay ends
+    # the allowed connection's record is kept as its relay ends
+    await until(lambda: len(records) == 3, 10, "a record of each of the three connections")
     assert sorted((c.host, c.port, c.allowed, c.via) for c in records) == [
         ("127.0.0.1", model, True, "http"),
         ("evil.example", 80, False, "http"),

@@ -6,7 +6,6 @@ The scripted agent does what a prompt-injected one would (`--misbehave ...`)."""
 from __future__ import annotations
 
 import ast
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -14,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from core.domain.models import ArtifactKind, TaskState
 from core.workspace.git import git_sync
 from tests.support.pipeline import ROLES, SCRIPTED, Env, working_in
 from tests.support.sandbox import committed_check, dev
+from tests.support.waiting import until, wait_until
 
 S = TaskState
 LEFTOVER = "LEFT_BEHIND_BY_AGENT.txt"
@@ -161,11 +160,11 @@ async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sand
     control = await env.open(roles=dev(how), sandbox=sandbox)
     task = await env.new()
     await env.work()
-    worktree = control.config.worktrees.root / task.id
-    await asyncio.sleep(1.0)  # past the moment the child would have written
-    assert not (worktree / LEFTOVER).exists()
+    root = control.config.worktrees.root
+    # once no process works in a worktree, none is left that could write the leftover
+    await until(lambda: not working_in(root), 30, lambda: _described(working_in(root)))
+    assert not (root / task.id / LEFTOVER).exists()
     assert LEFTOVER not in git_sync("log", "--all", "--name-only", "--format=", cwd=shop)
-    assert not working_in(control.config.worktrees.root)
 
 
 def _t25_run(shop: Path, sandbox: str, misbehave: str = "slow:60") -> subprocess.Popen[str]:
@@ -204,25 +203,16 @@ def _described(pids: list[int]) -> list[str]:
     return out
 
 
-def _wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_the_agent_dies_when_t25_run_does(shop, sandbox, sig):
     running = _t25_run(shop, sandbox)
     root = shop / ".factory" / "worktrees"
     try:
-        assert _wait_for(lambda: bool(working_in(root)), 90), "the dev agent never started"
+        wait_until(lambda: working_in(root), 90, "the dev agent started")
         os.kill(running.pid, sig)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not working_in(root), 10), _described(working_in(root))
+        wait_until(lambda: not working_in(root), 10, lambda: _described(working_in(root)))
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
@@ -238,10 +228,10 @@ def test_the_agents_children_die_with_a_killed_t25_run_without_waiting_for_a_res
     running = _t25_run(shop, "none", misbehave="hang")
     root = shop / ".factory" / "worktrees"
     try:
-        assert _wait_for(lambda: _hanging(root), 90), "the agent's child never ran"
+        wait_until(lambda: _hanging(root), 90, "the agent's child running")
         os.kill(running.pid, signal.SIGKILL)
         running.wait(timeout=30)
-        assert _wait_for(lambda: not working_in(root), 10), _described(working_in(root))
+        wait_until(lambda: not working_in(root), 10, lambda: _described(working_in(root)))
     finally:
         if running.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
@@ -270,7 +260,7 @@ def test_the_next_start_sweeps_what_a_dead_t25_left():
     alive = {**os.environ, containment.TAG_ENV: f"{os.getpid()}.R-10"}
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=alive)
     try:
-        assert _wait_for(lambda: left.pid in dict(containment._tagged()), 10)
+        wait_until(lambda: left.pid in dict(containment._tagged()), 10, "the leftover tagged")
         swept = containment.sweep_leftovers()
         assert left.pid in swept and ours.pid not in swept
         assert left.wait(timeout=10) == -signal.SIGKILL
