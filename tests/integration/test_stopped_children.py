@@ -141,7 +141,7 @@ def test_cancelled_as_the_loop_closes_leaves_nothing_for_the_garbage_collector(
         while not children:  # noqa: ASYNC110 - the recorder says the start is over
             await asyncio.sleep(0.01)
         await cancel_when(up, running)
-        await asyncio.sleep(0)  # it is ending its child now ...
+        await asyncio.sleep(0)  # not a wait: one step: it is ending its child now ...
         # ... and main returns: asyncio.run cancels it once more, waits for it, closes the loop.
 
     gc.collect()  # only this test's garbage is looked at below

@@ -209,5 +209,6 @@ class HalfOpenLink:
             while data := await r.read(65536):
                 w.write(data)
                 await w.drain()
+        # not a wait: the link holds the hang-up back this long (the fault itself)
         await asyncio.sleep(hang_up_after_s)
         w.close()

@@ -44,6 +44,7 @@ class Terminal:
 
     def read(self, timeout: float = 0.2) -> None:
         if self.fd < 0:
+            # not a wait: a closed terminal gives nothing to read for `timeout`
             time.sleep(timeout)
             return
         end = time.monotonic() + timeout

@@ -68,6 +68,7 @@ async def expire(store: Store, *, max_attempts: int = 3, agent: bool = True) -> 
     lease = await leased_run(store, ttl_s=0.05, max_attempts=max_attempts)
     if agent:
         await agent_started(store, lease, 1)
+    # not a wait: the 0.05 s lease lapses by the clock (load lapses it further)
     await asyncio.sleep(0.2)
     return lease
 
@@ -616,6 +617,7 @@ async def test_run_fails_once_it_used_its_attempts(store: Store, project: Projec
     again = await store.claim_run("w2", 0.05)
     assert again is not None and again.run_id == lease.run_id
     await agent_started(store, again, 2)
+    # not a wait: the 0.05 s lease lapses by the clock (load lapses it further)
     await asyncio.sleep(0.2)
 
     (failed,) = await store.reap_expired()
@@ -969,7 +971,8 @@ async def test_a_cancelled_call_is_all_or_nothing_and_leaves_the_store_usable(
     call = asyncio.create_task(
         store.apply_transition(task.id, S.RECEIVED, move(task, S.SPEC), {"qa_loops": 1})
     )
-    await asyncio.sleep(steps * 0.00005)  # cancel at a different point of the transaction each time
+    # not a wait: cancels at a different point of the transaction each time
+    await asyncio.sleep(steps * 0.00005)
     call.cancel()
     await asyncio.gather(call, return_exceptions=True)
 
@@ -1003,6 +1006,7 @@ async def test_wait_for_events_wakes_a_reader_in_another_instance(
     assert await second_store.wait_for_events(cursor, 0.05) is False  # nothing new: it times out
 
     waiting = asyncio.create_task(second_store.wait_for_events(cursor, 30))
+    # not a wait: no news, the reader waits; negative: load only eases it, never fails it falsely
     await asyncio.sleep(0.05)
     assert not waiting.done()
     written = await store.append_event(DecisionRecorded(decision="approve", actor="alice"))
@@ -1017,6 +1021,7 @@ async def test_wait_for_events_wakes_a_reader_of_the_same_instance(
     store: Store, project: Project
 ) -> None:
     waiting = asyncio.create_task(store.wait_for_events(await store.last_event_id(), 30))
+    # not a wait: the reader starts waiting; one not yet waiting finds it at once
     await asyncio.sleep(0.02)
     task = await new_task(store)
     assert await asyncio.wait_for(waiting, 10) is True
@@ -1053,17 +1058,23 @@ async def test_a_crash_looping_run_backs_off_then_stops_and_never_blocks_the_oth
     second = await until_claimed(store, "w3", 0.05)  # attempt 2, which lapses too
     assert second.run_id == crashing.run_id and second.token > crashing.token
     await agent_started(store, second, 2)
+    # not a wait: the 0.05 s lease lapses by the clock (load lapses it further)
     await asyncio.sleep(0.2)
+    reaped_at = asyncio.get_running_loop().time()
     await store.reap_expired(retry_delay_s=0.5)  # the second wait doubles: 1 s
-    await asyncio.sleep(0.55)
-    assert await store.claim_run("w4", 30) is None  # still backing off
-    third = await until_claimed(store, "w4", 0.05)
+    await asyncio.sleep(0.55)  # not a wait: past the first wait's 0.5 s, inside the doubled 1 s
+    early = await store.claim_run("w4", 0.05)
+    # still backing off, unless load held this claim back past the doubled 1 s
+    assert early is None or asyncio.get_running_loop().time() - reaped_at >= 1.0
+    third = early or await until_claimed(store, "w4", 0.05)
     await agent_started(store, third, 3)
+    # not a wait: the 0.05 s lease lapses by the clock (load lapses it further)
     await asyncio.sleep(0.2)
 
     (failed,) = await store.reap_expired(retry_delay_s=0.5)
     assert failed.id == third.run_id and failed.status == RunStatus.FAILED and failed.attempts == 3
     assert failed.error == "lease expired on all 3 attempts"
+    # not a wait: none once failed for good; negative: load only eases it, never fails it falsely
     await asyncio.sleep(0.3)
     assert await store.claim_run("w5", 30) is None  # it stopped for good
     assert (await store.get_run(healthy.id)).status == RunStatus.RUNNING  # type: ignore[union-attr]
@@ -1073,10 +1084,12 @@ async def test_backoff_never_exceeds_its_longest_delay(store: Store, project: Pr
     lease = await expire(store, max_attempts=5)
     await store.reap_expired(retry_delay_s=0.1, max_retry_delay_s=0.1)
     await until_claimed(store, "w2", 0.05)
+    # not a wait: the 0.05 s lease lapses by the clock (load lapses it further)
     await asyncio.sleep(0.2)
     await store.reap_expired(
         retry_delay_s=0.1, max_retry_delay_s=0.1
     )  # would be 0.2 s, capped at 0.1
+    # not a wait: past the 0.1 s backoff by the clock (load only goes further past)
     await asyncio.sleep(0.15)
     again = await store.claim_run("w3", 30)
     assert again is not None and again.run_id == lease.run_id

@@ -77,6 +77,7 @@ async def test_completion_racing_the_reaper_at_the_deadline_has_exactly_one_winn
     started = asyncio.get_running_loop().time()
 
     async def complete_at(lease: Lease, offset: float) -> bool:
+        # not a wait: each completion at its moment either side of the deadline
         await asyncio.sleep(max(0.0, started + ttl + offset - asyncio.get_running_loop().time()))
         try:
             await worker.complete_run(lease, OK)
@@ -85,6 +86,7 @@ async def test_completion_racing_the_reaper_at_the_deadline_has_exactly_one_winn
         return True
 
     async def reap_at(offset: float) -> set[str]:
+        # not a wait: each reap at its moment either side of the deadline
         await asyncio.sleep(max(0.0, started + ttl + offset - asyncio.get_running_loop().time()))
         return {r.id for r in await reaper.reap_expired()}
 
@@ -121,7 +123,7 @@ async def test_a_stale_worker_is_rejected_and_nothing_it_sent_is_attached(
     await queue_runs(old_worker, 1)
     stale = await old_worker.claim_run("old", 0.05)
     assert stale is not None
-    await asyncio.sleep(0.2)  # the old worker stalls past its deadline ...
+    await asyncio.sleep(0.2)  # not a wait: the old worker stalls past its deadline ...
     await reaper.reap_expired()
     fresh = await new_worker.claim_run("new", 30)  # ... and the run is someone else's now
     assert fresh is not None and fresh.run_id == stale.run_id and fresh.token > stale.token

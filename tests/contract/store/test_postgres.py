@@ -17,6 +17,7 @@ from store import migrations, open_store
 from store.postgres import PostgresStore
 from store.postgres_events import CHANNEL, COALESCE_S
 from tests.support.backends import PostgresBackend, admin, database_url
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.postgres
 
@@ -148,13 +149,31 @@ async def terminate(url: str, *, waiting_on_a_lock: bool = False) -> int:
         await con.close()
 
 
+async def store_backends(url: str) -> set[int]:
+    """The pids of the store's backends (its pooled connections) now."""
+    con = await raw(url)
+    try:
+        rows = await con.fetch(
+            "SELECT pid FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = 't25'"
+        )
+    finally:
+        await con.close()
+    return {row["pid"] for row in rows}
+
+
 async def test_terminated_idle_connections_are_replaced_and_a_committed_claim_survives(
     store: PostgresStore,
 ) -> None:
     lease = await leased(store)
+    before = await store_backends(store.url)
 
     assert await terminate(store.url) >= 1
-    await asyncio.sleep(0.05)
+
+    async def ended() -> bool:
+        return not before & await store_backends(store.url)
+
+    await until(ended, 10, "the terminated backends' exit")
 
     extended = await store.heartbeat(lease, 30)  # on a fresh connection
     run, _ = await store.complete_run(extended, RunOutcome(status=RunStatus.SUCCEEDED, exit_code=0))
@@ -176,6 +195,7 @@ async def test_a_statement_killed_mid_flight_is_retried_on_a_fresh_connection(
         beat = asyncio.create_task(store.heartbeat(lease, 30))
         claim = asyncio.create_task(store.claim_run("w2", 30))
         await terminate(store.url, waiting_on_a_lock=True)  # kills them while they wait
+        # not a wait: terminations land before the lock frees; landing later, they end it alike
         await asyncio.sleep(0.1)
         await tx.rollback()
         extended, second = await asyncio.wait_for(asyncio.gather(beat, claim), 10)
@@ -207,6 +227,7 @@ async def test_a_reader_never_pages_past_an_event_still_being_committed(
         late = await store.append_event(DecisionRecorded(decision="fast", actor="b"))
         assert late.id > early
         reading = asyncio.create_task(store.events_after(0))
+        # not a wait: it awaits an earlier id; negative: load only eases it, never fails it falsely
         await asyncio.sleep(0.2)
         assert not reading.done()  # it waits for the earlier id to settle rather than skip it
         await tx.commit()
@@ -229,6 +250,8 @@ async def test_notifications_are_coalesced_per_process(
         await asyncio.gather(
             *(store.append_event(DecisionRecorded(decision=f"d{i}", actor="a")) for i in range(200))
         )
+        await until(lambda: heard, 10, "a notification")
+        # not a wait: the window for more notifications, COALESCE_S apart (longer: eases it)
         await asyncio.sleep(0.2)
         elapsed = loop.time() - start
     finally:

@@ -58,6 +58,7 @@ async def test_borrowers_past_the_limit_wait_in_line(url: str) -> None:
         a, b = await pool.acquire(), await pool.acquire()
         third = asyncio.create_task(pool.acquire())
         fourth = asyncio.create_task(pool.acquire())
+        # not a wait: both borrowers wait; negative: load only eases it, never fails it falsely
         await asyncio.sleep(0.05)
         assert not third.done() and not fourth.done()
         pool.release(b)
@@ -77,6 +78,7 @@ async def test_a_cancelled_waiter_takes_no_connection_with_it(url: str) -> None:
     try:
         held = await pool.acquire()
         waiting = asyncio.create_task(pool.acquire())
+        # not a wait: a waiter cancelled before it queued takes nothing either (eases it)
         await asyncio.sleep(0.05)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -102,6 +104,7 @@ async def test_a_statement_whose_borrower_was_cancelled_is_cancelled_before_the_
                 pool.release(con)
 
         sleeping = asyncio.create_task(sleep_on_it())
+        # not a wait: a query cancelled before it is sent leaves the pool usable (eases it)
         await asyncio.sleep(0.1)
         sleeping.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -165,6 +168,7 @@ async def test_close_waits_for_lent_connections_and_then_refuses_loans(url: str)
     pool = await pool_on(url, max_size=2)
     con = await pool.acquire()
     closing = asyncio.create_task(pool.close())
+    # not a wait: the lent one holds it; negative: load only eases it, never fails it falsely
     await asyncio.sleep(0.05)
     assert not closing.done()
     with pytest.raises(asyncpg.InterfaceError, match="closing"):

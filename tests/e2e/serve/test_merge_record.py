@@ -90,7 +90,7 @@ def _merges_of_t1(repo: Path) -> list[str]:
 
 async def _outage_after_the_fast_forward(cluster, flag: Path) -> None:
     await until(flag.exists, timeout=240, what="the merge's fast-forward")
-    await asyncio.sleep(OUTAGE_S)  # the outage itself, not a wait for anything
+    await asyncio.sleep(OUTAGE_S)  # not a wait: the outage itself
     await asyncio.to_thread(cluster.start)
 
 

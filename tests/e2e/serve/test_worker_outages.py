@@ -40,7 +40,7 @@ async def test_a_serve_killed_and_restarted_3s_later_fails_no_task(shop, tmp_pat
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         served.kill_serve()
-        await asyncio.sleep(3)  # the outage itself: nothing to wait for
+        await asyncio.sleep(3)  # not a wait: the outage itself
         served.start_serve()
         await until(lambda: healthy(client), what="serve back")
         await until(lambda: all_done(client, refs), timeout=180, what="every task DONE")
@@ -59,6 +59,7 @@ async def test_a_postgres_restart_under_serve_fails_no_task(shop, tmp_path, clus
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         cluster.stop()
+        # not a wait: the outage itself
         await asyncio.sleep(3)
         cluster.start()
         await until(lambda: all_done(client, refs), timeout=180, what="every task DONE")
@@ -78,6 +79,7 @@ async def test_a_postgres_restart_under_serve_fails_no_task_of_its_own_workers(
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         cluster.stop()
+        # not a wait: the outage itself
         await asyncio.sleep(3)
         cluster.start()
         await until(lambda: all_done(client, refs), timeout=180, what="every task DONE")
@@ -96,6 +98,7 @@ async def test_a_10s_cut_between_worker_and_serve_fails_no_task(shop, tmp_path):
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         link.cut()
+        # not a wait: the cut itself
         await asyncio.sleep(10)
         link.restore()
         await until(lambda: all_done(client, refs), timeout=180, what="every task DONE")

@@ -653,6 +653,7 @@ async def test_a_fingerprint_waits_out_another_process_half_way_through_adding_a
     (entry / "commondir").write_text("")  # created, not written yet
 
     async def finish_writing() -> None:
+        # not a wait: the other process half way this long; a later fingerprint passes too
         await asyncio.sleep(0.3)
         (entry / "commondir").write_text("../..\n")
         (entry / "gitdir").write_text(f"{ghost / '.git'}\n")
