@@ -3,6 +3,7 @@ ask and what another process writes both appear in it without reopening."""
 
 from __future__ import annotations
 
+from core.control.moves import legal_move
 from core.domain.events import ApprovalRequested
 from core.domain.models import TaskState
 from t25_tui.tui.screens.inbox import Inbox
@@ -39,8 +40,14 @@ async def test_what_another_process_writes_appears_in_the_open_inbox(seeded):
         await until(pilot, lambda: isinstance(app.screen, Inbox) and app.screen.ready)
         assert "T-4" in inbox_rows(app)
         task = await f.task("T-4")
-        event, fields = f._change(
-            task, TaskState.CANCELLED, actor="elsewhere", reason="", fields={}
+        event, fields = legal_move(
+            task,
+            TaskState.CANCELLED,
+            actor="elsewhere",
+            reason="",
+            fields={},
+            keys=f.keys,
+            at=seeded.clock(),
         )
         await f.store.apply_transition(task.id, task.state, event, fields)  # no bus
         await until(pilot, lambda: "T-4" not in inbox_rows(app))
