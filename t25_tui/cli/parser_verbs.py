@@ -40,6 +40,8 @@ def _argument(parser: argparse.ArgumentParser, taken: Input) -> None:
     kw: dict[str, Any] = {"help": taken.help}
     if taken.metavar:
         kw["metavar"] = taken.metavar
+    elif taken.option:  # `--comment COMMENT`, not the REST field's name
+        kw["metavar"] = taken.option.lstrip("-").upper().replace("-", "_")
     match taken.kind:
         case Kind.WORDS:
             kw["default"] = None if taken.required else ""
