@@ -10,7 +10,7 @@ from core.domain.text import MAX_PATHS
 from core.domain.text import actor as valid_actor
 from core.domain.text import path as valid_path
 from core.domain.text import reason as valid_reason
-from core.domain.verbs import VERBS, Kind, VerbSpec
+from core.domain.verbs import VERBS, Kind, Verb, VerbSpec
 from core.errors import InvalidInput, PolicyRefused
 
 
@@ -79,7 +79,7 @@ _FIELD_WORDS = {
 }
 
 
-EDITABLE = ("title", "description", "type", "priority")
+EDITABLE = tuple(t.name for t in VERBS[Verb.EDIT].takes if t.fills == "changes")
 
 
 def edit_changes(decision: Decision) -> dict[str, str | int]:

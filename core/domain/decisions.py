@@ -14,10 +14,13 @@ verb takes is its row in core.domain.verbs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.models import TaskState
-from core.domain.verbs import Verb
+from core.domain.verbs import VERBS, Kind, Verb
 
 
 class Decision(BaseModel):
@@ -34,3 +37,25 @@ class Decision(BaseModel):
     stage: TaskState | None = None  # where a reset goes back to
     # What an edit changes: any of title, description, type, priority.
     changes: dict[str, str | int] = {}
+
+    @classmethod
+    def given(cls, verb: Verb, task: str, actor: str, values: Mapping[str, Any]) -> Decision:
+        """The decision a face's values make, each under the name its verb's row gives the
+        input (the command line's arguments, a REST body's fields): words, the plan bound to,
+        paths, a stage, an edit's changes."""
+        fields: dict[str, Any] = {"changes": {}}
+        for taken in VERBS[verb].takes:
+            value = values.get(taken.name)
+            match taken.kind:
+                case Kind.WORDS:
+                    fields["text"] = value or ""
+                case Kind.PLAN:
+                    fields["bound_to"] = value
+                case Kind.PATHS:
+                    fields["allow_paths"] = tuple(value or ())
+                case Kind.STAGE:
+                    fields["stage"] = TaskState(value) if value else None
+                case Kind.TITLE | Kind.DESCRIPTION | Kind.TYPE | Kind.PRIORITY:
+                    if value is not None:
+                        fields["changes"][taken.name] = getattr(value, "value", value)
+        return cls(verb=verb, task=task, actor=actor, **fields)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from core.domain.decisions import Decision
-from core.domain.models import TaskState, TaskType
+from core.domain.models import TaskType
 from core.domain.states import WORKING
 from core.domain.text import MAX_PATHS
 from core.domain.verbs import VERBS, Input, Kind, Verb, VerbSpec
@@ -67,9 +67,18 @@ class VerbBody(Body):
     actor: Actor | None = None
 
 
+def _one_of_changing(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """The document says it too: at least one of the fields it changes, not null."""
+    changing: tuple[str, ...] = getattr(model, "changing", ())
+    schema["anyOf"] = [
+        {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in changing
+    ]
+
+
 class _ChangesBody(VerbBody):
     """A body whose verb changes a task's fields: at least one of them is given."""
 
+    model_config = ConfigDict(json_schema_extra=_one_of_changing)
     changing: ClassVar[tuple[str, ...]] = ()  # set on each verb's own class
 
     @model_validator(mode="after")
@@ -84,37 +93,20 @@ class _ChangesBody(VerbBody):
 def body_model(verb: Verb) -> type[VerbBody]:
     """The REST body of `verb`: the actor it claims, and what the verb takes."""
     spec = VERBS[verb]
-    fields: dict[str, Any] = {}
-    fields |= {taken.name: _field(taken) for taken in spec.takes}
+    fields: dict[str, Any] = {taken.name: _field(taken) for taken in spec.takes}
     changing = _changing(spec)
     name = f"{verb.value.capitalize()}Body"
     if not changing:
         return create_model(name, __base__=VerbBody, **fields)
     model = create_model(name, __base__=_ChangesBody, **fields)
     model.changing = changing  # a class attribute, not a field
-    one_of: list[JsonValue] = [
-        {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in changing
-    ]
-    model.model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": one_of})
-    model.model_rebuild(force=True)
     return model
 
 
 def decision_from(verb: Verb, ref: str, actor: str, body: VerbBody) -> Decision:
     """The decision a request's body makes."""
-    fields: dict[str, Any] = {"changes": {}}
-    for taken in VERBS[verb].takes:
-        value = getattr(body, taken.name)
-        if taken.fills == "changes":
-            if value is not None:
-                fields["changes"][taken.name] = getattr(value, "value", value)
-        elif taken.kind is Kind.STAGE:
-            fields["stage"] = TaskState(value)
-        elif taken.kind is Kind.PATHS:
-            fields["allow_paths"] = tuple(value)
-        else:
-            fields[taken.fills] = value
-    return Decision(verb=verb, task=ref, actor=actor, **fields)
+    values = {taken.name: getattr(body, taken.name) for taken in VERBS[verb].takes}
+    return Decision.given(verb, ref, actor, values)
 
 
 def body_of(decision: Decision) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.control.merge_landing import last_landing, merging_line
 from core.domain.decisions import Decision
 from core.domain.events import DecisionRecorded, WorktreeCleaned
 from core.domain.evidence import MergeEvidence
-from core.domain.models import Task, TaskState
+from core.domain.models import Task
 from core.domain.states import WORKING
 from core.domain.text import printable
 from core.domain.verbs import VERBS, Kind, Verb, VerbSpec
@@ -58,23 +58,11 @@ def decide(args: argparse.Namespace) -> int:
 
 
 def decision_of(args: argparse.Namespace, spec: VerbSpec) -> Decision:
-    """The decision the command line's arguments for `spec` make."""
-    fields: dict[str, Any] = {"changes": {}}
-    for taken in spec.takes:
-        value = getattr(args, taken.name)
-        match taken.kind:
-            case Kind.WORDS:
-                fields["text"] = value or ""
-            case Kind.PLAN:
-                fields["bound_to"] = None if value is None else plan_binding(value, args.id)
-            case Kind.PATHS:
-                fields["allow_paths"] = tuple(value or ())
-            case Kind.STAGE:
-                fields["stage"] = TaskState(value)
-            case Kind.TITLE | Kind.DESCRIPTION | Kind.TYPE | Kind.PRIORITY:
-                if value is not None:
-                    fields["changes"][taken.name] = value
-    return Decision(verb=spec.verb, task=args.id, actor=actor_of(args), **fields)
+    """The decision the command line's arguments for `spec` make (`--plan` bare or prefixed)."""
+    values = {taken.name: getattr(args, taken.name) for taken in spec.takes}
+    if (plan := spec.takes_kind(Kind.PLAN)) and values[plan.name] is not None:
+        values[plan.name] = plan_binding(values[plan.name], args.id)
+    return Decision.given(spec.verb, args.id, actor_of(args), values)
 
 
 def merge_progress(control: Operations, task: Task) -> str:
