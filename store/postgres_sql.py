@@ -147,8 +147,8 @@ _SECONDS = "make_interval(secs => {})"
 # run already (the index of 0007): ACTIVE_RUN then finds it.
 ENQUEUE_RUN = """
 WITH run AS (
-    INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
-    SELECT tasks.id, $2::text, $3::text, $4::integer, clock.t, clock.t
+    INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at, priority)
+    SELECT tasks.id, $2::text, $3::text, $4::integer, clock.t, clock.t, tasks.priority
     FROM tasks, (SELECT clock_timestamp() AS t) AS clock
     WHERE tasks.id = $1 AND (NOT $6::boolean OR tasks.state = $2::text)
     ON CONFLICT (task_id, stage) WHERE status IN ('queued', 'running') DO NOTHING
@@ -184,7 +184,8 @@ ORDER BY id"""
 
 _LEASE = "id, task_id, lease_token, worker, lease_expires_at"
 
-# One statement: pick the oldest claimable run, skipping rows another claimer holds
+# One statement: pick the claimable run of highest priority, then oldest (0016's index, so
+# a walk of the index, however long the queue), skipping rows another claimer holds
 # this instant, and lease it under a fresh token: the next of the store's sequence (0007),
 # so no two claims of any runs share one. $1 worker, $2 ttl seconds, $3 the claim's key.
 CLAIM_RUN = f"""
@@ -194,9 +195,8 @@ SET status = 'running', attempts = attempts + 1, lease_token = nextval('lease_to
     lease_expires_at = clock_timestamp() + {_SECONDS.format("$2::float8")},
     started_at = clock_timestamp(), finished_at = NULL
 WHERE id = (
-    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
-    WHERE runs.status = 'queued' AND runs.not_before <= clock_timestamp()
-    ORDER BY tasks.priority DESC, runs.id FOR UPDATE OF runs SKIP LOCKED LIMIT 1
+    SELECT id FROM runs WHERE status = 'queued' AND not_before <= clock_timestamp()
+    ORDER BY priority DESC, id FOR UPDATE SKIP LOCKED LIMIT 1
 )
 RETURNING {_LEASE}"""
 

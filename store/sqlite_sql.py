@@ -83,8 +83,8 @@ GET_EVENT = "SELECT * FROM events WHERE id = ?"
 # -- runs and leases ----------------------------------------------------------------------
 
 INSERT_RUN = f"""
-INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at)
-SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW} FROM tasks
+INSERT INTO runs (task_id, stage, role, max_attempts, not_before, enqueued_at, priority)
+SELECT id, :stage, :role, :max_attempts, {NOW}, {NOW}, priority FROM tasks
 WHERE id = :task_id AND (NOT :while_in_stage OR state = :stage)
 RETURNING *"""
 # The queued or running run of a task's stage (at most one: 0007's index), with the
@@ -103,16 +103,15 @@ LIST_RUNS = "SELECT * FROM runs WHERE {where} ORDER BY id"
 # write is serialised by the file's write lock, so one more is a token no claim had.
 _NEXT_TOKEN = "(SELECT coalesce(max(lease_token), 0) + 1 FROM runs)"
 
-# One statement picks the oldest claimable run and leases it under a fresh token, unique
-# across the store.
+# One statement picks the claimable run of highest priority, then oldest (0016's index),
+# and leases it under a fresh token, unique across the store.
 CLAIM_RUN = f"""
 UPDATE runs
 SET status = 'running', attempts = attempts + 1, lease_token = {_NEXT_TOKEN}, worker = :worker,
     lease_expires_at = {NOW} + :ttl, started_at = {NOW}, finished_at = NULL
 WHERE id = (
-    SELECT runs.id FROM runs JOIN tasks ON tasks.id = runs.task_id
-    WHERE runs.status = 'queued' AND runs.not_before <= {NOW}
-    ORDER BY tasks.priority DESC, runs.id LIMIT 1
+    SELECT id FROM runs WHERE status = 'queued' AND not_before <= {NOW}
+    ORDER BY priority DESC, id LIMIT 1
 )
 RETURNING *"""
 

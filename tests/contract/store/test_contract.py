@@ -395,6 +395,21 @@ async def test_claims_go_by_priority_then_oldest_first(store: Store, project: Pr
     assert order == [filed[2].id, filed[1].id, filed[3].id, filed[0].id]
 
 
+async def test_a_queued_run_follows_its_tasks_priority_when_an_edit_changes_it(
+    store: Store, project: Project
+) -> None:
+    first, second = [await new_task(store, title) for title in ("first", "second")]
+    for task in (first, second):
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+
+    await store.update_task(
+        second.id, S.RECEIVED, {"priority": 9}, TaskUpdated(fields={"priority": 9}, actor="a")
+    )
+
+    leases = [await store.claim_run("w", 30) for _ in range(2)]
+    assert [lease.task_id for lease in leases if lease] == [second.id, first.id]
+
+
 async def test_a_task_keeps_the_tasks_it_waits_for(store: Store, project: Project) -> None:
     first = await new_task(store)
     task, _ = await store.create_task(

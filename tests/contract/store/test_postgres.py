@@ -4,6 +4,7 @@ opens, recovery from killed connections, a gap-free event log and coalesced NOTI
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 
@@ -13,7 +14,7 @@ import pytest
 from core.domain.events import DecisionRecorded
 from core.domain.models import NewRun, NewTask, Project, RunOutcome, RunStatus, TaskState
 from core.errors import StoreError
-from store import migrations, open_store
+from store import migrations, open_store, postgres_sql
 from store.postgres import PostgresStore
 from store.postgres_events import CHANNEL, COALESCE_S
 from tests.support.backends import PostgresBackend, admin, database_url
@@ -335,3 +336,37 @@ async def test_0007_keeps_the_oldest_live_run_of_a_doubled_stage_and_tokens_go_o
         assert lease is not None and lease.token == 8  # past every token any run holds
     finally:
         await again.close()
+
+
+# -- the claim's plan ---------------------------------------------------------------------
+
+
+def plan_nodes(plan: dict) -> list[dict]:
+    return [plan, *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
+
+
+async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
+    store: PostgresStore,
+) -> None:
+    con = await raw(store.url)
+    try:
+        await con.execute(
+            "INSERT INTO tasks (project, title, type, description, state, created_at,"
+            " state_since, priority) SELECT 'demo', 't' || n, 'feat', '', 'IMPLEMENTING',"
+            " now(), now(), n % 7 FROM generate_series(1, 3000) AS n"
+        )
+        await con.execute(
+            "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at, priority)"
+            " SELECT id, 'IMPLEMENTING', 'dev', now(), now(), priority FROM tasks"
+        )
+        await con.execute("ANALYZE runs; ANALYZE tasks")
+        (explained,) = await con.fetchrow(
+            f"EXPLAIN (FORMAT JSON) {postgres_sql.CLAIM_RUN}", "w", 30.0, "key"
+        )
+    finally:
+        await con.close()
+
+    nodes = plan_nodes(json.loads(explained)[0]["Plan"])
+    kinds = [node["Node Type"] for node in nodes]
+    assert "Sort" not in kinds and "Hash Join" not in kinds, kinds
+    assert any(node.get("Index Name") == "runs_claimable" for node in nodes), kinds

@@ -14,7 +14,7 @@ import pytest
 
 from core.domain.models import ArtifactKind, ArtifactMeta, NewRun, NewTask, Project, TaskState
 from core.errors import StoreError
-from store import migrations, open_store
+from store import migrations, open_store, sqlite_sql
 from store.sqlite_file import APPLICATION_ID
 from tests.support import CHECKOUT
 
@@ -298,3 +298,35 @@ async def test_0011_keeps_the_blobs_stored_whole_and_stores_large_ones_in_chunks
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT chunks FROM blobs WHERE sha256 = ?", (plan.sha256,)).fetchone()
         assert db.execute("SELECT count(*) FROM blob_chunks").fetchone() == (2,)
+
+
+async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t25.db"
+    await opened(path)
+    db = sqlite3.connect(path)
+    try:
+        db.execute(
+            "INSERT INTO projects (name, repo_path, default_branch) VALUES ('p', '/p', 'main')"
+        )
+        db.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)"
+            " INSERT INTO tasks (project, title, type, description, state, created_at,"
+            " state_since, priority) SELECT 'p', 't' || i, 'feat', '', 'IMPLEMENTING', 0, 0,"
+            " i % 7 FROM n"
+        )
+        db.execute(
+            "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at, priority)"
+            " SELECT id, 'IMPLEMENTING', 'dev', 0, 0, priority FROM tasks"
+        )
+        db.execute("ANALYZE")
+        db.create_function("t25_now", 0, lambda: 0.0)  # as the store registers it
+        params = {"worker": "w", "ttl": 30.0}
+        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.CLAIM_RUN}", params)
+        plan = [step for (_, _, _, step) in explained]
+    finally:
+        db.close()
+
+    assert any("INDEX runs_claimable" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
