@@ -279,10 +279,11 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> list[Path]:
     """What a run needs that lies in a hidden home, to give back read-only: the toolchains
     (`TOOLCHAINS` and `sandbox.read_paths`), the directories on PATH, the
-    program's own installation (a link's target too) and the interpreter of T25's bridge."""
+    program's own installation (a link's target too, its `#!` interpreter's) and the
+    interpreter of T25's bridge."""
     wanted = [*(_home() / name for name in TOOLCHAINS), *confinement.read_paths]
     wanted += [Path(p) for p in _path_dirs()]
-    found = (os.path.abspath(program), os.path.realpath(program), _interpreter())
+    found = (*_program_files(program), _interpreter())
     wanted += [*(_prefix(Path(p)) for p in found), Path(sys.base_prefix)]
     out = []
     for path in wanted:
@@ -292,6 +293,26 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
             if home is not None and candidate != home and candidate.exists():
                 out.append(candidate)
     return out
+
+
+def _program_files(program: str) -> list[str]:
+    """The program by its path and its real path, and so its `#!` interpreter (`#!/usr/bin/env
+    NAME`: NAME as PATH finds it): a script whose interpreter is hidden cannot start."""
+    found = [os.path.abspath(program), os.path.realpath(program)]
+    try:
+        with open(program, "rb") as file:
+            first = file.read(256).split(b"\n", 1)[0]
+    except OSError:
+        return found
+    if not first.startswith(b"#!"):
+        return found
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        named = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+        words = [shutil.which(named) or named] if named else []
+    if words and os.path.isabs(words[0]):
+        found += [os.path.abspath(words[0]), os.path.realpath(words[0])]
+    return found
 
 
 def _prefix(program: Path) -> Path:
@@ -327,9 +348,9 @@ def _runtime_dirs() -> list[str]:
 
 
 def _under_tmp(program: str, confinement: Confinement) -> list[Path]:
-    """The top-level /tmp directories the program (and its PATH) live in, and the
+    """The top-level /tmp directories the program, its `#!` interpreter and its PATH live in, and the
     `sandbox.read_paths` there, to give back read-only over the private /tmp."""
-    places = [Path(os.path.abspath(program)), Path(os.path.realpath(program))]
+    places = [Path(p) for p in _program_files(program)]
     places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
     places += [source for source, _ in confinement.readonly]
     tmp = Path("/tmp")

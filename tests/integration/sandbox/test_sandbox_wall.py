@@ -8,16 +8,21 @@ unprivileged user (tests/integration/sandbox/test_wall_unprivileged.py).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import venv as venv_module
 from pathlib import Path
 
 import pytest
 
 from adapters import caps
 from adapters.checks import run_check
-from adapters.sandbox import bwrap_problem, probe
+from adapters.process import minimal_env, run_process
+from adapters.sandbox import Bubblewrap, Confinement, bwrap_problem, probe
 from core.config.policy_config import QACheck
 from core.domain.agent import CheckSandbox, RunCaps
 from core.domain.models import TaskState
@@ -53,6 +58,32 @@ def test_the_probe_works_for_a_t25_installed_under_tmp(tmp_path, how):
         timeout=60,
     )
     assert done.stdout.strip() == "None", done.stdout + done.stderr
+
+
+async def test_a_program_whose_interpreter_lives_under_tmp_starts(tmp_path):
+    """An agent launched by a script whose `#!` names a virtualenv's python under /tmp (in a
+    /tmp directory of its own, not on PATH): the fresh /tmp must not hide the interpreter."""
+    venv = tmp_path / "venv"
+    venv_module.create(venv, with_pip=False, symlinks=True)
+    elsewhere = Path(tempfile.mkdtemp(dir="/var/tmp"))  # the script itself is not under /tmp
+    try:
+        program = elsewhere / "agent"
+        program.write_text(f"#!{venv}/bin/python\nimport sys\nprint('started on', sys.prefix)\n")
+        program.chmod(0o755)
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        box = Confinement(worktree=tree)
+        done = await run_process(
+            Bubblewrap().wrap([str(program)], box, {}),
+            cwd=tree,
+            env=minimal_env(),
+            timeout_s=60,
+            abort=asyncio.Event(),
+        )
+    finally:
+        shutil.rmtree(elsewhere)
+    out = done.log.decode("utf-8", "replace")
+    assert done.exit_code == 0 and f"started on {venv}" in out, out
 
 
 async def test_the_remount_attack_is_refused_and_the_host_stays_unwritten(tmp_path):
