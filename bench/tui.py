@@ -231,7 +231,7 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
         os.environ["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
         term = Terminal(repo, size=(120, 36))
         try:
-            term.wait_for(f"SPEC {streams}", timeout=60)
+            term.wait_for(f"WORKING {streams}", timeout=60)
             time.sleep(3)  # let every agent get going
             lags = []
             for n in range(presses):
@@ -257,11 +257,16 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
                 os.write(term.fd, b"\x1b")
                 time.sleep(0.25)
             rss = rss_mb(term.pid)
-            events = _count_output(repo)
+            events, streamed = _count_output(repo)
             term.type("q")
             term.wait_exit(60)
         finally:
             term.kill()
+    if streamed < streams:
+        raise SystemExit(
+            f"only {streamed} of {streams} runs streamed output ({events} batches): the presses "
+            "were timed on a cockpit that was not under load; see the runs' errors in `t25 logs`"
+        )
     print(
         f"keypress to repaint with {streams} runs streaming about {lines_per_s} lines/s each "
         f"({events} output batches recorded; target p95 ≤ 100 ms); RSS {rss:.0f} MB; {load()}"
@@ -275,11 +280,16 @@ def keypress(streams: int, presses: int, lines_per_s: int) -> None:
         )
 
 
-def _count_output(repo: Path) -> int:
+def _count_output(repo: Path) -> tuple[int, int]:
+    """The output batches recorded, and how many runs wrote the streamer's lines."""
     import sqlite3
 
     with sqlite3.connect(repo / ".factory" / "t25.db") as db:
-        return db.execute("SELECT count(*) FROM events WHERE kind = 'run_output'").fetchone()[0]
+        batches, runs = db.execute(
+            "SELECT count(*), count(DISTINCT run_id) FROM events WHERE kind = 'run_output'"
+            " AND payload LIKE '%streaming line%'"
+        ).fetchone()
+    return batches, runs
 
 
 # -- 3. 10 MB through a log pane ----------------------------------------------------------------
