@@ -67,12 +67,17 @@ class TimedAdapter(CliAdapter):
         return result
 
 
-def make_repo(path: Path, workers: int) -> Path:
+def make_repo(path: Path, workers: int, files: int = 1) -> Path:
+    """A repository of `files` tracked files (README.md, then 100 to a folder)."""
     path.mkdir()
     git_sync("init", "-q", "-b", "trunk", cwd=path)
     git_sync("config", "user.email", "bench@t25.invalid", cwd=path)
     git_sync("config", "user.name", "bench", cwd=path)
     (path / "README.md").write_text("bench\n")
+    for n in range(files - 1):
+        folder = path / "src" / f"m{n // 100:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{n % 100:02d}.py").write_text(f"x = {n}\n")
     git_sync("add", "-A", cwd=path)
     git_sync("commit", "-q", "-m", "init", cwd=path)
     (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
@@ -80,9 +85,9 @@ def make_repo(path: Path, workers: int) -> Path:
     return path
 
 
-async def measure(tasks: int, workers: int) -> dict:
+async def measure(tasks: int, workers: int, files: int = 1) -> dict:
     with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
-        repo = make_repo(Path(tmp) / "repo", workers)
+        repo = make_repo(Path(tmp) / "repo", workers, files)
         config = load_config(repo / "t25.yaml")
         store = await open_store(config.store_url)
         control = ControlPlane(config, store)

@@ -6,12 +6,49 @@ invariant undone (the worktree back to T25's last commit), and links that lead o
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from core.domain.models import Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import T25Error
-from core.workspace.watch import Undone
+from core.workspace.watch import Undone, Watched
 from core.workspace.worktrees import Worktrees
+
+
+def runs_agent_code(run: Run) -> bool:
+    """Whether a run of this stage executes anything but T25's own code: PR_OPEN is T25's
+    push, with hooks off, so it is not watched (no fingerprint of the main checkout before
+    and after it)."""
+    return run.stage is not TaskState.PR_OPEN
+
+
+class Watching:
+    """A run under watch (or not, when it runs no agent code): `finish` says what it
+    changed outside its worktree, and what T25 put back."""
+
+    def __init__(self, worktrees: Worktrees, run: Run, watched: Watched | None) -> None:
+        self.worktrees, self.run, self.watched = worktrees, run, watched
+
+    async def finish(self, report: RunReport) -> Undone:
+        if self.watched is None:
+            return Undone()
+        return await self.worktrees.watch.finish(self.watched, confined=confined(self.run, report))
+
+
+@asynccontextmanager
+async def watching(worktrees: Worktrees, run: Run, task: Task) -> AsyncIterator[Watching]:
+    """Watch the main checkout around a run of `task` (an implementing agent may commit on
+    the task branch); a run stopped midway is no longer watched."""
+    watched = None
+    if runs_agent_code(run):
+        implementing = run.stage is TaskState.IMPLEMENTING
+        watched = await worktrees.watch_run(task, may_commit=implementing)
+    try:
+        yield Watching(worktrees, run, watched)
+    finally:
+        if watched is not None:
+            worktrees.watch.abandon(watched)
 
 
 def confined(run: Run, report: RunReport) -> bool:
@@ -19,7 +56,7 @@ def confined(run: Run, report: RunReport) -> bool:
     checks all ran in bubblewrap, or no agent code ran at all (PR_OPEN is T25's own push,
     with hooks off; a review with no reviewer left ran nothing). A run that ended in an
     error before saying what ran is not."""
-    if run.stage is TaskState.PR_OPEN:
+    if not runs_agent_code(run):
         return True
     if report.result is None and report.error:
         return False

@@ -50,7 +50,7 @@ from core.errors import (
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
-from core.worker.outside_changes import changed_meanwhile, confined, outward_links, undo
+from core.worker.outside_changes import changed_meanwhile, outward_links, undo, watching
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.branch_guard import check_branch
 from core.workspace.check_litter import litter_note, put_back, tree_state
@@ -266,18 +266,14 @@ class Worker:
                     archived[:12],
                 )
         last_commit = await worktrees.tip(task)  # T25's: every run before was watched
-        implementing = run.stage is TaskState.IMPLEMENTING
-        watched = await worktrees.watch_run(task, may_commit=implementing)
-        try:
+        async with watching(worktrees, run, task) as watch:
             try:
                 report = await self._stage(lease, run, task, worktrees, path, abort, claim)
             except LeaseLost:
                 raise  # not this run's failure: the run is no longer ours
             except T25Error as exc:  # no adapter could run, the push failed, ...
                 report = RunReport(error=exc.message)
-            undone = await worktrees.watch.finish(watched, confined=confined(run, report))
-        finally:
-            worktrees.watch.abandon(watched)  # stopped midway: no longer watched
+            undone = await watch.finish(report)
         report = changed_meanwhile(report, undone)
         return await self._commit(lease, run, task, worktrees, report, last_commit)
 

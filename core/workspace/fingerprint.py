@@ -18,8 +18,12 @@ What is measured, and why - at the cost of what changed, not of the tree's size:
   lists, its lstat (size, mtime, ctime, mode): a new, changed or removed file, and a file
   already changed that changes again. git's index and untracked cache make this cost what
   changed: no directory is walked by T25, ignored ones (a `node_modules`) not at all.
-* The index where it differs from HEAD (`git diff --cached`) and the assume-unchanged /
-  skip-worktree flags: staging, or hiding a change from `git status`, which changes no file.
+* The index where it differs from HEAD (from the same `git status`) and the
+  assume-unchanged / skip-worktree flags (`git ls-files -v`, read again only when the index
+  file changed): staging, or hiding a change from `git status`, which changes no file.
+
+Two git processes in all, most of the time: one `git status --porcelain=v2 --branch`
+(HEAD, the listed paths, what is staged) and one `git for-each-ref`.
 * The files git reads settings and programs from, by content and mode, so that they can
   be put back: `.git/config`, `config.worktree` (the main checkout's and the task
   worktree's), every file under `.git/hooks` and `.git/info`, and the operator's global
@@ -44,7 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.domain.models import TaskType
-from core.workspace.git import config_entries, git, git_bytes, status_entries
+from core.workspace.git import config_entries, git_bytes
+from core.workspace.index_flags import flagged_entries, git_dirs
+from core.workspace.status_v2 import read_status
 
 FACTORY_DIR = ".factory"
 # Whole directories of the repository whose files can run or redirect code.
@@ -111,29 +117,9 @@ async def fingerprint(
     config of its worktree, in `worktree_git_dir`, is measured with the shared files."""
     repo = repo.resolve()
     skip = _skipped(repo, exclude)
-    # Only `status` can run a repository's filters (to compare content); the other reads
-    # run nothing, so they skip the driver lookup. All of them run at once.
-    texts = asyncio.gather(
-        git(
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-dir",
-            "--git-common-dir",
-            cwd=repo,
-            drivers_from=(),
-        ),
-        git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False, drivers_from=()),
-        git(
-            "rev-parse",
-            "--quiet",
-            "--verify",
-            "HEAD^{commit}",
-            cwd=repo,
-            check=False,
-            drivers_from=(),
-        ),
-    )
-    raws = asyncio.gather(
+    # Only `status` can run a repository's filters (to compare content); the reads of the
+    # refs and the index flags run nothing, so they skip the driver lookup.
+    raw_status, raw_refs, (git_dir, common) = await asyncio.gather(
         # --ignore-submodules=all: a submodule's status would be computed by a child git
         # reading the submodule's own config. The untracked cache spares the directories
         # that did not change; ignored files are never listed, never walked.
@@ -141,8 +127,9 @@ async def fingerprint(
             "-c",
             "core.untrackedCache=true",
             "status",
-            "--porcelain=v1",
+            "--porcelain=v2",
             "-z",
+            "--branch",
             "--ignored=no",
             "--untracked-files=all",
             "--ignore-submodules=all",
@@ -150,39 +137,24 @@ async def fingerprint(
             cwd=repo,
         ),
         git_bytes(
-            "diff",
-            "--cached",
-            "--raw",
-            "-z",
-            "--no-renames",
-            "--ignore-submodules=all",
-            "--no-ext-diff",
-            "--no-textconv",
-            cwd=repo,
-            check=False,
-            drivers_from=(),
-        ),
-        git_bytes("ls-files", "-v", "-z", cwd=repo, drivers_from=()),
-        git_bytes(
             "for-each-ref",
             "--format=%(refname)%00%(objectname)%00%(parent)",
             cwd=repo,
             drivers_from=(),
         ),
+        git_dirs(repo),
     )
-    (dirs, ref, sha), (raw_status, raw_staged, raw_index, raw_refs) = await asyncio.gather(
-        texts, raws
-    )
-    git_dir, common = (Path(p) for p in dirs.splitlines())
-    status = {p: xy for xy, p in status_entries(raw_status) if not _under(p, skip)}
+    seen = read_status(raw_status)
+    status = {p: xy for p, xy in seen.status.items() if not _under(p, skip)}
+    flags = await flagged_entries(repo, git_dir / "index")
     files, git_files = await asyncio.to_thread(
         _scan, repo, list(status), _git_file_paths(git_dir, common, worktree_git_dir)
     )
     return Fingerprint(
-        head_ref=ref or None,
-        head_sha=sha or None,
+        head_ref=seen.head_ref,
+        head_sha=seen.head_sha,
         status=status,
-        index={**_staged(raw_staged), **_flagged(raw_index)},
+        index={**seen.staged, **flags},
         files=files,
         git_files=git_files,
         refs=_refs(raw_refs, branch),
@@ -329,27 +301,6 @@ def _read_into(into: dict[str, GitFile], label: str, path: Path) -> None:
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return
     into[label] = GitFile(path=path, mode=st.st_mode, body=body)
-
-
-def _staged(raw: bytes) -> dict[str, str]:
-    """What is staged against HEAD, per path: `git diff --cached --raw -z`."""
-    fields = os.fsdecode(raw).split("\0")
-    return {
-        path: meta.lstrip(":")
-        for meta, path in zip(fields[0::2], fields[1::2], strict=False)
-        if meta and path
-    }
-
-
-def _flagged(raw: bytes) -> dict[str, str]:
-    """The paths whose index entry carries assume-unchanged (a lower-case tag) or
-    skip-worktree (`S`): `git ls-files -v -z`."""
-    out: dict[str, str] = {}
-    for entry in filter(None, os.fsdecode(raw).split("\0")):
-        tag, _, path = entry.partition(" ")
-        if tag.islower() or tag == "S":
-            out[path] = f"flag {tag}"
-    return out
 
 
 def _landed(raw: bytes) -> dict[str, str]:

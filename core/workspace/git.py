@@ -13,7 +13,8 @@ Two layers do that:
 * `driver_overrides`: filters (`filter.<name>.clean/smudge/process`) and merge drivers
   (`merge.<name>.driver`) are keyed by a name the repository chooses, so no fixed list can
   switch them off. Before each async call the names are read with `git config
-  --get-regexp` (which runs nothing) and every one is neutralised. The overrides travel in
+  --get-regexp` (which runs nothing; kept until a config file changes:
+  `core.workspace.driver_names`) and every one is neutralised. The overrides travel in
   `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` rather than `-c`, because a
   driver name may legally contain `=`, which `-c name=value` would split in the wrong
   place. Those variables are inherited by the git processes git itself starts (the
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import GitError
+from core.workspace.driver_names import driver_names
 from core.workspace.lfs_filter import extension_names, lfs_overrides
 
 # Repository-configured programs T25's own git calls must never run.
@@ -378,18 +380,25 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(0.002)
 
 
+_NAMED_KEYS = r"^(filter|merge|lfs|include|includeif)\."
+
+
 async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:
     """The overrides for every filter and merge driver configured as seen from `dirs`
     (a linked worktree may add its own in `config.worktree`), then the one filter let
     through: git-lfs's own (`core.workspace.lfs_filter`). Reading config runs nothing."""
-    names: list[bytes] = []
-    for d in dirs:
-        done = await _spawn(
-            ("config", "--null", "--name-only", "--get-regexp", r"^(filter|merge|lfs)\."), d, ()
-        )
-        names.append(done.out)  # exit 1 just means "none configured"
+    names = [await driver_names(d, _config_names) for d in dirs]
     found = os.fsdecode(b"\0".join(names))
     return driver_overrides(found) + lfs_overrides(extension_names(found))
+
+
+async def _config_names(directory: Path) -> bytes:
+    """The driver, LFS and include keys of `directory`'s config (includes only to know
+    that the names cannot be kept: core.workspace.driver_names)."""
+    done = await _spawn(
+        ("config", "--null", "--name-only", "--get-regexp", _NAMED_KEYS), directory, ()
+    )
+    return done.out  # exit 1 just means "none configured"
 
 
 async def run_git(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ from core.domain.models import Task
 from core.errors import GitError, WorktreeRefused
 from core.workspace import lfs, submodules
 from core.workspace.git import Completed, git, git_bytes, git_reason, holds_branch, run_git
+from core.workspace.kept_refs import kept_commit
 from core.workspace.lfs_filter import INSTALL_HINT
 from core.workspace.ownership import matches, read_record, write_record
 from core.workspace.worktree_lock import WorktreeLock
@@ -192,7 +194,13 @@ class TaskTrees:
         return out
 
     async def rev(self, ref: str, cwd: Path | None = None) -> str | None:
-        """The commit `ref` names (asked in `cwd`, else the main checkout); None if none."""
+        """The commit `ref` names (asked in `cwd`, else the main checkout); None if none.
+        A branch's is kept while its ref files are unchanged (core.workspace.kept_refs)."""
+        if cwd is None and ref.startswith("refs/heads/"):
+            return await kept_commit(await self.common_dir(), ref, lambda: self._rev(ref, None))
+        return await self._rev(ref, cwd)
+
+    async def _rev(self, ref: str, cwd: Path | None) -> str | None:
         sha = await git(
             "rev-parse",
             "--quiet",
@@ -228,12 +236,14 @@ class TaskTrees:
                     f"{record.get(key)!r}, expected {want!r}",
                     hint="another T25 installation or task owns it; leave it or remove it yourself",
                 )
-        entry = (await self.listing()).get(path)
-        if entry is None:
+        # From the repository's files, as `git worktree list` reads them, with no process.
+        try:
+            admin = await self.admin_dir(path)
+        except WorktreeRefused:
             raise WorktreeRefused(
-                f"{path} exists but `git worktree list` does not list it",
+                f"{path} exists but the repository does not list it as a worktree",
                 hint="it is not a worktree of this repository; move it away, then retry",
-            )
+            ) from None
         if not path.is_dir():
             raise WorktreeRefused(
                 f"git lists {path} as a worktree but the directory is gone",
@@ -241,19 +251,20 @@ class TaskTrees:
             )
         if not on_branch:
             return
-        if entry.get("branch") != f"refs/heads/{task.branch}":
-            now = entry.get("branch", "a detached HEAD").removeprefix("refs/heads/")
+        branch = checked_out(admin)
+        if branch != f"refs/heads/{task.branch}":
+            now = (branch or "a detached HEAD").removeprefix("refs/heads/")
             raise WorktreeRefused(
                 f"{path} is on {now}, not on the task branch {task.branch}",
                 hint=f"switch it back (git -C {path} switch {task.branch}), or clean it up",
             )
         # A `.git` file rewritten (or removed, so that git finds the main checkout's
         # repository) would send T25's git calls in the worktree elsewhere.
-        out = await git("rev-parse", "--path-format=absolute", "--git-dir", cwd=path)
-        used = Path(out).resolve()
-        if used != await self.admin_dir(path):
+        used = git_dir_named_by(path)
+        if used != admin:
             raise WorktreeRefused(
-                f"{path} is not a worktree of {self.repo}: git there uses {used}",
+                f"{path} is not a worktree of {self.repo}: git there uses "
+                f"{used or 'the repository of a folder above it'}",
                 hint="move it away, then retry",
             )
 
@@ -393,3 +404,29 @@ class TaskTrees:
 
     def has_worktree(self, task: Task) -> bool:
         return os.path.lexists(self.path_for(task.id))
+
+
+def checked_out(admin: Path) -> str | None:
+    """The branch a worktree has checked out ("refs/heads/…"), from its entry's HEAD; None
+    when detached or unreadable."""
+    try:
+        head = (admin / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return head.removeprefix("ref:").strip() if head.startswith("ref:") else None
+
+
+def git_dir_named_by(path: Path) -> Path | None:
+    """The git directory git uses in `path` when `path/.git` is a worktree's pointer file
+    (`gitdir: …`); None when it is missing, a folder, a link or anything else (git would
+    then use something else)."""
+    dot_git = path / ".git"
+    try:
+        if not stat.S_ISREG(dot_git.lstat().st_mode):
+            return None
+        text = dot_git.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    return (path / text.removeprefix("gitdir:").strip()).resolve()
