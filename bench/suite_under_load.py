@@ -113,6 +113,8 @@ def main() -> int:
     args = parser.parse_args()
     PYTEST_ARGS[:] = args.only
     work = Path(tempfile.mkdtemp(prefix="t25-suite-load-"))
+    # As a clone anywhere else is: tests run T25's code as the user `nobody` when root.
+    work.chmod(0o755)
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()

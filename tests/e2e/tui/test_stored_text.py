@@ -97,6 +97,8 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
         await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.ready)
         head = str(app.screen.query_one("#detail-head").render())
         assert SHOWN in head and clean(head)
+        # Ready is the screen's data; the history is painted on a later frame.
+        await until(pilot, lambda: f"because {printable(HOSTILE)}" in screen_text(app))
         detail = screen_text(app)
         assert f"because {printable(HOSTILE)}" in detail and f"t25 {printable(HOSTILE)}" in detail
         assert "[bold]red[/bold]" in detail and clean(detail)
@@ -112,6 +114,7 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
 
         await pilot.press("escape", "i")
         await until(pilot, lambda: isinstance(app.screen, Inbox) and app.screen.selected())
+        await until(pilot, lambda: SHOWN in screen_text(app))
         inbox = screen_text(app)
         assert SHOWN in inbox and clean(inbox)
 
@@ -119,7 +122,7 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
         table.move_cursor(row=table.get_row_index(tid))
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ApprovalDialog))
-        await pilot.pause()
+        await until(pilot, lambda: f"Approve the plan of {tid}" in screen_text(app))
         dialog = screen_text(app)
         assert f"Approve the plan of {tid}: {SHOWN}" in dialog
         assert f"step {printable(HOSTILE)}" in dialog and clean(dialog)
@@ -128,7 +131,7 @@ async def test_board_detail_inbox_and_dialogs_show_stored_text_escaped_and_liter
         table.move_cursor(row=table.get_row_index(asking))
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AnswerDialog))
-        await pilot.pause()
+        await until(pilot, lambda: "which one?" in screen_text(app))
         answer = screen_text(app)
         assert f"which one? {printable(HOSTILE)}" in answer and SHOWN in answer
         assert clean(answer)
