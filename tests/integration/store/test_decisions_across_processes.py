@@ -5,6 +5,7 @@ DecisionRecorded event; and on Postgres, deciders on other checkouts take turns 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections import Counter
@@ -21,6 +22,7 @@ from core.domain.events import DecisionRecorded
 from tests.support import CHECKOUT
 from tests.support.backends import Backend, PostgresBackend
 from tests.support.repos import make_repo
+from tests.support.waiting import until
 
 ROOT = CHECKOUT
 TASKS = 150  # two processes × cancel and archive × 150 tasks: 600 decisions
@@ -92,34 +94,42 @@ async def test_two_processes_deciding_at_once_apply_each_decision_once(
         await store.close()
 
 
+# Advisory locks of this database (the server holds other tests' databases too).
+_ADVISORY = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = $1"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
+
 @pytest.mark.postgres
 async def test_deciders_on_two_checkouts_sharing_postgres_take_turns(pg_template: str) -> None:
     backend = PostgresBackend(pg_template)
     await backend.create()
     first, second = await backend.open(), await backend.open()
     watcher = await asyncpg.connect(backend.url)
+    waiting: asyncio.Task | None = None
     try:
         release = await first.lock_audit()
-        waiting = asyncio.create_task(second.lock_audit())
-        for _ in range(500):  # until the second store's backend waits on the advisory lock
-            if await watcher.fetchval(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            ):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            pytest.fail("the second checkout never waited for the audit lock")
-        assert not waiting.done()
-        await release()
-        release_second = await asyncio.wait_for(waiting, 30)
-        assert (
-            await watcher.fetchval(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        try:
+            waiting = asyncio.create_task(second.lock_audit())
+            await until(
+                lambda: watcher.fetchval(_ADVISORY, False),
+                timeout=100,  # below the lock's own 120 s wait, which would end it
+                what="the second checkout waiting for the audit lock",
             )
-            == 1
-        )
-        await release_second()
+            assert not waiting.done()
+        finally:
+            await release()  # else closing the first store would wait for its connection
+        release_second = await asyncio.wait_for(waiting, 120)
+        try:
+            assert await watcher.fetchval(_ADVISORY, True) == 1
+        finally:
+            await release_second()
     finally:
+        if waiting is not None and not waiting.done():
+            waiting.cancel()
+            with contextlib.suppress(BaseException):
+                await waiting
         await watcher.close()
         await first.close()
         await second.close()
