@@ -5,6 +5,8 @@ session - the middle of its successful capture repeated to about MB megabytes, t
 handed to `CliAdapter` as a process that exited 0 (a success) or 1 (its quota, its overload).
 Printed per case: the spec's `parse` calls per run and the CPU time to turn the output into an
 `AgentResult`, the least of N runs (CPU time, so that other load on the machine counts little). With `--against REV` the same is measured on git revision REV, side by side.
+It exits non-zero unless each output was the size asked, was parsed at least once a run and
+came out as its capture says (a success, a quota error, an overload).
 Run by hand:
 
     .venv/bin/python bench/adapter_parse.py [--mb 8] [-n 5] [--against main]
@@ -20,8 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from checked import happened
+
 REPO = Path(__file__).resolve().parents[1]
-CAPTURES = REPO / "tests" / "adapters" / "captures"
+CAPTURES = REPO / "tests" / "contract" / "adapters" / "captures"
 # (spec class, its successful capture, the capture measured, the exit status it is given)
 CASES = [
     ("claude.ClaudeSpec", "claude/write-tool.stream.jsonl", "claude/write-tool.stream.jsonl", 0),
@@ -49,6 +53,11 @@ def long_session(ok: str, capture: str, megabytes: float) -> str:
     """`capture`, after the middle of the successful capture `ok` repeated to the size."""
     middle = "".join(ok.splitlines(keepends=True)[1:-1])
     return middle * max(int(megabytes * 2**20 / len(middle)), 1) + capture
+
+
+def expected_outcome(capture: str) -> str:
+    """What a capture must come out as: its name says which error it holds, if any."""
+    return "quota" if "429" in capture else "overload" if "529" in capture else "ok"
 
 
 def measure(root: Path, megabytes: float, runs: int) -> None:
@@ -93,12 +102,21 @@ def measure(root: Path, megabytes: float, runs: int) -> None:
             started = time.process_time()
             result = adapter._result(request, "x", done)
             seconds.append(time.process_time() - started)
+        outcome = result.failure.value if result.failure else "ok"
+        happened(
+            outcome == expected_outcome(capture)
+            and spec.parses >= runs
+            and len(stdout) >= megabytes * 2**20,
+            f"{capture} exit {code} ({len(stdout) / 2**20:.1f} MiB) came out {outcome!r}, not "
+            f"{expected_outcome(capture)!r}, "
+            f"after {spec.parses} parses in {runs} runs",
+        )
         line = {
             "case": f"{capture} exit {code}",
             "mb": len(stdout) / 2**20,
             "parses": spec.parses / runs,
             "ms": min(seconds) * 1000,
-            "outcome": result.failure.value if result.failure else "ok",
+            "outcome": outcome,
         }
         print(json.dumps(line), flush=True)
 
@@ -109,9 +127,10 @@ def measured(root: Path, megabytes: float, runs: int) -> list[dict[str, object]]
         [sys.executable, __file__, "--measure", str(root), "--mb", str(megabytes), "-n", str(runs)],
         capture_output=True,
         text=True,
-        check=True,
         cwd=root,
     )
+    if done.returncode != 0:
+        raise SystemExit(f"measuring {root}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 

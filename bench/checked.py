@@ -1,0 +1,22 @@
+"""What every bench does before it prints a figure: checks that the work it timed happened.
+
+A bench imports it by its bare name (`from checked import happened`): a script's own folder
+is the first place Python looks for a module.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+def happened(work_happened: bool, what: str) -> None:
+    """Exit non-zero, saying `what` (what did not happen), unless `work_happened`."""
+    if not work_happened:
+        raise SystemExit(f"{what}: the figures would not be what they say")
+
+
+def sqlite_count(db: Path, sql: str, *params: object) -> int:
+    """The one number `sql` (a `SELECT count(…)`) answers on the SQLite store at `db`."""
+    with sqlite3.connect(db) as con:
+        return int(con.execute(sql, params).fetchone()[0])
