@@ -3,7 +3,9 @@ a one-shot run that edits a file (median of N) unconfined and in the default san
 (bubblewrap), and how fast an injected quota error and an overload come back with each CLI's
 own retries limited. First, what confinement alone adds to starting a process (`true`, median
 of 30): the reaper that leads an unconfined run, bubblewrap, and bubblewrap under a run's
-caps (the launcher, and the cgroup made and removed where one is had). Run by hand:
+caps (the launcher, and the cgroup made and removed where one is had). It exits non-zero
+unless every timed process ran: `true` exited 0, each one-shot run succeeded and its edit
+landed, and each injected error came back as that error. Run by hand:
 
     .venv/bin/python bench/agent_clis.py [N]
 """
@@ -21,6 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from checked import happened
 
 from adapters.caps import capped
 from adapters.process import minimal_env, run_process
@@ -90,7 +94,7 @@ async def startup(n: int = 30) -> None:
                 done = await run_process(
                     run.argv, cwd=work, env=env, timeout_s=30, abort=asyncio.Event()
                 )
-            assert done.exit_code == 0, done.log
+            happened(done.exit_code == 0, f"{name}: true exited {done.exit_code}: {done.log!r}")
             times.append(time.monotonic() - started)
         medians[name] = statistics.median(times) * 1000
     bare = medians["bare"]
@@ -100,7 +104,10 @@ async def startup(n: int = 30) -> None:
     print()
 
 
-async def once(cli: str, fake: FakeModel, sandbox: str = "none") -> tuple[float, str]:
+async def once(
+    cli: str, fake: FakeModel, sandbox: str = "none", expect: str = "ok"
+) -> tuple[float, str]:
+    """Seconds one dev run of `cli` took, and how it ended: `expect`, or the bench exits."""
     work = Path(tempfile.mkdtemp(prefix="t25-bench-"))
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     entry = profile(cli, fake)
@@ -124,7 +131,15 @@ async def once(cli: str, fake: FakeModel, sandbox: str = "none") -> tuple[float,
 
     started = time.monotonic()
     result = await builtin_adapters()[cli].run(request, sink, asyncio.Event())
-    return time.monotonic() - started, result.failure or "ok"
+    took = time.monotonic() - started
+    ended = result.failure or "ok"
+    wrote = (work / fake.file).exists()
+    happened(
+        ended == expect and (wrote or expect != "ok"),
+        f"{cli} ({sandbox}) ended {ended!r}, not {expect!r}; its edit landed: {wrote}; "
+        f"{result.error or ''}",
+    )
+    return took, ended
 
 
 async def main(n: int) -> None:
@@ -143,13 +158,13 @@ async def main(n: int) -> None:
             quota, quota_failure = float("nan"), "-"
             if cli not in SLOW_QUOTA:
                 fake.fail_next("quota", times=100, api=API[cli])
-                quota, quota_failure = await once(cli, fake)
+                quota, quota_failure = await once(cli, fake, expect="quota")
         overload = "(minutes: no limit)" if cli in ("gemini", "opencode", "aider") else None
         if overload is None:
             with FakeModel(final=FINAL) as fake:
                 environment(fake)
                 fake.fail_next("overload", times=100, api=API[cli])
-                seconds, failure = await once(cli, fake)
+                seconds, failure = await once(cli, fake, expect="overload")
                 overload = f"{seconds:.2f} s {failure}"
         print(
             f"{cli:<9} {statistics.median(times):>14.2f} s {statistics.median(boxed):>10.2f} s"

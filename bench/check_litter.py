@@ -12,7 +12,9 @@ temp dir, checks a worktree of it out, and times, over R rounds:
 Run:
     .venv/bin/python bench/check_litter.py [--files 1000 38491] [--rounds 5]
 
-Figures, not a test: nothing asserts on time.
+Figures, not a test: nothing asserts on time; but it exits non-zero unless the worktree holds
+the N files, each `git status` and `/bin/true` succeeded, and each put-back left the tree as
+it was before the litter.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from checked import happened, tracked_files
 
 from core.workspace.check_litter import put_back, tree_state
 
@@ -55,19 +59,27 @@ def litter(tree: Path) -> None:
     (tree / "pages" / "d0" / "p0.md").write_text("rewritten\n")
 
 
-async def timed(rounds: int, before: Callable[[], None], work: Callable[[], Awaitable[object]]):
+async def timed(
+    rounds: int,
+    before: Callable[[], None],
+    work: Callable[[], Awaitable[object]],
+    after: Callable[[], Awaitable[object]] | None = None,
+):
+    """The median ms of `work` over `rounds`, each after `before`, then `after` (untimed)."""
     times = []
     for _ in range(rounds):
         before()
         start = time.perf_counter()
         await work()
         times.append((time.perf_counter() - start) * 1000)
+        if after is not None:
+            await after()
     return statistics.median(times)
 
 
 async def run_true() -> None:
     done = await asyncio.create_subprocess_exec("/bin/true")
-    await done.wait()
+    happened(await done.wait() == 0, "/bin/true failed")
 
 
 def nothing() -> None:
@@ -79,14 +91,21 @@ async def measure(files: int, rounds: int) -> tuple[float, float, float, float]:
     with tempfile.TemporaryDirectory() as where:
         tree = build(Path(where), files)
         clean = await tree_state(tree)
+        tracked = tracked_files(tree)
+        happened(tracked == files + 1, f"the worktree tracks {tracked} files, not {files} + 1")
 
         async def plain_status() -> None:
             status = ["git", "status", "--porcelain"]
-            await asyncio.to_thread(subprocess.run, status, cwd=tree, capture_output=True)
+            done = await asyncio.to_thread(subprocess.run, status, cwd=tree, capture_output=True)
+            happened(done.returncode == 0, f"git status failed: {done.stderr!r}")
+
+        async def as_before() -> None:
+            left = await tree_state(tree) - clean
+            happened(not left, f"put_back left {sorted(left)[:3]} in the tree")
 
         return (
             await timed(rounds, nothing, lambda: tree_state(tree)),
-            await timed(rounds, lambda: litter(tree), lambda: put_back(tree, clean)),
+            await timed(rounds, lambda: litter(tree), lambda: put_back(tree, clean), as_before),
             await timed(rounds, nothing, run_true),
             await timed(rounds, nothing, plain_status),
         )

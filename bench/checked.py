@@ -7,6 +7,7 @@ is the first place Python looks for a module.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 
 
@@ -20,3 +21,9 @@ def sqlite_count(db: Path, sql: str, *params: object) -> int:
     """The one number `sql` (a `SELECT count(…)`) answers on the SQLite store at `db`."""
     with sqlite3.connect(db) as con:
         return int(con.execute(sql, params).fetchone()[0])
+
+
+def tracked_files(repo: Path) -> int:
+    """How many files git tracks in the checkout at `repo`."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=repo, capture_output=True, check=True)
+    return listed.stdout.count(b"\0")

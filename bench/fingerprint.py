@@ -13,7 +13,9 @@ Run:
     .venv/bin/python bench/fingerprint.py [--files 1000 40000 150000] [--ignored 100000]
         [--rounds 5]
 
-Figures, not a test: nothing asserts on time.
+Figures, not a test: nothing asserts on time; but it exits non-zero unless the repository
+tracks the N files, the fingerprint and each `git status` saw the three changes, and each
+walk met every file, the ignored ones included.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from checked import happened, tracked_files
+
 from core.workspace.fingerprint import fingerprint
 
+CHANGES = {"notes.txt", "src/new.txt", "src/d0/f0.txt"}  # what `build` leaves changed
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 
 
@@ -81,16 +86,31 @@ async def timed(rounds: int, work: Callable[[], Awaitable[object]]) -> float:
 async def measure(files: int, ignored: int, rounds: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as where:
         repo = build(Path(where), files, ignored)
-        await fingerprint(repo)  # the first one writes the untracked cache
+        first = await fingerprint(repo)  # the first one writes the untracked cache
+        tracked = tracked_files(repo)
+        happened(
+            tracked == files + 1 and first.head_sha is not None and first.status.keys() >= CHANGES,
+            f"the repository tracks {tracked} of {files} + 1 files; the fingerprint saw head "
+            f"{first.head_sha} and {sorted(CHANGES & first.status.keys())} of {sorted(CHANGES)}",
+        )
 
         async def status() -> None:
             argv = ["git", "status", "--porcelain"]
-            await asyncio.to_thread(subprocess.run, argv, cwd=repo, capture_output=True)
+            done = await asyncio.to_thread(subprocess.run, argv, cwd=repo, capture_output=True)
+            seen = done.stdout.decode()
+            happened(
+                done.returncode == 0 and all(path in seen for path in CHANGES),
+                f"git status exited {done.returncode} and listed {seen!r}",
+            )
+
+        async def walked() -> None:
+            seen = await asyncio.to_thread(walk, repo)
+            happened(seen > files + ignored, f"the walk met {seen} of {files + ignored} files")
 
         return (
             await timed(rounds, lambda: fingerprint(repo)),
             await timed(rounds, status),
-            await timed(rounds, lambda: asyncio.to_thread(walk, repo)),
+            await timed(rounds, walked),
         )
 
 
