@@ -14,7 +14,9 @@ Store API; bytecode is written and read as an installed T25 has it.
 Target: `task list` and the id lookup each within twice `--help`, shown side by side.
 
 Run: .venv/bin/python bench/cli.py [--tasks 5000] [--runs 21]
-Figures, not a test: nothing here asserts on time.
+Figures, not a test: nothing here asserts on time; but it exits non-zero unless the store
+holds the N tasks, every run of a command exited 0, and each command, run once before the
+timing, printed what it is for (the usage, the version, the tasks, the ids, T-1's history).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from checked import happened, sqlite_count
 
 from core.config.schema import load_config
 from core.domain.events import TaskTransitioned
@@ -136,6 +140,27 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
     return wall, cpu
 
 
+# What each command prints when it did its work (its output is read once, before the timing).
+ANSWERS = {
+    "t25 --help": "t25 task new",
+    "t25 --version": "t25 ",
+    "t25 task list": "Task number",
+    "t25 __complete-ids": "T-",
+    "t25 task show T-1": "scripted-1",
+}
+
+
+def answered(name: str, argv: list[str], cwd: Path) -> None:
+    """Run `argv` once; exit unless it printed what `name` is for."""
+    done = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
+    wanted = ANSWERS.get(name, "")
+    happened(
+        done.returncode == 0 and wanted in done.stdout,
+        f"{name} exited {done.returncode} without {wanted!r} in its output: "
+        f"{(done.stdout + done.stderr)[-300:]!r}",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=5000)
@@ -155,9 +180,11 @@ def main() -> None:
         repo = make_repo(Path(tmp) / "repo")
         start = time.monotonic()
         asyncio.run(fill(repo, args.tasks))
+        held = sqlite_count(repo / ".factory" / "t25.db", "SELECT count(*) FROM tasks")
+        happened(held == args.tasks, f"the store holds {held} of {args.tasks} tasks")
         print(f"seeded {args.tasks} tasks (SQLite) in {time.monotonic() - start:.1f} s")
-        for argv in commands.values():  # warm the page cache and the bytecode once
-            timed(argv, repo)
+        for name, argv in commands.items():  # warm the page cache and the bytecode once
+            answered(name, argv, repo)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):

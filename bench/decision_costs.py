@@ -14,6 +14,10 @@ For each: every store call by method, reads and writes apart, and the write tran
 SQLite began (`BEGIN IMMEDIATE`, traced). Counts, not times: they do not depend on the
 machine, so the figures before and after a change are compared by running this at both.
 
+It exits non-zero unless each moment happened as counted: the task reached the plan's
+approval, the approval moved it on, and the completion went through the worker's queue and
+left the task in QA, each with store calls and a write transaction counted.
+
 Run:  .venv/bin/python bench/decision_costs.py
 """
 
@@ -29,6 +33,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from checked import happened
 
 from core.domain.decisions import Decision
 from core.domain.models import TaskState
@@ -111,6 +117,8 @@ async def main() -> None:
                 if (await env.task(task.id)).state is TaskState.AWAITING_APPROVAL:
                     break
                 await worker.run_once()
+            at = (await env.task(task.id)).state
+            happened(at is TaskState.AWAITING_APPROVAL, f"the task never waited for approval: {at}")
 
             async def approve() -> None:  # as the cockpit's decide dialog (`a`) does
                 await control.task(task.id)
@@ -120,6 +128,12 @@ async def main() -> None:
                 await control.decide(decision)
 
             calls, begun = await _counted(counting, statements, approve)
+            at = (await env.task(task.id)).state
+            happened(
+                at is not TaskState.AWAITING_APPROVAL and begun > 0,
+                f"the approval left the task {at} after {sum(calls.values())} store calls and "
+                f"{begun} write transactions",
+            )
             _show("an approval from the cockpit (task, evidence, decision)", calls, begun)
 
             queue = worker.runs.runs  # the worker's LocalRunQueue, under its patience
@@ -134,9 +148,15 @@ async def main() -> None:
                 calls, begun = await _counted(counting, statements, once)
 
             queue.complete = complete
+            calls, begun = Counter(), 0
             await sweeper.sweep()
             await worker.run_once()  # IMPLEMENTING, completed through `complete` above
-            assert (await env.task(task.id)).state is TaskState.QA
+            at = (await env.task(task.id)).state
+            happened(
+                at is TaskState.QA and sum(calls.values()) > 0 and begun > 0,
+                f"the IMPLEMENTING run left the task {at}; through the worker's queue "
+                f"{sum(calls.values())} store calls, {begun} write transactions",
+            )
             _show("the completion of an IMPLEMENTING run", calls, begun)
         finally:
             await env.close()
