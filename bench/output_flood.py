@@ -22,7 +22,9 @@ Prints:
 Run: .venv/bin/python bench/output_flood.py [--serve] [--mb 100] [--runs 2] [--log-mb 64]
 [--events-mb 8] (`--log-mb`/`--events-mb` set limits.max_log_bytes/max_output_event_bytes;
 0 keeps the defaults). Figures, not a test: tests/integration/test_output_bounds.py asserts on
-the budget.
+the budget; but it exits non-zero unless the flood happened: a run was seen starting, every
+task ended DONE, `t25 run` exited 0, and each of the `--runs` flooding runs stored output
+events and a log.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from checked import happened
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "[t25: output truncated after "
@@ -225,6 +229,16 @@ def flood(
             "marker_in_log": tail is not None and MARKER.encode() in bytes(tail)[-200:],
         }
     states = dict(db.execute("SELECT 'T-' || id, state FROM tasks").fetchall())
+    flooded = [r for r in stored.values() if r["output_events"] and r["log_artifact_bytes"]]
+    happened(
+        bool(baselines)
+        and list(states.values()) == ["DONE"] * runs
+        and len(flooded) == len(stored) == runs
+        and (serve or procs[0].returncode == 0),
+        f"tasks ended {states}, {len(flooded)} of {runs} flooding runs stored output and a log, "
+        f"a run seen starting: {bool(baselines)}, exit codes {[p.returncode for p in procs]}: "
+        f"{[line for err in errors for line in err.strip().splitlines()[-2:]]}",
+    )
     leftovers = [p.name for d in ("run-logs", "uploads") for p in (repo / ".factory" / d).glob("*")]
     return {
         "through": "t25 serve + t25 worker --url" if serve else "t25 run",

@@ -8,7 +8,9 @@ bubblewrap, in the same process:
    run's start to the model's first request, the whole run, and the bytes and connections
    that went through the proxy.
 
-Run by hand:
+It exits non-zero unless the work it times happened: every connection pulled its bytes, each
+run succeeded, asked the model and landed its edit, and with `allowlist` the run's traffic
+went through the proxy. Run by hand:
 
     .venv/bin/python bench/proxy.py [N] [R]
 """
@@ -27,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from checked import happened
 
 from adapters.netproxy import run_network
 from adapters.process import minimal_env, run_process
@@ -98,8 +102,12 @@ async def per_connection(n: int) -> None:
                 timeout_s=300,
                 abort=asyncio.Event(),
             )
-        ms, bulk, got = done.stdout.decode().split()
-        assert int(got) > BULK, done.log
+        answer = done.stdout.decode().split()
+        happened(
+            done.exit_code == 0 and len(answer) == 3 and int(answer[2]) > BULK,
+            f"{network}: the client in the sandbox exited {done.exit_code}, said {answer}",
+        )
+        ms, bulk, _ = answer
         rate = BULK / 2**20 / float(bulk)
         print(f"{network:<10} {float(ms):>14.2f} ms {float(bulk):>7.2f} s {rate:>8.0f}")
     server.shutdown()
@@ -147,8 +155,14 @@ async def once(cli: str, fake: FakeModel, network: str) -> tuple[float, float, i
     result = await builtin_adapters()[cli].run(request, sink, asyncio.Event())
     total = time.monotonic() - started
     watcher.cancel()
-    assert result.ok, result.error
     moved = sum(r.sent + r.received for r in records)
+    asked = len([r for r in fake.requests if r["api"]]) - before
+    wrote = (work / fake.file).exists()
+    happened(
+        result.ok and asked > 0 and wrote and (moved > 0 or network != "allowlist"),
+        f"{cli} ({network}) ended {result.failure or 'ok'} {result.error or ''}: "
+        f"{asked} model requests, edit landed {wrote}, {moved} bytes through the proxy",
+    )
     return (first[0] if first else float("nan")), total, moved, len(records)
 
 

@@ -4,7 +4,9 @@ sent to the model by the dev run the review sent back, and by the whole task's d
 
 The fake model answers a conversation that already holds a tool result at once, so a resumed
 run asks it once where a cold one asks twice (a tool call, then the answer): the byte figures
-say what each request carries, not how much work a real model would redo. Run by hand:
+say what each request carries, not how much work a real model would redo. It exits non-zero
+unless each task ended DONE after two dev runs that both asked the model, the second resumed
+when `resume: true` and cold otherwise. Run by hand:
 
     .venv/bin/python bench/resume.py [CLI ...]      (default: claude codex opencode)
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from checked import happened
 
 from adapters.codex import HEADLESS_CONFIG
 from bench.agent_clis import environment
@@ -38,6 +42,12 @@ async def measure(cli: str, *, resume: bool) -> SendBack:
         loop = await send_back_loop(cli, fake, make_shop(where), resume=resume)
     if loop.task.state.value != "DONE":
         raise SystemExit(f"{cli}: the task ended {loop.task.state}: {loop.task.error}")
+    resumed = [run.resumed_session is not None for run in loop.dev]
+    happened(
+        resumed == [False, resume] and bool(loop.first) and bool(loop.second),
+        f"{cli} (resume: {resume}): dev runs resumed {resumed}, "
+        f"{len(loop.first)} and {len(loop.second)} model requests",
+    )
     return loop
 
 

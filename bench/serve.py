@@ -6,7 +6,9 @@
     is back in the queue, against the lease TTL plus the reaper period.
 
 Run: .venv/bin/python bench/serve.py [--clients 50] [--transitions 100]
-Figures, not a test. Uses the embedded SQLite store (set T25_DATABASE_URL for Postgres).
+Figures, not a test; but it exits non-zero unless each task was made and cancelled, every
+client received every transition it waited for, and the killed worker's run was queued
+again. Uses the embedded SQLite store (set T25_DATABASE_URL for Postgres).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+from checked import happened
+
+from t25_tui.api.credentials import local_token
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = [sys.executable, "-m", "t25_tui"]
@@ -77,7 +82,12 @@ def start_serve(path: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("serve did not start")
 
 
-async def sse_latency(url: str, clients: int, transitions: int) -> list[float]:
+def operator(path: Path) -> dict[str, str]:
+    """The headers of an operator on serve's host: the checkout's local token."""
+    return {"Authorization": f"Bearer {local_token(path)}"}
+
+
+async def sse_latency(path: Path, url: str, clients: int, transitions: int) -> list[float]:
     latencies: list[float] = []
     ready = asyncio.Event()
     connected = 0
@@ -99,21 +109,31 @@ async def sse_latency(url: str, clients: int, transitions: int) -> list[float]:
                         return
 
     async with httpx.AsyncClient(
-        base_url=url, timeout=60, limits=httpx.Limits(max_connections=clients + 10)
+        base_url=url,
+        headers=operator(path),
+        timeout=60,
+        limits=httpx.Limits(max_connections=clients + 10),
     ) as client:
         start = (await client.get("/health")).json()["last_event_id"]
         followers = [asyncio.create_task(follow(client)) for _ in range(clients)]
         await asyncio.wait_for(ready.wait(), 30)
         for n in range(transitions):
-            made = (await client.post("/tasks", json={"title": f"t{n}"})).json()
-            await client.post(f"/tasks/{made['id']}/cancel", json={"actor": "bench"})
+            made = await client.post("/tasks", json={"title": f"t{n}"})
+            happened(made.status_code == 201, f"POST /tasks answered {made.status_code}")
+            cancel = f"/tasks/{made.json()['id']}/cancel"
+            cancelled = await client.post(cancel, json={"actor": "bench"})
+            happened(cancelled.status_code == 200, f"cancel answered {cancelled.status_code}")
         await asyncio.wait_for(asyncio.gather(*followers), 120)
+    happened(
+        len(latencies) == clients * transitions,
+        f"{len(latencies)} of {clients} x {transitions} transitions received",
+    )
     return latencies
 
 
 def requeue_latency(path: Path, url: str) -> float:
     env = {**os.environ, "FACTORY_WORKER_CREDENTIAL": CREDENTIAL}
-    with httpx.Client(base_url=url, timeout=10) as client:
+    with httpx.Client(base_url=url, headers=operator(path), timeout=10) as client:
         task = client.post("/tasks", json={"title": "crash me"}).json()["id"]
         worker = subprocess.Popen(
             [*CMD, "worker", "--url", url, "--lease-ttl", str(LEASE_TTL_S), "--heartbeat", "0.5"],
@@ -124,7 +144,9 @@ def requeue_latency(path: Path, url: str) -> float:
         )
         try:
             dev = None
+            deadline = time.monotonic() + 120
             while dev is None:
+                happened(time.monotonic() < deadline, f"{task}'s dev run never ran within 120 s")
                 runs = client.get(f"/tasks/{task}").json()["runs"]
                 dev = next(
                     (r for r in runs if r["role"] == "dev" and r["status"] == "running"), None
@@ -133,6 +155,7 @@ def requeue_latency(path: Path, url: str) -> float:
             os.kill(worker.pid, signal.SIGKILL)
             killed = time.monotonic()
             while client.get(f"/runs/{dev['id']}").json()["status"] != "queued":
+                happened(time.monotonic() - killed < 60, f"{dev['id']} not queued again in 60 s")
                 time.sleep(0.01)
             return time.monotonic() - killed
         finally:
@@ -160,7 +183,7 @@ def main() -> None:
         path = repo(Path(tmp))
         serve, url = start_serve(path)
         try:
-            lat = asyncio.run(sse_latency(url, args.clients, args.transitions))
+            lat = asyncio.run(sse_latency(path, url, args.clients, args.transitions))
             print(
                 f"SSE: {args.clients} clients, {args.transitions} transitions, "
                 f"{len(lat)} deliveries"
