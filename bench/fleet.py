@@ -43,7 +43,9 @@ A small run: --tasks 20 --workers 2 --slots 2 --seconds 0.2-0.5 --idle-minutes 0
 
 Every database it makes (`t25_fleet_<random>_<replicas>`) is dropped at the end, every
 process it started is stopped, and the whole run stops by itself after `--timeout` seconds.
-Figures, not a test: nothing asserts on time.
+Figures, not a test: nothing asserts on time; but it exits non-zero unless the work it times
+happened: every task filed ended DONE, the killed worker held runs and each ran again under
+another, and every cockpit stayed attached while idle.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import httpx
+from checked import happened
+from serve import operator  # the operator's headers: the checkout's local token
+
+from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
+from t25_tui.api.protocol import PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = [sys.executable, "-m", "t25_tui"]
@@ -282,7 +289,7 @@ class Probe:
     claimed: int = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        auth = {"Authorization": f"Bearer {CREDENTIAL}"}
+        auth = {"Authorization": f"Bearer {CREDENTIAL}", PROTOCOL_HEADER: str(PROTOCOL)}
         held, since = None, 0.0
         async with httpx.AsyncClient(base_url=self.url, headers=auth, timeout=30) as client:
             try:
@@ -291,6 +298,10 @@ class Probe:
                     start = time.perf_counter()
                     answer = await client.post("/worker/claim", json=body)
                     self.claims.append(time.perf_counter() - start)
+                    happened(
+                        answer.status_code in (200, 204),
+                        f"the probe's claim was answered {answer.status_code}: {answer.text}",
+                    )
                     if answer.status_code == 200:
                         self.claimed += 1
                         lease = answer.json()["lease"]
@@ -462,6 +473,10 @@ async def throughput(fleet: Fleet, client: httpx.AsyncClient) -> dict[str, objec
         if proc.poll() is not None:
             tail = fleet.log(name).read_text(errors="replace")[-1500:]
             print(f"  {name} exited with {proc.returncode}:\n{tail}", file=sys.stderr)
+    happened(
+        states.get("DONE", 0) == len(ids),
+        f"{states.get('DONE', 0)} of {len(ids)} tasks ended DONE ({states})",
+    )
     after = await store_figures(fleet.db_url)
     wall = max(after["last"], start + 1e-3) - start
     cpu = [(cpu_s(s.pid) - c) / wall for s, c in zip(fleet.serves, cpu0, strict=True)]
@@ -537,9 +552,7 @@ async def requeue(fleet: Fleet, client: httpx.AsyncClient) -> None:
             break
         await asyncio.sleep(0.05)
     print(f"\nre-queue after kill -9 (lease TTL {args.lease_ttl:g} s):")
-    if not held:
-        print("  the chosen worker never held a run within 60 s: not measured")
-        return
+    happened(bool(held), "the chosen worker never held a run within 60 s")
     signal_group(victim, signal.SIGKILL)
     killed = time.monotonic()
     queued: dict[str, float] = {}
@@ -560,6 +573,11 @@ async def requeue(fleet: Fleet, client: httpx.AsyncClient) -> None:
         await asyncio.sleep(0.05)
     with contextlib.suppress(subprocess.TimeoutExpired):
         victim.wait(timeout=5)
+    happened(
+        len(again) == len(held),
+        f"{len(held) - len(again)} of {len(held)} run(s) not running again within "
+        f"{bound - killed:.0f} s of kill -9",
+    )
     target = args.lease_ttl + REAPER_S
     print(f"  runs held by the killed worker   {len(held)}")
     if queued:
@@ -575,8 +593,6 @@ async def requeue(fleet: Fleet, client: httpx.AsyncClient) -> None:
             f"(+ retry backoff {RETRY_S:g} s + claim poll <= {POLL_S:g} s = "
             f"{target + RETRY_S + POLL_S:.1f} s)"
         )
-    if len(again) < len(held):
-        print(f"  {len(held) - len(again)} run(s) not running again within {bound - killed:.0f} s")
     await wait_settled(client, url, set(ids), args.drain_timeout)
 
 
@@ -584,7 +600,9 @@ async def idle(fleet: Fleet) -> None:
     """Serve's RSS while `--cockpits` SSE clients follow /events and no task is filed."""
     args = fleet.args
     limits = httpx.Limits(max_connections=args.cockpits + 5)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(10, read=None), limits=limits) as client:
+    async with httpx.AsyncClient(
+        headers=operator(fleet.repo), timeout=httpx.Timeout(10, read=None), limits=limits
+    ) as client:
         await _idle(fleet, client)
 
 
@@ -624,6 +642,7 @@ async def _idle(fleet: Fleet, client: httpx.AsyncClient) -> None:
         for task in following:
             task.cancel()
         await asyncio.gather(*following, return_exceptions=True)
+    happened(not dropped, f"{dropped} of {args.cockpits} cockpits lost their stream while idle")
     print(
         f"\nidle: {args.cockpits} cockpits on /events for {args.idle_minutes:g} min, "
         f"{len(fleet.workers) - 1} worker processes polling; serve VmRSS, MB, "
@@ -661,6 +680,7 @@ async def bench(args: argparse.Namespace, made: list[str]) -> None:
                 async with httpx.AsyncClient(timeout=30, limits=limits) as client:
                     print(f"-- {replicas} replica(s): starting", file=sys.stderr)
                     await fleet.start()
+                    client.headers.update(operator(fleet.repo))
                     results[replicas] = await throughput(fleet, client)
                     if last:
                         print_throughput(results, args)

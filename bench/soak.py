@@ -29,8 +29,10 @@ traced run is not comparable with an untraced one.
 Run:  .venv/bin/python bench/soak.py [--minutes 10] [--workers 2] [--slots 2] [--cockpits 2]
         [--file-every 5] [--every 10] [--seconds 0.5-1.5] [--rate-kb 2] [--postgres [DSN]]
         [--trace]
-Figures, not a test: nothing asserts on time. Every process it starts is stopped, the
-Postgres database it made dropped, and the temporary checkout removed (`--keep` keeps it).
+Figures, not a test: nothing asserts on time; but, once everything is cleaned up, it exits
+non-zero unless the soak did its work: tasks were filed and every one of them merged, and
+every cockpit received events. Every process it starts is stopped, the Postgres database it
+made dropped, and the temporary checkout removed (`--keep` keeps it).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+from checked import happened
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -392,6 +395,11 @@ async def soak(args: argparse.Namespace) -> None:
         print(f"kept {tmp}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+    happened(
+        bool(it.filed) and it.merged == set(it.filed) and all(it.events),
+        f"{len(it.merged)} of {len(it.filed)} tasks filed merged ({len(it.refused)} refused), "
+        f"events received by each cockpit: {it.events}",
+    )
 
 
 def main() -> None:

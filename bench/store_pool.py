@@ -24,7 +24,9 @@ Run:
     .venv/bin/python bench/store_pool.py [--tasks 60] [--stages 4] [--workers 8]
         [--output 40] [--tails 2] [--repeat 3] [--dsn postgresql://postgres@127.0.0.1:5432/postgres]
 
-Figures, not a test: nothing asserts on time.
+Figures, not a test: nothing asserts on time; but it exits non-zero unless each measurement
+did the whole mix: every run completed once, every output event appended, every task DONE,
+and the readers read.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+from checked import happened
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -209,6 +212,18 @@ async def pipeline(store: PostgresStore, args: argparse.Namespace) -> dict[str, 
     wall = time.perf_counter() - start
     finished.set()
     await asyncio.gather(*readers)
+    runs = args.tasks * len(stages)
+    ended = [t.state for t in await store.list_tasks()]
+    happened(
+        len(timings.calls["complete_run"]) == runs
+        and len(timings.calls["append_event"]) == runs * args.output
+        and ended == [TaskState.DONE] * args.tasks
+        and reads["board"] > 0
+        and (reads["tail"] > 0 or args.tails == 0),
+        f"{len(timings.calls['complete_run'])} of {runs} runs completed, "
+        f"{len(timings.calls['append_event'])} of {runs * args.output} events appended, "
+        f"{ended.count(TaskState.DONE)} of {args.tasks} tasks DONE, reads {reads}",
+    )
     ops = sum(len(v) for v in timings.calls.values())
     return {"wall": wall, "ops_s": ops / wall, "calls": timings.calls, **reads}
 
@@ -244,6 +259,8 @@ async def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def percentile(values: list[float], q: float) -> float:
+    if not values:  # a call the mix did not make at this size (a heartbeat, say)
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 

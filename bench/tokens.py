@@ -23,7 +23,9 @@ Run by hand (the real CLIs from .tools, as tests/e2e/real_clis finds them):
 
     .venv/bin/python bench/tokens.py [--clis claude,codex] [--no-resume]
 
-Figures, not a test: nothing here asserts.
+Figures, not a test: nothing here asserts on size; but it exits non-zero unless each task it
+measures was delivered: it ended DONE, every one of its runs asked the model, and the review
+sent it back once (a second IMPLEMENTING run).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from checked import happened
 
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.checks import run_check
@@ -255,6 +259,19 @@ def report(cli: str, runs: dict[str, Outcome]) -> None:
         print(f"{'IMPLEMENTING #2':<18}{figures(fresh)}{figures(resumed)}{saved(fresh, resumed)}")
 
 
+def delivered(cli: str, name: str, outcome: Outcome) -> None:
+    """Exit unless the task was delivered as the figures say, or its config was refused."""
+    if outcome.refused:
+        return
+    silent = [r.label for r in outcome.runs if not r.requests]
+    labels = [r.label for r in outcome.runs]
+    happened(
+        outcome.state == "DONE" and not silent and "IMPLEMENTING #2" in labels,
+        f"{cli} {name}: the task ended {outcome.state} ({outcome.error}) after runs {labels}; "
+        f"runs that asked the model nothing: {silent}",
+    )
+
+
 def _largest_fixed(outcome: Outcome) -> int | None:
     """The largest system prompt plus tool schemas any one request carried."""
     if outcome.refused or not outcome.runs:
@@ -335,6 +352,7 @@ async def main() -> None:
                     runs[name] = await one_task(
                         cli, fake, CONFIGURATIONS[name], Path(tmp) / f"{cli}-{name}"
                     )
+                    delivered(cli, name, runs[name])
                     os.environ["HOME"] = home
             report(cli, runs)
             sys.stdout.flush()

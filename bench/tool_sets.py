@@ -2,7 +2,9 @@
 model server: with the CLI's own defaults (`tools: cli`), with the dev role's tool set and
 with a reading role's. Per run: requests, the fixed part of the first conversation request
 (system prompt, instructions or developer messages, and tool schemas, as JSON bytes), every
-request's bytes, the tools offered, and whether the model's file write landed. Run by hand:
+request's bytes, the tools offered, and whether the model's file write landed. It exits
+non-zero unless every run succeeded after asking the model, and each dev run's write landed.
+Run by hand:
 
     .venv/bin/python bench/tool_sets.py [claude,codex,gemini,opencode,aider]
 """
@@ -18,6 +20,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from checked import happened
 
 from core.domain.tools import role_tools
 from core.workspace.git import git_sync
@@ -98,6 +102,11 @@ async def main(clis: list[str]) -> None:
         for label, role, tools_of in RUNS:
             tools = role_tools(tools_of) if tools_of else None
             got = await one(cli, role, tools)
+            happened(
+                got["ok"] and got["requests"] > 0 and (got["wrote"] or role != "dev"),
+                f"{cli} {label}: ok {got['ok']} after {got['requests']} model requests, "
+                f"write landed {got['wrote']}",
+            )
             base = base or got["fixed"]
             share = f"{100 * got['fixed'] / base:5.1f}%" if base else "-"
             print(

@@ -11,6 +11,10 @@ streaming, the UI never freezes on 10 MB of output; the fourth opens the diff sc
 task whose branch changes 5,000 lines, read from git as the cockpit reads it: target
 ≤ 0.3 s to the drawn screen.
 
+Each part checks that what it times happened, and exits non-zero otherwise: the board showed
+all N tasks, every agent streamed while the keys were pressed, the log pane wrote every byte
+recorded, the diff screen drew every line of the change.
+
 On a shared machine wall-clock figures move with the load: the first frame is also given
 as the CPU time the `t25 tui` process had spent when it appeared, which moves far less,
 and every part prints the load average it ran at.
@@ -32,6 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from checked import happened
 
 from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
@@ -311,10 +317,12 @@ async def log_flood(megabytes: int) -> None:
         async with app.run_test(size=(120, 36)) as pilot:
             await app.loaded.wait()
             app.board.focus_task("T-3")
-            await pilot.press("l")
+            await pilot.press("w")  # its log (on the board, l moves between lanes)
+            opened = time.monotonic()
             while not (
                 isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
             ):
+                happened(time.monotonic() - opened < 120, "T-3's log pane did not open in 120 s")
                 await pilot.pause(0.02)
             pane = app.screen.query_one(LogPane)
             before = pane.written
@@ -338,6 +346,10 @@ async def log_flood(megabytes: int) -> None:
                 sent += len(chunk)
             recorded = time.monotonic() - started
             while pane.written - before < sent:
+                happened(
+                    time.monotonic() - started < 600,
+                    f"the log pane wrote {pane.written - before} of {sent} bytes in 600 s",
+                )
                 await pilot.pause(0.02)
             await pilot.pause()
             shown = time.monotonic() - started
@@ -385,6 +397,7 @@ async def diff_open(lines: int, repeats: int = 5) -> None:
                 await pilot.pause()  # drawn
                 took.append(time.monotonic() - started)
                 shown = len(app.screen.query_one(DiffView).lines)
+                happened(shown >= lines, f"the diff screen drew {shown} of {lines} diff lines")
                 app.pop_screen()
                 await pilot.pause()
         await s.close()
