@@ -41,6 +41,7 @@ from checked import happened
 
 from core.domain.events import RunOutput, TaskTransitioned
 from core.domain.models import NewRun, RunOutcome, RunStatus, TaskState, Usage
+from t25_tui.api.credentials import LOCAL_TOKEN
 from t25_tui.cli.demo import DEMO_CONFIG
 from t25_tui.tui.sample_data import make_sample_repo
 from tests.support.terminal import T25, Terminal
@@ -129,7 +130,8 @@ def first_frame(n: int) -> None:
         )
         try:
             wait_listening(url)
-            times, cpu, rss = frames(Path(tmp), n, "--url", f"http://{url}")
+            token = ["--token-file", str(repo / LOCAL_TOKEN)]  # the one serve made and knows
+            times, cpu, rss = frames(Path(tmp), n, "--url", f"http://{url}", *token)
         finally:
             serve.terminate()
             serve.wait()
