@@ -17,7 +17,9 @@ Targets (issue 28): T25 per stage ≤ 1.5× the bare git stage at 2 files; ≤ o
 at 50,000 files.
 
 Run: .venv/bin/python bench/stage_cost.py [--files 2,10000,50000] [--repeat 3]
-Figures, not a test: nothing asserts on time.
+Figures, not a test: nothing asserts on time; but besides `measure`'s check it exits non-zero
+unless the repository git timed tracks its N files and the counting `git` saw the task's
+git processes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from checked import happened, tracked_files
 from pipeline import AGENT_RUNS, STAGES, make_repo, measure
 
 COUNTING_GIT = """#!/bin/sh
@@ -59,6 +62,8 @@ def git_times(files: int, repeat: int) -> tuple[float, float]:
         def git(*args: str, cwd: Path = repo) -> None:
             subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
+        tracked = tracked_files(repo)
+        happened(tracked == files, f"the repository tracks {tracked} of {files} files")
         git("status", "--porcelain")  # warm the index and the untracked cache
         for n in range(repeat):
             tree = Path(tmp) / f"tree-{n}"
@@ -91,7 +96,9 @@ def git_processes(files: int) -> int:
             asyncio.run(measure(1, 1, files))
         finally:
             os.environ["PATH"] = path
-        return len(log.read_text().splitlines())
+        count = len(log.read_text().splitlines())
+        happened(count > 0, "the task started no git process through the counting git")
+        return count
 
 
 def main() -> None:
