@@ -18,6 +18,7 @@ from adapters.base import Capabilities, CliAdapterSpec, CliOutput
 from adapters.parsing import count, summed
 from adapters.process import NETWORK_ENV
 from adapters.prompt_files import PromptArg
+from adapters.request_size import FixedPart
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import EDIT
@@ -97,9 +98,15 @@ def _float(text: str) -> float:
     return figure if math.isfinite(figure) else 0.0
 
 
+# What each request resends (adapters.request_size), measured on 0.86.2 with `bench/tokens.py
+# --clis aider --no-resume`: it has no tools, and an editing role keeps its whole prompt.
+FIXED_PARTS = {"openai/fake-model": FixedPart(t25=1_300, defaults=1_300)}
+
+
 class AiderSpec(CliAdapterSpec):
     name = "aider"
     binary = "aider"
+    fixed_parts = FIXED_PARTS
     # Its token and cost lines come after every exchange and `parse` sums them all: it reads
     # up to the log's default bound of stdout, head and tail, rather than the last lines only.
     parse_limit = 64 * 2**20

@@ -40,6 +40,7 @@ from adapters.process import (
     run_process,
 )
 from adapters.prompt_files import PromptArg, prompt_arg
+from adapters.request_size import FixedPart
 from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
 from core.config.hosts import entry_for_url
 from core.domain.agent import AgentRequest, AgentResult, Failure
@@ -150,6 +151,10 @@ class CliAdapterSpec:
     init_models: tuple[str, str] | None = None
     # Where its own installer puts it off PATH (`t25 doctor` looks there for its hint).
     install_dirs: tuple[str, ...] = ()
+    # What each request resends (adapters.request_size), per model as measured; and what
+    # changes with the model, for `t25 doctor`.
+    fixed_parts: ClassVar[Mapping[str, FixedPart]] = {}
+    fixed_part_note: str = ""
 
     def check_version(self, version: str | None) -> tuple[bool, str]:
         """(supported, a note): an unknown or newer version is a warning, never an error."""

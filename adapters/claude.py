@@ -34,6 +34,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from adapters.prompt_files import PromptArg, inline_prompt
+from adapters.request_size import FixedPart
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 
@@ -65,6 +66,24 @@ OVERHEAD_ENV = {
 # prompt into the first user message, so the system prompt is the same for every worktree
 # and the provider's prompt cache serves it across tasks (in the pinned version's --help).
 OVERHEAD_ARGS = ("--exclude-dynamic-system-prompt-sections",)
+
+# What each request resends (adapters.request_size), measured on 2.1.197 with `bench/tokens.py
+# --clis claude --model M --no-resume`. Its system prompt depends on the model: 27 KB with its
+# defaults (12.8 KB under T25) for sonnet, haiku and claude-opus-4-5 to 4-7; 6.4 KB (3.4 KB)
+# for claude-opus-4-8, 4-0 and 4-1 and a model it does not know. Its aliases send what the
+# model they stand for sends (one run each: `opus` is claude-opus-4-8).
+_SONNET = FixedPart(t25=27_600, defaults=108_600)
+_OPUS = FixedPart(t25=12_600, defaults=69_700)
+FIXED_PARTS = {
+    "claude-sonnet-4-5": _SONNET,
+    "sonnet": _SONNET,
+    "claude-opus-4-8": _OPUS,
+    "opus": _OPUS,
+}
+FIXED_PART_NOTE = (
+    "its system prompt depends on the model: 6 KB to 27 KB with its defaults, 3 KB to 13 KB "
+    "under T25"
+)
 
 
 def auth_status(code: int, out: str, err: str) -> bool | None:
@@ -136,6 +155,7 @@ class ClaudeSpec(CliAdapterSpec):
     binary = "claude"
     min_version, below_version, tested_version = "2.0.0", "2.2", "2.1.197"
     init_models = ("sonnet", "opus")  # its own aliases: they follow its releases
+    fixed_parts, fixed_part_note = FIXED_PARTS, FIXED_PART_NOTE
     login_files = (".claude/.credentials.json",)
     # JSON, offline, ~0.4 s
     login_probe = LoginProbe(("auth", "status"), auth_status, "claude auth login")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput
+from adapters.base_prompt import base_prompt_file
 from adapters.entries import (
     Entry,
     EventShapes,
@@ -33,6 +34,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from adapters.prompt_files import PromptArg, inline_prompt
+from adapters.request_size import FixedPart
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import read_only
@@ -71,7 +73,23 @@ OVERHEAD_ARGS = (
     *("-c", "tools.experimental_request_user_input.enabled=false"),
     # web_search: a stage works from its worktree and its prompt, not the web.
     *("-c", 'web_search="disabled"'),
+    # tool_search and the sub-agents' tool namespace (~0.8 KB): a stage is one agent.
+    *("--disable", "multi_agent"),
+    # The sandbox and approval section (~0.6 KB): inside T25's bubblewrap it describes Codex's
+    # danger-full-access, not what the run may do; the base prompt says that.
+    *("-c", "include_permissions_instructions=false"),
+    # The environment context (~0.6 KB in every request: working directory, shell, date,
+    # sandbox profile): the base prompt says the run works in its current directory.
+    *("-c", "include_environment_context=false"),
 )
+
+# What each request resends (adapters.request_size), measured on 0.171.0 with `bench/tokens.py
+# --clis codex --model M --no-resume`: Codex's own instructions and tools depend on the model;
+# T25's base prompt does not.
+FIXED_PARTS = {
+    "gpt-5.5": FixedPart(t25=4_200, defaults=35_900),
+    "gpt-5-codex": FixedPart(t25=3_400, defaults=38_400),
+}
 
 
 def login_status(code: int, out: str, err: str) -> bool | None:
@@ -173,6 +191,7 @@ class CodexSpec(CliAdapterSpec):
         tools="read-only roles: --sandbox read-only, or a read-only worktree in T25's bubblewrap",
     )
     home_files: ClassVar[dict[str, str]] = {".codex/config.toml": HEADLESS_CONFIG}
+    fixed_parts = FIXED_PARTS
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = [
@@ -198,7 +217,12 @@ class CodexSpec(CliAdapterSpec):
         # all for a role that only reads and searches. The CLI's defaults keep workspace-write:
         # T25 never runs Codex without its sandbox.
         sandbox = "read-only" if read_only(tools) else "workspace-write"
-        return ["--sandbox", sandbox, *(OVERHEAD_ARGS if tools is not None else ())]
+        if tools is None:
+            return ["--sandbox", sandbox]
+        # Codex's own base instructions (~21 KB in every request, written for a person at a
+        # terminal) give way to T25's few hundred bytes for the role (adapters.base_prompt).
+        instructions = f"model_instructions_file={json.dumps(str(base_prompt_file(tools)))}"
+        return ["--sandbox", sandbox, *OVERHEAD_ARGS, "-c", instructions]
 
     def confined_args(self, argv: list[str]) -> list[str]:
         # Codex's own sandbox is bubblewrap too, and cannot start inside T25's: it must mount

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import Capabilities, CliAdapterSpec, CliOutput, project_config_off
+from adapters.base_prompt import base_prompt_file
 from adapters.entries import (
     Entry,
     EventShapes,
@@ -31,6 +32,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from adapters.prompt_files import PromptArg, inline_prompt
+from adapters.request_size import FixedPart
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 from core.domain.tools import ordered
@@ -57,6 +59,14 @@ HEADLESS_SETTINGS = json.dumps(
     },
     indent=2,
 )
+
+# What each request resends (adapters.request_size), measured on 0.61.0 with `bench/tokens.py
+# --clis gemini --model M --no-resume`: its own system prompt and tools depend on the model
+# (Gemini 3 gets another prompt); T25's base prompt does not.
+FIXED_PARTS = {
+    "gemini-2.5-pro": FixedPart(t25=12_200, defaults=44_300),
+    "gemini-3.1-pro-preview": FixedPart(t25=9_900, defaults=41_800),
+}
 
 
 # -- its stream-json as a transcript (adapters.transcript) -----------------------------------
@@ -145,6 +155,7 @@ class GeminiSpec(CliAdapterSpec):
         tools="--policy files: every tool denied but the role's",
     )
     home_files: ClassVar[dict[str, str]] = {".gemini/settings.json": HEADLESS_SETTINGS}
+    fixed_parts = FIXED_PARTS
 
     def build_argv(self, request: AgentRequest, prompt: PromptArg) -> list[str]:
         argv = [
@@ -169,6 +180,12 @@ class GeminiSpec(CliAdapterSpec):
             return []
         files = ["deny-all", *ordered(tools)]
         return [arg for name in files for arg in ("--policy", str(POLICIES / f"{name}.toml"))]
+
+    def tool_env(self, tools: frozenset[str] | None) -> dict[str, str]:
+        # Its own system prompt (~21 KB in every request, written for a person at a terminal)
+        # gives way to T25's few hundred bytes for the role (adapters.base_prompt): the file
+        # GEMINI_SYSTEM_MD names replaces it whole (its GEMINI.md context still follows).
+        return {} if tools is None else {"GEMINI_SYSTEM_MD": str(base_prompt_file(tools))}
 
     def isolated_args(self, request: AgentRequest) -> list[str]:
         return ["--skip-trust"]

@@ -21,6 +21,7 @@ from adapters.parsing import (
 )
 from adapters.process import NETWORK_ENV
 from adapters.prompt_files import PromptArg, inline_prompt
+from adapters.request_size import FixedPart
 from core.domain.agent import AgentRequest
 from core.domain.models import Usage
 
@@ -71,10 +72,17 @@ def _render(e: JsonObject) -> Iterator[Entry]:
         yield error_entry(f"{name}: {message}" if name and message else message or name or "error")
 
 
+# What each request resends (adapters.request_size), measured on 1.18.33 with `bench/tokens.py
+# --clis opencode --no-resume` against a provider it does not know (its own system prompt
+# depends on the provider and model).
+FIXED_PARTS = {"fake/fake-model": FixedPart(t25=21_400, defaults=30_600)}
+
+
 class OpencodeSpec(CliAdapterSpec):
     name = "opencode"
     binary = "opencode"
     min_version, below_version, tested_version = "1.0.0", "1.19", "1.18.33"
+    fixed_parts = FIXED_PARTS
     install_dirs = ("~/.opencode/bin",)  # its install script's
     login_files = (".local/share/opencode/auth.json",)
     # Stored credentials and provider keys in the environment, counted; about 1 s.

@@ -21,7 +21,10 @@ by this build".
 
 Run by hand (the real CLIs from .tools, as tests/e2e/real_clis finds them):
 
-    .venv/bin/python bench/tokens.py [--clis claude,codex] [--no-resume]
+    .venv/bin/python bench/tokens.py [--clis claude,codex] [--no-resume] [--model M]
+
+With `--model`, every profile names that model (a CLI whose prompt depends on the model,
+as Claude Code's does, is measured per model); each CLI's heading names the model it ran.
 
 Figures, not a test: nothing here asserts on size; but it exits non-zero unless each task it
 measures was delivered: it ended DONE, every one of its runs asked the model, and the review
@@ -60,26 +63,12 @@ from store import open_store
 from t25_tui.runtime import local_sweeper
 from tests.support.fakemodel.parts import Parts, parts
 from tests.support.fakemodel.server import FakeModel
-from tests.support.real_clis import AIDER_DIR, BIN_DIR, profile
+from tests.support.real_clis import AIDER_DIR, BIN_DIR, EVERY_STAGE, MODELS, profile
 
 CLIS = ("claude", "codex", "gemini", "opencode", "aider")
 NOT_SUPPORTED = "n/a — not supported by this build"
 BYTES_PER_TOKEN = 4
 
-# One answer every stage accepts (each reads its own fields and ignores the others').
-ANSWER = json.dumps(
-    {
-        "summary": "Added greeting.txt with a greeting",
-        "acceptance_criteria": ["greeting.txt holds a greeting"],
-        "steps": ["write greeting.txt"],
-        "files": ["greeting.txt"],
-        "risk": "low",
-        "rationale": "one new text file",
-        "files_changed": ["greeting.txt"],
-        "concerns": [],
-        "findings": [],
-    }
-)
 # The first review's answer: one blocking finding, so the task goes back to the dev agent.
 FINDINGS = json.dumps(
     {
@@ -119,7 +108,7 @@ class Metered(CliAdapter):
         if request.stage is TaskState.REVIEW:
             self.reviews += 1
         self.fake.final = (
-            FINDINGS if self.reviews == 1 and request.stage is TaskState.REVIEW else ANSWER
+            FINDINGS if self.reviews == 1 and request.stage is TaskState.REVIEW else EVERY_STAGE
         )
         start = len(self.fake.requests)
         result = await super().run(request, sink, abort)
@@ -231,8 +220,8 @@ HEAD = (
 )
 
 
-def report(cli: str, runs: dict[str, Outcome]) -> None:
-    print(f"\n== {cli}")
+def report(cli: str, model: str, runs: dict[str, Outcome]) -> None:
+    print(f"\n== {cli} ({model})")
     for name, outcome in runs.items():
         if outcome.refused:
             why = outcome.refused.splitlines()[0].split("t25.yaml:", 1)[-1]
@@ -333,7 +322,11 @@ async def main() -> None:
         "--clis", default=",".join(CLIS), help="comma-separated, of " + ", ".join(CLIS)
     )
     parser.add_argument("--no-resume", action="store_true", help="skip the resume: true run")
+    parser.add_argument(
+        "--model", help="the model every CLI's profile names (default: the real-CLI tests')"
+    )
     args = parser.parse_args()
+    model = {"model": args.model} if args.model else {}
     names = [n for n in CONFIGURATIONS if n != "resume" or not args.no_resume]
     print(
         "One task per CLI through the whole pipeline (every role that CLI, one review "
@@ -344,17 +337,17 @@ async def main() -> None:
         for cli in args.clis.split(","):
             runs: dict[str, Outcome] = {}
             for name in names:
-                with FakeModel(final=ANSWER) as fake:
+                with FakeModel(final=EVERY_STAGE) as fake:
                     environment(fake, Path(tmp) / "homes")
                     home = os.environ.get("HOME", "")
                     if name == "resume":
                         own_home(Path(tmp) / f"{cli}-home")
                     runs[name] = await one_task(
-                        cli, fake, CONFIGURATIONS[name], Path(tmp) / f"{cli}-{name}"
+                        cli, fake, CONFIGURATIONS[name] | model, Path(tmp) / f"{cli}-{name}"
                     )
                     delivered(cli, name, runs[name])
                     os.environ["HOME"] = home
-            report(cli, runs)
+            report(cli, args.model or MODELS[cli], runs)
             sys.stdout.flush()
 
 

@@ -48,6 +48,22 @@ FINAL = json.dumps(
     {"summary": "Added greeting.txt with a greeting", "files_changed": ["greeting.txt"]}
 )
 
+# One answer every stage accepts, each reading its own fields and ignoring the others': for a
+# whole task with a real CLI in every role (bench/tokens.py, test_base_prompts.py).
+EVERY_STAGE = json.dumps(
+    {
+        "summary": "Added greeting.txt with a greeting",
+        "acceptance_criteria": ["greeting.txt holds a greeting"],
+        "steps": ["write greeting.txt"],
+        "files": ["greeting.txt"],
+        "risk": "low",
+        "rationale": "one new text file",
+        "files_changed": ["greeting.txt"],
+        "concerns": [],
+        "findings": [],
+    }
+)
+
 
 MODELS = {
     "claude": "claude-sonnet-4-5",
