@@ -32,6 +32,7 @@ from core.domain.text import printable
 from t25_tui.cli.doctor_brief import head, render_brief
 from t25_tui.cli.doctor_checks import bubblewrap_check, elsewhere, git_check, store_check
 from t25_tui.cli.doctor_repos import repository_problems
+from t25_tui.cli.doctor_requests import REQUESTS_HEADING, request_costs, request_line
 from t25_tui.cli.doctor_wall import render_wall, wall_report
 from t25_tui.cli.shapes import (
     AdapterCheck,
@@ -88,6 +89,7 @@ async def examine(args: argparse.Namespace) -> DoctorReport:
         adapters=adapters,
         roles=roles,
         tools=tool_mappings(config),
+        requests=request_costs(config),
         projects=[
             ProjectOverrides(name=p.name, overrides=p.overrides())
             for p in config.projects
@@ -392,6 +394,8 @@ def render(report: DoctorReport) -> list[str]:
         name = project.name if project else None
         lines += [indent + _role_line(r) for r in report.roles if r.project == name]
     lines += ["", *_tool_lines(report.tools), ""]
+    if report.requests:
+        lines += [REQUESTS_HEADING, *(f"  {request_line(r)}" for r in report.requests), ""]
     if not report.problems:
         return [*lines, "problems: none"]
     return [*lines, "problems:", *(f"  - {p}" for p in report.problems)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+from t25_tui.cli.doctor_requests import REQUESTS_HEADING, request_line
 from t25_tui.cli.shapes import AdapterCheck, DoctorReport, RoleCheck
 
 WIDTH = 100
@@ -44,6 +45,9 @@ def render_brief(report: DoctorReport) -> list[str]:
     lines += [line for a in report.adapters for line in _wrapped(_adapter(a), _mark(_fine(a)))]
     lines += ["", "roles:"]
     lines += [line for r in report.roles for line in _wrapped(_role(r), _mark(bool(r.plays)))]
+    if report.requests:
+        lines += ["", REQUESTS_HEADING]
+        lines += [line for r in report.requests for line in _wrapped(request_line(r), "  ", "    ")]
     lines += ["", "`t25 doctor --verbose`: every CLI's capabilities and flags, reach and tools"]
     return lines
 

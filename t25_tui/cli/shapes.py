@@ -514,6 +514,19 @@ class ToolMapping(Shape):
     narrows: str | None  # how this CLI narrows a set, or what it cannot (its capabilities)
 
 
+class RequestCost(Shape):
+    """What one configured CLI and model resends with every model request: its system prompt
+    and tool schemas, in bytes of JSON, as `bench/tokens.py` measured them
+    (adapters.request_size)."""
+
+    adapter: str
+    model: str | None  # as the profile names it; null: the CLI's own default
+    measured_on: str  # the model the figures were measured on
+    t25_bytes: int  # under T25's tool sets (the largest, the dev run's)
+    defaults_bytes: int  # with the CLI's own defaults (`tools: cli`)
+    note: str  # what changes with the model, when something does
+
+
 class ProjectOverrides(Shape):
     name: str
     overrides: list[str]
@@ -561,6 +574,7 @@ class DoctorReport(Shape):
     adapters: list[AdapterCheck]
     roles: list[RoleCheck]
     tools: list[ToolMapping]
+    requests: list[RequestCost]
     projects: list[ProjectOverrides]
     problems: list[str]
 

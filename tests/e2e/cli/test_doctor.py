@@ -161,6 +161,13 @@ def test_doctor_reports_every_row_role_and_problem_in_order(repo):
         "docs read, search, edit",
         "scripted (no flags)",
         "",
+        "each request resends (its system prompt and tool schemas):",
+        (
+            "claude (its default model): 27.6 KB under T25, 108.6 KB with its own defaults, as "
+            "measured on claude-sonnet-4-5; its system prompt depends on the model: 6 KB to "
+            "27 KB with its defaults, 3 KB to 13 KB under T25"
+        ),
+        "",
         "problems:",
         "- claude: `claude` not found on PATH",
         f"- nosuch: no such adapter (known: {known})",
@@ -288,7 +295,16 @@ def test_the_json_report_maps_each_roles_tool_set_onto_each_cli_of_its_chain(rep
     codex = next(a for a in report["adapters"] if a["name"] == "codex")
     assert "a read-only worktree in T25's bubblewrap" in codex["capabilities"]["tools"]
 
+    # What each configured CLI resends with every request, as measured (bench/tokens.py).
+    costs = {c["adapter"]: c for c in report["requests"]}
+    assert sorted(costs) == ["claude", "codex", "gemini", "opencode"]  # none for scripted
+    assert costs["codex"]["model"] is None and costs["codex"]["measured_on"] == "gpt-5.5"
+    assert costs["codex"]["t25_bytes"] <= costs["codex"]["defaults_bytes"] / 2
+    assert "6 KB to 27 KB" in costs["claude"]["note"]
+
     text = t25("doctor", "--verbose").out
     assert "reviewer  read, search" in text
     assert "codex     --sandbox read-only --disable goals" in text
     assert "project app: docs read, search, edit" in text
+    assert "codex (its default model): 4.2 KB under T25, 35.9 KB with its own defaults" in text
+    assert "each request resends (its system prompt and tool schemas):" in t25("doctor").out
