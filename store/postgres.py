@@ -56,7 +56,7 @@ from asyncpg.transaction import Transaction
 
 from core.domain.audit import ChainLine
 from core.domain.backoff import Backoff, retry
-from core.domain.events import Event, RunQueued, TaskCreated, TaskTransitioned
+from core.domain.events import DecisionRecorded, Event, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -417,6 +417,10 @@ class PostgresStore(PostgresMoves):
             return await con.fetch(sql.TASK_EVENTS_AFTER, after_id, horizon, limit, task)
 
         return [ROWS.event(r) for r in await self._run(read)]
+
+    async def decisions_after(self, after_id: int, *, limit: int = 1000) -> list[DecisionRecorded]:
+        found = await self._fetch(sql.DECISIONS_AFTER, after_id, limit)
+        return [e for r in found if isinstance(e := ROWS.event(r), DecisionRecorded)]
 
     async def last_event_id(self) -> int:
         async def read(con: Connection, _: bool) -> int:

@@ -131,6 +131,9 @@ TASK_EVENTS_AFTER = (
     "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
 )
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"
+DECISIONS_AFTER = (  # walks events_decisions (0017)
+    "SELECT * FROM events WHERE kind = 'decision_recorded' AND id > $1 ORDER BY id LIMIT $2"
+)
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_CHANNEL = "t25_events"

@@ -27,7 +27,7 @@ from typing import Any
 import aiosqlite
 
 from core.domain.clock import Clock, system_clock
-from core.domain.events import Event, TaskCreated, TaskTransitioned
+from core.domain.events import DecisionRecorded, Event, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -259,6 +259,10 @@ class SqliteStore(SqliteMoves):
                 sql.TASK_EVENTS_AFTER, (after_id, parse_id("T", task_id), limit)
             )
         return [ROWS.event(r) for r in found]
+
+    async def decisions_after(self, after_id: int, *, limit: int = 1000) -> list[DecisionRecorded]:
+        found = await self._read(sql.DECISIONS_AFTER, (after_id, limit))
+        return [e for r in found if isinstance(e := ROWS.event(r), DecisionRecorded)]
 
     async def last_event_id(self) -> int:
         (row,) = await self._read(sql.LAST_EVENT_ID)

@@ -77,6 +77,9 @@ INSERT_EVENT = (
 )
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
+DECISIONS_AFTER = (  # walks events_decisions (0017)
+    "SELECT * FROM events WHERE kind = 'decision_recorded' AND id > ? ORDER BY id LIMIT ?"
+)
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 GET_EVENT = "SELECT * FROM events WHERE id = ?"
 

@@ -56,14 +56,13 @@ from core.control.audit_chain import (
     take_over,
 )
 from core.control.audit_chain import verify_chain as _verify_chain
+from core.control.audit_cross import CrossCheck
 from core.control.audit_file import (
     FileWriter,
     LogEnd,
     find_tail,
     fsync_dir,
-    numbered_lines,
     parse_entry,
-    read_log,
     unwritable,
 )
 from core.control.audit_lines import (
@@ -71,13 +70,13 @@ from core.control.audit_lines import (
     VOID,
     verify_lines,
 )
+from core.control.audit_reading import lines_of, lines_of_path
 from core.control.keyring import Keyring
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
 from core.domain.clock import Clock, system_clock
 from core.domain.events import DecisionRecorded
 from core.domain.models import AuditAnchor
-from core.domain.text import printable
 from core.errors import AuditError
 from core.ports import AuditAnchorStore, AuditChainStore, DecisionWrite
 
@@ -249,7 +248,7 @@ class AuditLog:
         """Every well-formed entry of the file, oldest first (use `verify` to check the
         chain). Where the store keeps the chain, the file is its mirror: `page` reads the
         store."""
-        found = (parse_entry(raw) for _, raw in numbered_lines(read_log(self.path)))
+        found = (parse_entry(raw) for _, raw in lines_of_path(self.path))
         return [e for e in found if e is not None and (task is None or e.task == task)]
 
     async def page(
@@ -271,13 +270,13 @@ class AuditLog:
 
     def _page_of_file(self, after: int, limit: int | None, task: str | None) -> list[AuditEntry]:
         """A page read off the file: line n holds entry n in a whole chain (`verify` says
-        when it is not), so the lines before `after` are skipped unread, and only the lines
+        when it is not), so the lines before `after` are skipped unparsed, and only the lines
         that can be the task's are parsed."""
         needle = None if task is None else f'"task": {json.dumps(task)}'
         out: list[AuditEntry] = []
         if limit == 0:
             return out
-        for _, raw in numbered_lines(read_log(self.path))[after:]:
+        for _, raw in lines_of_path(self.path, after=after):
             if needle is not None and needle not in raw:
                 continue
             entry = parse_entry(raw)
@@ -331,11 +330,10 @@ class AuditLog:
             fh = await self._locked(create=False)
             try:
                 anchor = await self.store.get_audit_anchor()
-                lines, note = await asyncio.to_thread(self._settled_lines, fh, anchor)
+                verdict, note = await asyncio.to_thread(self._verify_file, fh, anchor)
             finally:
                 if fh is not None:
                     fh.close()
-        verdict = verify_lines(lines, anchor, self.keys)
         aside = await asyncio.to_thread(self.set_aside)
         if aside:
             note += (
@@ -415,14 +413,13 @@ class AuditLog:
                 raise unwritable(self.path, exc) from exc
         return tail
 
-    def _settled_lines(
-        self, fh: BinaryIO | None, anchor: AuditAnchor | None
-    ) -> tuple[list[tuple[int, str]], str]:
-        """The lines to verify, with a torn, never-anchored tail set aside (or left out and
-        named, when it cannot be moved)."""
+    def _verify_file(self, fh: BinaryIO | None, anchor: AuditAnchor | None) -> tuple[Verdict, str]:
+        """The file's chain walked line by line under its lock, a chunk read at a time, with
+        a torn, never-anchored tail set aside first (or left out and named, when it cannot
+        be moved)."""
         if fh is None:
-            return [], ""
-        note = ""
+            return verify_lines([], anchor, self.keys), ""
+        note, end = "", None
         tail = find_tail(fh, anchor)
         if tail.torn_and_never_anchored(anchor):
             try:
@@ -432,10 +429,8 @@ class AuditLog:
                     f"; line {tail.next_line} is a torn write (never anchored) that could "
                     f"not be set aside: {exc.strerror or exc}"
                 )
-                fh.seek(0)
-                return numbered_lines(fh.read()[: tail.end]), note
-        fh.seek(0)
-        return numbered_lines(fh.read()), note
+                end = tail.end
+        return verify_lines(lines_of(fh, end), anchor, self.keys), note
 
     def _move_aside(self, fh: BinaryIO, tail: LogEnd) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
@@ -468,38 +463,14 @@ class AuditLog:
 
 
 def cross_check(entries: list[AuditEntry], recorded: list[DecisionRecorded]) -> list[str]:
-    """What the log and the store disagree on: a line whose decision left no
-    `DecisionRecorded` in the store, and a decision the store holds that no line records,
-    by task and line. A voided line, and T25's voiding lines, are meant to have no effect."""
-    voided = {e.voids for e in entries if e.decision == VOID}
-    pending: dict[tuple[object, ...], list[DecisionRecorded]] = {}
-    for event in recorded:
-        key = (event.task_id, event.decision, event.actor, event.reason, event.bound_to)
-        pending.setdefault(key, []).append(event)
-    problems = []
+    """What the log and the store disagree on (`core.control.audit_cross`), of entries and
+    decisions held in memory."""
+    check = CrossCheck(e.voids for e in entries if e.decision == VOID and e.voids is not None)
     for e in entries:
-        if e.decision == VOID or e.seq in voided:
-            continue
-        matching = pending.get((e.task, e.decision, e.actor, e.reason, e.bound_to))
-        if matching:
-            matching.pop(0)
-        else:
-            repair = (
-                f": `t25 merge {e.task}` records it if the default branch holds it"
-                if e.decision == "merge"
-                else ""
-            )
-            problems.append(
-                f"line {e.seq}: {e.decision} of {e.task} by {printable(e.actor)} "
-                f"has no effect in the store{repair}"
-            )
-    for events in pending.values():
-        problems += [
-            f"{ev.task_id}: {ev.decision} by {printable(ev.actor)} (event {ev.id}) is in the "
-            "store with no audit line"
-            for ev in events
-        ]
-    return problems
+        check.entry(e.model_dump())
+    for event in recorded:
+        check.decision(event)
+    return check.problems()
 
 
 def _stat(path: Path) -> tuple[int, int] | None:

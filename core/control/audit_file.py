@@ -312,21 +312,6 @@ def _last_line(fh: BinaryIO, size: int) -> bytes:
     return buf
 
 
-def read_log(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
-def numbered_lines(data: bytes) -> list[tuple[int, str]]:
-    """Numbered lines, split on `\\n` alone: U+2028, U+2029 and U+0085 are characters."""
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()
-    return [(n, p.decode("utf-8", errors="replace")) for n, p in enumerate(pieces, start=1)]
-
-
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

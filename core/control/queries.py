@@ -241,6 +241,13 @@ class Queries:
             task=task_id(task) if task else None, after=after, limit=limit
         )
 
+    async def audit_disagreements(self) -> list[str]:
+        from core.control import audit_cross as cross  # only `t25 audit verify` asks
+
+        log = self.audit
+        lines = cross.chain_lines(log.chain) if log.chain else cross.file_lines(log.path)
+        return await cross.disagreements(lines, cross.recorded(self.store))
+
     async def _known_project(self, name: str) -> None:
         """A project the store knows (the configured ones, and any that still has tasks)."""
         known = sorted(

@@ -111,6 +111,11 @@ class Operations(Protocol):
         `limit`, with `next` the cursor to read on) and the whole chain's verdict."""
         ...
 
+    async def audit_disagreements(self) -> list[str]:
+        """What the audit log and the store disagree on: each line whose decision left no
+        effect, and each decision in the store no line records (core.control.audit_cross)."""
+        ...
+
     # -- writes -----------------------------------------------------------------------------
     async def approval_evidence(self, ref: str) -> ApprovalEvidence:
         """The spec, the plan and its SHA-256, earlier rejections and answers, and an

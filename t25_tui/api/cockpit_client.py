@@ -254,6 +254,11 @@ class RemoteControlPlane(Operations):
         more = limit is not None and cursor is not None
         return AuditTrail(entries=entries, verdict=verdict, next=int(cursor) if more else None)
 
+    async def audit_disagreements(self) -> list[str]:
+        """Serve walks the whole log for them: as long a wait as a decision's."""
+        response = await self.http.request("GET", "/audit/disagreements", timeout=DECISION_TIMEOUT)
+        return [str(problem) for problem in response.json()["disagreements"]]
+
     # -- writes ----------------------------------------------------------------------------
 
     async def _post(self, path: str, body: dict[str, Any]) -> Task:

@@ -57,6 +57,14 @@ async def audit(
     }
 
 
+@router.get("/audit/disagreements", responses=document.READ)
+async def audit_disagreements(control: Ops) -> dict[str, list[str]]:
+    """What the audit log and the store disagree on: each line whose decision left no
+    effect in the store, and each decision the store holds that no line records, by line
+    then by event. The log and the decisions are read a page at a time."""
+    return {"disagreements": await control.audit_disagreements()}
+
+
 @router.get("/config", responses=document.READ)
 async def configuration(control: Ops) -> dict[str, Any]:
     """t25.yaml as validated: projects, roles, limits, policies, cost rates, and under

@@ -317,6 +317,31 @@ async def test_event_ids_are_monotonic_and_events_after_pages(
     assert await store.events_after(ids[-1]) == []
 
 
+async def test_decisions_after_pages_every_tasks_decisions_and_nothing_else(
+    store: Store, project: Project
+) -> None:
+    first, second = await new_task(store), await new_task(store, "second")
+    decided = []
+    for n in range(5):
+        task = (first, second)[n % 2]
+        await store.append_event(
+            InputRequested(task_id=task.id, stage=S.SPEC, question=f"why {n}?")
+        )
+        decided.append(
+            await store.append_event(
+                DecisionRecorded(task_id=task.id, decision="answer", actor="ana", reason=f"{n}")
+            )
+        )
+
+    pages, cursor = [], 0
+    while page := await store.decisions_after(cursor, limit=2):
+        pages.append(page)
+        cursor = page[-1].id or cursor
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [e for p in pages for e in p] == decided
+    assert await store.decisions_after(decided[-1].id or 0) == []
+
+
 async def test_events_after_filters_by_task(store: Store, project: Project) -> None:
     a = await new_task(store, "a")
     b = await new_task(store, "b")

@@ -345,6 +345,29 @@ def plan_nodes(plan: dict) -> list[dict]:
     return [plan, *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
 
 
+async def test_the_decisions_are_read_off_their_index_among_any_number_of_events(
+    store: PostgresStore,
+) -> None:
+    con = await raw(store.url)
+    try:
+        await con.execute(
+            "INSERT INTO events (at, kind, payload) SELECT now(), CASE WHEN n % 100 = 0"
+            " THEN 'decision_recorded' ELSE 'run_output' END, '{}' FROM generate_series(1, 20000)"
+            " AS n"
+        )
+        await con.execute("ANALYZE events")
+        (explained,) = await con.fetchrow(
+            f"EXPLAIN (FORMAT JSON) {postgres_sql.DECISIONS_AFTER}", 0, 5000
+        )
+    finally:
+        await con.close()
+
+    nodes = plan_nodes(json.loads(explained)[0]["Plan"])
+    kinds = [node["Node Type"] for node in nodes]
+    assert "Seq Scan" not in kinds and "Sort" not in kinds, kinds
+    assert any(node.get("Index Name") == "events_decisions" for node in nodes), kinds
+
+
 async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
     store: PostgresStore,
 ) -> None:

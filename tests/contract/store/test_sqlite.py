@@ -300,6 +300,29 @@ async def test_0011_keeps_the_blobs_stored_whole_and_stores_large_ones_in_chunks
         assert db.execute("SELECT count(*) FROM blob_chunks").fetchone() == (2,)
 
 
+async def test_the_decisions_are_read_off_their_index_among_any_number_of_events(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t25.db"
+    await opened(path)
+    db = sqlite3.connect(path)
+    try:
+        db.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+            " INSERT INTO events (at, kind, task_id, payload) SELECT 0,"
+            " CASE WHEN i % 100 = 0 THEN 'decision_recorded' ELSE 'run_output' END, i % 50, '{}'"
+            " FROM n"
+        )
+        db.execute("ANALYZE")
+        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.DECISIONS_AFTER}", (0, 100))
+        plan = [step for (_, _, _, step) in explained]
+    finally:
+        db.close()
+
+    assert any("INDEX events_decisions" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
 async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
     tmp_path: Path,
 ) -> None:
