@@ -56,7 +56,7 @@ from asyncpg.transaction import Transaction
 
 from core.domain.audit import ChainLine
 from core.domain.backoff import Backoff, retry
-from core.domain.events import DecisionRecorded, Event, RunQueued, TaskCreated, TaskTransitioned
+from core.domain.events import Event, RunQueued, TaskCreated, TaskTransitioned
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -397,30 +397,16 @@ class PostgresStore(PostgresMoves):
         )
 
     async def events_after(
-        self, after_id: int, *, task_id: str | None = None, limit: int = 1000
+        self,
+        after_id: int,
+        *,
+        task_id: str | None = None,
+        limit: int = 1000,
+        kind: str | None = None,
     ) -> list[Event]:
         task = rows.number_or_none("T", task_id)
-
-        async def read(con: Connection, _: bool) -> list[Record]:
-            if task is None:
-                found = await con.fetch(sql.EVENTS_FROM, after_id, limit)
-                settled = next(
-                    (i for i, r in enumerate(found) if r["id"] != after_id + 1 + i), len(found)
-                )
-                if settled or not found:
-                    return found[:settled]
-            horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
-            if horizon is None:  # nothing past the cursor yet
-                return []
-            if task is None:
-                return await con.fetch(sql.EVENTS_AFTER, after_id, horizon, limit)
-            return await con.fetch(sql.TASK_EVENTS_AFTER, after_id, horizon, limit, task)
-
-        return [ROWS.event(r) for r in await self._run(read)]
-
-    async def decisions_after(self, after_id: int, *, limit: int = 1000) -> list[DecisionRecorded]:
-        found = await self._fetch(sql.DECISIONS_AFTER, after_id, limit)
-        return [e for r in found if isinstance(e := ROWS.event(r), DecisionRecorded)]
+        found = await self._run(lambda con, _: w.events_after(con, after_id, task, limit, kind))
+        return [ROWS.event(r) for r in found]
 
     async def last_event_id(self) -> int:
         async def read(con: Connection, _: bool) -> int:

@@ -131,9 +131,12 @@ TASK_EVENTS_AFTER = (
     "SELECT * FROM events WHERE id > $1 AND id <= $2 AND task_id = $4 ORDER BY id LIMIT $3"
 )
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events WHERE id <= $1"
-DECISIONS_AFTER = (  # walks events_decisions (0017)
-    "SELECT * FROM events WHERE kind = 'decision_recorded' AND id > $1 ORDER BY id LIMIT $2"
-)
+# $1 after, $2 horizon, $3 limit, $4 task (NULL: every task's), $5 kind.
+KIND_EVENTS_AFTER = """
+SELECT * FROM events WHERE kind = $5 AND id > $1 AND id <= $2
+    AND ($4::bigint IS NULL OR task_id = $4) ORDER BY id LIMIT $3"""
+# The decisions are named literally too, so the planner walks their partial index (0017).
+DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_recorded' AND", 1)
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_CHANNEL = "t25_events"

@@ -18,7 +18,7 @@ import asyncpg
 from asyncpg import Record
 
 from core.domain.audit import ChainLine
-from core.domain.events import ArtifactStored, Event, RunFinished
+from core.domain.events import ArtifactStored, DecisionRecorded, Event, RunFinished
 from core.domain.models import (
     ArtifactMeta,
     AuditAnchor,
@@ -181,6 +181,27 @@ async def kept_before(con: Connection, kept: list[Kept]) -> list[Event]:
 
 
 # -- events -------------------------------------------------------------------------------
+
+
+async def events_after(
+    con: Connection, after_id: int, task: int | None, limit: int, kind: str | None
+) -> list[Record]:
+    """The events after `after_id` (one task's, of one kind), none past the settled horizon:
+    an event whose id is taken but not committed yet holds back the ones after it."""
+    if task is None and kind is None:
+        found = await con.fetch(sql.EVENTS_FROM, after_id, limit)
+        settled = next((i for i, r in enumerate(found) if r["id"] != after_id + 1 + i), len(found))
+        if settled or not found:
+            return found[:settled]
+    horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
+    if horizon is None:  # nothing past the cursor yet
+        return []
+    if kind is not None:
+        of_kind = sql.DECISIONS_AFTER if kind == DecisionRecorded.kind else sql.KIND_EVENTS_AFTER
+        return await con.fetch(of_kind, after_id, horizon, limit, task, kind)
+    if task is None:
+        return await con.fetch(sql.EVENTS_AFTER, after_id, horizon, limit)
+    return await con.fetch(sql.TASK_EVENTS_AFTER, after_id, horizon, limit, task)
 
 
 def _event_args(event: Event) -> tuple[Any, ...]:

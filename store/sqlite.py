@@ -250,19 +250,26 @@ class SqliteStore(SqliteMoves):
             return await w.insert_event(db, event)
 
     async def events_after(
-        self, after_id: int, *, task_id: str | None = None, limit: int = 1000
+        self,
+        after_id: int,
+        *,
+        task_id: str | None = None,
+        limit: int = 1000,
+        kind: str | None = None,
     ) -> list[Event]:
-        if task_id is None:
+        if kind is not None:
+            task = None if task_id is None else parse_id("T", task_id)
+            found = await self._read(
+                sql.DECISIONS_AFTER if kind == DecisionRecorded.kind else sql.KIND_EVENTS_AFTER,
+                {"kind": kind, "after": after_id, "task": task, "limit": limit},
+            )
+        elif task_id is None:
             found = await self._read(sql.EVENTS_AFTER, (after_id, limit))
         else:
             found = await self._read(
                 sql.TASK_EVENTS_AFTER, (after_id, parse_id("T", task_id), limit)
             )
         return [ROWS.event(r) for r in found]
-
-    async def decisions_after(self, after_id: int, *, limit: int = 1000) -> list[DecisionRecorded]:
-        found = await self._read(sql.DECISIONS_AFTER, (after_id, limit))
-        return [e for r in found if isinstance(e := ROWS.event(r), DecisionRecorded)]
 
     async def last_event_id(self) -> int:
         (row,) = await self._read(sql.LAST_EVENT_ID)

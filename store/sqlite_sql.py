@@ -77,9 +77,12 @@ INSERT_EVENT = (
 )
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
-DECISIONS_AFTER = (  # walks events_decisions (0017)
-    "SELECT * FROM events WHERE kind = 'decision_recorded' AND id > ? ORDER BY id LIMIT ?"
+KIND_EVENTS_AFTER = (
+    "SELECT * FROM events WHERE kind = :kind AND id > :after"
+    " AND (:task IS NULL OR task_id = :task) ORDER BY id LIMIT :limit"
 )
+# The decisions are named literally too, so the planner walks their partial index (0017).
+DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_recorded' AND", 1)
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 GET_EVENT = "SELECT * FROM events WHERE id = ?"
 

@@ -27,7 +27,7 @@ from typing import Protocol
 from core.control.audit_lines import VOID
 from core.control.audit_reading import lines_of_path, pages
 from core.domain.audit import ChainLine
-from core.domain.events import DecisionRecorded
+from core.domain.events import DecisionRecorded, Event
 from core.domain.text import printable
 
 PAGE = 5000  # lines, or decisions, read at a time
@@ -44,7 +44,14 @@ class ChainPages(Protocol):
 
 
 class DecisionPages(Protocol):
-    async def decisions_after(self, after_id: int, *, limit: int) -> list[DecisionRecorded]: ...
+    async def events_after(
+        self,
+        after_id: int,
+        *,
+        task_id: str | None = None,
+        limit: int = 1000,
+        kind: str | None = None,
+    ) -> list[Event]: ...
 
 
 class CrossCheck:
@@ -191,8 +198,8 @@ def recorded(store: DecisionPages) -> Decisions:
 
     async def read() -> AsyncIterator[list[DecisionRecorded]]:
         after = 0
-        while found := await store.decisions_after(after, limit=PAGE):
-            yield found
+        while found := await store.events_after(after, limit=PAGE, kind=DecisionRecorded.kind):
+            yield [e for e in found if isinstance(e, DecisionRecorded)]
             after = found[-1].id or after
 
     return read

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain.audit import ChainLine
-from core.domain.events import DecisionRecorded, Event
+from core.domain.events import Event
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -201,13 +201,17 @@ class EventLog(Protocol):
         ...
 
     async def events_after(
-        self, after_id: int, *, task_id: str | None = None, limit: int = 1000
-    ) -> list[Event]: ...
-
-    async def decisions_after(self, after_id: int, *, limit: int = 1000) -> list[DecisionRecorded]:
-        """Every task's `DecisionRecorded` events after id `after_id`, in id order, at most
-        `limit`: one walk of an index of the decisions (migration 0017), however many other
-        events there are."""
+        self,
+        after_id: int,
+        *,
+        task_id: str | None = None,
+        limit: int = 1000,
+        kind: str | None = None,
+    ) -> list[Event]:
+        """The events after id `after_id` in id order, at most `limit`: one task's, with
+        `task_id`; of one kind, with `kind`. Every task's decisions (`DecisionRecorded.kind`)
+        are one walk of an index of their own (migration 0017), however many other events
+        there are."""
         ...
 
     async def last_event_id(self) -> int:

@@ -24,7 +24,7 @@ GRANDFATHERED = {
     "adapters/scripted_agent.py": 816,
     "adapters/scripted_agent.py:answer": 68,
     "adapters/scripted_agent.py:main": 63,
-    "store/postgres.py": 644,
+    "store/postgres.py": 634,
     "store/postgres.py:PostgresStore": 51,
     "store/sqlite.py:SqliteStore": 41,
     "t25_tui/tui/sample_data.py:_stage_artifacts": 73,

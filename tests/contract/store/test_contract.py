@@ -317,7 +317,7 @@ async def test_event_ids_are_monotonic_and_events_after_pages(
     assert await store.events_after(ids[-1]) == []
 
 
-async def test_decisions_after_pages_every_tasks_decisions_and_nothing_else(
+async def test_events_after_of_a_kind_pages_every_tasks_events_of_that_kind_alone(
     store: Store, project: Project
 ) -> None:
     first, second = await new_task(store), await new_task(store, "second")
@@ -334,12 +334,18 @@ async def test_decisions_after_pages_every_tasks_decisions_and_nothing_else(
         )
 
     pages, cursor = [], 0
-    while page := await store.decisions_after(cursor, limit=2):
+    while page := await store.events_after(cursor, limit=2, kind=DecisionRecorded.kind):
         pages.append(page)
         cursor = page[-1].id or cursor
     assert [len(p) for p in pages] == [2, 2, 1]
     assert [e for p in pages for e in p] == decided
-    assert await store.decisions_after(decided[-1].id or 0) == []
+    assert await store.events_after(decided[-1].id or 0, kind=DecisionRecorded.kind) == []
+    theirs = await store.events_after(0, task_id=second.id, kind=DecisionRecorded.kind)
+    assert theirs == decided[1::2]
+    asked = await store.events_after(0, kind=InputRequested.kind)
+    assert [e.question for e in asked if isinstance(e, InputRequested)] == [
+        f"why {n}?" for n in range(5)
+    ]
 
 
 async def test_events_after_filters_by_task(store: Store, project: Project) -> None:

@@ -357,7 +357,8 @@ async def test_the_decisions_are_read_off_their_index_among_any_number_of_events
         )
         await con.execute("ANALYZE events")
         (explained,) = await con.fetchrow(
-            f"EXPLAIN (FORMAT JSON) {postgres_sql.DECISIONS_AFTER}", 0, 5000
+            f"EXPLAIN (FORMAT JSON) {postgres_sql.DECISIONS_AFTER}",
+            *(0, 30000, 5000, None, "decision_recorded"),
         )
     finally:
         await con.close()

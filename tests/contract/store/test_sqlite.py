@@ -314,7 +314,8 @@ async def test_the_decisions_are_read_off_their_index_among_any_number_of_events
             " FROM n"
         )
         db.execute("ANALYZE")
-        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.DECISIONS_AFTER}", (0, 100))
+        params = {"kind": "decision_recorded", "after": 0, "task": None, "limit": 100}
+        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.DECISIONS_AFTER}", params)
         plan = [step for (_, _, _, step) in explained]
     finally:
         db.close()
