@@ -30,7 +30,7 @@ from core.domain.audit import ChainLine
 from core.domain.events import DecisionRecorded, Event
 from core.domain.text import printable
 
-PAGE = 5000  # lines, or decisions, read at a time
+PAGE = 1000  # lines, or decisions, read at a time
 
 Key = tuple[object, ...]  # task, decision, actor, reason, bound_to
 Lines = Callable[[], AsyncIterator[list[str]]]  # the log's lines, oldest first, from its start

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from core.config.schema import load_config
+from core.control import audit_chain, audit_cross
 from core.control.audit import AuditLog, cross_check
 from core.control.audit_lines import verify_lines
 from core.control.service import ControlPlane
@@ -361,3 +362,35 @@ async def test_a_merge_commits_its_line_before_git_and_is_voided_or_named_unappl
             f"`t25 merge {cut}` records it if the default branch holds it"
         )
     ]
+
+
+async def test_verify_and_the_cross_check_read_the_chain_and_the_decisions_a_page_at_a_time(
+    two, monkeypatch
+):
+    one, _ = two
+    for title in ("a", "b", "c"):
+        task = await one.control.new_task(title, actor="ana")
+        await one.control.cancel(task.id, actor="ana", reason=f"not {title}")
+        await one.control.archive(task.id, actor="ana")
+    monkeypatch.setattr(audit_chain, "PAGE", 2)
+    monkeypatch.setattr(audit_cross, "PAGE", 2)
+    asked: list[tuple[str, int]] = []
+    lines, events = one.store.audit_lines, one.store.events_after  # type: ignore[attr-defined]
+
+    async def audit_lines(**kw):
+        asked.append(("lines", kw["limit"]))
+        return await lines(**kw)
+
+    async def events_after(after_id, **kw):
+        asked.append((kw.get("kind") or "every kind", kw["limit"]))
+        return await events(after_id, **kw)
+
+    monkeypatch.setattr(one.store, "audit_lines", audit_lines)
+    monkeypatch.setattr(one.store, "events_after", events_after)
+
+    verdict = await one.audit.verify()
+    assert verdict.ok and verdict.lines == 6, verdict.message
+    assert await one.control.audit_disagreements() == []
+    assert {limit for _, limit in asked} <= {1, 2}, asked  # 1: the chain's head, looked up
+    assert [what for what, _ in asked].count("decision_recorded") >= 3, asked
+    assert "every kind" not in {what for what, _ in asked}, asked
