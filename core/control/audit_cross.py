@@ -22,36 +22,18 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Protocol
 
 from core.control.audit_lines import VOID
 from core.control.audit_reading import lines_of_path, pages
-from core.domain.audit import ChainLine
-from core.domain.events import DecisionRecorded, Event
+from core.domain.events import DecisionRecorded
 from core.domain.text import printable
+from core.ports import AuditChainStore, EventLog
 
 PAGE = 1000  # lines, or decisions, read at a time
 
 Key = tuple[object, ...]  # task, decision, actor, reason, bound_to
 Lines = Callable[[], AsyncIterator[list[str]]]  # the log's lines, oldest first, from its start
 Decisions = Callable[[], AsyncIterator[list[DecisionRecorded]]]  # the store's, oldest first
-
-
-class ChainPages(Protocol):
-    async def audit_lines(
-        self, *, after: int = 0, limit: int = 1000, task: str | None = None
-    ) -> list[ChainLine]: ...
-
-
-class DecisionPages(Protocol):
-    async def events_after(
-        self,
-        after_id: int,
-        *,
-        task_id: str | None = None,
-        limit: int = 1000,
-        kind: str | None = None,
-    ) -> list[Event]: ...
 
 
 class CrossCheck:
@@ -181,7 +163,7 @@ def file_lines(path: Path) -> Lines:
     return read
 
 
-def chain_lines(chain: ChainPages) -> Lines:
+def chain_lines(chain: AuditChainStore) -> Lines:
     """The lines of the chain a store keeps, a page at a time by sequence number."""
 
     async def read() -> AsyncIterator[list[str]]:
@@ -193,7 +175,7 @@ def chain_lines(chain: ChainPages) -> Lines:
     return read
 
 
-def recorded(store: DecisionPages) -> Decisions:
+def recorded(store: EventLog) -> Decisions:
     """Every decision the store holds as taken effect, a page at a time by id."""
 
     async def read() -> AsyncIterator[list[DecisionRecorded]]:
