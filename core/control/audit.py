@@ -330,10 +330,11 @@ class AuditLog:
             fh = await self._locked(create=False)
             try:
                 anchor = await self.store.get_audit_anchor()
-                verdict, note = await asyncio.to_thread(self._verify_file, fh, anchor)
+                held, note = await asyncio.to_thread(self._settled, fh, anchor)
             finally:
                 if fh is not None:
                     fh.close()
+        verdict = await asyncio.to_thread(self._walk_file, held, anchor)
         aside = await asyncio.to_thread(self.set_aside)
         if aside:
             note += (
@@ -413,12 +414,14 @@ class AuditLog:
                 raise unwritable(self.path, exc) from exc
         return tail
 
-    def _verify_file(self, fh: BinaryIO | None, anchor: AuditAnchor | None) -> tuple[Verdict, str]:
-        """The file's chain walked line by line under its lock, a chunk read at a time, with
-        a torn, never-anchored tail set aside first (or left out and named, when it cannot
-        be moved)."""
+    def _settled(
+        self, fh: BinaryIO | None, anchor: AuditAnchor | None
+    ) -> tuple[tuple[BinaryIO, int] | None, str]:
+        """The log as it stands under its lock: a handle of its own and where it ends, with a
+        torn, never-anchored tail set aside first (or left out and named, when it cannot be
+        moved). T25 only adds lines past that end, so the walk needs no lock."""
         if fh is None:
-            return verify_lines([], anchor, self.keys), ""
+            return None, ""
         note, end = "", None
         tail = find_tail(fh, anchor)
         if tail.torn_and_never_anchored(anchor):
@@ -430,7 +433,16 @@ class AuditLog:
                     f"not be set aside: {exc.strerror or exc}"
                 )
                 end = tail.end
-        return verify_lines(lines_of(fh, end), anchor, self.keys), note
+        size = os.fstat(fh.fileno()).st_size if end is None else end
+        return (open(self.path, "rb"), size), note  # closed by _walk_file
+
+    def _walk_file(self, held: tuple[BinaryIO, int] | None, anchor: AuditAnchor | None) -> Verdict:
+        """The chain walked line by line up to where the log ended, a chunk read at a time."""
+        if held is None:
+            return verify_lines([], anchor, self.keys)
+        reader, end = held
+        with reader:
+            return verify_lines(lines_of(reader, end), anchor, self.keys)
 
     def _move_aside(self, fh: BinaryIO, tail: LogEnd) -> None:
         """Copy the torn bytes to a file beside the log (durably), then cut them off it."""
