@@ -39,9 +39,11 @@ def app_for(s: Seeded, **kw) -> T25App:
 
 
 async def until(pilot, condition: Callable[[], object], within_s: float = 30.0) -> None:
-    """Wait for a condition, letting the app run; fail with a clear message on timeout."""
+    """Wait for a condition, letting the app run, and then for the screen it leaves in front
+    to be mounted (a dialog just pushed has no widgets to query before); fail with a clear
+    message on timeout."""
     deadline = time.monotonic() + within_s
-    while not condition():
+    while not (condition() and pilot.app.screen.is_mounted):
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.02)
