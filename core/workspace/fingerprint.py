@@ -21,9 +21,6 @@ What is measured, and why - at the cost of what changed, not of the tree's size:
 * The index where it differs from HEAD (from the same `git status`) and the
   assume-unchanged / skip-worktree flags (`git ls-files -v`, read again only when the index
   file changed): staging, or hiding a change from `git status`, which changes no file.
-
-Two git processes in all, most of the time: one `git status --porcelain=v2 --branch`
-(HEAD, the listed paths, what is staged) and one `git for-each-ref`.
 * The files git reads settings and programs from, by content and mode, so that they can
   be put back: `.git/config`, `config.worktree` (the main checkout's and the task
   worktree's), every file under `.git/hooks` and `.git/info`, and the operator's global
@@ -31,6 +28,9 @@ Two git processes in all, most of the time: one `git status --porcelain=v2 --bra
   programs that run in the main checkout (a hook, a filter, `core.hooksPath`,
   `core.fsmonitor`, `core.attributesFile`).
 * T25's own merges (`refs/t25/landed/<id>`): HEAD moved along them is T25's doing.
+
+Two git processes in all, most of the time: one `git status --porcelain=v2 --branch`
+(HEAD, the listed paths, what is staged) and one `git for-each-ref`.
 
 Excluded: `.factory/` (T25's own store, audit log and worktrees) and the worktree root,
 which agents are meant to write, and the task branches of other tasks (`feat/T-2`), which
