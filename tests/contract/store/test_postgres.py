@@ -345,25 +345,33 @@ def plan_nodes(plan: dict) -> list[dict]:
     return [plan, *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
 
 
+async def query_plan(url: str, fill: list[str], statement: str, *args: object) -> list[dict]:
+    """Every node of `statement`'s plan in the database at `url` once `fill` ran."""
+    con = await raw(url)
+    try:
+        for step in fill:
+            await con.execute(step)
+        (explained,) = await con.fetchrow(f"EXPLAIN (FORMAT JSON) {statement}", *args)
+    finally:
+        await con.close()
+    return plan_nodes(json.loads(explained)[0]["Plan"])
+
+
 async def test_the_decisions_are_read_off_their_index_among_any_number_of_events(
     store: PostgresStore,
 ) -> None:
-    con = await raw(store.url)
-    try:
-        await con.execute(
+    fill = [
+        (
             "INSERT INTO events (at, kind, payload) SELECT now(), CASE WHEN n % 100 = 0"
             " THEN 'decision_recorded' ELSE 'run_output' END, '{}' FROM generate_series(1, 20000)"
             " AS n"
-        )
-        await con.execute("ANALYZE events")
-        (explained,) = await con.fetchrow(
-            f"EXPLAIN (FORMAT JSON) {postgres_sql.DECISIONS_AFTER}",
-            *(0, 30000, 5000, None, "decision_recorded"),
-        )
-    finally:
-        await con.close()
+        ),
+        "ANALYZE events",
+    ]
+    nodes = await query_plan(
+        store.url, fill, postgres_sql.DECISIONS_AFTER, 0, 30000, 5000, None, "decision_recorded"
+    )
 
-    nodes = plan_nodes(json.loads(explained)[0]["Plan"])
     kinds = [node["Node Type"] for node in nodes]
     assert "Seq Scan" not in kinds and "Sort" not in kinds, kinds
     assert any(node.get("Index Name") == "events_decisions" for node in nodes), kinds
@@ -372,25 +380,20 @@ async def test_the_decisions_are_read_off_their_index_among_any_number_of_events
 async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
     store: PostgresStore,
 ) -> None:
-    con = await raw(store.url)
-    try:
-        await con.execute(
+    fill = [
+        (
             "INSERT INTO tasks (project, title, type, description, state, created_at,"
             " state_since, priority) SELECT 'demo', 't' || n, 'feat', '', 'IMPLEMENTING',"
             " now(), now(), n % 7 FROM generate_series(1, 3000) AS n"
-        )
-        await con.execute(
+        ),
+        (
             "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at, priority)"
             " SELECT id, 'IMPLEMENTING', 'dev', now(), now(), priority FROM tasks"
-        )
-        await con.execute("ANALYZE runs; ANALYZE tasks")
-        (explained,) = await con.fetchrow(
-            f"EXPLAIN (FORMAT JSON) {postgres_sql.CLAIM_RUN}", "w", 30.0, "key"
-        )
-    finally:
-        await con.close()
+        ),
+        "ANALYZE runs; ANALYZE tasks",
+    ]
+    nodes = await query_plan(store.url, fill, postgres_sql.CLAIM_RUN, "w", 30.0, "key")
 
-    nodes = plan_nodes(json.loads(explained)[0]["Plan"])
     kinds = [node["Node Type"] for node in nodes]
     assert "Sort" not in kinds and "Hash Join" not in kinds, kinds
     assert any(node.get("Index Name") == "runs_claimable" for node in nodes), kinds

@@ -300,25 +300,34 @@ async def test_0011_keeps_the_blobs_stored_whole_and_stores_large_ones_in_chunks
         assert db.execute("SELECT count(*) FROM blob_chunks").fetchone() == (2,)
 
 
-async def test_the_decisions_are_read_off_their_index_among_any_number_of_events(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "t25.db"
+async def query_plan(path: Path, fill: list[str], statement: str, params: dict) -> list[str]:
+    """The steps of `statement`'s plan in a new store filled by `fill`, after ANALYZE."""
     await opened(path)
     db = sqlite3.connect(path)
     try:
-        db.execute(
+        for step in fill:
+            db.execute(step)
+        db.execute("ANALYZE")
+        db.create_function("t25_now", 0, lambda: 0.0)  # as the store registers it
+        explained = db.execute(f"EXPLAIN QUERY PLAN {statement}", params)
+        return [step for (_, _, _, step) in explained]
+    finally:
+        db.close()
+
+
+async def test_the_decisions_are_read_off_their_index_among_any_number_of_events(
+    tmp_path: Path,
+) -> None:
+    fill = [
+        (
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
             " INSERT INTO events (at, kind, task_id, payload) SELECT 0,"
             " CASE WHEN i % 100 = 0 THEN 'decision_recorded' ELSE 'run_output' END, i % 50, '{}'"
             " FROM n"
         )
-        db.execute("ANALYZE")
-        params = {"kind": "decision_recorded", "after": 0, "task": None, "limit": 100}
-        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.DECISIONS_AFTER}", params)
-        plan = [step for (_, _, _, step) in explained]
-    finally:
-        db.close()
+    ]
+    params = {"kind": "decision_recorded", "after": 0, "task": None, "limit": 100}
+    plan = await query_plan(tmp_path / "t25.db", fill, sqlite_sql.DECISIONS_AFTER, params)
 
     assert any("INDEX events_decisions" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
@@ -327,30 +336,21 @@ async def test_the_decisions_are_read_off_their_index_among_any_number_of_events
 async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "t25.db"
-    await opened(path)
-    db = sqlite3.connect(path)
-    try:
-        db.execute(
-            "INSERT INTO projects (name, repo_path, default_branch) VALUES ('p', '/p', 'main')"
-        )
-        db.execute(
+    fill = [
+        "INSERT INTO projects (name, repo_path, default_branch) VALUES ('p', '/p', 'main')",
+        (
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)"
             " INSERT INTO tasks (project, title, type, description, state, created_at,"
             " state_since, priority) SELECT 'p', 't' || i, 'feat', '', 'IMPLEMENTING', 0, 0,"
             " i % 7 FROM n"
-        )
-        db.execute(
+        ),
+        (
             "INSERT INTO runs (task_id, stage, role, not_before, enqueued_at, priority)"
             " SELECT id, 'IMPLEMENTING', 'dev', 0, 0, priority FROM tasks"
-        )
-        db.execute("ANALYZE")
-        db.create_function("t25_now", 0, lambda: 0.0)  # as the store registers it
-        params = {"worker": "w", "ttl": 30.0}
-        explained = db.execute(f"EXPLAIN QUERY PLAN {sqlite_sql.CLAIM_RUN}", params)
-        plan = [step for (_, _, _, step) in explained]
-    finally:
-        db.close()
+        ),
+    ]
+    params = {"worker": "w", "ttl": 30.0}
+    plan = await query_plan(tmp_path / "t25.db", fill, sqlite_sql.CLAIM_RUN, params)
 
     assert any("INDEX runs_claimable" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
