@@ -83,6 +83,7 @@ from store import postgres_writes as w
 from store import rows
 from store.postgres_events import EventSignal
 from store.postgres_moves import PostgresMoves
+from store.postgres_task_reads import PostgresTaskReads
 
 T = TypeVar("T")
 Connection: TypeAlias = "asyncpg.Connection[Record]"  # the stubs' generic, not asyncpg's
@@ -92,7 +93,7 @@ RECONNECT = Backoff(0.05, 0.2)  # ... after these pauses: 0.05, 0.1, 0.2 s
 ROWS = rows.RowReader(time=rows.as_utc)  # timestamptz: aware datetimes already
 
 
-class PostgresStore(PostgresMoves):
+class PostgresStore(PostgresMoves, PostgresTaskReads):
     """The Store on a Postgres database. Open it with `await PostgresStore.open(url)`."""
 
     def __init__(self, pool: schema.ConnectionPool, url: str, application_name: str) -> None:
@@ -237,19 +238,6 @@ class PostgresStore(PostgresMoves):
     async def get_task(self, task_id: str) -> Task | None:
         row = await self._fetchrow(sql.GET_TASK, parse_id("T", task_id))
         return ROWS.task(row) if row else None
-
-    async def list_tasks(
-        self,
-        *,
-        states: list[TaskState] | None = None,
-        project: str | None = None,
-        include_archived: bool = False,
-    ) -> list[Task]:
-        wanted = None if states is None else [TaskState(s).value for s in states]
-        return [
-            ROWS.task(r)
-            for r in await self._fetch(sql.LIST_TASKS, wanted, project, include_archived)
-        ]
 
     async def apply_transition(
         self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
@@ -445,10 +433,6 @@ class PostgresStore(PostgresMoves):
 
     async def now(self) -> datetime:
         return rows.as_utc(await self._run(lambda con, _: con.fetchval(sql.NOW)))
-
-    async def cost_by_task(self) -> dict[str, float]:
-        costs = await self._fetch(sql.COST_BY_TASK)
-        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         """Under a key of its own: a retry whose first try committed before its reply was

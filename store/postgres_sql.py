@@ -67,11 +67,22 @@ GET_TASK = "SELECT * FROM tasks WHERE id = $1"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = $1"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
 # $1 states (NULL: any), $2 project (NULL: any), $3 include archived.
-LIST_TASKS = """
-SELECT * FROM tasks
+_TASKS_WHERE = """
 WHERE ($1::text[] IS NULL OR state = ANY($1::text[])) AND ($2::text IS NULL OR project = $2)
-  AND ($3::boolean OR NOT archived)
-ORDER BY id"""
+  AND ($3::boolean OR NOT archived) AND ($4::boolean IS NULL OR merged = $4)"""
+
+
+def list_tasks(*, newest_first: bool) -> str:
+    """Tasks by id, oldest or newest first: $1 states, $2 project, $3 archived too, $4
+    merged or not, $5 the page goes on past this id, $6 at most this many (NULL: no limit).
+    Two statements, not one with the order a parameter, so each walks an index its way."""
+    past, order = ("<", "DESC") if newest_first else (">", "ASC")
+    return f"""SELECT * FROM tasks{_TASKS_WHERE}
+  AND ($5::bigint IS NULL OR id {past} $5)
+ORDER BY id {order} LIMIT $6"""
+
+
+COUNT_TASKS = f"SELECT state, COUNT(*) AS n FROM tasks{_TASKS_WHERE} GROUP BY state"
 
 
 def update_task(set_columns: list[str], *, with_state: bool) -> str:
@@ -352,4 +363,5 @@ WHERE seq > $1 AND ($3::text IS NULL OR task = $3) ORDER BY seq LIMIT $2"""
 # The store's clock: the one lease deadlines and run and state times are taken from.
 NOW = "SELECT clock_timestamp()"
 
-COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"
+COST_BY_TASK = """SELECT task_id, SUM(cost_usd) AS cost FROM runs
+WHERE $1::bigint[] IS NULL OR task_id = ANY($1::bigint[]) GROUP BY task_id"""

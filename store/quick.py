@@ -37,37 +37,72 @@ def open_task_ids(db: Path) -> list[str] | None:
     return None if rows is None else [f"T-{number}" for (number,) in rows]
 
 
+# A finished task (core.control.task_lists, which a test holds this to): `t25 task list`
+# counts such tasks rather than listing them, unless asked.
+FINISHED = "(state = 'CANCELLED' OR (state = 'DONE' AND merged = 1))"
+
+
+class TaskPage(NamedTuple):
+    """What `t25 task list` shows: a page of tasks, and how many finished ones it left out."""
+
+    rows: list[TaskRow]
+    finished: dict[str, int]  # by state; empty when the list was asked for every state
+
+
 def task_rows(
-    db: Path, *, states: Sequence[str] | None, include_archived: bool
-) -> list[TaskRow] | None:
-    """The tasks `t25 task list` shows, oldest first; None when this cannot read them."""
-    where, params = ["1"], list(states or ())
+    db: Path,
+    *,
+    states: Sequence[str] | None,
+    include_archived: bool,
+    after: int | None = None,
+    limit: int | None = None,
+) -> TaskPage | None:
+    """The tasks `t25 task list` shows, oldest first: those of `states`, or every task with
+    `include_archived` (`--all`), or else the unfinished ones that are not archived, with a
+    count of the finished ones by state; None when this cannot read them."""
+    where: list[str] = ["1"]
+    params: list[Any] = list(states or ())
     if states:
         where.append(f"state IN ({', '.join('?' * len(states))})")
+    elif not include_archived:
+        where.append(f"NOT {FINISHED}")
     if not include_archived:
         where.append("archived = 0")
+    if after is not None:
+        where.append("id > ?")
+        params.append(after)
     rows = _read(
         db,
         "SELECT id, state, type, title, archived, priority, after_tasks, state_since, merged "
-        f"FROM tasks WHERE {' AND '.join(where)} ORDER BY id",
-        params,
+        f"FROM tasks WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+        [*params, -1 if limit is None else limit],
     )
-    if rows is None:
-        return None
-    return [
-        TaskRow(
-            f"T-{number}",
-            state,
-            kind,
-            title,
-            bool(archived),
-            priority,
-            tuple(json.loads(after)) if after else (),
-            datetime.fromtimestamp(since, UTC),
-            bool(merged),
+    finished: list[tuple[Any, ...]] | None = []
+    if not states and not include_archived:
+        finished = _read(
+            db,
+            f"SELECT state, COUNT(*) FROM tasks WHERE {FINISHED} AND archived = 0 GROUP BY state",
+            (),
         )
-        for number, state, kind, title, archived, priority, after, since, merged in rows
-    ]
+    if rows is None or finished is None:
+        return None
+    return TaskPage(
+        [
+            TaskRow(
+                f"T-{number}",
+                state,
+                kind,
+                title,
+                bool(archived),
+                priority,
+                tuple(json.loads(waits)) if waits else (),
+                datetime.fromtimestamp(since, UTC),
+                bool(merged),
+            )
+            for number, state, kind, title, archived, priority, waits, since, merged in rows
+        ],
+        dict(finished),
+    )
 
 
 def _read(db: Path, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]] | None:

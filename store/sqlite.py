@@ -53,6 +53,7 @@ from store import sqlite_sql as sql
 from store import sqlite_writes as w
 from store.sqlite_file import BUSY_TIMEOUT_MS, transaction
 from store.sqlite_moves import SqliteMoves
+from store.sqlite_task_reads import SqliteTaskReads
 
 POLL_S = 0.05  # how often a reader waiting for events looks at the file
 ROWS = w.ROWS
@@ -61,7 +62,7 @@ Row = sqlite3.Row
 Params = Sequence[Any] | Mapping[str, Any]
 
 
-class SqliteStore(SqliteMoves):
+class SqliteStore(SqliteMoves, SqliteTaskReads):
     """The Store on one SQLite file. Open it with `await SqliteStore.open(path)`."""
 
     def __init__(
@@ -163,26 +164,6 @@ class SqliteStore(SqliteMoves):
     async def get_task(self, task_id: str) -> Task | None:
         found = await self._read(sql.GET_TASK, (parse_id("T", task_id),))
         return ROWS.task(found[0]) if found else None
-
-    async def list_tasks(
-        self,
-        *,
-        states: list[TaskState] | None = None,
-        project: str | None = None,
-        include_archived: bool = False,
-    ) -> list[Task]:
-        where: list[str] = ["1"]
-        params: list[str] = []
-        if states is not None:
-            where.append(f"state IN ({', '.join('?' * len(states))})")
-            params += [TaskState(s).value for s in states]
-        if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        if not include_archived:
-            where.append("archived = 0")
-        found = await self._read(sql.LIST_TASKS.format(where=" AND ".join(where)), params)
-        return [ROWS.task(r) for r in found]
 
     async def apply_transition(
         self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
@@ -316,10 +297,6 @@ class SqliteStore(SqliteMoves):
 
     async def now(self) -> datetime:
         return self._clock()
-
-    async def cost_by_task(self) -> dict[str, float]:
-        costs = await self._read(sql.COST_BY_TASK)
-        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         params = {"worker": worker, "ttl": checks.positive_ttl(ttl_s)}

@@ -57,7 +57,8 @@ FROM tasks JOIN events ON events.task_id = tasks.id AND events.kind = 'task_crea
 WHERE tasks.request_key = ?"""
 GET_TASK = "SELECT * FROM tasks WHERE id = ?"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
-LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id"
+LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ?"
+COUNT_TASKS = "SELECT state, COUNT(*) AS n FROM tasks WHERE {where} GROUP BY state"
 
 
 def update_task(set_columns: list[str], *, with_state: bool) -> str:
@@ -216,4 +217,4 @@ MOVE_AUDIT_ANCHOR = (
     "UPDATE audit_anchor SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id"
 )
 
-COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs GROUP BY task_id"
+COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs {where} GROUP BY task_id"

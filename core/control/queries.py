@@ -81,6 +81,10 @@ class Queries:
         states: Sequence[TaskState] | None = None,
         project: str | None = None,
         archived: bool = False,
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Task]:
         if project is not None:
             await self._known_project(project)
@@ -88,6 +92,27 @@ class Queries:
             states=None if states is None else list(states),
             project=project,
             include_archived=archived,
+            merged=merged,
+            after=None if after is None else task_id(after),
+            limit=limit,
+            newest_first=newest_first,
+        )
+
+    async def task_counts(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        if project is not None:
+            await self._known_project(project)
+        return await self.store.count_tasks(
+            states=None if states is None else list(states),
+            project=project,
+            include_archived=archived,
+            merged=merged,
         )
 
     async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
@@ -231,8 +256,8 @@ class Queries:
     async def cost(self) -> CostSummary:
         return summarize(await self.store.list_runs())
 
-    async def cost_by_task(self) -> dict[str, float]:
-        return await self.store.cost_by_task()
+    async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
+        return await self.store.cost_by_task(None if tasks is None else [task_id(t) for t in tasks])
 
     async def audit_trail(
         self, *, task: str | None = None, after: int = 0, limit: int | None = None

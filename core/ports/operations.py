@@ -60,8 +60,26 @@ class Operations(Protocol):
         states: Sequence[TaskState] | None = None,
         project: str | None = None,
         archived: bool = False,
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Task]:
-        """Tasks by id, of some states or one project; archived ones only when asked."""
+        """Tasks by id, of some states or one project, merged or not; archived ones only
+        when asked. Oldest first, or newest first; `after` a task's id: the list goes on
+        past it in that order; at most `limit` of them."""
+        ...
+
+    async def task_counts(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        """How many of the tasks `tasks` would give each state holds (a state with none
+        is left out)."""
         ...
 
     async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
@@ -100,8 +118,9 @@ class Operations(Protocol):
         """Every run's estimated cost, in total and by role, adapter and model."""
         ...
 
-    async def cost_by_task(self) -> dict[str, float]:
-        """Each task's summed run cost, by task id (a task with no runs is absent)."""
+    async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
+        """Each task's summed run cost, by task id (a task with no runs is absent), of
+        every task or of `tasks`."""
         ...
 
     async def audit_trail(

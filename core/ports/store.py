@@ -137,7 +137,26 @@ class TaskStore(Protocol):
         states: list[TaskState] | None = None,
         project: str | None = None,
         include_archived: bool = False,
-    ) -> list[Task]: ...
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Task]:
+        """Tasks by id, oldest first (newest first when asked), merged or not when asked;
+        `after` a task's id, the list goes on past it in that order; at most `limit`."""
+        ...
+
+    async def count_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        """How many of the tasks `list_tasks` would give each state holds (a state with
+        none is left out)."""
+        ...
 
     async def apply_transition(
         self, task_id: str, expected: TaskState, event: Event, fields: dict[str, Any]
@@ -261,9 +280,9 @@ class RunLeases(Protocol):
         self, *, task_id: str | None = None, status: RunStatus | None = None
     ) -> list[Run]: ...
 
-    async def cost_by_task(self) -> dict[str, float]:
-        """Each task's summed run cost (a task with no runs is absent): the board's figure,
-        without reading every run."""
+    async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
+        """Each task's summed run cost (a task with no runs is absent), of every task or of
+        `task_ids`: the board's figure, without reading every run."""
         ...
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:

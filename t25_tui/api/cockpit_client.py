@@ -66,6 +66,7 @@ SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a b
 DECISION_TIMEOUT = httpx.Timeout(10.0, read=900.0)
 PAGE = 5000  # the most events the control plane returns per request
 AUDIT_PAGE = 5000  # the most audit lines serve gives per request (GET /audit)
+COSTS_NAMED = 200  # the most task ids serve takes per request (GET /cost/tasks)
 
 
 @asynccontextmanager
@@ -147,10 +148,41 @@ class RemoteControlPlane(Operations):
         states: Sequence[TaskState] | None = None,
         project: str | None = None,
         archived: bool = False,
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Task]:
+        if states is not None and not states:
+            return []  # no state asked for: a query without `state` would mean every one
         wanted = [TaskState(s).value for s in states or ()] or None
-        found = await self._get("/tasks", state=wanted, project=project, archived=archived)
+        found = await self._get(
+            "/tasks",
+            state=wanted,
+            project=project,
+            archived=archived,
+            merged=merged,
+            after=after,
+            limit=limit,
+            order="newest" if newest_first else None,
+        )
         return [Task.model_validate(t) for t in found.json()]
+
+    async def task_counts(
+        self,
+        *,
+        states: Sequence[TaskState] | None = None,
+        project: str | None = None,
+        archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        if states is not None and not states:
+            return {}
+        wanted = [TaskState(s).value for s in states or ()] or None
+        found = await self._get(
+            "/tasks/counts", state=wanted, project=project, archived=archived, merged=merged
+        )
+        return {TaskState(state): int(n) for state, n in found.json().items()}
 
     async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
         found = await self._get(f"/tasks/{_ref(ref)}", verify=verify or None)
@@ -225,9 +257,17 @@ class RemoteControlPlane(Operations):
     async def cost(self) -> CostSummary:
         return CostSummary.model_validate_json((await self._get("/cost")).content)
 
-    async def cost_by_task(self) -> dict[str, float]:
-        found = (await self._get("/cost/tasks")).json()
-        return {str(task): float(usd) for task, usd in found.items()}
+    async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
+        if tasks is None:
+            pages: list[list[str] | None] = [None]
+        else:
+            named = list(tasks)
+            pages = [named[i : i + COSTS_NAMED] for i in range(0, len(named), COSTS_NAMED)]
+        costs = {}
+        for page in pages:
+            found = (await self._get("/cost/tasks", task=page)).json()
+            costs.update({str(task): float(usd) for task, usd in found.items()})
+        return costs
 
     async def audit_trail(
         self, *, task: str | None = None, after: int = 0, limit: int | None = None

@@ -51,6 +51,13 @@ def json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """A count of at least 1 (`--limit`)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
 def since(text: str) -> int | datetime:
     """`--since`: a sequence number, or a time (ISO 8601; UTC when it names no zone)."""
     if text.isdigit():

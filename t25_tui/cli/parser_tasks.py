@@ -14,6 +14,7 @@ from t25_tui.cli.parser_common import (
     AddCommand,
     command,
     json_option,
+    positive_int,
 )
 from t25_tui.cli.parser_verbs import sub_verb, verb_commands
 
@@ -108,7 +109,16 @@ def _task_reads_and_edits(task_sub: argparse._SubParsersAction[Any]) -> None:
         help="only tasks in this state (repeatable)",
     )
     lst.add_argument("--project", help="only this project's tasks")
-    lst.add_argument("--all", action="store_true", help="include archived tasks")
+    lst.add_argument(
+        "--all", action="store_true", help="every task, the finished and archived ones too"
+    )
+    lst.add_argument("--after", metavar="ID", help="the tasks filed after this one")
+    lst.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="at most N tasks (with --json: 1000 unless given); says where the next page starts",
+    )
     json_option(lst)
     lst.set_defaults(handler=command("task_list:list_"))
     show = task_sub.add_parser(

@@ -87,9 +87,13 @@ class TaskJson(Shape):
 
 
 class TaskList(Shape):
-    """`t25 task list --json`: the tasks, in filing order."""
+    """`t25 task list --json`: a page of the tasks, in filing order; `next` the task the next
+    page goes on after (`--after`), null on the last; `finished` how many finished tasks, by
+    state, the list left out (without `--all` or `--state`)."""
 
     tasks: list[TaskJson]
+    next: str | None = None
+    finished: dict[str, int] = {}
 
 
 class HistoryJson(Shape):

@@ -26,6 +26,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from core.control.sweeper import Sweeper
+from core.domain.models import TaskState
 from core.domain.text import printable
 from core.errors import ControlPlaneUnreachable, T25Error
 from core.ports import AgentAdapter, Operations
@@ -35,6 +36,7 @@ from t25_tui.tui.cards import (
     Card,
     Clock,
     blocked,
+    board_tasks,
     cards,
     over_budget,
     wall_clock,
@@ -96,6 +98,8 @@ class T25App(Navigation, DecisionFlows):
         self.set_keymap(self.keymap.textual())
         self.filter = BoardFilter()
         self.cards: list[Card] = []
+        self.unread: dict[TaskState, int] = {}  # finished tasks the board did not read
+        self.read_everything = False  # the last read took every task (for a filter)
         self.seen_event_id = 0
         self.loaded = asyncio.Event()  # the first board is on screen
         self.status_note = ""
@@ -229,13 +233,15 @@ class T25App(Navigation, DecisionFlows):
         self._board_reads += 1  # counted inside the worker: one cancelled unstarted never counts
         try:
             last = await self.control.last_event_id()
-            tasks = await self.control.tasks()
-            spent = await self.control.cost_by_task()
+            everything = bool(self.filter)
+            tasks, self.unread = await board_tasks(self.control, everything=everything)
+            spent = await self.control.cost_by_task(None if everything else [t.id for t in tasks])
             over = await over_budget(self.control, tasks, spent)
             waiting = await blocked(self.control, tasks)
         finally:
             self._board_reads -= 1
         self.seen_event_id = max(self.seen_event_id, last)
+        self.read_everything = everything
         self.cards = cards(tasks, spent, over, waiting)
         self.show_cards()
         if not self.loaded.is_set():
@@ -247,7 +253,7 @@ class T25App(Navigation, DecisionFlows):
             return  # a board read that finished as the cockpit closed
         shown = [c for c in self.cards if self.filter.matches(c.task)]
         selected = self.board.selected() if self.screen is self.screen_stack[0] else None
-        self.board.show(shown, self.clock())
+        self.board.show(shown, self.clock(), {} if self.filter else self.unread)
         if selected and self.board.selected() != selected:
             self.board.focus_task(selected)  # the selection follows its card to a new column
         filed = self.select_next  # a task just filed: selected once the board shows it
@@ -273,7 +279,7 @@ class T25App(Navigation, DecisionFlows):
         self.query_one("#status", Static).update(
             Content.assemble(
                 ("T25", "bold"),
-                f" {len(self.cards)} tasks · ",
+                f" {len(self.cards) + sum(self.unread.values())} tasks · ",
                 (f"⚑ {waiting} waiting (i)", "bold yellow") if waiting else "nothing waiting",
                 *(f" · {printable(part)}" for part in parts),
             )

@@ -11,6 +11,7 @@ in a title is shown as typed rather than read as markup.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,8 +19,9 @@ from datetime import UTC, datetime
 from rich.text import Text
 
 from core.config.schema import Config, Limits
+from core.control import task_lists
 from core.domain.cost import Spend, tokens_of
-from core.domain.models import Task, TaskState
+from core.domain.models import Task, TaskState, parse_id
 from core.domain.text import printable
 from core.errors import ConfigError, NotFound
 from core.ports import Operations
@@ -113,6 +115,27 @@ def cards(
         Card(t, spent.get(t.id, 0.0), human_needed(t), t.id in over, blocked.get(t.id, ()))
         for t in tasks
     ]
+
+
+async def board_tasks(
+    control: Operations, *, everything: bool
+) -> tuple[list[Task], dict[TaskState, int]]:
+    """The tasks the board reads, and how many finished ones of each state it left unread.
+
+    The unfinished tasks and the `CARDS_PER_COLUMN` newest finished of each finished state
+    (core.control.task_lists): what a lane draws, whatever the history holds; or, with
+    `everything` (a filter is searching), every task that is not archived."""
+    if everything:
+        return await control.tasks(), {}
+    newest = await task_lists.newest_finished(control, CARDS_PER_COLUMN)
+    loaded = Counter(t.state for t in newest)
+    unread = {
+        state: n - loaded[state]
+        for state, n in (await task_lists.finished_counts(control)).items()
+        if n > loaded[state]
+    }
+    shown = [*await task_lists.unfinished(control), *newest]
+    return sorted(shown, key=lambda t: parse_id("T", t.id)), unread
 
 
 async def blocked(control: Operations, tasks: Sequence[Task]) -> dict[str, tuple[str, ...]]:

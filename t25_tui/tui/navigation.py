@@ -39,6 +39,7 @@ class Navigation(Cockpit):
     control: Operations
     clock: Clock
     filter: BoardFilter
+    read_everything: bool
     terminal_away: bool
 
     if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class Navigation(Cockpit):
         def board(self) -> Board: ...
 
         def show_cards(self) -> None: ...
+
+        def schedule_refresh(self) -> None: ...
 
         def status(self, note: str) -> None: ...
 
@@ -63,6 +66,8 @@ class Navigation(Cockpit):
         self.filter = BoardFilter.parse(query)
         self.query_one("#filter", Input).value = query
         self.show_cards()
+        if bool(self.filter) != self.read_everything:
+            self.schedule_refresh()  # a filter searches every task; without, the newest
 
     def key_escape(self) -> None:
         box = self.query_one("#filter", Input)

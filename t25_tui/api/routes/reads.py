@@ -30,6 +30,7 @@ async def health(control: Control) -> dict[str, Any]:
 
 AUDIT_PAGE = 500  # lines in a page of GET /audit, unless asked for fewer or more ...
 AUDIT_PAGE_MAX = 5000  # ... up to this many
+COSTS_NAMED_MAX = 200  # task ids one GET /cost/tasks takes (a URL stays short)
 
 
 @router.get("/audit", responses=document.READ)
@@ -89,9 +90,12 @@ async def configuration(control: Ops) -> dict[str, Any]:
 
 
 @router.get("/cost/tasks", responses=document.READ)
-async def cost_by_task(control: Ops) -> dict[str, float]:
-    """Each task's summed run cost, by task id (the board's figure)."""
-    return await control.cost_by_task()
+async def cost_by_task(
+    control: Ops, task: Annotated[list[str] | None, Query(max_length=COSTS_NAMED_MAX)] = None
+) -> dict[str, float]:
+    """Each task's summed run cost, by task id (the board's figure), of every task or of
+    the `task`s named."""
+    return await control.cost_by_task(task)
 
 
 @router.get("/cost", response_model=CostSummary, responses=document.READ)

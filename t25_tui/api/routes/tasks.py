@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -36,11 +36,41 @@ async def tasks(
     state: Annotated[list[TaskState] | None, Query()] = None,
     project: str | None = None,
     archived: bool = False,
+    merged: bool | None = None,
+    after: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    order: Literal["oldest", "newest"] = "oldest",
 ) -> Response:
-    """Tasks in filing order, of some states or one project of t25.yaml's."""
+    """Tasks in filing order (`order=newest`: the newest first), of some states or one
+    project of t25.yaml's, merged or not; a page of at most `limit` that goes on past the
+    task `after`."""
     _configured(control, project, "query", "project")
-    found = await control.tasks(states=state, project=project, archived=archived)
+    found = await control.tasks(
+        states=state,
+        project=project,
+        archived=archived,
+        merged=merged,
+        after=after,
+        limit=limit,
+        newest_first=order == "newest",
+    )
     return json_list(Task, found)
+
+
+@router.get("/tasks/counts", responses=document.READ)
+async def task_counts(
+    control: Ops,
+    state: Annotated[list[TaskState] | None, Query()] = None,
+    project: str | None = None,
+    archived: bool = False,
+    merged: bool | None = None,
+) -> dict[TaskState, int]:
+    """How many of the tasks GET /tasks would give each state holds (a state with none
+    is left out)."""
+    _configured(control, project, "query", "project")
+    return await control.task_counts(
+        states=state, project=project, archived=archived, merged=merged
+    )
 
 
 @router.post("/tasks", status_code=201, response_model=Task, responses=document.DECIDE)

@@ -11,12 +11,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
-from core.domain.models import TaskState
+from core.control import task_lists
 from t25_tui.tui.cards import age, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Screen
-
-WAITING = [TaskState.AWAITING_APPROVAL, TaskState.NEEDS_INPUT, TaskState.DONE, TaskState.FAILED]
 
 
 class Inbox(T25Screen):
@@ -37,7 +35,7 @@ class Inbox(T25Screen):
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        tasks = await self.control.tasks(states=WAITING)
+        tasks = await task_lists.unfinished(self.control)  # not every merged task of history
         waiting = sorted((t for t in tasks if human_needed(t)), key=lambda t: t.state_since)
         table = self.query_one(DataTable)
         keep = self.selected()

@@ -19,7 +19,7 @@ card is always whole on screen. Left and right jump to the previous and next sta
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import ClassVar
 
@@ -180,12 +180,13 @@ class Column(Vertical):
     def cards(self) -> Cards:
         return self.query_one(Cards)
 
-    def show(self, cards: Sequence[Card], now: datetime) -> None:
+    def show(self, cards: Sequence[Card], now: datetime, unread: int = 0) -> None:
+        """Draw `cards`, and count beside them `unread` older ones the board did not read."""
         chip = self.lane.chips
         drawn = tuple((c.id, render_card(c, now, chip=chip)) for c in cards[:CARDS_PER_COLUMN])
-        more = len(cards) - len(drawn)
-        self.query_one(Label).update(f"{self.lane.title} {len(cards)}")
-        self.set_class(not cards, "empty")
+        more = len(cards) - len(drawn) + unread
+        self.query_one(Label).update(f"{self.lane.title} {len(cards) + unread}")
+        self.set_class(not cards and not unread, "empty")
         key = (tuple((i, t.plain, bool(t.spans)) for i, t in drawn), more)
         if key == self._key:
             return
@@ -210,18 +211,26 @@ class StateList(Cards):
         super().__init__(id="state-list", classes="cards")
         self._key: object = None
 
-    def show(self, by_state: dict[TaskState, list[Card]], now: datetime) -> None:
-        """Redraw when a line changed, keeping the highlight on the card it was on."""
+    def show(
+        self,
+        by_state: dict[TaskState, list[Card]],
+        now: datetime,
+        unread: Mapping[TaskState, int] | None = None,
+    ) -> None:
+        """Redraw when a line changed, keeping the highlight on the card it was on; `unread`
+        counts the older tasks of a state the board did not read."""
         items: list[Option] = []
         for state, cards in by_state.items():
-            if not cards:
+            older = (unread or {}).get(state, 0)
+            if not cards and not older:
                 continue  # an empty state takes no room
-            header = Text(f"{state.value} {len(cards)}", style=HEADER_STYLE.get(state, "bold"))
+            total = len(cards) + older
+            header = Text(f"{state.value} {total}", style=HEADER_STYLE.get(state, "bold"))
             items.append(Option(header, disabled=True))
             items += (
                 Option(CardPrompt(render_line(c, now)), id=c.id) for c in cards[:CARDS_PER_COLUMN]
             )
-            if (more := len(cards) - CARDS_PER_COLUMN) > 0:
+            if (more := total - min(len(cards), CARDS_PER_COLUMN)) > 0:
                 note = Text(f"  … {more} more (filter with /)", style="dim")
                 items.append(Option(note, disabled=True))
         key = tuple((o.id, str(o.prompt)) for o in items)
@@ -267,6 +276,7 @@ class Board(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._cards: Sequence[Card] = ()
+        self._unread: Mapping[TaskState, int] = {}
         self._now: datetime | None = None
 
     def compose(self) -> ComposeResult:
@@ -300,8 +310,12 @@ class Board(Vertical):
         """The lane that holds `state`."""
         return self.query_one(f"#col-{LANE_OF[state].key}", Column)
 
-    def show(self, cards: Sequence[Card], now: datetime) -> None:
-        self._cards, self._now = cards, now
+    def show(
+        self, cards: Sequence[Card], now: datetime, unread: Mapping[TaskState, int] | None = None
+    ) -> None:
+        """Draw `cards`; `unread` counts, by state, the older tasks the board did not read
+        (the finished beyond the newest: core.control.task_lists)."""
+        self._cards, self._now, self._unread = cards, now, unread or {}
         self._draw()
 
     def _draw(self) -> None:
@@ -315,10 +329,11 @@ class Board(Vertical):
             for state_cards in by_state.values():
                 # Newest first: the most recent work is what an operator looks for.
                 state_cards.sort(key=lambda c: c.task.state_since, reverse=True)
-            self.state_list.show(by_state, self._now)
+            self.state_list.show(by_state, self._now, self._unread)
         else:
             for lane, lane_cards in by_lane(self._cards).items():
-                self.query_one(f"#col-{lane.key}", Column).show(lane_cards, self._now)
+                unread = sum(self._unread.get(state, 0) for state in lane.states)
+                self.query_one(f"#col-{lane.key}", Column).show(lane_cards, self._now, unread)
 
     def shown_ids(self) -> set[str]:
         """Every task with a card on the board as it is drawn now."""

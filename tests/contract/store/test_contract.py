@@ -157,6 +157,30 @@ async def test_list_tasks_filters(store: Store, project: Project) -> None:
     assert await store.list_tasks(project="other") == []
 
 
+async def test_list_tasks_pages_in_either_order_and_counts_each_state(
+    store: Store, project: Project
+) -> None:
+    tasks = [await new_task(store, f"t{n}") for n in range(5)]
+    for task in tasks[1:3]:
+        await store.apply_transition(task.id, S.RECEIVED, move(task, S.CANCELLED), {})
+    ids = [t.id for t in tasks]
+
+    page = await store.list_tasks(limit=2)
+    assert [t.id for t in page] == ids[:2]
+    rest = await store.list_tasks(after=page[-1].id, limit=10)
+    assert [t.id for t in rest] == ids[2:]
+    newest = await store.list_tasks(newest_first=True, limit=2)
+    assert [t.id for t in newest] == [ids[4], ids[3]]
+    older = await store.list_tasks(newest_first=True, after=ids[3])
+    assert [t.id for t in older] == [ids[2], ids[1], ids[0]]
+    cancelled = await store.list_tasks(states=[S.CANCELLED], newest_first=True, limit=1)
+    assert [t.id for t in cancelled] == [ids[2]]
+    assert await store.list_tasks(after=ids[4]) == []
+
+    assert await store.count_tasks() == {S.RECEIVED: 3, S.CANCELLED: 2}
+    assert await store.count_tasks(project="nowhere") == {}
+
+
 async def test_apply_transition_moves_the_task_and_writes_the_event(
     store: Store, project: Project
 ) -> None:
@@ -629,6 +653,8 @@ async def test_cost_by_task_sums_each_tasks_runs(store: Store, project: Project)
     await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))  # not run yet
     await new_task(store)  # no runs at all
     assert await store.cost_by_task() == {"T-1": 0.25, "T-2": 0.5, "T-3": 0.125}
+    assert await store.cost_by_task(["T-3", "T-1", "T-4"]) == {"T-1": 0.25, "T-3": 0.125}
+    assert await store.cost_by_task([]) == {}
 
 
 async def test_reap_returns_lapsed_runs_to_the_queue(store: Store, project: Project) -> None:

@@ -274,7 +274,7 @@ def test_logs_follow_streams_until_the_task_needs_a_human(t25, repo):
         runner.wait(timeout=60)
     assert followed.code == 0, followed.err
     assert followed.out.count("· finished: ") == 6  # spec, plan, dev, qa, review, docs
-    assert "DONE" in t25("task", "list").out
+    assert "DONE" in t25("task", "list", "--state", "DONE").out
 
 
 def test_approve_binds_to_the_plan_named_and_refuses_another(t25, repo):

@@ -16,18 +16,22 @@ def test_task_list_show_audit_and_cost_print_their_documented_shapes(t25, repo):
     assert t25("run").code == 0
     assert t25("--actor", "ana", "cancel", "T-2", "--reason", "not now").code == 0
 
-    listed = conforms("task-list", t25("task", "list", "--json").out)
+    unfinished = conforms("task-list", t25("task", "list", "--json").out)
+    assert [t["id"] for t in unfinished["tasks"]] == ["T-1"]  # DONE, waiting for its merge
+    assert unfinished["next"] is None and unfinished["finished"] == {"CANCELLED": 1}
+    listed = conforms("task-list", t25("task", "list", "--all", "--json").out)
     assert [(t["id"], t["state"], t["branch"]) for t in listed["tasks"]] == [
         ("T-1", "DONE", "fix/T-1"),
         ("T-2", "CANCELLED", "feat/T-2"),
     ]
+    assert listed["next"] is None and listed["finished"] == {}
     assert all(UTC_TIME.fullmatch(t["created_at"]) for t in listed["tasks"])
     only = conforms("task-list", t25("task", "list", "--state", "DONE", "--json").out)
     assert [t["id"] for t in only["tasks"]] == ["T-1"]
     empty = conforms(
         "task-list", t25("task", "list", "--project", "shop", "--state", "QA", "--json").out
     )
-    assert empty == {"tasks": []}
+    assert empty == {"tasks": [], "next": None, "finished": {}}
 
     shown = conforms("task-show", t25("task", "show", "1", "--json").out)
     assert shown["task"]["id"] == "T-1" and shown["task"]["merged"] is False

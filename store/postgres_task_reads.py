@@ -1,0 +1,57 @@
+"""The Postgres store's reads of many tasks: a page of them, how many each state holds, and
+what their runs cost — each one statement over an index (migration 0018)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.domain.models import Task, TaskState, format_id, parse_id
+from store import postgres_sql as sql
+from store import rows
+from store.postgres_writes import ROWS
+
+if TYPE_CHECKING:
+    from asyncpg import Record
+
+
+class PostgresTaskReads:
+    """`list_tasks`, `count_tasks` and `cost_by_task`, for `store.postgres.PostgresStore`."""
+
+    if TYPE_CHECKING:
+
+        async def _fetch(self, statement: str, *args: Any) -> list[Record]: ...
+
+    async def list_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Task]:
+        wanted = None if states is None else [TaskState(s).value for s in states]
+        past = rows.number_or_none("T", after)
+        statement = sql.list_tasks(newest_first=newest_first)
+        found = await self._fetch(statement, wanted, project, include_archived, merged, past, limit)
+        return [ROWS.task(r) for r in found]
+
+    async def count_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        wanted = None if states is None else [TaskState(s).value for s in states]
+        found = await self._fetch(sql.COUNT_TASKS, wanted, project, include_archived, merged)
+        return {TaskState(r["state"]): r["n"] for r in found}
+
+    async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
+        numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]
+        costs = await self._fetch(sql.COST_BY_TASK, numbers)
+        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}

@@ -1,0 +1,92 @@
+"""The SQLite store's reads of many tasks: a page of them, how many each state holds, and
+what their runs cost — each one statement over an index (migration 0018)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.domain.models import Task, TaskState, format_id, parse_id
+from store import sqlite_sql as sql
+from store.sqlite_writes import ROWS
+
+if TYPE_CHECKING:
+    import sqlite3
+
+
+class SqliteTaskReads:
+    """`list_tasks`, `count_tasks` and `cost_by_task`, for `store.sqlite.SqliteStore`."""
+
+    if TYPE_CHECKING:
+
+        async def _read(
+            self, statement: str, params: Sequence[Any] | Mapping[str, Any] = ()
+        ) -> list[sqlite3.Row]: ...
+
+    async def list_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        merged: bool | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Task]:
+        where, params = _tasks_where(states, project, include_archived, merged)
+        if after is not None:
+            where.append("id < ?" if newest_first else "id > ?")
+            params.append(parse_id("T", after))
+        statement = sql.LIST_TASKS.format(
+            where=" AND ".join(where), order="DESC" if newest_first else "ASC"
+        )
+        found = await self._read(statement, [*params, -1 if limit is None else limit])
+        return [ROWS.task(r) for r in found]
+
+    async def count_tasks(
+        self,
+        *,
+        states: list[TaskState] | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        merged: bool | None = None,
+    ) -> dict[TaskState, int]:
+        where, params = _tasks_where(states, project, include_archived, merged)
+        found = await self._read(sql.COUNT_TASKS.format(where=" AND ".join(where)), params)
+        return {TaskState(r["state"]): r["n"] for r in found}
+
+    async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
+        if task_ids is None:
+            costs = await self._read(sql.COST_BY_TASK.format(where=""))
+        else:
+            numbers = [parse_id("T", t) for t in task_ids]
+            # One parameter per id would meet SQLite's limit on parameters; a JSON array
+            # is one, however many tasks the board shows.
+            where = "WHERE task_id IN (SELECT value FROM json_each(?))"
+            costs = await self._read(sql.COST_BY_TASK.format(where=where), [json.dumps(numbers)])
+        return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+
+def _tasks_where(
+    states: Sequence[TaskState] | None,
+    project: str | None,
+    include_archived: bool,
+    merged: bool | None,
+) -> tuple[list[str], list[Any]]:
+    """The conditions of a read of tasks, and their parameters."""
+    where: list[str] = ["1"]
+    params: list[Any] = []
+    if states is not None:
+        where.append(f"state IN ({', '.join('?' * len(states))})")
+        params += [TaskState(s).value for s in states]
+    if project is not None:
+        where.append("project = ?")
+        params.append(project)
+    if not include_archived:
+        where.append("archived = 0")
+    if merged is not None:
+        where.append("merged = ?")
+        params.append(int(merged))
+    return where, params
