@@ -391,9 +391,12 @@ class PostgresStore(PostgresMoves, PostgresTaskReads):
         task_id: str | None = None,
         limit: int = 1000,
         kind: str | None = None,
+        stream: str | None = None,
     ) -> list[Event]:
         task = rows.number_or_none("T", task_id)
-        found = await self._run(lambda con, _: w.events_after(con, after_id, task, limit, kind))
+        found = await self._run(
+            lambda con, _: w.events_after(con, after_id, task, limit, kind, stream)
+        )
         return [ROWS.event(r) for r in found]
 
     async def last_event_id(self) -> int:

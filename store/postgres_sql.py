@@ -10,6 +10,8 @@ statements would serialise every commit behind the global notify lock.
 
 from __future__ import annotations
 
+from typing import Any
+
 from store import reaping
 
 # -- opening ------------------------------------------------------------------------------
@@ -66,23 +68,50 @@ WHERE tasks.request_key = $1"""
 GET_TASK = "SELECT * FROM tasks WHERE id = $1"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = $1"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
+
+
 # $1 states (NULL: any), $2 project (NULL: any), $3 include archived.
-_TASKS_WHERE = """
-WHERE ($1::text[] IS NULL OR state = ANY($1::text[])) AND ($2::text IS NULL OR project = $2)
-  AND ($3::boolean OR NOT archived) AND ($4::boolean IS NULL OR merged = $4)"""
+def tasks_where(
+    states: list[str] | None, project: str | None, include_archived: bool, merged: bool | None
+) -> tuple[str, list[Any]]:
+    """The WHERE of a read of tasks and its arguments, naming only what is asked: a state,
+    merged or not, is then an equality the index on (state, merged, id) answers in id order
+    (`x IS NULL OR …` in a prepared statement would leave the planner to sort)."""
+    clauses: list[str] = ["TRUE"]
+    args: list[Any] = []
+
+    def arg(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    if states is not None:
+        clauses.append(
+            f"state = {arg(states[0])}" if len(states) == 1 else f"state = ANY({arg(states)})"
+        )
+    if project is not None:
+        clauses.append(f"project = {arg(project)}")
+    if not include_archived:
+        clauses.append("NOT archived")
+    if merged is not None:
+        clauses.append(f"merged = {arg(merged)}")
+    return " AND ".join(clauses), args
 
 
-def list_tasks(*, newest_first: bool) -> str:
-    """Tasks by id, oldest or newest first: $1 states, $2 project, $3 archived too, $4
-    merged or not, $5 the page goes on past this id, $6 at most this many (NULL: no limit).
-    Two statements, not one with the order a parameter, so each walks an index its way."""
-    past, order = ("<", "DESC") if newest_first else (">", "ASC")
-    return f"""SELECT * FROM tasks{_TASKS_WHERE}
-  AND ($5::bigint IS NULL OR id {past} $5)
-ORDER BY id {order} LIMIT $6"""
+def list_tasks(
+    where: str, args: list[Any], *, after: int | None, limit: int | None, newest_first: bool
+) -> tuple[str, list[Any]]:
+    """Tasks by id, oldest or newest first, past the task numbered `after`, at most `limit`."""
+    args = list(args)
+    if after is not None:
+        args.append(after)
+        where += f" AND id {'<' if newest_first else '>'} ${len(args)}"
+    args.append(limit)
+    order = "DESC" if newest_first else "ASC"
+    return f"SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ${len(args)}", args
 
 
-COUNT_TASKS = f"SELECT state, COUNT(*) AS n FROM tasks{_TASKS_WHERE} GROUP BY state"
+def count_tasks(where: str) -> str:
+    return f"SELECT state, COUNT(*) AS n FROM tasks WHERE {where} GROUP BY state"
 
 
 def update_task(set_columns: list[str], *, with_state: bool) -> str:
@@ -148,6 +177,10 @@ SELECT * FROM events WHERE kind = $5 AND id > $1 AND id <= $2
     AND ($4::bigint IS NULL OR task_id = $4) ORDER BY id LIMIT $3"""
 # The decisions are named literally too, so the planner walks their partial index (0017).
 DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_recorded' AND", 1)
+# One task's events of one kind (and, for output, of one stream $6): a range of 0018's index.
+TASK_KIND_EVENTS_AFTER = """
+SELECT * FROM events WHERE task_id = $4 AND kind = $5 AND id > $1 AND id <= $2
+    AND ($6::text IS NULL OR payload->>'stream' = $6) ORDER BY id LIMIT $3"""
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_CHANNEL = "t25_events"

@@ -33,11 +33,18 @@ class PostgresTaskReads:
         limit: int | None = None,
         newest_first: bool = False,
     ) -> list[Task]:
+        if states is not None and not states:
+            return []
         wanted = None if states is None else [TaskState(s).value for s in states]
-        past = rows.number_or_none("T", after)
-        statement = sql.list_tasks(newest_first=newest_first)
-        found = await self._fetch(statement, wanted, project, include_archived, merged, past, limit)
-        return [ROWS.task(r) for r in found]
+        where, args = sql.tasks_where(wanted, project, include_archived, merged)
+        statement, args = sql.list_tasks(
+            where,
+            args,
+            after=rows.number_or_none("T", after),
+            limit=limit,
+            newest_first=newest_first,
+        )
+        return [ROWS.task(r) for r in await self._fetch(statement, *args)]
 
     async def count_tasks(
         self,
@@ -47,8 +54,11 @@ class PostgresTaskReads:
         include_archived: bool = False,
         merged: bool | None = None,
     ) -> dict[TaskState, int]:
+        if states is not None and not states:
+            return {}
         wanted = None if states is None else [TaskState(s).value for s in states]
-        found = await self._fetch(sql.COUNT_TASKS, wanted, project, include_archived, merged)
+        where, args = sql.tasks_where(wanted, project, include_archived, merged)
+        found = await self._fetch(sql.count_tasks(where), *args)
         return {TaskState(r["state"]): r["n"] for r in found}
 
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:

@@ -184,10 +184,16 @@ async def kept_before(con: Connection, kept: list[Kept]) -> list[Event]:
 
 
 async def events_after(
-    con: Connection, after_id: int, task: int | None, limit: int, kind: str | None
+    con: Connection,
+    after_id: int,
+    task: int | None,
+    limit: int,
+    kind: str | None,
+    stream: str | None = None,
 ) -> list[Record]:
-    """The events after `after_id` (one task's, of one kind), none past the settled horizon:
-    an event whose id is taken but not committed yet holds back the ones after it."""
+    """The events after `after_id` (one task's, of one kind, of one output stream), none past
+    the settled horizon: an event whose id is taken but not committed yet holds back the ones
+    after it."""
     if task is None and kind is None:
         found = await con.fetch(sql.EVENTS_FROM, after_id, limit)
         settled = next((i for i, r in enumerate(found) if r["id"] != after_id + 1 + i), len(found))
@@ -196,6 +202,10 @@ async def events_after(
     horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
     if horizon is None:  # nothing past the cursor yet
         return []
+    if kind is not None and task is not None:
+        return await con.fetch(
+            sql.TASK_KIND_EVENTS_AFTER, after_id, horizon, limit, task, kind, stream
+        )
     if kind is not None:
         of_kind = sql.DECISIONS_AFTER if kind == DecisionRecorded.kind else sql.KIND_EVENTS_AFTER
         return await con.fetch(of_kind, after_id, horizon, limit, task, kind)

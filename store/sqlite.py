@@ -237,8 +237,20 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
         task_id: str | None = None,
         limit: int = 1000,
         kind: str | None = None,
+        stream: str | None = None,
     ) -> list[Event]:
-        if kind is not None:
+        if kind is not None and task_id is not None:
+            found = await self._read(
+                sql.TASK_KIND_EVENTS_AFTER,
+                {
+                    "task": parse_id("T", task_id),
+                    "kind": kind,
+                    "after": after_id,
+                    "stream": stream,
+                    "limit": limit,
+                },
+            )
+        elif kind is not None:
             task = None if task_id is None else parse_id("T", task_id)
             found = await self._read(
                 sql.DECISIONS_AFTER if kind == DecisionRecorded.kind else sql.KIND_EVENTS_AFTER,

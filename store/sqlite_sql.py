@@ -84,6 +84,10 @@ KIND_EVENTS_AFTER = (
 )
 # The decisions are named literally too, so the planner walks their partial index (0017).
 DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_recorded' AND", 1)
+# One task's events of one kind (and, for output, of one stream): a range of 0018's index.
+TASK_KIND_EVENTS_AFTER = """
+SELECT * FROM events WHERE task_id = :task AND kind = :kind AND id > :after
+    AND (:stream IS NULL OR json_extract(payload, '$.stream') = :stream) ORDER BY id LIMIT :limit"""
 LAST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 GET_EVENT = "SELECT * FROM events WHERE id = ?"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.config.schema import Config, RoleBudget
 from core.control.cost import summarize
@@ -117,14 +117,17 @@ class Queries:
 
     async def detail(self, ref: str, *, verify: bool = False) -> TaskDetail:
         task = await self.task(ref)
-        events = await self.store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+        history = await self._of_kinds(task.id, TaskTransitioned, DecisionRecorded)
+        asked = [e.question for e in await self._of_kinds(task.id, InputRequested)]
+        network = await self.store.events_after(
+            0, task_id=task.id, kind=RunOutput.kind, stream=NETWORK_STREAM, limit=EVERY_EVENT
+        )
         runs = await self.store.list_runs(task_id=task.id)
         artifacts = await self.store.list_artifacts(task_id=task.id)
-        asked = [e.question for e in events if isinstance(e, InputRequested)]
         checks, baseline = await self._checks(task)
         return TaskDetail(
             task=task,
-            history=[e for e in events if isinstance(e, TaskTransitioned | DecisionRecorded)],
+            history=history,
             runs=runs,
             artifacts=artifacts,
             cost=summarize(runs),
@@ -134,12 +137,24 @@ class Queries:
             damaged=[d for a in artifacts if (d := await self._damage(a))] if verify else [],
             network=tally(
                 (e.run_id or "", e.text)
-                for e in events
+                for e in network
                 if isinstance(e, RunOutput) and e.stream == NETWORK_STREAM
             ),
             checks=checks,
             baseline=baseline,
         )
+
+    async def _of_kinds(self, task_id: str, *kinds: type[Event]) -> list[Any]:
+        """The task's events of these kinds, in id order: each kind one indexed read (0018),
+        so its agents' output, however long, is never read to find them."""
+        found = [
+            e
+            for kind in kinds
+            for e in await self.store.events_after(
+                0, task_id=task_id, kind=kind.kind, limit=EVERY_EVENT
+            )
+        ]
+        return sorted(found, key=lambda e: e.id) if len(kinds) > 1 else found
 
     async def _checks(self, task: Task) -> tuple[tuple[CheckResult, ...], Baseline | None]:
         """The checks of the task's last QA beside the default branch's figures; none when
@@ -223,8 +238,7 @@ class Queries:
 
     async def decisions(self, ref: str) -> list[DecisionRecorded]:
         """The decisions that took effect on a task, oldest first (what its prompts quote)."""
-        events = await self.store.events_after(0, task_id=ref, limit=EVERY_EVENT)
-        return [e for e in events if isinstance(e, DecisionRecorded)]
+        return await self._of_kinds(ref, DecisionRecorded)
 
     async def run(self, ref: str) -> Run:
         rid = run_id(ref)

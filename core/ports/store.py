@@ -226,11 +226,13 @@ class EventLog(Protocol):
         task_id: str | None = None,
         limit: int = 1000,
         kind: str | None = None,
+        stream: str | None = None,
     ) -> list[Event]:
         """The events after id `after_id` in id order, at most `limit`: one task's, with
-        `task_id`; of one kind, with `kind`. Every task's decisions (`DecisionRecorded.kind`)
-        are one walk of an index of their own (migration 0017), however many other events
-        there are."""
+        `task_id`; of one kind, with `kind`; with `kind` `run_output`, only that `stream`'s.
+        Every task's decisions (`DecisionRecorded.kind`) are one walk of an index of their
+        own (migration 0017), and a task's events of a kind one range of another (0018),
+        however many other events there are."""
         ...
 
     async def last_event_id(self) -> int:

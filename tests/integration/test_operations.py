@@ -20,8 +20,9 @@ import pytest
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.domain.decisions import Decision
-from core.domain.events import DecisionRecorded, TaskTransitioned
+from core.domain.events import DecisionRecorded, RunOutput, TaskTransitioned
 from core.domain.models import TaskState
+from core.domain.network import NETWORK_STREAM, Connection
 from core.domain.verbs import Verb
 from core.errors import PolicyRefused, StoreError
 from core.ports import Operations
@@ -56,6 +57,36 @@ def test_the_local_and_the_remote_control_plane_are_one_port():
             ours = inspect.signature(getattr(Operations, name))
             assert list(theirs.parameters) == list(ours.parameters), (implementation, name)
             assert inspect.iscoroutinefunction(getattr(implementation, name)), name
+
+
+async def test_a_tasks_detail_reads_no_agent_output_but_the_network_records(seeded):
+    """`t25 task show` on a task whose agents printed thousands of lines reads none of them:
+    its history, questions and network records each come by kind (migration 0018)."""
+    local = seeded.control
+    for n in range(300):
+        await local.store.append_event(RunOutput(task_id="T-2", stream="stdout", text=f"{n}"))
+    record = Connection("api.example.com", 443, True, "allowed", "connect", 10, 20).to_text()
+    await local.store.append_event(RunOutput(task_id="T-2", stream=NETWORK_STREAM, text=record))
+    before = await local.detail("T-2")
+    read: list[dict] = []
+    events_after = local.store.events_after
+
+    async def counted(after_id, **kw):
+        found = await events_after(after_id, **kw)
+        read.append({**kw, "found": len(found)})
+        return found
+
+    local.store.events_after = counted  # type: ignore[method-assign]
+    try:
+        shown = await local.detail("T-2")
+    finally:
+        local.store.events_after = events_after  # type: ignore[method-assign]
+    assert shown == before
+    assert all(r.get("kind") for r in read), read  # never every event of the task
+    outputs = [r for r in read if r["kind"] == RunOutput.kind]
+    assert outputs and all(r.get("stream") == NETWORK_STREAM for r in outputs), read
+    assert sum(r["found"] for r in read) < 50  # not the 300 lines of output
+    assert [row.host for row in shown.network] == ["api.example.com"]
 
 
 async def test_one_detail_for_the_command_line_rest_and_the_cockpit(seeded):

@@ -8,3 +8,8 @@
 -- It leads with `state`, so the index on state alone is no longer needed.
 CREATE INDEX tasks_by_state_merged_id ON tasks (state, merged, id);
 DROP INDEX tasks_by_state;
+
+-- `t25 task show` reads a task's transitions, decisions, questions and network records, never
+-- its agents' output: each kind of a task's events, in id order, is one range of this index,
+-- however much output the task's runs printed.
+CREATE INDEX events_by_task_and_kind ON events (task_id, kind, id);

@@ -15,6 +15,7 @@ from core.domain.events import (
     DecisionRecorded,
     InputRequested,
     RunFinished,
+    RunOutput,
     RunQueued,
     RunStarted,
     TaskCreated,
@@ -370,6 +371,27 @@ async def test_events_after_of_a_kind_pages_every_tasks_events_of_that_kind_alon
     assert [e.question for e in asked if isinstance(e, InputRequested)] == [
         f"why {n}?" for n in range(5)
     ]
+
+
+async def test_a_tasks_output_of_one_stream_is_read_without_the_rest(
+    store: Store, project: Project
+) -> None:
+    task, other = await new_task(store), await new_task(store, "other")
+    written = []
+    for n, stream in enumerate(["stdout", "network", "stderr", "network", "stdout"]):
+        written.append(
+            await store.append_event(RunOutput(task_id=task.id, stream=stream, text=f"{n}"))
+        )
+        await store.append_event(RunOutput(task_id=other.id, stream=stream, text=f"{n}"))
+
+    network = await store.events_after(0, task_id=task.id, kind=RunOutput.kind, stream="network")
+    assert network == [e for e in written if isinstance(e, RunOutput) and e.stream == "network"]
+    every = await store.events_after(0, task_id=task.id, kind=RunOutput.kind)
+    assert every == written
+    later = await store.events_after(
+        network[0].id, task_id=task.id, kind=RunOutput.kind, stream="network", limit=5
+    )
+    assert later == network[1:]
 
 
 async def test_events_after_filters_by_task(store: Store, project: Project) -> None:

@@ -397,3 +397,51 @@ async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
     kinds = [node["Node Type"] for node in nodes]
     assert "Sort" not in kinds and "Hash Join" not in kinds, kinds
     assert any(node.get("Index Name") == "runs_claimable" for node in nodes), kinds
+
+
+async def test_the_newest_finished_tasks_of_a_state_are_read_off_an_index(
+    store: PostgresStore,
+) -> None:
+    fill = [
+        (
+            "INSERT INTO tasks (project, title, type, description, state, created_at,"
+            " state_since, merged) SELECT 'demo', 't' || n, 'feat', '', CASE WHEN n % 100 = 0"
+            " THEN 'DONE' WHEN n % 10 = 0 THEN 'CANCELLED' ELSE 'QA' END, now(), now(),"
+            " n % 100 = 0 FROM generate_series(1, 20000) AS n"
+        ),
+        "ANALYZE tasks",
+    ]
+    where, args = postgres_sql.tasks_where(["DONE"], None, False, True)
+    statement, args = postgres_sql.list_tasks(where, args, after=None, limit=100, newest_first=True)
+    nodes = await query_plan(store.url, fill, statement, *args)
+
+    kinds = [node["Node Type"] for node in nodes]
+    assert "Seq Scan" not in kinds and "Sort" not in kinds, kinds
+    assert any(node.get("Index Name") == "tasks_by_state_merged_id" for node in nodes), kinds
+
+
+async def test_a_tasks_events_of_one_kind_are_read_off_an_index(store: PostgresStore) -> None:
+    con = await raw(store.url)
+    try:
+        await con.execute(
+            "INSERT INTO tasks (project, title, type, description, state, created_at,"
+            " state_since) SELECT 'demo', 't' || n, 'feat', '', 'QA', now(), now()"
+            " FROM generate_series(1, 5) AS n"
+        )
+        first = int(await con.fetchval("SELECT min(id) FROM tasks"))
+        await con.execute(
+            "INSERT INTO events (at, kind, task_id, payload) SELECT now(), CASE WHEN n % 100 = 0"
+            f" THEN 'task_transitioned' ELSE 'run_output' END, {first} + n % 5, '{{}}'"
+            " FROM generate_series(1, 20000) AS n"
+        )
+        await con.execute("ANALYZE events")
+    finally:
+        await con.close()
+    statement = postgres_sql.TASK_KIND_EVENTS_AFTER
+    nodes = await query_plan(
+        store.url, [], statement, 0, 30000, 5000, first + 2, "task_transitioned", None
+    )
+
+    kinds = [node["Node Type"] for node in nodes]  # a sort of the 40 found may follow
+    assert "Seq Scan" not in kinds, kinds
+    assert any(node.get("Index Name") == "events_by_task_and_kind" for node in nodes), kinds

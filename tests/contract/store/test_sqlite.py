@@ -354,3 +354,40 @@ async def test_a_claim_walks_the_queued_runs_index_whatever_the_queue_length(
 
     assert any("INDEX runs_claimable" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+TASK_HISTORY = [
+    "INSERT INTO projects (name, repo_path, default_branch) VALUES ('p', '/p', 'main')",
+    (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+        " INSERT INTO tasks (project, title, type, description, state, created_at, state_since,"
+        " merged) SELECT 'p', 't' || i, 'feat', '', CASE WHEN i % 100 = 0 THEN 'DONE'"
+        " WHEN i % 10 = 0 THEN 'CANCELLED' ELSE 'QA' END, 0, 0, i % 100 = 0 FROM n"
+    ),
+]
+
+
+async def test_the_newest_finished_tasks_of_a_state_are_read_off_an_index(tmp_path: Path) -> None:
+    statement = sqlite_sql.LIST_TASKS.format(
+        where="state IN (?) AND archived = 0 AND merged = ?", order="DESC"
+    )
+    plan = await query_plan(tmp_path / "t25.db", TASK_HISTORY, statement, ("DONE", 1, 100))
+
+    assert any("INDEX tasks_by_state_merged_id" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+async def test_a_tasks_events_of_one_kind_are_read_off_an_index(tmp_path: Path) -> None:
+    fill = [
+        (
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+            " INSERT INTO events (at, kind, task_id, payload) SELECT 0,"
+            " CASE WHEN i % 100 = 0 THEN 'task_transitioned' ELSE 'run_output' END, i % 5, '{}'"
+            " FROM n"
+        )
+    ]
+    params = {"task": 3, "kind": "task_transitioned", "after": 0, "stream": None, "limit": 100}
+    plan = await query_plan(tmp_path / "t25.db", fill, sqlite_sql.TASK_KIND_EVENTS_AFTER, params)
+
+    assert any("INDEX events_by_task_and_kind" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
