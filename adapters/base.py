@@ -51,7 +51,7 @@ from core.ports import OutputSink
 
 log = logging.getLogger("t25.adapters")
 
-VERSION_TIMEOUT_S = 10.0
+VERSION_TIMEOUT_S = 30.0  # a Node CLI starting on a loaded machine has taken over 10 s
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?)")
 
 
@@ -332,6 +332,11 @@ class CliAdapter:
             log_limit=65536,
         )
         found = _VERSION.search(done.log.decode("utf-8", "replace"))
+        if found is None and done.timed_out:
+            log.warning(
+                "%s: `--version` took over %g s; asked again next run", self.name, VERSION_TIMEOUT_S
+            )
+            return None  # a loaded machine, not an unknown version: not kept
         self._version, self._version_read = (found.group(1) if found else None), True
         supported, note = self.spec.check_version(self._version)
         if not supported or "newer" in note:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters import base
 from adapters.base import CliAdapter, CliAdapterSpec
 from adapters.containment import TAG_ENV
 from adapters.process import ENV_ALLOWLIST
@@ -221,6 +222,27 @@ async def test_the_version_is_read_once(tmp_path, make_request):
     assert await adapter.version() == "3.2.1"
     await run(adapter, make_request())
     assert counter.read_text().count("called") == 1
+
+
+# A CLI whose first `--version` outlasts the probe's timeout (a loaded machine), then answers.
+SLOW_FIRST_VERSION = (
+    "import os, sys, time\n"
+    "first = not os.path.exists(sys.argv[1])\n"
+    "open(sys.argv[1], 'a').close()\n"
+    "time.sleep(30 if first else 0)  # not a wait: the CLI is slow to start, once\n"
+    "print('echo-cli version 3.2.1')\n"
+)
+
+
+async def test_a_version_probe_that_timed_out_is_asked_again_not_kept_unknown(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(base, "VERSION_TIMEOUT_S", 1.0)
+    spec = EchoSpec()
+    spec.version_args = ("-c", SLOW_FIRST_VERSION, str(tmp_path / "started"))
+    adapter = CliAdapter(spec)
+    assert await adapter.version() is None
+    assert await adapter.version() == "3.2.1"
 
 
 def test_the_scripted_adapter_is_an_agent_adapter(scripted):
