@@ -1,26 +1,25 @@
 """The production store: Postgres through pooled asyncpg connections, shared by many workers on many hosts.
 
-Every operation that changes state is one statement (its event row written in the same
-statement by a data-modifying CTE), so it is its own transaction and costs one round
-trip; the compare-and-set and lease conditions sit in its WHERE clause, never in a
-read before it. Claims take the oldest claimable run with `FOR UPDATE SKIP LOCKED`, so
-claimers never queue behind each other. Lease times come from the database clock.
+Every operation that changes state is one statement (its event row written in the same statement
+by a data-modifying CTE), so it is its own transaction and costs one round trip; the compare-
+and-set and lease conditions sit in its WHERE clause, never in a read before it. Claims take the
+oldest claimable run with `FOR UPDATE SKIP LOCKED`, so claimers never queue behind each other.
+Lease times come from the database clock.
 
-A statement that fails because its connection was lost (the server restarted, the
-backend was terminated) is retried on a fresh connection from the pool; one still
-failing after a few tries raises StoreUnavailable (core.errors), as does a server too
-busy to take it, so no caller ever sees a driver exception for "not now". A statement
-killed before it committed was rolled back, so the retry is simply its first success.
-In the rare case the connection died after the commit but before the reply, the retry
-finds what the first try wrote and returns it, so a retried write has the effect of one:
-a completion its own RunFinished, a claim the run it leased (by its claim key), a new
-task its request key, a compare-and-set or an appended event its own event (the same
-kind, time and payload), an enqueue the stage's one queued or running run (0007), an
-artifact the one of the same content and provenance. Schema, migrations and
-the connection pool are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process
-wake-ups are in `postgres_events`; the statements inside a connection in `postgres_writes`,
-and those of a run's completion and of the decision on it, several in one transaction, in
-`postgres_moves`; rows become domain objects in `rows`.
+A statement that fails because its connection was lost (the server restarted, the backend was
+terminated) is retried on a fresh connection from the pool; one still failing after a few tries
+raises StoreUnavailable (core.errors), as does a server too busy to take it, so no caller ever
+sees a driver exception for "not now". A statement killed before it committed was rolled back,
+so the retry is simply its first success. In the rare case the connection died after the commit
+but before the reply, the retry finds what the first try wrote and returns it, so a retried
+write has the effect of one: a completion its own RunFinished, a claim the run it leased (by its
+claim key), a new task its request key, a compare-and-set or an appended event its own event
+(the same kind, time and payload), an enqueue the stage's one queued or running run (0007), an
+artifact the one of the same content and provenance. Schema, migrations and the connection pool
+are in `postgres_schema`; the SQL is in `postgres_sql`; cross-process wake-ups are in
+`postgres_events`; the statements inside a connection in `postgres_writes`, and those of a run's
+completion and of the decision on it, several in one transaction, in `postgres_moves`; its reads
+of many tasks in `postgres_task_reads`; rows become domain objects in `rows`.
 
 The connections come from the store's own pool (`postgres_schema.ConnectionPool`), not
 asyncpg's `create_pool`: it wins on the work a control plane does, not only on empty runs.
@@ -394,9 +393,7 @@ class PostgresStore(PostgresMoves, PostgresTaskReads):
         stream: str | None = None,
     ) -> list[Event]:
         task = rows.number_or_none("T", task_id)
-        found = await self._run(
-            lambda con, _: w.events_after(con, after_id, task, limit, kind, stream)
-        )
+        found = await self._run(lambda c, _: w.events_after(c, after_id, task, limit, kind, stream))
         return [ROWS.event(r) for r in found]
 
     async def last_event_id(self) -> int:

@@ -75,7 +75,7 @@ def tasks_where(
     states: list[str] | None, project: str | None, include_archived: bool, merged: bool | None
 ) -> tuple[str, list[Any]]:
     """The WHERE of a read of tasks and its arguments, naming only what is asked: a state,
-    merged or not, is then an equality the index on (state, merged, id) answers in id order
+    merged or not, is then an equality the index on (state, merged, archived, id) answers in id
     (`x IS NULL OR …` in a prepared statement would leave the planner to sort)."""
     clauses: list[str] = ["TRUE"]
     args: list[Any] = []

@@ -417,7 +417,7 @@ async def test_the_newest_finished_tasks_of_a_state_are_read_off_an_index(
 
     kinds = [node["Node Type"] for node in nodes]
     assert "Seq Scan" not in kinds and "Sort" not in kinds, kinds
-    assert any(node.get("Index Name") == "tasks_by_state_merged_id" for node in nodes), kinds
+    assert any(node.get("Index Name") == "tasks_by_state" for node in nodes), kinds
 
 
 async def test_a_tasks_events_of_one_kind_are_read_off_an_index(store: PostgresStore) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from core.control import task_lists
 from core.domain.models import TaskState as S
-from store.quick import FINISHED
+from store.quick import FINISHED, UNFINISHED
 from tests.support.shapes import conforms
 
 PATHS = {"quick": (), "control plane": ("--project", "app")}
@@ -92,6 +92,8 @@ def test_the_quick_read_finishes_the_tasks_the_control_plane_finishes():
     db.execute("CREATE TABLE tasks (state TEXT, merged INTEGER)")
     db.executemany("INSERT INTO tasks VALUES (?, ?)", [(s.value, m) for s in S for m in (0, 1)])
     found = set(db.execute(f"SELECT state, merged FROM tasks WHERE {FINISHED}"))
+    others = set(db.execute(f"SELECT state, merged FROM tasks WHERE {UNFINISHED}"))
+    assert not found & others and len(found | others) == 2 * len(S)  # each task is one or other
     expected = {
         (state.value, m)
         for state, merged in task_lists.FINISHED.items()
