@@ -371,17 +371,12 @@ class PostgresStore(PostgresMoves, PostgresTaskReads):
             # A retry whose first try committed before its reply was lost finds that event.
             if retried and (found := await con.fetchval(sql.SAME_EVENT, *args)) is not None:
                 return int(found)
-            return int(await con.fetchval(sql.INSERT_EVENT, *args))
+            new = await con.fetchval(sql.APPEND_EVENT, *args, event.sent)
+            return int(new or await con.fetchval(sql.SENT_EVENT, run, event.sent))
 
         event_id = await self._writes(append)
-        return event.model_copy(
-            update={
-                "id": event_id,
-                "at": at,
-                "task_id": rows.id_or_none("T", task),
-                "run_id": rows.id_or_none("R", run),
-            }
-        )
+        ids = {"task_id": rows.id_or_none("T", task), "run_id": rows.id_or_none("R", run)}
+        return event.model_copy(update={**ids, "id": event_id, "at": at})
 
     async def events_after(
         self,

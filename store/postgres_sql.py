@@ -144,6 +144,12 @@ SELECT task.*, event.id AS event_id FROM task, event"""
 
 INSERT_EVENT = """
 INSERT INTO events (at, kind, task_id, run_id, payload) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING id"""
+# An event appended on its own, maybe a remote worker's ($6 `sent`, 0018): kept once a run.
+APPEND_EVENT = """
+INSERT INTO events (at, kind, task_id, run_id, payload, sent) VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+ON CONFLICT (run_id, sent) WHERE sent IS NOT NULL DO NOTHING RETURNING id"""
+# The event a worker sent that was kept already (0018's `sent`): $1 run id, $2 sent.
+SENT_EVENT = "SELECT id FROM events WHERE run_id = $1 AND sent = $2"
 # After a connection died mid-write: did that write commit? The same event (its time is
 # the writer's clock, to the microsecond, and its payload) is already there. The task's
 # own events are looked at (an index), or, for an event about no task, the newest ones.

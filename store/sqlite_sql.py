@@ -73,9 +73,11 @@ def update_task(set_columns: list[str], *, with_state: bool) -> str:
 
 # -- events -------------------------------------------------------------------------------
 
-INSERT_EVENT = (
-    "INSERT INTO events (at, kind, task_id, run_id, payload) VALUES (?, ?, ?, ?, ?) RETURNING id"
-)
+INSERT_EVENT = """
+INSERT INTO events (at, kind, task_id, run_id, payload, sent) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (run_id, sent) WHERE sent IS NOT NULL DO NOTHING RETURNING id"""
+# The event a worker sent that was kept already (0018's `sent`).
+SENT_EVENT = "SELECT id FROM events WHERE run_id = ? AND sent = ?"
 EVENTS_AFTER = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 TASK_EVENTS_AFTER = "SELECT * FROM events WHERE id > ? AND task_id = ? ORDER BY id LIMIT ?"
 KIND_EVENTS_AFTER = (

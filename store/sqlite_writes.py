@@ -240,8 +240,11 @@ async def insert_event(db: aiosqlite.Connection, event: Event) -> Event:
     task = rows.number_or_none("T", event.task_id)
     run = rows.number_or_none("R", event.run_id)
     payload = json.dumps(event.payload(), separators=(",", ":"))
-    ((new_id,),) = await fetch_all(
-        db, sql.INSERT_EVENT, (ts(event.at), event.kind, task, run, payload)
+    args = (ts(event.at), event.kind, task, run, payload, event.sent)
+    ((new_id,),) = await fetch_all(db, sql.INSERT_EVENT, args) or await fetch_all(
+        db,
+        sql.SENT_EVENT,
+        (run, event.sent),  # sent again: the event kept the first time
     )
     return event.model_copy(
         update={

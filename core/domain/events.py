@@ -31,12 +31,15 @@ class Event(BaseModel):
     at: datetime = Field(default_factory=utcnow)
     task_id: str | None = None
     run_id: str | None = None
+    # A remote worker's event: its lease's token and its place in the lease's outbox, so a
+    # batch sent again to another serve is kept once (migration 0018). Never shown.
+    sent: str | None = Field(default=None, exclude=True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         Event.registry[cls.kind] = cls
 
-    _envelope: ClassVar[set[str]] = {"id", "at", "task_id", "run_id"}
+    _envelope: ClassVar[set[str]] = {"id", "at", "task_id", "run_id", "sent"}
 
     def payload(self) -> dict[str, Any]:
         """The event's own fields, JSON-ready; the store keeps them beside the envelope."""

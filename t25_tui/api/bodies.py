@@ -239,6 +239,9 @@ class _WorkerEvent(BaseModel):
     at: datetime | None = None
     task_id: str | None = None
     run_id: str | None = None
+    # Its place in its lease's outbox (1, 2, …): a batch sent again, to this serve or another,
+    # is kept once (migration 0018).
+    seq: Annotated[int, Field(ge=1, le=10**12)] | None = None
 
 
 # Events are kept whole in the events table (the store keeps what it can of any text), so

@@ -4,7 +4,9 @@ A run's events (RunStarted, RunOutput) are put in its lease's outbox and the age
 at once (its start waits for its RunStarted to be sent: HttpRunQueue.record); one sender per lease posts them to `/worker/events` in the order they were put,
 several to a request, each request retried under one idempotency key until serve answers
 or the lease would have lapsed. So output survives a serve restart, a Postgres restart or
-a network cut shorter than the lease, and nothing is sent twice.
+a network cut shorter than the lease, and nothing is kept twice: each event carries its
+number in the outbox (`seq`), and the store keeps an event of a lease's number once, so a
+batch a serve kept before it died unanswered is not kept again by the one its retry reaches.
 
 The outbox is bounded (`LIMIT_CHARS` of output text waiting). Past it, further output is
 dropped, counted, and replaced by one line on stderr saying how much was lost once serve
@@ -44,6 +46,7 @@ class Outbox:
         self.dropped = 0  # output characters dropped past the bound, not yet said
         self.lost = False  # the lease is gone: nothing more is sent
         self.sender: asyncio.Task[None] | None = None
+        self.numbered = 0  # events put so far: each carries its number (`seq`)
 
     def put(self, raw: dict[str, Any]) -> None:
         if self.lost:
@@ -54,7 +57,8 @@ class Outbox:
                 self.dropped += len(text)
                 return
             self.chars += len(text)
-        self.waiting.append(raw)
+        self.numbered += 1
+        self.waiting.append({**raw, "seq": self.numbered})
         if self.sender is None or self.sender.done():
             self.sender = asyncio.create_task(self._send_all())
 

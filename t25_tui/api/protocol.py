@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-PROTOCOL = 2  # 2: the first one said (with this release's field added to Task)
+PROTOCOL = 3  # 2: the first one said (with Task's `priority`); 3: events carry their `seq`
 UNVERSIONED = 1  # what a T25 that says no version speaks
 HEADER = "T25-Protocol"
 

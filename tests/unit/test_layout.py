@@ -24,7 +24,7 @@ GRANDFATHERED = {
     "adapters/scripted_agent.py": 816,
     "adapters/scripted_agent.py:answer": 68,
     "adapters/scripted_agent.py:main": 63,
-    "store/postgres.py": 618,
+    "store/postgres.py": 613,
     "store/postgres.py:PostgresStore": 49,
     "store/sqlite.py:SqliteStore": 39,
     "t25_tui/tui/sample_data.py:_stage_artifacts": 73,

@@ -13,3 +13,11 @@ CREATE INDEX tasks_by_state ON tasks (state, merged, archived, id);
 -- its agents' output: each kind of a task's events, in id order, is one range of this index,
 -- however much output the task's runs printed.
 CREATE INDEX events_by_task_and_kind ON events (task_id, kind, id);
+
+-- A remote worker's output reaches serve in batches, each retried until one serve answers:
+-- a batch kept by a serve that died before answering is sent again to the next (a restarted
+-- one, another replica). Each event a worker sends carries its place in its lease's outbox
+-- (`sent`: the lease's token and the event's number); kept once per run, a batch sent twice
+-- is kept once, by whichever serve takes it.
+ALTER TABLE events ADD COLUMN sent text;
+CREATE UNIQUE INDEX events_sent_once ON events (run_id, sent) WHERE sent IS NOT NULL;

@@ -95,9 +95,11 @@ async def run_events(
     async def recorded() -> Response:
         lease = await runs.heartbeat(body.lease, body.ttl_s)  # a lost lease's output is dropped
         for sent in body.events:
-            raw = sent.model_dump(exclude={"at", "task_id", "run_id"})
+            raw = sent.model_dump(exclude={"at", "task_id", "run_id", "seq"})
             kind = raw.pop("kind")
             raw.update(task_id=lease.task_id, run_id=lease.run_id)
+            if sent.seq is not None:  # kept once, whichever serve takes it (0018)
+                raw.update(sent=f"{lease.token}:{sent.seq}")
             await runs.record(lease, Event.registry[kind].model_validate(raw))
         return Response(status_code=204)
 

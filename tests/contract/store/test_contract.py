@@ -394,6 +394,18 @@ async def test_a_tasks_output_of_one_stream_is_read_without_the_rest(
     assert later == network[1:]
 
 
+async def test_an_event_a_worker_sent_twice_is_kept_once(store: Store, project: Project) -> None:
+    lease = await leased_run(store)
+    ids = {"task_id": lease.task_id, "run_id": lease.run_id}
+    first = await store.append_event(RunOutput(**ids, stream="stdout", text="x", sent="1:1"))
+    again = await store.append_event(RunOutput(**ids, stream="stdout", text="x", sent="1:1"))
+    other = await store.append_event(RunOutput(**ids, stream="stdout", text="x", sent="1:2"))
+    plain = [await store.append_event(RunOutput(**ids, stream="stdout", text="x")) for _ in "ab"]
+    assert again.id == first.id and len({first.id, other.id, *(e.id for e in plain)}) == 4
+    kept = await store.events_after(0, task_id=lease.task_id, kind=RunOutput.kind)
+    assert [e.id for e in kept] == [first.id, other.id, *(e.id for e in plain)]
+
+
 async def test_events_after_filters_by_task(store: Store, project: Project) -> None:
     a = await new_task(store, "a")
     b = await new_task(store, "b")

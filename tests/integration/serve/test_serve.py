@@ -203,6 +203,31 @@ async def test_a_task_filed_again_under_its_request_key_is_filed_once(api):
     assert bad.status_code == 422
 
 
+async def test_a_batch_sent_again_to_another_serve_is_kept_once(api):
+    """A batch kept by one serve that died before answering is sent again, under the same
+    key, to another serve on the same store (a replica, or the first restarted), which has
+    no memory of it: each event is kept once all the same, by its place in the outbox."""
+    control, client = api
+    task = await control.new_task("Add a greeting", actor="ana")
+    await control.enter(task, task.state.__class__("SPEC"), actor="t25")
+    claim = (await client.post("/worker/claim", json={"worker": "w1"}, headers=WORKER)).json()
+    started = {"kind": "run_started", "worker": "w1", "seq": 1}
+    said = [
+        {"kind": "run_output", "stream": "stdout", "text": "same line", "seq": n} for n in (2, 3)
+    ]
+    batch = {"lease": claim["lease"], "ttl_s": 30, "events": [started, *said]}
+    other = make_api(control, worker_credential=CREDENTIAL, operator_token=None)
+    async with serving(other) as url, httpx.AsyncClient(base_url=url, timeout=10) as replica:
+        for to in (client, replica):
+            key = {**WORKER, "Idempotency-Key": "batch-1", "T25-Retry": "2"}
+            assert (await to.post("/worker/events", json=batch, headers=key)).status_code == 204
+        later = {**batch, "events": [{**said[0], "seq": 4}]}  # the same text, a new event
+        assert (await replica.post("/worker/events", json=later, headers=WORKER)).status_code == 204
+    kept = await control.store.events_after(0, task_id=task.id)
+    assert [e.kind for e in kept if e.run_id].count("run_started") == 1
+    assert [getattr(e, "text", None) for e in kept].count("same line") == 3
+
+
 async def test_a_lease_presented_by_another_worker_gets_409_and_nothing_it_sends_is_kept(api):
     """A token names one claim in the store and is good only from the worker it was given
     to: worker-2 can neither use worker-1's live token under its own name nor finish
