@@ -22,7 +22,6 @@ from core.domain.models import Task, task_id
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
-from t25_tui.cli.shapes import AuditLogJson
 
 PAGE = 5000  # events, or audit lines, per read: the most serve gives at once
 CSV_COLUMNS = (
@@ -39,6 +38,8 @@ def show(args: argparse.Namespace) -> int:
         wanted = task_id(args.task) if args.task else None
         entries = [e for e in everything if wanted is None or e.task == wanted]
         if args.json:
+            from t25_tui.cli.shapes import AuditLogJson  # only for --json
+
             print(AuditLogJson.of(entries, everything, trail.verdict).text())
             return
         if not entries:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from core.domain.cost import StageTokens
 from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import run
-from t25_tui.cli.shapes import CostJson, CostReport, StageTokensJson
+
+if TYPE_CHECKING:  # `t25 task show` prints stage lines too, and needs no `--json` shape
+    from t25_tui.cli.shapes import CostReport, StageTokensJson
 
 
 def cost(args: argparse.Namespace) -> int:
+    from t25_tui.cli.shapes import CostJson, CostReport
+
     async def body(control: Operations) -> CostReport:
         total = CostJson.of(await control.cost())
         return CostReport(**total.model_dump(), by_task=await control.cost_by_task())

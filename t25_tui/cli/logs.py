@@ -32,7 +32,6 @@ from core.errors import NotFound
 from core.ports import Operations
 from t25_tui.cli.context import run
 from t25_tui.cli.diff import colour_wanted
-from t25_tui.cli.shapes import LogLine
 
 # SGR colours by kind, on a terminal only.
 _COLOUR = {
@@ -109,6 +108,8 @@ class Printer:
     def _line(
         self, run_id: str | None, kind: str, stream: str | None, text: str, at: datetime
     ) -> None:
+        from t25_tui.cli.shapes import LogLine  # only for --json (imported once, then cached)
+
         line = LogLine.model_validate(
             {"run_id": run_id, "kind": kind, "stream": stream, "line": text, "at": at}
         )

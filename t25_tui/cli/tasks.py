@@ -19,7 +19,6 @@ from core.domain.text import printable
 from core.ports import Operations
 from t25_tui.cli.context import actor_of, run
 from t25_tui.cli.cost import stage_lines
-from t25_tui.cli.shapes import TaskShow
 from t25_tui.cli.task_list import age
 
 # `t25 task show` exits with this when an artifact's content no longer matches its
@@ -53,6 +52,8 @@ def show(args: argparse.Namespace) -> int:
     async def body(control: Operations) -> bool:
         detail = await control.detail(args.id, verify=True)
         if args.json:
+            from t25_tui.cli.shapes import TaskShow  # pydantic shapes: only for --json
+
             print(TaskShow.of(detail).text())
         else:
             _text(detail)

@@ -88,6 +88,7 @@ NOT_FOR_READS = (
     "core.worker",
     "t25_tui.api",
     "t25_tui.tui",
+    "t25_tui.cli.shapes",  # the `--json` shapes: only for --json
 )
 
 
