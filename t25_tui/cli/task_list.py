@@ -27,15 +27,13 @@ def list_(args: argparse.Namespace) -> int:
         from store.quick import task_rows
         from t25_tui.cli.quick import default_sqlite
 
-        db, after = default_sqlite(args), _after(args)
+        db = default_sqlite(args)
         limit = None if args.limit is None else args.limit + 1  # one more: is there a next page?
-        page = (
-            None
-            if db is None
-            else task_rows(
-                db, states=args.state, include_archived=args.all, after=after, limit=limit
+        page = None
+        if db is not None:
+            page = task_rows(
+                db, states=args.state, include_archived=args.all, after=_after(args), limit=limit
             )
-        )
         if page is not None:
             print_task_page(page, args)
             return 0
