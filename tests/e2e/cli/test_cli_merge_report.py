@@ -33,8 +33,10 @@ def test_a_merge_says_its_checks_then_where_it_landed_and_that_nothing_was_pushe
     assert lines[1] == (
         f"merged T-1 into {default} as {head[:7]}; no git remote 'origin' to push {default} to"
     )
-    listed = next(line for line in t25("task", "list").out.splitlines() if line.startswith("T-1"))
+    finished = t25("task", "list", "--state", "DONE").out  # merged: finished, only counted
+    listed = next(line for line in finished.splitlines() if line.startswith("T-1"))
     assert "DONE merged" in listed
+    assert t25("task", "list").out.splitlines()[-1].startswith("and 1 DONE merged")
 
 
 def test_a_merge_pushes_the_default_branch_where_the_task_branch_was_pushed(t25, repo, tmp_path):

@@ -101,7 +101,7 @@ def _store(cluster) -> dict[str, str]:
 
 def _recorded(repo: Path, env: dict[str, str]) -> None:
     """T-1 merged in the store, the default branch holding its merge once, the log whole."""
-    listed = _t25(repo, env, "task", "list")
+    listed = _t25(repo, env, "task", "list", "--state", "DONE")  # merged: finished, not listed
     assert any("DONE merged" in line for line in listed.stdout.splitlines() if "T-1" in line)
     assert len(_merges_of_t1(repo)) == 1
     verified = _t25(repo, env, "audit", "verify")
