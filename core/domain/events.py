@@ -33,7 +33,7 @@ class Event(BaseModel):
     run_id: str | None = None
     # A remote worker's event: its lease's token and its place in the lease's outbox, so a
     # batch sent again to another serve is kept once (migration 0018). Never shown.
-    sent: str | None = Field(default=None, exclude=True)
+    sent: str | None = Field(default=None, exclude=True, repr=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -62,6 +62,7 @@ class Event(BaseModel):
         payload = dict(data)
         kind = payload.pop("kind")
         envelope = {key: payload.pop(key, None) for key in Event._envelope}
+        del envelope["sent"]  # never carried: a worker's place in its outbox stays in the store
         return Event.restore(kind, payload, **envelope)
 
     @staticmethod
