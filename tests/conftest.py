@@ -111,10 +111,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Slow tests first, each group in its own order: run side by side (`-n`), the last tests
     # handed out are then quick ones, and no process is left alone with a minute-long test.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """The event loop learns of ended children as `t25` does (adapters.child_watcher)."""
-    from adapters.child_watcher import watch_children_by_pidfd
-
-    watch_children_by_pidfd()

@@ -36,9 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from adapters.child_watcher import watch_children_by_pidfd
-
-        watch_children_by_pidfd()  # git and the agents: no thread per child process
         if getattr(args, "runs_agents", False):
             from adapters.prompt_files import sweep_prompt_files
 
