@@ -241,11 +241,10 @@ async def insert_event(db: aiosqlite.Connection, event: Event) -> Event:
     run = rows.number_or_none("R", event.run_id)
     payload = json.dumps(event.payload(), separators=(",", ":"))
     args = (ts(event.at), event.kind, task, run, payload, event.sent)
-    ((new_id,),) = await fetch_all(db, sql.INSERT_EVENT, args) or await fetch_all(
-        db,
-        sql.SENT_EVENT,
-        (run, event.sent),  # sent again: the event kept the first time
-    )
+    found = await fetch_all(db, sql.INSERT_EVENT, args)
+    if not found:  # a worker's event sent again: the one kept the first time
+        found = await fetch_all(db, sql.SENT_EVENT, (run, event.sent))
+    ((new_id,),) = found
     return event.model_copy(
         update={
             "id": new_id,
