@@ -187,6 +187,14 @@ DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_rec
 TASK_KIND_EVENTS_AFTER = """
 SELECT * FROM events WHERE task_id = $4 AND kind = $5 AND id > $1 AND id <= $2
     AND ($6::text IS NULL OR payload->>'stream' = $6) ORDER BY id LIMIT $3"""
+# A run's newest events before $2, newest first, none past the settled horizon: one backward
+# walk of 0019's index on (run, id). The run is a range and the order names it, which only
+# that index gives: asked as `run_id = $1 ORDER BY id`, the planner may walk the primary key
+# back from the newest event of all, filtering by run — for a run long finished, every event
+# written since.
+RUN_EVENTS_BEFORE = """
+SELECT * FROM events WHERE run_id BETWEEN $1 AND $1 AND id < $2
+    AND id <= (SELECT t25_event_horizon()) ORDER BY run_id DESC, id DESC LIMIT $3"""
 # What a waiting reader checks: is anything newer than its cursor visible yet?
 NEWEST_EVENT_ID = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_CHANNEL = "t25_events"

@@ -1,12 +1,14 @@
 """The Postgres store's reads of many tasks: a page of them, how many each state holds, and
-what their runs cost — each one statement over an index (migration 0018)."""
+what their runs cost (migration 0018), and a run's newest events (0019) — each one statement
+over an index."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.domain.models import Task, TaskState, format_id, parse_id
+from core.domain.events import Event
+from core.domain.models import MAX_ID, Task, TaskState, format_id, parse_id
 from store import postgres_sql as sql
 from store import rows
 from store.postgres_writes import ROWS
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class PostgresTaskReads:
-    """`list_tasks`, `count_tasks` and `cost_by_task`, for `store.postgres.PostgresStore`."""
+    """`list_tasks`, `count_tasks`, `cost_by_task` and `run_events_before`, for `store.postgres.PostgresStore`."""
 
     if TYPE_CHECKING:
 
@@ -65,3 +67,11 @@ class PostgresTaskReads:
         numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]
         costs = await self._fetch(sql.COST_BY_TASK, numbers)
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def run_events_before(
+        self, run_id: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        run = parse_id("R", run_id)
+        newest = MAX_ID if before is None else before
+        found = await self._fetch(sql.RUN_EVENTS_BEFORE, run, newest, limit)
+        return [ROWS.event(r) for r in reversed(found)]

@@ -86,6 +86,8 @@ KIND_EVENTS_AFTER = (
 )
 # The decisions are named literally too, so the planner walks their partial index (0017).
 DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_recorded' AND", 1)
+# A run's newest events before an id, newest first: a backward walk of 0019's index.
+RUN_EVENTS_BEFORE = "SELECT * FROM events WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
 # One task's events of one kind (and, for output, of one stream): a range of 0018's index.
 TASK_KIND_EVENTS_AFTER = """
 SELECT * FROM events WHERE task_id = :task AND kind = :kind AND id > :after

@@ -1,5 +1,6 @@
 """The SQLite store's reads of many tasks: a page of them, how many each state holds, and
-what their runs cost — each one statement over an index (migration 0018)."""
+what their runs cost (migration 0018), and a run's newest events (0019) — each one statement
+over an index."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.domain.models import Task, TaskState, format_id, parse_id
+from core.domain.events import Event
+from core.domain.models import MAX_ID, Task, TaskState, format_id, parse_id
 from store import sqlite_sql as sql
 from store.sqlite_writes import ROWS
 
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class SqliteTaskReads:
-    """`list_tasks`, `count_tasks` and `cost_by_task`, for `store.sqlite.SqliteStore`."""
+    """`list_tasks`, `count_tasks`, `cost_by_task` and `run_events_before`, for `store.sqlite.SqliteStore`."""
 
     if TYPE_CHECKING:
 
@@ -67,6 +69,14 @@ class SqliteTaskReads:
             where = "WHERE task_id IN (SELECT value FROM json_each(?))"
             costs = await self._read(sql.COST_BY_TASK.format(where=where), [json.dumps(numbers)])
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def run_events_before(
+        self, run_id: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        run = parse_id("R", run_id)
+        newest = MAX_ID if before is None else before
+        found = await self._read(sql.RUN_EVENTS_BEFORE, (run, newest, limit))
+        return [ROWS.event(r) for r in reversed(found)]
 
 
 def _tasks_where(

@@ -236,6 +236,11 @@ class Queries:
         task = await self.task(ref)
         return await self.store.events_after(after, task_id=task.id, limit=limit)
 
+    async def run_events(
+        self, ref: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        return await self.store.run_events_before(run_id(ref), before=before, limit=limit)
+
     async def decisions(self, ref: str) -> list[DecisionRecorded]:
         """The decisions that took effect on a task, oldest first (what its prompts quote)."""
         return await self._of_kinds(ref, DecisionRecorded)

@@ -92,6 +92,13 @@ class Operations(Protocol):
         over REST: page by the last id)."""
         ...
 
+    async def run_events(
+        self, ref: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        """One run's newest events below id `before` (its newest with None), oldest first,
+        at most `limit` (5000 at most over REST): a run read from its end, page by page."""
+        ...
+
     async def run(self, ref: str) -> Run: ...
 
     async def runs(

@@ -235,6 +235,15 @@ class EventLog(Protocol):
         however many other events there are."""
         ...
 
+    async def run_events_before(
+        self, run_id: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        """One run's newest events with an id below `before` (its newest of all with None),
+        at most `limit`, in id order: one backward walk of an index on (run, id) (migration
+        0019), however long the run. None is past what `events_after` would return yet, so
+        a reader that goes on with `events_after` from the newest id misses nothing."""
+        ...
+
     async def last_event_id(self) -> int:
         """The newest event id a reader can start from without missing anything after it."""
         ...

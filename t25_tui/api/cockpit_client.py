@@ -211,6 +211,12 @@ class RemoteControlPlane(Operations):
             after = out[-1].id
         return out
 
+    async def run_events(
+        self, ref: str, *, before: int | None = None, limit: int = 500
+    ) -> list[Event]:
+        found = await self._get(f"/runs/{_ref(ref)}/events", before=before, limit=min(limit, PAGE))
+        return [Event.from_json(e) for e in found.json()]
+
     async def run(self, ref: str) -> Run:
         return Run.model_validate_json((await self._get(f"/runs/{_ref(ref)}")).content)
 

@@ -1,5 +1,9 @@
 """`t25 logs`: the agents' output of a task's runs, or of one run, as a person reads it.
 
+`--follow` opens at the end, as `tail -f` does: the last few kilobytes of the run, or of the
+task's newest runs (`core.domain.run_tail`, however long they are), then what arrives; without
+it every run's output is printed from the start.
+
 Each run's output is rendered by `adapters.transcript` (messages, tool calls with their
 arguments, results, errors; the cockpit's log pane shows the same), coloured by kind on a
 terminal and plain when piped. `--raw` prints what the CLI printed, as it printed it;
@@ -23,9 +27,10 @@ from typing import TextIO
 
 from adapters.entries import Entry, Kind
 from adapters.transcript import Transcript, as_text
-from core.domain.events import RunFinished, RunOutput, RunStarted
-from core.domain.models import ArtifactKind, TaskState, utcnow
+from core.domain.events import Event, RunFinished, RunOutput, RunStarted
+from core.domain.models import ArtifactKind, TaskState, parse_id, utcnow
 from core.domain.network import NETWORK_STREAM
+from core.domain.run_tail import TAIL_BYTES, Window, output_chars, read_back
 from core.domain.states import HUMAN_NEEDED
 from core.domain.text import printable
 from core.errors import NotFound
@@ -135,19 +140,13 @@ def logs(args: argparse.Namespace) -> int:
             tid, only_run = the_run.task_id, the_run.id
         else:
             tid, only_run = (await control.task(ref)).id, None
-        after = 0
+        after = await _tail(control, printer, tid, only_run) if args.follow else 0
         while True:
             events = await control.events(tid, after=after, limit=5000)
             for event in events:
                 after = event.id
-                if only_run and event.run_id != only_run:
-                    continue
-                if isinstance(event, RunOutput):
-                    printer.output(event)
-                elif isinstance(event, RunFinished):
-                    printer.finish(event.run_id)
-                if isinstance(event, RunStarted | RunFinished):
-                    printer.boundary(event, alone=bool(only_run))
+                if not only_run or event.run_id == only_run:
+                    _show(printer, event, alone=bool(only_run))
             sys.stdout.flush()
             if events:
                 continue
@@ -158,6 +157,42 @@ def logs(args: argparse.Namespace) -> int:
     run(args, body)
     printer.close()
     return 0
+
+
+def _show(printer: Printer, event: Event, *, alone: bool) -> None:
+    if isinstance(event, RunOutput):
+        printer.output(event)
+    elif isinstance(event, RunFinished):
+        printer.finish(event.run_id)
+    if isinstance(event, RunStarted | RunFinished):
+        printer.boundary(event, alone=alone)
+
+
+async def _tail(control: Operations, printer: Printer, tid: str, only_run: str | None) -> int:
+    """Where `--follow` opens: the last few kilobytes of `only_run`, or of the task's runs
+    (its newest first, back until they hold TAIL_BYTES), with a line on stderr when there is
+    older output; the id to follow on from."""
+    if only_run:
+        runs = [only_run]
+    else:
+        found = await control.runs(task=tid)
+        runs = [r.id for r in sorted(found, key=lambda r: parse_id("R", r.id), reverse=True)]
+    windows: list[Window] = []
+    for run_id in runs:
+
+        async def read(before: int | None, limit: int, run_id: str = run_id) -> list[Event]:
+            return await control.run_events(run_id, before=before, limit=limit)
+
+        held = sum(output_chars(w.events) for w in windows)
+        windows.insert(0, await read_back(read, want=TAIL_BYTES - held))
+        if windows[0].older is not None or held + output_chars(windows[0].events) >= TAIL_BYTES:
+            break
+    if windows and (windows[0].older is not None or len(windows) < len(runs)):
+        printer.err.write(f"… earlier output: t25 logs {printable(only_run or tid)}\n")
+    for window in windows:
+        for event in window.events:
+            _show(printer, event, alone=bool(only_run))
+    return max((w.newest for w in windows), default=0)
 
 
 async def _finished(control: Operations, tid: str, only_run: str | None) -> bool:

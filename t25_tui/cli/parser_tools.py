@@ -38,7 +38,12 @@ def reading_commands(sub: argparse._SubParsersAction[Any], add: AddCommand) -> N
     """Logs, diff and show: what the agents did."""
     p = add("logs", "logs:logs", "agent output of a task's runs, or of one run, as readable text")
     p.add_argument("ref", metavar="TASK|RUN", help="a task id (T-7) or a run id (R-12)")
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing as output arrives")
+    p.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="open at the last few KB of output, then keep printing as it arrives",
+    )
     shown_as = p.add_mutually_exclusive_group()
     shown_as.add_argument(
         "--raw",

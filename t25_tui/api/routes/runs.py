@@ -1,13 +1,15 @@
-"""Runs and artifacts: their lists, one run, and one artifact's content."""
+"""Runs and artifacts: their lists, one run, a run's events from its end, and one artifact's
+content."""
 
 from __future__ import annotations
 
 import json
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 
-from core.domain.models import Artifact, Run, RunStatus, artifact_id
+from core.domain.models import MAX_ID, Artifact, Run, RunStatus, artifact_id
 from t25_tui.api import document
 from t25_tui.api.bodies import json_list
 from t25_tui.api.services import Control, Ops
@@ -32,6 +34,18 @@ async def runs(control: Ops, task: str | None = None, status: RunStatus | None =
 @router.get("/runs/{ref}", response_model=Run, responses=document.READ)
 async def run(control: Ops, ref: str) -> Run:
     return await control.run(ref)
+
+
+@router.get("/runs/{ref}/events", responses=document.READ)
+async def run_events(
+    control: Ops,
+    ref: str,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> list[dict[str, Any]]:
+    """One run's newest events below id `before` (its newest without it), oldest first: a
+    run read from its end, page by page (the log pane and `t25 logs --follow` open so)."""
+    return [e.to_json() for e in await control.run_events(ref, before=before, limit=limit)]
 
 
 @router.get("/artifacts", response_model=list[Artifact], responses=document.READ)

@@ -4,8 +4,10 @@ Output is shown as `t25 logs` shows it: rendered by `adapters.transcript` (messa
 calls, results, errors), a transcript per stream so an event split across two batches is
 read whole. Writing to a `Log` line by line is slow, so output is buffered and written in batches on
 a short timer (toolong's habit); `max_lines` bounds memory whatever an agent prints.
-Replay reads the run's `RunOutput` events from the store; live events that arrive while
-replaying are held and applied after it, skipping any the replay already wrote. The screen
+A run opens at its end, however long it is: its last few kilobytes (`core.domain.run_tail`),
+and scrolling to the top reads the window before, until the run's start or the pane's
+`max_lines`. Live events that arrive while the run opens are held and applied after it,
+skipping any the opening read already wrote. The screen
 that holds the pane hands it live output (`take`) and runs its keys (the task detail's
 `log.*` commands).
 """
@@ -21,7 +23,8 @@ from textual.containers import Vertical
 from textual.widgets import Input, Log, Static
 
 from adapters.transcript import Transcript, as_text
-from core.domain.events import RunFinished, RunOutput
+from core.domain.events import Event, RunFinished, RunOutput
+from core.domain.run_tail import Window, read_back
 from core.ports import Operations
 from t25_tui.tui.cards import Clock, literal
 
@@ -84,6 +87,10 @@ class LogPane(Vertical):
         self.last_output_at: datetime | None = None
         self.chosen = False  # the operator opened this run: a newer one does not replace it
         self._note = ""
+        self._older: int | None = None  # output older than this id is not read yet
+        self._heads: dict[str, str] = {}  # by stream: the line begun in that older output
+        self._full = False  # the pane holds `max_lines`: older output is for `t25 logs`
+        self._reading_older = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._status(), classes="log-status")
@@ -102,6 +109,10 @@ class LogPane(Vertical):
         parts = [f"log {what}", mode]
         if self.clock is not None and self.last_output_at is not None:
             parts.append(f"last output {ago(self.last_output_at, self.clock())} ago")
+        if self._full:
+            parts.append(f"older output: t25 logs {self.run_id}")
+        elif self._older is not None:
+            parts.append("older output above")
         if self._note:
             parts.append(self._note)
         return literal(" · ".join(parts))
@@ -118,6 +129,7 @@ class LogPane(Vertical):
         self.set_interval(self.flush_s, self.flush)
         if self.clock is not None:
             self.set_interval(STATUS_TICK_S, self.show_status)
+        self.watch(self.output, "scroll_y", self._scrolled, init=False)
         if self.run_id:
             self.replay()
 
@@ -132,6 +144,7 @@ class LogPane(Vertical):
         self._buffer.clear()
         self._held.clear()
         self._transcripts.clear()
+        self._older, self._heads, self._full = None, {}, False
         self.replayed = False
         self.output.clear()
         self.query_one(".log-status", Static).update(self._status())
@@ -161,23 +174,28 @@ class LogPane(Vertical):
             self.cursor = event.id
             self._buffer.append(self.shown(event))
 
+    async def _read_back(self, run_id: str, before: int | None) -> Window:
+        async def read(below: int | None, limit: int) -> list[Event]:
+            return await self.control.run_events(run_id, before=below, limit=limit)
+
+        return await read_back(read, before)
+
     @work(group="log-replay", exclusive=True, exit_on_error=False)
     async def replay(self) -> None:
+        """Open the run at its end: its newest output, then what arrived meanwhile."""
         run_id = self.run_id
-        after = 0
-        while True:
-            events = await self.control.events(self.task_id, after=after, limit=5000)
-            for e in events:
-                after = e.id
-                if isinstance(e, RunOutput) and e.run_id == run_id:
-                    self._buffer.append(self.shown(e))
-                elif isinstance(e, RunFinished) and e.run_id == run_id:
-                    self._finished()
-            if len(events) < 5000:
-                break
+        if run_id is None:
+            return
+        window = await self._read_back(run_id, None)
         if run_id != self.run_id:
             return
-        self.cursor = after
+        self._older, self._heads = window.older, window.heads
+        for e in window.events:
+            if isinstance(e, RunOutput):
+                self._buffer.append(self.shown(e))
+            elif isinstance(e, RunFinished):
+                self._finished()
+        self.cursor = window.newest
         for e in self._held:
             if e.id > self.cursor:
                 self.cursor = e.id
@@ -186,6 +204,60 @@ class LogPane(Vertical):
         self.replayed = True
         self.flush()
         self.show_status()
+        self.call_after_refresh(self._fill)
+
+    def _scrolled(self, y: float) -> None:
+        """The operator scrolled to the top: the output before it, if there is some."""
+        if y <= 0 and self.output.max_scroll_y > 0:
+            self._older_wanted()
+
+    def _fill(self) -> None:
+        """A log too short to scroll is filled from older output, if there is some."""
+        if self.output.max_scroll_y <= 0:
+            self._older_wanted()
+
+    def _older_wanted(self) -> None:
+        if self._older is not None and self.replayed and not self._reading_older:
+            self._reading_older = True
+            self.read_older()
+
+    @work(group="log-older", exclusive=True, exit_on_error=False)
+    async def read_older(self) -> None:
+        """The window before the oldest output shown, put above it; the view stays put."""
+        try:
+            await self._put_older()
+        finally:
+            self._reading_older = False
+
+    async def _put_older(self) -> None:
+        run_id, older = self.run_id, self._older
+        if run_id is None or older is None:
+            return
+        window = await self._read_back(run_id, older)
+        if run_id != self.run_id or older != self._older:
+            return
+        transcripts: dict[str, Transcript] = {}
+        entries = []
+        for e in window.events:
+            if isinstance(e, RunOutput):
+                transcript = transcripts.setdefault(e.stream, Transcript(e.stream))
+                entries += transcript.feed(e.text)
+        for stream, head in self._heads.items():  # the lines the newer window began within
+            transcript = transcripts.setdefault(stream, Transcript(stream))
+            entries += [*transcript.feed(head), *transcript.close()]
+        lines = [as_text(entry) for entry in entries]
+        shown = list(self.output.lines)
+        room = self.max_lines - len(shown)
+        if len(lines) >= room:
+            lines, self._full = lines[len(lines) - room :] if room > 0 else [], True
+        self._older, self._heads = (None, {}) if self._full else (window.older, window.heads)
+        log = self.output
+        log.clear()  # the open last line ("" after a newline) stays open
+        log.write("".join(line + "\n" for line in lines) + "\n".join(shown), scroll_end=False)
+        self.written += sum(len(line) + 1 for line in lines)
+        log.scroll_to(y=len(lines), animate=False)
+        self.show_status()
+        self.call_after_refresh(self._fill)
 
     def flush(self) -> None:
         """Write what arrived since the last tick, in one call, at most LINES_PER_TICK
@@ -203,11 +275,15 @@ class LogPane(Vertical):
             self.written -= len(text) - (cut + 1)
             text = text[cut + 1 :]
             self.output.clear()
+            if self._older is not None:  # what is dropped was never shown: no older to add
+                self._older, self._heads, self._full = None, {}, True
         head, rest = _split_lines(text, LINES_PER_TICK)
         if rest:
             self._buffer.append(rest)
         self.written += len(head)
         self.output.write(head, scroll_end=self.following)
+        if self._older is not None and self.output.line_count >= self.max_lines:
+            self._older, self._heads, self._full = None, {}, True  # the oldest lines go next
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following

@@ -406,6 +406,29 @@ async def test_an_event_a_worker_sent_twice_is_kept_once(store: Store, project: 
     assert [e.id for e in kept] == [first.id, other.id, *(e.id for e in plain)]
 
 
+async def test_a_runs_events_are_read_from_its_end_page_by_page(
+    store: Store, project: Project
+) -> None:
+    lease = await leased_run(store)
+    ids = {"task_id": lease.task_id, "run_id": lease.run_id}
+    other = await store.enqueue_run(NewRun(task_id=lease.task_id, stage=S.PLAN, role="planner"))
+    written = []
+    for n in range(12):
+        written.append(await store.append_event(RunOutput(**ids, stream="stdout", text=f"{n}\n")))
+        await store.append_event(
+            RunOutput(task_id=lease.task_id, run_id=other[0].id, stream="stdout", text="no\n")
+        )
+
+    newest = await store.run_events_before(lease.run_id, limit=5)
+    older = await store.run_events_before(lease.run_id, before=newest[0].id, limit=5)
+    oldest = await store.run_events_before(lease.run_id, before=older[0].id, limit=50)
+
+    assert newest == written[-5:] and older == written[-10:-5]
+    assert [e.kind for e in oldest] == ["run_queued", "run_output", "run_output"]
+    assert oldest[1:] == written[:2]
+    assert await store.run_events_before(lease.run_id, before=oldest[0].id) == []
+
+
 async def test_events_after_filters_by_task(store: Store, project: Project) -> None:
     a = await new_task(store, "a")
     b = await new_task(store, "b")

@@ -445,3 +445,19 @@ async def test_a_tasks_events_of_one_kind_are_read_off_an_index(store: PostgresS
     kinds = [node["Node Type"] for node in nodes]  # a sort of the 40 found may follow
     assert "Seq Scan" not in kinds, kinds
     assert any(node.get("Index Name") == "events_by_task_and_kind" for node in nodes), kinds
+
+
+async def test_a_runs_newest_events_are_read_off_an_index(store: PostgresStore) -> None:
+    fill = [  # a long run, then many short ones written after it
+        (
+            "INSERT INTO events (at, kind, run_id, payload) SELECT now(), 'run_output',"
+            " CASE WHEN n <= 10000 THEN 7 ELSE 100 + n % 400 END, '{}'"
+            " FROM generate_series(1, 30000) AS n"
+        ),
+        "ANALYZE events",
+    ]
+    nodes = await query_plan(store.url, fill, postgres_sql.RUN_EVENTS_BEFORE, 7, 2**63 - 1, 500)
+
+    kinds = [node["Node Type"] for node in nodes]
+    assert "Seq Scan" not in kinds and "Sort" not in kinds, kinds
+    assert any(node.get("Index Name") == "events_by_run" for node in nodes), kinds

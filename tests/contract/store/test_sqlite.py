@@ -391,3 +391,18 @@ async def test_a_tasks_events_of_one_kind_are_read_off_an_index(tmp_path: Path) 
 
     assert any("INDEX events_by_task_and_kind" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+async def test_a_runs_newest_events_are_read_off_an_index(tmp_path: Path) -> None:
+    fill = [
+        (
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+            " INSERT INTO events (at, kind, run_id, payload) SELECT 0, 'run_output', i % 50, '{}'"
+            " FROM n"
+        )
+    ]
+    statement = sqlite_sql.RUN_EVENTS_BEFORE
+    plan = await query_plan(tmp_path / "t25.db", fill, statement, (7, 2**63 - 1, 500))
+
+    assert any("INDEX events_by_run" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan

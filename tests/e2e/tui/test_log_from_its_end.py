@@ -1,0 +1,64 @@
+"""Pilot tests: the log pane opens a long run at its end, and reads older output as the
+operator scrolls up, until the run's start, line for line."""
+
+from __future__ import annotations
+
+from core.domain.events import RunOutput
+from core.domain.models import RunStatus
+from t25_tui.tui.screens.detail import TaskDetailScreen
+from t25_tui.tui.widgets.logpane import LogPane
+from tests.support.cockpit import app_for, settle_board, until
+
+LINES = 3000  # of 100 characters: 300 KB, several windows of the pane's 64 KB
+
+
+def _line(n: int) -> str:
+    return f"line {n:05d} " + "x" * 89
+
+
+def last_line(pane: LogPane) -> str:
+    lines = [line for line in pane.output.lines if line]
+    return lines[-1] if lines else ""
+
+
+def status(pane: LogPane) -> str:
+    return str(pane.query_one(".log-status").render())
+
+
+async def test_a_long_run_opens_at_its_end_and_scrolling_up_reads_the_rest(seeded):
+    f = seeded.control
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    run = running[-1]
+    for start in range(0, LINES, 10):  # ten lines an event, the last cut mid-line
+        text = "".join(_line(n) + "\n" for n in range(start, start + 10))
+        await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=text[:-40]))
+        await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=text[-40:]))
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        assert app.board.focus_task("T-3")
+        await pilot.press("w")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
+            ),
+        )
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: last_line(pane) == _line(LINES - 1))
+        opened = len(pane.output.lines)
+        assert opened < LINES / 3  # the run's end, not its history
+        assert "older output above" in status(pane)
+
+        for _ in range(LINES // 100):  # each scroll to the top reads a window more
+            if "older output above" not in status(pane):
+                break
+            shown = len(pane.output.lines)
+            pane.output.scroll_home(animate=False)
+            await until(pilot, lambda shown=shown: len(pane.output.lines) > shown)
+        ours = [line for line in pane.output.lines if line.startswith("line ")]
+        assert ours == [_line(n) for n in range(LINES)]  # every line once, in order
+        assert "older output" not in status(pane)
+
+        await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text="live\n"))
+        await until(pilot, lambda: last_line(pane) == "live")
