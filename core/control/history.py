@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.control.keyring import Keyring
-from core.control.queries import EVERY_EVENT
+from core.control.task_events import events_of_kinds
 from core.domain.events import Event, TaskTransitioned
 from core.domain.models import Task, TaskState
 from core.errors import PolicyRefused
@@ -133,7 +133,7 @@ def merge_blocker(task: Task, history: SealedHistory) -> str | None:
 
 async def sealed_history(store: Store, keys: Keyring, task: Task) -> SealedHistory:
     """`task` as its sealed transitions, read from its events, leave it."""
-    events = await store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+    events = await events_of_kinds(store, task.id, TaskTransitioned)
     return replay(task.id, events, keys)
 
 

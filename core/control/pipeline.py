@@ -21,7 +21,6 @@ from core.control import cost, policies
 from core.control.deciding import Deciding, run_artifact
 from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt
-from core.control.queries import EVERY_EVENT
 from core.domain.agent import AgentResult
 from core.domain.answers import (
     DevAnswer,
@@ -115,8 +114,7 @@ class Pipeline:
             # Never sent back; or an attempt of this run was lost midway, and what it said
             # in the session went with the work T25 set aside.
             return None
-        events = await self.book.task_events(task.id, limit=EVERY_EVENT)
-        moves = [e for e in events if isinstance(e, TaskTransitioned)]
+        moves = await self.book.task_events_of(task.id, TaskTransitioned)
         last = moves[-1] if moves else None
         if last is None or last.actor != T25 or last.from_state not in (S.QA, S.REVIEW):
             return None
@@ -144,7 +142,7 @@ class Pipeline:
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
             else None
         )
-        events = await self.book.task_events(task.id, limit=EVERY_EVENT)
+        events = await self.book.task_events_of(task.id, TaskTransitioned, DecisionRecorded)
         decisions = [e for e in events if isinstance(e, DecisionRecorded)]
         failure, again = _sent_back(events, run)
         loops = {
@@ -214,12 +212,9 @@ class Pipeline:
         """The model each run's profile named, from the RunStarted its worker recorded
         (the last one of a run: the adapter that went on to do it)."""
         models: dict[str, str | None] = {}
-        after = 0
-        while page := await self.book.task_events(task.id, after=after):
-            for event in page:
-                if isinstance(event, RunStarted) and event.run_id in run_ids:
-                    models[event.run_id] = event.model
-            after = page[-1].id
+        for event in await self.book.task_events_of(task.id, RunStarted):
+            if event.run_id in run_ids:
+                models[event.run_id] = event.model
         return models
 
     # -- completion --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.config.schema import Config, RoleBudget
 from core.control.cost import summarize
+from core.control.task_events import EVERY_EVENT, events_of_kinds
 from core.domain.audit import AuditTrail
 from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
@@ -47,8 +48,6 @@ from core.ports import Store
 
 if TYPE_CHECKING:
     from core.control.audit import AuditLog
-
-EVERY_EVENT = 10_000_000  # a task's whole history is read at once: no task has this many
 
 
 class Queries:
@@ -147,14 +146,7 @@ class Queries:
     async def _of_kinds(self, task_id: str, *kinds: type[Event]) -> list[Any]:
         """The task's events of these kinds, in id order: each kind one indexed read (0018),
         so its agents' output, however long, is never read to find them."""
-        found = [
-            e
-            for kind in kinds
-            for e in await self.store.events_after(
-                0, task_id=task_id, kind=kind.kind, limit=EVERY_EVENT
-            )
-        ]
-        return sorted(found, key=lambda e: e.id) if len(kinds) > 1 else found
+        return await events_of_kinds(self.store, task_id, *kinds)
 
     async def _checks(self, task: Task) -> tuple[tuple[CheckResult, ...], Baseline | None]:
         """The checks of the task's last QA beside the default branch's figures; none when

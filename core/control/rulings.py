@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.control.history import require_sealed_merge
-from core.control.queries import EVERY_EVENT
+from core.control.task_events import events_of_kinds
 from core.control.verb_rules import (
     Ruling,
     acknowledgeable,
@@ -192,7 +192,7 @@ async def stage_start(store: Store, task: Task, stage: TaskState) -> str | None:
     """The branch head a stage began from: recorded by the first run of `stage` that started
     since the task was last reset (or ever); for a retried implementation, by the run that
     failed (the latest)."""
-    events = await store.events_after(0, task_id=task.id, limit=EVERY_EVENT)
+    events = await events_of_kinds(store, task.id, DecisionRecorded, RunStarted)
     stages = {r.id: r.stage for r in await store.list_runs(task_id=task.id)}
     resets = [
         i

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.control import baselines
 from core.control.moves import legal_move
+from core.control.task_events import events_of_kinds
 from core.control.verb_rules import suggest, suggest_tokens
 from core.domain.clock import Clock
 from core.domain.cost import Spend
@@ -64,8 +65,9 @@ class ControlTaskBook:
     async def task_runs(self, task_id: str) -> list[Run]:
         return await self.store.list_runs(task_id=task_id)
 
-    async def task_events(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
-        return await self.store.events_after(after, task_id=task_id, limit=limit)
+    async def task_events_of(self, task_id: str, *kinds: type[Event]) -> list[Any]:
+        """The task's events of these kinds, in id order, none of its agents' output."""
+        return await events_of_kinds(self.store, task_id, *kinds)
 
     async def task_artifacts(self, task_id: str) -> list[Artifact]:
         return await self.store.list_artifacts(task_id=task_id)

@@ -58,8 +58,9 @@ class TaskBook(Protocol):
         """The task's runs, oldest first."""
         ...
 
-    async def task_events(self, task_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
-        """The task's events after id `after`, oldest first, at most `limit`."""
+    async def task_events_of(self, task_id: str, *kinds: type[Event]) -> list[Any]:
+        """The task's events of these kinds, in id order: never its agents' output, which
+        is read to find none of them."""
         ...
 
     async def task_artifacts(self, task_id: str) -> list[Artifact]:
