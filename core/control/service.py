@@ -78,6 +78,7 @@ from core.domain.models import (
 )
 from core.domain.states import STAGE_ROLE
 from core.domain.verbs import Verb
+from core.errors import StaleState
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.ports.task_book import Move
 from core.workspace.git import default_branch, one_line_log
@@ -88,6 +89,10 @@ if TYPE_CHECKING:
     from core.control.keyring import Keyring
     from core.workspace.trial_merge import TrialMerge
     from core.workspace.worktrees import Workspace, Worktrees
+
+# A decision the pipeline's own step made stale is ruled again this many times: each step it
+# takes between a decision's reading and its writing is milliseconds, and steps are seconds apart.
+RULED_AGAIN = 3
 
 
 class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Operations):
@@ -314,7 +319,7 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
     async def _decide(self, decision: Decision) -> Task | Run:
         """While this holds the audit log's writer (one decider at a time, in every process
         on this log and this store), the task is read afresh and ruled on: a refusal writes
-        nothing. The line is then made durable (AuditError, nothing changed, if it cannot
+        nothing; a task the pipeline moved on meanwhile is read and ruled on again. The line is then made durable (AuditError, nothing changed, if it cannot
         be), and only then does the decision change the task. An effect that fails — a
         worker moved the task meanwhile, a store fault, a merge git refused — is followed
         in the log by a void line saying so and why, and its error goes to the caller.
@@ -329,10 +334,22 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         trial = tried[1] if tried else None
         try:
             async with self.audit.writer() as log:
-                task = await self.task(decision.task)
-                ruling = await self._rule(task, decision, trial)
-                write = self._write(task, decision, ruling)
-                task, events = await self._apply(log, task, decision, ruling, write)
+                for again in reversed(range(RULED_AGAIN + 1)):
+                    task = await self.task(decision.task)
+                    ruling = await self._rule(task, decision, trial)
+                    write = self._write(task, decision, ruling)
+                    try:
+                        task, events = await self._apply(log, task, decision, ruling, write)
+                        break
+                    except StaleState:
+                        # Every operator decides under the writer: what moved the task
+                        # between its reading and its writing is T25's pipeline, taking its
+                        # next step. The line went void; the decision is ruled again on the
+                        # task as it is now (a merge's trial was made for the old one). An
+                        # anchor another log moved is stale too, the task where it was.
+                        moved = (await self.task(decision.task)).state is not task.state
+                        if not again or not moved or ruling.merge is not None:
+                            raise
         finally:
             if tried is not None:
                 worktrees, trial = tried
