@@ -25,6 +25,8 @@
     │   └── BranchMoved           the task branch no longer holds T25's last commit on it
     ├── WorktreeBusy              another T25 process is driving this task's worktree
     ├── PublishFailed             the branch could not be pushed or its pull request opened
+    ├── ForgeError                the forge (GitHub) refused a request; its words are in the message
+    │   └── ForgeUnavailable      the forge did not answer usefully now (5xx, timeout, rate limit)
     └── AnswerInvalid             an agent's final message is no valid artifact of its stage
 
 Every message is one line meant for a person at a terminal; the command line prints
@@ -154,6 +156,14 @@ class MergeRefused(PolicyRefused):
 
 class PublishFailed(T25Error):
     """The branch could not be pushed or its pull request opened."""
+
+
+class ForgeError(T25Error):
+    """The forge refused a request (no such repository, no permission, a field it rejects)."""
+
+
+class ForgeUnavailable(ForgeError):
+    """The forge did not answer usefully in time (5xx, a timeout, its rate limit): try again."""
 
 
 class PromptTemplateError(ConfigError):

@@ -24,6 +24,8 @@ from core.errors import (
     ControlPlaneUnreachable,
     CredentialRefused,
     DiskFull,
+    ForgeError,
+    ForgeUnavailable,
     GitError,
     IllegalTransition,
     InvalidInput,
@@ -85,6 +87,8 @@ ERRORS: tuple[WireError, ...] = (
     WireError(BranchMoved, "branch_moved", 409),
     WireError(WorktreeBusy, "worktree_busy", 409),
     WireError(PublishFailed, "publish_failed", 503),
+    WireError(ForgeError, "forge_error", 503),
+    WireError(ForgeUnavailable, "forge_unavailable", 503),
     WireError(AnswerInvalid, "answer_invalid", 422),
     WireError(ProtocolMismatch, PROTOCOL_MISMATCH, 426),
 )
