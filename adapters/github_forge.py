@@ -365,3 +365,9 @@ def _issue(i: dict[str, Any]) -> ForgeIssue:
         url=i.get("html_url") or "",
         author=_login(i),
     )
+
+
+async def open_forge(host: str | None) -> GitHubForge:
+    """The forge at `host` (github.com when None), as the operator's own login."""
+    api = api_url(host)
+    return GitHubForge(await asyncio.to_thread(login_token, api), api=api)

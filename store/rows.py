@@ -109,6 +109,7 @@ class RowReader:
             role_budgets=json.loads(r["role_budgets"] or "{}"),
             priority=r["priority"],
             after=tuple(json.loads(r["after_tasks"] or "[]")),
+            request_key=r["request_key"],
             created_at=self.time(r["created_at"]),
             state_since=self.time(r["state_since"]),
         )

@@ -47,6 +47,7 @@ from core.config.config_section import (
     on_this_host,
     refuse_duplicates,
 )
+from core.config.intake_config import IntakeConfig
 from core.config.keys import KEYS_HINT, Bindable, Keys, keymap_problems
 from core.config.locate import CONFIG_FILENAME as CONFIG_FILENAME
 from core.config.locate import INIT_HINT as INIT_HINT
@@ -104,6 +105,7 @@ class ProjectConfig(Section):
     approval: ApprovalPolicy | None = None
     # `allow_hosts` here replaces the list, and so on for each key set
     sandbox: Annotated[SandboxConfig | None, BeforeValidator(sandbox_shorthand)] = None
+    intake: IntakeConfig | None = None  # the tracker its tasks come from (core.control.intake)
 
     def overrides(self) -> list[str]:
         """What this project sets in place of the top-level policy, one `section.key value`

@@ -193,6 +193,9 @@ class Task(_Value):
     role_budgets: dict[str, Budget] = Field(default_factory=dict)
     priority: int = 0
     after: tuple[str, ...] = ()  # the tasks it waits for; it leaves RECEIVED once all are merged
+    # The filer's key it was filed under (`NewTask.request_key`): intake's is the issue it
+    # came from (`github:acme/shop#12`, core.control.intake).
+    request_key: str | None = None
     created_at: datetime
     state_since: datetime
 

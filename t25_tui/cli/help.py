@@ -23,7 +23,7 @@ def verbs_in(group: str) -> tuple[str, ...]:
 # is listed under "other commands", so none is ever hidden by omission.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("getting started", ("init", "demo", "doctor", "completion")),
-    ("tasks", ("task", "run", "logs", "diff", "show", "shell", "cost")),
+    ("tasks", ("task", "intake", "run", "logs", "diff", "show", "shell", "cost")),
     ("decisions", verbs_in("decisions")),
     (RECOVERY, (*verbs_in(RECOVERY), "cleanup")),
     ("running T25", ("tui", "serve", "worker", "audit")),
@@ -36,6 +36,7 @@ EXAMPLES: dict[str, str] = {
     "doctor": "t25 doctor --verbose",
     "completion": "source <(t25 completion bash)",
     "task": 't25 task new "Validate the page size" --type fix',
+    "intake": "t25 intake --project shop",
     "run": "t25 run --follow",
     "logs": "t25 logs T-7 --follow",
     "diff": "t25 diff T-7 --stat",

@@ -54,6 +54,12 @@ def task_commands(sub: argparse._SubParsersAction[Any], add: AddCommand) -> None
     )
     new.set_defaults(handler=command("tasks:new"))
     _task_reads_and_edits(task_sub)
+    intake = add(
+        "intake",
+        "intake:intake",
+        "file a task per issue of the tracker a project's `intake` names, once",
+    )
+    intake.add_argument("--project", help="this project's intake only (default: every one)")
 
 
 def recovery_commands(sub: argparse._SubParsersAction[Any], add: AddCommand) -> None:

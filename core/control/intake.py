@@ -1,0 +1,146 @@
+"""Tasks from the tracker: each open issue a project's intake names (`projects[].intake`: a
+label, or a search) filed as a task, once; an issue closed or unlabelled before its task
+started implementing cancels it, as a decision of `intake`'s, in the audit log.
+
+Once, whatever restarts and replicas: a task is filed under the issue's own key
+(`github:acme/shop#12`, `NewTask.request_key`), and the store files no second task under a
+key it holds (a unique index, both backends). So two sweeps racing — two replicas of serve,
+`t25 intake` beside them — file one task, and a sweep killed between filing and commenting
+files nothing the next time; the comment that names the task is made then.
+
+An issue's words are somebody else's: its title and body reach the task escaped
+(`core.domain.text.printable`) and cut to the task's bounds, with a link back; they become
+the spec agent's description, quoted as every description is, and decide nothing.
+
+Works through `Operations`, so a cockpit attached to serve takes issues in the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.config.intake_config import IntakeConfig
+from core.control import task_lists
+from core.domain.decisions import Decision
+from core.domain.forge import ForgeIssue
+from core.domain.models import Task, TaskState, TaskType
+from core.domain.states import TERMINAL
+from core.domain.text import MAX_DESCRIPTION, MAX_TITLE, printable
+from core.domain.verbs import Verb
+from core.errors import PolicyRefused
+from core.ports import Operations
+from core.ports.forge import Forge
+
+INTAKE = "intake"  # the actor of what intake files and decides
+# Where a task still has not cost an implementation: an issue that goes away cancels it.
+NOT_STARTED = (TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL)
+MARKER = "<!-- t25:{task} -->"  # in the comment that names an issue's task: found, not repeated
+
+
+@dataclass
+class Intake:
+    """What one pass over a project's tracker did."""
+
+    filed: list[Task] = field(default_factory=list)
+    known: int = 0  # issues whose task was filed before
+    cancelled: list[Task] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)  # one line each: what went wrong, per issue
+
+
+def issue_key(intake: IntakeConfig, number: int) -> str:
+    """The key an issue's task is filed under: the same from every process, for ever."""
+    return f"{intake.forge}:{intake.repo}#{number}"
+
+
+async def take_in(ops: Operations, forge: Forge, project: str, intake: IntakeConfig) -> Intake:
+    """File a task per issue the intake names, cancel those whose issue went away, and say
+    on each new task's issue which task it became."""
+    done = Intake()
+    labels = [intake.label] if intake.label else []
+    issues = await forge.issues(intake.repo, labels=labels, query=intake.query)
+    ours = {t.request_key or "": t for t in await _intake_tasks(ops, project, intake)}
+    for issue in issues:
+        key = issue_key(intake, issue.number)
+        if key in ours:
+            done.known += 1
+            continue
+        task = await ops.new_task(
+            _title(issue),
+            actor=INTAKE,
+            type=TaskType(intake.type_of(issue.labels)),
+            description=_description(issue),
+            project=project,
+            request_key=key,
+            priority=intake.priority_of(issue.labels),
+        )
+        if task.state in TERMINAL:  # filed long ago, and finished: an issue has one task
+            done.known += 1
+            continue
+        done.filed.append(task)
+        if intake.comment:
+            await _say_filed(forge, intake, issue, task)
+    open_keys = {issue_key(intake, i.number) for i in issues}
+    for key, known in ours.items():
+        if key not in open_keys and known.state in NOT_STARTED:
+            await _cancel_if_gone(ops, forge, intake, known, key, done)
+    return done
+
+
+async def _intake_tasks(ops: Operations, project: str, intake: IntakeConfig) -> list[Task]:
+    """The project's unfinished tasks intake filed from this tracker."""
+    prefix = issue_key(intake, 0)[:-1]
+    found = await task_lists.unfinished(ops, project=project)
+    return [t for t in found if (t.request_key or "").startswith(prefix)]
+
+
+async def _cancel_if_gone(
+    ops: Operations, forge: Forge, intake: IntakeConfig, task: Task, key: str, done: Intake
+) -> None:
+    """Cancel `task` when its issue is closed or no longer one the intake names."""
+    number = int(key.rsplit("#", 1)[1])
+    issue = await forge.issue(intake.repo, number)
+    if issue.state == "open" and intake.label is not None and intake.label in issue.labels:
+        return  # still labelled: the listing missed it (it moved past a page); keep it
+    if issue.state == "open" and intake.label is None:
+        return  # a search is no promise: an issue it no longer finds keeps its task
+    why = "closed" if issue.state == "closed" else f"no longer labelled {intake.label}"
+    try:
+        task = await ops.decide(
+            Decision(
+                verb=Verb.CANCEL,
+                task=task.id,
+                actor=INTAKE,
+                text=f"issue {intake.repo}#{number} was {why}",
+            )
+        )
+    except PolicyRefused as exc:  # it started meanwhile: the operator decides
+        done.said.append(f"{task.id}: {exc.message}")
+        return
+    done.cancelled.append(task)
+    if intake.comment:
+        await forge.comment(intake.repo, number, f"T25 cancelled {task.id}: the issue was {why}.")
+
+
+async def _say_filed(forge: Forge, intake: IntakeConfig, issue: ForgeIssue, task: Task) -> None:
+    marker = MARKER.format(task=task.id)
+    said = await forge.comments(intake.repo, issue.number)
+    if any(marker in c.body for c in said):
+        return
+    await forge.comment(
+        intake.repo,
+        issue.number,
+        f"{marker}\nT25 filed this issue as task {task.id} ({task.state}); "
+        "it will say here how the task ends.",
+    )
+
+
+def _title(issue: ForgeIssue) -> str:
+    title = printable(" ".join(issue.title.split())) or f"Issue #{issue.number}"
+    return title[:MAX_TITLE]
+
+
+def _description(issue: ForgeIssue) -> str:
+    """The issue's body and a link back, escaped, within a description's bound."""
+    source = issue.url or f"issue #{issue.number}"
+    link = printable(f"\n\n(from {source}, by {issue.author or 'someone'})", multiline=True)
+    return printable(issue.body, multiline=True)[: MAX_DESCRIPTION - len(link)] + link
