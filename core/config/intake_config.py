@@ -8,7 +8,8 @@
           host: github.com         # or a GitHub Enterprise host, or its API's URL
           types: {bug: fix}        # a label → the task's type (feat when none matches)
           priorities: {urgent: 10} # a label → the task's priority (the highest that matches)
-          comment: true            # say on the issue which task it became, and how it ends
+          comment: true            # say on the issue which task it became
+          every_s: 60              # how often `t25 serve` takes issues in
 
 `t25 intake` (and serve's sweep) files a task per issue, once, whatever restarts or replicas;
 an issue closed or unlabelled before its task started implementing cancels it.
@@ -46,6 +47,7 @@ class IntakeConfig(Section):
     types: dict[str, TaskTypeName] = Field(default_factory=lambda: dict(DEFAULT_TYPES))
     priorities: dict[str, int] = {}
     comment: bool = True
+    every_s: int = Field(default=60, ge=10)  # how often serve takes issues in
 
     @field_validator("repo")
     @classmethod

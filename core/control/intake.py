@@ -17,6 +17,9 @@ Works through `Operations`, so a cockpit attached to serve takes issues in the s
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from core.config.intake_config import IntakeConfig
@@ -27,10 +30,11 @@ from core.domain.models import Task, TaskState, TaskType
 from core.domain.states import TERMINAL
 from core.domain.text import MAX_DESCRIPTION, MAX_TITLE, printable
 from core.domain.verbs import Verb
-from core.errors import PolicyRefused
+from core.errors import PolicyRefused, T25Error
 from core.ports import Operations
 from core.ports.forge import Forge
 
+LOG = logging.getLogger("t25.intake")
 INTAKE = "intake"  # the actor of what intake files and decides
 # Where a task still has not cost an implementation: an issue that goes away cancels it.
 NOT_STARTED = (TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL)
@@ -45,6 +49,40 @@ class Intake:
     known: int = 0  # issues whose task was filed before
     cancelled: list[Task] = field(default_factory=list)
     said: list[str] = field(default_factory=list)  # one line each: what went wrong, per issue
+
+
+async def keep_taking_in(
+    ops: Operations,
+    open_forge: Callable[[IntakeConfig], Awaitable[Forge]],
+    intakes: Sequence[tuple[str, IntakeConfig]],
+) -> None:
+    """serve's intake, for ever: each project's pass every `every_s` seconds (by project
+    name: `intakes`). A pass that fails — the forge away, a login refused — is logged and
+    made again at the next; one project's trouble holds up no other."""
+    loop = asyncio.get_running_loop()
+    due = {name: loop.time() for name, _ in intakes}
+    while True:
+        for name, intake in intakes:
+            if loop.time() < due[name]:
+                continue
+            try:
+                forge = await open_forge(intake)
+                try:
+                    done = await take_in(ops, forge, name, intake)
+                finally:
+                    await forge.close()
+            except T25Error as exc:
+                LOG.warning("intake of %s from %s: %s", name, intake.repo, exc.message)
+            else:
+                if done.filed or done.cancelled:
+                    LOG.info(
+                        "intake of %s: %d filed, %d cancelled",
+                        name,
+                        len(done.filed),
+                        len(done.cancelled),
+                    )
+            due[name] = loop.time() + intake.every_s
+        await asyncio.sleep(max(0.0, min(due.values()) - loop.time()))
 
 
 def issue_key(intake: IntakeConfig, number: int) -> str:

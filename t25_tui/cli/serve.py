@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from core.config import held_secrets
 from core.errors import ConfigError, T25Error
 from t25_tui.cli.context import config_of, guard_the_store, runtime_of, warn_if_unconfined
+
+if TYPE_CHECKING:
+    from core.control.service import ControlPlane
 
 CREDENTIAL_ENV = held_secrets.WORKER_CREDENTIAL
 
@@ -49,6 +53,7 @@ def serve(args: argparse.Namespace) -> int:
                     flush=True,
                 )
             sweeping = asyncio.create_task(sweeper.work(follow=True))
+            background = [t for t in (sweeping, _intake(control)) if t is not None]
 
             def stopped(task: asyncio.Task[None]) -> None:  # the sweep must never die quietly
                 error = None if task.cancelled() else task.exception()
@@ -60,8 +65,9 @@ def serve(args: argparse.Namespace) -> int:
             try:
                 await server.serve()
             finally:
-                sweeping.cancel()
-                await asyncio.gather(sweeping, return_exceptions=True)
+                for running in background:
+                    running.cancel()
+                await asyncio.gather(*background, return_exceptions=True)
 
     asyncio.run(body())
     if failed:
@@ -69,6 +75,21 @@ def serve(args: argparse.Namespace) -> int:
             print("t25 serve: the pipeline sweep failed", file=sys.stderr, flush=True)
         raise failed[0]
     return 0
+
+
+def _intake(control: ControlPlane) -> asyncio.Task[None] | None:
+    """The projects' intake (`projects[].intake`), taken in for as long as serve runs."""
+    from adapters.github_forge import open_forge
+    from core.control.intake import keep_taking_in
+
+    intakes = [(p.name, p.intake) for p in control.config.projects if p.intake is not None]
+    if not intakes:
+        return None
+    print(
+        f"  intake: {', '.join(f'{i.repo} every {i.every_s} s' for _, i in intakes)}",
+        flush=True,
+    )
+    return asyncio.create_task(keep_taking_in(control, lambda i: open_forge(i.host), intakes))
 
 
 def worker(args: argparse.Namespace) -> int:
