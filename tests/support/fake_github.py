@@ -11,6 +11,7 @@ real HTTP to it. `faults` is a queue of what the next requests meet ("5xx", "sta
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 TOKEN = "ghp_fake_login_of_the_operator_0001"
-STALL_S = 4.0  # a stalled answer comes this late: past the adapter's timeout in the tests
+STALL_S = 120.0  # a stalled answer comes this late, or when the fake stops: past any timeout
 
 
 @dataclass
@@ -60,6 +61,7 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         # What a merge does beyond the record (the e2e test lands it in a real remote).
         self.on_merge: Callable[[FakeRepo, dict[str, Any]], str] | None = None
+        self.closing = asyncio.Event()  # set as the server stops: a stalled answer ends then
 
     def repo(self, name: str) -> FakeRepo:
         return self.repos.setdefault(name, FakeRepo(name))
@@ -160,8 +162,9 @@ class FakeGitHub:
                 fault = self.faults.pop(0)
                 if fault == "5xx":
                     return JSONResponse({"message": "Server Error"}, status_code=502)
-                if fault == "stall":
-                    await asyncio.sleep(STALL_S)  # not a wait: a forge that stalls
+                if fault == "stall":  # a forge that stalls: answers only once it stops
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.closing.wait(), STALL_S)
                     return JSONResponse({"message": "too late"}, status_code=504)
                 if fault in ("rate_limit", "rate_limit_long"):
                     reset = int(time.time()) + (1 if fault == "rate_limit" else 3600)
@@ -378,5 +381,6 @@ async def fake_github(forge: FakeGitHub | None = None) -> AsyncIterator[tuple[Fa
     try:
         yield forge, f"http://127.0.0.1:{port}"
     finally:
+        forge.closing.set()
         server.should_exit = True
         await task

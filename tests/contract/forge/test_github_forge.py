@@ -21,14 +21,17 @@ HEAD = "a" * 40
 
 @pytest.fixture
 async def github():
-    """The fake forge, and the adapter talking to it (short pauses, a two-second timeout)."""
+    """The fake forge, and the adapter talking to it: short pauses, and a timeout of 10 s, which
+    only a stalled answer reaches on a machine however loaded."""
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
     async with fake_github() as (fake, url):
-        forge = GitHubForge(TOKEN, api=url, backoff=Backoff(0.01, 0.05), timeout_s=2.0, sleep=sleep)
+        forge = GitHubForge(
+            TOKEN, api=url, backoff=Backoff(0.01, 0.05), timeout_s=10.0, sleep=sleep
+        )
         forge.waits = waits  # type: ignore[attr-defined]
         try:
             yield fake, forge
