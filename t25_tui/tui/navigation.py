@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -166,7 +167,31 @@ class Navigation(Cockpit):
             return
         self.terminal_away = True
         try:
-            with self.batch_update(), self.suspend():
+            with self.batch_update(), self.suspend(), _keys_belong_to_the_program():
                 yield
         finally:
             self.terminal_away = False
+
+
+# What a key sends the terminal's foreground processes — the cockpit and the program it runs
+# alike: ctrl+c, ctrl+\\.
+_PROGRAMS_KEYS = (signal.SIGINT, signal.SIGQUIT)
+
+
+@contextmanager
+def _keys_belong_to_the_program() -> Iterator[None]:
+    """While a shell or an editor has the terminal, ctrl+c and ctrl+\\ are its own: the
+    cockpit, in the same process group, takes no notice of them (asyncio's default would stop
+    the cockpit, and the program with it). The program starts with the default handling, as
+    handlers are reset when it execs."""
+    loop = asyncio.get_running_loop()
+    before = {sig: signal.getsignal(sig) for sig in _PROGRAMS_KEYS}
+    for sig in _PROGRAMS_KEYS:
+        loop.add_signal_handler(sig, lambda: None)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            loop.remove_signal_handler(sig)
+            if handler is not None:
+                signal.signal(sig, handler)

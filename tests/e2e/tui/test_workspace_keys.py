@@ -9,6 +9,8 @@ The suspension itself is tested on the real binary in a pty, with an interactive
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from t25_tui.tui.screens.dialogs import MessageDialog
@@ -63,8 +65,14 @@ def test_the_real_cockpit_steps_aside_for_a_shell_and_comes_back(tmp_path, monke
         term.wait_for("APPROVE 1", timeout=90)  # T-1, selected, has its worktree
         term.type("s")
         term.wait_for("in-the-worktree$")
-        term.type("\x03")  # ctrl+c at the shell's prompt is the shell's, not the cockpit's
-        term.wait_for("in-the-worktree$")
+        # ctrl+c and ctrl+\ at the shell's prompt are the shell's, not the cockpit's: the
+        # terminal signals its whole foreground group, the cockpit included, so the cockpit
+        # gets them too, here sent to it alone so that when they arrive is no matter.
+        for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGINT):
+            os.kill(term.pid, sig)
+        term.type("\x03")
+        term.type("echo still-here\r")
+        term.wait_for("still-here\r\nin-the-worktree$")
         term.type("pwd > ../where; exit 7\r")
         term.wait_for("back from /bin/sh in T-1's worktree (exit 7)")
         assert (repo / ".factory" / "worktrees" / "where").read_text().strip() == str(
