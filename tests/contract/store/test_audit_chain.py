@@ -19,7 +19,7 @@ from core.config.schema import load_config
 from core.control import audit_chain, audit_cross
 from core.control.audit import AuditLog, cross_check
 from core.control.audit_lines import verify_lines
-from core.control.service import ControlPlane
+from core.control.service import RULED_AGAIN, ControlPlane
 from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.errors import AuditError, MergeRefused, StaleState
@@ -176,12 +176,14 @@ async def test_a_line_edited_or_deleted_in_the_store_is_named(two, db):
 async def test_an_effect_that_fails_commits_its_line_with_a_void(two):
     one, other = two
     task = await one.control.new_task("t", actor="ana")
-    # A worker moves the task between the decider's read and its write: the CAS fails.
+    # A worker moves the task between the decider's read and its write, at every try: the
+    # CAS fails each time, and each line is voided; the last failure reaches the caller.
     real = one.store.apply_decision
+    steps = iter((TaskState.SPEC, TaskState.PLAN, TaskState.IMPLEMENTING, TaskState.QA))
 
     async def moved_meanwhile(write):
         await other.control.transition(
-            await other.control.task(task.id), TaskState.SPEC, actor="worker"
+            await other.control.task(task.id), next(steps), actor="worker"
         )
         return await real(write)
 
@@ -191,12 +193,14 @@ async def test_an_effect_that_fails_commits_its_line_with_a_void(two):
     one.store.apply_decision = real  # type: ignore[method-assign]
 
     trail = await one.control.audit_trail()
+    tries = 1 + RULED_AGAIN
     assert [(e.seq, e.decision, e.voids) for e in trail.entries] == [
-        (1, "cancel", None),
-        (2, "void", 1),
+        entry
+        for n in range(tries)
+        for entry in ((2 * n + 1, "cancel", None), (2 * n + 2, "void", 2 * n + 1))
     ]
     assert trail.verdict.ok, trail.verdict.message
-    assert (await one.control.task(task.id)).state is TaskState.SPEC
+    assert (await one.control.task(task.id)).state is TaskState.QA
 
 
 async def test_a_log_kept_before_the_chain_moved_into_the_store_is_taken_over(db, tmp_path):
