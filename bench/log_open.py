@@ -1,0 +1,179 @@
+"""A log opened at its end: how long until a run's newest line is on screen, for a run of 100,
+10,000 and 100,000 output events, beside reading the run from its start as both used to.
+
+For each length, on the sample factory (SQLite, the default store), T-3's running run is given
+that many output events of one 80-character line each (100,000 of them is 8 MB, a run's whole
+allowance, `limits.max_output_event_bytes`), then one last line. It prints:
+
+- the cockpit: the real app (headless, in this process) opening T-3's log with `w`, from the
+  key to the run's newest line in the pane, median of `--repeats`; beside it, in the same run,
+  the reading a pane made before it opened a run at its end — every event of the task, in pages
+  of 5,000, the run's output rendered through the transcript — which it did before drawing a
+  line (a lower bound of that way: the drawing, a thousand lines a tick, came after);
+- the command line: the real `t25 logs R-… --follow` on the run once it finished (its last
+  64 KB, then it exits) beside `t25 logs R-…` (every line), median wall time.
+
+Checked: the pane's last line is the run's newest and it holds a window, not the run; the
+old way's read rendered every line; `--follow` printed the newest line and not the first;
+`t25 logs` printed every line.
+
+Target: the newest line within 0.3 s whatever the run's length.
+
+Run:  .venv/bin/python bench/log_open.py [--events 100,10000,100000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from checked import happened
+from cli import ENV, timed
+from tui import load
+
+from core.domain.events import RunFinished, RunOutput
+from core.domain.models import RunStatus
+from tests.support.terminal import T25
+
+NEWEST = "agent: the newest line, the one the operator opened the log for"
+
+
+def _line(n: int) -> str:
+    return f"agent: line {n:07d} " + "w" * 59  # 80 characters and its newline
+
+
+def _copy(db: Path, run_number: int, events: int) -> None:
+    """`events` output events of the run, one line each, copied in SQL from the last one."""
+    with sqlite3.connect(db) as con:
+        (template,) = con.execute(
+            "SELECT max(id) FROM events WHERE run_id = ? AND kind = 'run_output'", (run_number,)
+        ).fetchone()
+        con.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
+            " INSERT INTO events (at, kind, task_id, run_id, payload)"
+            " SELECT e.at, e.kind, e.task_id, e.run_id, json_set(e.payload, '$.text',"
+            " printf('agent: line %07d %s' || char(10), i, replace(printf('%059d', 0), '0', 'w')))"
+            " FROM events AS e, n WHERE e.id = ? ORDER BY i",
+            (events, template),
+        )
+
+
+async def _old_read(control, task_id: str, run_id: str) -> tuple[float, int]:
+    """What a pane read before drawing a line, before it opened runs at their end."""
+    from adapters.transcript import Transcript
+
+    started = time.monotonic()
+    after, lines = 0, 0
+    transcript = Transcript("stdout")
+    while True:
+        events = await control.events(task_id, after=after, limit=5000)
+        for e in events:
+            after = e.id
+            if isinstance(e, RunOutput) and e.run_id == run_id:
+                lines += len(transcript.feed(e.text))
+        if len(events) < 5000:
+            break
+    return time.monotonic() - started, lines
+
+
+async def cockpit(events: int, repeats: int, where: Path) -> tuple[list[float], float, str]:
+    from t25_tui.runtime import open_sample
+    from t25_tui.tui.app import make_app
+    from t25_tui.tui.screens.detail import TaskDetailScreen
+    from t25_tui.tui.widgets.logpane import LogPane
+
+    s = await open_sample(where / "shop")
+    f = s.control
+    run = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING][-1]
+    await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text="x\n"))
+    _copy(where / "shop" / ".factory" / "t25.db", int(run.id[2:]), events)
+    await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=NEWEST + "\n"))
+    old, rendered = await _old_read(f, "T-3", run.id)
+    happened(rendered >= events + 1, f"the old read rendered {rendered} of {events + 1} lines")
+    took: list[float] = []
+    app = make_app(f, clock=s.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.loaded.wait()
+        for _ in range(repeats):
+            app.board.focus_task("T-3")
+            started = time.monotonic()
+            await pilot.press("w")  # its log (on the board, l moves between lanes)
+            while True:
+                pane = (
+                    app.screen.query_one(LogPane)
+                    if isinstance(app.screen, TaskDetailScreen)
+                    else None
+                )
+                shown = [line for line in pane.output.lines if line] if pane else []
+                if shown and shown[-1] == NEWEST:
+                    break
+                happened(time.monotonic() - started < 120, "the newest line not shown in 120 s")
+                await pilot.pause(0.005)
+            took.append(time.monotonic() - started)
+            held = len(pane.output.lines)
+            happened(held < events or events <= 1000, f"the pane read the whole run ({held})")
+            app.pop_screen()
+            await pilot.pause()
+    await f.record(RunFinished(task_id="T-3", run_id=run.id, status=RunStatus.SUCCEEDED))
+    await f.store.cancel_runs("T-3")
+    await s.close()
+    return took, old, run.id
+
+
+def command_line(repo: Path, run_id: str, events: int, repeats: int) -> tuple[float, float]:
+    follow = [str(T25), "logs", run_id, "--follow"]
+    whole = [str(T25), "logs", run_id]
+    tail = subprocess.run(follow, cwd=repo, env=ENV, capture_output=True, text=True)
+    printed = tail.stdout.splitlines()
+    happened(NEWEST in printed, f"--follow did not print the newest line: {tail.stderr[-300:]}")
+    happened(_line(1) not in printed or events < 1000, "--follow printed the run from its start")
+    every = subprocess.run(whole, cwd=repo, env=ENV, capture_output=True, text=True)
+    count = sum(1 for line in every.stdout.splitlines() if line.startswith("agent: line "))
+    happened(count == events, f"t25 logs printed {count} of {events} lines")
+    walls: dict[str, list[float]] = {"follow": [], "whole": []}
+    for _ in range(repeats):  # round-robin: a busier machine slows each alike
+        walls["follow"].append(timed(follow, repo)[0])
+        walls["whole"].append(timed(whole, repo)[0])
+    return statistics.median(walls["follow"]), statistics.median(walls["whole"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", default="100,10000,100000")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"a run's newest line, opened at its end; {load()}")
+    rows = []
+    for events in [int(n) for n in args.events.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="t25-bench-log-") as tmp:
+            took, old, run_id = asyncio.run(cockpit(events, args.repeats, Path(tmp)))
+            follow, whole = command_line(Path(tmp) / "shop", run_id, events, args.repeats)
+        rows.append((events, statistics.median(took), max(took), old, follow, whole))
+        print(
+            f"\n{events:,} output events; {load()}\n"
+            f"  cockpit: newest line after median {statistics.median(took) * 1000:.0f} ms, "
+            f"worst {max(took) * 1000:.0f} ms of {args.repeats} (target ≤ 300 ms) · before: "
+            f"≥ {old * 1000:.0f} ms reading every event, then drawing\n"
+            f"  t25 logs --follow {follow * 1000:.0f} ms · t25 logs (every line) "
+            f"{whole * 1000:.0f} ms"
+        )
+    print("\nevents      cockpit now (worst) / before ≥      logs --follow / whole")
+    for events, median, worst, old, follow, whole in rows:
+        print(
+            f"{events:>8,}   {median * 1000:6.0f} ({worst * 1000:.0f}) / {old * 1000:8.0f} ms"
+            f"      {follow * 1000:6.0f} / {whole * 1000:6.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
