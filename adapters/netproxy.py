@@ -251,8 +251,7 @@ class RunProxy:
                 await _answer(writer, 403, f"t25: {refused.host}:{refused.port} {refused}")
                 refused.via = "connect"
                 raise
-            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            await writer.drain()
+            await _opened(writer, b"HTTP/1.1 200 Connection established\r\n\r\n", upstream)
             return _Route(host, port, upstream, "connect")
         url = urlsplit(target)
         if url.scheme != "http" or not url.hostname:
@@ -305,8 +304,7 @@ class RunProxy:
         except _Refused:
             writer.write(b"\x05\x02\x00\x01" + bytes(6))  # not allowed by ruleset
             raise
-        writer.write(b"\x05\x00\x00\x01" + bytes(6))
-        await writer.drain()
+        await _opened(writer, b"\x05\x00\x00\x01" + bytes(6), upstream)
         return _Route(host, port, upstream, "socks")
 
 
@@ -354,6 +352,21 @@ async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:
     )
     with contextlib.suppress(ConnectionError):
         await writer.drain()
+
+
+async def _opened(
+    writer: asyncio.StreamWriter,
+    reply: bytes,
+    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+) -> None:
+    """Tell the client its connection is open; if it cannot be told (it went away, the run
+    ended), the upstream connection just opened is closed with it, never left open."""
+    try:
+        writer.write(reply)
+        await writer.drain()
+    except BaseException:
+        upstream[1].close()
+        raise
 
 
 async def _pump(

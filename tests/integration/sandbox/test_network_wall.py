@@ -271,6 +271,38 @@ async def test_a_socks_name_with_a_nul_is_refused_before_any_match():
     assert records[0].reason == "not a valid host name" and "\\x00" in records[0].host
 
 
+@pytest.mark.parametrize("via", ["socks", "connect"])
+async def test_a_client_gone_before_its_answer_leaves_no_upstream_connection_open(via):
+    """An agent that asks for a connection and hangs up before the answer: the proxy has
+    opened the upstream one by then, and closes it rather than leaving it to the collector."""
+    opened, closed = asyncio.Event(), asyncio.Event()
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened.set()
+        await reader.read()  # until the proxy's side closes
+        closed.set()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    asked = (
+        b"\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01" + port.to_bytes(2, "big")
+        if via == "socks"
+        else f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode()
+    )
+    try:
+        async with RunProxy(Allowlist.of([f"127.0.0.1:{port}"])) as proxy:
+            _, writer = await asyncio.open_unix_connection(str(proxy.socket))
+            writer.write(asked)
+            await writer.drain()
+            writer.close()  # gone before any answer: the proxy's reply finds no one
+            await asyncio.wait_for(opened.wait(), 30)
+            await asyncio.wait_for(closed.wait(), 30)  # closed by the proxy, not at its end
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 @pytest.mark.parametrize(
     ("resolved", "why"),
     [
