@@ -48,7 +48,7 @@ class Intake:
     filed: list[Task] = field(default_factory=list)
     known: int = 0  # issues whose task was filed before
     cancelled: list[Task] = field(default_factory=list)
-    said: list[str] = field(default_factory=list)  # one line each: what went wrong, per issue
+    said: list[str] = field(default_factory=list)  # one line each: an issue left as it was
 
 
 async def keep_taking_in(
@@ -73,6 +73,8 @@ async def keep_taking_in(
                     await forge.close()
             except T25Error as exc:
                 LOG.warning("intake of %s from %s: %s", name, intake.repo, exc.message)
+            except Exception:  # a defect: said, and the next pass made all the same
+                LOG.exception("intake of %s from %s failed", name, intake.repo)
             else:
                 if done.filed or done.cancelled:
                     LOG.info(
@@ -102,15 +104,19 @@ async def take_in(ops: Operations, forge: Forge, project: str, intake: IntakeCon
         if key in ours:
             done.known += 1
             continue
-        task = await ops.new_task(
-            _title(issue),
-            actor=INTAKE,
-            type=TaskType(intake.type_of(issue.labels)),
-            description=_description(issue),
-            project=project,
-            request_key=key,
-            priority=intake.priority_of(issue.labels),
-        )
+        try:
+            task = await ops.new_task(
+                _title(issue),
+                actor=INTAKE,
+                type=TaskType(intake.type_of(issue.labels)),
+                description=_description(issue),
+                project=project,
+                request_key=key,
+                priority=intake.priority_of(issue.labels),
+            )
+        except T25Error as exc:  # refused at the door: this issue waits, the others go on
+            done.said.append(f"not filed {key}: {exc.message}")
+            continue
         if task.state in TERMINAL:  # filed long ago, and finished: an issue has one task
             done.known += 1
             continue
@@ -152,7 +158,7 @@ async def _cancel_if_gone(
             )
         )
     except PolicyRefused as exc:  # it started meanwhile: the operator decides
-        done.said.append(f"{task.id}: {exc.message}")
+        done.said.append(f"kept {task.id}: {exc.message}")
         return
     done.cancelled.append(task)
     if intake.comment:

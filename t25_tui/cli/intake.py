@@ -39,7 +39,7 @@ def intake(args: argparse.Namespace) -> int:
             for task in done.cancelled:
                 print(f"cancelled {task.id}: its issue went away")
             for line in done.said:
-                print(f"kept {printable(line)}")
+                print(printable(line))
             print(
                 f"{project.name} ({project.intake.repo}): {len(done.filed)} filed, "
                 f"{done.known} filed before, {len(done.cancelled)} cancelled"
