@@ -163,7 +163,9 @@ def test_a_frozen_worker_past_its_lease_gets_409_and_nothing_it_sends_is_kept(sh
         wait_until(lambda: client.get("/tasks/T-1").json()["task"]["state"] == "DONE", 90)
         assert frozen.poll() is None and rescuer.poll() is None  # refused, not crashed
         dev = _dev_run(client)
-        assert dev["worker"] != claimed_by and dev["attempts"] == 2
+        # Finished by a later attempt than the frozen one: the rescuer's, or — when a loaded
+        # machine made the rescuer's lease lapse too — the woken worker's new claim.
+        assert dev["attempts"] >= 2
         assert _run_events(client, dev["id"]) == 1
         task = client.get("/tasks/T-1").json()["task"]
         assert task["state"] == "DONE" and task["error"] is None
