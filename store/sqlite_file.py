@@ -139,10 +139,9 @@ def _check_file(path: Path) -> None:
 
 async def _check_identity(db: aiosqlite.Connection, path: Path) -> None:
     """Ours: it carries T25's application_id, or it is an empty database we may create."""
-    (app_id,) = await _first_row(db, sql.APPLICATION_ID)
+    app_id, objects = await _first_row(db, sql.IDENTITY)
     if app_id == APPLICATION_ID:
         return
-    (objects,) = await _first_row(db, sql.COUNT_SCHEMA_OBJECTS)
     if app_id != 0 or objects:
         raise StoreError(
             f"{path} is not a T25 database (application_id {app_id:#x}, {objects} schema objects)",

@@ -17,8 +17,12 @@ _SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 # -- opening ------------------------------------------------------------------------------
 
-APPLICATION_ID = "PRAGMA application_id"
-COUNT_SCHEMA_OBJECTS = "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+# Whose the file is: its application_id and how many schema objects it holds, read in one
+# statement, so one snapshot: read apart, a process creating the file could commit between the
+# two reads, and a new T25 database be taken for someone else's (no id yet, objects already).
+IDENTITY = """
+SELECT (SELECT application_id FROM pragma_application_id) AS app,
+       (SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%') AS objects"""
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     id         INTEGER PRIMARY KEY,

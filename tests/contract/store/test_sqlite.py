@@ -87,6 +87,36 @@ async def test_two_processes_creating_the_store_at_once_migrate_it_once(tmp_path
     ]
 
 
+async def test_a_store_another_process_creates_while_this_one_reads_it_is_taken_for_ours(
+    tmp_path: Path,
+) -> None:
+    """Whose the file is, read as one snapshot: another process that creates the store between
+    this opener's reads of its id and of its objects makes no "not a T25 database"."""
+    import aiosqlite
+
+    from store import sqlite_file
+
+    path = tmp_path / "t25.db"
+    db = await aiosqlite.connect(path, isolation_level=None)
+    read = db.execute_fetchall
+    created: list[bool] = []
+
+    async def another_process_creates_it_meanwhile(statement, *args):
+        rows = await read(statement, *args)
+        if not created:
+            created.append(True)
+            other = await open_store(url(path))
+            await other.close()
+        return rows
+
+    db.execute_fetchall = another_process_creates_it_meanwhile  # type: ignore[method-assign]
+    try:
+        await sqlite_file._check_identity(db, path)
+    finally:
+        await db.close()
+    assert created
+
+
 def test_migration_files_are_numbered_consecutively() -> None:
     names = sorted(
         entry.name
