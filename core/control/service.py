@@ -319,10 +319,11 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
     async def _decide(self, decision: Decision) -> Task | Run:
         """While this holds the audit log's writer (one decider at a time, in every process
         on this log and this store), the task is read afresh and ruled on: a refusal writes
-        nothing; a task the pipeline moved on meanwhile is read and ruled on again. The line is then made durable (AuditError, nothing changed, if it cannot
+        nothing. The line is then made durable (AuditError, nothing changed, if it cannot
         be), and only then does the decision change the task. An effect that fails — a
         worker moved the task meanwhile, a store fault, a merge git refused — is followed
-        in the log by a void line saying so and why, and its error goes to the caller.
+        in the log by a void line saying so and why, and its error goes to the caller; a
+        task the pipeline moved on meanwhile is first read and ruled on again.
 
         A merge is tried first, outside the log (its checks may take minutes, and no other
         decider waits on them): made on no branch, checked, then landed under the writer.
