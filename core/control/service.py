@@ -38,6 +38,7 @@ from core.config.live import ConfigFile, Reread
 from core.config.schema import Config
 from core.control import baselines
 from core.control.decision_door import at_the_door, valid_priority
+from core.control.decision_writes import decision_write
 from core.control.decisions_by_name import DecisionsByName
 from core.control.history import (
     merge_blocker,
@@ -51,6 +52,7 @@ from core.control.merge_record import (
     void_after,
 )
 from core.control.moves import legal_move
+from core.control.overtaken import RULED_AGAIN, ruled_again_when_overtaken
 from core.control.queries import Queries
 from core.control.rulings import RULES
 from core.control.task_book import ControlTaskBook
@@ -60,7 +62,6 @@ from core.control.verb_rules import (
 from core.domain.clock import Clock, system_clock
 from core.domain.decisions import Decision
 from core.domain.events import (
-    DecisionRecorded,
     Event,
     EventBus,
     TaskUpdated,
@@ -78,7 +79,6 @@ from core.domain.models import (
 )
 from core.domain.states import STAGE_ROLE
 from core.domain.verbs import Verb
-from core.errors import StaleState
 from core.ports import STORE_PATIENCE_S, CheckRunner, DecisionWrite, Operations, Store
 from core.ports.task_book import Move
 from core.workspace.git import default_branch, one_line_log
@@ -89,10 +89,6 @@ if TYPE_CHECKING:
     from core.control.keyring import Keyring
     from core.workspace.trial_merge import TrialMerge
     from core.workspace.worktrees import Workspace, Worktrees
-
-# A decision the pipeline's own step made stale is ruled again this many times: each step it
-# takes between a decision's reading and its writing is milliseconds, and steps are seconds apart.
-RULED_AGAIN = 3
 
 
 class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Operations):
@@ -322,8 +318,8 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         nothing. The line is then made durable (AuditError, nothing changed, if it cannot
         be), and only then does the decision change the task. An effect that fails — a
         worker moved the task meanwhile, a store fault, a merge git refused — is followed
-        in the log by a void line saying so and why, and its error goes to the caller; a
-        task the pipeline moved on meanwhile is first read and ruled on again.
+        in the log by a void line saying so and why, and its error goes to the caller (a
+        task the pipeline moved on meanwhile is ruled again first: core.control.overtaken).
 
         A merge is tried first, outside the log (its checks may take minutes, and no other
         decider waits on them): made on no branch, checked, then landed under the writer.
@@ -335,22 +331,18 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         trial = tried[1] if tried else None
         try:
             async with self.audit.writer() as log:
-                for again in reversed(range(RULED_AGAIN + 1)):
-                    task = await self.task(decision.task)
+
+                async def decide(task: Task) -> tuple[Ruling, DecisionWrite, Task, list[Event]]:
                     ruling = await self._rule(task, decision, trial)
-                    write = self._write(task, decision, ruling)
-                    try:
-                        task, events = await self._apply(log, task, decision, ruling, write)
-                        break
-                    except StaleState:
-                        # Every operator decides under the writer: what moved the task
-                        # between its reading and its writing is T25's pipeline, taking its
-                        # next step. The line went void; the decision is ruled again on the
-                        # task as it is now (a merge's trial was made for the old one). An
-                        # anchor another log moved is stale too, the task where it was.
-                        moved = (await self.task(decision.task)).state is not task.state
-                        if not again or not moved or ruling.merge is not None:
-                            raise
+                    write = decision_write(task, decision, ruling, at=self.clock(), keys=self.keys)
+                    task, events = await self._apply(log, task, decision, ruling, write)
+                    return ruling, write, task, events
+
+                ruling, write, task, events = await ruled_again_when_overtaken(
+                    lambda: self.task(decision.task),
+                    decide,
+                    again=0 if tried else RULED_AGAIN,  # a trial merge is of the task it read
+                )
         finally:
             if tried is not None:
                 worktrees, trial = tried
@@ -406,45 +398,6 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         if write.anchor is not None:
             log.anchored(entry)
         return applied
-
-    def _write(self, task: Task, decision: Decision, ruling: Ruling) -> DecisionWrite:
-        """What the decision writes in the store (its anchor is added once its line is)."""
-        now = self.clock()
-        change: Event
-        if ruling.to is None:
-            fields = ruling.fields
-            change = TaskUpdated(at=now, task_id=task.id, fields=fields, actor=decision.actor)
-        else:
-            change, fields = legal_move(
-                task,
-                ruling.to,
-                actor=decision.actor,
-                reason=ruling.why,
-                fields=ruling.fields,
-                keys=self.keys,
-                at=now,
-                reset=ruling.reset,
-            )
-        announce = DecisionRecorded(
-            at=now,
-            task_id=task.id,
-            decision=decision.verb.value,
-            actor=decision.actor,
-            reason=ruling.reason(decision),
-            bound_to=ruling.bound_to,
-        )
-        enqueue = None
-        if ruling.enqueue and ruling.to is not None:
-            enqueue = NewRun(task_id=task.id, stage=ruling.to, role=STAGE_ROLE[ruling.to])
-        return DecisionWrite(
-            task_id=task.id,
-            expected=task.state,
-            change=change,
-            announce=announce,
-            fields=fields,
-            enqueue=enqueue,
-            cancel_runs=ruling.cancel_runs,
-        )
 
     async def _rule(
         self, task: Task, decision: Decision, trial: TrialMerge | None = None

@@ -19,7 +19,8 @@ from core.config.schema import load_config
 from core.control import audit_chain, audit_cross
 from core.control.audit import AuditLog, cross_check
 from core.control.audit_lines import verify_lines
-from core.control.service import RULED_AGAIN, ControlPlane
+from core.control.overtaken import RULED_AGAIN
+from core.control.service import ControlPlane
 from core.domain.events import DecisionRecorded
 from core.domain.models import TaskState
 from core.errors import AuditError, MergeRefused, StaleState
