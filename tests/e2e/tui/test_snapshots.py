@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.screen import ModalScreen
+from textual.widgets import DataTable
 
 from t25_tui.runtime import open_sample
 from t25_tui.tui.screens.base import T25Screen
@@ -38,10 +39,18 @@ async def _loaded(pilot) -> None:
 
 
 async def _ready(pilot) -> None:
-    """The screen on top has read the store and drawn it."""
+    """The screen on top has read the store and drawn it: its tables too, whose column widths
+    Textual works out when the table is next idle after rows are added (on a loaded machine
+    the picture could be taken before, every column as narrow as its heading)."""
     screen = pilot.app.screen
     await until(pilot, lambda: not isinstance(screen, T25Screen) or screen.ready)
+    await until(pilot, lambda: all(_laid_out(t) for t in screen.query(DataTable)))
     await pilot.wait_for_scheduled_animations()
+
+
+def _laid_out(table: DataTable) -> bool:
+    """Whether the table has measured what was put in it (Textual keeps no public flag)."""
+    return not table._require_update_dimensions and not table._updated_cells
 
 
 def _then(*keys: str):
