@@ -167,20 +167,21 @@ class GitHubForge:
                 body=r.get("body") or "",
                 commit=r.get("commit_id") or "",
                 comments=tuple(c for c in comments if c.review_id == r["id"]),
+                standing=r.get("author_association") or "",
             )
             for r in found
         ]
 
     async def comments(self, repo: str, number: int, *, after: int = 0) -> list[Comment]:
         found = await self._pages(f"/repos/{repo}/issues/{number}/comments", {})
-        said = [Comment(id=c["id"], author=_login(c), body=c.get("body") or "") for c in found]
+        said = [_comment(c) for c in found]
         return [c for c in said if c.id > after]
 
     async def comment(self, repo: str, number: int, body: str) -> Comment:
         made = await self._json(
             "POST", f"/repos/{repo}/issues/{number}/comments", json={"body": body}
         )
-        return Comment(id=made["id"], author=_login(made), body=made.get("body") or "")
+        return _comment(made)
 
     async def merge(self, repo: str, number: int, *, head: str, title: str, message: str) -> str:
         asked = {
@@ -342,6 +343,11 @@ def _check(c: dict[str, Any]) -> Check:
         url=c.get("html_url") or c.get("details_url") or "",
         summary=summary,
     )
+
+
+def _comment(c: dict[str, Any]) -> Comment:
+    body = c.get("body") or ""
+    return Comment(c["id"], _login(c), body, standing=c.get("author_association") or "")
 
 
 def _review_comment(c: dict[str, Any]) -> ReviewComment:

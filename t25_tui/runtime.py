@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.config.intake_config import IntakeConfig
 from core.config.policy_config import QACheck
+from core.config.pull_request_config import PullRequestConfig
 from core.config.schema import Config, load_config
 from core.control.service import ControlPlane
 from core.domain.agent import CheckSandbox
@@ -45,6 +47,7 @@ from core.ports import AgentAdapter, Operations, RunQueue, Store
 if TYPE_CHECKING:
     from core.control.sweeper import Sweeper
     from core.ports import CheckRunner
+    from core.ports.forge import Forge
     from core.worker.pool import WorkerPool
     from core.worker.worker import Worker
     from t25_tui.api.worker_client import HttpRunQueue
@@ -104,6 +107,7 @@ async def open_runtime(
         control = ControlPlane(
             config, store, clock=clock or system_clock, run_check=run_check or _shipped_check
         )
+        control.forges = open_forge
         await control.sync_projects()
         sweeper = None
         if in_process is not None and in_process.store_patience_s is not None:
@@ -168,6 +172,7 @@ def local_workers(
         heartbeat_s=heartbeat_s,
         live=control.live,
         wake=control.work_queued,
+        forges=open_forge,
     )
 
 
@@ -231,6 +236,7 @@ def remote_workers(
             name=f"{host_name()}-r{i}",
             lease_ttl_s=lease_ttl_s,
             heartbeat_s=heartbeat_s,
+            forges=open_forge,
         )
         for i in range(1, count + 1)
     ]
@@ -332,6 +338,21 @@ def _tools(
 
         adapters = builtin_adapters()
     return adapters, run_check or _shipped_check
+
+
+async def open_intake_forge(config: IntakeConfig) -> Forge:
+    """The forge a project's tasks come from, as the operator's own login."""
+    from adapters.github_forge import open_forge as open_github
+
+    return await open_github(config.host)
+
+
+async def open_forge(config: PullRequestConfig) -> Forge:
+    """The forge a project's pull requests are on, as the operator's own login (imported when
+    a pull request is first opened)."""
+    from adapters.github_forge import open_forge as open_github
+
+    return await open_github(config.host)
 
 
 async def _shipped_check(

@@ -33,6 +33,7 @@ LIVE_LIMITS = frozenset(
         "max_diff_lines",
         "max_review_loops",
         "max_qa_loops",
+        "max_ci_loops",
         "max_new_dependencies",
         "max_cost_usd",
         "max_tokens",

@@ -59,6 +59,7 @@ from core.config.policy_config import (
     Policies,
     QAConfig,
 )
+from core.config.pull_request_config import MergeConfig, PullRequestConfig
 from core.config.secrets import refuse_credentials
 from core.config.service_config import (
     AuditConfig,
@@ -106,6 +107,8 @@ class ProjectConfig(Section):
     # `allow_hosts` here replaces the list, and so on for each key set
     sandbox: Annotated[SandboxConfig | None, BeforeValidator(sandbox_shorthand)] = None
     intake: IntakeConfig | None = None  # the tracker its tasks come from (core.control.intake)
+    # The forge its pull requests are opened on, and how PR_OPEN waits on them.
+    pull_request: PullRequestConfig | None = None
 
     def overrides(self) -> list[str]:
         """What this project sets in place of the top-level policy, one `section.key value`
@@ -302,6 +305,8 @@ class Limits(Section):
     max_diff_lines: PositiveInt = 1000
     max_review_loops: NonNegativeInt = 2
     max_qa_loops: NonNegativeInt = 2
+    # Times a pull request's failing CI sends the task back before it asks the operator.
+    max_ci_loops: NonNegativeInt = 2
     # Dependencies one task may add across its manifests; None: no budget.
     max_new_dependencies: NonNegativeInt | None = None
     # What one task may spend, in estimated USD (cost.rates) and in tokens; None: no budget.
@@ -348,6 +353,7 @@ class Config(Section):
     audit: AuditConfig = AuditConfig()
     cockpit: CockpitConfig = CockpitConfig()
     keys: dict[str, Keys] = {}  # the cockpit's commands on other keys (core.config.keys)
+    merge: MergeConfig = MergeConfig()
 
     # Not a key of the file: set by load_config. A Config built in memory acts as if
     # it were read from ./t25.yaml, matching how its relative paths were resolved.
@@ -358,6 +364,18 @@ class Config(Section):
     def _unique(cls, projects: list[ProjectConfig]) -> list[ProjectConfig]:
         refuse_duplicates("project", [project.name for project in projects])
         return projects
+
+    @model_validator(mode="after")
+    def _forge_merges_where_there_is_one(self) -> Config:
+        if self.merge.via == "forge":
+            lacking = [p.name for p in self.projects if p.pull_request is None]
+            if lacking:
+                raise ValueError(
+                    "merge.via forge merges pull requests through the forge: give "
+                    f"{', '.join(lacking)} a `pull_request:` (its forge and repository), "
+                    "or merge via git"
+                )
+        return self
 
     @property
     def path(self) -> Path:

@@ -30,7 +30,7 @@ from core.domain.models import Task, TaskState, TaskType
 from core.domain.states import TERMINAL
 from core.domain.text import MAX_DESCRIPTION, MAX_TITLE, printable
 from core.domain.verbs import Verb
-from core.errors import PolicyRefused, T25Error
+from core.errors import ConfigError, PolicyRefused, T25Error
 from core.ports import Operations
 from core.ports.forge import Forge
 
@@ -39,6 +39,13 @@ INTAKE = "intake"  # the actor of what intake files and decides
 # Where a task still has not cost an implementation: an issue that goes away cancels it.
 NOT_STARTED = (TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL)
 MARKER = "<!-- t25:{task} -->"  # in the comment that names an issue's task: found, not repeated
+STATE_MARKER = "<!-- t25:{task}:{state}:{since} -->"  # in a comment saying a state it entered
+STATE_LINES = {
+    TaskState.AWAITING_APPROVAL: "has a plan waiting for approval",
+    TaskState.NEEDS_INPUT: "asks a question of its operator",
+    TaskState.FAILED: "failed; its operator decides what next",
+    TaskState.DONE: "is done and waits to be merged",
+}
 
 
 @dataclass
@@ -87,6 +94,43 @@ async def keep_taking_in(
         await asyncio.sleep(max(0.0, min(due.values()) - loop.time()))
 
 
+async def take_in_projects(
+    ops: Operations,
+    open_forge: Callable[[IntakeConfig], Awaitable[Forge]],
+    project: str | None = None,
+) -> list[str]:
+    """One pass over each project's tracker (or `project`'s), said in lines: each task filed
+    or cancelled, what was left as it was, then one line per project (`t25 intake`, the
+    cockpit). ConfigError when no project takes its tasks from a tracker."""
+    projects = [
+        p for p in ops.config.projects if p.intake is not None and project in (None, p.name)
+    ]
+    if not projects:
+        raise ConfigError(
+            "no project takes its tasks from a tracker"
+            + (f" under the name {project}" if project else ""),
+            hint="give a project `intake: {repo: owner/name, label: t25}` in t25.yaml",
+        )
+    lines: list[str] = []
+    for each in projects:
+        assert each.intake is not None  # filtered above; mypy cannot see it
+        forge = await open_forge(each.intake)
+        try:
+            done = await take_in(ops, forge, each.name, each.intake)
+        finally:
+            await forge.close()
+        lines += [
+            f"filed {t.id} from {printable(t.request_key or '')}: {t.title}" for t in done.filed
+        ]
+        lines += [f"cancelled {t.id}: its issue went away" for t in done.cancelled]
+        lines += [printable(line) for line in done.said]
+        lines.append(
+            f"{each.name} ({each.intake.repo}): {len(done.filed)} filed, "
+            f"{done.known} filed before, {len(done.cancelled)} cancelled"
+        )
+    return lines
+
+
 def issue_key(intake: IntakeConfig, number: int) -> str:
     """The key an issue's task is filed under: the same from every process, for ever."""
     return f"{intake.forge}:{intake.repo}#{number}"
@@ -127,6 +171,8 @@ async def take_in(ops: Operations, forge: Forge, project: str, intake: IntakeCon
     for key, known in ours.items():
         if key not in open_keys and known.state in NOT_STARTED:
             await _cancel_if_gone(ops, forge, intake, known, key, done)
+        elif intake.comment and known.state.value in intake.announce:
+            await _say_state(forge, intake, known, int(key.rsplit("#", 1)[1]))
     return done
 
 
@@ -174,8 +220,18 @@ async def _say_filed(forge: Forge, intake: IntakeConfig, issue: ForgeIssue, task
         intake.repo,
         issue.number,
         f"{marker}\nT25 filed this issue as task {task.id} ({task.state}); "
-        "it will say here how the task ends.",
+        "it will say here how the task goes.",
     )
+
+
+async def _say_state(forge: Forge, intake: IntakeConfig, task: Task, number: int) -> None:
+    """Say on the issue which state its task entered, once per entry (a task asking twice
+    says so twice): the comment carries the state and when the task entered it."""
+    marker = STATE_MARKER.format(task=task.id, state=task.state, since=task.state_since.isoformat())
+    if any(marker in c.body for c in await forge.comments(intake.repo, number)):
+        return
+    what = STATE_LINES.get(task.state, "is now {state}").format(state=task.state)
+    await forge.comment(intake.repo, number, f"{marker}\nT25: task {task.id} {what}.")
 
 
 def _title(issue: ForgeIssue) -> str:

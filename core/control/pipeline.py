@@ -21,6 +21,8 @@ from core.control import cost, policies
 from core.control.deciding import Deciding, run_artifact
 from core.control.history import CHECKED_HEAD
 from core.control.prompts import PromptContext, build_prompt
+from core.control.pull_request_body import pull_request_body
+from core.control.pull_request_decisions import on_pull_request, pending_feedback
 from core.domain.agent import AgentResult
 from core.domain.answers import (
     DevAnswer,
@@ -58,7 +60,7 @@ from core.domain.models import (
     Task,
     TaskState,
 )
-from core.domain.reports import RunReport
+from core.domain.reports import QAReport, RunReport
 from core.errors import AnswerInvalid, LeaseLost, PolicyRefused
 from core.ports.store import NewArtifact
 from core.ports.task_book import T25, TaskBook
@@ -70,15 +72,6 @@ S = TaskState
 # How many changes a "changed while it ran" question lists before "and N more".
 SHOWN_CHANGES = 10
 A = TypeVar("A", bound=StageAnswer)
-
-
-class QAReport(BaseModel):
-    """The QA artifact: T25's own check results, with the QA role's reading of them."""
-
-    checks: list[CheckResult]
-    passed: bool
-    summary: str
-    concerns: list[str] = []
 
 
 class Pipeline:
@@ -98,7 +91,10 @@ class Pipeline:
         continuing: bool = False,
     ) -> str:
         """The run's prompt; `continuing`: for a run that continues the session of the task's
-        last dev run (`resumable`), what is new only."""
+        last dev run (`resumable`), what is new only. PR_OPEN's, on a forge, is the body of
+        the task's pull request (core.control.pull_request_body)."""
+        if run.stage is S.PR_OPEN:
+            return await pull_request_body(self.book, task)
         ctx = await self._context(run, task, tuple(checks))
         if continuing:
             ctx = ctx.model_copy(update={"continuing": True})
@@ -145,6 +141,7 @@ class Pipeline:
         events = await self.book.task_events_of(task.id, TaskTransitioned, DecisionRecorded)
         decisions = [e for e in events if isinstance(e, DecisionRecorded)]
         failure, again = _sent_back(events, run)
+        dev = run.stage is S.IMPLEMENTING
         loops = {
             S.QA: task.qa_loops,
             S.REVIEW: task.review_loops,
@@ -160,12 +157,13 @@ class Pipeline:
             findings=findings,
             failed_checks=failed,
             reject_reasons=tuple(d.reason for d in decisions if d.decision == "reject"),
-            answers=tuple(d.reason for d in decisions if d.decision == "answer"),
+            answers=tuple(d.reason for d in decisions if d.decision in ("answer", "note")),
             failure=failure,
             again=again,
             check_results=checks,
             baseline=await self.book.baseline(task.project) if counted else None,
             diff=diff or "",
+            pull_request=await pending_feedback(self.book, task) if dev else None,
         )
 
     async def _feedback(
@@ -360,6 +358,8 @@ class Pipeline:
             return await self._ask(d, task, report.needs_input)
         if why:
             return await self._fail(d, task, f"{run.stage} run {run.id} failed: {why}")
+        if run.stage is S.PR_OPEN and report.pull_request is not None:
+            return await on_pull_request(self.book, d, task, report.pull_request, self._ask)
         if run.stage is S.PR_OPEN:
             return await d.move(task, S.DOCS, reason=report.note)
         text = report.result.final_text if report.result else ""

@@ -55,7 +55,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.config.config_section import ROLES
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer, answer_schema
 from core.domain.figures import Baseline, figures_line
+from core.domain.forge import FAILED_CONCLUSIONS
 from core.domain.models import CheckResult, Task, TaskState
+from core.domain.pull_request_watch import PullRequestWatch, RequestedChanges
 from core.domain.text import printable
 from core.errors import PromptTemplateError
 
@@ -84,6 +86,8 @@ ANSWERS_HEADING = "## Operator answers"
 PROTECTED_HEADING = "## Protected paths touched"
 AGAIN_HEADING = "## Why this stage runs again"
 CONTINUED_HEADING = "## This conversation goes on"
+PR_CHECKS_HEADING = "## The pull request's CI failed"
+PR_CHANGES_HEADING = "## Changes requested on the pull request"
 # Headings other tools look for (the scripted agent: whether the operator answered). Only
 # T25 writes them: a template may not, and free text is fenced (see the module docstring).
 RESERVED_HEADINGS = frozenset(
@@ -94,6 +98,8 @@ RESERVED_HEADINGS = frozenset(
         ANSWERS_HEADING,
         PROTECTED_HEADING,
         AGAIN_HEADING,
+        PR_CHECKS_HEADING,
+        PR_CHANGES_HEADING,
     }
 )
 QUOTED_NOTE = (
@@ -139,6 +145,8 @@ class PromptContext(BaseModel):
     diff: str = ""
     # The run continues the CLI session of the task's last dev run: what is new only.
     continuing: bool = False
+    # What the task's pull request's CI and reviewers said when PR_OPEN sent it back.
+    pull_request: PullRequestWatch | None = None
 
     @model_validator(mode="after")
     def _stage_and_role(self) -> PromptContext:
@@ -259,14 +267,15 @@ def _feedback(ctx: PromptContext) -> str:
     sections = [
         _section(
             FINDINGS_HEADING,
-            _quoted("\n".join(_finding(f) for f in ctx.findings)) if ctx.findings else "",
+            quoted("\n".join(_finding(f) for f in ctx.findings)) if ctx.findings else "",
         ),
         _section(
             FAILING_CHECKS_HEADING,
             "\n\n".join(_check(c, ctx.baseline) for c in ctx.failed_checks),
         ),
-        _section(REJECTED_HEADING, "\n\n".join(_quoted(r) for r in ctx.reject_reasons)),
-        _section(ANSWERS_HEADING, "\n\n".join(_quoted(a) for a in ctx.answers)),
+        _section(REJECTED_HEADING, "\n\n".join(quoted(r) for r in ctx.reject_reasons)),
+        _section(ANSWERS_HEADING, "\n\n".join(quoted(a) for a in ctx.answers)),
+        *_pull_request(ctx.pull_request),
     ]
     return "\n\n".join(s for s in sections if s)
 
@@ -279,10 +288,10 @@ def _section(heading: str, body: str) -> str:
 
 
 def _task(task: Task) -> str:
-    description = _quoted(task.description) if task.description.strip() else "(no description)"
+    description = quoted(task.description) if task.description.strip() else "(no description)"
     return (
         f"## Task {task.id}\n\n{QUOTED_NOTE}\n\nType: {task.type}\n\n"
-        f"Title:\n\n{_quoted(task.title)}\n\nDescription:\n\n{description}"
+        f"Title:\n\n{quoted(task.title)}\n\nDescription:\n\n{description}"
     )
 
 
@@ -293,7 +302,7 @@ def _spec(spec: SpecAnswer) -> str:
     ]
     if spec.out_of_scope:
         parts.append("Out of scope:\n" + "\n".join(_bullet(c) for c in spec.out_of_scope))
-    return "## Spec\n\n" + _quoted("\n\n".join(parts))
+    return "## Spec\n\n" + quoted("\n\n".join(parts))
 
 
 def _plan(plan: PlanAnswer, *, previous: bool) -> str:
@@ -301,7 +310,7 @@ def _plan(plan: PlanAnswer, *, previous: bool) -> str:
     files = "\n".join(_bullet(f) for f in plan.files) or "(none listed)"
     heading = "## Previous plan" if previous else "## Plan"
     body = f"Steps:\n{steps}\n\nFiles:\n{files}\n\nRationale: {plan.rationale}"
-    return f"{heading}\n\nRisk: {plan.risk}\n\n{_quoted(body)}"
+    return f"{heading}\n\nRisk: {plan.risk}\n\n{quoted(body)}"
 
 
 def _finding(finding: Finding) -> str:
@@ -321,8 +330,34 @@ def _check(check: CheckResult, baseline: Baseline | None) -> str:
     if check.figures is not None:
         line += f"\n\nTests: {figures_line(check.figures, check.name, baseline)}"
     if check.excerpt.strip() and not check.passed:
-        line += "\n\nEnd of its output:\n\n" + _quoted(check.excerpt.rstrip("\n"))
+        line += "\n\nEnd of its output:\n\n" + quoted(check.excerpt.rstrip("\n"))
     return line
+
+
+def _pull_request(watch: PullRequestWatch | None) -> tuple[str, str]:
+    """The pull request's failed checks, and the changes its reviewers requested. Their
+    names, like all their words, are the forge's: never in a heading, always quoted."""
+    if watch is None:
+        return "", ""
+    checks = "\n\n".join(
+        f"### A check that failed ({c.conclusion if c.conclusion in FAILED_CONCLUSIONS else '?'})"
+        f"\n\nName: {_inline(c.name)}"
+        + (f", at {_inline(c.url)}" if c.url else "")
+        + ("\n\nEnd of its log:\n\n" + quoted(c.log.rstrip("\n")) if c.log.strip() else "")
+        for c in watch.failed_checks
+    )
+    reviews = "\n\n".join(_requested(r) for r in watch.changes)
+    return _section(PR_CHECKS_HEADING, checks), _section(PR_CHANGES_HEADING, reviews)
+
+
+def _requested(review: RequestedChanges) -> str:
+    said = [f"### A review requesting changes\n\nBy {_inline(review.author)}"]
+    if review.body.strip():
+        said.append(quoted(review.body))
+    for c in review.comments:
+        where = c.path + (f":{c.line}" if c.line is not None else " (a line no longer there)")
+        said.append(f"On {_inline(where)}:\n\n{quoted(c.body)}")
+    return "\n\n".join(said)
 
 
 def _again(ctx: PromptContext) -> str:
@@ -331,9 +366,9 @@ def _again(ctx: PromptContext) -> str:
         return ""
     parts = []
     if ctx.failure:
-        parts.append("The last attempt at this stage failed:\n\n" + _quoted(ctx.failure))
+        parts.append("The last attempt at this stage failed:\n\n" + quoted(ctx.failure))
     if ctx.again:
-        parts.append("The operator sent it back to you, saying:\n\n" + _quoted(ctx.again))
+        parts.append("The operator sent it back to you, saying:\n\n" + quoted(ctx.again))
     else:
         parts.append("The operator sent it back to you, giving no reason.")
     parts.append("Do not repeat what failed; start from the branch as it is now.")
@@ -361,7 +396,7 @@ def _protected(task: Task) -> str:
         "renames away). Check each with particular care: a change that makes a check pass "
         "by editing what the check runs, rather than fixing the code, is a blocker. A merge "
         "needs an approver to name every one of them.\n\n"
-        + _quoted("\n".join(task.protected_paths)),
+        + quoted("\n".join(task.protected_paths)),
     )
 
 
@@ -377,7 +412,7 @@ def _diff(diff: str, limit: int) -> str:
             "Read the files in the current directory for the rest.)"
         )
         diff = diff[:cut]
-    return "## Diff\n\n" + _quoted(diff.rstrip("\n"), "diff") + note
+    return "## Diff\n\n" + quoted(diff.rstrip("\n"), "diff") + note
 
 
 def _output_format(stage: TaskState) -> str:
@@ -408,7 +443,7 @@ def _longest_backtick_run(text: str) -> int:
     return max((len(run) for run in re.findall("`+", text)), default=0)
 
 
-def _quoted(text: str, lang: str = "text") -> str:
+def quoted(text: str, lang: str = "text") -> str:
     """`text` as a fenced block: the fence is a backtick run longer than any inside `text`,
     so nothing in it can close the fence early, and all of it stays quoted."""
     fence = "`" * max(3, _longest_backtick_run(text) + 1)

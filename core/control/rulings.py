@@ -37,7 +37,7 @@ from core.domain.cost import Spend
 from core.domain.decisions import Decision
 from core.domain.events import DecisionRecorded, RunStarted
 from core.domain.models import ArtifactKind, Task, TaskState
-from core.domain.states import STAGE_ROLE, assert_reset
+from core.domain.states import STAGE_ROLE, TERMINAL, assert_reset
 from core.domain.verbs import Verb
 from core.errors import IllegalTransition, MergeRefused, PolicyRefused
 from core.ports import Store
@@ -243,6 +243,17 @@ async def recheck(_: RuleReads, task: Task, decision: Decision, __: TrialMerge |
     )
 
 
+async def note(_: RuleReads, task: Task, decision: Decision, __: TrialMerge | None) -> Ruling:
+    """A word for the task's next agent runs (their prompts quote it with the answers); the
+    task goes on as it was. Until it is finished: then no agent will read it."""
+    if task.state in TERMINAL or task.archived:
+        raise PolicyRefused(
+            f"{task.id} is {task.state}; no agent of it runs again to read a note",
+            hint=f"file a new task (t25 task new), or `t25 recheck {task.id}` first",
+        )
+    return Ruling()
+
+
 RULES: dict[Verb, Rule] = {
     Verb.APPROVE: approve,
     Verb.REJECT: reject,
@@ -255,4 +266,5 @@ RULES: dict[Verb, Rule] = {
     Verb.ARCHIVE: archive,
     Verb.ACKNOWLEDGE: acknowledge,
     Verb.RECHECK: recheck,
+    Verb.NOTE: note,
 }

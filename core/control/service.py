@@ -40,6 +40,7 @@ from core.control import baselines
 from core.control.decision_door import at_the_door, valid_priority
 from core.control.decision_writes import decision_write
 from core.control.decisions_by_name import DecisionsByName
+from core.control.forge_merge import ForgeMerges
 from core.control.history import (
     merge_blocker,
     sealed_history,
@@ -87,11 +88,14 @@ from core.workspace.merge_preview import MergePreview, preview_merge
 if TYPE_CHECKING:
     from core.control.audit import AuditLog, AuditWriter
     from core.control.keyring import Keyring
+    from core.ports.forge import ForgeOpener
     from core.workspace.trial_merge import TrialMerge
     from core.workspace.worktrees import Workspace, Worktrees
 
 
-class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Operations):
+class ControlPlane(
+    Queries, ControlTaskBook, MergeDecisions, ForgeMerges, DecisionsByName, Operations
+):
     """The store, the event bus, the audit log and the clock of one T25 installation."""
 
     def __init__(
@@ -113,6 +117,7 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         self.work_queued = asyncio.Event()
         self._config_file = ConfigFile(config)  # read again at each decision
         self.store_patience_s = STORE_PATIENCE_S  # a landed merge waits this long to be recorded
+        self.forges: ForgeOpener | None = None  # how `merge.via: forge` reaches the forge
 
     def _open_audit_log(self) -> AuditLog:
         from core.control.audit import AuditLog, log_path
@@ -325,6 +330,8 @@ class ControlPlane(Queries, ControlTaskBook, MergeDecisions, DecisionsByName, Op
         decider waits on them): made on no branch, checked, then landed under the writer.
         Where this process has no checkout of the task's repository, the merge is a run a
         worker with one makes (`merge_by_worker`): that run is returned."""
+        if decision.verb is Verb.MERGE and self.config.merge.via == "forge":
+            return await self.merge_by_forge(decision)
         tried = await self.trial_merge(decision) if decision.verb is Verb.MERGE else None
         if decision.verb is Verb.MERGE and tried is None:
             return await self.merge_by_worker(decision)

@@ -81,6 +81,9 @@ class Review:
     body: str
     commit: str  # the head it reviewed
     comments: tuple[ReviewComment, ...] = field(default=())
+    # How the author stands to the repository (GitHub's `author_association`: OWNER, MEMBER,
+    # COLLABORATOR, CONTRIBUTOR, NONE, …; GitLab: a member's access level).
+    standing: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,3 +93,6 @@ class Comment:
     id: int
     author: str
     body: str
+    # How the author stands to the repository (GitHub's `author_association`: OWNER, MEMBER,
+    # COLLABORATOR, CONTRIBUTOR, NONE, …; GitLab: a member's access level).
+    standing: str = ""

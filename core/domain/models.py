@@ -69,6 +69,9 @@ class ArtifactKind(StrEnum):
     # The checks a merge's trial ran on the commit that became the default branch's head:
     # the figures later changes are shown beside (core.control.baselines).
     MERGE_CHECKS = "merge_checks"
+    # What a pull request's CI and reviewers said when PR_OPEN sent the task back
+    # (core.domain.pull_request_watch): the next dev run acts on it.
+    PR_FEEDBACK = "pr_feedback"
 
 
 class _Value(BaseModel):

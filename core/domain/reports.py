@@ -1,4 +1,5 @@
-"""What a worker sends back for one run: the agent's result and what T25 saw around it."""
+"""What a worker sends back for one run: the agent's result and what T25 saw around it; and
+the QA stage's artifact."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ from pydantic import BaseModel, ConfigDict
 from core.domain.agent import AgentResult
 from core.domain.manifests import ManifestChange
 from core.domain.models import CheckResult, DiffStat
+from core.domain.pull_request_watch import PullRequestWatch
+
+
+class QAReport(BaseModel):
+    """The QA artifact: T25's own check results, with the QA role's reading of them."""
+
+    checks: list[CheckResult]
+    passed: bool
+    summary: str
+    concerns: list[str] = []
 
 
 class RunReport(BaseModel):
@@ -30,6 +41,7 @@ class RunReport(BaseModel):
     manifests: tuple[ManifestChange, ...] = ()
     checks: tuple[CheckResult, ...] = ()
     note: str = ""  # what a T25-run stage did
+    pull_request: PullRequestWatch | None = None  # PR_OPEN on a forge: what it heard there
     head: str | None = None  # the task branch's head the run judged (QA, REVIEW) or began on
     branch_head: str | None = None  # the task branch's head as the run left it (Task.branch_head)
     commit: str | None = None  # the commit T25 made of what DOCS changed, on `head`
@@ -37,3 +49,17 @@ class RunReport(BaseModel):
     # A question for the operator instead of a run: no agent of the role's chain may play
     # it (a REVIEW whose every reviewer wrote the change). The task waits in NEEDS_INPUT.
     needs_input: str | None = None
+
+    def outcome(self) -> str:
+        """How the run ended, in a few words, for the log."""
+        if self.error:
+            return f"error ({self.error})"
+        if self.violation:
+            return "violation"
+        if self.needs_input:
+            return "needs input"
+        if self.result is None:
+            return "done"
+        if self.result.ok:
+            return "succeeded"
+        return f"failed ({self.result.failure or self.result.error or self.result.exit_code})"

@@ -1,7 +1,8 @@
 """The state machine: every legal change of a task's state, declared once.
 
     RECEIVED → SPEC → PLAN → AWAITING_APPROVAL → IMPLEMENTING → QA → REVIEW → PR_OPEN → DOCS → DONE
-    escapes: NEEDS_INPUT · FAILED · CANCELLED      loop: QA and REVIEW can send back to IMPLEMENTING
+    escapes: NEEDS_INPUT · FAILED · CANCELLED      loop: QA and REVIEW can send back to IMPLEMENTING,
+    and so can PR_OPEN (the pull request's CI failed, or its reviewers requested changes)
     recheck: an operator sends a DONE task that is not merged back to QA (its branch as it is now)
     reset: an operator sends a task back to a stage it passed (`assert_reset`), its branch
            moved back to where that stage began
@@ -46,7 +47,8 @@ TRANSITIONS: dict[S, frozenset[S]] = {
     S.IMPLEMENTING: frozenset({S.QA, *_ESCAPES}),
     S.QA: frozenset({S.REVIEW, S.IMPLEMENTING, *_ESCAPES}),
     S.REVIEW: frozenset({S.PR_OPEN, S.IMPLEMENTING, *_ESCAPES}),
-    S.PR_OPEN: frozenset({S.DOCS, *_ESCAPES}),
+    # IMPLEMENTING: the pull request's CI failed, or its reviewers requested changes.
+    S.PR_OPEN: frozenset({S.DOCS, S.IMPLEMENTING, *_ESCAPES}),
     S.DOCS: frozenset({S.DONE, S.QA, *_ESCAPES}),  # QA: a docs change beyond documentation
     S.DONE: frozenset({S.QA}),  # `t25 recheck`: QA and REVIEW again before a merge
     S.NEEDS_INPUT: frozenset({*WORKING, S.FAILED, S.CANCELLED}),

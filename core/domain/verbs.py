@@ -35,6 +35,7 @@ class Verb(StrEnum):
     RECHECK = "recheck"  # a DONE, unmerged task goes through QA and REVIEW again
     RESET = "reset"  # back to a stage the task passed, its branch to where that stage began
     EDIT = "edit"  # title, description, type or priority, before the task is implemented
+    NOTE = "note"  # a word for the task's next agent runs; the task goes on as it was
 
 
 class Kind(StrEnum):
@@ -217,6 +218,28 @@ VERBS: dict[Verb, VerbSpec] = {
             example='t25 answer T-7 "use the v2 client"',
             dialog=Dialog.DECIDE,
             summary="Answer a task's question",
+        ),
+        VerbSpec(
+            Verb.NOTE,
+            help="leave a word for a task's next agent runs, without stopping it",
+            line="leave a word for its next agent runs; it goes on as it was",
+            takes=(
+                Input(
+                    "text",
+                    Kind.WORDS,
+                    "what its agents should know; each later run reads it",
+                    option="",
+                    required=True,
+                    said_as="note",
+                ),
+            ),
+            group="decisions",
+            example='t25 note T-7 "the v2 client is on main now"',
+            dialog=Dialog.CONFIRM,
+            keys=("g",),
+            title="Leave a note for the agents",
+            question="A note for {tid}'s next agent runs (they read it; the task goes on):",
+            summary="Leave a note for a task's agents",
         ),
         VerbSpec(
             Verb.EDIT,

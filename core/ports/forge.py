@@ -17,9 +17,10 @@ labels for intake.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from core.config.pull_request_config import PullRequestConfig
 from core.domain.forge import Check, Comment, ForgeIssue, PullRequest, Review
 
 
@@ -75,3 +76,8 @@ class Forge(Protocol):
     async def close(self) -> None:
         """Let go of its connections."""
         ...
+
+
+# How T25 reaches the forge a project's pull requests are on (`projects[].pull_request`): the
+# shipped one is t25_tui.runtime.open_forge, over adapters.github_forge.
+ForgeOpener = Callable[[PullRequestConfig], Awaitable[Forge]]

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from core.config.live import Reread
 from core.config.schema import Config
+from core.domain.decisions import Decision
 from core.domain.events import Event
 from core.domain.figures import Baseline
 from core.domain.models import Artifact, CheckResult, Lease, Run, RunOutcome, Task, TaskState
@@ -104,4 +105,9 @@ class TaskBook(Protocol):
         self, task: Task, commit: str, checks: Sequence[CheckResult], *, run_id: str
     ) -> None:
         """Keep the figures of `checks`, run on the merge `commit` that `run_id` landed (once)."""
+        ...
+
+    async def decide(self, decision: Decision) -> Task:
+        """Make a decision as an operator would — checked, written in the audit log, then
+        applied: what someone said to T25 on the forge (a `note`, under their login)."""
         ...

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from core.errors import StoreUnavailable, T25Error
 from core.ports import AgentAdapter, CheckRunner, RunQueue
+from core.ports.forge import ForgeOpener
 from core.worker.selection import QuotaBook
 from core.worker.worker import Worker, host_name
 from core.workspace.worktrees import Workspace
@@ -48,6 +49,7 @@ class WorkerPool:
         heartbeat_s: float = 2.0,
         live: dict[str, asyncio.Event] | None = None,
         wake: asyncio.Event | None = None,
+        forges: ForgeOpener | None = None,
     ) -> None:
         quota = QuotaBook()
         self.workers = [
@@ -62,6 +64,7 @@ class WorkerPool:
                 heartbeat_s=heartbeat_s,
                 live=live,
                 wake=wake,
+                forges=forges,
             )
             for i in range(1, count + 1)
         ]

@@ -48,14 +48,16 @@ from core.errors import (
     WorktreeBusy,
 )
 from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
+from core.ports.forge import ForgeOpener
 from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
 from core.worker.outside_changes import changed_meanwhile, outward_links, undo, watching
+from core.worker.pull_request_stage import pull_request_run
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.branch_guard import check_branch
 from core.workspace.check_litter import litter_note, put_back, tree_state
 from core.workspace.merging import checked_merge, merged_already
-from core.workspace.pull_request import publish, push_default_branch
+from core.workspace.pull_request import push_default_branch
 from core.workspace.sizes import largest_file
 from core.workspace.worktrees import Workspace, Worktrees
 
@@ -88,6 +90,7 @@ class Worker:
         live: dict[str, asyncio.Event] | None = None,
         wake: asyncio.Event | None = None,
         overload_backoff_s: tuple[float, ...] | None = None,
+        forges: ForgeOpener | None = None,
     ) -> None:
         # Pauses before retrying an overloaded provider on the same adapter.
         self.overload_backoff_s = (
@@ -102,6 +105,7 @@ class Worker:
         self.wake = wake or asyncio.Event()
         self.adapters = adapters
         self.run_check = run_check
+        self.forges = forges  # how PR_OPEN reaches a project's forge (pull_request_stage)
         self.name = name or host_name()
         self.quota = quota or QuotaBook()
         self.lease_ttl_s = lease_ttl_s
@@ -189,7 +193,7 @@ class Worker:
                     self.name,
                     what,
                     report.result.adapter if report.result else "T25",
-                    _outcome(report),
+                    report.outcome(),
                     _took(started),
                 )
             except LeaseLost as exc:
@@ -377,7 +381,10 @@ class Worker:
         """Do the run's stage: PR_OPEN's push, or QA's checks and the role's agent."""
         authors = claim.authors if claim else ()
         if run.stage is TaskState.PR_OPEN:
-            return RunReport(note=await publish(worktrees, task))
+            forge = self.config.project(task.project).pull_request
+            return await pull_request_run(
+                self.runs, lease, run, task, worktrees, forge, self.forges, abort
+            )
         policy = self.config.for_project(task.project)  # its own roles, checks and limits
         chain = policy.roles.chain(run.role) or []
         passed: list[str] = []
@@ -635,21 +642,6 @@ def _discard_log(result: AgentResult | None) -> None:
 
 def _took(started: float) -> str:
     return f"{time.monotonic() - started:.1f} s"
-
-
-def _outcome(report: RunReport) -> str:
-    """A completed run's outcome, in a few words, for the log."""
-    if report.error:
-        return f"error ({report.error})"
-    if report.violation:
-        return "violation"
-    if report.needs_input:
-        return "needs input"
-    if report.result is None:
-        return "done"
-    if report.result.ok:
-        return "succeeded"
-    return f"failed ({report.result.failure or report.result.error or report.result.exit_code})"
 
 
 def _no_reviewer(run: Run, passed: str, rule: str) -> str:

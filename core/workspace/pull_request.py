@@ -64,9 +64,7 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
         return (
             f"branch {task.branch} is the review unit (no git remote '{REMOTE}'): {stat.summary()}"
         )
-    await _refuse_drift(worktrees)
-    transport = _transport()
-    await _push(worktrees, f"refs/heads/{task.branch}", transport)
+    transport = await push_branch(worktrees, task)
     gh = shutil.which("gh")
     if gh is None:
         return (
@@ -92,6 +90,21 @@ async def publish(worktrees: Worktrees, task: Task, *, body: str = "") -> str:
         "gh pr create",
     )
     return f"pushed {task.branch} to {REMOTE} and opened {url.splitlines()[-1] if url else 'a pull request'}"
+
+
+async def push_branch(worktrees: Worktrees, task: Task) -> dict[str, str]:
+    """Push the task's branch to `origin` (PublishFailed when there is none, or the push
+    fails): the transport it was pushed with, for what goes on to the forge."""
+    if not worktrees.push_settings.urls:
+        raise PublishFailed(
+            f"there is no git remote '{REMOTE}' to push {task.branch} to for its pull request",
+            hint=f"add the forge's repository as `{REMOTE}` (git remote add {REMOTE} URL), "
+            "restart T25, then `t25 retry`",
+        )
+    await _refuse_drift(worktrees)
+    transport = _transport()
+    await _push(worktrees, f"refs/heads/{task.branch}", transport)
+    return transport
 
 
 async def push_default_branch(worktrees: Worktrees) -> str:

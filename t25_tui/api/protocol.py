@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-PROTOCOL = 3  # 2: the first one said (with Task's `priority`); 3: events carry their `seq`
+# 2: the first one said (with Task's `priority`); 3: events carry their `seq`; 4: a run's
+# report carries what PR_OPEN heard of its pull request (`RunReport.pull_request`)
+PROTOCOL = 4
 UNVERSIONED = 1  # what a T25 that says no version speaks
 HEADER = "T25-Protocol"
 

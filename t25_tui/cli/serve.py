@@ -79,8 +79,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def _intake(control: ControlPlane) -> asyncio.Task[None] | None:
     """The projects' intake (`projects[].intake`), taken in for as long as serve runs."""
-    from adapters.github_forge import open_forge
     from core.control.intake import keep_taking_in
+    from t25_tui.runtime import open_intake_forge
 
     intakes = [(p.name, p.intake) for p in control.config.projects if p.intake is not None]
     if not intakes:
@@ -89,7 +89,7 @@ def _intake(control: ControlPlane) -> asyncio.Task[None] | None:
         f"  intake: {', '.join(f'{i.repo} every {i.every_s} s' for _, i in intakes)}",
         flush=True,
     )
-    return asyncio.create_task(keep_taking_in(control, lambda i: open_forge(i.host), intakes))
+    return asyncio.create_task(keep_taking_in(control, open_intake_forge, intakes))
 
 
 def worker(args: argparse.Namespace) -> int:

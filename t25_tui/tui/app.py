@@ -44,6 +44,7 @@ from t25_tui.tui.cards import (
 from t25_tui.tui.commands import COMMANDS, Keymap, Node, bindings, held_in_dialogs
 from t25_tui.tui.decision_flows import DecisionFlows
 from t25_tui.tui.desktop import notification
+from t25_tui.tui.intake_flow import IntakeFlow
 from t25_tui.tui.navigation import Navigation
 from t25_tui.tui.screens.base import T25Screen
 from t25_tui.tui.screens.detail import TaskDetailScreen
@@ -59,7 +60,7 @@ HELD_IN_DIALOGS = held_in_dialogs()
 BOARD_TICK_S = 0.2  # how often a stale board is re-read: events within one tick are one read
 
 
-class T25App(Navigation, DecisionFlows):
+class T25App(Navigation, DecisionFlows, IntakeFlow):
     """The T25 cockpit: board, detail, log, inbox, cost, audit, profiles.
 
     Its commands, and every screen's, are the rows of `t25_tui.tui.commands`; the keys

@@ -3,6 +3,11 @@ answering as GitHub does — pages along a `Link` header, the rate limit's heade
 stall when a test asks for one — over the state a test sets up (issues, pull requests, check
 runs and their logs, reviews, comments).
 
+A repository may be backed by a real bare git repository (`FakeRepo.git`, the remote T25
+pushes to): its pull requests' heads then follow the branches pushed there, and a merge
+merges in it, as GitHub's do. `ci` plays the repository's CI: asked for a commit's checks the
+first time, it says what they are.
+
 Served by a real uvicorn on 127.0.0.1, as the fake model is: the adapter under test speaks
 real HTTP to it. `faults` is a queue of what the next requests meet ("5xx", "stall",
 "rate_limit", "rate_limit_long", "secondary_limit"); `requests` lists every request seen.
@@ -12,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -39,8 +46,28 @@ class FakeRepo:
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by number
     required_checks: set[str] = field(default_factory=set)
     branches: dict[str, str] = field(default_factory=dict)  # each branch's head commit
+    git: Path | None = None  # a bare repository its branches are read from
     next_number: int = 1
     next_id: int = 1000
+
+    def head(self, branch: str) -> str:
+        """Where `branch` is: in the bare repository, or as a test pushed it."""
+        if self.git is not None:
+            found = subprocess.run(
+                ["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+                cwd=self.git,
+                capture_output=True,
+                text=True,
+            )
+            if found.returncode == 0:
+                return found.stdout.strip()
+        return self.branches.get(branch, "0" * 40)
+
+    def follow(self) -> None:
+        """Each open pull request's head where its branch now is, as GitHub keeps it."""
+        for pull in self.pulls.values():
+            if pull["state"] == "open":
+                pull["head"]["sha"] = self.head(pull["head"]["ref"])
 
     def number(self) -> int:
         self.next_number += 1
@@ -62,6 +89,11 @@ class FakeGitHub:
         # What a merge does beyond the record (the e2e test lands it in a real remote).
         self.on_merge: Callable[[FakeRepo, dict[str, Any]], str] | None = None
         self.closing = asyncio.Event()  # set as the server stops: a stalled answer ends then
+        # The CI of a repository: for a commit asked about the first time, its checks (name,
+        # conclusion, log), added as completed check runs.
+        self.ci: Callable[[str, str], list[tuple[str, str, str]]] | None = None
+        # The repository's reviewers: called with a pull request as its reviews are read.
+        self.reviewer: Callable[[str, dict[str, Any]], None] | None = None
 
     def repo(self, name: str) -> FakeRepo:
         return self.repos.setdefault(name, FakeRepo(name))
@@ -119,14 +151,17 @@ class FakeGitHub:
         body: str = "",
         comments: tuple[tuple[str, int, str], ...] = (),
         user: str = "bo",
+        association: str = "MEMBER",
     ) -> dict[str, Any]:
         r = self.repo(repo)
+        r.follow()
         review = {
             "id": r.new_id(),
             "user": {"login": user},
             "state": state,
             "body": body,
             "commit_id": r.pulls[number]["head"]["sha"],
+            "author_association": association,
         }
         r.reviews.setdefault(number, []).append(review)
         for path, line, text in comments:
@@ -142,11 +177,24 @@ class FakeGitHub:
             )
         return review
 
-    def say(self, repo: str, number: int, body: str, user: str = "cy") -> dict[str, Any]:
+    def say(
+        self, repo: str, number: int, body: str, user: str = "cy", association: str = "MEMBER"
+    ) -> dict[str, Any]:
         r = self.repo(repo)
-        comment = {"id": r.new_id(), "user": {"login": user}, "body": body}
+        comment = {
+            "id": r.new_id(),
+            "user": {"login": user},
+            "body": body,
+            "author_association": association,
+        }
         r.comments.setdefault(number, []).append(comment)
         return comment
+
+    def _run_ci(self, repo: str, sha: str) -> None:
+        """The checks of `sha`, by `ci`, the first time anything asks about them."""
+        if self.ci is not None and sha not in self.repo(repo).check_runs:
+            for check, conclusion, log in self.ci(repo, sha):
+                self.add_check(repo, sha, check, conclusion, log)
 
     # -- the app --------------------------------------------------------------------------------
 
@@ -205,7 +253,7 @@ class FakeGitHub:
                 "html_url": f"https://github.example/{r.name}/pull/{number}",
                 "title": asked["title"],
                 "body": asked.get("body") or "",
-                "head": {"ref": asked["head"], "sha": r.branches.get(asked["head"], "0" * 40)},
+                "head": {"ref": asked["head"], "sha": r.head(asked["head"])},
                 "base": {"ref": asked["base"]},
                 "state": "open",
                 "merged": False,
@@ -216,6 +264,7 @@ class FakeGitHub:
         @api.get("/repos/{owner}/{name}/pulls")
         async def list_pulls(owner: str, name: str, request: Request) -> Response:
             r, q = self.repo(f"{owner}/{name}"), request.query_params
+            r.follow()
             head = q.get("head", "").split(":", 1)[-1]
             found = [
                 p
@@ -227,6 +276,7 @@ class FakeGitHub:
 
         @api.get("/repos/{owner}/{name}/pulls/{number}")
         async def one_pull(owner: str, name: str, number: int) -> Response:
+            self.repo(f"{owner}/{name}").follow()
             pull = self.repo(f"{owner}/{name}").pulls.get(number)
             return JSONResponse(pull) if pull else _not_found()
 
@@ -241,6 +291,7 @@ class FakeGitHub:
         @api.put("/repos/{owner}/{name}/pulls/{number}/merge")
         async def merge(owner: str, name: str, number: int, request: Request) -> Response:
             r, asked = self.repo(f"{owner}/{name}"), await request.json()
+            r.follow()
             pull = r.pulls.get(number)
             if pull is None:
                 return _not_found()
@@ -249,6 +300,7 @@ class FakeGitHub:
                     {"message": "Head branch was modified. Review and try the merge again."},
                     status_code=409,
                 )
+            self._run_ci(r.name, pull["head"]["sha"])
             checks = {c["name"]: c for c in r.check_runs.get(pull["head"]["sha"], [])}
             for needed in sorted(r.required_checks):
                 if checks.get(needed, {}).get("conclusion") != "success":
@@ -262,7 +314,9 @@ class FakeGitHub:
 
         @api.get("/repos/{owner}/{name}/commits/{sha}/check-runs")
         async def check_runs(owner: str, name: str, sha: str, request: Request) -> Response:
-            runs = self.repo(f"{owner}/{name}").check_runs.get(sha, [])
+            repo = f"{owner}/{name}"
+            self._run_ci(repo, sha)
+            runs = self.repo(repo).check_runs.get(sha, [])
             return _page(request, runs, key="check_runs")
 
         @api.get("/repos/{owner}/{name}/actions/jobs/{job}/logs")
@@ -278,7 +332,11 @@ class FakeGitHub:
 
         @api.get("/repos/{owner}/{name}/pulls/{number}/reviews")
         async def reviews(owner: str, name: str, number: int, request: Request) -> Response:
-            return _page(request, self.repo(f"{owner}/{name}").reviews.get(number, []))
+            r = self.repo(f"{owner}/{name}")
+            r.follow()
+            if self.reviewer is not None and number in r.pulls:
+                self.reviewer(r.name, r.pulls[number])
+            return _page(request, r.reviews.get(number, []))
 
         @api.get("/repos/{owner}/{name}/pulls/{number}/comments")
         async def review_comments(owner: str, name: str, number: int, request: Request) -> Response:
@@ -320,7 +378,7 @@ class FakeGitHub:
         @api.post("/repos/{owner}/{name}/issues/{number}/comments")
         async def comment(owner: str, name: str, number: int, request: Request) -> Response:
             body = (await request.json())["body"]
-            said = self.say(f"{owner}/{name}", number, body, user="t25-operator")
+            said = self.say(f"{owner}/{name}", number, body, "t25-operator", "OWNER")
             return JSONResponse(said, status_code=201)
 
         @api.post("/repos/{owner}/{name}/issues/{number}/labels")
@@ -362,6 +420,36 @@ def _page(request: Request, items: list[Any], key: str | None = None) -> Respons
 
 def _not_found() -> Response:
     return JSONResponse({"message": "Not Found"}, status_code=404)
+
+
+def bare_origin(repo: Path, where: Path) -> Path:
+    """A bare repository at `where/origin.git`, made `repo`'s `origin`, its trunk pushed there:
+    the remote T25 pushes task branches to, and the fake forge reads them from."""
+    bare = where / "origin.git"
+    for argv, cwd in (
+        (["init", "--bare", "--quiet", str(bare)], where),
+        (["remote", "add", "origin", str(bare)], repo),
+        (["push", "-q", "origin", "trunk"], repo),
+    ):
+        subprocess.run(["git", *argv], cwd=cwd, check=True, capture_output=True)
+    return bare
+
+
+def merge_in(bare: Path, pull: dict[str, Any]) -> str:
+    """GitHub's merge of `pull`, made in the bare repository: a merge commit of its head into
+    its base (FakeGitHub.on_merge)."""
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], cwd=bare, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    base, head = f"refs/heads/{pull['base']['ref']}", pull["head"]["sha"]
+    tree = git("merge-tree", "--write-tree", base, head).split()[0]
+    who = ("-c", "user.name=forge", "-c", "user.email=forge@example.com")
+    message = f"Merge pull request #{pull['number']}"
+    commit = git(*who, "commit-tree", tree, "-p", base, "-p", head, "-m", message)
+    git("update-ref", base, commit)
+    return commit
 
 
 @asynccontextmanager

@@ -249,7 +249,7 @@ def test_an_unknown_top_level_key_names_its_line_and_the_close_match(here: Path)
     )
     assert str(err) == (
         "t25.yaml:3: limts: unknown key (known: projects, roles, limits, approval, policies, qa, "
-        "cost, sandbox, worktrees, store, serve, audit, cockpit, keys); did you mean 'limits'?"
+        "cost, sandbox, worktrees, store, serve, audit, cockpit, keys, merge); did you mean 'limits'?"
     )
     assert err.hint and "t25.yaml.example" in err.hint
 
@@ -468,6 +468,17 @@ def test_a_key_written_twice_is_an_error(here: Path) -> None:
     assert str(err) == (
         "t25.yaml:5: limits.workers: duplicate key (first set on line 4); a key may appear once"
     )
+
+
+def test_a_forge_merge_needs_each_project_s_pull_request_and_a_repository_named_so(
+    here: Path,
+) -> None:
+    err = error_of(here, MINIMAL + "merge:\n  via: forge\n")
+    assert "merge.via forge merges pull requests through the forge: give app a " in str(err)
+    watched = "projects:\n  - name: app\n    pull_request:\n      repo: shop\n"
+    err = error_of(here, watched)
+    assert str(err).startswith("t25.yaml:4: projects[0].pull_request.repo: ")
+    assert "'shop' is no repository of a forge: name it owner/name" in str(err)
 
 
 def test_duplicate_project_names_are_refused(here: Path) -> None:

@@ -27,6 +27,7 @@ EXPECTED = {
     (S.AWAITING_APPROVAL, S.PLAN),  # plan rejected
     (S.QA, S.IMPLEMENTING),
     (S.REVIEW, S.IMPLEMENTING),  # the loops
+    (S.PR_OPEN, S.IMPLEMENTING),  # the pull request's CI failed, or changes were requested
     (S.RECEIVED, S.FAILED),
     (S.RECEIVED, S.CANCELLED),
     (S.AWAITING_APPROVAL, S.FAILED),

@@ -65,6 +65,7 @@ DECISIONS = [
     Decision(verb=Verb.RESET, task="T-7", actor="ana", stage=TaskState.PLAN, text="again"),
     Decision(verb=Verb.RECHECK, task="T-7", actor="ana"),
     Decision(verb=Verb.ARCHIVE, task="T-7", actor="ana", text="done"),
+    Decision(verb=Verb.NOTE, task="T-7", actor="ana", text="keep the English line"),
 ]
 
 

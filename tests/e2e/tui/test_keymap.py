@@ -25,7 +25,7 @@ from tests.support.screen_text import screen_text
 MOVED = """
 keys:
   cost: f4
-  inbox: [g, f3]
+  inbox: ["5", f3]
   back: backspace
   close: ctrl+w
   approval.approve: "!"
@@ -56,7 +56,7 @@ async def test_a_moved_key_runs_its_command_and_the_old_one_does_not(seeded):
         assert isinstance(app.screen, CostPane)
         await pilot.press("backspace")
         await until(pilot, lambda: app.screen is app.screen_stack[0])
-        await pilot.press("g")  # a new key beside an old one kept
+        await pilot.press("5")  # a new key beside an old one kept
         await until(pilot, lambda: app.screen.__class__.__name__ == "Inbox")
         await pilot.press("backspace", "f3")
         await until(pilot, lambda: app.screen.__class__.__name__ == "Inbox")
@@ -97,16 +97,16 @@ async def test_the_help_the_palette_the_footer_and_the_dialogs_show_the_keys_in_
     app = with_keys(seeded, MOVED)
     async with app.run_test(size=(120, 120)) as pilot:
         await settle_board(app, pilot)
-        await until(pilot, lambda: " g inbox " in screen_text(app).splitlines()[-1])  # the footer
+        await until(pilot, lambda: " 5 inbox " in screen_text(app).splitlines()[-1])  # the footer
         palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
         assert palette["T25: Cost"].endswith("(F4)")
-        assert palette["T25: Inbox"].endswith("(g / F3)")
+        assert palette["T25: Inbox"].endswith("(5 / F3)")
 
         await pilot.press("question_mark")
         await until(pilot, lambda: "cost" in help_rows(screen_text(app)))
         assert isinstance(app.screen, HelpScreen)
         rows = help_rows(screen_text(app))
-        assert rows["cost"] == "F4" and rows["inbox"] == "g / F3" and rows["back"] == "backspace"
+        assert rows["cost"] == "F4" and rows["inbox"] == "5 / F3" and rows["back"] == "backspace"
         assert rows["approval.approve"] == "!" and rows["close"] == "ctrl+w"
         assert rows["audit"] == "u / F6"  # what `keys:` leaves alone keeps its defaults
 
@@ -133,7 +133,7 @@ FORM = "every key is documented, with its default, in t25.yaml.example"
     ("keys", "line", "problem", "hint"),
     [
         (
-            "keys:\n  inbox: g\n  cots: f4\n",
+            'keys:\n  inbox: "5"\n  cots: f4\n',
             3,
             (
                 "keys.cots: unknown command 'cots' (known: approval.approve, approval.reject, "

@@ -127,7 +127,7 @@ async def test_while_a_dialog_is_open_the_palette_runs_only_quit_of_the_cockpits
 
 async def test_the_help_screen_lists_every_command_with_its_keys_and_id(seeded):
     app = app_for(seeded)
-    async with app.run_test(size=(120, 120)) as pilot:
+    async with app.run_test(size=(120, 140)) as pilot:
         await settle_board(app, pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
