@@ -144,3 +144,24 @@ async def test_t25_intake_files_from_the_command_line_with_the_operators_login(e
     assert "shop (acme/shop): 1 filed, 0 filed before, 0 cancelled" in done.stdout
     assert "0 filed, 1 filed before" in again.stdout
     assert refused.returncode == 1 and "401 Bad credentials" in refused.stderr
+
+
+async def test_the_issue_is_told_once_of_each_state_its_task_enters_that_intake_announces(env):
+    async with fake_github() as (fake, url):
+        control = await env.open(projects=_projects(url))
+        fake.file_issue(REPO, "Rotate the keys", "scripted: risk=high", labels=("t25",))
+        forge = GitHubForge(TOKEN, api=url)
+        intake = control.config.projects[0].intake
+        try:
+            (task,) = (await take_in(control, forge, "shop", intake)).filed
+            await env.work()  # its plan waits for an approval
+            for _ in range(2):
+                await take_in(control, forge, "shop", intake)
+        finally:
+            await forge.close()
+
+    assert (await control.task(task.id)).state is TaskState.AWAITING_APPROVAL
+    said = [c["body"] for c in fake.repo(REPO).comments[1]]
+    assert len(said) == 2  # the task it became, then the one state, once
+    assert said[1].endswith(f"T25: task {task.id} has a plan waiting for approval.")
+    assert said[1].startswith(f"<!-- t25:{task.id}:AWAITING_APPROVAL:")
