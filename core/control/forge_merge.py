@@ -20,10 +20,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.control.history import require_sealed_merge, sealed_history
+from core.control.merge_landing import landed_by_worker
 from core.control.merge_record import void_after
 from core.control.verb_rules import mergeable, not_held, protected_named, with_protected
 from core.domain.decisions import Decision
-from core.domain.events import DecisionRecorded, MergeLanded, TaskUpdated
+from core.domain.events import DecisionRecorded, TaskUpdated
 from core.domain.models import Task
 from core.domain.verbs import Verb
 from core.errors import MergeRefused
@@ -107,16 +108,9 @@ class ForgeMerges:
             task, events = await self.store.apply_decision(
                 _merged(task, entry.actor, entry.reason, entry.bound_to, self.clock())
             )
+            pushed = f"merged through pull request #{number} on {forge_config.repo}"
             events.append(
-                await self.store.append_event(
-                    MergeLanded(
-                        at=self.clock(),
-                        task_id=task.id,
-                        into=self.config.project(task.project).default_branch or "",
-                        commit=commit,
-                        pushed=f"merged through pull request #{number} on {forge_config.repo}",
-                    )
-                )
+                await landed_by_worker(self.store, task, commit, self.clock, pushed=pushed)
             )
         for event in events:
             self.bus.publish(event)

@@ -20,6 +20,7 @@ from core.ports.store import Store
 from core.workspace.pull_request import push_default_branch
 
 if TYPE_CHECKING:
+    from core.config.schema import Config
     from core.workspace.worktrees import Worktrees
 
 
@@ -43,9 +44,12 @@ async def landed(
     )
 
 
-async def landed_by_worker(store: Store, task: Task, commit: str, clock: Clock) -> Event:
-    """A worker's merge of `task` landed at `commit`: recorded as `MergeLanded` (what the
-    worker pushed, its run's note says)."""
+async def landed_by_worker(
+    store: Store, task: Task, commit: str, clock: Clock, *, pushed: str = ""
+) -> Event:
+    """A merge of `task` made elsewhere — by a worker, or by the forge — landed at `commit`:
+    recorded as `MergeLanded` (what a worker pushed, its run's note says; `pushed`, what else
+    there is to say)."""
     branches = {p.name: p.default_branch for p in await store.list_projects()}
     return await store.append_event(
         MergeLanded(
@@ -53,12 +57,18 @@ async def landed_by_worker(store: Store, task: Task, commit: str, clock: Clock) 
             task_id=task.id,
             into=branches.get(task.project) or "",
             commit=commit,
+            pushed=pushed,
         )
     )
 
 
-def merging_line(task: Task, checks: int) -> str:
-    """What a merge under way is doing: `merging T-1: running 2 checks on the merge result…`."""
+def merging_line(task: Task, config: Config) -> str:
+    """What a merge under way is doing: `merging T-1: running 2 checks on the merge result…`,
+    or, through the forge, `merging T-1's pull request on acme/shop…`."""
+    forge = config.project(task.project).pull_request
+    if config.merge.via == "forge" and forge is not None:
+        return f"merging {task.id}'s pull request on {forge.repo}…"
+    checks = len(config.for_project(task.project).qa.checks)
     if not checks:
         return f"merging {task.id}: no checks configured, landing it…"
     return f"merging {task.id}: running {checks} check{'s' if checks != 1 else ''} on the merge result…"

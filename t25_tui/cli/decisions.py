@@ -66,8 +66,9 @@ def decision_of(args: argparse.Namespace, spec: VerbSpec) -> Decision:
 
 
 def merge_progress(control: Operations, task: Task) -> str:
-    """The line said while a merge is tried: how many checks run on the merge result."""
-    return merging_line(task, len(control.config.for_project(task.project).qa.checks))
+    """The line said while a merge is tried: how many checks run on the merge result, or
+    that the forge merges it."""
+    return merging_line(task, control.config)
 
 
 _PLAN_SHA = re.compile(r"(?:sha256:)?([0-9a-f]{64})")

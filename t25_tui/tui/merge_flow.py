@@ -45,7 +45,7 @@ async def merge_now(app: Cockpit, tid: str, reason: str, protected: tuple[str, .
     """Merge `tid` through the control plane, saying on the status line what it does."""
     control = app.control
     task = await control.task(tid)
-    app.status(merging_line(task, len(control.config.for_project(task.project).qa.checks)))
+    app.status(merging_line(task, control.config))
     before = await control.last_event_id()
     decision = Decision(
         verb=Verb.MERGE, task=tid, actor=app.actor, text=reason, allow_paths=protected

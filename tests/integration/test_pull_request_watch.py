@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.control.merge_landing import last_landing, merging_line
 from core.domain.events import TaskTransitioned
 from core.domain.models import ArtifactKind, TaskState
 from core.errors import MergeRefused
@@ -192,6 +193,12 @@ async def test_a_forge_merge_is_bound_to_the_reviewed_commit_and_audited_first(e
         merged = await control.merge(task.id, actor="ana", reason="ship it")
 
     assert merged.merged
+    assert merging_line(merged, control.config) == f"merging {task.id}'s pull request on {REPO}…"
+    landing = last_landing(await control.store.events_after(0, task_id=task.id, limit=10_000))
+    assert landing is not None and landing.line() == (
+        f"merged {task.id} into trunk as {landing.commit[:7]}; "
+        f"merged through pull request #1 on {REPO}"
+    )
     assert bare.pulls[1]["merged"] is True
     tip = git_sync("rev-parse", "refs/heads/trunk", cwd=origin)
     parents = git_sync("rev-list", "--parents", "-n1", tip, cwd=origin).split()[1:]
