@@ -14,6 +14,8 @@ from core.domain.pull_request_watch import PullRequestWatch
 class QAReport(BaseModel):
     """The QA artifact: T25's own check results, with the QA role's reading of them."""
 
+    model_config = ConfigDict(defer_build=True)
+
     checks: list[CheckResult]
     passed: bool
     summary: str
