@@ -40,6 +40,8 @@ INTAKE = "intake"  # the actor of what intake files and decides
 NOT_STARTED = (TaskState.RECEIVED, TaskState.SPEC, TaskState.PLAN, TaskState.AWAITING_APPROVAL)
 MARKER = "<!-- t25:{task} -->"  # in the comment that names an issue's task: found, not repeated
 STATE_MARKER = "<!-- t25:{task}:{state}:{since} -->"  # in a comment saying a state it entered
+_SAID: set[str] = set()  # the state markers this process knows are on their issues
+MAX_SAID = 10_000
 STATE_LINES = {
     TaskState.AWAITING_APPROVAL: "has a plan waiting for approval",
     TaskState.NEEDS_INPUT: "asks a question of its operator",
@@ -228,10 +230,14 @@ async def _say_state(forge: Forge, intake: IntakeConfig, task: Task, number: int
     """Say on the issue which state its task entered, once per entry (a task asking twice
     says so twice): the comment carries the state and when the task entered it."""
     marker = STATE_MARKER.format(task=task.id, state=task.state, since=task.state_since.isoformat())
-    if any(marker in c.body for c in await forge.comments(intake.repo, number)):
+    if marker in _SAID:  # this process said it, or saw it said: the issue is not read again
         return
-    what = STATE_LINES.get(task.state, "is now {state}").format(state=task.state)
-    await forge.comment(intake.repo, number, f"{marker}\nT25: task {task.id} {what}.")
+    if not any(marker in c.body for c in await forge.comments(intake.repo, number)):
+        what = STATE_LINES.get(task.state, "is now {state}").format(state=task.state)
+        await forge.comment(intake.repo, number, f"{marker}\nT25: task {task.id} {what}.")
+    if len(_SAID) >= MAX_SAID:
+        _SAID.clear()  # a bound: forgetting costs one read of an issue's comments
+    _SAID.add(marker)
 
 
 def _title(issue: ForgeIssue) -> str:
