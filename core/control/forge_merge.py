@@ -80,7 +80,12 @@ class ForgeMerges:
                     hint=f"`t25 recheck {task.id}` takes it through PR_OPEN again",
                 )
             if self.forges is None:
-                raise MergeRefused("this T25 cannot reach forges", hint="merge with `t25 merge`")
+                raise MergeRefused(
+                    "this T25 process cannot reach forges", hint="or set merge.via: git"
+                )
+            holds = await self._holds(task)
+            if holds:  # said here, with the new commits, before the forge would refuse it
+                await self.worktrees(task.project).merges.moved_since_review(task)
             entry = await log.append(
                 actor=decision.actor,
                 task=task.id,
@@ -89,7 +94,7 @@ class ForgeMerges:
                 bound_to=f"commit:{task.reviewed_head}",
             )
             try:
-                if await self._holds(task):  # what DOCS committed after PR_OPEN pushed
+                if holds:  # what DOCS committed after PR_OPEN pushed
                     await push_branch(self.worktrees(task.project), task)
                 forge = await self.forges(forge_config)
                 try:

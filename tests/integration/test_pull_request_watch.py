@@ -183,6 +183,14 @@ async def test_a_forge_merge_is_bound_to_the_reviewed_commit_and_audited_first(e
         task = await env.task(task.id)
         assert task.state is S.DONE, task.error
 
+        tip = git_sync("rev-parse", f"refs/heads/{task.branch}", cwd=env.repo)
+        tree = git_sync("rev-parse", f"{tip}^{{tree}}", cwd=env.repo)
+        later = git_sync("commit-tree", tree, "-p", tip, "-m", "after review", cwd=env.repo)
+        git_sync("update-ref", f"refs/heads/{task.branch}", later, cwd=env.repo)
+        with pytest.raises(MergeRefused, match="has moved since review approved"):
+            await control.merge(task.id, actor="ana")  # said here, before any line
+        git_sync("update-ref", f"refs/heads/{task.branch}", tip, cwd=env.repo)
+
         bare.git = None  # someone pushed to the pull request's branch on the forge
         bare.branches[task.branch] = "f" * 40
         with pytest.raises(MergeRefused, match="Head branch was modified"):
