@@ -16,19 +16,16 @@ Which pull request is the one T25 opened and recorded in the sealed move out of 
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.control.history import require_sealed_merge, sealed_history
+from core.control.history import sealed_history
 from core.control.merge_landing import landed_by_worker
-from core.control.merge_record import void_after
-from core.control.verb_rules import mergeable, not_held, protected_named, with_protected
+from core.control.merge_record import may_merge, merge_took_effect, void_after
+from core.control.verb_rules import with_protected
 from core.domain.decisions import Decision
-from core.domain.events import DecisionRecorded, TaskUpdated
 from core.domain.models import Task
 from core.domain.verbs import Verb
 from core.errors import MergeRefused
-from core.ports import DecisionWrite
 from core.workspace.pull_request import push_branch
 
 if TYPE_CHECKING:
@@ -68,10 +65,7 @@ class ForgeMerges:
         """Merge the task's pull request through the forge, bound to the reviewed commit."""
         async with self.audit.writer() as log:
             task = await self.task(decision.task)
-            not_held(task, "merged")
-            mergeable(task)
-            await require_sealed_merge(self.store, self.keys, task)
-            protected_named(task, decision)
+            await may_merge(self.store, self.keys, task, decision)
             forge_config = self.config.project(task.project).pull_request
             number = await pull_request_of(self.store, self.keys, task)
             if forge_config is None or number is None or task.reviewed_head is None:
@@ -111,7 +105,7 @@ class ForgeMerges:
                 await void_after(log, entry, exc)
                 raise
             task, events = await self.store.apply_decision(
-                _merged(task, entry.actor, entry.reason, entry.bound_to, self.clock())
+                merge_took_effect(task, entry, self.clock())
             )
             pushed = f"merged through pull request #{number} on {forge_config.repo}"
             events.append(
@@ -120,23 +114,6 @@ class ForgeMerges:
         for event in events:
             self.bus.publish(event)
         return task
-
-
-def _merged(
-    task: Task, actor: str, reason: str, bound_to: str | None, at: datetime
-) -> DecisionWrite:
-    """The merge taking effect: the task marked merged, with the line's announcement."""
-    announce = DecisionRecorded(
-        at=at, task_id=task.id, decision=Verb.MERGE.value, actor=actor, reason=reason,
-        bound_to=bound_to,
-    )  # fmt: skip
-    return DecisionWrite(
-        task_id=task.id,
-        expected=task.state,
-        change=TaskUpdated(at=at, task_id=task.id, fields={"merged": True}, actor=actor),
-        announce=announce,
-        fields={"merged": True},
-    )
 
 
 async def pull_request_of(store: Store, keys: Keyring, task: Task) -> int | None:

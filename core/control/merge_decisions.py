@@ -16,22 +16,21 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from core.control.history import require_sealed_merge
 from core.control.merge_landing import landed_by_worker
 from core.control.merge_record import (
     already_landed,
+    may_merge,
+    merge_took_effect,
     merges_under_way,
     open_merge_line,
     void_after,
 )
-from core.control.verb_rules import mergeable, not_held, protected_named, with_protected
+from core.control.verb_rules import with_protected
 from core.domain.agent import CheckSandbox
 from core.domain.decisions import Decision
-from core.domain.events import DecisionRecorded, TaskUpdated
 from core.domain.models import MERGE_ROLE, NewRun, Run, RunStatus, Task, TaskState
 from core.domain.verbs import Verb
 from core.errors import GitError, MergeRefused, PolicyRefused
-from core.ports import DecisionWrite
 from core.workspace.merging import checked_merge
 
 if TYPE_CHECKING:
@@ -83,10 +82,7 @@ class MergeDecisions:
         and again under the audit log's writer when it lands. None when this process has
         no checkout of the task's repository with its branch: a worker merges it."""
         task = await self.task(decision.task)
-        not_held(task, "merged")
-        mergeable(task)
-        await require_sealed_merge(self.store, self.keys, task)
-        protected_named(task, decision)  # before minutes of checks, not after
+        await may_merge(self.store, self.keys, task, decision)  # before minutes of checks
         if not await self._holds(task):
             return None
         worktrees = self.worktrees(task.project)
@@ -117,10 +113,7 @@ class MergeDecisions:
         and the merge takes effect in the store when the worker reports it landed."""
         async with self.audit.writer() as log:
             task = await self.task(decision.task)
-            not_held(task, "merged")
-            mergeable(task)
-            await require_sealed_merge(self.store, self.keys, task)
-            protected_named(task, decision)
+            await may_merge(self.store, self.keys, task, decision)
             under_way = await merges_under_way(self.store, task.id)
             if under_way:
                 raise PolicyRefused(
@@ -207,23 +200,7 @@ class MergeDecisions:
             if error is not None or commit is None:
                 await log.void(entry, error or "the merge run ended with no merge commit")
                 return task
-            announce = DecisionRecorded(
-                at=self.clock(),
-                task_id=task.id,
-                decision=entry.decision,
-                actor=entry.actor,
-                reason=entry.reason,
-                bound_to=entry.bound_to,
-            )
-            write = DecisionWrite(
-                task_id=task.id,
-                expected=task.state,
-                change=TaskUpdated(
-                    at=self.clock(), task_id=task.id, fields={"merged": True}, actor=entry.actor
-                ),
-                announce=announce,
-                fields={"merged": True},
-            )
+            write = merge_took_effect(task, entry, self.clock())
             task, events = await self.store.apply_decision(write)
             events = [*events, await landed_by_worker(self.store, task, commit, self.clock)]
         for event in events:

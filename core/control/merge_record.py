@@ -17,15 +17,21 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.control.history import require_sealed_merge
+from core.control.verb_rules import mergeable, not_held, protected_named
 from core.domain.backoff import Backoff, retry
-from core.domain.events import Event
+from core.domain.decisions import Decision
+from core.domain.events import DecisionRecorded, Event, TaskUpdated
 from core.domain.models import MERGE_ROLE, Run, RunStatus, Task
 from core.errors import MergeUnrecorded, StoreUnavailable
 from core.ports import DecisionWrite, Store
 from core.workspace.merging import merged_already
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from core.control.audit import AuditLog, AuditWriter
+    from core.control.keyring import Keyring
     from core.domain.audit import AuditEntry
     from core.workspace.trial_merge import TrialMerge
     from core.workspace.worktrees import Worktrees
@@ -167,6 +173,36 @@ async def record_landed(
             f"not record it for {patience_s:g} s ({exc.message})",
             hint=f"once the store answers, `t25 merge {write.task_id}` records it",
         ) from exc
+
+
+async def may_merge(store: Store, keys: Keyring, task: Task, decision: Decision) -> None:
+    """The merge's gates, the same however it is made (here, by a worker, by the forge):
+    not held, checks passed and review approved as T25's sealed records say, each protected
+    path the change touches named. PolicyRefused or MergeRefused, nothing written."""
+    not_held(task, "merged")
+    mergeable(task)
+    await require_sealed_merge(store, keys, task)
+    protected_named(task, decision)
+
+
+def merge_took_effect(task: Task, entry: AuditEntry, at: datetime) -> DecisionWrite:
+    """A merge made elsewhere (a worker's, the forge's) taking effect in the store under its
+    audit line `entry`: the task marked merged, with the line's announcement."""
+    announce = DecisionRecorded(
+        at=at,
+        task_id=task.id,
+        decision=entry.decision,
+        actor=entry.actor,
+        reason=entry.reason,
+        bound_to=entry.bound_to,
+    )
+    return DecisionWrite(
+        task_id=task.id,
+        expected=task.state,
+        change=TaskUpdated(at=at, task_id=task.id, fields={"merged": True}, actor=entry.actor),
+        announce=announce,
+        fields={"merged": True},
+    )
 
 
 def open_merge_line(entries: list[AuditEntry]) -> AuditEntry | None:

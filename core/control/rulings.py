@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core.control.history import require_sealed_merge
+from core.control.merge_record import may_merge
 from core.control.task_events import events_of_kinds
 from core.control.verb_rules import (
     Ruling,
@@ -22,10 +22,8 @@ from core.control.verb_rules import (
     cancellable,
     edit_ruling,
     expect_state,
-    mergeable,
     not_held,
     plan_summary,
-    protected_named,
     raised_fields,
     recheckable,
     resumed,
@@ -112,10 +110,7 @@ async def merge(
     reads: RuleReads, task: Task, decision: Decision, trial: TrialMerge | None
 ) -> Ruling:
     """Lands `trial`, the merge tried for it, if the branch is still where it was tried."""
-    not_held(task, "merged")
-    mergeable(task)
-    await require_sealed_merge(reads.store, reads.keys, task)
-    protected_named(task, decision)
+    await may_merge(reads.store, reads.keys, task, decision)
     worktrees = reads.worktrees(task.project)
     await worktrees.merges.moved_since_review(task)  # before any line
     if trial is None or await worktrees.tip(task) != trial.tip:
