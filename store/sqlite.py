@@ -344,6 +344,8 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
         self, *, retry_delay_s: float = 0.0, max_retry_delay_s: float = 300.0
     ) -> list[Run]:
         first, longest = checks.backoff(retry_delay_s, max_retry_delay_s)
+        if not await self._read(sql.ANY_EXPIRED):
+            return []
         async with self._write() as db:
             reaped = await w.fetch_all(db, sql.REAP_EXPIRED, {"delay": first, "max_delay": longest})
         return ROWS.runs(reaped)

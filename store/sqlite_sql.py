@@ -181,6 +181,9 @@ CANCEL_QUEUED_RUNS = CANCEL_RUNS.replace("IN ('queued', 'running')", "= 'queued'
 # when the reap before was free too (the rule: store.reaping).
 _COUNTS = reaping.counts("json_extract(events.payload, '$.attempt')")
 _LAST = f"({_COUNTS} AND attempts >= max_attempts)"
+# Read first, so that a process with nothing to reap never takes the write lock: twice a
+# second otherwise, and a `t25 run` stopped (Ctrl-Z) inside it would hold up every writer.
+ANY_EXPIRED = f"SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at <= {NOW} LIMIT 1"
 REAP_EXPIRED = f"""
 UPDATE runs
 SET status = CASE WHEN {_LAST} THEN 'failed' ELSE 'queued' END,

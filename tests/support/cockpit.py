@@ -45,15 +45,21 @@ async def until(pilot, condition: Callable[[], object], within_s: float = 30.0) 
     deadline = time.monotonic() + within_s
     while not (condition() and pilot.app.screen.is_mounted):
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in {within_s:g} s; {_where(pilot.app)}")
         await pilot.pause(0.02)
+
+
+def _where(app: T25App) -> str:
+    """Where the cockpit stood when a wait ran out: its screens and the focused widget."""
+    stack = " > ".join(type(screen).__name__ for screen in app.screen_stack)
+    return f"screens: {stack}; focused: {app.focused!r}"
 
 
 async def until_async(pilot, condition, within_s: float = 30.0) -> None:
     deadline = time.monotonic() + within_s
     while not await condition():
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in {within_s:g} s; {_where(pilot.app)}")
         await pilot.pause(0.05)
 
 

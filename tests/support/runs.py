@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,38 @@ T25 = [sys.executable, "-m", "t25_tui"]
 
 def until(condition, what: str) -> None:
     wait_until(condition, WAIT_S, what)
+
+
+def freeze(run: subprocess.Popen[bytes], shop: Path) -> None:
+    """Stop `run` (SIGSTOP, as Ctrl-Z does) at a moment it holds no write lock on the store:
+    stopped inside a write, any SQLite writer holds up every other until it is continued."""
+    db = shop / ".factory" / "t25.db"
+    for _ in range(20):
+        run.send_signal(signal.SIGSTOP)
+        until(lambda: _state(run.pid) == "T", "the run process stopped")
+        if _write_lock_free(db):
+            return
+        run.send_signal(signal.SIGCONT)
+        until(lambda: _write_lock_free(db), "the run process's write over")
+    raise AssertionError("the run process held the store's write lock at every stop")
+
+
+def _state(pid: int) -> str:
+    """A process's state letter in /proc (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def _write_lock_free(db: Path) -> bool:
+    con = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        con.close()
 
 
 def start_run(shop: Path, log: Path) -> subprocess.Popen[bytes]:

@@ -1,11 +1,11 @@
 """A `t25 run` frozen past its lease while its agent finishes commits nothing.
 
 Two real `t25 run` processes on one checkout: the first is stopped (SIGSTOP, as Ctrl-Z
-does) while its agent, held at a gate, is let go and finishes; its lease lapses (the 30 s of
-`t25 run`), the second takes the run and waits for the worktree; the first is continued. It
-confirms its lease before committing, finds the run another's, and commits nothing: the
-branch holds the change once and nothing was set aside. Before, it committed on waking and
-the second attempt made the change again on top.
+does; outside a write to the store) while its agent, held at a gate, is let go and finishes;
+its lease lapses (the 30 s of `t25 run`), the second takes the run and waits for the
+worktree; the first is continued. It confirms its lease before committing, finds the run
+another's, and commits nothing: the branch holds the change once and nothing was set aside.
+Before, it committed on waking and the second attempt made the change again on top.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from core.workspace.git import git_sync
 from tests.support.pipeline import write_config
-from tests.support.runs import T25, runs, start_run, until
+from tests.support.runs import T25, freeze, runs, start_run, until
 
 
 def _dev(shop: Path):
@@ -37,7 +37,7 @@ def test_a_run_process_frozen_past_its_lease_while_its_agent_finishes_commits_no
     rescuer: subprocess.Popen[bytes] | None = None
     try:
         until(lambda: (tree / "go.started").exists(), "the first attempt's agent")
-        frozen.send_signal(signal.SIGSTOP)
+        freeze(frozen, shop)
         (tree / "go").write_text("")  # its agent finishes while its `t25 run` is stopped
         until(lambda: not (tree / "go").exists(), "the first agent's end")
         rescuer = start_run(shop, log)

@@ -108,3 +108,18 @@ async def test_a_sqlite_file_locked_past_the_busy_timeout_is_unavailable_for_wri
         assert [t.title for t in await store.list_tasks()] == ["after"]
     finally:
         await store.close()
+
+
+async def test_a_sweep_with_no_lapsed_lease_takes_no_sqlite_write_lock(tmp_path):
+    """`t25 run` sweeps twice a second; one stopped (Ctrl-Z) while it held the write lock
+    would hold up every other process on the file, so a sweep with nothing to reap only reads."""
+    store = await open_store(f"sqlite:///{tmp_path / 't25.db'}")
+    try:
+        await store.upsert_project(PROJECT)
+        holder = hold_exclusive_lock(tmp_path / "t25.db")
+        try:
+            assert await store.reap_expired(retry_delay_s=1.0) == []
+        finally:
+            let_go(holder)
+    finally:
+        await store.close()
