@@ -75,6 +75,7 @@ from serve import operator  # the operator's headers: the checkout's local token
 
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
+from t25_tui.api.worker_client import IDLE_CONNECTION_S
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = [sys.executable, "-m", "t25_tui"]
@@ -599,7 +600,7 @@ async def requeue(fleet: Fleet, client: httpx.AsyncClient) -> None:
 async def idle(fleet: Fleet) -> None:
     """Serve's RSS while `--cockpits` SSE clients follow /events and no task is filed."""
     args = fleet.args
-    limits = httpx.Limits(max_connections=args.cockpits + 5)
+    limits = httpx.Limits(max_connections=args.cockpits + 5, keepalive_expiry=IDLE_CONNECTION_S)
     async with httpx.AsyncClient(
         headers=operator(fleet.repo), timeout=httpx.Timeout(10, read=None), limits=limits
     ) as client:
@@ -668,7 +669,7 @@ async def _idle(fleet: Fleet, client: httpx.AsyncClient) -> None:
 async def bench(args: argparse.Namespace, made: list[str]) -> None:
     counts = [int(n) for n in args.replicas.split(",")]
     results: dict[int, dict[str, object]] = {}
-    limits = httpx.Limits(max_connections=20)
+    limits = httpx.Limits(max_connections=20, keepalive_expiry=IDLE_CONNECTION_S)
     for at, replicas in enumerate(counts):
         last = at == len(counts) - 1
         db = f"t25_fleet_{secrets.token_hex(4)}_{replicas}"

@@ -30,6 +30,7 @@ import httpx
 from checked import happened
 
 from t25_tui.api.credentials import local_token
+from t25_tui.api.worker_client import IDLE_CONNECTION_S
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = [sys.executable, "-m", "t25_tui"]
@@ -112,7 +113,7 @@ async def sse_latency(path: Path, url: str, clients: int, transitions: int) -> l
         base_url=url,
         headers=operator(path),
         timeout=60,
-        limits=httpx.Limits(max_connections=clients + 10),
+        limits=httpx.Limits(max_connections=clients + 10, keepalive_expiry=IDLE_CONNECTION_S),
     ) as client:
         start = (await client.get("/health")).json()["last_event_id"]
         followers = [asyncio.create_task(follow(client)) for _ in range(clients)]

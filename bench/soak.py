@@ -77,6 +77,7 @@ from fleet import (  # the fleet bench's processes and /proc readers
 )
 
 from t25_tui.api.credentials import local_token
+from t25_tui.api.worker_client import IDLE_CONNECTION_S
 
 TRACE_FILE = "tracemalloc-top.txt"  # in the checkout's .factory/, written by a traced serve
 META = {".meta", ".merge"}  # under the worktree root: records and trial merges, not worktrees
@@ -238,7 +239,9 @@ class Soak:
         args = self.args
         headers = {"Authorization": f"Bearer {local_token(self.repo)}"}
         timeout = httpx.Timeout(30, read=None)
-        limits = httpx.Limits(max_connections=args.cockpits + 10)
+        limits = httpx.Limits(
+            max_connections=args.cockpits + 10, keepalive_expiry=IDLE_CONNECTION_S
+        )
         async with httpx.AsyncClient(
             base_url=self.url, headers=headers, timeout=timeout, limits=limits
         ) as client:

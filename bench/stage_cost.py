@@ -11,7 +11,9 @@ unless the task ended DONE after its six agent runs), `--repeat` times:
   `git worktree remove`, the git a stage of its own would run, timed on the same repository;
 - git status: one `git status --porcelain` of the checkout (warm);
 - git processes: how many git processes the task started (counted on one more task, run
-  with a `git` on PATH that counts, so that counting costs none of the timed runs).
+  with a `git` on PATH that counts and times them, so that counting costs none of the
+  timed runs); "in git", their wall time per stage, and "outside git", T25 per stage less
+  that; then, per size, the git commands that took the most of it.
 
 Targets (issue 28): T25 per stage ≤ 1.5× the bare git stage at 2 files; ≤ one git status
 at 50,000 files.
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,9 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checked import happened, tracked_files
 from pipeline import AGENT_RUNS, STAGES, make_repo, measure
 
-COUNTING_GIT = """#!/bin/sh
-echo >> "{log}"
-exec {git} "$@"
+TIMING_GIT = """#!/bin/sh
+start=$(date +%s%N)
+{git} "$@"
+code=$?
+printf '%s %s\\n' "$(( $(date +%s%N) - start ))" "$(printf '%s ' "$@" | tr '\\n' ' ')" >> "{log}"
+exit $code
 """
 
 
@@ -80,15 +86,16 @@ def git_times(files: int, repeat: int) -> tuple[float, float]:
     return statistics.median(stages), statistics.median(statuses)
 
 
-def git_processes(files: int) -> int:
-    """How many git processes one task starts, counted by a `git` first on PATH."""
+def git_calls(files: int) -> list[tuple[float, str]]:
+    """The git processes one task starts, each with its wall time in seconds and the git
+    command it ran, recorded by a `git` first on PATH."""
     real = shutil.which("git")
     with tempfile.TemporaryDirectory(prefix="t25-bench-count-") as tmp:
         log = Path(tmp) / "calls"
         log.write_text("")
         shim = Path(tmp) / "bin" / "git"
         shim.parent.mkdir()
-        shim.write_text(COUNTING_GIT.format(log=log, git=real))
+        shim.write_text(TIMING_GIT.format(log=log, git=real))
         shim.chmod(0o755)
         path = os.environ["PATH"]
         os.environ["PATH"] = f"{shim.parent}{os.pathsep}{path}"
@@ -96,9 +103,39 @@ def git_processes(files: int) -> int:
             asyncio.run(measure(1, 1, files))
         finally:
             os.environ["PATH"] = path
-        count = len(log.read_text().splitlines())
-        happened(count > 0, "the task started no git process through the counting git")
-        return count
+        calls = [_call(line) for line in log.read_text().splitlines()]
+        happened(bool(calls), "the task started no git process through the timing git")
+        return calls
+
+
+def _call(line: str) -> tuple[float, str]:
+    """A timing line: nanoseconds, then the arguments; the command is the first argument
+    that is not an option or an option's value (`-C DIR`, `-c KEY=VALUE`)."""
+    took, _, args = line.partition(" ")
+    words, command = args.split(), "?"
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("-C", "-c"):
+            skip = True
+        elif not word.startswith("-"):
+            command = word
+            break
+    return int(took) / 1e9, command
+
+
+def heaviest(calls: list[tuple[float, str]], top: int = 4) -> str:
+    """The git commands that took the most time in all, with how many of each."""
+    total: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    for took, command in calls:
+        total[command] += took
+        count[command] += 1
+    return ", ".join(
+        f"{command} {count[command]}× {seconds * 1000:.0f} ms"
+        for command, seconds in total.most_common(top)
+    )
 
 
 def main() -> None:
@@ -112,17 +149,24 @@ def main() -> None:
     )
     print(
         f"{'files':>7} {'T25 per stage':>14} {'bare git stage':>15} {'git status':>11} "
-        f"{'T25 / bare':>11} {'T25 / status':>13} {'git processes':>14}"
+        f"{'T25 / bare':>11} {'T25 / status':>13} {'git processes':>14} "
+        f"{'in git':>12} {'outside git':>13}"
     )
+    heavy = []
     for files in [int(f) for f in args.files.split(",")]:
         own = statistics.median(own_per_stage(files) for _ in range(args.repeat))
         bare, status = git_times(files, args.repeat)
-        count = git_processes(files)
+        calls = git_calls(files)
+        in_git = sum(took for took, _ in calls) / STAGES
+        heavy.append(f"{files:>7}: {heaviest(calls)}")
         print(
             f"{files:>7} {own * 1000:>11.1f} ms {bare * 1000:>12.1f} ms {status * 1000:>8.1f} ms "
-            f"{own / bare:>10.2f}x {own / status:>12.2f}x {count:>14}",
+            f"{own / bare:>10.2f}x {own / status:>12.2f}x {len(calls):>14} "
+            f"{in_git * 1000:>9.1f} ms {(own - in_git) * 1000:>10.1f} ms",
             flush=True,
         )
+    print("the git commands that took the most time in one task:")
+    print("\n".join(heavy))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,13 @@ TRANSIENT_STATUSES = frozenset({502, 503, 504})  # serve, or its store, away for
 RETRY = Backoff(0.5, 5.0, jitter=0.2)  # pauses between tries of a call serve did not take
 CREDENTIAL_PAUSES = (1.0, 3.0)  # a refused credential is tried twice more, then given up
 RELEASE_PATIENCE_S = 5.0  # a release not taken by then is left to the lease's lapse
+# Serve closes a connection idle for KEEP_ALIVE_S (5 s, t25_tui.api.gate). A client that kept
+# one as long (httpx's default) could send a request on it as serve closes it, and read
+# nothing back; so the client lets an idle connection go well before.
+IDLE_CONNECTION_S = 2.0
+LIMITS = httpx.Limits(
+    max_connections=100, max_keepalive_connections=20, keepalive_expiry=IDLE_CONNECTION_S
+)
 
 
 class Http:
@@ -85,7 +92,8 @@ class Http:
         if secret:
             headers["Authorization"] = f"Bearer {secret}"
         self.clients = [
-            httpx.AsyncClient(base_url=u, timeout=timeout_s, headers=headers) for u in self.urls
+            httpx.AsyncClient(base_url=u, timeout=timeout_s, headers=headers, limits=LIMITS)
+            for u in self.urls
         ]
 
     @property

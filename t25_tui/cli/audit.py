@@ -8,15 +8,16 @@ import csv
 import json
 import re
 import sys
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 from core.config.schema import Config
-from core.control.audit import VOID, log_path
+from core.control.audit import log_path
 from core.control.audit_lines import GENESIS, as_line
 from core.control.history import replay, row_disagreement
 from core.control.keyring import KEY_FILE, Keyring
-from core.domain.audit import AuditEntry, Verdict
+from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.events import Event, TaskTransitioned
 from core.domain.models import Task, task_id
 from core.domain.text import printable
@@ -31,36 +32,56 @@ CSV_COLUMNS = (
 
 
 def show(args: argparse.Namespace) -> int:
+    wanted = task_id(args.task) if args.task else None
+
     async def body(control: Operations) -> None:
-        trail = await control.audit_trail()
-        everything = trail.entries
-        voided = {e.voids: e.seq for e in everything if e.decision == VOID and e.voids}
-        wanted = task_id(args.task) if args.task else None
-        entries = [e for e in everything if wanted is None or e.task == wanted]
+        # Two passes a page at a time, so memory follows a page, not the log: the voids
+        # (which name earlier lines), then the lines with what voided each.
+        voided: dict[int, int] = {}
+        async for trail in _pages(control, task=wanted):
+            voided.update({e.voids: e.seq for e in trail.entries if e.voids is not None})
+            verdict = trail.verdict
         if args.json:
             from t25_tui.cli.shapes import AuditLogJson  # only for --json
 
-            print(AuditLogJson.of(entries, everything, trail.verdict).text())
+            entries = [e async for trail in _pages(control, task=wanted) for e in trail.entries]
+            print(AuditLogJson.of(entries, voided, verdict).text())
             return
-        if not entries:
+        shown = 0
+        async for trail in _pages(control, task=wanted):
+            for e in trail.entries:
+                print(_shown(e, voided.get(e.seq)))
+            shown += len(trail.entries)
+        if not shown:
             print("no decisions recorded" + (f" for {wanted}" if wanted else ""))
-        for e in entries:
-            parts = [
-                (
-                    f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
-                    f"{printable(e.actor)}"
-                )
-            ]
-            if e.bound_to:
-                parts.append(f"on {printable(e.bound_to)}")
-            if e.reason:
-                parts.append(f"— {printable(e.reason)}")
-            if e.seq in voided:
-                parts.append(f"[did not take effect: see line {voided[e.seq]}]")
-            print("  ".join(parts))
 
     run(args, body)
     return 0
+
+
+def _shown(e: AuditEntry, voided_by: int | None) -> str:
+    """One line of `t25 audit`."""
+    head = f"{e.seq:>5}  {e.ts:%Y-%m-%d %H:%M:%S}  {e.decision:<8} {e.task or '-':<7} "
+    parts = [head + printable(e.actor)]
+    if e.bound_to:
+        parts.append(f"on {printable(e.bound_to)}")
+    if e.reason:
+        parts.append(f"— {printable(e.reason)}")
+    if voided_by is not None:
+        parts.append(f"[did not take effect: see line {voided_by}]")
+    return "  ".join(parts)
+
+
+async def _pages(
+    control: Operations, *, task: str | None = None, after: int = 0
+) -> AsyncIterator[AuditTrail]:
+    """The audit log (one task's lines, with `task`) a page at a time, from line `after` on;
+    at least one page, so the chain's verdict comes with it."""
+    cursor: int | None = after
+    while cursor is not None:
+        trail = await control.audit_trail(task=task, after=cursor, limit=PAGE)
+        yield trail
+        cursor = trail.next
 
 
 def verify(args: argparse.Namespace) -> int:
@@ -153,17 +174,13 @@ def export(args: argparse.Namespace) -> int:
         out.writerow(CSV_COLUMNS)
 
     async def body(control: Operations) -> Verdict:
-        cursor: int | None = after
-        trail = None
-        while cursor is not None:
-            trail = await control.audit_trail(after=cursor, limit=PAGE)
+        async for trail in _pages(control, after=after):
             for entry in trail.entries:
                 if isinstance(since, datetime) and entry.ts < since:
                     continue
                 _export(entry, out)
             sys.stdout.flush()
-            cursor = trail.next
-        return trail.verdict if trail else (await control.audit_trail(limit=0)).verdict
+        return trail.verdict
 
     verdict = run(args, body)
     if not verdict.ok:

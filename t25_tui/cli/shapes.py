@@ -412,9 +412,9 @@ class AuditLogJson(Shape):
 
     @classmethod
     def of(
-        cls, entries: list[AuditEntry], everything: list[AuditEntry], verdict: Verdict
+        cls, entries: list[AuditEntry], voided: dict[int, int], verdict: Verdict
     ) -> AuditLogJson:
-        voided = {e.voids: e.seq for e in everything if e.voids}  # T25's void lines
+        """`voided`: each voided line's number -> the number of T25's line that voids it."""
         return cls(
             entries=[
                 AuditLineJson(

@@ -20,6 +20,7 @@ from textual.worker import Worker
 from core.config.config_section import ROLES
 from core.config.schema import Config
 from core.control.cost import CostSummary, summarize
+from core.domain.audit import AuditEntry, Verdict
 from core.domain.models import Run
 from core.ports import AgentAdapter, Operations
 from t25_tui.tui.cards import Clock, literal
@@ -162,7 +163,11 @@ def rate_lines(config: Config) -> list[str]:
 
 
 class AuditPane(_Pane):
-    """Every operator decision — actor, time, decision, reason — and whether the chain verifies."""
+    """Every operator decision — actor, time, decision, reason — and whether the chain
+    verifies: the newest `page` lines first, older ones read as the cursor reaches the last."""
+
+    page = 500  # lines read at a time: the pane's cost follows what it shows, not the log
+    oldest = 0  # the oldest line shown; the lines before it are read on the way down
 
     def compose(self) -> ComposeResult:
         yield Static("verifying…", id="audit-status", classes="pane-title")
@@ -175,25 +180,38 @@ class AuditPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        trail = await self.control.audit_trail()
-        entries, verdict = trail.entries, trail.verdict
-        status = self.query_one("#audit-status", Static)
-        if verdict.ok:
-            status.update(
-                literal(
-                    f"✓ chain verified: {verdict.lines} lines — {verdict.message}",
-                    style="bold green",
-                )
-            )
+        verdict = (await self.control.audit_trail(limit=0)).verdict
+        head = verdict.head.seq if verdict.ok and verdict.head else None
+        if head is None:  # a chain that does not verify is read whole, to show where
+            entries = (await self.control.audit_trail()).entries
         else:
+            after = max(0, head - self.page)
+            entries = (await self.control.audit_trail(after=after, limit=self.page)).entries
+        self.oldest = entries[0].seq if entries else 0
+        table = self.query_one(DataTable)
+        table.clear()
+        self._add(entries)
+        self._say(verdict)
+        self.ready = True
+
+    def _say(self, verdict: Verdict) -> None:
+        status = self.query_one("#audit-status", Static)
+        if not verdict.ok:
             status.update(
                 literal(
                     f"✗ chain broken at line {verdict.bad_line}: {verdict.message}",
                     style="bold red",
                 )
             )
+            return
+        said = f"✓ chain verified: {verdict.lines} lines — {verdict.message}"
+        if self.oldest > 1:
+            said += f" · lines {self.oldest}–{verdict.lines} shown, older ones below as you go"
+        status.update(literal(said, style="bold green"))
+
+    def _add(self, entries: list[AuditEntry]) -> None:
+        """Rows below those shown, newest first."""
         table = self.query_one(DataTable)
-        table.clear()
         for e in reversed(entries):
             table.add_row(
                 str(e.seq),
@@ -203,7 +221,23 @@ class AuditPane(_Pane):
                 literal(e.decision),
                 literal(e.reason),
             )
-        self.ready = True
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.oldest > 1 and event.cursor_row == event.data_table.row_count - 1:
+            self.older()
+
+    @work(group="older", exclusive=True, exit_on_error=False)
+    async def older(self) -> None:
+        """The page of lines before the oldest shown, below it."""
+        oldest = self.oldest
+        after = max(0, oldest - 1 - self.page)
+        trail = await self.control.audit_trail(after=after, limit=oldest - 1 - after)
+        if self.oldest != oldest:  # reloaded meanwhile
+            return
+        entries = [e for e in trail.entries if e.seq < oldest]
+        self.oldest = entries[0].seq if entries else 1
+        self._add(entries)
+        self._say(trail.verdict)
 
 
 class ProfilesPane(_Pane):

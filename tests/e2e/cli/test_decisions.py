@@ -21,6 +21,8 @@ from core.errors import InvalidInput
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.api.server import make_api
+from t25_tui.cli import audit as audit_cli
+from t25_tui.cli.main import main
 from tests.support.operators import operator_headers
 from tests.support.pipeline import PIPELINE_CONFIG, Env
 from tests.support.serving import serving
@@ -52,7 +54,18 @@ async def _task(repo: Path, ref: str):
         await store.close()
 
 
-def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_voided(t25, repo):
+def _audit_in_pages_of_two(monkeypatch, capsys, *args: str) -> str:
+    """`t25 audit` run in this process reading two lines at a time, so a void comes a page
+    after the line it voids."""
+    monkeypatch.setattr(audit_cli, "PAGE", 2)
+    capsys.readouterr()
+    assert main(["audit", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_voided(
+    t25, repo, monkeypatch, capsys
+):
     assert t25("init").code == 0
     (repo / "t25.yaml").write_text(PIPELINE_CONFIG)
     assert t25("task", "new", "Risky", "--description", "scripted: risk=high").code == 0
@@ -103,6 +116,10 @@ def test_an_approval_with_a_comment_is_bound_to_the_plan_and_a_refused_merge_is_
     assert not asyncio.run(_task(repo, "T-1")).merged
     shown = t25("audit").out.splitlines()
     assert "[did not take effect: see line 3]" in shown[1] and "void" in shown[2]
+    monkeypatch.chdir(repo)
+    assert _audit_in_pages_of_two(monkeypatch, capsys) == "\n".join(shown) + "\n"
+    paged = json.loads(_audit_in_pages_of_two(monkeypatch, capsys, "--json"))
+    assert [(e["seq"], e["voided_by"]) for e in paged["entries"]] == [(1, None), (2, 3), (3, None)]
     assert [e.decision for e in asyncio.run(_events(repo, DecisionRecorded))] == ["approve"]
 
     git_sync("checkout", "--", "app.py", cwd=repo)

@@ -16,10 +16,11 @@ import time
 import pytest
 
 from t25_tui.api import gate as serve_limits
-from t25_tui.api.gate import HEADER_TIMEOUT_S, DeadlineProtocol
+from t25_tui.api.gate import HEADER_TIMEOUT_S, KEEP_ALIVE_S, DeadlineProtocol
 from t25_tui.api.protocol import HEADER as PROTOCOL_HEADER
 from t25_tui.api.protocol import PROTOCOL
 from t25_tui.api.server import make_api
+from t25_tui.api.worker_client import Http
 from tests.support.pipeline import Env, write_config
 from tests.support.serving import CREDENTIAL, serving
 from tests.support.waiting import answers, free_port, wait_until
@@ -105,6 +106,19 @@ async def test_a_slow_second_request_on_a_kept_alive_connection_is_cut_off(impat
         assert await _closed_by_server(reader, writer, again)
     finally:
         writer.close()
+
+
+async def test_t25s_clients_let_an_idle_connection_go_well_before_serve_closes_it():
+    """Serve closes a connection idle for KEEP_ALIVE_S. A client that kept one as long would
+    now and then send a request on it as serve closes it, and read nothing back: a lost
+    reply (seen as `httpx.ReadError` with 50 clients on a loaded machine)."""
+    http = Http(["http://127.0.0.1:9", "http://127.0.0.1:10"], None)
+    try:
+        for client in http.clients:
+            pool = client._transport._pool  # where httpx keeps its keep-alive expiry
+            assert 0 < pool._keepalive_expiry <= KEEP_ALIVE_S / 2
+    finally:
+        await http.close()
 
 
 async def test_a_stalled_body_gets_408(impatient):
