@@ -10,10 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from t25_tui.runtime import open_sample
 from t25_tui.tui.app import T25App, make_app
 from t25_tui.tui.sample_data import Seeded
+from tests.support.screen_text import screen_text
 
 
 def help_rows(text: str) -> dict[str, str]:
@@ -50,9 +52,23 @@ async def until(pilot, condition: Callable[[], object], within_s: float = 30.0) 
 
 
 def _where(app: T25App) -> str:
-    """Where the cockpit stood when a wait ran out: its screens and the focused widget."""
+    """Where the cockpit stood when a wait ran out: its screens, the focused widget, the
+    tables in front (rows, whether Textual has measured them, their sizes) and the top of
+    the screen as drawn."""
     stack = " > ".join(type(screen).__name__ for screen in app.screen_stack)
-    return f"screens: {stack}; focused: {app.focused!r}"
+    tables = [
+        f"#{t.id}: {t.row_count} rows, measured {not t._require_update_dimensions}, "
+        f"virtual {t.virtual_size}, region {t.size}"
+        for t in app.screen.query(DataTable)
+    ]
+    try:
+        drawn = [line.rstrip()[:160] for line in screen_text(app).splitlines() if line.strip()]
+    except Exception as exc:  # noqa: BLE001 - the wait's own failure must still be said
+        drawn = [f"(the screen could not be drawn: {exc!r})"]
+    return (
+        f"screens: {stack}; focused: {app.focused!r}; tables: {tables or 'none'}; "
+        "drawn:\n" + "\n".join(drawn[:14])
+    )
 
 
 async def until_async(pilot, condition, within_s: float = 30.0) -> None:
