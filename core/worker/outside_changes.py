@@ -103,10 +103,7 @@ async def undo(
     )
 
 
-async def outward_links(worktrees: Worktrees, task: Task) -> Undone:
+def outward(links: tuple[str, ...]) -> Undone:
     """A tree about to be committed that links outside itself, as a violation."""
-    links = await worktrees.history.outward_links(task)
-    if not links:
-        return Undone()
     lines = tuple(f"symbolic link {link} leads outside the worktree" for link in links)
     return Undone(lines, evidence=json.dumps({"changes": lines}, indent=2))

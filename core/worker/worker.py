@@ -51,7 +51,7 @@ from core.ports import AgentAdapter, CheckRunner, Claim, RunQueue
 from core.ports.forge import ForgeOpener
 from core.worker.lease_check import confirm_lease
 from core.worker.output import OutputBudget, OutputStream
-from core.worker.outside_changes import changed_meanwhile, outward_links, undo, watching
+from core.worker.outside_changes import changed_meanwhile, outward, undo, watching
 from core.worker.pull_request_stage import pull_request_run
 from core.worker.selection import QuotaBook, Selection, not_the_authors, select_adapter
 from core.workspace.branch_guard import check_branch
@@ -295,12 +295,12 @@ class Worker:
         implementing = run.stage is TaskState.IMPLEMENTING
         committing = run.stage in (TaskState.IMPLEMENTING, TaskState.DOCS)
         if committing and report.result and report.result.ok:
-            undone = await outward_links(worktrees, task)
-            if undone.changes:
-                return await undo(worktrees, task, report, undone, last_commit)
             await confirm_lease(self.runs, lease, self.lease_ttl_s)  # lost: nothing committed
             subject = f"{task.id}: {task.title if implementing else 'documentation'}"
-            commit = await worktrees.history.commit_all(task, f"{subject}\n\nT25 run {run.id}")
+            message = f"{subject}\n\nT25 run {run.id}"
+            commit, links = await worktrees.history.commit_inward(task, message)
+            if links:  # nothing committed: a link out of the worktree undoes the run
+                return await undo(worktrees, task, report, outward(links), last_commit)
             if implementing:
                 stat = await worktrees.changes.diff_stat(task)
                 largest, size = await largest_file(

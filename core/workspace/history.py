@@ -33,23 +33,34 @@ class History:
 
     async def commit_all(self, task: Task, message: str) -> str | None:
         """Commit everything changed in the worktree on the task branch; None if nothing
-        changed. Ignored files stay out, as git decides. Hooks never run."""
+        changed. Ignored files stay out, as git decides. Hooks never run. A change that holds
+        a link leading outside the worktree is refused (WorktreeRefused)."""
+        commit, outward = await self.commit_inward(task, message)
+        if outward:
+            raise WorktreeRefused(
+                f"T25 does not commit a link that leads outside the worktree: "
+                f"{listed(list(outward))}",
+                hint="remove the link from the worktree, then retry",
+            )
+        return commit
+
+    async def commit_inward(self, task: Task, message: str) -> tuple[str | None, tuple[str, ...]]:
+        """`commit_all`, staging and checking once: (the commit or None, ()); or, when what
+        it would commit holds symbolic links that lead outside the worktree (`etc -> /etc`,
+        the one kind of file whose content makes the main checkout, once merged, read or
+        write elsewhere), (None, those links as `link -> target`), nothing committed."""
         path = self.trees.path_for(task.id)
         with self.trees.working_on(task.id):
             await self.trees.verify(task, path)
             await _stage(path)
             outward = await self._outward_links(path)
             if outward:
-                raise WorktreeRefused(
-                    f"T25 does not commit a link that leads outside the worktree: "
-                    f"{listed(list(outward))}",
-                    hint="remove the link from the worktree, then retry",
-                )
+                return None, outward
             staged = await run_git(
                 "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", cwd=path
             )
             if staged.code == 0:
-                return None
+                return None, ()
             identity = await commit_identity(path)
             await git(
                 *identity,
@@ -61,18 +72,7 @@ class History:
                 message,
                 cwd=path,
             )
-            return await git("rev-parse", "HEAD", cwd=path)
-
-    async def outward_links(self, task: Task) -> tuple[str, ...]:
-        """The symbolic links `commit_all` would commit, with what came on the branch before,
-        that lead outside the worktree (`etc -> /etc`), as `link -> target`. A link is the
-        one kind of file whose content makes the main checkout, once merged, read or write
-        elsewhere; `commit_all` refuses to commit one."""
-        path = self.trees.path_for(task.id)
-        with self.trees.working_on(task.id):
-            await self.trees.verify(task, path)
-            await _stage(path)
-            return await self._outward_links(path)
+            return await git("rev-parse", "HEAD", cwd=path), ()
 
     async def _outward_links(self, path: Path) -> tuple[str, ...]:
         """The staged links the branch adds since it left the default branch that resolve
