@@ -302,17 +302,16 @@ class Worker:
             if links:  # nothing committed: a link out of the worktree undoes the run
                 return await undo(worktrees, task, report, outward(links), last_commit)
             if implementing:
-                stat = await worktrees.changes.diff_stat(task)
-                largest, size = await largest_file(
-                    worktrees.repo, f"refs/heads/{task.branch}", stat.files
-                )
+                span = await worktrees.changes.span(task)  # one range for the three reads
+                stat = await worktrees.changes.diff_stat(task, span)
+                largest, size = await largest_file(worktrees.repo, span[1], stat.files)
                 stat = stat.model_copy(update={"largest": largest, "largest_bytes": size})
                 manifests = [p for p in stat.touched if is_manifest(p)]
                 return report.model_copy(
                     update={
                         "diff_stat": stat,
-                        "diff": await worktrees.changes.diff(task),
-                        "manifests": await worktrees.changes.manifests(task, manifests),
+                        "diff": await worktrees.changes.diff(task, span),
+                        "manifests": await worktrees.changes.manifests(task, manifests, span),
                     }
                 )
             # DOCS: what it changed, for the pipeline to weigh

@@ -47,8 +47,9 @@ class Changes:
     def __init__(self, trees: TaskTrees) -> None:
         self.trees = trees
 
-    async def _range(self, task: Task) -> tuple[str, str]:
-        """(merge-base with the default branch, tip of the task branch)."""
+    async def span(self, task: Task) -> tuple[str, str]:
+        """(merge-base with the default branch, tip of the task branch): found once for
+        several reads of the same branch (each read finds it otherwise, two git processes)."""
         tip = await self.trees.rev(f"refs/heads/{task.branch}")
         if tip is None:
             raise WorktreeRefused(
@@ -60,16 +61,16 @@ class Changes:
         )
         return base, tip
 
-    async def diff(self, task: Task) -> str:
+    async def diff(self, task: Task, span: tuple[str, str] | None = None) -> str:
         """The unified diff of the task branch since it left the default branch."""
-        base, tip = await self._range(task)
+        base, tip = span or await self.span(task)
         raw = await git_bytes(*_DIFF, *_PREFIXES, base, tip, "--", cwd=self.trees.repo)
         return raw.decode(errors="replace")
 
-    async def diff_stat(self, task: Task) -> DiffStat:
+    async def diff_stat(self, task: Task, span: tuple[str, str] | None = None) -> DiffStat:
         """Files, added and deleted lines of the task branch since it left the default
         branch; a binary file counts as a file with no lines."""
-        base, tip = await self._range(task)
+        base, tip = span or await self.span(task)
         raw = await git_bytes(
             "diff",
             "--numstat",
@@ -118,10 +119,14 @@ class Changes:
         )  # fmt: skip
         return tuple(name for name in os.fsdecode(raw).split("\0") if name)
 
-    async def manifests(self, task: Task, paths: Sequence[str]) -> tuple[ManifestChange, ...]:
+    async def manifests(
+        self, task: Task, paths: Sequence[str], span: tuple[str, str] | None = None
+    ) -> tuple[ManifestChange, ...]:
         """Each of `paths` as text where the task branch left the default branch and at its
         tip (None where it does not exist, is not UTF-8 or is over MAX_MANIFEST_CHARS)."""
-        base, tip = await self._range(task)
+        if not paths:
+            return ()
+        base, tip = span or await self.span(task)
         out = []
         for path in paths:
             ends = [await self._text_at(commit, path) for commit in (base, tip)]
