@@ -57,7 +57,8 @@ def _where(app: T25App) -> str:
     the screen as drawn."""
     stack = " > ".join(type(screen).__name__ for screen in app.screen_stack)
     tables = [
-        f"#{t.id}: {t.row_count} rows, measured {not t._require_update_dimensions}, "
+        f"#{t.id}: {t.row_count} rows {[str(k.value) for k in list(t.rows)[:8]]}, "
+        f"measured {not t._require_update_dimensions}, "
         f"virtual {t.virtual_size}, region {t.size}"
         for t in app.screen.query(DataTable)
     ]
