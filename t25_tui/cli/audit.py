@@ -35,17 +35,20 @@ def show(args: argparse.Namespace) -> int:
     wanted = task_id(args.task) if args.task else None
 
     async def body(control: Operations) -> None:
-        # Two passes a page at a time, so memory follows a page, not the log: the voids
-        # (which name earlier lines), then the lines with what voided each.
+        # A page at a time, so memory follows a page, not the log: the voids first (they
+        # name earlier lines), then the lines with what voided each. `--json` prints one
+        # document, so it keeps the lines as it reads the voids, in one pass.
         voided: dict[int, int] = {}
+        kept: list[AuditEntry] = []
         async for trail in _pages(control, task=wanted):
             voided.update({e.voids: e.seq for e in trail.entries if e.voids is not None})
             verdict = trail.verdict
+            if args.json:
+                kept += trail.entries
         if args.json:
             from t25_tui.cli.shapes import AuditLogJson  # only for --json
 
-            entries = [e async for trail in _pages(control, task=wanted) for e in trail.entries]
-            print(AuditLogJson.of(entries, voided, verdict).text())
+            print(AuditLogJson.of(kept, voided, verdict).text())
             return
         shown = 0
         async for trail in _pages(control, task=wanted):
