@@ -31,6 +31,7 @@ from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Screen
 from t25_tui.tui.widgets.logpane import LogPane
+from t25_tui.tui.widgets.table import MeasuredTable
 
 LEXERS = {"application/json": "json", "text/x-diff": "diff", "text/markdown": "markdown"}
 SHOWN = (
@@ -76,13 +77,13 @@ class TaskDetailScreen(T25Screen):
         yield VerticalScroll(Static("", id="detail-failing-text"), id="detail-failing")
         with TabbedContent(initial=self.first_tab):
             with TabPane("History", id="history"):
-                yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+                yield MeasuredTable(id="history-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Artifacts", id="artifacts"), Horizontal():
                 yield OptionList(id="artifact-list")
                 with VerticalScroll(id="artifact-view"):
                     yield Static("select an artifact", id="artifact-text")
             with TabPane("Runs", id="runs"):
-                yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+                yield MeasuredTable(id="runs-table", cursor_type="row", zebra_stripes=True)
                 yield Label("enter on a run shows its log", classes="hint")
             with TabPane("Log", id="log"):
                 yield LogPane(self.control, self.task_id, None, clock=self.clock, id="log-pane")

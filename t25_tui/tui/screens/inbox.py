@@ -15,6 +15,7 @@ from core.control import task_lists
 from t25_tui.tui.cards import age, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Screen
+from t25_tui.tui.widgets.table import MeasuredTable
 
 
 class Inbox(T25Screen):
@@ -24,7 +25,7 @@ class Inbox(T25Screen):
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for you", id="inbox-head", classes="pane-title")
-        yield DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
+        yield MeasuredTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:

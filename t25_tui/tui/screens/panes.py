@@ -27,6 +27,7 @@ from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.readiness import binary_of
 from t25_tui.tui.screens.base import T25Screen
+from t25_tui.tui.widgets.table import MeasuredTable
 
 BAR = 12
 
@@ -70,9 +71,9 @@ class CostPane(_Pane):
         with VerticalScroll():
             yield Static("", id="cost-summary", classes="pane-title")
             yield Static("", id="cost-chart")
-            yield DataTable(id="cost-stages", zebra_stripes=True)
-            yield DataTable(id="cost-groups", zebra_stripes=True)
-            yield DataTable(id="cost-tasks", zebra_stripes=True)
+            yield MeasuredTable(id="cost-stages", zebra_stripes=True)
+            yield MeasuredTable(id="cost-groups", zebra_stripes=True)
+            yield MeasuredTable(id="cost-tasks", zebra_stripes=True)
             yield Static("", id="cost-rates")
         yield Footer()
 
@@ -171,7 +172,7 @@ class AuditPane(_Pane):
 
     def compose(self) -> ComposeResult:
         yield Static("verifying…", id="audit-status", classes="pane-title")
-        yield DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        yield MeasuredTable(id="audit-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -252,7 +253,7 @@ class ProfilesPane(_Pane):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("", id="profiles-projects", classes="pane-title")
-            yield DataTable(id="profiles-table", zebra_stripes=True)
+            yield MeasuredTable(id="profiles-table", zebra_stripes=True)
             yield Static("", id="profiles-policy")
         yield Footer()
 
