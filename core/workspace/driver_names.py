@@ -1,4 +1,5 @@
-"""The filter and merge driver names a directory's git config declares, read again only when
+"""The filter and merge driver names a directory's git config declares (with the identity and
+sparse-checkout values a commit needs: core.workspace.config_values), read again only when
 a file git reads them from changed.
 
 Before every git call T25 switches off each driver the repository names
@@ -42,6 +43,12 @@ async def driver_names(directory: Path, read: Callable[[Path], Awaitable[bytes]]
     if not _includes(names):
         _kept.put(directory, state, names)
     return names
+
+
+def keys_of(entries: bytes) -> bytes:
+    """The NUL-separated keys of `git config --null --get-regexp` output (each entry is a
+    key, then a line feed and its value when it has one)."""
+    return b"\0".join(entry.split(b"\n", 1)[0] for entry in entries.split(b"\0") if entry)
 
 
 def forget() -> None:

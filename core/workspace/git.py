@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import GitError
-from core.workspace.driver_names import driver_names
+from core.workspace.driver_names import driver_names, keys_of
 from core.workspace.lfs_filter import extension_names, lfs_overrides
 
 # Repository-configured programs T25's own git calls must never run.
@@ -380,24 +380,33 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(0.002)
 
 
-_NAMED_KEYS = r"^(filter|merge|lfs|include|includeif)\."
+# The config T25 reads before its git calls: the driver, LFS and include keys, and the
+# values a commit and a staging need (core.workspace.config_values).
+_KEPT_KEYS = (
+    r"^(filter|merge|lfs|include|includeif)\.|^user\.(name|email)$"
+    r"|^core\.sparsecheckout(cone)?$"
+)
 
 
 async def neutral_drivers(*dirs: Path) -> tuple[tuple[str, str], ...]:
     """The overrides for every filter and merge driver configured as seen from `dirs`
     (a linked worktree may add its own in `config.worktree`), then the one filter let
     through: git-lfs's own (`core.workspace.lfs_filter`). Reading config runs nothing."""
-    names = [await driver_names(d, _config_names) for d in dirs]
+    names = [keys_of(await kept_entries(d)) for d in dirs]
     found = os.fsdecode(b"\0".join(names))
     return driver_overrides(found) + lfs_overrides(extension_names(found))
 
 
-async def _config_names(directory: Path) -> bytes:
-    """The driver, LFS and include keys of `directory`'s config (includes only to know
-    that the names cannot be kept: core.workspace.driver_names)."""
-    done = await _spawn(
-        ("config", "--null", "--name-only", "--get-regexp", _NAMED_KEYS), directory, ()
-    )
+async def kept_entries(directory: Path) -> bytes:
+    """`directory`'s config entries T25 reads (`key` LF `value`, NUL-separated, as git
+    prints them): one `git config` process, kept until a config file changes."""
+    return await driver_names(directory, _config_entries)
+
+
+async def _config_entries(directory: Path) -> bytes:
+    """The driver, LFS, include, identity and sparse-checkout entries of `directory`'s
+    config (includes only to know that they cannot be kept: core.workspace.driver_names)."""
+    done = await _spawn(("config", "--null", "--get-regexp", _KEPT_KEYS), directory, ())
     return done.out  # exit 1 just means "none configured"
 
 

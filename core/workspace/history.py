@@ -18,6 +18,7 @@ from pathlib import Path
 from core.domain.models import Task
 from core.errors import GitError, WorktreeRefused
 from core.workspace import sparse, submodules
+from core.workspace.config_values import kept_values
 from core.workspace.fingerprint import ARCHIVE_REF, LEFTOVERS_REF, SNAPSHOTS_REF
 from core.workspace.git import git, git_bytes, git_reason, listed, run_git
 from core.workspace.task_trees import TaskTrees
@@ -217,8 +218,9 @@ async def _stage(path: Path) -> None:
 
 async def commit_identity(path: Path) -> list[str]:
     """`-c user.name=… -c user.email=…` for what the repository does not set."""
+    said = await kept_values(path)
     identity: list[str] = []
     for key, fallback in zip(("user.name", "user.email"), T25_IDENTITY, strict=True):
-        if not await git("config", key, cwd=path, check=False, drivers_from=()):
+        if not said.get(key):
             identity += ["-c", f"{key}={fallback}"]
     return identity

@@ -14,6 +14,7 @@ import posixpath
 from pathlib import Path
 
 from core.errors import WorktreeRefused
+from core.workspace.config_values import flag, kept_values
 from core.workspace.git import git, git_bytes, status_entries
 
 _SHOWN = 5
@@ -24,11 +25,10 @@ _GIT_SAYS = "outside of your sparse-checkout definition"
 async def cone(tree: Path) -> tuple[str, ...] | None:
     """The directories of the sparse cone `tree` follows; None when it is not sparse in
     cone mode (not sparse at all, or a non-cone pattern list)."""
-    sparse = await git("config", "--bool", "core.sparseCheckout", cwd=tree, check=False)
-    if sparse != "true":
+    said = await kept_values(tree)
+    if not flag(said, "core.sparsecheckout"):
         return None
-    mode = await git("config", "--bool", "core.sparseCheckoutCone", cwd=tree, check=False)
-    if mode == "false":
+    if flag(said, "core.sparsecheckoutcone") is False:
         return None
     listed = await git("sparse-checkout", "list", cwd=tree, check=False, drivers_from=())
     return tuple(line.strip("/") for line in listed.splitlines() if line.strip("/"))

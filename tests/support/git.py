@@ -62,3 +62,13 @@ class Planted:
     def reset(self) -> None:
         for p in self.dir.iterdir():
             p.unlink()
+
+
+def without_identity(repo: Path, home: Path, monkeypatch) -> None:
+    """Nobody named anywhere git looks: not `repo`'s config, not a global one (HOME is
+    `home`, empty), not the environment."""
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    plain_git("config", "--unset", "user.name", cwd=repo)
+    plain_git("config", "--unset", "user.email", cwd=repo)

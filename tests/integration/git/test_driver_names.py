@@ -5,6 +5,7 @@ planted after they were kept is still switched off."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ import pytest
 from core.workspace import driver_names as names_module
 from core.workspace import git as git_module
 from core.workspace import settled_files
+from core.workspace.config_values import flag, kept_values
 from core.workspace.git import neutral_drivers
 from core.workspace.worktrees import Worktrees
-from tests.support.git import make_task, plain_git
+from tests.support.git import make_task, plain_git, without_identity
 from tests.support.repos import make_repo
 from tests.support.waiting import until
 
@@ -22,6 +24,11 @@ from tests.support.waiting import until
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", "trunk", {"app.py": "x = 1\n"}, exclude_factory=True)
+
+
+def plain(argv: list[str], cwd: Path) -> str:
+    """What a command prints, its exit status aside (git refuses a value it cannot read)."""
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -41,13 +48,13 @@ async def once_settled(directory: Path) -> None:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The directories whose config a `git config` process was started to read."""
     seen: list[Path] = []
-    real = git_module._config_names
+    real = git_module._config_entries
 
     async def counted(directory: Path) -> bytes:
         seen.append(directory)
         return await real(directory)
 
-    monkeypatch.setattr(git_module, "_config_names", counted)
+    monkeypatch.setattr(git_module, "_config_entries", counted)
     return seen
 
 
@@ -128,3 +135,68 @@ async def test_a_config_changed_a_moment_ago_is_not_kept(repo, reads, monkeypatc
     await neutral_drivers(repo)
     await neutral_drivers(repo)
     assert reads == [repo, repo]
+
+
+# -- the values a commit and a staging read from the same kept config -------------------------
+
+
+async def test_a_commit_reads_its_identity_and_the_sparse_switches_from_the_kept_config(
+    repo, settled, monkeypatch
+):
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+    task = make_task()
+    tree = await wt.ensure(task)
+    await once_settled(tree)
+    started: list[tuple[str, ...]] = []
+    real = git_module._spawn
+
+    async def counted(args, cwd, overrides):
+        started.append(tuple(args))
+        return await real(args, cwd, overrides)
+
+    monkeypatch.setattr(git_module, "_spawn", counted)
+    for n in range(2):
+        (tree / f"x{n}.py").write_text("x = 1\n")
+        await wt.history.commit_all(task, f"step {n}")
+
+    configs = [args for args in started if args[0] == "config"]
+    assert configs == [("config", "--null", "--get-regexp", git_module._KEPT_KEYS)]
+
+
+async def test_an_identity_set_after_the_config_was_kept_signs_the_next_commit(
+    repo, settled, tmp_path, monkeypatch
+):
+    without_identity(repo, tmp_path / "empty-home", monkeypatch)
+    wt = Worktrees(repo, repo / ".factory" / "worktrees", "trunk", owner="install-a")
+    task = make_task()
+    tree = await wt.ensure(task)
+    await once_settled(tree)
+    (tree / "a.py").write_text("a = 1\n")
+    first = await wt.history.commit_all(task, "by T25")
+    plain_git("config", "user.name", "Ana", cwd=repo)
+    plain_git("config", "user.email", "ana@shop.test", cwd=repo)
+    (tree / "b.py").write_text("b = 1\n")
+    second = await wt.history.commit_all(task, "by Ana")
+
+    signed = [
+        plain_git("log", "-1", "--format=%an <%ae>", sha, cwd=repo) for sha in (first, second)
+    ]
+    assert signed == ["T25 <t25@localhost>", "Ana <ana@shop.test>"]
+
+
+@pytest.mark.parametrize(
+    "value", ["true", "yes", "On", "1", "2", "0x10", "false", "no", "off", "0", "", "maybe"]
+)
+async def test_a_sparse_switch_reads_as_git_reads_it(repo, settled, value):
+    plain_git("config", "core.sparseCheckout", value, cwd=repo)
+    said = plain(["git", "config", "--bool", "core.sparseCheckout"], repo)
+    expected = {"true": True, "false": False}.get(said)
+
+    assert flag(await kept_values(repo), "core.sparsecheckout") is expected
+
+
+async def test_a_sparse_switch_without_a_value_is_true_as_in_git(repo, settled):
+    with (repo / ".git" / "config").open("a") as f:
+        f.write("[core]\n\tsparseCheckout\n")
+    assert plain(["git", "config", "--bool", "core.sparseCheckout"], repo) == "true"
+    assert flag(await kept_values(repo), "core.sparsecheckout") is True

@@ -18,7 +18,7 @@ from core.errors import MergeRefused, WorktreeBusy, WorktreeRefused
 from core.workspace.task_trees import META_DIR
 from core.workspace.worktrees import Worktrees
 from tests.support import CHECKOUT
-from tests.support.git import make_task, new_repo, plain_git
+from tests.support.git import make_task, new_repo, plain_git, without_identity
 
 PROJECT = CHECKOUT
 NASTY_BRANCH = "tr$unk;touch${IFS}PWNED|`touch${IFS}PWNED`&'q'\"(x)!#>y<{z}"
@@ -431,11 +431,7 @@ async def test_manifests_are_read_at_both_ends_of_the_task_branch(wt, repo):
 async def test_commit_all_uses_t25_identity_when_the_repository_has_none(
     tmp_path, monkeypatch, repo, wt
 ):
-    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
-    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
-        monkeypatch.delenv(var, raising=False)
-    plain_git("config", "--unset", "user.name", cwd=repo)
-    plain_git("config", "--unset", "user.email", cwd=repo)
+    without_identity(repo, tmp_path / "empty-home", monkeypatch)
     task = make_task()
     path = await wt.ensure(task)
     (path / "x.py").write_text("x = 1\n")
