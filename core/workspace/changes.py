@@ -72,21 +72,13 @@ class Changes:
         branch; a binary file counts as a file with no lines."""
         base, tip = span or await self.span(task)
         raw = await git_bytes(
-            "diff",
-            "--numstat",
-            "-z",
-            "-M",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            base,
-            tip,
-            "--",
-            cwd=self.trees.repo,
-        )
+            "diff", "--raw", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
+            "--no-color", base, tip, "--", cwd=self.trees.repo,
+        )  # fmt: skip
         fields = os.fsdecode(raw).split("\0")
-        files, renamed_from, added, deleted, i = [], [], 0, 0, 0
-        while i < len(fields):
+        removed, i = _removed(fields)
+        files, renamed_from, added, deleted = [], [], 0, 0
+        while i < len(fields):  # then `--numstat`: added, deleted, name
             head = fields[i]
             i += 1
             if not head:
@@ -98,14 +90,10 @@ class Changes:
             files.append(name)
             if plus != "-":
                 added, deleted = added + int(plus), deleted + int(minus)
-        raw = await git_bytes(
-            "diff", "--name-only", "-z", "-M", "--diff-filter=D", "--no-ext-diff", base, tip,
-            "--", cwd=self.trees.repo,
-        )  # fmt: skip
         return DiffStat(
             files=tuple(files),
             renamed_from=tuple(renamed_from),
-            removed=tuple(name for name in os.fsdecode(raw).split("\0") if name),
+            removed=removed,
             added=added,
             deleted=deleted,
         )
@@ -210,3 +198,15 @@ async def run_change(repo: Path, branch: str, run_id: str) -> Change | None:
     if parent is None:  # a root commit: nothing before it
         return None
     return await _diff(repo, parent, commit)
+
+
+def _removed(fields: list[str]) -> tuple[tuple[str, ...], int]:
+    """The deleted paths in `git diff --raw -z` output's leading entries (`:modes shas
+    status`, then one path, two for a rename or copy), and where those entries end."""
+    removed, i = [], 0
+    while i < len(fields) and fields[i].startswith(":"):
+        status = fields[i].rsplit(" ", 1)[-1]
+        if status == "D":
+            removed.append(fields[i + 1])
+        i += 3 if status[:1] in ("R", "C") else 2
+    return tuple(removed), i

@@ -410,6 +410,29 @@ async def test_a_rename_counts_as_one_file_and_keeps_its_old_name(wt):
     assert stat.touched == ("greeting.py", "app.py")  # a protected path renamed away counts
 
 
+async def test_a_deletion_a_rename_and_a_binary_file_are_each_counted_once(repo, wt):
+    (repo / "old.py").write_text("x = 1\ny = 2\nz = 3\n")
+    (repo / "gone.py").write_text("gone = True\n")
+    plain_git("add", "old.py", "gone.py", cwd=repo)
+    plain_git("commit", "-q", "-m", "two files", cwd=repo)
+    task = make_task()
+    path = await wt.ensure(task)
+    os.rename(path / "old.py", path / "new.py")
+    (path / "gone.py").unlink()
+    (path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    await wt.history.commit_all(task, "rename, delete, add")
+
+    stat = await wt.changes.diff_stat(task)
+
+    assert stat == DiffStat(
+        files=("gone.py", "logo.png", "new.py"),
+        renamed_from=("old.py",),
+        removed=("gone.py",),
+        added=0,
+        deleted=1,
+    )
+
+
 async def test_manifests_are_read_at_both_ends_of_the_task_branch(wt, repo):
     (repo / "requirements.txt").write_text("requests\n")
     plain_git("add", "requirements.txt", cwd=repo)
