@@ -53,14 +53,11 @@ class History:
         path = self.trees.path_for(task.id)
         with self.trees.working_on(task.id):
             await self.trees.verify(task, path)
-            await _stage(path)
-            outward = await self._outward_links(path)
+            anything = await _stage(path)
+            outward = await self._outward_links(path)  # since the branch began
             if outward:
                 return None, outward
-            staged = await run_git(
-                "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", cwd=path
-            )
-            if staged.code == 0:
+            if not anything:
                 return None, ()
             identity = await commit_identity(path)
             await git(
@@ -202,9 +199,10 @@ class History:
         return ref
 
 
-async def _stage(path: Path) -> None:
+async def _stage(path: Path) -> bool:
     """`git add --all` of what T25 is about to commit: refused, with the paths, when it
-    holds a change inside a submodule or outside the worktree's sparse cone."""
+    holds a change inside a submodule or outside the worktree's sparse cone; whether
+    there is anything to commit."""
     await submodules.refuse_changes(path)
     await sparse.refuse_outside(path)
     done = await run_git("add", "--all", cwd=path)
@@ -213,7 +211,7 @@ async def _stage(path: Path) -> None:
         if outside is not None:
             raise sparse.refusal(outside)
         raise GitError(f"git add --all failed in {path}: {git_reason(done.err)}")
-    await submodules.refuse_changes(path, staged_only=True)
+    return await submodules.refuse_staged(path)
 
 
 async def commit_identity(path: Path) -> list[str]:

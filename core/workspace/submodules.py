@@ -121,9 +121,10 @@ async def changes(tree: Path) -> tuple[str, ...]:
     return tuple(out)
 
 
-async def staged(tree: Path) -> tuple[str, ...]:
+async def staged(tree: Path) -> tuple[tuple[str, ...], bool]:
     """The gitlinks the index of `tree` adds or moves since HEAD (a repository the agent
-    made inside the tree, which `git add --all` stages as a submodule), as `path (what)`."""
+    made inside the tree, which `git add --all` stages as a submodule), as `path (what)`;
+    and whether the index differs from HEAD at all."""
     raw = await git_bytes(
         "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", "HEAD",
         cwd=tree, drivers_from=(),
@@ -134,7 +135,7 @@ async def staged(tree: Path) -> tuple[str, ...]:
         old_mode, new_mode = meta.lstrip(":").split()[:2]
         if new_mode == GITLINK:
             out.append(f"{path} ({'a new commit' if old_mode == GITLINK else 'a new submodule'})")
-    return tuple(out)
+    return tuple(out), any(fields)
 
 
 def _what(xy: str, sub: str) -> str:
@@ -150,10 +151,20 @@ def _what(xy: str, sub: str) -> str:
     return ", ".join(said) or "its recorded commit changed"
 
 
-async def refuse_changes(tree: Path, *, staged_only: bool = False) -> None:
-    """Refuse (WorktreeRefused) a tree with a change inside a submodule, naming them;
-    `staged_only`: the gitlinks its index adds or moves (after `git add --all`)."""
-    found = await (staged(tree) if staged_only else changes(tree))
+async def refuse_changes(tree: Path) -> None:
+    """Refuse (WorktreeRefused) a tree with a change inside a submodule, naming them."""
+    _refuse(await changes(tree))
+
+
+async def refuse_staged(tree: Path) -> bool:
+    """After `git add --all`: refuse (WorktreeRefused) the gitlinks the index of `tree`
+    adds or moves, naming them; else whether there is anything to commit."""
+    found, any_staged = await staged(tree)
+    _refuse(found)
+    return any_staged
+
+
+def _refuse(found: tuple[str, ...]) -> None:
     if found:
         shown = "; ".join(found[:_SHOWN]) + (
             f" … and {len(found) - _SHOWN} more" * (len(found) > _SHOWN)
