@@ -60,6 +60,9 @@ log = logging.getLogger("t25.remote")
 
 TRANSIENT_STATUSES = frozenset({502, 503, 504})  # serve, or its store, away for now
 RETRY = Backoff(0.5, 5.0, jitter=0.2)  # pauses between tries of a call serve did not take
+# The time a try needs before its lease lapses: the last pause is cut short to leave it,
+# so a serve back just before the lapse still hears the worker.
+LAST_TRY_S = 1.0
 CREDENTIAL_PAUSES = (1.0, 3.0)  # a refused credential is tried twice more, then given up
 RELEASE_PATIENCE_S = 5.0  # a release not taken by then is left to the lease's lapse
 # Serve closes a connection idle for KEEP_ALIVE_S (5 s, t25_tui.api.gate). A client that kept
@@ -322,8 +325,8 @@ class HttpRunQueue:
             except ControlPlaneUnreachable as exc:
                 failure = exc
             self.agreed = False  # the serve that answers next may be another one
-            pause = next(pauses)
-            if time.monotonic() + pause >= until:
+            left = until - time.monotonic()
+            if left <= LAST_TRY_S:  # no time for another try before the lease lapses
                 if lease is None:
                     raise failure
                 raise LeaseLost(
@@ -331,6 +334,7 @@ class HttpRunQueue:
                     f"has lapsed by now ({failure.message})",
                     hint="the run goes back to the queue; check the link to serve",
                 )
+            pause = min(next(pauses), left - LAST_TRY_S)  # the last try lands in time
             log.warning("%s failed (%s); trying again in %.1f s", path, failure, pause)
             await asyncio.sleep(pause)
 

@@ -190,3 +190,7 @@ def assert_told(err: Path, refs: list[str]) -> None:
 
 
 WORKER_ARGS = ("--workers", str(TASKS), "--heartbeat", "1")
+# A lease longer than any restart these tests make, on a loaded machine too: a serve killed
+# and started again, or a Postgres cluster, can take over ten seconds to answer there, and a
+# lease that lapses while it is away sends its run round again, by design.
+OUTLASTING_TTL = ("--lease-ttl", "60")

@@ -19,6 +19,7 @@ import pytest
 
 from core.config.schema import DATABASE_URL_ENV
 from tests.support.outages import (
+    OUTLASTING_TTL,
     TASKS,
     WORKER_ARGS,
     all_done,
@@ -36,7 +37,7 @@ from tests.support.waiting import until
 
 async def test_a_serve_killed_and_restarted_3s_later_fails_no_task(shop, tmp_path):
     async with shop_served(shop, tmp_path) as (served, client):
-        worker, err = served.start_worker(*WORKER_ARGS, "--lease-ttl", "15")
+        worker, err = served.start_worker(*WORKER_ARGS, *OUTLASTING_TTL)
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         served.kill_serve()
@@ -55,7 +56,7 @@ async def test_a_postgres_restart_under_serve_fails_no_task(shop, tmp_path, clus
     name = f"t25_{uuid.uuid4().hex[:12]}"
     url = cluster.new_database(name)
     async with shop_served(shop, tmp_path, env={DATABASE_URL_ENV: url}) as (served, client):
-        worker, err = served.start_worker(*WORKER_ARGS, "--lease-ttl", "15")
+        worker, err = served.start_worker(*WORKER_ARGS, *OUTLASTING_TTL)
         refs = await file_tasks(client)
         await until(lambda: dev_runs_running(client, 2), timeout=120, what="dev runs in flight")
         cluster.stop()
