@@ -136,7 +136,9 @@ def test_schemathesis_finds_nothing(real_serve, tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
+        # Under the per-test limit (600 s), so that a hang is named with its command; a loaded
+        # machine took over 300 s for the run with credentials.
+        timeout=540,
         stdin=subprocess.DEVNULL,
     )
     summary = done.stdout[-6000:]
