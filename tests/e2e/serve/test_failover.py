@@ -31,7 +31,7 @@ from core.domain.models import TaskState
 from core.errors import ControlPlaneUnreachable
 from t25_tui.api.credentials import local_token
 from t25_tui.api.server import make_api
-from t25_tui.api.worker_client import Http, HttpRunQueue
+from t25_tui.api.worker_client import LAST_TRY_S, Http, HttpRunQueue
 from tests.support.operators import operator_headers
 from tests.support.outages import (
     CMD,
@@ -164,7 +164,7 @@ async def test_when_every_replica_fails_the_worker_backs_off_once_per_round():
         runs = HttpRunQueue([a, b], CREDENTIAL, retry=Backoff(pause, pause))
         try:
             with remote_log() as said, pytest.raises(ControlPlaneUnreachable):
-                await runs.claim("w1", 2.2)
+                await runs.claim("w1", 2.2 + LAST_TRY_S)
         finally:
             await runs.close()
     names = [name for name, _ in hits]
@@ -172,7 +172,8 @@ async def test_when_every_replica_fails_the_worker_backs_off_once_per_round():
     gaps = [later - earlier for (_, earlier), (_, later) in pairwise(hits)]
     within_a_round, between_rounds = gaps[0::2], gaps[1::2]
     assert max(within_a_round) < pause * 0.8, gaps
-    assert min(between_rounds) >= pause * 0.95, gaps
+    # Every pause whole but the last, which may be cut short to land before the claim's end.
+    assert min(between_rounds[:-1]) >= pause * 0.95, gaps
     retried = [line for line in said if "trying again in" in line]
     assert len(retried) == len(names) // 2 - 1, said  # one pause per round, none within
 

@@ -36,7 +36,7 @@ class Clock:
 
     async def sleep(self, seconds: float) -> None:
         self.now += seconds
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # not a wait: lets the loop run, as a real pause would
 
 
 @pytest.fixture
