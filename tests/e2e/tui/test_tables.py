@@ -28,5 +28,5 @@ async def test_rows_drawn_before_their_columns_were_measured_are_drawn_again_who
         # A frame before the table measured its new row, as a loaded machine draws one.
         assert "T-1   a tit" in screen_text(app)
         await until(pilot, lambda: not table._require_update_dimensions)
-        await until(pilot, lambda: TITLE in screen_text(app), within_s=5)
+        await until(pilot, lambda: TITLE in screen_text(app))
         assert table.get_row_at(0) == ["T-1", TITLE]
