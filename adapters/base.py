@@ -41,7 +41,14 @@ from adapters.process import (
 )
 from adapters.prompt_files import PromptArg, prompt_arg
 from adapters.request_size import FixedPart
-from adapters.sandbox import Bubblewrap, Confinement, Sandbox, SandboxUnavailable, sandbox_for
+from adapters.sandbox import (
+    Bubblewrap,
+    Confinement,
+    Sandbox,
+    SandboxUnavailable,
+    confines,
+    sandbox_for,
+)
 from core.config.hosts import entry_for_url
 from core.domain.agent import AgentRequest, AgentResult, Failure
 from core.domain.models import SESSION_ID_PATTERN, TaskState, Usage
@@ -315,6 +322,9 @@ class CliAdapter:
 
     def locate(self) -> str | None:
         return self.spec.locate()
+
+    def confines(self, sandbox: str) -> bool:
+        return confines(sandbox)  # every run goes through `sandbox_for`, in `_ready`
 
     async def version(self) -> str | None:
         if self._version_read:

@@ -448,6 +448,13 @@ def unconfined_reason(mode: str) -> str | None:
     return bwrap_problem() if mode == "auto" else None
 
 
+def confines(name: str) -> bool:
+    """Whether a run under the sandbox setting `name` runs in bubblewrap here, or does not
+    run at all (`bwrap` and `required` refuse a run bubblewrap cannot confine): known
+    before the run starts."""
+    return name in ("bwrap", "required") or (name == "auto" and bwrap_problem() is None)
+
+
 def describe(mode: str, network: str) -> str:
     """How agents and QA checks are confined, in one line: `t25 doctor`, and every start."""
     if reason := unconfined_reason(mode):

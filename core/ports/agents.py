@@ -35,6 +35,12 @@ class AgentAdapter(Protocol):
         """The CLI's version, read once; None when it cannot be told."""
         ...
 
+    def confines(self, sandbox: str) -> bool:
+        """Whether every run under the sandbox setting `sandbox` (a profile's, else the
+        project's `sandbox.mode`) runs in bubblewrap here, or does not run at all; known
+        before the run, so nothing needs watching outside its worktree."""
+        ...
+
     async def run(
         self, request: AgentRequest, sink: OutputSink, abort: asyncio.Event
     ) -> AgentResult:

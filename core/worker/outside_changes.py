@@ -6,12 +6,14 @@ invariant undone (the worktree back to T25's last commit), and links that lead o
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+from core.config.schema import Config
 from core.domain.models import Run, Task, TaskState
 from core.domain.reports import RunReport
 from core.errors import T25Error
+from core.ports import AgentAdapter
 from core.workspace.watch import Undone, Watched
 from core.workspace.worktrees import Worktrees
 
@@ -36,12 +38,39 @@ class Watching:
         return await self.worktrees.watch.finish(self.watched, confined=confined(self.run, report))
 
 
+def confined_ahead(
+    run: Run, task: Task, config: Config, adapters: Mapping[str, AgentAdapter]
+) -> bool:
+    """Whether the run is known before it starts to run nothing outside bubblewrap: an
+    agent's stage (QA's checks run beside its agent, so QA is watched) whose every profile
+    in the role's chain has an adapter that confines that profile's sandbox here. Such a
+    run answers for nothing (`confined`), so no fingerprint of the main checkout is taken
+    around it: two git processes fewer, and never the "before" another run's undo goes
+    back to (the operator's work since it started is not put back)."""
+    if run.stage in (TaskState.QA, TaskState.PR_OPEN):
+        return False
+    policy = config.for_project(task.project)
+    chain = policy.roles.chain(run.role) or []
+    for profile in chain:
+        adapter = adapters.get(profile.adapter)
+        if adapter is None or not adapter.confines(policy.sandbox.for_profile(profile)):
+            return False
+    return bool(chain)
+
+
 @asynccontextmanager
-async def watching(worktrees: Worktrees, run: Run, task: Task) -> AsyncIterator[Watching]:
+async def watching(
+    worktrees: Worktrees,
+    run: Run,
+    task: Task,
+    config: Config,
+    adapters: Mapping[str, AgentAdapter],
+) -> AsyncIterator[Watching]:
     """Watch the main checkout around a run of `task` (an implementing agent may commit on
-    the task branch); a run stopped midway is no longer watched."""
+    the task branch), unless it is known to run confined (`confined_ahead`); a run stopped
+    midway is no longer watched."""
     watched = None
-    if runs_agent_code(run):
+    if runs_agent_code(run) and not confined_ahead(run, task, config, adapters):
         implementing = run.stage is TaskState.IMPLEMENTING
         watched = await worktrees.watch_run(task, may_commit=implementing)
     try:

@@ -270,7 +270,7 @@ class Worker:
                     archived[:12],
                 )
         last_commit = await worktrees.tip(task)  # T25's: every run before was watched
-        async with watching(worktrees, run, task) as watch:
+        async with watching(worktrees, run, task, self.config, self.adapters) as watch:
             try:
                 report = await self._stage(lease, run, task, worktrees, path, abort, claim)
             except LeaseLost:

@@ -1,4 +1,5 @@
-"""A fingerprint of the main checkout, taken before and after every run.
+"""A fingerprint of the main checkout, taken before and after every run that is not known to
+be confined (core.worker.outside_changes.confined_ahead).
 
 The invariant is that no agent ever writes the main checkout; only a human merge does.
 An agent runs in its own worktree, but nothing in the operating system stops it (or the

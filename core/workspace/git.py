@@ -25,7 +25,8 @@ Two layers do that:
 What this cannot close: a driver added to `.git/config` in the instant between reading
 the names and the call that follows. That window is microseconds, T25 holds the task's
 lock while it works, and the fingerprint of the main checkout taken around every agent
-run reports any change to `.git/config` as a failure of that run.
+run that is not confined (a confined one cannot reach `.git/config`) reports any change to
+it.
 """
 
 from __future__ import annotations
