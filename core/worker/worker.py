@@ -269,7 +269,7 @@ class Worker:
                     start[:12],
                     archived[:12],
                 )
-        last_commit = await worktrees.tip(task)  # T25's: every run before was watched
+        last_commit = await worktrees.tip(task)  # T25's: each run before watched or confined
         async with watching(worktrees, run, task, self.config, self.adapters) as watch:
             try:
                 report = await self._stage(lease, run, task, worktrees, path, abort, claim)
