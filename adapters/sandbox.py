@@ -449,10 +449,13 @@ def unconfined_reason(mode: str) -> str | None:
 
 
 def confines(name: str) -> bool:
-    """Whether a run under the sandbox setting `name` runs in bubblewrap here, or does not
-    run at all (`bwrap` and `required` refuse a run bubblewrap cannot confine): known
+    """Whether a run under the sandbox setting `name` gets bubblewrap here, as `sandbox_for`
+    gives it (where bubblewrap cannot run, `bwrap` and `required` refuse the run): known
     before the run starts."""
-    return name in ("bwrap", "required") or (name == "auto" and bwrap_problem() is None)
+    try:
+        return isinstance(sandbox_for(name), Bubblewrap)
+    except SandboxUnavailable:  # a setting T25 does not know: watched, as unconfined
+        return False
 
 
 def describe(mode: str, network: str) -> str:
