@@ -110,6 +110,18 @@ def list_tasks(
     return f"SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ${len(args)}", args
 
 
+# A task with no run queued or running (runs_by_task), and whether any run is (each over
+# the partial index of its status, however long the queue).
+NO_ACTIVE_RUN = (
+    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.task_id = tasks.id"
+    " AND runs.status IN ('queued', 'running'))"
+)
+HAS_ACTIVE_RUNS = (
+    "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'queued')"
+    " OR EXISTS (SELECT 1 FROM runs WHERE status = 'running')"
+)
+
+
 def count_tasks(where: str) -> str:
     return f"SELECT state, COUNT(*) AS n FROM tasks WHERE {where} GROUP BY state"
 

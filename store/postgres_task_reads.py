@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class PostgresTaskReads:
-    """`list_tasks`, `count_tasks`, `cost_by_task` and `run_events_before`, for `store.postgres.PostgresStore`."""
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task` and `run_events_before`,
+    for `store.postgres.PostgresStore`."""
 
     if TYPE_CHECKING:
 
@@ -34,11 +35,14 @@ class PostgresTaskReads:
         after: str | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        without_active_runs: bool = False,
     ) -> list[Task]:
         if states is not None and not states:
             return []
         wanted = None if states is None else [TaskState(s).value for s in states]
         where, args = sql.tasks_where(wanted, project, include_archived, merged)
+        if without_active_runs:
+            where += f" AND {sql.NO_ACTIVE_RUN}"
         statement, args = sql.list_tasks(
             where,
             args,
@@ -62,6 +66,9 @@ class PostgresTaskReads:
         where, args = sql.tasks_where(wanted, project, include_archived, merged)
         found = await self._fetch(sql.count_tasks(where), *args)
         return {TaskState(r["state"]): r["n"] for r in found}
+
+    async def has_active_runs(self) -> bool:
+        return bool((await self._fetch(sql.HAS_ACTIVE_RUNS))[0][0])
 
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
         numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]

@@ -63,6 +63,16 @@ GET_TASK = "SELECT * FROM tasks WHERE id = ?"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
 LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ?"
 COUNT_TASKS = "SELECT state, COUNT(*) AS n FROM tasks WHERE {where} GROUP BY state"
+# A task with no run queued or running (runs_by_task), and whether any run is (each over
+# the partial index of its status, however long the queue).
+NO_ACTIVE_RUN = (
+    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.task_id = tasks.id"
+    " AND runs.status IN ('queued', 'running'))"
+)
+HAS_ACTIVE_RUNS = (
+    "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'queued')"
+    " OR EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS active"
+)
 
 
 def update_task(set_columns: list[str], *, with_state: bool) -> str:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class SqliteTaskReads:
-    """`list_tasks`, `count_tasks`, `cost_by_task` and `run_events_before`, for `store.sqlite.SqliteStore`."""
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task` and `run_events_before`,
+    for `store.sqlite.SqliteStore`."""
 
     if TYPE_CHECKING:
 
@@ -36,8 +37,11 @@ class SqliteTaskReads:
         after: str | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        without_active_runs: bool = False,
     ) -> list[Task]:
         where, params = _tasks_where(states, project, include_archived, merged)
+        if without_active_runs:
+            where.append(sql.NO_ACTIVE_RUN)
         if after is not None:
             where.append("id < ?" if newest_first else "id > ?")
             params.append(parse_id("T", after))
@@ -58,6 +62,9 @@ class SqliteTaskReads:
         where, params = _tasks_where(states, project, include_archived, merged)
         found = await self._read(sql.COUNT_TASKS.format(where=" AND ".join(where)), params)
         return {TaskState(r["state"]): r["n"] for r in found}
+
+    async def has_active_runs(self) -> bool:
+        return bool((await self._read(sql.HAS_ACTIVE_RUNS))[0]["active"])
 
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
         if task_ids is None:

@@ -165,10 +165,11 @@ class Sweeper:
         """One pass: lapsed leases back to the queue (or their task failed), then every
         task that can move and has nothing queued moved on."""
         await self._reap()
-        store = self.control.store
-        active = {r.task_id for s in ACTIVE for r in await store.list_runs(status=s)}
-        for task in await store.list_tasks(states=[TaskState.RECEIVED, *WORKING]):
-            if task.id not in active and task.id not in self.control.live:
+        waiting = await self.control.store.list_tasks(
+            states=[TaskState.RECEIVED, *WORKING], without_active_runs=True
+        )
+        for task in waiting:
+            if task.id not in self.control.live:
                 try:
                     await self.advance(task)
                 except StaleState:
@@ -222,7 +223,4 @@ class Sweeper:
     async def idle(self) -> bool:
         if self.pool is not None and self.pool.busy:
             return False
-        for status in ACTIVE:
-            if await self.control.store.list_runs(status=status):
-                return False
-        return True
+        return not await self.control.store.has_active_runs()

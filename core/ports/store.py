@@ -141,9 +141,16 @@ class TaskStore(Protocol):
         after: str | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        without_active_runs: bool = False,
     ) -> list[Task]:
         """Tasks by id, oldest first (newest first when asked), merged or not when asked;
-        `after` a task's id, the list goes on past it in that order; at most `limit`."""
+        `after` a task's id, the list goes on past it in that order; at most `limit`; only
+        those with no run queued or running, when asked (the sweeper's pass)."""
+        ...
+
+    async def has_active_runs(self) -> bool:
+        """Whether any run is queued or running: one look at the queue's indexes, however
+        long it is."""
         ...
 
     async def count_tasks(

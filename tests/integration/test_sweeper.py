@@ -189,3 +189,49 @@ async def test_a_control_plane_whose_clock_runs_ahead_takes_no_decision_in_progr
         await sweeper.sweep()
     runs = await control.store.list_runs(task_id=task.id)
     assert [(r.stage, r.status) for r in runs] == [(S.SPEC, RunStatus.SUCCEEDED)]
+
+
+class RowsRead:
+    """The control plane as the sweeper sees it, counting the tasks and runs its store reads
+    hand back."""
+
+    def __init__(self, control) -> None:
+        self._control = control
+        self.rows = 0
+        counter = self
+
+        class CountingStore:
+            def __getattr__(self, name: str):
+                found = getattr(control.store, name)
+                if not name.startswith(("list_", "get_")):
+                    return found
+
+                async def read(*args, **kw):
+                    answer = await found(*args, **kw)
+                    counter.rows += len(answer) if isinstance(answer, list) else 1
+                    return answer
+
+                return read
+
+        self.store = CountingStore()
+
+    def __getattr__(self, name: str):
+        return getattr(self._control, name)
+
+
+async def test_a_sweep_reads_only_the_tasks_that_can_move_however_long_the_queue(env):
+    """Every 0.5 s, whatever the queue's length: a pass used to read every queued and
+    running run, and every working task, to find the few with nothing queued."""
+    control = await env.open()
+    for n in range(40):
+        await control.new_task(f"task {n}", actor="ana")
+    seen = RowsRead(control)
+    sweeper = Sweeper(seen)  # no workers: nothing claims the runs
+    await sweeper.sweep()  # each task to SPEC, with its run queued
+    assert seen.rows >= 40
+    assert len(await control.store.list_runs(status=RunStatus.QUEUED)) == 40
+
+    seen.rows = 0
+    await sweeper.sweep()
+    assert not await sweeper.idle()
+    assert seen.rows == 0

@@ -838,6 +838,34 @@ async def test_list_runs_filters(store: Store, project: Project) -> None:
     assert await store.list_runs(task_id=b.id, status=RunStatus.RUNNING) == []
 
 
+async def test_the_sweepers_reads_leave_out_tasks_with_a_run_queued_or_running(
+    store: Store, project: Project
+) -> None:
+    queued, running, finished, idle = [await new_task(store, n) for n in "abcd"]
+    assert not await store.has_active_runs()
+    for task in (queued, running, finished):
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+    first = await store.claim_run("w", 30)  # the queued run of `queued`
+    second = await store.claim_run("w", 30)
+    third = await store.claim_run("w", 30)
+    assert first and second and third
+    await store.release_run(first)
+    await store.complete_run(third, RunOutcome(status=RunStatus.SUCCEEDED))
+
+    waiting = await store.list_tasks(without_active_runs=True)
+    assert [t.id for t in waiting] == [finished.id, idle.id]
+    assert await store.list_tasks(states=[S.SPEC], without_active_runs=True) == []
+    first_page = await store.list_tasks(states=[S.RECEIVED], without_active_runs=True, limit=1)
+    assert [t.id for t in first_page] == [finished.id]
+    assert await store.has_active_runs()
+
+    await store.complete_run(second, RunOutcome(status=RunStatus.FAILED))
+    assert await store.has_active_runs()  # `queued` still waits in the queue
+    await store.cancel_runs(queued.id)
+    assert not await store.has_active_runs()
+    assert len(await store.list_tasks(without_active_runs=True)) == 4
+
+
 # -- artifacts --------------------------------------------------------------------------------
 
 
