@@ -4,11 +4,12 @@ over an index."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.domain.events import Event
-from core.domain.models import MAX_ID, Task, TaskState, format_id, parse_id
+from core.domain.evidence import PastCosts
+from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
 from store import postgres_sql as sql
 from store import rows
 from store.postgres_writes import ROWS
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 
 
 class PostgresTaskReads:
-    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task` and `run_events_before`,
-    for `store.postgres.PostgresStore`."""
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `past_costs`,
+    `newest_artifact` and `run_events_before`, for `store.postgres.PostgresStore`."""
 
     if TYPE_CHECKING:
 
@@ -74,6 +75,16 @@ class PostgresTaskReads:
         numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]
         costs = await self._fetch(sql.COST_BY_TASK, numbers)
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def past_costs(
+        self, *, project: str, roles: Mapping[str, str | None]
+    ) -> dict[str, PastCosts]:
+        found = await self._fetch(sql.PAST_COSTS, project, rows.wanted_roles(roles))
+        return {r["role"]: rows.past_costs(r) for r in found}
+
+    async def newest_artifact(self, kind: ArtifactKind, *, project: str) -> Artifact | None:
+        found = await self._fetch(sql.NEWEST_ARTIFACT, ArtifactKind(kind).value, project)
+        return ROWS.artifact(found[0]) if found else None
 
     async def run_events_before(
         self, run_id: str, *, before: int | None = None, limit: int = 500

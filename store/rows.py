@@ -15,12 +15,13 @@ Ids are numbers in the tables and `T-12`, `R-3`, `A-7` in the domain.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from core.domain.events import Event
+from core.domain.evidence import PastCosts
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -71,6 +72,16 @@ def project(r: Row) -> Project:
 
 def anchor(r: Row) -> AuditAnchor:
     return AuditAnchor(seq=r["seq"], hash=r["hash"])
+
+
+def wanted_roles(roles: Mapping[str, str | None]) -> str:
+    """The roles (and each one's model, or None) a `past_costs` read asks for, as the JSON
+    array of {role, model} both stores' statements read."""
+    return json.dumps([{"role": role, "model": model} for role, model in roles.items()])
+
+
+def past_costs(r: Row) -> PastCosts:
+    return PastCosts(runs=int(r["runs"]), low_usd=float(r["low"]), high_usd=float(r["high"]))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.domain.events import Event
-from core.domain.models import MAX_ID, Task, TaskState, format_id, parse_id
+from core.domain.evidence import PastCosts
+from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
+from store import rows
 from store import sqlite_sql as sql
 from store.sqlite_writes import ROWS
 
@@ -18,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class SqliteTaskReads:
-    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task` and `run_events_before`,
-    for `store.sqlite.SqliteStore`."""
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `past_costs`,
+    `newest_artifact` and `run_events_before`, for `store.sqlite.SqliteStore`."""
 
     if TYPE_CHECKING:
 
@@ -76,6 +78,16 @@ class SqliteTaskReads:
             where = "WHERE task_id IN (SELECT value FROM json_each(?))"
             costs = await self._read(sql.COST_BY_TASK.format(where=where), [json.dumps(numbers)])
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def past_costs(
+        self, *, project: str, roles: Mapping[str, str | None]
+    ) -> dict[str, PastCosts]:
+        asked = {"project": project, "wanted": rows.wanted_roles(roles)}
+        return {r["role"]: rows.past_costs(r) for r in await self._read(sql.PAST_COSTS, asked)}
+
+    async def newest_artifact(self, kind: ArtifactKind, *, project: str) -> Artifact | None:
+        found = await self._read(sql.NEWEST_ARTIFACT, (ArtifactKind(kind).value, project))
+        return ROWS.artifact(found[0]) if found else None
 
     async def run_events_before(
         self, run_id: str, *, before: int | None = None, limit: int = 500

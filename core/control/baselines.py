@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from core.domain.events import ArtifactStored, Event
 from core.domain.figures import Baseline
-from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult, Task, parse_id
+from core.domain.models import ArtifactKind, ArtifactMeta, CheckResult, Task
 from core.errors import ArtifactCorrupted
 from core.ports.store import Store
 
@@ -65,15 +65,9 @@ async def keep(
 async def latest(store: Store, project: str) -> Baseline | None:
     """The project's baseline: kept by the newest merge whose trial ran checks; None
     before the first one (or when what was kept no longer reads)."""
-    mine = {t.id for t in await store.list_tasks(project=project, include_archived=True)}
-    kept = [
-        a
-        for a in await store.list_artifacts()
-        if a.meta.kind is ArtifactKind.MERGE_CHECKS and a.meta.task_id in mine
-    ]
-    if not kept:
+    newest = await store.newest_artifact(ArtifactKind.MERGE_CHECKS, project=project)
+    if newest is None:
         return None
-    newest = max(kept, key=lambda a: parse_id("A", a.id))
     try:
         _, content = await store.get_artifact(newest.id)  # re-hashed as it is read
         return Baseline.model_validate_json(content)

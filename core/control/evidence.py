@@ -19,14 +19,19 @@ from core.control.policies import evaluate_review, merge_refusal
 from core.domain.answers import PlanAnswer, ReviewAnswer, SpecAnswer
 from core.domain.diffs import files_of
 from core.domain.events import DecisionRecorded
-from core.domain.evidence import ApprovalEvidence, MergeEvidence, ReviewRound, StageEstimate
+from core.domain.evidence import (
+    ApprovalEvidence,
+    MergeEvidence,
+    PastCosts,
+    ReviewRound,
+    StageEstimate,
+)
 from core.domain.figures import Baseline
 from core.domain.models import (
     Artifact,
     ArtifactKind,
     CheckResult,
     DiffStat,
-    RunStatus,
     Task,
     TaskState,
 )
@@ -121,34 +126,23 @@ async def _estimate(queries: Reads, task: Task) -> tuple[StageEstimate, ...]:
     model its first profile names, when it names one), summed per task: a task whose QA or
     review sent it back ran a role more than once, and the range says so."""
     policy = queries.config.for_project(task.project)
-    mine = {
-        t.id for t in await queries.store.list_tasks(project=task.project, include_archived=True)
-    }
-    past = [
-        r for r in await queries.store.list_runs(status=RunStatus.SUCCEEDED) if r.task_id in mine
-    ]
+    models: dict[str, str | None] = {}
+    for _, role in AFTER_APPROVAL:
+        chain = policy.roles.chain(role) or []
+        models[role] = chain[0].model if chain else None
+    found = await queries.store.past_costs(project=task.project, roles=models)
     out = []
     for stage, role in AFTER_APPROVAL:
-        chain = policy.roles.chain(role) or []
-        model = chain[0].model if chain else None
-        runs = [
-            r
-            for r in past
-            if r.role == role and (model is None or model in (r.model, r.usage.model))
-        ]
-        per_task: dict[str, float] = {}
-        for r in runs:
-            per_task[r.task_id] = per_task.get(r.task_id, 0.0) + r.cost_usd
-        costs = list(per_task.values())
-        priced = any(costs) or queries.config.rate_for(model) is not None
+        model, past = models[role], found.get(role, PastCosts())
+        priced = past.high_usd > 0 or queries.config.rate_for(model) is not None
         out.append(
             StageEstimate(
                 stage=stage.value,
                 role=role,
                 model=model,
-                runs=len(runs),
-                low_usd=min(costs, default=0.0),
-                high_usd=max(costs, default=0.0),
+                runs=past.runs,
+                low_usd=past.low_usd,
+                high_usd=past.high_usd,
                 priced=priced,
             )
         )

@@ -7,6 +7,8 @@ on a plan and `t25 merge --dry-run` print the same values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.answers import Finding, PlanAnswer, SpecAnswer
@@ -29,6 +31,16 @@ class StageEstimate(BaseModel):
     low_usd: float = 0.0
     high_usd: float = 0.0
     priced: bool = True  # False: the model has no rate in cost.rates
+
+
+@dataclass(frozen=True)
+class PastCosts:
+    """A project's succeeded runs of one role, summed per task: how many runs, and the
+    cheapest and the dearest task's sum (0 when there were none)."""
+
+    runs: int = 0
+    low_usd: float = 0.0
+    high_usd: float = 0.0
 
 
 class ApprovalEvidence(BaseModel):

@@ -28,8 +28,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.domain.audit import ChainLine
 from core.domain.events import Event
+from core.domain.evidence import PastCosts
 from core.domain.models import (
     Artifact,
+    ArtifactKind,
     ArtifactMeta,
     AuditAnchor,
     Lease,
@@ -303,6 +305,14 @@ class RunLeases(Protocol):
         `task_ids`: the board's figure, without reading every run."""
         ...
 
+    async def past_costs(
+        self, *, project: str, roles: Mapping[str, str | None]
+    ) -> dict[str, PastCosts]:
+        """For each of `roles` (a role, and the model its runs chose or used, or None: any),
+        the project's succeeded runs of it summed per task, all in one read: an approval's
+        estimate of the stages left. A role with no such run is left out."""
+        ...
+
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         """Lease the oldest queued run to `worker`, or None when the queue is empty."""
         ...
@@ -376,6 +386,11 @@ class ArtifactStore(Protocol):
         ...
 
     async def list_artifacts(self, *, task_id: str | None = None) -> list[Artifact]: ...
+
+    async def newest_artifact(self, kind: ArtifactKind, *, project: str) -> Artifact | None:
+        """The newest artifact of `kind` written for a task of `project` (archived ones
+        included), by one walk of an index: the checks a merge kept."""
+        ...
 
 
 class AuditAnchorStore(Protocol):

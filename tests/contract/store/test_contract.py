@@ -22,6 +22,7 @@ from core.domain.events import (
     TaskTransitioned,
     TaskUpdated,
 )
+from core.domain.evidence import PastCosts
 from core.domain.models import (
     Artifact,
     ArtifactKind,
@@ -712,6 +713,64 @@ async def test_cost_by_task_sums_each_tasks_runs(store: Store, project: Project)
     assert await store.cost_by_task() == {"T-1": 0.25, "T-2": 0.5, "T-3": 0.125}
     assert await store.cost_by_task(["T-3", "T-1", "T-4"]) == {"T-1": 0.25, "T-3": 0.125}
     assert await store.cost_by_task([]) == {}
+
+
+async def test_past_costs_sum_a_projects_succeeded_runs_of_each_role_per_task(
+    store: Store, project: Project
+) -> None:
+    await store.upsert_project(Project(name="other", repo_path="/srv/o", default_branch="main"))
+    assert await store.past_costs(project="demo", roles={"dev": None}) == {}
+
+    async def ran(task: Task, role: str, status: RunStatus, cost: float, **chose: str) -> None:
+        stage = S.IMPLEMENTING if role == "dev" else S.QA
+        await store.enqueue_run(NewRun(task_id=task.id, stage=stage, role=role))
+        lease = await store.claim_run("w", 30)
+        assert lease is not None
+        used = Usage(model=chose.pop("used", None))
+        outcome = RunOutcome(status=status, cost_usd=cost, usage=used, **chose)
+        await store.complete_run(lease, outcome)
+
+    one, two = await new_task(store, "one"), await new_task(store, "two")
+    theirs, _ = await store.create_task(NewTask(project="other", title="theirs"), actor="a")
+    await ran(one, "dev", RunStatus.SUCCEEDED, 0.5, model="opus")
+    await ran(one, "dev", RunStatus.SUCCEEDED, 0.25, used="opus")  # sent back: a second run
+    await ran(two, "dev", RunStatus.SUCCEEDED, 0.125, model="sonnet")
+    await ran(two, "dev", RunStatus.FAILED, 9.0, model="opus")
+    await ran(two, "qa", RunStatus.SUCCEEDED, 7.0, model="opus")
+    await ran(theirs, "dev", RunStatus.SUCCEEDED, 5.0, model="opus")
+
+    any_model = await store.past_costs(project="demo", roles={"dev": None, "docs": None})
+    assert any_model == {"dev": PastCosts(3, 0.125, 0.75)}
+    opus = await store.past_costs(project="demo", roles={"dev": "opus", "qa": "opus"})
+    assert opus == {"dev": PastCosts(2, 0.75, 0.75), "qa": PastCosts(1, 7.0, 7.0)}
+    assert await store.past_costs(project="demo", roles={"qa": "sonnet"}) == {}
+    theirs_too = await store.past_costs(project="other", roles={"dev": "opus"})
+    assert theirs_too == {"dev": PastCosts(1, 5.0, 5.0)}
+
+
+async def test_the_newest_artifact_of_a_kind_is_found_for_a_project(
+    store: Store, project: Project
+) -> None:
+    await store.upsert_project(Project(name="other", repo_path="/srv/o", default_branch="main"))
+    mine, _ = await store.create_task(NewTask(project="demo", title="mine"), actor="a")
+    theirs, _ = await store.create_task(NewTask(project="other", title="theirs"), actor="a")
+
+    async def kept(task: Task, kind: ArtifactKind, body: bytes) -> str:
+        meta = ArtifactMeta(kind=kind, media_type="application/json", task_id=task.id)
+        return (await store.put_artifact(body, meta)).id
+
+    assert await store.newest_artifact(ArtifactKind.MERGE_CHECKS, project="demo") is None
+    await kept(mine, ArtifactKind.MERGE_CHECKS, b"old")
+    newest = await kept(mine, ArtifactKind.MERGE_CHECKS, b"new")
+    await kept(mine, ArtifactKind.PLAN, b"a plan, written after")
+    await kept(theirs, ArtifactKind.MERGE_CHECKS, b"another project's")
+    await store.update_task(
+        mine.id, S.RECEIVED, {"archived": True}, TaskUpdated(fields={"archived": True}, actor="b")
+    )
+
+    found = await store.newest_artifact(ArtifactKind.MERGE_CHECKS, project="demo")
+    assert found is not None and found.id == newest and found.size == 3
+    assert await store.newest_artifact(ArtifactKind.REVIEW, project="demo") is None
 
 
 async def test_reap_returns_lapsed_runs_to_the_queue(store: Store, project: Project) -> None:
