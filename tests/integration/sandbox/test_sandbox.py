@@ -167,6 +167,34 @@ async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sand
     assert LEFTOVER not in git_sync("log", "--all", "--name-only", "--format=", cwd=shop)
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+async def test_only_a_run_outside_a_pid_namespace_is_searched_for_what_it_left(
+    env, shop, sandbox, monkeypatch
+):
+    """Bubblewrap's PID namespace ends every process of a run with it, so no scan of /proc
+    follows a run there (each took milliseconds on the event loop, a dozen times a task);
+    under the reaper, the scan by the run's tag stays the last word."""
+    searched: list[str] = []
+    kill_tagged = containment.kill_tagged
+
+    def counted(tag: str) -> list[int]:
+        searched.append(tag)
+        return kill_tagged(tag)
+
+    monkeypatch.setattr(containment, "kill_tagged", counted)
+    control = await env.open(roles=dev("setsid:scrubbed"), sandbox=sandbox)
+    task = await env.new()
+    await env.work()
+    root = control.config.worktrees.root
+    await until(lambda: not working_in(root), 30, lambda: _described(working_in(root)))
+    assert not (root / task.id / LEFTOVER).exists()
+    assert (await env.task(task.id)).state is TaskState.DONE
+    if sandbox == "auto":
+        assert searched == []
+    else:  # every agent run and every QA check
+        assert len(searched) >= 6, searched
+
+
 def _t25_run(shop: Path, sandbox: str, misbehave: str = "slow:60") -> subprocess.Popen[str]:
     roles = {role: [SCRIPTED] for role in ROLES}
     roles["dev"] = [{"adapter": "scripted", "args": ["--misbehave", misbehave]}]
