@@ -56,7 +56,12 @@ class Result:
 def t25(repo: Path):
     """Run the real `t25` command line as a child process in `repo`."""
 
-    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 120,
+    ) -> Result:
         done = subprocess.run(
             [sys.executable, "-m", "t25_tui", *args],
             cwd=cwd or repo,
@@ -64,7 +69,7 @@ def t25(repo: Path):
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout_s,
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
