@@ -26,6 +26,7 @@ from typing import ClassVar
 
 from adapters.caps import capped
 from adapters.checkout_view import CheckoutView
+from adapters.containment import run_tag
 from adapters.entries import EventShapes
 from adapters.homes import home_variables, private_home, run_homes, seen_at_checkout
 from adapters.login import LoginProbe
@@ -407,7 +408,8 @@ class CliAdapter:
                         grace_s=self.grace_s,
                         log_limit=request.max_log_bytes,
                         parse_limit=self.spec.parse_limit,
-                        tag=sandbox.run_tag(request.run_id),
+                        tag=run_tag(request.run_id),
+                        namespaced=sandbox.ends_its_processes,
                         log_to=log_spool(request),
                     )
                     over = run.hit(done.exit_code, done.signal)

@@ -146,10 +146,10 @@ async def _run(
     abort: asyncio.Event | None,
 ) -> tuple[ProcessResult, str | None, RunProxy | None]:
     """The check's process, confined and capped: how it ended, the cap it hit, its proxy."""
-    name = f"{confine.run_id}/{check.name}"
+    tag = run_tag(f"{confine.run_id}/{check.name}")
     async with (
         run_network(box, Allowlist.of(confine.allow_hosts)) as (box, proxy),
-        capped(sandbox.wrap(list(check.run), box, env), confine.caps, run_tag(name)) as run,
+        capped(sandbox.wrap(list(check.run), box, env), confine.caps, tag) as run,
     ):
         done = await run_process(
             run.argv,
@@ -157,6 +157,7 @@ async def _run(
             env=env,
             timeout_s=check.timeout_s,
             abort=abort or asyncio.Event(),
-            tag=sandbox.run_tag(name),
+            tag=tag,
+            namespaced=sandbox.ends_its_processes,
         )
         return done, run.hit(done.exit_code, done.signal), proxy

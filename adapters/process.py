@@ -269,6 +269,7 @@ async def run_process(
     log_limit: int = DEFAULT_LOG_LIMIT,
     parse_limit: int = PARSE_LIMIT,
     tag: str | None = None,
+    namespaced: bool = False,
     redactor: Redactor | None = None,
     log_to: Path | None = None,
 ) -> ProcessResult:
@@ -282,14 +283,17 @@ async def run_process(
 
     If the calling task is cancelled, the group is killed and the leader reaped before the
     cancellation propagates. With a `tag` (an agent's or a QA check's run), whatever still
-    carries the tag when the run ends is killed too (`adapters.containment`).
+    carries the tag when the run ends is killed too (`adapters.containment`) — unless the run
+    is `namespaced` (a PID namespace that ends with its first process, as bubblewrap's does)
+    and ended by itself: then nothing of it is left, and /proc is not searched.
     """
     redactor = Redactor.of_held() if redactor is None else redactor
     printed = _Output(log_limit, parse_limit, log_to)
     if tag is None:
         return await _run(argv, cwd, env, timeout_s, abort, on_output, grace_s, printed, redactor)
+    done: ProcessResult | None = None
     try:
-        return await _run(
+        done = await _run(
             argv,
             cwd,
             containment.tag_env(env, tag),
@@ -300,8 +304,15 @@ async def run_process(
             printed,
             redactor,
         )
+        return done
     finally:
-        containment.kill_tagged(tag)
+        if not (namespaced and done is not None and _ended_by_itself(done)):
+            containment.kill_tagged(tag)
+
+
+def _ended_by_itself(done: ProcessResult) -> bool:
+    """Neither stopped by T25 (its timeout, an abort) nor killed by a signal."""
+    return not (done.timed_out or done.aborted or done.spawn_error) and done.signal is None
 
 
 async def _supervise(

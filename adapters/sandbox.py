@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from adapters import sandbox_probe
 from adapters.checkout_view import git_common_dir
-from adapters.containment import reaped, run_tag
+from adapters.containment import reaped
 from adapters.process import run_process
 
 if TYPE_CHECKING:
@@ -113,14 +113,9 @@ class Sandbox:
 
     name = "none"
     unconfined: str | None = "sandbox: none"
-    # Whether a run's processes all end with it, in a PID namespace of its own: then none is
-    # left for its tag to find (adapters.containment), and no scan of /proc looks for one.
+    # Whether a run's processes all end with its first one, in a PID namespace of their own:
+    # after a run that ended by itself none is left for its tag to find (adapters.containment).
     ends_its_processes = False
-
-    def run_tag(self, run_id: str) -> str | None:
-        """The tag the run's processes carry, so that what outlives the run is found and
-        killed; None where nothing can outlive it."""
-        return None if self.ends_its_processes else run_tag(run_id)
 
     async def check(self) -> None:
         return None

@@ -403,3 +403,25 @@ async def test_a_held_secret_a_child_prints_is_redacted_before_it_is_streamed_or
     assert done.stdout == done.stderr == mark.encode()
     assert secret.encode() not in done.log  # both streams, interleaved as they arrived
     assert done.log.count(b"[t25: redacted FACTORY_WORKER_CREDENTIAL]") == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "timeout_s", "searched"),
+    [("pass", 60, False), ("import time; time.sleep(300)", 1, True)],
+    ids=["ended-by-itself", "stopped-by-t25"],
+)
+async def test_a_namespaced_run_is_searched_for_leftovers_only_when_t25_stopped_it(
+    tmp_path, monkeypatch, code, timeout_s, searched
+):
+    """In a PID namespace that ends with the run's first process (bubblewrap's), a run that
+    ended by itself left nothing; one T25 stopped may have (its namespace's first process
+    killed before it could end the rest), and the run's tag is looked for."""
+    from adapters import containment
+
+    looked: list[str] = []
+    monkeypatch.setattr(containment, "kill_tagged", lambda tag: looked.append(tag) or [])
+    done = await run(py(code), tmp_path, timeout_s=timeout_s, tag="1.R-1", namespaced=True)
+    assert done.timed_out is searched
+    assert looked == (["1.R-1"] if searched else [])
+    unnamespaced = await run(py("pass"), tmp_path, tag="1.R-2")
+    assert unnamespaced.exit_code == 0 and looked[-1] == "1.R-2"

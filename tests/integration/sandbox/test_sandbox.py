@@ -171,9 +171,10 @@ async def test_a_child_that_leaves_its_session_dies_with_the_run(env, shop, sand
 async def test_only_a_run_outside_a_pid_namespace_is_searched_for_what_it_left(
     env, shop, sandbox, monkeypatch
 ):
-    """Bubblewrap's PID namespace ends every process of a run with it, so no scan of /proc
-    follows a run there (each took milliseconds on the event loop, a dozen times a task);
-    under the reaper, the scan by the run's tag stays the last word."""
+    """Bubblewrap's PID namespace ends every process of a run with its first one, so no scan
+    of /proc follows a run there that ended by itself (each took milliseconds on the event
+    loop, a dozen times a task); under the reaper, the scan by the run's tag stays the last
+    word, as it does after a run in bubblewrap that T25 stopped."""
     searched: list[str] = []
     kill_tagged = containment.kill_tagged
 
