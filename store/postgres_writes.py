@@ -381,8 +381,10 @@ async def extend_chain(
 def payload(event: Event) -> str:
     """`event.payload()` as JSON text, serialised by pydantic in one step (a third of the cost).
 
-    jsonb cannot hold U+0000, which agent output may carry: it is kept as U+FFFD."""
-    return _NUL_ESCAPE.sub(r"\1\\ufffd", event.model_dump_json(exclude=Event._envelope))
+    jsonb cannot hold U+0000, which agent output may carry: it is kept as U+FFFD (the
+    expression is tried only on text that has one: a run's completion is on the lease path)."""
+    text = event.model_dump_json(exclude=Event._envelope)
+    return _NUL_ESCAPE.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
 
 
 # `\u0000` in JSON text, where its backslash is not itself escaped (`\\u0000` is text).
