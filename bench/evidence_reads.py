@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checked import happened
+from fingerprint import timed
 from history import fill
-from sweep_cost import median_ms
 from tui import make_repo
 
 from core.config.schema import load_config
@@ -89,7 +89,7 @@ async def measure(repo: Path, finished: int, repeat: int) -> dict[str, float]:
             ("baseline", baseline),
             ("baseline before", baseline_before),
         ):
-            figures[name] = await median_ms(repeat, step)
+            figures[name] = await timed(repeat, step)
         return figures
     finally:
         await store.close()

@@ -23,17 +23,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checked import happened
+from fingerprint import timed
 from leases import admin, database_url, fill_t25
 from pipeline import make_repo
 
@@ -43,15 +41,6 @@ from core.control.sweeper import ACTIVE, Sweeper
 from core.domain.models import RunStatus, TaskState
 from core.domain.states import WORKING
 from store import open_store
-
-
-async def median_ms(repeat: int, step: Callable[[], Awaitable[object]]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        await step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 async def measure(repo: Path, queued: int, repeat: int) -> tuple[float, float]:
@@ -73,8 +62,8 @@ async def measure(repo: Path, queued: int, repeat: int) -> tuple[float, float]:
             happened(len(active) == len(working) == queued, "the reference read another queue")
 
         await one_pass()  # warm: the first pass is not the one a sweeper repeats
-        swept = await median_ms(repeat, one_pass)
-        reference = await median_ms(repeat, old_reads)
+        swept = await timed(repeat, one_pass)
+        reference = await timed(repeat, old_reads)
         still = await store.list_runs(status=RunStatus.QUEUED)
         moved = await store.count_tasks()
         happened(len(still) == queued, f"{len(still)} of {queued} runs still queued")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import reaping
+from store import reaping, shared_sql
 
 # -- opening ------------------------------------------------------------------------------
 
@@ -110,28 +110,9 @@ def list_tasks(
     return f"SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ${len(args)}", args
 
 
-# A task with no run queued or running (runs_by_task), and whether any run is (each over
-# the partial index of its status, however long the queue).
-# $1 project, $2 the wanted roles (a JSON array of {role, model}; a model, chosen or used,
-# when one is named): the project's succeeded runs of each, summed per task.
-PAST_COSTS = """
-WITH wanted AS (
-    SELECT * FROM jsonb_to_recordset($2::jsonb) AS w (role text, model text)
-), per_task AS (
-    SELECT runs.role AS role, count(*) AS n, sum(runs.cost_usd) AS cost
-    FROM runs JOIN tasks ON tasks.id = runs.task_id JOIN wanted ON wanted.role = runs.role
-    WHERE tasks.project = $1 AND runs.status = 'succeeded'
-      AND (wanted.model IS NULL OR runs.model = wanted.model OR runs.usage_model = wanted.model)
-    GROUP BY runs.role, runs.task_id
-)
-SELECT role, sum(n) AS runs, min(cost) AS low, max(cost) AS high FROM per_task GROUP BY role"""
-NO_ACTIVE_RUN = (
-    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.task_id = tasks.id"
-    " AND runs.status IN ('queued', 'running'))"
-)
-HAS_ACTIVE_RUNS = (
-    "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'queued')"
-    " OR EXISTS (SELECT 1 FROM runs WHERE status = 'running')"
+# $1 the project, $2 the wanted roles (a JSON array of {role, model}).
+PAST_COSTS = shared_sql.past_costs(
+    "SELECT * FROM jsonb_to_recordset($2::jsonb) AS w (role text, model text)", "$1"
 )
 
 
@@ -411,11 +392,7 @@ GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = $1 AND n = $2"
 LIST_ARTIFACTS = f"""
 SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
 WHERE ($1::bigint IS NULL OR artifacts.task_id = $1) ORDER BY artifacts.id"""
-# Newest first over artifacts_by_kind (0020), each checked against its task's project.
-NEWEST_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
-JOIN tasks ON tasks.id = artifacts.task_id
-WHERE artifacts.kind = $1 AND tasks.project = $2 ORDER BY artifacts.id DESC LIMIT 1"""
+NEWEST_ARTIFACT = shared_sql.newest_artifact(_ARTIFACT_COLUMNS, "$1", "$2")
 
 # -- audit anchor -------------------------------------------------------------------------
 

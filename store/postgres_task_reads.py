@@ -11,7 +11,7 @@ from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
 from store import postgres_sql as sql
-from store import rows
+from store import rows, shared_sql
 from store.postgres_writes import ROWS
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class PostgresTaskReads:
         wanted = None if states is None else [TaskState(s).value for s in states]
         where, args = sql.tasks_where(wanted, project, include_archived, merged)
         if without_active_runs:
-            where += f" AND {sql.NO_ACTIVE_RUN}"
+            where += f" AND {shared_sql.NO_ACTIVE_RUN}"
         statement, args = sql.list_tasks(
             where,
             args,
@@ -69,7 +69,7 @@ class PostgresTaskReads:
         return {TaskState(r["state"]): r["n"] for r in found}
 
     async def has_active_runs(self) -> bool:
-        return bool((await self._fetch(sql.HAS_ACTIVE_RUNS))[0][0])
+        return bool((await self._fetch(shared_sql.HAS_ACTIVE_RUNS))[0][0])
 
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
         numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]

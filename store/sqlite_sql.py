@@ -10,7 +10,7 @@ millisecond precision): they run before the store has a clock.
 
 from __future__ import annotations
 
-from store import reaping
+from store import reaping, shared_sql
 
 NOW = "t25_now()"  # registered on the store's connection (store.sqlite.SqliteStore.open)
 _SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -63,29 +63,11 @@ GET_TASK = "SELECT * FROM tasks WHERE id = ?"
 GET_TASK_STATE = "SELECT state FROM tasks WHERE id = ?"
 LIST_TASKS = "SELECT * FROM tasks WHERE {where} ORDER BY id {order} LIMIT ?"
 COUNT_TASKS = "SELECT state, COUNT(*) AS n FROM tasks WHERE {where} GROUP BY state"
-# A task with no run queued or running (runs_by_task), and whether any run is (each over
-# the partial index of its status, however long the queue).
-# A project's succeeded runs of each wanted role (a JSON array of {role, model}; a model,
-# chosen or used, when one is named), summed per task.
-PAST_COSTS = """
-WITH wanted AS (
-    SELECT json_extract(value, '$.role') AS role, json_extract(value, '$.model') AS model
-    FROM json_each(:wanted)
-), per_task AS (
-    SELECT runs.role AS role, count(*) AS n, sum(runs.cost_usd) AS cost
-    FROM runs JOIN tasks ON tasks.id = runs.task_id JOIN wanted ON wanted.role = runs.role
-    WHERE tasks.project = :project AND runs.status = 'succeeded'
-      AND (wanted.model IS NULL OR runs.model = wanted.model OR runs.usage_model = wanted.model)
-    GROUP BY runs.role, runs.task_id
-)
-SELECT role, sum(n) AS runs, min(cost) AS low, max(cost) AS high FROM per_task GROUP BY role"""
-NO_ACTIVE_RUN = (
-    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.task_id = tasks.id"
-    " AND runs.status IN ('queued', 'running'))"
-)
-HAS_ACTIVE_RUNS = (
-    "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'queued')"
-    " OR EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS active"
+# :wanted a JSON array of {role, model}, :project the project.
+PAST_COSTS = shared_sql.past_costs(
+    "SELECT json_extract(value, '$.role') AS role, json_extract(value, '$.model') AS model"
+    " FROM json_each(:wanted)",
+    ":project",
 )
 
 
@@ -247,11 +229,7 @@ ON CONFLICT (sha256) DO NOTHING RETURNING sha256"""
 INSERT_BLOB_CHUNK = "INSERT INTO blob_chunks (sha256, n, content) VALUES (?, ?, ?)"
 GET_BLOB_CHUNK = "SELECT content FROM blob_chunks WHERE sha256 = ? AND n = ?"
 LIST_ARTIFACTS = f"SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256) WHERE {{where}} ORDER BY artifacts.id"
-# Newest first over artifacts_by_kind (0020), each checked against its task's project.
-NEWEST_ARTIFACT = f"""
-SELECT {_ARTIFACT_COLUMNS} FROM artifacts JOIN blobs USING (sha256)
-JOIN tasks ON tasks.id = artifacts.task_id
-WHERE artifacts.kind = ? AND tasks.project = ? ORDER BY artifacts.id DESC LIMIT 1"""
+NEWEST_ARTIFACT = shared_sql.newest_artifact(_ARTIFACT_COLUMNS, "?", "?")
 
 # -- audit anchor -------------------------------------------------------------------------
 

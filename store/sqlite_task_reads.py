@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
-from store import rows
+from store import rows, shared_sql
 from store import sqlite_sql as sql
 from store.sqlite_writes import ROWS
 
@@ -43,7 +43,7 @@ class SqliteTaskReads:
     ) -> list[Task]:
         where, params = _tasks_where(states, project, include_archived, merged)
         if without_active_runs:
-            where.append(sql.NO_ACTIVE_RUN)
+            where.append(shared_sql.NO_ACTIVE_RUN)
         if after is not None:
             where.append("id < ?" if newest_first else "id > ?")
             params.append(parse_id("T", after))
@@ -66,7 +66,7 @@ class SqliteTaskReads:
         return {TaskState(r["state"]): r["n"] for r in found}
 
     async def has_active_runs(self) -> bool:
-        return bool((await self._read(sql.HAS_ACTIVE_RUNS))[0]["active"])
+        return bool((await self._read(shared_sql.HAS_ACTIVE_RUNS))[0]["active"])
 
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
         if task_ids is None:

@@ -1,0 +1,42 @@
+"""SQL both stores run alike: the sweeper's look at the queue and an approval's sum of the past.
+
+Each store passes in what its dialect writes differently (its parameters, how it reads a
+JSON array as rows); the rule itself is written once, so both backends answer the same.
+"""
+
+from __future__ import annotations
+
+# A task with no run queued or running (runs_by_task), and whether any run is (each over
+# the partial index of its status, however long the queue).
+NO_ACTIVE_RUN = (
+    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.task_id = tasks.id"
+    " AND runs.status IN ('queued', 'running'))"
+)
+HAS_ACTIVE_RUNS = (
+    "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'queued')"
+    " OR EXISTS (SELECT 1 FROM runs WHERE status = 'running') AS active"
+)
+
+
+def past_costs(wanted: str, project: str) -> str:
+    """SQL: a project's succeeded runs of each wanted role (and its model, chosen or used,
+    when one is named), summed per task; one row a role that has any. `wanted` selects the
+    rows (role, model) asked for, `project` is the project's parameter."""
+    return f"""
+WITH wanted AS ({wanted}), per_task AS (
+    SELECT runs.role AS role, count(*) AS n, sum(runs.cost_usd) AS cost
+    FROM runs JOIN tasks ON tasks.id = runs.task_id JOIN wanted ON wanted.role = runs.role
+    WHERE tasks.project = {project} AND runs.status = 'succeeded'
+      AND (wanted.model IS NULL OR runs.model = wanted.model OR runs.usage_model = wanted.model)
+    GROUP BY runs.role, runs.task_id
+)
+SELECT role, sum(n) AS runs, min(cost) AS low, max(cost) AS high FROM per_task GROUP BY role"""
+
+
+def newest_artifact(columns: str, kind: str, project: str) -> str:
+    """SQL: the newest artifact of a kind written for a task of a project, newest first over
+    artifacts_by_kind (0020), each checked against its task's project."""
+    return f"""
+SELECT {columns} FROM artifacts JOIN blobs USING (sha256)
+JOIN tasks ON tasks.id = artifacts.task_id
+WHERE artifacts.kind = {kind} AND tasks.project = {project} ORDER BY artifacts.id DESC LIMIT 1"""
