@@ -39,6 +39,7 @@ def test_without_a_config_it_offers_to_create_one_in_a_terminal(tmp_path):
             term.read()
         term.wait_for("No agent CLI can play")  # the example config names claude
         term.type("\r")
+        term.wait_for("q quit")  # the board's footer: the note is closed, the board has the keys
         term.type("q")
         assert term.wait_exit() == 0
     finally:
