@@ -21,19 +21,15 @@ Run:  .venv/bin/python bench/evidence_reads.py [--finished 100,10000,100000] [--
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checked import happened
-from fingerprint import timed
-from history import fill
-from tui import make_repo
+from fingerprint import timed_each
+from history import history_args, on_history
 
 from core.config.schema import load_config
 from core.control import baselines
@@ -41,7 +37,6 @@ from core.control.service import ControlPlane
 from core.domain.figures import Baseline
 from core.domain.models import ArtifactKind, ArtifactMeta, RunStatus, TaskState
 from store import open_store
-from t25_tui.cli.demo import DEMO_CONFIG
 
 
 def as_dev_runs(db: Path, finished: int) -> None:
@@ -54,6 +49,7 @@ def as_dev_runs(db: Path, finished: int) -> None:
 
 
 async def measure(repo: Path, finished: int, repeat: int) -> dict[str, float]:
+    as_dev_runs(repo / ".factory" / "t25.db", finished)
     config = load_config(repo / "t25.yaml")
     control = ControlPlane(config, await open_store(config.store_url))
     store = control.store
@@ -82,32 +78,25 @@ async def measure(repo: Path, finished: int, repeat: int) -> dict[str, float]:
             await store.list_tasks(project="shop", include_archived=True)
             await store.list_artifacts()
 
-        figures = {}
-        for name, step in (
-            ("evidence", evidence),
-            ("evidence before", evidence_before),
-            ("baseline", baseline),
-            ("baseline before", baseline_before),
-        ):
-            figures[name] = await timed(repeat, step)
-        return figures
+        return await timed_each(
+            repeat,
+            [
+                ("evidence", evidence),
+                ("evidence before", evidence_before),
+                ("baseline", baseline),
+                ("baseline before", baseline_before),
+            ],
+        )
     finally:
         await store.close()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--finished", default="100,10000,100000")
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = history_args(__doc__)
     print(f"median of {args.repeat}, SQLite")
     print(f"{'finished':>9}  {'evidence':>10} {'before':>10}   {'baseline':>10} {'before':>10}")
-    for finished in [int(n) for n in args.finished.split(",")]:
-        with tempfile.TemporaryDirectory(prefix="t25-bench-evidence-") as tmp:
-            repo = make_repo(Path(tmp) / "shop", DEMO_CONFIG)
-            asyncio.run(fill(repo, finished))
-            as_dev_runs(repo / ".factory" / "t25.db", finished)
-            f = asyncio.run(measure(repo, finished, args.repeat))
+    for finished in args.finished:
+        f = on_history(finished, lambda repo, n=finished: measure(repo, n, args.repeat))
         print(
             f"{finished:>9,}  {f['evidence']:>7.1f} ms {f['evidence before']:>7.1f} ms   "
             f"{f['baseline']:>7.1f} ms {f['baseline before']:>7.1f} ms"

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from checked import happened, tracked_files
@@ -72,6 +72,13 @@ def walk(repo: Path) -> int:
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
     return seen
+
+
+async def timed_each(
+    rounds: int, steps: Sequence[tuple[str, Callable[[], Awaitable[object]]]]
+) -> dict[str, float]:
+    """Each named step's median time in ms, the steps timed one after the other."""
+    return {name: await timed(rounds, work) for name, work in steps}
 
 
 async def timed(rounds: int, work: Callable[[], Awaitable[object]]) -> float:

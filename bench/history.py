@@ -33,7 +33,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -48,6 +50,7 @@ from t25_tui.cli.demo import DEMO_CONFIG
 from tests.support.terminal import T25
 
 S = TaskState
+T = TypeVar("T")
 UNFINISHED = 40
 # Where the unfinished tasks wait or work: every state a task is not finished in.
 SPREAD = [S.RECEIVED, S.SPEC, S.PLAN, S.AWAITING_APPROVAL, S.IMPLEMENTING, S.QA, S.REVIEW]
@@ -74,6 +77,26 @@ async def fill(repo: Path, finished: int) -> None:
             await _run(store, task)
     finally:
         await store.close()
+
+
+def history_args(doc: str | None) -> argparse.Namespace:
+    """A bench's sizes of history (`--finished`, finished tasks: a comma-separated list) and
+    how many times each read is timed (`--repeat`)."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument(
+        "--finished", default=[100, 10_000, 100_000], type=lambda v: [int(n) for n in v.split(",")]
+    )
+    parser.add_argument("--repeat", type=int, default=5)
+    return parser.parse_args()
+
+
+def on_history(finished: int, measure: Callable[[Path], Awaitable[T]]) -> T:
+    """`measure` of a fresh repository whose store holds `finished` finished tasks and the
+    UNFINISHED ones (`fill`); the repository is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="t25-bench-history-") as tmp:
+        repo = make_repo(Path(tmp) / "shop", DEMO_CONFIG)
+        asyncio.run(fill(repo, finished))
+        return asyncio.run(measure(repo))
 
 
 async def _task(store, title: str, state: TaskState, *, merged: bool) -> str:

@@ -419,3 +419,7 @@ NOW = "SELECT clock_timestamp()"
 
 COST_BY_TASK = """SELECT task_id, SUM(cost_usd) AS cost FROM runs
 WHERE $1::bigint[] IS NULL OR task_id = ANY($1::bigint[]) GROUP BY task_id"""
+TOKENS_BY_TASK = shared_sql.tokens_by_task("task_id = ANY($1::bigint[])")
+COST_GROUPS = shared_sql.cost_groups("json_array_length(requests::json)", None)
+COST_GROUPS_SINCE = shared_sql.cost_groups("json_array_length(requests::json)", "$1")
+COSTLIEST_TASKS = shared_sql.costliest_tasks("$1")

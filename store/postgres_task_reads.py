@@ -1,12 +1,14 @@
-"""The Postgres store's reads of many tasks: a page of them, how many each state holds, and
-what their runs cost (migration 0018), and a run's newest events (0019) — each one statement
-over an index."""
+"""The Postgres store's reads of many tasks: a page of them, how many each state holds, what
+their runs cost (migration 0018; summed in groups, one scan of the runs), and a run's newest
+events (0019) — each one statement."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from core.domain.cost import CostGroup, TaskCost
 from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class PostgresTaskReads:
-    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `past_costs`,
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `tokens_by_task`,
+    `cost_groups`,
+    `costliest_tasks`, `past_costs`,
     `newest_artifact` and `run_events_before`, for `store.postgres.PostgresStore`."""
 
     if TYPE_CHECKING:
@@ -75,6 +79,20 @@ class PostgresTaskReads:
         numbers = None if task_ids is None else [parse_id("T", t) for t in task_ids]
         costs = await self._fetch(sql.COST_BY_TASK, numbers)
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def tokens_by_task(self, task_ids: Sequence[str]) -> dict[str, int]:
+        found = await self._fetch(sql.TOKENS_BY_TASK, [parse_id("T", t) for t in task_ids])
+        return {format_id("T", r["task_id"]): int(r["tokens"]) for r in found}
+
+    async def cost_groups(self, *, since: datetime | None = None) -> list[CostGroup]:
+        if since is None:
+            found = await self._fetch(sql.COST_GROUPS)
+        else:
+            found = await self._fetch(sql.COST_GROUPS_SINCE, since)
+        return [rows.cost_group(r) for r in found]
+
+    async def costliest_tasks(self, limit: int) -> list[TaskCost]:
+        return [rows.task_cost(r) for r in await self._fetch(sql.COSTLIEST_TASKS, limit)]
 
     async def past_costs(
         self, *, project: str, roles: Mapping[str, str | None]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from core.domain.cost import CostGroup, TaskCost
 from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import (
@@ -78,6 +79,32 @@ def wanted_roles(roles: Mapping[str, str | None]) -> str:
     """The roles (and each one's model, or None) a `past_costs` read asks for, as the JSON
     array of {role, model} both stores' statements read."""
     return json.dumps([{"role": role, "model": model} for role, model in roles.items()])
+
+
+def cost_group(r: Row) -> CostGroup:
+    return CostGroup(
+        role=r["role"],
+        adapter=r["adapter"],
+        model=r["model"],
+        stage=r["stage"],
+        runs=int(r["runs"]),
+        requests=int(r["requests"]),
+        input_tokens=int(r["input_tokens"]),
+        output_tokens=int(r["output_tokens"]),
+        cache_read_tokens=int(r["cache_read_tokens"]),
+        cache_write_tokens=int(r["cache_write_tokens"]),
+        usd=float(r["usd"]),
+        first_run=int(r["first_run"]),
+    )
+
+
+def task_cost(r: Row) -> TaskCost:
+    return TaskCost(
+        task_id=format_id("T", r["task_id"]),
+        runs=int(r["runs"]),
+        tokens=int(r["tokens"]),
+        usd=float(r["usd"]),
+    )
 
 
 def past_costs(r: Row) -> PastCosts:

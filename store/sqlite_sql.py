@@ -240,3 +240,7 @@ MOVE_AUDIT_ANCHOR = (
 )
 
 COST_BY_TASK = "SELECT task_id, SUM(cost_usd) AS cost FROM runs {where} GROUP BY task_id"
+TOKENS_BY_TASK = shared_sql.tokens_by_task("task_id IN (SELECT value FROM json_each(?))")
+COST_GROUPS = shared_sql.cost_groups("json_array_length(requests)", None)
+COST_GROUPS_SINCE = shared_sql.cost_groups("json_array_length(requests)", "?")
+COSTLIEST_TASKS = shared_sql.costliest_tasks("?")

@@ -1,26 +1,30 @@
-"""The SQLite store's reads of many tasks: a page of them, how many each state holds, and
-what their runs cost (migration 0018), and a run's newest events (0019) — each one statement
-over an index."""
+"""The SQLite store's reads of many tasks: a page of them, how many each state holds, what
+their runs cost (migration 0018; summed in groups, one scan of the runs), and a run's newest
+events (0019) — each one statement."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from core.domain.cost import CostGroup, TaskCost
 from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import MAX_ID, Artifact, ArtifactKind, Task, TaskState, format_id, parse_id
 from store import rows, shared_sql
 from store import sqlite_sql as sql
-from store.sqlite_writes import ROWS
+from store.sqlite_writes import ROWS, ts
 
 if TYPE_CHECKING:
     import sqlite3
 
 
 class SqliteTaskReads:
-    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `past_costs`,
+    """`list_tasks`, `count_tasks`, `has_active_runs`, `cost_by_task`, `tokens_by_task`,
+    `cost_groups`,
+    `costliest_tasks`, `past_costs`,
     `newest_artifact` and `run_events_before`, for `store.sqlite.SqliteStore`."""
 
     if TYPE_CHECKING:
@@ -78,6 +82,21 @@ class SqliteTaskReads:
             where = "WHERE task_id IN (SELECT value FROM json_each(?))"
             costs = await self._read(sql.COST_BY_TASK.format(where=where), [json.dumps(numbers)])
         return {format_id("T", r["task_id"]): float(r["cost"]) for r in costs}
+
+    async def tokens_by_task(self, task_ids: Sequence[str]) -> dict[str, int]:
+        numbers = json.dumps([parse_id("T", t) for t in task_ids])
+        found = await self._read(sql.TOKENS_BY_TASK, [numbers])
+        return {format_id("T", r["task_id"]): int(r["tokens"]) for r in found}
+
+    async def cost_groups(self, *, since: datetime | None = None) -> list[CostGroup]:
+        if since is None:
+            found = await self._read(sql.COST_GROUPS)
+        else:
+            found = await self._read(sql.COST_GROUPS_SINCE, [ts(since)])
+        return [rows.cost_group(r) for r in found]
+
+    async def costliest_tasks(self, limit: int) -> list[TaskCost]:
+        return [rows.task_cost(r) for r in await self._read(sql.COSTLIEST_TASKS, [limit])]
 
     async def past_costs(
         self, *, project: str, roles: Mapping[str, str | None]

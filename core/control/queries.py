@@ -13,11 +13,11 @@ import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.config.schema import Config, RoleBudget
+from core.config.schema import Config
 from core.control.cost import summarize
+from core.control.spending import Spending
 from core.control.task_events import EVERY_EVENT, events_of_kinds
 from core.domain.audit import AuditTrail
-from core.domain.cost import CostSummary, Spend, tokens_of
 from core.domain.detail import DamagedArtifact, TaskDetail
 from core.domain.diffs import TaskDiff
 from core.domain.events import (
@@ -31,7 +31,6 @@ from core.domain.evidence import ApprovalEvidence, MergeEvidence
 from core.domain.figures import Baseline
 from core.domain.models import (
     Artifact,
-    Budget,
     CheckResult,
     Run,
     RunStatus,
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from core.control.audit import AuditLog
 
 
-class Queries:
+class Queries(Spending):
     """The reads of one T25 installation, over its store and its audit log."""
 
     def __init__(self, config: Config, store: Store, audit: Callable[[], AuditLog]) -> None:
@@ -180,50 +179,6 @@ class Queries:
                 waiting.append(ref)
         return tuple(waiting)
 
-    async def spend(self, task: Task) -> Spend:
-        """What `task` has spent against its budget."""
-        return self.spend_of(task, await self.store.list_runs(task_id=task.id))
-
-    async def budget_reached(self, task: Task, role: str | None) -> Spend | None:
-        """The budget the next run of `role` would go past: the task's, else the role's
-        (limits.by_role); None while both hold."""
-        runs = await self.store.list_runs(task_id=task.id)
-        task_spend = self.spend_of(task, runs)
-        if task_spend.reached:
-            return task_spend
-        role_spend = self.spend_of(task, runs, role=role) if role else None
-        return role_spend if role_spend is not None and role_spend.reached else None
-
-    def spend_of(self, task: Task, runs: list[Run], *, role: str | None = None) -> Spend:
-        """`runs`' spend (the task's), against the task's budget: its own, raised by an
-        answer, else its project's limits. With `role`, that role's runs against the role's
-        budget, the same way (limits.by_role)."""
-        limits = self.config.for_project(task.project).limits
-        if role is None:
-            configured = RoleBudget(max_cost_usd=limits.max_cost_usd, max_tokens=limits.max_tokens)
-            own = Budget(usd=task.budget_usd, tokens=task.budget_tokens)
-        else:
-            runs = [r for r in runs if r.role == role]
-            configured = limits.by_role.get(role) or RoleBudget()  # type: ignore[call-overload]
-            own = task.role_budgets.get(role) or Budget()
-        budget_usd = own.usd if own.usd is not None else configured.max_cost_usd
-        budget_tokens = own.tokens if own.tokens is not None else configured.max_tokens
-        unpriced = {
-            r.model or r.usage.model or "unknown"
-            for r in runs
-            if tokens_of(r.usage)
-            and not r.cost_usd
-            and self.config.rate_for(r.model or r.usage.model) is None
-        }
-        return Spend(
-            role=role,
-            usd=sum(r.cost_usd for r in runs),
-            tokens=sum(tokens_of(r.usage) for r in runs),
-            budget_usd=budget_usd,
-            budget_tokens=budget_tokens,
-            unpriced=tuple(sorted(unpriced)),
-        )
-
     async def events(self, ref: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
         task = await self.task(ref)
         return await self.store.events_after(after, task_id=task.id, limit=limit)
@@ -263,12 +218,6 @@ class Queries:
         _, chunks = await self.store.stream_artifact(artifact_id(ref))
         async for chunk in chunks:
             yield chunk
-
-    async def cost(self) -> CostSummary:
-        return summarize(await self.store.list_runs())
-
-    async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
-        return await self.store.cost_by_task(None if tasks is None else [task_id(t) for t in tasks])
 
     async def audit_trail(
         self, *, task: str | None = None, after: int = 0, limit: int | None = None

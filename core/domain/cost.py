@@ -6,6 +6,7 @@ The value only; `core.control.cost` estimates a run's cost and sums runs into it
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +46,42 @@ class CostSummary(BaseModel):
     by_model: dict[str, float] = {}
     # The same runs by stage (SPEC, PLAN, IMPLEMENTING, …), in the order they first ran.
     by_stage: dict[str, StageTokens] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class CostGroup:
+    """Runs alike in role, adapter, model and stage, summed: what a store adds up in one read,
+    so that a CostSummary is made without reading each run. `adapter` and `model` (the model
+    a run recorded, else the one its usage named) are None where none was recorded;
+    `first_run` is the group's lowest run number, for the order stages first ran in."""
+
+    role: str
+    adapter: str | None
+    model: str | None
+    stage: str
+    runs: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    usd: float
+    first_run: int
+
+
+COSTLIEST = 50  # the costliest tasks the cost pane lists
+
+
+class TaskCost(BaseModel):
+    """One task's runs, their input and output tokens, and what they cost: a row of the
+    costliest tasks."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    task_id: str
+    runs: int
+    tokens: int
+    usd: float
 
 
 class Spend(BaseModel):

@@ -20,12 +20,13 @@ writes an operator makes, filing a task and deciding on one.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from core.config.live import Reread
 from core.config.schema import Config
 from core.domain.audit import AuditTrail
-from core.domain.cost import CostSummary
+from core.domain.cost import COSTLIEST, CostSummary, TaskCost
 from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
 from core.domain.diffs import TaskDiff
@@ -121,13 +122,23 @@ class Operations(Protocol):
         as it streams, ArtifactCorrupted after the last chunk when it does not match."""
         ...
 
-    async def cost(self) -> CostSummary:
-        """Every run's estimated cost, in total and by role, adapter and model."""
+    async def cost(self, *, since: datetime | None = None) -> CostSummary:
+        """Every run's estimated cost, in total and by role, adapter, model and stage; with
+        `since`, of the runs that finished (or, not finished, were queued) at or after it."""
+        ...
+
+    async def costliest_tasks(self, limit: int = COSTLIEST) -> list[TaskCost]:
+        """The `limit` tasks whose runs cost the most (1000 at most over REST)."""
         ...
 
     async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
         """Each task's summed run cost, by task id (a task with no runs is absent), of
         every task or of `tasks`."""
+        ...
+
+    async def tokens_by_task(self, tasks: Sequence[str]) -> dict[str, int]:
+        """Each of `tasks`' tokens, every kind its runs reported (a task with no runs is
+        absent): what its token budget is held against."""
         ...
 
     async def audit_trail(

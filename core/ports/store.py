@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain.audit import ChainLine
+from core.domain.cost import CostGroup, TaskCost
 from core.domain.events import Event
 from core.domain.evidence import PastCosts
 from core.domain.models import (
@@ -303,6 +304,22 @@ class RunLeases(Protocol):
     async def cost_by_task(self, task_ids: Sequence[str] | None = None) -> dict[str, float]:
         """Each task's summed run cost (a task with no runs is absent), of every task or of
         `task_ids`: the board's figure, without reading every run."""
+        ...
+
+    async def tokens_by_task(self, task_ids: Sequence[str]) -> dict[str, int]:
+        """Each of `task_ids`' tokens, every kind its runs reported (a task with no runs is
+        absent): what a token budget is held against, without reading the runs."""
+        ...
+
+    async def cost_groups(self, *, since: datetime | None = None) -> list[CostGroup]:
+        """Every run summed by role, adapter, model and stage in one read (`t25 cost`, the
+        cost pane); with `since`, only the runs that finished at or after it, or, not
+        finished, were queued at or after it."""
+        ...
+
+    async def costliest_tasks(self, limit: int) -> list[TaskCost]:
+        """The `limit` tasks whose runs cost the most, each with its runs and their input
+        and output tokens; of equal cost, the task that ran first comes first."""
         ...
 
     async def past_costs(

@@ -34,7 +34,6 @@ from core.config.live import Reread
 from core.config.schema import Config
 from core.domain.audit import AuditEntry, AuditTrail, Verdict
 from core.domain.backoff import Backoff
-from core.domain.cost import CostSummary
 from core.domain.decisions import Decision
 from core.domain.detail import TaskDetail
 from core.domain.diffs import TaskDiff
@@ -51,6 +50,7 @@ from core.domain.models import (
 )
 from core.errors import ArtifactCorrupted, ConfigError, ControlPlaneUnreachable, T25Error
 from core.ports import Operations
+from t25_tui.api.cockpit_costs import RemoteCosts
 from t25_tui.api.credentials import operator_token
 from t25_tui.api.verb_bodies import body_of
 from t25_tui.api.worker_client import Http, refuse
@@ -66,7 +66,6 @@ SILENCE_S = 45.0  # serve pings an idle stream every 15 s: this long without a b
 DECISION_TIMEOUT = httpx.Timeout(10.0, read=900.0)
 PAGE = 5000  # the most events the control plane returns per request
 AUDIT_PAGE = 5000  # the most audit lines serve gives per request (GET /audit)
-COSTS_NAMED = 200  # the most task ids serve takes per request (GET /cost/tasks)
 
 
 @asynccontextmanager
@@ -88,7 +87,7 @@ async def attach(
         await http.close()
 
 
-class RemoteControlPlane(Operations):
+class RemoteControlPlane(RemoteCosts, Operations):
     """A `t25 serve`'s control plane, as the cockpit holds it: `Operations` over REST + SSE."""
 
     def __init__(self, http: Http, config: Config, cursor: int) -> None:
@@ -259,21 +258,6 @@ class RemoteControlPlane(Operations):
             raise ArtifactCorrupted(
                 f"{artifact.id} arrived damaged: its content does not match its SHA-256"
             )
-
-    async def cost(self) -> CostSummary:
-        return CostSummary.model_validate_json((await self._get("/cost")).content)
-
-    async def cost_by_task(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
-        if tasks is None:
-            pages: list[list[str] | None] = [None]
-        else:
-            named = list(tasks)
-            pages = [named[i : i + COSTS_NAMED] for i in range(0, len(named), COSTS_NAMED)]
-        costs = {}
-        for page in pages:
-            found = (await self._get("/cost/tasks", task=page)).json()
-            costs.update({str(task): float(usd) for task, usd in found.items()})
-        return costs
 
     async def audit_trail(
         self, *, task: str | None = None, after: int = 0, limit: int | None = None

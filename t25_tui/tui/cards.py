@@ -20,7 +20,7 @@ from rich.text import Text
 
 from core.config.schema import Config, Limits
 from core.control import task_lists
-from core.domain.cost import Spend, tokens_of
+from core.domain.cost import Spend
 from core.domain.models import Task, TaskState, parse_id
 from core.domain.text import printable
 from core.errors import ConfigError, NotFound
@@ -181,8 +181,9 @@ async def over_budget(
 ) -> set[str]:
     """The tasks whose spend reached their budget. Dollars come from `spent` (the board's
     read); tokens are counted only for unsettled tasks with a token budget whose dollars
-    have not already reached theirs, from one read of the runs however many they are (a
-    read per task was a request per card attached to a serve)."""
+    have not already reached theirs, summed by the store in one read for all of them (a
+    read per task was a request per card attached to a serve; a read of every run grew
+    with the whole history)."""
     limits: dict[str, Limits | None] = {}
     over = set()
     by_tokens: list[tuple[Task, Spend]] = []
@@ -200,9 +201,7 @@ async def over_budget(
         elif tokens is not None:
             by_tokens.append((task, spend))
     if by_tokens:
-        used: dict[str, int] = {}
-        for run in await control.runs():
-            used[run.task_id] = used.get(run.task_id, 0) + tokens_of(run.usage)
+        used = await control.tokens_by_task([task.id for task, _ in by_tokens])
         for task, spend in by_tokens:
             if spend.model_copy(update={"tokens": used.get(task.id, 0)}).reached:
                 over.add(task.id)

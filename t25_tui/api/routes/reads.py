@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import AwareDatetime, BeforeValidator
 
-from core.domain.cost import CostSummary
+from core.domain.cost import COSTLIEST, CostSummary, TaskCost
 from core.domain.models import MAX_ID
 from t25_tui.api import document
 from t25_tui.api.protocol import PROTOCOL, t25_version
@@ -30,7 +32,19 @@ async def health(control: Control) -> dict[str, Any]:
 
 AUDIT_PAGE = 500  # lines in a page of GET /audit, unless asked for fewer or more ...
 AUDIT_PAGE_MAX = 5000  # ... up to this many
-COSTS_NAMED_MAX = 200  # task ids one GET /cost/tasks takes (a URL stays short)
+COSTS_NAMED_MAX = 200  # task ids one GET /cost/tasks or /cost/tokens takes (a URL stays short)
+COSTLIEST_MAX = 1000  # tasks one GET /cost/costliest lists
+# RFC 3339, the document's `date-time`: alone, pydantic would also read a number as Unix time.
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def _rfc3339(value: object) -> object:
+    if isinstance(value, str) and RFC3339.fullmatch(value):
+        return value
+    raise ValueError("a time with its offset, as 2026-12-07T00:00:00Z")
+
+
+Rfc3339Time = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
 
 
 @router.get("/audit", responses=document.READ)
@@ -98,6 +112,27 @@ async def cost_by_task(
     return await control.cost_by_task(task)
 
 
+@router.get("/cost/tokens", responses=document.READ)
+async def tokens_by_task(
+    control: Ops, task: Annotated[list[str], Query(max_length=COSTS_NAMED_MAX)]
+) -> dict[str, int]:
+    """Each `task` named's tokens, every kind its runs reported, by task id (the board holds
+    token budgets against it); a task with no runs is absent."""
+    return await control.tokens_by_task(task)
+
+
 @router.get("/cost", response_model=CostSummary, responses=document.READ)
-async def cost(control: Ops) -> CostSummary:
-    return await control.cost()
+async def cost(control: Ops, since: Rfc3339Time | None = None) -> CostSummary:
+    """Every run's estimated cost, in total and by role, adapter, model and stage; with
+    `since` (a time with its offset), of the runs that finished, or, not finished, were
+    queued, at or after it."""
+    return await control.cost(since=since)
+
+
+@router.get("/cost/costliest", response_model=list[TaskCost], responses=document.READ)
+async def costliest_tasks(
+    control: Ops, limit: Annotated[int, Query(ge=1, le=COSTLIEST_MAX)] = COSTLIEST
+) -> list[TaskCost]:
+    """The `limit` tasks whose runs cost the most, each with its runs and their input and
+    output tokens."""
+    return await control.costliest_tasks(limit)

@@ -6,8 +6,8 @@ Each reads the store (or the audit file, off the UI loop) when shown and on `r`.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Mapping
+from datetime import datetime, time
 
 from rich.table import Table
 from rich.text import Text
@@ -19,9 +19,8 @@ from textual.worker import Worker
 
 from core.config.config_section import ROLES
 from core.config.schema import Config
-from core.control.cost import CostSummary, summarize
 from core.domain.audit import AuditEntry, Verdict
-from core.domain.models import Run
+from core.domain.cost import COSTLIEST, CostSummary, TaskCost
 from core.ports import AgentAdapter, Operations
 from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
@@ -87,14 +86,14 @@ class CostPane(_Pane):
 
     @work(group="pane", exclusive=True, exit_on_error=False)
     async def reload(self) -> None:
-        runs = await self.control.runs()
         now = self.clock()
-        today = [r for r in runs if (r.finished_at or r.enqueued_at).date() == now.date()]
-        total, day = summarize(runs), summarize(today)
+        midnight = datetime.combine(now.date(), time(), tzinfo=now.tzinfo)
+        total = await self.control.cost()
+        day = await self.control.cost(since=midnight)
         self._show_summary(total, day)
         self._show_stages(total)
         self._show_groups(total, day)
-        self._show_tasks(runs)
+        self._show_tasks(await self.control.costliest_tasks(COSTLIEST))
         self.query_one("#cost-rates", Static).update(
             literal("\n".join(rate_lines(self.control.config)), multiline=True)
         )
@@ -136,21 +135,11 @@ class CostPane(_Pane):
             for name, usd in of_total.items():
                 groups.add_row(label, literal(name), f"${of_day.get(name, 0.0):.4f}", f"${usd:.4f}")
 
-    def _show_tasks(self, runs: list[Run]) -> None:
-        per_task: dict[str, list[Run]] = defaultdict(list)
-        for r in runs:
-            per_task[r.task_id].append(r)
+    def _show_tasks(self, costliest: list[TaskCost]) -> None:
         tasks = self.query_one("#cost-tasks", DataTable)
         tasks.clear()
-        ranked = sorted(per_task.items(), key=lambda kv: -sum(r.cost_usd for r in kv[1]))
-        for task_id, task_runs in ranked[:50]:
-            s = summarize(task_runs)
-            tasks.add_row(
-                task_id,
-                str(s.runs),
-                f"{s.usage.input_tokens + s.usage.output_tokens:,}",
-                f"${s.total_usd:.4f}",
-            )
+        for task in costliest:
+            tasks.add_row(task.task_id, str(task.runs), f"{task.tokens:,}", f"${task.usd:.4f}")
 
 
 def rate_lines(config: Config) -> list[str]:

@@ -5,6 +5,8 @@ lane, not read; a filter searches every task, the oldest too."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from core.control import task_lists
 from core.domain.events import TaskTransitioned
 from core.domain.models import NewTask, TaskState
@@ -73,7 +75,8 @@ async def test_a_filter_finds_a_finished_task_the_board_did_not_read(seeded):
 
 
 async def test_a_cockpit_attached_to_serve_reads_the_same_tasks_counts_and_costs(seeded):
-    """Every read the board makes, once on the control plane and once over REST."""
+    """Every read the board and the cost pane make, once on the control plane and once over
+    REST."""
     local = seeded.control
     waiting = await walk(local, await local.new_task("Merge me at last", actor="ana@ops"), S.DONE)
     await merged_history(local, 12)
@@ -94,3 +97,15 @@ async def test_a_cockpit_attached_to_serve_reads_the_same_tasks_counts_and_costs
         named = [t.id for t in tasks]
         assert await remote.cost_by_task(named) == await local.cost_by_task(named)
         assert await remote.cost_by_task([]) == {}
+        assert await remote.tokens_by_task(named) == await local.tokens_by_task(named)
+        assert await remote.tokens_by_task([]) == {} and await local.tokens_by_task(named)
+        hour_ago, later = datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC) + timedelta(1)
+        for cost in (
+            lambda ops: ops.cost(),
+            lambda ops: ops.cost(since=hour_ago),
+            lambda ops: ops.cost(since=later),
+            lambda ops: ops.costliest_tasks(),
+            lambda ops: ops.costliest_tasks(2),
+        ):
+            assert await cost(remote) == await cost(local)
+        assert (await remote.cost()).runs > 0 and (await remote.cost(since=later)).runs == 0

@@ -76,21 +76,26 @@ async def test_the_cost_pane_shows_each_stages_tokens_beside_its_dollars(seeded)
         ]
 
 
-async def test_token_budgets_are_checked_from_one_read_of_the_runs(seeded):
-    """However many cards have a token budget, a board read asks for the runs once: all of
-    them, never one task's (a request per card, attached to a serve)."""
+async def test_token_budgets_are_checked_from_one_read_of_the_tasks_tokens(seeded):
+    """However many cards have a token budget, a board read asks for their tokens once, for
+    all of them (never a request per card, attached to a serve), and reads no run (a read of
+    every run grew with the whole history)."""
     with_limits(seeded, max_tokens=1)
     control = seeded.control
-    asked: list[str | None] = []
-    runs = control.runs
+    asked: list[list[str]] = []
+    tokens_by_task = control.tokens_by_task
 
-    async def counted(*, task=None, status=None):
-        asked.append(task)
-        return await runs(task=task, status=status)
+    async def counted(tasks):
+        asked.append(list(tasks))
+        return await tokens_by_task(tasks)
 
-    control.runs = counted
+    async def no_run_read(**_kw):
+        raise AssertionError("the board read runs")
+
+    control.tokens_by_task = counted
+    control.runs = no_run_read
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle_board(app, pilot)
         assert {"T-2", "T-3", "T-8"} <= marked(app)
-        assert asked and set(asked) == {None}
+        assert asked and all({"T-2", "T-3", "T-8"} <= set(named) for named in asked)

@@ -138,6 +138,24 @@ async def test_bad_input_gets_a_4xx_with_a_json_error(api):
     assert huge.status_code == 413 and set(huge.json()) == {"error", "hint", "code"}
 
 
+async def test_a_cost_since_a_time_takes_rfc3339_text_with_its_offset_only(api):
+    _, client = api
+    for refused in (
+        "0.5",
+        "1733529600",
+        "2026-12-07T00:00:00",
+        "2026-12-07",
+        "2026-13-07T00:00:00Z",
+    ):
+        answer = await client.get("/cost", params={"since": refused})
+        assert answer.status_code == 422 and "since" in answer.json()["error"], refused
+    for taken in ("2026-12-07T00:00:00Z", "2026-12-07T00:00:00.5+01:00"):
+        assert (await client.get("/cost", params={"since": taken})).status_code == 200, taken
+    document = (await client.get("/openapi.json")).json()
+    since = document["paths"]["/cost"]["get"]["parameters"][0]["schema"]["anyOf"][0]
+    assert since == {"type": "string", "format": "date-time"}
+
+
 async def test_worker_endpoints_need_the_credential(api):
     _, client = api
     assert (await client.post("/worker/claim", json={"worker": "w"})).status_code == 401
