@@ -22,7 +22,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from core.control.sweeper import Sweeper
@@ -53,6 +53,7 @@ from t25_tui.tui.screens.dialogs import (
 )
 from t25_tui.tui.screens.inbox import Inbox
 from t25_tui.tui.widgets.board import Board
+from t25_tui.tui.widgets.footer import KeysFooter
 
 # While a dialog is open the cockpit's own commands wait; Textual's keys (tab and
 # shift+tab between fields, copy) and quitting still work.
@@ -123,7 +124,7 @@ class T25App(Navigation, DecisionFlows, IntakeFlow):
             compact=True,
         )
         yield Board(id="board")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.run_worker(

@@ -3,6 +3,7 @@ integration and e2e; `pytest -m "not slow"` is then the unit and contract tests.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -10,6 +11,9 @@ from tests.support import CHECKOUT
 
 ROOT = CHECKOUT
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
+# The pytest these tests start reads only its arguments: a `-v` or `-n` the person running the
+# suite put in PYTEST_ADDOPTS would change what it prints.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
 SAMPLE = {
     "tests/unit/test_policies.py": "unit",
     "tests/contract/store/test_contract.py": "contract",  # on both backends
@@ -26,6 +30,7 @@ def collected(marks: str) -> list[str]:
         capture_output=True,
         text=True,
         timeout=120,
+        env=ENV,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return [line for line in done.stdout.splitlines() if "::" in line]
@@ -67,7 +72,7 @@ def test_a_test_that_hangs_is_stopped_and_named_and_the_run_goes_on(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1", "--timeout", "3",
          "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=TWO_WORKER_STARTS_S,
+        cwd=tmp_path, capture_output=True, text=True, timeout=TWO_WORKER_STARTS_S, env=ENV,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout

@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Label, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from core.domain.check_text import failing_checks
@@ -30,6 +30,7 @@ from core.ports import Operations
 from t25_tui.tui.cards import Clock, age, duration, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Screen
+from t25_tui.tui.widgets.footer import KeysFooter
 from t25_tui.tui.widgets.logpane import LogPane
 from t25_tui.tui.widgets.table import MeasuredTable
 
@@ -87,7 +88,7 @@ class TaskDetailScreen(T25Screen):
                 yield Label("enter on a run shows its log", classes="hint")
             with TabPane("Log", id="log"):
                 yield LogPane(self.control, self.task_id, None, clock=self.clock, id="log-pane")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         history = self.query_one("#history-table", DataTable)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from core.control import task_lists
 from t25_tui.tui.cards import age, human_needed, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.screens.base import T25Screen
+from t25_tui.tui.widgets.footer import KeysFooter
 from t25_tui.tui.widgets.table import MeasuredTable
 
 
@@ -26,7 +27,7 @@ class Inbox(T25Screen):
     def compose(self) -> ComposeResult:
         yield Static("Waiting for you", id="inbox-head", classes="pane-title")
         yield MeasuredTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker
 
 from core.config.config_section import ROLES
@@ -26,6 +26,7 @@ from t25_tui.tui.cards import Clock, literal
 from t25_tui.tui.commands import Node, bindings
 from t25_tui.tui.readiness import binary_of
 from t25_tui.tui.screens.base import T25Screen
+from t25_tui.tui.widgets.footer import KeysFooter
 from t25_tui.tui.widgets.table import MeasuredTable
 
 BAR = 12
@@ -74,7 +75,7 @@ class CostPane(_Pane):
             yield MeasuredTable(id="cost-groups", zebra_stripes=True)
             yield MeasuredTable(id="cost-tasks", zebra_stripes=True)
             yield Static("", id="cost-rates")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cost-stages", DataTable).add_columns(
@@ -162,7 +163,7 @@ class AuditPane(_Pane):
     def compose(self) -> ComposeResult:
         yield Static("verifying…", id="audit-status", classes="pane-title")
         yield MeasuredTable(id="audit-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("#", "time", "actor", "task", "decision", "reason")
@@ -244,7 +245,7 @@ class ProfilesPane(_Pane):
             yield Static("", id="profiles-projects", classes="pane-title")
             yield MeasuredTable(id="profiles-table", zebra_stripes=True)
             yield Static("", id="profiles-policy")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("role", "#", "adapter", "model", "binary", "version")

@@ -1,0 +1,38 @@
+"""The cockpit's footer: Textual's Footer, made again once for what changed, and only where
+it shows.
+
+Textual's Footer mounts a widget per key each time its screen's keys may have changed (the
+focus moved, a screen was pushed over it or taken off), once per change even when several
+come before the next frame, and also while another screen hides it (textual 8.2.8). Opening
+a task's log from the board made the footers six times, three of them the board's own behind
+the detail screen. Here a footer is made again at most once a frame, and not while hidden:
+its screen's keys are refreshed when it comes back to the front, which makes it then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer
+
+
+class KeysFooter(Footer):
+    """A Footer made again at most once a frame, and never while a screen hides it (a
+    dialog does not: the footer below it shows the keys that work while it is open)."""
+
+    _remake_pending = False
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
+            return
+        front = self.app.screen
+        if self._remake_pending or (front is not screen and not isinstance(front, ModalScreen)):
+            return  # a remake is on its way; or hidden: its screen's return remakes it
+        self._remake_pending = True
+        self.call_after_refresh(self._remake)
+
+    async def _remake(self) -> None:
+        self._remake_pending = False
+        await self.recompose()
