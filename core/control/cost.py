@@ -21,7 +21,7 @@ from core.config.service_config import Rate
 from core.domain.cost import CostGroup, CostSummary, StageTokens
 from core.domain.models import Run, Usage, parse_id
 
-__all__ = ["CostSummary", "estimate", "summarize"]
+__all__ = ["CostSummary", "estimate", "summarize", "summarize_groups"]
 
 PER = 1_000_000  # rates are per million tokens
 UNKNOWN = "unknown"  # the group of runs with no adapter or model recorded
