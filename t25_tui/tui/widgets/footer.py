@@ -27,12 +27,16 @@ class KeysFooter(Footer):
         self._bindings_ready = True
         if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
             return
-        front = self.app.screen
-        if self._remake_pending or (front is not screen and not isinstance(front, ModalScreen)):
+        if self._remake_pending or self._hidden():
             return  # a remake is on its way; or hidden: its screen's return remakes it
         self._remake_pending = True
         self.call_after_refresh(self._remake)
 
     async def _remake(self) -> None:
         self._remake_pending = False
-        await self.recompose()
+        if not self._hidden():  # hidden since it was asked for: the return remakes it
+            await self.recompose()
+
+    def _hidden(self) -> bool:
+        front = self.app.screen
+        return front is not self.screen and not isinstance(front, ModalScreen)
