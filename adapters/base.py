@@ -319,6 +319,7 @@ class CliAdapter:
         self.grace_s = grace_s
         self._version: str | None = None
         self._version_read = False
+        self._probe: asyncio.Task[str | None] | None = None  # `--version` under way
 
     def locate(self) -> str | None:
         return self.spec.locate()
@@ -327,8 +328,17 @@ class CliAdapter:
         return confines(sandbox)  # every run goes through `sandbox_for`, in `_ready`
 
     async def version(self) -> str | None:
+        """The CLI's version, read once: callers that ask while it is being read (a worker
+        pool reads it as it starts, its first run announces it) share the one `--version`."""
         if self._version_read:
             return self._version
+        loop = asyncio.get_running_loop()
+        probe = self._probe
+        if probe is None or probe.done() or probe.get_loop() is not loop:
+            probe = self._probe = loop.create_task(self._read_version())
+        return await asyncio.shield(probe)
+
+    async def _read_version(self) -> str | None:
         path = self.locate()
         if path is None:
             return None  # not cached: it may be installed later

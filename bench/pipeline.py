@@ -2,9 +2,10 @@
 
 Prints, on the embedded SQLite store:
   * the orchestration overhead per stage: one task through the whole pipeline with one
-    worker, its wall time minus the time its agents ran, divided by its stages; the median
-    of `--repeat` such tasks, each in a fresh repository (target: <= 30 ms on a quiet
-    machine; the load average is printed beside it, since a busy machine slows it),
+    worker, its wall time (until the task was DONE) minus the time its agent processes ran
+    (what T25 does in the adapter before one starts is T25's), divided by its stages; the
+    median of `--repeat` such tasks, each in a fresh repository (target: <= 30 ms on a
+    quiet machine; the load average is printed beside it, since a busy machine slows it),
   * the gap from one agent's exit to the next agent's spawn within a task (per stage),
   * the throughput of 100 tasks with 4 workers.
 
@@ -35,6 +36,7 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.control.service import ControlPlane
 from core.domain.models import TaskState
+from core.worker.child_watch import watch_children_by_pidfd
 from core.workspace.git import git_sync
 from store import open_store
 from t25_tui.runtime import local_sweeper
@@ -49,11 +51,15 @@ limits: {workers: %d}
 
 AGENT_RUNS = 6  # SPEC PLAN IMPLEMENTING QA REVIEW DOCS: what one task's agents run
 STAGES = 7  # and PR_OPEN, which T25 runs itself
+SWEEP_S = 0.5  # the sweeper's pause between passes, as `t25 run` and the cockpit have it
 
 
 class TimedAdapter(CliAdapter):
-    """The scripted agent, with the moment each spawn starts and each exit is seen. The
-    reviewer is an adapter of its own name: a review's author may not review it."""
+    """The scripted agent, with the span of each agent process: from its start (its exit
+    less the time the process ran) to the moment its exit is seen. What T25 does in the
+    adapter before the process starts (the sandbox's mounts, the checkout's view, the
+    private home) is T25's own time, not the agent's. The reviewer is an adapter of its own
+    name: a review's author may not review it."""
 
     def __init__(self, name: str, spans: dict[str, list[tuple[float, float]]]) -> None:
         super().__init__(ScriptedSpec())
@@ -61,9 +67,9 @@ class TimedAdapter(CliAdapter):
         self.spans = spans
 
     async def run(self, request, sink, abort):
-        start = time.perf_counter()
         result = await super().run(request, sink, abort)
-        self.spans[request.task_id].append((start, time.perf_counter()))
+        end = time.perf_counter()
+        self.spans[request.task_id].append((end - result.duration_s, end))
         return result
 
 
@@ -85,7 +91,8 @@ def make_repo(path: Path, workers: int, files: int = 1) -> Path:
     return path
 
 
-async def measure(tasks: int, workers: int, files: int = 1) -> dict:
+async def measure(tasks: int, workers: int, files: int = 1, sweep_s: float = SWEEP_S) -> dict:
+    watch_children_by_pidfd()  # as the `t25` command does
     with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
         repo = make_repo(Path(tmp) / "repo", workers, files)
         config = load_config(repo / "t25.yaml")
@@ -94,13 +101,15 @@ async def measure(tasks: int, workers: int, files: int = 1) -> dict:
         await control.sync_projects()
         spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
         adapters = {name: TimedAdapter(name, spans) for name in ("timed", "timed-reviewer")}
-        sweeper = local_sweeper(control, adapters, run_check, workers=workers, sweep_s=0.05)
+        sweeper = local_sweeper(control, adapters, run_check, workers=workers, sweep_s=sweep_s)
         for n in range(tasks):
             await control.new_task(f"task {n}", actor="bench")
-        start = time.perf_counter()
+        start = time.time()
         await sweeper.work()
-        wall = time.perf_counter() - start
         done = await store.list_tasks(states=[TaskState.DONE])
+        # Until the last task was DONE (the store's clock is this machine's), not until the
+        # sweeper's next pass found nothing left to do.
+        wall = max((t.state_since.timestamp() for t in done), default=time.time()) - start
         unfinished = [t for t in await store.list_tasks() if t.state is not TaskState.DONE]
         events = await store.events_after(0, limit=10_000_000)
         await store.close()

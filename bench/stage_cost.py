@@ -1,24 +1,39 @@
 """What a stage costs beside what git costs: T25's own time per stage on repositories of 2,
-10,000 and 50,000 tracked files, with, in the same run, the git work a stage cannot do
-without and one `git status` of the checkout.
+10,000 and 50,000 tracked files, with, in the same run, the git work a stage and a task
+cannot do without and one `git status` of the checkout.
 
-For each size (`--files`), one task goes through the whole pipeline with one worker and
-the scripted agent answering at once (bench/pipeline.py's `measure`: it exits non-zero
-unless the task ended DONE after its six agent runs), `--repeat` times:
+For each size (`--files`), tasks go through the whole pipeline with one worker and the
+scripted agent answering at once (bench/pipeline.py's `measure`: it exits non-zero unless
+every task ended DONE after its six agent runs), `--repeat` times:
 
-- T25 per stage: the task's wall time minus the time its agents ran, over its 7 stages;
-- bare git stage: `git worktree add -b` + write a file + `git add -A` + `git commit` +
-  `git worktree remove`, the git a stage of its own would run, timed on the same repository;
+- T25 per stage, first task: one task in a new factory, its wall time less the time its
+  agent processes ran (everything T25 does in the adapter before a process starts - the
+  sandbox's mounts, the checkout's view - is T25's), over its 7 stages; it pays what a
+  process reads once (each CLI's version, the sandbox's probe, the repository's layout);
+- T25 per stage, in a row: `--tasks` tasks one after another on one worker, the same over
+  their stages: what a stage costs a factory that is running;
+- bare git stage: `git worktree add -b` + write a file + `git add -A` + `git commit`, the
+  git a stage of its own would run (issue 28's yardstick on a small repository);
+- bare git task: `git worktree add -b` + twice (write, `add -A`, `commit`): the git a task
+  cannot do without (one checkout; the implementation's and the documentation's commits);
+  "beyond git" is T25 per stage in a row less a seventh of it;
 - git status: one `git status --porcelain` of the checkout (warm);
-- git processes: how many git processes the task started (counted on one more task, run
-  with a `git` on PATH that counts and times them, so that counting costs none of the
-  timed runs); "in git", their wall time per stage, and "outside git", T25 per stage less
-  that; then, per size, the git commands that took the most of it.
+- git processes: how many git processes one task started, and the git commands that took
+  the most of their time (counted on one more task, with a `git` first on PATH that counts
+  and times them, so that counting costs none of the timed runs).
 
-Targets (issue 28): T25 per stage ≤ 1.5× the bare git stage at 2 files; ≤ one git status
-at 50,000 files.
+The bare git work is timed on a repository of the same size; each worktree it adds is
+removed after the timer stops. Every timing starts on a quiet disk (`sync` first): on a
+virtual disk, the file removals of the timing before can otherwise double a checkout's time.
+Where the disk itself is the story (on some virtual disks a checkout of 50,000 files slows
+from 8 to 22 s of kernel time when repeated), `--tmp /dev/shm` times T25 against git in
+memory, without it.
 
-Run: .venv/bin/python bench/stage_cost.py [--files 2,10000,50000] [--repeat 3]
+Targets (issue 28): T25 per stage ≤ 1.5× the bare git stage on a small repository; beyond
+git ≤ one git status on 50,000 files.
+
+Run: .venv/bin/python bench/stage_cost.py [--files 2,10000,50000] [--repeat 3] [--tasks 4]
+         [--tmp DIR]
 Figures, not a test: nothing asserts on time; but besides `measure`'s check it exits non-zero
 unless the repository git timed tracks its N files and the counting `git` saw the task's
 git processes.
@@ -41,7 +56,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checked import happened, tracked_files
-from pipeline import AGENT_RUNS, STAGES, make_repo, measure
+from pipeline import STAGES, make_repo, measure
 
 TIMING_GIT = """#!/bin/sh
 start=$(date +%s%N)
@@ -52,38 +67,51 @@ exit $code
 """
 
 
-def own_per_stage(files: int) -> float:
-    one = asyncio.run(measure(1, 1, files))
-    spans = next(iter(one["spans"].values()))
-    assert len(spans) == AGENT_RUNS  # measure exits otherwise
-    return (one["wall"] - sum(end - start for start, end in spans)) / STAGES
+def own_per_stage(files: int, tasks: int = 1) -> float:
+    """T25's own time per stage, in seconds: the tasks' wall time less the time their
+    agent processes ran, over their stages."""
+    os.sync()  # a quiet disk: the last measurement's deleted trees are written out first
+    run = asyncio.run(measure(tasks, 1, files))
+    agents = sum(end - start for spans in run["spans"].values() for start, end in spans)
+    return (run["wall"] - agents) / (STAGES * tasks)
 
 
-def git_times(files: int, repeat: int) -> tuple[float, float]:
-    """The median bare git stage and `git status`, in seconds, on a repository of `files`."""
-    stages, statuses = [], []
+def git_times(files: int, repeat: int) -> tuple[float, float, float]:
+    """The median bare git stage, bare git task and `git status`, in seconds, on a
+    repository of `files`."""
+    stages, tasks, statuses = [], [], []
     with tempfile.TemporaryDirectory(prefix="t25-bench-git-") as tmp:
         repo = make_repo(Path(tmp) / "repo", 1, files)
 
         def git(*args: str, cwd: Path = repo) -> None:
             subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
+        def commit(tree: Path, n: int) -> None:
+            (tree / "change.txt").write_text(f"{n}\n")
+            git("add", "-A", cwd=tree)
+            git("commit", "-q", "-m", "stage", cwd=tree)
+
+        def timed(name: str, commits: int) -> float:
+            tree = Path(tmp) / name
+            os.sync()
+            start = time.perf_counter()
+            git("worktree", "add", "-q", "-b", f"bench/{name}", str(tree), "trunk")
+            for n in range(commits):
+                commit(tree, n)
+            took = time.perf_counter() - start
+            git("worktree", "remove", "--force", str(tree))
+            return took
+
         tracked = tracked_files(repo)
         happened(tracked == files, f"the repository tracks {tracked} of {files} files")
         git("status", "--porcelain")  # warm the index and the untracked cache
         for n in range(repeat):
-            tree = Path(tmp) / f"tree-{n}"
-            start = time.perf_counter()
-            git("worktree", "add", "-q", "-b", f"bench/{n}", str(tree), "trunk")
-            (tree / "change.txt").write_text(f"{n}\n")
-            git("add", "-A", cwd=tree)
-            git("commit", "-q", "-m", "stage", cwd=tree)
-            git("worktree", "remove", "--force", str(tree))
-            stages.append(time.perf_counter() - start)
+            stages.append(timed(f"stage-{n}", 1))
+            tasks.append(timed(f"task-{n}", 2))
             start = time.perf_counter()
             git("status", "--porcelain")
             statuses.append(time.perf_counter() - start)
-    return statistics.median(stages), statistics.median(statuses)
+    return statistics.median(stages), statistics.median(tasks), statistics.median(statuses)
 
 
 def git_calls(files: int) -> list[tuple[float, str]]:
@@ -142,27 +170,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="2,10000,50000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=4, help="tasks in a row")
+    parser.add_argument("--tmp", help="where the repositories go (default: the system's temp)")
     args = parser.parse_args()
+    if args.tmp:
+        tempfile.tempdir = args.tmp
     print(
-        f"one task, one worker (SQLite), median of {args.repeat}; "
-        f"load average {os.getloadavg()[0]:.2f}"
+        f"one worker (SQLite), median of {args.repeat}; {args.tasks} tasks in a row; "
+        f"repositories in {tempfile.gettempdir()}; load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"{'files':>7} {'T25 per stage':>14} {'bare git stage':>15} {'git status':>11} "
-        f"{'T25 / bare':>11} {'T25 / status':>13} {'git processes':>14} "
-        f"{'in git':>12} {'outside git':>13}"
+        f"{'files':>7} {'T25/stage 1st':>14} {'in a row':>10} {'bare stage':>11} "
+        f"{'bare task':>10} {'git status':>11} {'row/bare':>9} {'beyond git':>11} "
+        f"{'beyond/status':>14} {'git procs':>10}"
     )
     heavy = []
     for files in [int(f) for f in args.files.split(",")]:
-        own = statistics.median(own_per_stage(files) for _ in range(args.repeat))
-        bare, status = git_times(files, args.repeat)
+        first, row = [], []
+        for _ in range(args.repeat):
+            first.append(own_per_stage(files))
+            row.append(own_per_stage(files, args.tasks))
+        own, steady = statistics.median(first), statistics.median(row)
+        stage, task, status = git_times(files, args.repeat)
+        beyond = steady - task / STAGES
         calls = git_calls(files)
-        in_git = sum(took for took, _ in calls) / STAGES
         heavy.append(f"{files:>7}: {heaviest(calls)}")
         print(
-            f"{files:>7} {own * 1000:>11.1f} ms {bare * 1000:>12.1f} ms {status * 1000:>8.1f} ms "
-            f"{own / bare:>10.2f}x {own / status:>12.2f}x {len(calls):>14} "
-            f"{in_git * 1000:>9.1f} ms {(own - in_git) * 1000:>10.1f} ms",
+            f"{files:>7} {own * 1000:>11.1f} ms {steady * 1000:>7.1f} ms {stage * 1000:>8.1f} ms "
+            f"{task * 1000:>7.1f} ms {status * 1000:>8.1f} ms {steady / stage:>8.2f}x "
+            f"{beyond * 1000:>8.1f} ms {beyond / status:>13.2f}x {len(calls):>10}",
             flush=True,
         )
     print("the git commands that took the most time in one task:")

@@ -427,6 +427,11 @@ class Config(Section):
         }
         return self.model_copy(update=overrides) if overrides else self
 
+    def profiles(self) -> list[AgentProfile]:
+        """Every profile of every role's chain, the top level's and each project's own."""
+        configs = [self, *(self.for_project(p.name) for p in self.projects if p.roles)]
+        return [p for c in configs for role in ROLES for p in c.roles.chain(role) or []]
+
     def rate_for(self, model: str | None) -> Rate | None:
         return self.cost.rate_for(model)
 

@@ -15,6 +15,7 @@ task with the bound it broke.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -189,6 +190,7 @@ def parse_answer(stage: TaskState, text: str) -> StageAnswer:
         raise AnswerInvalid(f"{stage} output: could not be read ({type(exc).__name__})") from None
 
 
+@functools.cache  # pydantic builds a schema anew each time: ~2 ms of every prompt
 def answer_schema(stage: TaskState) -> str:
     """The JSON schema a stage's answer must follow, for its prompt."""
     return json.dumps(OUTPUTS[stage].model_json_schema(), indent=2)

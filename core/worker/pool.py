@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Protocol
 
+from core.config.schema import Config
 from core.errors import StoreUnavailable, T25Error
 from core.ports import AgentAdapter, CheckRunner, RunQueue
 from core.ports.forge import ForgeOpener
@@ -69,6 +70,8 @@ class WorkerPool:
             for i in range(1, count + 1)
         ]
         self._running: list[asyncio.Task[None]] = []
+        self._used = [adapters[n] for n in _adapter_names(workspace.config) if n in adapters]
+        self._probes: list[asyncio.Task[str | None]] = []
 
     @property
     def busy(self) -> bool:
@@ -80,6 +83,8 @@ class WorkerPool:
 
     def start(self, outage: StoreOutage) -> None:
         self._running = [asyncio.create_task(self._staff(w, outage)) for w in self.workers]
+        # Each CLI's version is read now, beside the first claims, not in front of its first run.
+        self._probes = [asyncio.create_task(adapter.version()) for adapter in self._used]
 
     @staticmethod
     async def _staff(worker: Worker, outage: StoreOutage) -> None:
@@ -111,14 +116,21 @@ class WorkerPool:
     def cancel(self) -> None:
         """Stop now (the cockpit closing, a dropped terminal): a cancelled worker ends its
         agent's process group and hands its lease back."""
-        for t in self._running:
+        for t in [*self._running, *self._probes]:
             t.cancel()
 
     async def stop(self) -> None:
         """Let every worker finish and end; waits for them."""
         for w in self.workers:
             w.stopping.set()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        for probe in self._probes:  # a version nobody waits for any more is not worth waiting for
+            probe.cancel()
+        await asyncio.gather(*self._running, *self._probes, return_exceptions=True)
+
+
+def _adapter_names(config: Config) -> list[str]:
+    """The adapters the configuration's roles name, each once."""
+    return list(dict.fromkeys(profile.adapter for profile in config.profiles()))
 
 
 def crashed(name: str, exc: Exception) -> None:

@@ -6,9 +6,10 @@ Before every git call T25 switches off each driver the repository names
 (`core.workspace.git.neutral_drivers`), which took a `git config` process in front of
 nearly every git call: 78 of the 232 git processes one task started. The names only change
 when one of the config files changes, so they are kept per directory under the state of
-those files: the `.git` entry (a directory, or a linked worktree's pointer file), the shared
-`config`, the worktree's `config.worktree` and `commondir`, and the operator's global
-config (T25's git reads no system config: GIT_CONFIG_NOSYSTEM).
+those files: a linked worktree's `.git` pointer file, the shared `config`, the worktree's
+`config.worktree` and `commondir`, and the operator's global config (T25's git reads no
+system config: GIT_CONFIG_NOSYSTEM). A `.git` directory counts by its identity (device and
+inode: another in its place is seen), not its times, which change with every index write.
 
 Kept (core.workspace.settled_files) only when it cannot be stale: every file settled when
 its state was taken, and
@@ -36,13 +37,22 @@ async def driver_names(directory: Path, read: Callable[[Path], Awaitable[bytes]]
     --name-only --get-regexp`), read again only when a config file changed."""
     files = config_files(directory)
     state = settled_state(files) if files is not None else None
-    kept = _kept.get(directory, state)
+    key = (directory, _identity(directory / ".git"))
+    kept = _kept.get(key, state)
     if kept is not None:
         return kept
     names = await read(directory)
     if not _includes(names):
-        _kept.put(directory, state, names)
+        _kept.put(key, state, names)
     return names
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def keys_of(entries: bytes) -> bytes:
@@ -64,9 +74,11 @@ def config_files(directory: Path) -> list[Path] | None:
         mode = dot_git.lstat().st_mode
     except OSError:
         return None
+    pointer_file: list[Path] = []
     if stat.S_ISDIR(mode):
         git_dir = common = dot_git
     elif stat.S_ISREG(mode):
+        pointer_file.append(dot_git)
         try:
             pointer = dot_git.read_text()
         except (OSError, UnicodeDecodeError):
@@ -84,7 +96,7 @@ def config_files(directory: Path) -> list[Path] | None:
         return None
     home = Path(os.environ.get("HOME") or Path.home())
     return [
-        dot_git,
+        *pointer_file,
         common / "config",
         git_dir / "config.worktree",
         git_dir / "commondir",

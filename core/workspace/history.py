@@ -17,7 +17,7 @@ from pathlib import Path
 
 from core.domain.models import Task
 from core.errors import GitError, WorktreeRefused
-from core.workspace import sparse, submodules
+from core.workspace import kept_refs, sparse, submodules
 from core.workspace.config_values import kept_values
 from core.workspace.fingerprint import ARCHIVE_REF, LEFTOVERS_REF, SNAPSHOTS_REF
 from core.workspace.git import git, git_bytes, git_reason, listed, run_git
@@ -70,7 +70,9 @@ class History:
                 message,
                 cwd=path,
             )
-            return await git("rev-parse", "HEAD", cwd=path), ()
+            commit = await git("rev-parse", "HEAD", cwd=path, drivers_from=())
+            kept_refs.made_commit(await self.trees.common_dir(), commit)
+            return commit, ()
 
     async def _outward_links(self, path: Path) -> tuple[str, ...]:
         """The staged links the branch adds since it left the default branch that resolve

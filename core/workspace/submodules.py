@@ -18,6 +18,7 @@ committed as a gitlink to a commit that exists only in the worktree.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +38,15 @@ class Submodule:
     path: str
 
 
+# An index entry of `ls-files --stage -z` that is a gitlink: its mode at the entry's start.
+_GITLINK_ENTRY = re.compile(rb"(?:^|\0)" + GITLINK.encode() + rb" [0-9a-f]+ [0-3]\t([^\0]*)")
+
+
 async def gitlinks(tree: Path) -> tuple[str, ...]:
-    """The paths the index of `tree` records as submodules (gitlinks)."""
+    """The paths the index of `tree` records as submodules (gitlinks). The listing is
+    searched as it came: split into entries, 50,000 files took ~30 ms of Python a call."""
     raw = await git_bytes("ls-files", "--stage", "-z", cwd=tree, drivers_from=())
-    out = []
-    for entry in os.fsdecode(raw).split("\0"):
-        meta, _, path = entry.partition("\t")
-        if meta.startswith(GITLINK + " "):
-            out.append(path)
-    return tuple(out)
+    return tuple(os.fsdecode(m.group(1)) for m in _GITLINK_ENTRY.finditer(raw))
 
 
 async def submodules(tree: Path) -> tuple[Submodule, ...]:

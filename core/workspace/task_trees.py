@@ -197,7 +197,10 @@ class TaskTrees:
         """The commit `ref` names (asked in `cwd`, else the main checkout); None if none.
         A branch's is kept while its ref files are unchanged (core.workspace.kept_refs)."""
         if cwd is None and ref.startswith("refs/heads/"):
-            return await kept_commit(await self.common_dir(), ref, lambda: self._rev(ref, None))
+            common = await self.common_dir()
+            return await kept_commit(
+                common, ref, lambda: self._rev(ref, None), lambda name: self._rev(name, None)
+            )
         return await self._rev(ref, cwd)
 
     async def _rev(self, ref: str, cwd: Path | None) -> str | None:
@@ -208,6 +211,7 @@ class TaskTrees:
             f"{ref}^{{commit}}",
             cwd=cwd or self.repo,
             check=False,
+            drivers_from=(),  # reads refs and objects only: no filter or merge driver runs
         )
         return sha or None
 

@@ -4,8 +4,7 @@ system prompt and tool schemas, under T25's tool sets and with the CLI's own def
 
 from __future__ import annotations
 
-from core.config.config_section import ROLES
-from core.config.schema import AgentProfile, Config
+from core.config.schema import Config
 from t25_tui.cli.shapes import RequestCost
 
 
@@ -17,7 +16,7 @@ def request_costs(config: Config) -> list[RequestCost]:
 
     specs = {spec.name: spec for spec in builtin_specs()}
     out = []
-    for adapter, model in dict.fromkeys((p.adapter, p.model) for p in _profiles(config)):
+    for adapter, model in dict.fromkeys((p.adapter, p.model) for p in config.profiles()):
         spec = specs.get(adapter)
         found = fixed_part(spec.fixed_parts, model) if spec else None
         if spec is None or found is None:
@@ -54,8 +53,3 @@ def request_line(cost: RequestCost) -> str:
 
 def _kb(size: int) -> str:
     return f"{size / 1000:.1f} KB"
-
-
-def _profiles(config: Config) -> list[AgentProfile]:
-    configs = [config, *(config.for_project(p.name) for p in config.projects if p.roles)]
-    return [p for c in configs for role in ROLES for p in c.roles.chain(role) or []]

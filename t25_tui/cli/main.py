@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from core.worker.child_watch import watch_children_by_pidfd
+
+        watch_children_by_pidfd()  # git, agents and checks reaped without a thread each
         if getattr(args, "runs_agents", False):
             from adapters.prompt_files import sweep_prompt_files
 

@@ -235,3 +235,37 @@ async def test_a_sweep_reads_only_the_tasks_that_can_move_however_long_the_queue
     await sweeper.sweep()
     assert not await sweeper.idle()
     assert seen.rows == 0
+
+
+class VersionCounted(CliAdapter):
+    """The scripted agent, counting the `--version` processes it starts."""
+
+    def __init__(self) -> None:
+        super().__init__(ScriptedSpec())
+        self.probes = 0
+
+    async def _read_version(self) -> str | None:
+        self.probes += 1
+        return await super()._read_version()
+
+
+async def test_a_pool_reads_the_versions_of_the_clis_its_roles_name_as_it_starts(env):
+    """Before any run needs it, not in front of the first; once, a run's announcement
+    using it; and no `--version` of a CLI no role names."""
+    control = await env.open()
+    named, unnamed = VersionCounted(), VersionCounted()
+    pool = local_workers(control, {"scripted": named, "other": unnamed}, run_check, count=1)
+    working = asyncio.create_task(Sweeper(control, pool).work(follow=True))
+    try:
+        await until(lambda: named.probes == 1, what="the version read with no task queued")
+        await control.new_task("add a greeting", actor="ana")
+
+        async def started() -> bool:
+            return any(e.kind == "run_started" for e in await control.store.events_after(0))
+
+        await until(started, what="a run announced")
+    finally:
+        working.cancel()
+        await asyncio.gather(working, return_exceptions=True)
+
+    assert (named.probes, unnamed.probes) == (1, 0)

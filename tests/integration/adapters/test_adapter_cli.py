@@ -224,6 +224,20 @@ async def test_the_version_is_read_once(tmp_path, make_request):
     assert counter.read_text().count("called") == 1
 
 
+async def test_callers_asking_while_the_version_is_read_share_one_probe(tmp_path):
+    """A worker pool reads each CLI's version as it starts; the first run's announcement,
+    asking meanwhile, waits for that reading instead of starting another `--version`."""
+    counter = tmp_path / "calls"
+    spec = EchoSpec()
+    spec.version_args = (str(ECHO_CLI), "--version", str(counter))
+    adapter = CliAdapter(spec)
+
+    got = await asyncio.gather(*(adapter.version() for _ in range(5)))
+
+    assert got == ["3.2.1"] * 5
+    assert counter.read_text().count("called") == 1
+
+
 # A CLI whose first `--version` outlasts the probe's timeout (a loaded machine), then answers.
 SLOW_FIRST_VERSION = (
     "import os, sys, time\n"

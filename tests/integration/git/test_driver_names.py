@@ -97,6 +97,35 @@ async def test_a_config_rewritten_in_place_with_its_size_and_mtime_is_read_again
     assert reads == [repo, repo]
 
 
+async def test_a_git_directory_written_in_keeps_the_names(repo, settled, reads):
+    """`git status` and every index write change the `.git` directory's times, not its
+    config: the main checkout's names are not read again for them."""
+    await once_settled(repo)
+    await neutral_drivers(repo)
+    (repo / "app.py").write_text("x = 2\n")
+    plain_git("add", "app.py", cwd=repo)  # index.lock made and renamed inside .git
+    plain_git("commit", "-q", "-m", "second", cwd=repo)
+
+    await neutral_drivers(repo)
+
+    assert reads == [repo]
+
+
+async def test_another_git_directory_in_its_place_is_read_again(repo, tmp_path, settled, reads):
+    other = make_repo(tmp_path / "other", "trunk", {"b.py": "b = 1\n"})
+    plain_git("config", "filter.other.clean", "touch /tmp/never", cwd=other)
+    await once_settled(repo)
+    await neutral_drivers(repo)
+    (repo / ".git").rename(tmp_path / "was")
+    (other / ".git").rename(repo / ".git")
+    await once_settled(repo)
+
+    out = dict(await neutral_drivers(repo))
+
+    assert out["filter.other.clean"] == ""
+    assert reads == [repo, repo]
+
+
 async def test_a_config_with_an_include_is_read_before_every_call(repo, tmp_path, settled, reads):
     included = tmp_path / "more.gitconfig"
     included.write_text("")
