@@ -34,6 +34,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -233,10 +234,14 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
         out += ["--ro-bind", str(path), str(path)]
     covered = []
     for path in (*confinement.hidden, *_home_secrets(given)):
-        if path.is_dir():
+        try:
+            mode = os.stat(path).st_mode  # once: most of these paths do not exist
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
             out += ["--tmpfs", str(path)]
             covered.append(path)
-        elif path.is_file():
+        elif stat.S_ISREG(mode):
             out += ["--ro-bind", "/dev/null", str(path)]
     out += [
         "--bind" if confinement.worktree_writable else "--ro-bind",
