@@ -42,12 +42,14 @@ def confined_ahead(
     run: Run, task: Task, config: Config, adapters: Mapping[str, AgentAdapter]
 ) -> bool:
     """Whether the run is known before it starts to run nothing outside bubblewrap: an
-    agent's stage (QA's checks run beside its agent, so QA is watched) whose every profile
-    in the role's chain has an adapter that confines that profile's sandbox here. Such a
-    run answers for nothing (`confined`), so no fingerprint of the main checkout is taken
-    around it: two git processes fewer, and never the "before" another run's undo goes
-    back to (the operator's work since it started is not put back)."""
-    if run.stage in (TaskState.QA, TaskState.PR_OPEN):
+    agent's stage whose every profile in the role's chain has an adapter that confines that
+    profile's sandbox here - and for QA, whose checks run beside its agent, the project's
+    sandbox setting confines here too (its checks run under it: CheckSandbox.of; the agents'
+    adapters tell, as the checks' sandbox is theirs). Such a run answers for nothing
+    (`confined`), so no fingerprint of the main checkout is taken around it: four git
+    processes fewer (95 ms at 50,000 files), and never the "before" another run's undo
+    goes back to (the operator's work since it started is not put back)."""
+    if run.stage is TaskState.PR_OPEN:
         return False
     policy = config.for_project(task.project)
     chain = policy.roles.chain(run.role) or []
@@ -55,6 +57,9 @@ def confined_ahead(
         adapter = adapters.get(profile.adapter)
         if adapter is None or not adapter.confines(policy.sandbox.for_profile(profile)):
             return False
+    if run.stage is TaskState.QA and chain:  # and its checks, under the project's setting
+        adapter = adapters[chain[0].adapter]
+        return adapter.confines(policy.sandbox.mode)
     return bool(chain)
 
 

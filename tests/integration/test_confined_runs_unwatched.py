@@ -1,5 +1,5 @@
 """A run known before it starts to run nothing outside bubblewrap (every profile of its role
-confined here; QA's checks aside) is not watched: no fingerprint of the main checkout is
+confined here; for QA, its checks too) is not watched: no fingerprint of the main checkout is
 taken around it, and it is never the "before" another run's undo goes back to, so what the
 operator changed while it ran stays."""
 
@@ -15,7 +15,7 @@ from adapters.scripted import ScriptedSpec
 from core.config.schema import load_config
 from core.domain.models import Run, RunStatus, TaskState, utcnow
 from core.domain.reports import RunReport
-from core.worker.outside_changes import watching
+from core.worker.outside_changes import confined_ahead, watching
 from core.workspace import worktrees as worktrees_module
 from core.workspace.worktrees import Worktrees
 from tests.support.git import make_task, plain_git
@@ -87,7 +87,27 @@ async def test_only_runs_that_may_reach_the_main_checkout_fingerprint_it(env, sa
     runs = await control.store.list_runs(task_id=task.id)
     assert all(r.status is RunStatus.SUCCEEDED for r in runs)
     watched = [r for r in runs if r.stage is not S.PR_OPEN]
-    if sandbox == "auto":  # QA's before alone: its checks ran confined, so no after
-        assert len(taken) == sum(r.stage is S.QA for r in runs) == 1, taken
+    if sandbox == "auto":  # every run known confined before it starts, QA's checks too
+        assert taken == [], taken
     else:  # before and after every run of agent code
         assert len(taken) == 2 * len(watched), (taken, [r.stage for r in runs])
+
+
+@pytest.mark.skipif(bool(bwrap_problem()), reason="no bubblewrap")
+@pytest.mark.parametrize(("mode", "qa_confined"), [("auto", True), ("none", False)])
+def test_qa_is_known_confined_only_when_its_checks_are_too(repo, mode, qa_confined):
+    """Every agent confined (`sandbox: bwrap` on each profile); QA's checks run under the
+    project's setting: with `none` they may reach the main checkout, so QA is watched."""
+    confined = {"adapter": "scripted", "sandbox": "bwrap"}
+    roles = {role: [confined] for role in ("spec", "planner", "dev", "qa", "reviewer", "docs")}
+    write_config(repo, roles=roles, sandbox={"mode": mode})
+    config = load_config(repo / "t25.yaml")
+    adapters = {"scripted": CliAdapter(ScriptedSpec())}
+    task = make_task().model_copy(update={"project": "shop"})
+
+    ahead = {
+        stage: confined_ahead(run_of(task.id, stage, role), task, config, adapters)
+        for stage, role in ((S.PLAN, "planner"), (S.IMPLEMENTING, "dev"), (S.QA, "qa"))
+    }
+
+    assert ahead == {S.PLAN: True, S.IMPLEMENTING: True, S.QA: qa_confined}
