@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,10 +92,19 @@ def make_repo(path: Path, workers: int, files: int = 1) -> Path:
     return path
 
 
-async def measure(tasks: int, workers: int, files: int = 1, sweep_s: float = SWEEP_S) -> dict:
+async def measure(
+    tasks: int,
+    workers: int,
+    files: int = 1,
+    sweep_s: float = SWEEP_S,
+    made: Callable[[], object] = lambda: None,
+) -> dict:
+    """`tasks` through the pipeline on `workers`, in a new repository of `files` (`made` is
+    called once it is made)."""
     watch_children_by_pidfd()  # as the `t25` command does
     with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
         repo = make_repo(Path(tmp) / "repo", workers, files)
+        made()
         config = load_config(repo / "t25.yaml")
         store = await open_store(config.store_url)
         control = ControlPlane(config, store)

@@ -18,8 +18,8 @@ every task ended DONE after its six agent runs), `--repeat` times:
   cannot do without (one checkout; the implementation's and the documentation's commits);
   "beyond git" is T25 per stage in a row less a seventh of it;
 - git status: one `git status --porcelain` of the checkout (warm);
-- git processes: how many git processes one task started, and the git commands that took
-  the most of their time (counted on one more task, with a `git` first on PATH that counts
+- git processes: how many git processes one task started (not the bench's own that make
+  its repository), and the git commands that took the most of their time (counted on one more task, with a `git` first on PATH that counts
   and times them, so that counting costs none of the timed runs).
 
 The bare git work is timed on a repository of the same size; each worktree it adds is
@@ -128,7 +128,7 @@ def git_calls(files: int) -> list[tuple[float, str]]:
         path = os.environ["PATH"]
         os.environ["PATH"] = f"{shim.parent}{os.pathsep}{path}"
         try:
-            asyncio.run(measure(1, 1, files))
+            asyncio.run(measure(1, 1, files, made=lambda: log.write_text("")))  # the task's only
         finally:
             os.environ["PATH"] = path
         calls = [_call(line) for line in log.read_text().splitlines()]
