@@ -36,14 +36,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from core.worker.child_watch import watch_children_by_pidfd
-
-        watch_children_by_pidfd()  # git, agents and checks reaped without a thread each
         if getattr(args, "runs_agents", False):
             from adapters.prompt_files import sweep_prompt_files
+            from core.worker.child_watch import watch_children_by_pidfd
 
             held_secrets.undumpable()  # no agent may read or ptrace the process that runs it
-
+            watch_children_by_pidfd()  # git, agents and checks reaped without a thread each
             sweep_prompt_files()
         code: int = args.handler(args)
         sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
