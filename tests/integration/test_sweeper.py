@@ -269,3 +269,41 @@ async def test_a_pool_reads_the_versions_of_the_clis_its_roles_name_as_it_starts
         await asyncio.gather(working, return_exceptions=True)
 
     assert (named.probes, unnamed.probes) == (1, 0)
+
+
+class GatedVersion(VersionCounted):
+    """The scripted agent whose `--version` answers once `gate` opens, counting who asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.asked = 0
+
+    async def version(self) -> str | None:
+        self.asked += 1
+        return await super().version()
+
+    async def _read_version(self) -> str | None:
+        await self.gate.wait()
+        return await super()._read_version()
+
+
+async def test_a_pool_stopped_while_a_run_waits_for_the_version_lets_the_run_finish(env):
+    """The pool stops waiting for the version it asked for, but the reading goes on for the
+    run that waits for it too (it is shielded from each asker): that run finishes, as every
+    run does when its pool stops."""
+    control = await env.open()
+    adapter = GatedVersion()
+    pool = local_workers(control, {"scripted": adapter}, run_check, count=1)
+    sweeper = Sweeper(control, pool)
+    task = await control.new_task("add a greeting", actor="ana")
+    await sweeper.sweep()  # to SPEC, its run queued
+    pool.start(sweeper.store)
+    await until(lambda: adapter.asked == 2, what="the run announcing, waiting for the version")
+
+    stopping = asyncio.create_task(pool.stop())
+    adapter.gate.set()
+    await asyncio.wait_for(stopping, 120)
+
+    spec = (await control.store.list_runs(task_id=task.id))[0]
+    assert spec.status is RunStatus.SUCCEEDED, spec
