@@ -46,8 +46,8 @@ def confined_ahead(
     profile's sandbox here - and for QA, whose checks run beside its agent, the project's
     sandbox setting confines here too (its checks run under it: CheckSandbox.of; the agents'
     adapters tell, as the checks' sandbox is theirs). Such a run answers for nothing
-    (`confined`), so no fingerprint of the main checkout is taken around it: four git
-    processes fewer (95 ms at 50,000 files), and never the "before" another run's undo
+    (`confined`), so no fingerprint of the main checkout is taken around it: up to four git
+    processes fewer (~110 ms at 50,000 files), and never the "before" another run's undo
     goes back to (the operator's work since it started is not put back)."""
     if run.stage is TaskState.PR_OPEN:
         return False
