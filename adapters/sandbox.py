@@ -293,11 +293,11 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
     # In strings, each spelled as pathlib would (no doubled or trailing slash): pathlib's
     # own joins and comparisons made this a third of a run's setup (~4 ms).
     home = str(_home())
-    wanted = [*(f"{home}/{name}" for name in TOOLCHAINS), *map(str, confinement.read_paths)]
+    wanted = [*(os.path.join(home, name) for name in TOOLCHAINS), *map(str, confinement.read_paths)]
     wanted += [str(Path(p)) for p in _path_dirs()]
     found = (*_program_files(program), _interpreter())
     wanted += [*(str(_prefix(Path(p))) for p in found), str(Path(sys.base_prefix))]
-    tops = [str(home) for home in homes]
+    inside_a_home = tuple(f"{top}/" for top in homes)
     out = []
     for named in wanted:
         if not os.path.exists(named):
@@ -305,7 +305,7 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
         out += [
             Path(candidate)
             for candidate in dict.fromkeys((named, os.path.realpath(named)))
-            if any(candidate.startswith(top + "/") for top in tops)
+            if candidate.startswith(inside_a_home)
         ]
     return out
 
