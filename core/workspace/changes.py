@@ -56,10 +56,7 @@ class Changes:
                 f"the task branch {task.branch} does not exist",
                 hint="the task has no worktree yet; nothing to compare",
             )
-        base = await git(
-            "merge-base", f"refs/heads/{self.trees.default_branch}", tip, cwd=self.trees.repo
-        )
-        return base, tip
+        return await self.trees.merge_base(tip), tip
 
     async def diff(self, task: Task, span: tuple[str, str] | None = None) -> str:
         """The unified diff of the task branch since it left the default branch."""

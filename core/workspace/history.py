@@ -53,11 +53,11 @@ class History:
         path = self.trees.path_for(task.id)
         with self.trees.working_on(task.id):
             await self.trees.verify(task, path)
-            anything = await _stage(path)
-            outward = await self._outward_links(path)  # since the branch began
+            staged = await _stage(path)
+            outward = await self._outward_links(task, path, staged)  # since the branch began
             if outward:
                 return None, outward
-            if not anything:
+            if not staged:
                 return None, ()
             identity = await commit_identity(path)
             await git(
@@ -70,23 +70,30 @@ class History:
                 message,
                 cwd=path,
             )
-            commit = await git("rev-parse", "HEAD", cwd=path, drivers_from=())
-            kept_refs.made_commit(await self.trees.common_dir(), commit)
+            common = await self.trees.common_dir()
+            # What `git commit` just wrote to the branch's ref file (the worktree is on the
+            # branch: verified above), read as git would; otherwise asked of git.
+            commit = kept_refs.loose_name(common, f"refs/heads/{task.branch}") or await git(
+                "rev-parse", "HEAD", cwd=path, drivers_from=()
+            )
+            kept_refs.made_commit(common, commit)
             return commit, ()
 
-    async def _outward_links(self, path: Path) -> tuple[str, ...]:
+    async def _outward_links(self, task: Task, path: Path, staged: bytes) -> tuple[str, ...]:
         """The staged links the branch adds since it left the default branch that resolve
-        outside `path` (an absolute target always counts: it names this machine)."""
-        base = await git(
-            "merge-base",
-            f"refs/heads/{self.trees.default_branch}",
-            "HEAD",
-            cwd=path,
-            drivers_from=(),
-        )
-        raw = await git_bytes(
-            "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", base, cwd=path
-        )
+        outside `path` (an absolute target always counts: it names this machine). `staged`
+        is what the index stages against HEAD (submodules.staged): the same listing when
+        the branch has no commit of its own yet."""
+        head = await self.trees.tip(task)  # HEAD: the worktree is on the task branch
+        base = await self.trees.merge_base(head) if head else None
+        raw = (
+            staged
+            if base is not None and base == head
+            else await git_bytes(
+                "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff",
+                base or "HEAD", cwd=path,
+            )
+        )  # fmt: skip
         fields = os.fsdecode(raw).split("\0")
         top = path.resolve()
         out = []
@@ -201,10 +208,10 @@ class History:
         return ref
 
 
-async def _stage(path: Path) -> bool:
+async def _stage(path: Path) -> bytes:
     """`git add --all` of what T25 is about to commit: refused, with the paths, when it
-    holds a change inside a submodule or outside the worktree's sparse cone; whether
-    there is anything to commit."""
+    holds a change inside a submodule or outside the worktree's sparse cone; what it
+    stages against HEAD (`submodules.staged`: empty when there is nothing to commit)."""
     await submodules.refuse_changes(path)
     await sparse.refuse_outside(path)
     done = await run_git("add", "--all", cwd=path)

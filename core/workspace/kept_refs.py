@@ -7,7 +7,8 @@ those files changes.
 A loose ref is read as git reads it, from its file (git replaces it whole, by a rename): the
 object name it holds is the branch's, and what that name peels to never changes, so each
 name costs one `git rev-parse`, once. A branch T25 itself just moved is then read without
-waiting for its file to settle.
+waiting for its file to settle. A branch in neither its loose file nor `packed-refs` does
+not exist (a task's branch, before its worktree is made): no process either.
 
 Not kept: a branch that is a symbolic ref (what it names can move without its file
 changing) and any branch of a repository that stores refs in a reftable.
@@ -15,6 +16,7 @@ changing) and any branch of a repository that stores refs in a reftable.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -35,9 +37,11 @@ async def kept_commit(
 ) -> str | None:
     """The commit `ref` (refs/heads/…) names in the repository at `common`: `peel` of the
     object name its loose ref file holds, else what `read` says (kept while settled)."""
-    named = _loose_name(common, ref)
+    named = loose_name(common, ref)
     if named is not None:
         return await _peel(common, named, peel)
+    if _absent(common, ref):
+        return None
     files = _ref_files(common, ref)
     state = settled_state(files) if files is not None else None
     kept = _kept.get((common, ref), state)
@@ -62,7 +66,7 @@ def _ref_files(common: Path, ref: str) -> list[Path] | None:
     return [common / "config", loose, common / "packed-refs"]
 
 
-def _loose_name(common: Path, ref: str) -> str | None:
+def loose_name(common: Path, ref: str) -> str | None:
     """The object name `ref`'s loose file holds; None when it has none (packed, absent, a
     symbolic ref) or the repository keeps its refs in a reftable."""
     if (common / "reftable").exists():
@@ -73,6 +77,22 @@ def _loose_name(common: Path, ref: str) -> str | None:
         return None
     found = _OBJECT_NAME.fullmatch(held)
     return found.group(1).decode() if found else None
+
+
+def _absent(common: Path, ref: str) -> bool:
+    """Whether `ref` is in neither its loose file nor `packed-refs` (read in that order, as
+    git reads them: a `git pack-refs` moving it in between is still seen). False when
+    unsure: a reftable, a loose file that is there but holds no object name."""
+    if (common / "reftable").exists() or os.path.lexists(common / ref):
+        return False
+    try:
+        packed = (common / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    line = b" " + os.fsencode(ref) + b"\n"
+    return line not in packed and not packed.endswith(line[:-1])
 
 
 def made_commit(common: Path, name: str) -> None:

@@ -43,6 +43,7 @@ from core.workspace import lfs, submodules
 from core.workspace.git import Completed, git, git_bytes, git_reason, holds_branch, run_git
 from core.workspace.kept_refs import kept_commit
 from core.workspace.lfs_filter import INSTALL_HINT
+from core.workspace.merge_bases import merge_base
 from core.workspace.ownership import matches, read_record, write_record
 from core.workspace.worktree_lock import WorktreeLock
 
@@ -214,6 +215,19 @@ class TaskTrees:
             drivers_from=(),  # reads refs and objects only: no filter or merge driver runs
         )
         return sha or None
+
+    async def merge_base(self, commit: str) -> str:
+        """Where `commit` left the default branch: their merge base, found once for the
+        pair (core.workspace.merge_bases); GitError when git finds none."""
+        main = f"refs/heads/{self.default_branch}"
+        at = await self.rev(main)
+
+        async def find() -> str:
+            return await git("merge-base", at or main, commit, cwd=self.repo, drivers_from=())
+
+        if at is None:  # no default branch: git says so
+            return await find()
+        return await merge_base(await self.common_dir(), at, commit, find)
 
     async def common_dir(self) -> Path:
         """The repository's common git directory, asked of git once."""

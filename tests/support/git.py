@@ -1,5 +1,6 @@
 """Git as an agent or a person runs it (no T25 hardening), tasks to give worktrees, a repository
-shaped for the worktree tests, and planted programs that record whether they ran."""
+shaped for the worktree tests, planted programs that record whether they ran, and the git
+processes T25 starts, counted."""
 
 from __future__ import annotations
 
@@ -15,6 +16,21 @@ def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
     return Task(
         id=task_id, project="demo", title="a change", type=kind, created_at=now, state_since=now
     )
+
+
+def git_started(monkeypatch) -> list[tuple[str, ...]]:
+    """The git commands T25 starts from now on (core.workspace.git), each as its arguments."""
+    from core.workspace import git as git_module
+
+    seen: list[tuple[str, ...]] = []
+    real = git_module._spawn
+
+    async def counted(args, cwd, overrides):
+        seen.append(tuple(args))
+        return await real(args, cwd, overrides)
+
+    monkeypatch.setattr(git_module, "_spawn", counted)
+    return seen
 
 
 def plain_git(*args: str, cwd: Path, check: bool = True) -> str:

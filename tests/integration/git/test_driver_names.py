@@ -16,7 +16,7 @@ from core.workspace import settled_files
 from core.workspace.config_values import flag, kept_values
 from core.workspace.git import neutral_drivers
 from core.workspace.worktrees import Worktrees
-from tests.support.git import make_task, plain_git, without_identity
+from tests.support.git import git_started, make_task, plain_git, without_identity
 from tests.support.repos import make_repo
 from tests.support.waiting import until
 
@@ -176,14 +176,7 @@ async def test_a_commit_reads_its_identity_and_the_sparse_switches_from_the_kept
     task = make_task()
     tree = await wt.ensure(task)
     await once_settled(tree)
-    started: list[tuple[str, ...]] = []
-    real = git_module._spawn
-
-    async def counted(args, cwd, overrides):
-        started.append(tuple(args))
-        return await real(args, cwd, overrides)
-
-    monkeypatch.setattr(git_module, "_spawn", counted)
+    started = git_started(monkeypatch)
     for n in range(2):
         (tree / f"x{n}.py").write_text("x = 1\n")
         await wt.history.commit_all(task, f"step {n}")
