@@ -395,7 +395,7 @@ class Worker:
                 return RunReport(adapter_reason=reason, needs_input=_no_reviewer(run, reason, rule))
         checks: list[CheckResult] = []
         litter = ""
-        if run.stage is TaskState.QA:
+        if run.stage is TaskState.QA and policy.qa.checks:  # none: nothing to leave litter
             confine = CheckSandbox.of(self.config, task.project, run.id)
             before = await tree_state(path)
             checks = [await self.run_check(c, path, abort, confine) for c in policy.qa.checks]

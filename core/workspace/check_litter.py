@@ -6,7 +6,7 @@ reformats or removes, would otherwise be committed by the next stage that commit
 notes the tree's state before the checks and, after them, puts back every path whose
 state they changed: a file they created is removed, a tracked file they changed or removed
 is checked out again from the branch's head. Ignored files (caches a tool regenerates) are
-never committed and are left alone.
+never committed and are left alone. A QA stage without checks takes no state at all.
 
 Why this and not a copy-on-write view of the tree inside the sandbox: bubblewrap gives an
 overlay only from 0.10 (Debian 12 ships 0.8), and an overlay needs the kernel's leave in a

@@ -15,6 +15,7 @@ from core.domain.models import TaskState
 from core.domain.verbs import Verb
 from core.errors import MergeRefused, PolicyRefused
 from core.workspace.git import git_sync
+from tests.support.git import git_started
 
 S = TaskState
 
@@ -84,6 +85,15 @@ async def test_what_a_check_writes_in_the_tree_is_never_committed(env):
     assert "qa-report.txt" in into_review[0].reason
     merged = await control.merge(task.id, actor="ana")
     assert merged.merged and not (env.repo / "qa-report.txt").exists()
+
+
+async def test_qa_without_checks_takes_no_state_of_the_tree(env, monkeypatch):
+    await env.open(qa={"checks": []})  # nothing runs that could leave a file
+    started = git_started(monkeypatch)
+    task = await env.new(description="scripted: docs=README.md")
+    await env.work()
+    assert (await env.task(task.id)).state is S.DONE
+    assert [args for args in started if args[0] == "status" and "--no-renames" in args] == []
 
 
 async def test_the_merge_evidence_names_the_commits_no_review_saw(env):
