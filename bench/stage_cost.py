@@ -16,7 +16,11 @@ every task ended DONE after its six agent runs), `--repeat` times:
   git a stage of its own would run (issue 28's yardstick on a small repository);
 - bare git task: `git worktree add -b` + twice (write, `add -A`, `commit`): the git a task
   cannot do without (one checkout; the implementation's and the documentation's commits);
-  "beyond git" is T25 per stage in a row less a seventh of it;
+  "beyond git" is T25 per stage in a row less a seventh of it. The checkout is taken out
+  of both sides as each timed its own (T25's `reset --hard` into the new worktree, timed in
+  the run; the bare task's `worktree add`): it is the same work on both, but at 50,000
+  files it takes 1.4 to 1.9 s from one checkout to the next even in memory, which moved
+  "beyond git" by ±70 ms a stage between runs of the same code;
 - git status: one `git status --porcelain` of the checkout (warm);
 - git processes: how many git processes one task started (not the bench's own that make
   its repository), and the git commands that took the most of their time (counted on one more task, with a `git` first on PATH that counts
@@ -58,6 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checked import happened, tracked_files
 from pipeline import STAGES, make_repo, measure
 
+from core.workspace import git as git_module
+
 TIMING_GIT = """#!/bin/sh
 start=$(date +%s%N)
 {git} "$@"
@@ -67,19 +73,36 @@ exit $code
 """
 
 
-def own_per_stage(files: int, tasks: int = 1) -> float:
+def own_per_stage(files: int, tasks: int = 1) -> tuple[float, float]:
     """T25's own time per stage, in seconds: the tasks' wall time less the time their
-    agent processes ran, over their stages."""
+    agent processes ran, over their stages; and the time a task's checkout took (its
+    `git reset --hard` into the new worktree), timed in this process as it ran."""
+    checkouts: list[float] = []
+    real = git_module._spawn
+
+    async def timed(args, cwd, overrides):
+        start = time.perf_counter()
+        try:
+            return await real(args, cwd, overrides)
+        finally:
+            if args[:2] == ("reset", "--hard"):
+                checkouts.append(time.perf_counter() - start)
+
     os.sync()  # a quiet disk: the last measurement's deleted trees are written out first
-    run = asyncio.run(measure(tasks, 1, files))
+    git_module._spawn = timed
+    try:
+        run = asyncio.run(measure(tasks, 1, files))
+    finally:
+        git_module._spawn = real
+    happened(len(checkouts) == tasks, f"{len(checkouts)} checkouts were timed for {tasks} tasks")
     agents = sum(end - start for spans in run["spans"].values() for start, end in spans)
-    return (run["wall"] - agents) / (STAGES * tasks)
+    return (run["wall"] - agents) / (STAGES * tasks), sum(checkouts) / tasks
 
 
-def git_times(files: int, repeat: int) -> tuple[float, float, float]:
-    """The median bare git stage, bare git task and `git status`, in seconds, on a
-    repository of `files`."""
-    stages, tasks, statuses = [], [], []
+def git_times(files: int, repeat: int) -> tuple[float, float, float, float]:
+    """The median bare git stage, bare git task, the bare task's checkout (its `git
+    worktree add`) and `git status`, in seconds, on a repository of `files`."""
+    stages, tasks, checkouts, statuses = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="t25-bench-git-") as tmp:
         repo = make_repo(Path(tmp) / "repo", 1, files)
 
@@ -91,27 +114,31 @@ def git_times(files: int, repeat: int) -> tuple[float, float, float]:
             git("add", "-A", cwd=tree)
             git("commit", "-q", "-m", "stage", cwd=tree)
 
-        def timed(name: str, commits: int) -> float:
+        def timed(name: str, commits: int) -> tuple[float, float]:
             tree = Path(tmp) / name
             os.sync()
             start = time.perf_counter()
             git("worktree", "add", "-q", "-b", f"bench/{name}", str(tree), "trunk")
+            checkout = time.perf_counter() - start
             for n in range(commits):
                 commit(tree, n)
             took = time.perf_counter() - start
             git("worktree", "remove", "--force", str(tree))
-            return took
+            return took, checkout
 
         tracked = tracked_files(repo)
         happened(tracked == files, f"the repository tracks {tracked} of {files} files")
         git("status", "--porcelain")  # warm the index and the untracked cache
         for n in range(repeat):
-            stages.append(timed(f"stage-{n}", 1))
-            tasks.append(timed(f"task-{n}", 2))
+            stages.append(timed(f"stage-{n}", 1)[0])
+            took, checkout = timed(f"task-{n}", 2)
+            tasks.append(took)
+            checkouts.append(checkout)
             start = time.perf_counter()
             git("status", "--porcelain")
             statuses.append(time.perf_counter() - start)
-    return statistics.median(stages), statistics.median(tasks), statistics.median(statuses)
+    median = statistics.median
+    return median(stages), median(tasks), median(checkouts), median(statuses)
 
 
 def git_calls(files: int) -> list[tuple[float, str]]:
@@ -184,15 +211,22 @@ def main() -> None:
         f"{'bare task':>10} {'git status':>11} {'row/bare':>9} {'beyond git':>11} "
         f"{'beyond/status':>14} {'git procs':>10}"
     )
-    heavy = []
+    heavy, checkouts = [], []
     for files in [int(f) for f in args.files.split(",")]:
-        first, row = [], []
+        first, row, own_checkouts, beyond_checkout = [], [], [], []
         for _ in range(args.repeat):
-            first.append(own_per_stage(files))
-            row.append(own_per_stage(files, args.tasks))
+            first.append(own_per_stage(files)[0])
+            per_stage, checkout = own_per_stage(files, args.tasks)
+            row.append(per_stage)
+            own_checkouts.append(checkout)
+            beyond_checkout.append(per_stage - checkout / STAGES)
         own, steady = statistics.median(first), statistics.median(row)
-        stage, task, status = git_times(files, args.repeat)
-        beyond = steady - task / STAGES
+        stage, task, task_checkout, status = git_times(files, args.repeat)
+        beyond = statistics.median(beyond_checkout) - (task - task_checkout) / STAGES
+        checkouts.append(
+            f"{files:>7}: T25's {statistics.median(own_checkouts) * 1000:.0f} ms, "
+            f"the bare task's {task_checkout * 1000:.0f} ms"
+        )
         calls = git_calls(files)
         heavy.append(f"{files:>7}: {heaviest(calls)}")
         print(
@@ -201,6 +235,8 @@ def main() -> None:
             f"{beyond * 1000:>8.1f} ms {beyond / status:>13.2f}x {len(calls):>10}",
             flush=True,
         )
+    print("a task's checkout (taken out of both sides of beyond git):")
+    print("\n".join(checkouts))
     print("the git commands that took the most time in one task:")
     print("\n".join(heavy))
 
