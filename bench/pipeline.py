@@ -75,7 +75,8 @@ class TimedAdapter(CliAdapter):
 
 
 def make_repo(path: Path, workers: int, files: int = 1) -> Path:
-    """A repository of `files` tracked files (README.md, then 100 to a folder)."""
+    """A repository of `files` tracked files (README.md, then 100 to a folder), its objects
+    packed as a clone's are."""
     path.mkdir()
     git_sync("init", "-q", "-b", "trunk", cwd=path)
     git_sync("config", "user.email", "bench@t25.invalid", cwd=path)
@@ -87,6 +88,10 @@ def make_repo(path: Path, workers: int, files: int = 1) -> Path:
         (folder / f"f{n % 100:02d}.py").write_text(f"x = {n}\n")
     git_sync("add", "-A", cwd=path)
     git_sync("commit", "-q", "-m", "init", cwd=path)
+    # Packed, as a clone is: left loose, a checkout of 50,000 files reads 50,000 object files
+    # (1.6 s, not 0.6) until a plain git's first commit packs them by `gc --auto` - which
+    # T25's git never starts, so the bare git timed beside it would check out from a pack.
+    git_sync("repack", "-a", "-d", "-q", cwd=path)
     (path / ".git" / "info" / "exclude").write_text("/.factory/\n/t25.yaml\n")
     (path / "t25.yaml").write_text(CONFIG % workers)
     return path

@@ -16,19 +16,14 @@ every task ended DONE after its six agent runs), `--repeat` times:
   git a stage of its own would run (issue 28's yardstick on a small repository);
 - bare git task: `git worktree add -b` + twice (write, `add -A`, `commit`): the git a task
   cannot do without (one checkout; the implementation's and the documentation's commits);
-  "beyond git" is T25 per stage in a row less a seventh of it; "checkouts aside" is the
-  same with each side's own checkout taken out, as each timed it (T25's `reset --hard`
-  into the new worktree, timed in the run; the bare task's `worktree add`). Both are
-  printed: at 50,000 files a checkout varies from 1.4 to 1.9 s between runs even in memory
-  (±70 ms a stage on "beyond git"), and in this bench T25's checkout has measured 1.7 s
-  where the bare task's measured 0.9 s, while the two commands timed alone, one after the
-  other, take the same 1.6 s: the first figure holds that difference, the second does not;
+  "beyond git" is T25 per stage in a row less a seventh of it;
 - git status: one `git status --porcelain` of the checkout (warm);
 - git processes: how many git processes one task started (not the bench's own that make
   its repository), and the git commands that took the most of their time (counted on one more task, with a `git` first on PATH that counts
   and times them, so that counting costs none of the timed runs).
 
-The bare git work is timed on a repository of the same size; each worktree it adds is
+The bare git work is timed on a repository of the same size, packed as T25's is (as a
+clone's is: pipeline.make_repo); each worktree it adds is
 removed after the timer stops. Every timing starts on a quiet disk (`sync` first): on a
 virtual disk, the file removals of the timing before can otherwise double a checkout's time.
 Where the disk itself is the story (on some virtual disks a checkout of 50,000 files slows
@@ -64,8 +59,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checked import happened, tracked_files
 from pipeline import STAGES, make_repo, measure
 
-from core.workspace import git as git_module
-
 TIMING_GIT = """#!/bin/sh
 start=$(date +%s%N)
 {git} "$@"
@@ -75,36 +68,19 @@ exit $code
 """
 
 
-def own_per_stage(files: int, tasks: int = 1) -> tuple[float, float]:
+def own_per_stage(files: int, tasks: int = 1) -> float:
     """T25's own time per stage, in seconds: the tasks' wall time less the time their
-    agent processes ran, over their stages; and the time a task's checkout took (its
-    `git reset --hard` into the new worktree), timed in this process as it ran."""
-    checkouts: list[float] = []
-    real = git_module._spawn
-
-    async def timed(args, cwd, overrides):
-        start = time.perf_counter()
-        try:
-            return await real(args, cwd, overrides)
-        finally:
-            if args[:2] == ("reset", "--hard"):
-                checkouts.append(time.perf_counter() - start)
-
+    agent processes ran, over their stages."""
     os.sync()  # a quiet disk: the last measurement's deleted trees are written out first
-    git_module._spawn = timed
-    try:
-        run = asyncio.run(measure(tasks, 1, files))
-    finally:
-        git_module._spawn = real
-    happened(len(checkouts) == tasks, f"{len(checkouts)} checkouts were timed for {tasks} tasks")
+    run = asyncio.run(measure(tasks, 1, files))
     agents = sum(end - start for spans in run["spans"].values() for start, end in spans)
-    return (run["wall"] - agents) / (STAGES * tasks), sum(checkouts) / tasks
+    return (run["wall"] - agents) / (STAGES * tasks)
 
 
-def git_times(files: int, repeat: int) -> tuple[float, float, float, float]:
-    """The median bare git stage, bare git task, the bare task's checkout (its `git
-    worktree add`) and `git status`, in seconds, on a repository of `files`."""
-    stages, tasks, checkouts, statuses = [], [], [], []
+def git_times(files: int, repeat: int) -> tuple[float, float, float]:
+    """The median bare git stage, bare git task and `git status`, in seconds, on a
+    repository of `files`."""
+    stages, tasks, statuses = [], [], []
     with tempfile.TemporaryDirectory(prefix="t25-bench-git-") as tmp:
         repo = make_repo(Path(tmp) / "repo", 1, files)
 
@@ -116,31 +92,27 @@ def git_times(files: int, repeat: int) -> tuple[float, float, float, float]:
             git("add", "-A", cwd=tree)
             git("commit", "-q", "-m", "stage", cwd=tree)
 
-        def timed(name: str, commits: int) -> tuple[float, float]:
+        def timed(name: str, commits: int) -> float:
             tree = Path(tmp) / name
             os.sync()
             start = time.perf_counter()
             git("worktree", "add", "-q", "-b", f"bench/{name}", str(tree), "trunk")
-            checkout = time.perf_counter() - start
             for n in range(commits):
                 commit(tree, n)
             took = time.perf_counter() - start
             git("worktree", "remove", "--force", str(tree))
-            return took, checkout
+            return took
 
         tracked = tracked_files(repo)
         happened(tracked == files, f"the repository tracks {tracked} of {files} files")
         git("status", "--porcelain")  # warm the index and the untracked cache
         for n in range(repeat):
-            stages.append(timed(f"stage-{n}", 1)[0])
-            took, checkout = timed(f"task-{n}", 2)
-            tasks.append(took)
-            checkouts.append(checkout)
+            stages.append(timed(f"stage-{n}", 1))
+            tasks.append(timed(f"task-{n}", 2))
             start = time.perf_counter()
             git("status", "--porcelain")
             statuses.append(time.perf_counter() - start)
-    median = statistics.median
-    return median(stages), median(tasks), median(checkouts), median(statuses)
+    return statistics.median(stages), statistics.median(tasks), statistics.median(statuses)
 
 
 def git_calls(files: int) -> list[tuple[float, str]]:
@@ -211,36 +183,25 @@ def main() -> None:
     print(
         f"{'files':>7} {'T25/stage 1st':>14} {'in a row':>10} {'bare stage':>11} "
         f"{'bare task':>10} {'git status':>11} {'row/bare':>9} {'beyond git':>11} "
-        f"{'/status':>8} {'checkouts aside':>16} {'/status':>8} {'git procs':>10}"
+        f"{'beyond/status':>14} {'git procs':>10}"
     )
-    heavy, checkouts = [], []
+    heavy = []
     for files in [int(f) for f in args.files.split(",")]:
-        first, row, own_checkouts, beyond_checkout = [], [], [], []
+        first, row = [], []
         for _ in range(args.repeat):
-            first.append(own_per_stage(files)[0])
-            per_stage, checkout = own_per_stage(files, args.tasks)
-            row.append(per_stage)
-            own_checkouts.append(checkout)
-            beyond_checkout.append(per_stage - checkout / STAGES)
+            first.append(own_per_stage(files))
+            row.append(own_per_stage(files, args.tasks))
         own, steady = statistics.median(first), statistics.median(row)
-        stage, task, task_checkout, status = git_times(files, args.repeat)
+        stage, task, status = git_times(files, args.repeat)
         beyond = steady - task / STAGES
-        aside = statistics.median(beyond_checkout) - (task - task_checkout) / STAGES
-        checkouts.append(
-            f"{files:>7}: T25's {statistics.median(own_checkouts) * 1000:.0f} ms, "
-            f"the bare task's {task_checkout * 1000:.0f} ms"
-        )
         calls = git_calls(files)
         heavy.append(f"{files:>7}: {heaviest(calls)}")
         print(
             f"{files:>7} {own * 1000:>11.1f} ms {steady * 1000:>7.1f} ms {stage * 1000:>8.1f} ms "
             f"{task * 1000:>7.1f} ms {status * 1000:>8.1f} ms {steady / stage:>8.2f}x "
-            f"{beyond * 1000:>8.1f} ms {beyond / status:>7.2f}x {aside * 1000:>13.1f} ms "
-            f"{aside / status:>7.2f}x {len(calls):>10}",
+            f"{beyond * 1000:>8.1f} ms {beyond / status:>13.2f}x {len(calls):>10}",
             flush=True,
         )
-    print('a task\'s checkout (taken out of both sides for "checkouts aside"):')
-    print("\n".join(checkouts))
     print("the git commands that took the most time in one task:")
     print("\n".join(heavy))
 
