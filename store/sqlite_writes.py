@@ -188,12 +188,15 @@ async def put_in(db: aiosqlite.Connection, sha: str, meta: ArtifactMeta, blob: B
     task = rows.number_or_none("T", meta.task_id)
     run = rows.number_or_none("R", meta.run_id)
     params = {**meta.model_dump(mode="json"), "sha256": sha, "task_id": task, "run_id": run}
-    if task is not None and not await fetch_all(db, sql.TASK_EXISTS, (task,)):
-        raise checks.task_not_found(format_id("T", task))
-    if run is not None and not await fetch_all(db, sql.RUN_EXISTS, (run,)):
-        raise checks.run_not_found(format_id("R", run))
     await blob(db)
-    (row,) = await fetch_all(db, sql.INSERT_ARTIFACT, params)
+    try:
+        (row,) = await fetch_all(db, sql.INSERT_ARTIFACT, params)
+    except sqlite3.IntegrityError:  # its task or run is not in the store: which one
+        if task is not None and not await fetch_all(db, sql.TASK_EXISTS, (task,)):
+            raise checks.task_not_found(format_id("T", task)) from None
+        if run is not None and not await fetch_all(db, sql.RUN_EXISTS, (run,)):
+            raise checks.run_not_found(format_id("R", run)) from None
+        raise
     return row
 
 

@@ -963,8 +963,11 @@ async def test_artifact_content_is_stored_once_with_each_provenance(
 async def test_artifact_for_unknown_task_or_id_is_not_found(store: Store, project: Project) -> None:
     with pytest.raises(NotFound, match="T-5"):
         await store.put_artifact(b"x", ArtifactMeta(kind=ArtifactKind.LOG, task_id="T-5"))
+    with pytest.raises(NotFound, match="R-8"):
+        await store.put_artifact(b"x", ArtifactMeta(kind=ArtifactKind.LOG, run_id="R-8"))
     with pytest.raises(NotFound, match="A-7"):
         await store.get_artifact("A-7")
+    assert await store.list_artifacts() == []  # nothing of the refused ones kept
 
 
 async def test_corrupted_artifact_is_detected(store: Store, project: Project, corrupt_blob) -> None:
