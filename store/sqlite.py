@@ -105,9 +105,13 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
     # -- plumbing ---------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One BEGIN IMMEDIATE transaction; rolled back if the body raises."""
-        async with self._lock, _locked_is_unavailable(self.path), transaction(self._db) as db:
+    async def _write(self, *, alone: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        """One BEGIN IMMEDIATE transaction; rolled back if the body raises. `alone`: a
+        write that is one statement is its own transaction (the connection autocommits: it
+        takes the write lock as it writes, with no read lock to upgrade), one trip to the
+        connection's thread instead of three (an event, a claim)."""
+        held = contextlib.nullcontext(self._db) if alone else transaction(self._db)
+        async with self._lock, _locked_is_unavailable(self.path), held as db:
             self._now = self._clock().timestamp()  # taken once the file's write lock is held
             yield db
         changed, self._changed = self._changed, asyncio.Event()
@@ -227,7 +231,7 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
     # -- events -----------------------------------------------------------------------
 
     async def append_event(self, event: Event) -> Event:
-        async with self._write() as db:
+        async with self._write(alone=True) as db:  # one INSERT (the kept one read after)
             return await w.insert_event(db, event)
 
     async def events_after(
@@ -312,7 +316,7 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
 
     async def claim_run(self, worker: str, ttl_s: float) -> Lease | None:
         params = {"worker": worker, "ttl": checks.positive_ttl(ttl_s)}
-        async with self._write() as db:
+        async with self._write(alone=True) as db:
             claimed = await w.fetch_all(db, sql.CLAIM_RUN, params)
         return ROWS.lease(claimed[0]) if claimed else None
 

@@ -10,8 +10,10 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
+from core.domain.events import DecisionRecorded
 from core.domain.models import ArtifactKind, ArtifactMeta, NewRun, NewTask, Project, TaskState
 from core.errors import StoreError
 from store import migrations, open_store, sqlite_sql
@@ -436,3 +438,31 @@ async def test_a_runs_newest_events_are_read_off_an_index(tmp_path: Path) -> Non
 
     assert any("INDEX events_by_run" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+async def test_an_event_and_a_claim_are_one_statement_each_and_one_trip_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of one statement is its own transaction: no BEGIN and COMMIT around it."""
+    store = await open_store(url(tmp_path / "t25.db"))
+    try:
+        await store.upsert_project(Project(name="p", repo_path="/p", default_branch="main"))
+        task, _ = await store.create_task(NewTask(project="p", title="t"), actor="ana")
+        await store.enqueue_run(NewRun(task_id=task.id, stage=S.SPEC, role="spec"))
+        sent: list[str] = []
+        real = aiosqlite.Connection.execute_fetchall
+
+        async def counted(self, statement, *args):
+            sent.append(statement.split()[0].upper())
+            return await real(self, statement, *args)
+
+        monkeypatch.setattr(aiosqlite.Connection, "execute_fetchall", counted)
+        event = await store.append_event(
+            DecisionRecorded(task_id=task.id, decision="retry", actor="ana")
+        )
+        lease = await store.claim_run("w1", 60)
+    finally:
+        await store.close()
+
+    assert sent == ["INSERT", "UPDATE"]
+    assert event.id and lease is not None and lease.task_id == task.id
