@@ -128,13 +128,14 @@ class Pipeline:
     async def _context(
         self, run: Run, task: Task, checks: tuple[CheckResult, ...]
     ) -> PromptContext:
-        findings, failed = await self._feedback(run, task)
+        listed = await self.book.task_artifacts(task.id)  # once, for each kind read below
+        findings, failed = await self._feedback(run, task, listed)
         if run.stage is S.REVIEW and not checks:  # what QA's checks gave, for the reviewer
-            qa = await self._latest_json(task, ArtifactKind.QA_REPORT)
+            qa = await self._latest_json(listed, ArtifactKind.QA_REPORT)
             checks = tuple(QAReport.model_validate(qa).checks) if qa else ()
         counted = any(c.figures is not None for c in (*checks, *failed))
         diff = (
-            await self._latest_text(task, ArtifactKind.DIFF)
+            await self._latest_text(listed, ArtifactKind.DIFF)
             if run.stage in (S.QA, S.REVIEW, S.DOCS)
             else None
         )
@@ -152,8 +153,8 @@ class Pipeline:
             stage=run.stage,
             role=run.role,
             round=1 + loops.get(run.stage, 0),
-            spec=await self._latest_output(task, ArtifactKind.SPEC, SpecAnswer),
-            plan=await self._latest_output(task, ArtifactKind.PLAN, PlanAnswer),
+            spec=await self._latest_output(listed, ArtifactKind.SPEC, SpecAnswer),
+            plan=await self._latest_output(listed, ArtifactKind.PLAN, PlanAnswer),
             findings=findings,
             failed_checks=failed,
             reject_reasons=tuple(d.reason for d in decisions if d.decision == "reject"),
@@ -167,18 +168,18 @@ class Pipeline:
         )
 
     async def _feedback(
-        self, run: Run, task: Task
+        self, run: Run, task: Task, listed: Sequence[Artifact]
     ) -> tuple[tuple[Finding, ...], tuple[CheckResult, ...]]:
         """What an IMPLEMENTING run must act on: the blocking findings of the review that
-        sent it back, and the checks of the QA that did."""
+        sent it back, and the checks of the QA that did (`listed`: the task's artifacts)."""
         if run.stage is not S.IMPLEMENTING:
             return (), ()
         findings: list[Finding] = []
         if task.review_verdict == "changes_requested":
-            findings = await self._round_findings(task, blocking_only=True)
+            findings = await self._round_findings(task, blocking_only=True, listed=listed)
         failed: tuple[CheckResult, ...] = ()
         qa = (
-            await self._latest_json(task, ArtifactKind.QA_REPORT)
+            await self._latest_json(listed, ArtifactKind.QA_REPORT)
             if task.checks_passed is False
             else None
         )
@@ -585,21 +586,25 @@ class Pipeline:
 
     # -- artifacts ---------------------------------------------------------------------------
 
-    async def latest(self, task: Task, kind: ArtifactKind) -> tuple[Artifact, bytes] | None:
-        found = [a for a in await self.book.task_artifacts(task.id) if a.meta.kind is kind]
-        return await self.book.artifact(found[-1].id) if found else None
+    async def _latest_text(self, listed: Sequence[Artifact], kind: ArtifactKind) -> str | None:
+        """The content of the newest of the task's artifacts (`listed`) of `kind`."""
+        found = [a for a in listed if a.meta.kind is kind]
+        if not found:
+            return None
+        _, content = await self.book.artifact(found[-1].id)
+        return content.decode(errors="replace")
 
-    async def _latest_text(self, task: Task, kind: ArtifactKind) -> str | None:
-        got = await self.latest(task, kind)
-        return got[1].decode(errors="replace") if got else None
-
-    async def _latest_json(self, task: Task, kind: ArtifactKind) -> dict[str, Any] | None:
-        text = await self._latest_text(task, kind)
+    async def _latest_json(
+        self, listed: Sequence[Artifact], kind: ArtifactKind
+    ) -> dict[str, Any] | None:
+        text = await self._latest_text(listed, kind)
         found = json.loads(text) if text else None
         return found if isinstance(found, dict) else None
 
-    async def _latest_output(self, task: Task, kind: ArtifactKind, model: type[A]) -> A | None:
-        data = await self._latest_json(task, kind)
+    async def _latest_output(
+        self, listed: Sequence[Artifact], kind: ArtifactKind, model: type[A]
+    ) -> A | None:
+        data = await self._latest_json(listed, kind)
         return model.model_validate(data) if data else None
 
     async def _round_findings(
@@ -608,9 +613,11 @@ class Pipeline:
         judged: tuple[Run, ReviewAnswer] | None = None,
         *,
         blocking_only: bool = False,
+        listed: Sequence[Artifact] | None = None,
     ) -> list[Finding]:
         """Findings of every review run (reviewer, security) since REVIEW was last entered;
-        those of the run being `judged` from its answer, not yet kept."""
+        those of the run being `judged` from its answer, not yet kept. `listed`: the task's
+        artifacts, when the caller has them."""
         runs = [
             r
             for r in await self.book.task_runs(task.id)
@@ -621,7 +628,9 @@ class Pipeline:
         last_round = _last_round(runs)
         ids = {r.id for r in last_round} - {judged[0].id if judged else ""}
         findings: list[Finding] = []
-        for artifact in await self.book.task_artifacts(task.id):
+        if listed is None:
+            listed = await self.book.task_artifacts(task.id)
+        for artifact in listed:
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
                 _, content = await self.book.artifact(artifact.id)
                 findings += ReviewAnswer.model_validate_json(content).findings

@@ -770,3 +770,28 @@ async def test_a_report_told_again_after_its_first_telling_stopped_short_is_deci
     kinds = [a.meta.kind for a in await control.store.list_artifacts(task_id=task.id)]
     assert sorted(kinds) == sorted([ArtifactKind.PROMPT, ArtifactKind.LOG, ArtifactKind.SPEC])
     assert await env.history(task.id) == [S.SPEC, S.PLAN]
+
+
+async def test_a_prompt_lists_the_tasks_artifacts_once_and_reads_the_newest_of_each_kind(
+    env, monkeypatch
+):
+    from core.control.pipeline import Pipeline
+
+    control = await env.open()
+    task = await env.new()
+    await env.work()
+    task = await env.task(task.id)
+    runs = {r.stage: r for r in await control.store.list_runs(task_id=task.id)}
+    pipeline = Pipeline(control)
+    listings: list[str | None] = []
+    real = type(control.store).list_artifacts
+
+    async def counted(self, *, task_id=None, **kw):
+        listings.append(task_id)
+        return await real(self, task_id=task_id, **kw)
+
+    monkeypatch.setattr(type(control.store), "list_artifacts", counted)
+    prompt = await pipeline.prompt_for(runs[S.REVIEW], task)  # spec, plan, diff, QA report
+
+    assert listings == [task.id]
+    assert "T25-ROLE: reviewer" in prompt and "diff --git" in prompt
