@@ -72,6 +72,7 @@ S = TaskState
 # How many changes a "changed while it ran" question lists before "and N more".
 SHOWN_CHANGES = 10
 A = TypeVar("A", bound=StageAnswer)
+Listed = Sequence[Artifact]  # a task's artifacts, listed once for all that a prompt reads
 
 
 class Pipeline:
@@ -168,10 +169,10 @@ class Pipeline:
         )
 
     async def _feedback(
-        self, run: Run, task: Task, listed: Sequence[Artifact]
+        self, run: Run, task: Task, listed: Listed
     ) -> tuple[tuple[Finding, ...], tuple[CheckResult, ...]]:
         """What an IMPLEMENTING run must act on: the blocking findings of the review that
-        sent it back, and the checks of the QA that did (`listed`: the task's artifacts)."""
+        sent it back, and the checks of the QA that did."""
         if run.stage is not S.IMPLEMENTING:
             return (), ()
         findings: list[Finding] = []
@@ -586,24 +587,17 @@ class Pipeline:
 
     # -- artifacts ---------------------------------------------------------------------------
 
-    async def _latest_text(self, listed: Sequence[Artifact], kind: ArtifactKind) -> str | None:
-        """The content of the newest of the task's artifacts (`listed`) of `kind`."""
+    async def _latest_text(self, listed: Listed, kind: ArtifactKind) -> str | None:
         found = [a for a in listed if a.meta.kind is kind]
-        if not found:
-            return None
-        _, content = await self.book.artifact(found[-1].id)
-        return content.decode(errors="replace")
+        got = await self.book.artifact(found[-1].id) if found else None
+        return got[1].decode(errors="replace") if got else None
 
-    async def _latest_json(
-        self, listed: Sequence[Artifact], kind: ArtifactKind
-    ) -> dict[str, Any] | None:
+    async def _latest_json(self, listed: Listed, kind: ArtifactKind) -> dict[str, Any] | None:
         text = await self._latest_text(listed, kind)
         found = json.loads(text) if text else None
         return found if isinstance(found, dict) else None
 
-    async def _latest_output(
-        self, listed: Sequence[Artifact], kind: ArtifactKind, model: type[A]
-    ) -> A | None:
+    async def _latest_output(self, listed: Listed, kind: ArtifactKind, model: type[A]) -> A | None:
         data = await self._latest_json(listed, kind)
         return model.model_validate(data) if data else None
 
@@ -613,11 +607,10 @@ class Pipeline:
         judged: tuple[Run, ReviewAnswer] | None = None,
         *,
         blocking_only: bool = False,
-        listed: Sequence[Artifact] | None = None,
+        listed: Listed = (),
     ) -> list[Finding]:
         """Findings of every review run (reviewer, security) since REVIEW was last entered;
-        those of the run being `judged` from its answer, not yet kept. `listed`: the task's
-        artifacts, when the caller has them."""
+        those of the run being `judged` from its answer, not yet kept."""
         runs = [
             r
             for r in await self.book.task_runs(task.id)
@@ -628,9 +621,7 @@ class Pipeline:
         last_round = _last_round(runs)
         ids = {r.id for r in last_round} - {judged[0].id if judged else ""}
         findings: list[Finding] = []
-        if listed is None:
-            listed = await self.book.task_artifacts(task.id)
-        for artifact in listed:
+        for artifact in listed or await self.book.task_artifacts(task.id):
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
                 _, content = await self.book.artifact(artifact.id)
                 findings += ReviewAnswer.model_validate_json(content).findings

@@ -19,7 +19,7 @@ MODULE_LINES, CLASS_METHODS, FUNCTION_LINES = 600, 30, 60
 # name -> its size when the rule came: lines of a module or function, methods of a class.
 GRANDFATHERED = {
     "core/control/pipeline.py": 687,
-    "core/control/pipeline.py:Pipeline": 33,
+    "core/control/pipeline.py:Pipeline": 32,
     "core/worker/worker.py": 654,
     "adapters/scripted_agent.py": 816,
     "adapters/scripted_agent.py:answer": 68,
