@@ -23,9 +23,9 @@ every task ended DONE after its six agent runs), `--repeat` times:
   and times them, so that counting costs none of the timed runs).
 
 The bare git work is timed on a repository of the same size, packed as T25's is (as a
-clone's is: pipeline.make_repo); each worktree it adds is
-removed after the timer stops. Every timing starts on a quiet disk (`sync` first): on a
-virtual disk, the file removals of the timing before can otherwise double a checkout's time.
+clone's is: pipeline.make_repo); each worktree it adds is removed after the timer stops.
+Every timing starts on a quiet disk (`sync` first): on a virtual disk, the file removals of
+the timing before can otherwise double a checkout's time.
 Where the disk itself is the story (on some virtual disks a checkout of 50,000 files slows
 from 8 to 22 s of kernel time when repeated), `--tmp /dev/shm` times T25 against git in
 memory, without it.

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from core.domain.models import Task, TaskType, utcnow
+from core.workspace import git as git_module
 from tests.support.repos import make_repo
 
 
@@ -20,8 +21,6 @@ def make_task(task_id: str = "T-1", kind: TaskType = TaskType.FEAT) -> Task:
 
 def git_started(monkeypatch) -> list[tuple[str, ...]]:
     """The git commands T25 starts from now on (core.workspace.git), each as its arguments."""
-    from core.workspace import git as git_module
-
     seen: list[tuple[str, ...]] = []
     real = git_module._spawn
 
