@@ -1,7 +1,8 @@
 """The embedded store: one SQLite file, shared safely by every T25 process on the machine.
 
-The file runs in WAL mode with a busy timeout, and every write is a `BEGIN IMMEDIATE`
-transaction: SQLite then serializes writers across processes, and a deferred BEGIN's
+The file runs in WAL mode with a busy timeout, and every write of several statements is a
+`BEGIN IMMEDIATE` transaction (a write of one statement is its own, taking the write lock as
+it starts): SQLite then serializes writers across processes, and a deferred BEGIN's
 "database is locked" under contention cannot happen. Within one process, aiosqlite
 runs each call on the connection's own thread (the event loop never blocks); an
 asyncio.Lock keeps one coroutine's transaction from interleaving with another's.
