@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.workspace.real_paths import resolved
 from core.workspace.settled_files import State, settled_state
 
 GIT_INSIDE = "/run/t25-git"  # the repository's shared .git, inside (a fresh /run)
@@ -80,7 +81,7 @@ def checkout_view(tree: Path, scratch: Path, hidden: Iterable[Path] = ()) -> Che
         return None
     try:
         line = (tree / ".git").read_text(encoding="utf-8").strip()
-        own = (tree / line.removeprefix("gitdir:").strip()).resolve().relative_to(common)
+        own = resolved(tree / line.removeprefix("gitdir:").strip()).relative_to(common)
     except (OSError, ValueError):  # its git dir is not inside the shared one
         return None
     git_file = scratch / "dot-git"
@@ -212,9 +213,9 @@ def git_common_dir(worktree: Path) -> Path | None:
         return None
     if not line.startswith("gitdir:"):
         return None
-    own = (worktree / line.removeprefix("gitdir:").strip()).resolve()
+    own = resolved(worktree / line.removeprefix("gitdir:").strip())
     try:
         common = (own / "commondir").read_text(encoding="utf-8").strip()
     except OSError:
         return own
-    return (own / common).resolve()
+    return resolved(own / common)

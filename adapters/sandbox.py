@@ -46,6 +46,7 @@ from adapters import sandbox_probe
 from adapters.checkout_view import git_common_dir
 from adapters.containment import reaped
 from adapters.process import run_process
+from core.workspace.real_paths import real_path
 
 if TYPE_CHECKING:
     from adapters.checkout_view import CheckoutView
@@ -214,7 +215,7 @@ def bridged(argv: list[str], confinement: Confinement) -> list[str]:
 def _interpreter() -> str:
     """The interpreter the bridge runs on: T25's own, by its real path (a virtualenv's
     `python` is a link to it)."""
-    return os.path.realpath(sys.executable)
+    return real_path(sys.executable)
 
 
 def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
@@ -228,8 +229,9 @@ def mount_plan(argv: list[str], confinement: Confinement) -> list[str]:
     for home in homes:
         out += ["--tmpfs", str(home)]
     worktree = confinement.worktree
-    given = [*_under_tmp(argv[0], confinement), *_repository(worktree)]
-    given += _from_homes(argv[0], confinement, homes)
+    program = _program_files(argv[0])  # read once: both what /tmp and the homes give back
+    given = [*_under_tmp(program, confinement), *_repository(worktree, confinement.view)]
+    given += _from_homes(program, confinement, homes)
     for path in _outermost(given):
         out += ["--ro-bind", str(path), str(path)]
     covered = []
@@ -272,7 +274,7 @@ def hidden_homes() -> list[Path]:
     found = [Path(os.path.expanduser("~")), Path("/root"), Path("/home")]
     with contextlib.suppress(KeyError):
         found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
-    real = [Path(os.path.realpath(p)) for p in found]
+    real = [Path(real_path(p)) for p in found]
     return _outermost(p for p in real if p.is_dir() and p != Path("/"))
 
 
@@ -285,7 +287,7 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> list[Path]:
+def _from_homes(program: list[str], confinement: Confinement, homes: list[Path]) -> list[Path]:
     """What a run needs that lies in a hidden home, to give back read-only: the toolchains
     (`TOOLCHAINS` and `sandbox.read_paths`), the directories on PATH, the
     program's own installation (a link's target too, its `#!` interpreter's) and the
@@ -295,7 +297,7 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
     home = str(_home())
     wanted = [*(os.path.join(home, name) for name in TOOLCHAINS), *map(str, confinement.read_paths)]
     wanted += [str(Path(p)) for p in _path_dirs()]
-    found = (*_program_files(program), _interpreter())
+    found = (*program, _interpreter())
     wanted += [*(str(_prefix(Path(p))) for p in found), str(Path(sys.base_prefix))]
     inside_a_home = tuple(f"{top}/" for top in homes)
     out = []
@@ -304,7 +306,7 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
             continue  # nor is its real path there: most toolchains are not installed
         out += [
             Path(candidate)
-            for candidate in dict.fromkeys((named, os.path.realpath(named)))
+            for candidate in dict.fromkeys((named, real_path(named)))
             if candidate.startswith(inside_a_home)
         ]
     return out
@@ -313,7 +315,7 @@ def _from_homes(program: str, confinement: Confinement, homes: list[Path]) -> li
 def _program_files(program: str) -> list[str]:
     """The program by its path and its real path, and so its `#!` interpreter (`#!/usr/bin/env
     NAME`: NAME as PATH finds it): a script whose interpreter is hidden cannot start."""
-    found = [os.path.abspath(program), os.path.realpath(program)]
+    found = [os.path.abspath(program), real_path(program)]
     try:
         with open(program, "rb") as file:
             first = file.read(256).split(b"\n", 1)[0]
@@ -326,7 +328,7 @@ def _program_files(program: str) -> list[str]:
         named = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
         words = [shutil.which(named) or named] if named else []
     if words and os.path.isabs(words[0]):
-        found += [os.path.abspath(words[0]), os.path.realpath(words[0])]
+        found += [os.path.abspath(words[0]), real_path(words[0])]
     return found
 
 
@@ -340,9 +342,12 @@ def _path_dirs() -> list[str]:
     return [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
 
 
-def _repository(worktree: Path) -> list[Path]:
+def _repository(worktree: Path, view: CheckoutView | None = None) -> list[Path]:
     """The main checkout a linked worktree belongs to (its shared `.git` inside), or the
-    bare repository: read-only inside, like everything else."""
+    bare repository: read-only inside, like everything else. A run seen at its checkout's
+    path has read it already: its view's checkout."""
+    if view is not None:
+        return [view.checkout]
     common = git_common_dir(worktree)
     if common is None:
         return []
@@ -362,10 +367,10 @@ def _runtime_dirs() -> list[str]:
     return out
 
 
-def _under_tmp(program: str, confinement: Confinement) -> list[Path]:
+def _under_tmp(program: list[str], confinement: Confinement) -> list[Path]:
     """The top-level /tmp directories the program, its `#!` interpreter and its PATH live in, and the
     `sandbox.read_paths` there, to give back read-only over the private /tmp."""
-    places = [Path(p) for p in _program_files(program)]
+    places = [Path(p) for p in program]
     places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
     places += [source for source, _ in confinement.readonly]
     tmp = Path("/tmp")
@@ -386,7 +391,8 @@ def _home_secrets(given: Iterable[Path] = ()) -> list[Path]:
     """The key stores in HOME, and the credentials the toolchains given back keep inside
     them (crates.io's token in ~/.cargo, RubyGems' in ~/.gem)."""
     inside = [p / name for p in given for name in TOOLCHAIN_SECRETS]
-    return [*(_home() / name for name in HOME_SECRETS), *inside]
+    home = _home()
+    return [*(home / name for name in HOME_SECRETS), *inside]
 
 
 def probe() -> sandbox_probe.SandboxProbe:

@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from checked import interpreter
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DSN = os.environ.get("T25_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_PGQ_PYTHON = os.environ.get("T25_BENCH_PGQUEUER_PYTHON", "/tmp/t25-bench-pgq/bin/python")
@@ -465,6 +467,9 @@ def main() -> None:
         f"workers over {args.processes} process(es), {os.cpu_count()} CPUs; "
         "runs/s (Postgres CPU ms per job)"
     )
+    print(f"T25 and the raw limit on {interpreter()}")
+    if "pgqueuer" in kinds:
+        print(f"pgqueuer on {interpreter(args.pgqueuer_python)}")
     compared = [k for k in ("pgqueuer", "raw") if k in kinds and "t25" in kinds]
     print(
         f"{'queued':>7} {'workers':>7} "

@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checked import happened, tracked_files
+from checked import happened, interpreter, tracked_files
 from pipeline import STAGES, make_repo, measure
 
 TIMING_GIT = """#!/bin/sh
@@ -180,6 +180,7 @@ def main() -> None:
         f"one worker (SQLite), median of {args.repeat}; {args.tasks} tasks in a row; "
         f"repositories in {tempfile.gettempdir()}; load average {os.getloadavg()[0]:.2f}"
     )
+    print(interpreter())
     print(
         f"{'files':>7} {'T25/stage 1st':>14} {'in a row':>10} {'bare stage':>11} "
         f"{'bare task':>10} {'git status':>11} {'row/bare':>9} {'beyond git':>11} "

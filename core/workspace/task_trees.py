@@ -45,6 +45,7 @@ from core.workspace.kept_refs import kept_commit
 from core.workspace.lfs_filter import INSTALL_HINT
 from core.workspace.merge_bases import merge_base
 from core.workspace.ownership import matches, read_record, write_record
+from core.workspace.real_paths import resolved
 from core.workspace.worktree_lock import WorktreeLock
 
 META_DIR = ".meta"
@@ -108,7 +109,7 @@ class TaskTrees:
             )
         root = self.real_root()
         path = root / task_id
-        if path.is_symlink() or path.resolve() != path:
+        if path.is_symlink() or resolved(path) != path:
             raise WorktreeRefused(
                 f"{path} is a symbolic link (to {os.path.realpath(path)}); T25 never follows "
                 "one out of the worktree root",
@@ -120,8 +121,8 @@ class TaskTrees:
         """The root, resolved, after checking no symlink stands between it and its anchor
         (the repository when the root is inside it, else the root's parent directory)."""
         anchor = self.repo if self.root.is_relative_to(self.repo) else self.root.parent
-        expected = anchor.resolve() / self.root.relative_to(anchor)
-        real = self.root.resolve()
+        expected = resolved(anchor) / self.root.relative_to(anchor)
+        real = resolved(self.root)
         if real != expected:
             raise WorktreeRefused(
                 f"the worktree root {self.root} leads to {real} through a symbolic link",

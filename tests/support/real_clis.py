@@ -274,6 +274,7 @@ async def run_cli(
         private_home=True,
         timeout_s=120,
         tools=tools,
+        log_dir=work.parent / "run-logs",  # as a worker's: never the temp directory's litter
     )
 
     async def sink(stream: str, text: str) -> None:

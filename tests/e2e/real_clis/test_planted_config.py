@@ -148,6 +148,7 @@ async def run_as(role: str, cli: str, tree: Path, fake, sandbox: str) -> AgentRe
         # so what keeps a later run from it is the CLI's switches, which this file tests. The
         # default allowlist would refuse it anyway (tests/integration/sandbox/test_network_wall.py).
         network="shared",
+        log_dir=tree.parent / "run-logs",
     )
 
     async def sink(stream: str, text: str) -> None:

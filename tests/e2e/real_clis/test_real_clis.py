@@ -117,6 +117,7 @@ async def test_a_prompt_with_dashes_and_shell_metacharacters_reaches_the_model_l
         env_passthrough=tuple(entry.get("env_passthrough", ())),
         private_home=True,
         timeout_s=120,
+        log_dir=tmp_path / "run-logs",
     )
 
     async def sink(stream: str, text: str) -> None:
@@ -144,6 +145,7 @@ async def test_a_quota_failure_is_classified_and_carries_the_message(fake, tmp_p
         model=MODELS["claude"],
         private_home=True,
         timeout_s=60,
+        log_dir=tmp_path / "run-logs",
     )
 
     async def sink(stream: str, text: str) -> None:

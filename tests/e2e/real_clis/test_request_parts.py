@@ -61,6 +61,7 @@ async def test_the_split_holds_what_each_real_cli_sends(cli, fake, tmp_path):
         env_passthrough=tuple(entry.get("env_passthrough", ())),
         private_home=True,
         timeout_s=120,
+        log_dir=tmp_path / "run-logs",
     )
 
     async def sink(stream: str, text: str) -> None:
