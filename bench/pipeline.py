@@ -103,9 +103,12 @@ async def measure(
     files: int = 1,
     sweep_s: float = SWEEP_S,
     made: Callable[[], object] = lambda: None,
+    running: bool = False,
 ) -> dict:
     """`tasks` through the pipeline on `workers`, in a new repository of `files` (`made` is
-    called once it is made)."""
+    called once it is made). `running`: timed as in a factory that is running, which has
+    read each CLI's version (a process of the CLI's own, ~100 ms for the scripted agent)
+    before the clock starts."""
     watch_children_by_pidfd()  # as the `t25` command does
     with tempfile.TemporaryDirectory(prefix="t25-bench-") as tmp:
         repo = make_repo(Path(tmp) / "repo", workers, files)
@@ -117,6 +120,8 @@ async def measure(
         spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
         adapters = {name: TimedAdapter(name, spans) for name in ("timed", "timed-reviewer")}
         sweeper = local_sweeper(control, adapters, run_check, workers=workers, sweep_s=sweep_s)
+        if running:
+            await asyncio.gather(*(adapter.version() for adapter in adapters.values()))
         for n in range(tasks):
             await control.new_task(f"task {n}", actor="bench")
         start = time.time()

@@ -11,7 +11,9 @@ every task ended DONE after its six agent runs), `--repeat` times:
   sandbox's mounts, the checkout's view - is T25's), over its 7 stages; it pays what a
   process reads once (each CLI's version, the sandbox's probe, the repository's layout);
 - T25 per stage, in a row: `--tasks` tasks one after another on one worker, the same over
-  their stages: what a stage costs a factory that is running;
+  their stages, each CLI's version read before the clock starts: what a stage costs a
+  factory that is running, which read them as it started (a process of each CLI: ~100 ms
+  for the scripted agent, the first task's figure pays it);
 - bare git stage: `git worktree add -b` + write a file + `git add -A` + `git commit`, the
   git a stage of its own would run (issue 28's yardstick on a small repository);
 - bare git task: `git worktree add -b` + twice (write, `add -A`, `commit`): the git a task
@@ -68,11 +70,11 @@ exit $code
 """
 
 
-def own_per_stage(files: int, tasks: int = 1) -> float:
+def own_per_stage(files: int, tasks: int = 1, *, running: bool = False) -> float:
     """T25's own time per stage, in seconds: the tasks' wall time less the time their
-    agent processes ran, over their stages."""
+    agent processes ran, over their stages (`running`: the CLIs' versions read first)."""
     os.sync()  # a quiet disk: the last measurement's deleted trees are written out first
-    run = asyncio.run(measure(tasks, 1, files))
+    run = asyncio.run(measure(tasks, 1, files, running=running))
     agents = sum(end - start for spans in run["spans"].values() for start, end in spans)
     return (run["wall"] - agents) / (STAGES * tasks)
 
@@ -191,7 +193,7 @@ def main() -> None:
         first, row = [], []
         for _ in range(args.repeat):
             first.append(own_per_stage(files))
-            row.append(own_per_stage(files, args.tasks))
+            row.append(own_per_stage(files, args.tasks, running=True))
         own, steady = statistics.median(first), statistics.median(row)
         stage, task, status = git_times(files, args.repeat)
         beyond = steady - task / STAGES
