@@ -607,7 +607,7 @@ class Pipeline:
         judged: tuple[Run, ReviewAnswer] | None = None,
         *,
         blocking_only: bool = False,
-        listed: Listed = (),
+        listed: Listed | None = None,
     ) -> list[Finding]:
         """Findings of every review run (reviewer, security) since REVIEW was last entered;
         those of the run being `judged` from its answer, not yet kept."""
@@ -621,7 +621,7 @@ class Pipeline:
         last_round = _last_round(runs)
         ids = {r.id for r in last_round} - {judged[0].id if judged else ""}
         findings: list[Finding] = []
-        for artifact in listed or await self.book.task_artifacts(task.id):
+        for artifact in await self.book.task_artifacts(task.id) if listed is None else listed:
             if artifact.meta.kind is ArtifactKind.REVIEW and artifact.meta.run_id in ids:
                 _, content = await self.book.artifact(artifact.id)
                 findings += ReviewAnswer.model_validate_json(content).findings
