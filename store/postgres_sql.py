@@ -193,6 +193,10 @@ DECISIONS_AFTER = KIND_EVENTS_AFTER.replace("WHERE", "WHERE kind = 'decision_rec
 TASK_KIND_EVENTS_AFTER = """
 SELECT * FROM events WHERE task_id = $4 AND kind = $5 AND id > $1 AND id <= $2
     AND ($6::text IS NULL OR payload->>'stream' = $6) ORDER BY id LIMIT $3"""
+# A task's network records, named literally so the planner walks their partial index (0021).
+TASK_NETWORK_AFTER = """
+SELECT * FROM events WHERE task_id = $4 AND kind = 'run_output' AND payload->>'stream' = 'network'
+    AND id > $1 AND id <= $2 ORDER BY id LIMIT $3"""
 # A run's newest events before $2, newest first, none past the settled horizon: one backward
 # walk of 0019's index on (run, id). The run is a range and the order names it, which only
 # that index gives: asked as `run_id = $1 ORDER BY id`, the planner may walk the primary key

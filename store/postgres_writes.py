@@ -18,7 +18,7 @@ import asyncpg
 from asyncpg import Record
 
 from core.domain.audit import ChainLine
-from core.domain.events import ArtifactStored, DecisionRecorded, Event, RunFinished
+from core.domain.events import ArtifactStored, DecisionRecorded, Event, RunFinished, RunOutput
 from core.domain.models import (
     ArtifactMeta,
     AuditAnchor,
@@ -30,6 +30,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
+from core.domain.network import NETWORK_STREAM
 from core.errors import AuditError, StoreUnavailable
 from store import _checks as checks
 from store import _chunks as chunks
@@ -202,6 +203,8 @@ async def events_after(
     horizon = await con.fetchval(sql.EVENT_HORIZON, after_id, task)
     if horizon is None:  # nothing past the cursor yet
         return []
+    if kind == RunOutput.kind and stream == NETWORK_STREAM and task is not None:
+        return await con.fetch(sql.TASK_NETWORK_AFTER, after_id, horizon, limit, task)
     if kind is not None and task is not None:
         return await con.fetch(
             sql.TASK_KIND_EVENTS_AFTER, after_id, horizon, limit, task, kind, stream

@@ -28,7 +28,13 @@ from typing import Any
 import aiosqlite
 
 from core.domain.clock import Clock, system_clock
-from core.domain.events import DecisionRecorded, Event, TaskCreated, TaskTransitioned
+from core.domain.events import (
+    DecisionRecorded,
+    Event,
+    RunOutput,
+    TaskCreated,
+    TaskTransitioned,
+)
 from core.domain.models import (
     Artifact,
     ArtifactMeta,
@@ -45,6 +51,7 @@ from core.domain.models import (
     format_id,
     parse_id,
 )
+from core.domain.network import NETWORK_STREAM
 from core.errors import StoreUnavailable, disk_full
 from core.ports.store import DecisionWrite
 from store import _checks as checks
@@ -245,8 +252,9 @@ class SqliteStore(SqliteMoves, SqliteTaskReads):
         stream: str | None = None,
     ) -> list[Event]:
         if kind is not None and task_id is not None:
+            network = kind == RunOutput.kind and stream == NETWORK_STREAM
             found = await self._read(
-                sql.TASK_KIND_EVENTS_AFTER,
+                sql.TASK_NETWORK_AFTER if network else sql.TASK_KIND_EVENTS_AFTER,
                 {
                     "task": parse_id("T", task_id),
                     "kind": kind,

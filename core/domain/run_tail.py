@@ -3,7 +3,10 @@
 The cockpit's log pane and `t25 logs --follow` open a run where the operator looks — at its
 newest output — however long the run: they read back from the run's newest event
 (`Operations.run_events`, one index walk a page) until `TAIL_BYTES` of output are in hand or
-the run's first event is. Scrolling up reads the window before it the same way.
+the run's first event is: a first page, then as many events as that page says the rest of
+the window takes, so a window is two reads whatever its events' size (each read waits its
+turn on a cockpit still drawing the screen that asked for it). Scrolling up reads the window
+before it the same way.
 
 A window that does not reach the run's start may begin in the middle of a line, in each
 stream: that first piece (its `heads`) is held back rather than shown cut, and joins the end
@@ -19,7 +22,8 @@ from dataclasses import dataclass, field
 from core.domain.events import Event, RunOutput
 
 TAIL_BYTES = 64 * 1024  # output a window holds, at least (unless the run is shorter)
-PAGE = 200  # events a read asks for
+PAGE = 200  # events the first read asks for
+MAX_PAGE = 5000  # and the most a later one does
 
 # A read of one run's events: its newest below id `before` (None: its newest), at most `limit`.
 ReadBack = Callable[[int | None, int], Awaitable[list[Event]]]
@@ -40,16 +44,17 @@ async def read_back(read: ReadBack, before: int | None = None, *, want: int = TA
     them back to the run's first event when they hold fewer), read back a page at a time;
     their held-back heads cut off."""
     events: list[Event] = []
-    held = 0
+    held, size = 0, PAGE
     while True:
-        page = await read(before, PAGE)
+        page = await read(before, size)
         events[:0] = page
         held += output_chars(page)
         if page:
             before = page[0].id
-        started = len(page) < PAGE  # the run's first event is in hand
+        started = len(page) < size  # the run's first event is in hand
         if held >= want or started:
             break
+        size = _rest(want - held, held / len(events))
     newest = events[-1].id if events else 0
     cut, kept = len(events), 0
     while cut > 0 and kept < want:  # the fewest newest events that hold `want`
@@ -58,6 +63,13 @@ async def read_back(read: ReadBack, before: int | None = None, *, want: int = TA
     if cut == 0 and started:
         return Window(events, None, newest)
     return _cut_heads(events[cut:], older=events[cut].id, newest=newest)
+
+
+def _rest(missing: int, per_event: float) -> int:
+    """Events to ask for next: what `missing` characters take at `per_event` each, with a
+    quarter more (events vary), between PAGE and MAX_PAGE."""
+    wanted = missing / max(per_event, 1.0) * 1.25
+    return max(PAGE, min(MAX_PAGE, int(wanted) + 1))
 
 
 def output_chars(events: list[Event]) -> int:

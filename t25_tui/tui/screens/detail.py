@@ -54,12 +54,20 @@ def lexer_for(artifact: Artifact, text: str) -> str:
 
 
 AGE_TICK_S = 1.0  # how often the head's "IMPLEMENTING for 3m" moves on
+# What each tab opens with focused: its keys work at once (not a hidden failing-checks box's).
+FOCUSED = {
+    "history": "#history-table",
+    "artifacts": "#artifact-list",
+    "runs": "#runs-table",
+    "log": "#log-pane Log",
+}
 
 
 class TaskDetailScreen(T25Screen):
     """Everything about one task, and its log. Escape returns to where it was opened."""
 
     BINDINGS = bindings(Node.DETAIL)
+    AUTO_FOCUS = None  # its first tab's widget, on mount (FOCUSED)
 
     def __init__(
         self, control: Operations, task_id: str, clock: Clock, *, tab: str = "history"
@@ -76,7 +84,7 @@ class TaskDetailScreen(T25Screen):
         yield Static("", id="detail-head")
         yield Static("", id="detail-network")
         yield VerticalScroll(Static("", id="detail-failing-text"), id="detail-failing")
-        with TabbedContent(initial=self.first_tab):
+        with TabbedContent(initial=self.first_tab, id="detail-tabs"):
             with TabPane("History", id="history"):
                 yield MeasuredTable(id="history-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Artifacts", id="artifacts"), Horizontal():
@@ -107,6 +115,8 @@ class TaskDetailScreen(T25Screen):
             "tokens in/out",
             "cost",
         )
+        if self.first_tab in FOCUSED:
+            self.query_one(FOCUSED[self.first_tab]).focus()
         self.reload(first=True)
         self.set_interval(AGE_TICK_S, self._tick)
 

@@ -54,6 +54,23 @@ def _split_lines(text: str, count: int) -> tuple[str, str]:
     return text[: cut + 1], text[cut + 1 :]
 
 
+class FollowedLog(Log):
+    """A Log that keeps its last line in view while it follows. A write scrolls to the end
+    of the log as it is laid out then; the screen may lay it out smaller afterwards (a
+    task's head filled in, a scrollbar for lines wider than the pane), which left the
+    newest lines below the view: it scrolls to the end again once laid out."""
+
+    def on_resize(self) -> None:
+        self._keep_end()
+
+    def watch_show_horizontal_scrollbar(self) -> None:
+        self._keep_end()
+
+    def _keep_end(self) -> None:
+        if self.auto_scroll:
+            self.scroll_end(animate=False, x_axis=False)  # after the refresh: laid out
+
+
 class LogPane(Vertical):
     """One run's output, followed or paused, and searched."""
 
@@ -95,7 +112,7 @@ class LogPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self._status(), classes="log-status")
         yield Input(placeholder="search this log, enter to find", classes="log-search")
-        yield Log(max_lines=self.max_lines, highlight=False, auto_scroll=True)
+        yield FollowedLog(max_lines=self.max_lines, highlight=False, auto_scroll=True)
 
     @property
     def output(self) -> Log:

@@ -447,6 +447,24 @@ async def test_a_tasks_events_of_one_kind_are_read_off_an_index(store: PostgresS
     assert any(node.get("Index Name") == "events_by_task_and_kind" for node in nodes), kinds
 
 
+async def test_a_tasks_network_records_are_read_off_their_index_not_its_output(
+    store: PostgresStore,
+) -> None:
+    fill = [  # a task's long run, a network record every 500 lines
+        (
+            "INSERT INTO events (at, kind, task_id, payload) SELECT now(), 'run_output', n % 5,"
+            " jsonb_build_object('stream', CASE WHEN n % 500 = 0 THEN 'network' ELSE 'stdout' END)"
+            " FROM generate_series(1, 20000) AS n"
+        ),
+        "ANALYZE events",
+    ]
+    nodes = await query_plan(store.url, fill, postgres_sql.TASK_NETWORK_AFTER, 0, 30000, 5000, 3)
+
+    kinds = [node["Node Type"] for node in nodes]  # a sort of the 8 found may follow
+    assert "Seq Scan" not in kinds, kinds
+    assert any(node.get("Index Name") == "events_network" for node in nodes), kinds
+
+
 async def test_a_runs_newest_events_are_read_off_an_index(store: PostgresStore) -> None:
     fill = [  # a long run, then many short ones written after it
         (

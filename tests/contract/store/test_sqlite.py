@@ -425,6 +425,24 @@ async def test_a_tasks_events_of_one_kind_are_read_off_an_index(tmp_path: Path) 
     assert not any("TEMP B-TREE" in step for step in plan), plan
 
 
+async def test_a_tasks_network_records_are_read_off_their_index_not_its_output(
+    tmp_path: Path,
+) -> None:
+    fill = [
+        (
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)"
+            " INSERT INTO events (at, kind, task_id, payload) SELECT 0, 'run_output', i % 5,"
+            " json_object('stream', CASE WHEN i % 500 = 0 THEN 'network' ELSE 'stdout' END)"
+            " FROM n"
+        )
+    ]
+    params = {"task": 3, "kind": "run_output", "after": 0, "stream": "network", "limit": 100}
+    plan = await query_plan(tmp_path / "t25.db", fill, sqlite_sql.TASK_NETWORK_AFTER, params)
+
+    assert any("INDEX events_network" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
 async def test_a_runs_newest_events_are_read_off_an_index(tmp_path: Path) -> None:
     fill = [
         (

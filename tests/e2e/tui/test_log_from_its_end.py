@@ -3,11 +3,14 @@ operator scrolls up, until the run's start, line for line."""
 
 from __future__ import annotations
 
+import pytest
+
 from core.domain.events import RunOutput
 from core.domain.models import RunStatus
 from t25_tui.tui.screens.detail import TaskDetailScreen
 from t25_tui.tui.widgets.logpane import LogPane
 from tests.support.cockpit import app_for, settle_board, until
+from tests.support.screen_text import screen_text
 
 LINES = 3000  # of 100 characters: 300 KB, several windows of the pane's 64 KB
 
@@ -25,6 +28,18 @@ def status(pane: LogPane) -> str:
     return str(pane.query_one(".log-status").render())
 
 
+async def t3_log(app, pilot) -> LogPane:
+    """T-3's log, opened from the board with `w`, once its run is read."""
+    await settle_board(app, pilot)
+    assert app.board.focus_task("T-3")
+    await pilot.press("w")
+    await until(
+        pilot,
+        lambda: isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed,
+    )
+    return app.screen.query_one(LogPane)
+
+
 async def test_a_long_run_opens_at_its_end_and_scrolling_up_reads_the_rest(seeded):
     f = seeded.control
     running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
@@ -35,16 +50,7 @@ async def test_a_long_run_opens_at_its_end_and_scrolling_up_reads_the_rest(seede
         await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text=text[-40:]))
     app = app_for(seeded)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle_board(app, pilot)
-        assert app.board.focus_task("T-3")
-        await pilot.press("w")
-        await until(
-            pilot,
-            lambda: (
-                isinstance(app.screen, TaskDetailScreen) and app.screen.query_one(LogPane).replayed
-            ),
-        )
-        pane = app.screen.query_one(LogPane)
+        pane = await t3_log(app, pilot)
         await until(pilot, lambda: last_line(pane) == _line(LINES - 1))
         opened = len(pane.output.lines)
         assert opened < LINES / 3  # the run's end, not its history
@@ -62,3 +68,23 @@ async def test_a_long_run_opens_at_its_end_and_scrolling_up_reads_the_rest(seede
 
         await f.record(RunOutput(task_id="T-3", run_id=run.id, stream="stdout", text="live\n"))
         await until(pilot, lambda: last_line(pane) == "live")
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_the_newest_line_is_on_screen_when_the_log_opens(seeded, size):
+    """The pane's last line is drawn, not only held: the detail screen fits the terminal,
+    so the line the operator opened the log for is not below the footer."""
+    f = seeded.control
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    text = "".join(_line(n) + "\n" for n in range(200)) + "the newest line\n"
+    await f.record(RunOutput(task_id="T-3", run_id=running[-1].id, stream="stdout", text=text))
+    app = app_for(seeded)
+    async with app.run_test(size=size) as pilot:
+        pane = await t3_log(app, pilot)
+        await until(pilot, lambda: last_line(pane) == "the newest line")
+        await pilot.pause()
+        shown = screen_text(app).splitlines()
+        assert len(shown) == size[1]
+        assert "the newest line" in "\n".join(shown), "\n".join(shown[-6:])
+        assert _line(199)[:40] in "\n".join(shown)  # and the lines before it, in order above
+        assert "esc" in shown[-1]  # the footer still at the bottom
