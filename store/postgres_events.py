@@ -9,6 +9,12 @@ writes never notify themselves. After a write commits, the store calls
 collapse into at most one every `COALESCE_S`. Readers elsewhere LISTEN on a connection
 of their own and re-read the table when woken; if that connection is lost they poll
 until it is back.
+
+`COALESCE_S` is 20 ms: a reader in another process (a cockpit, a serve) hears of a burst's
+later writes at most that late, and a busy process sends at most 50 notifications a second.
+At 5 ms, sixteen workers of one process claiming and completing runs as fast as Postgres let
+them sent 200 a second, each a statement of its own: 8 % of their throughput (4,000 runs:
+2,293 against 2,492 runs/s, the process's CPU 254 against 229 µs a run).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ log = logging.getLogger("t25.store.postgres")
 
 CHANNEL = sql.EVENTS_CHANNEL
 _NOT_SENT: tuple[type[BaseException], ...] = (*DRIVER_FAILURES, asyncpg.InterfaceError)
-COALESCE_S = 0.005  # at most one notification per process this often
+COALESCE_S = 0.02  # at most one notification per process this often
 POLL_S = 0.25  # how often a reader without a listening connection looks anyway
 RECHECK_S = 1.0  # ... and one with it: a notification that could not be sent is no hang
 
