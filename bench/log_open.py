@@ -5,16 +5,17 @@ For each length, on the sample factory (SQLite, the default store), T-3's runnin
 that many output events of one 80-character line each (100,000 of them is 8 MB, a run's whole
 allowance, `limits.max_output_event_bytes`), then one last line. It prints:
 
-- the cockpit: the real app (headless, in this process) opening T-3's log with `w`, from the
-  key to the first frame that draws the run's newest line (the log's `render_line`, watched
-  by the bench, gave a line holding it: a frame is made of those lines), median of
-  `--repeats`; and from the key until the detail screen has settled (every message its
-  widgets had queued handled: its footer made, its other tabs laid out), which the operator
-  does not wait for to read the line; then the pane alone, its screen open: from the pane
-  told to open the run afresh to the newest line drawn; beside it, in the same run,
-  the reading a pane made before it opened a run at its end — every event of the task, in pages
-  of 5,000, the run's output rendered through the transcript — which it did before drawing a
-  line (a lower bound of that way: the drawing, a thousand lines a tick, came after);
+- the cockpit: the real app (headless, in this process, its garbage collector set as `t25
+  tui` sets it) opening T-3's log with `w`, from the key to the first frame that draws the
+  run's newest line (the log's `render_line`, watched by the bench, gave a line holding it:
+  a frame is made of those lines), median of `--repeats`; and from the key until the detail
+  screen has settled (every message its widgets had queued handled: its footer made, its
+  other tabs laid out), which the operator does not wait for to read the line; then the
+  pane alone, its screen open: from the pane told to open the run afresh to the newest line
+  drawn; beside it, in the same run, the reading a pane made before it opened a run at its
+  end — every event of the task, in pages of 5,000, the run's output rendered through the
+  transcript — which it did before drawing a line (a lower bound of that way: the drawing,
+  a thousand lines a tick, came after);
 - the command line: the real `t25 logs R-… --follow` on the run once it finished (its last
   64 KB, then it exits) beside `t25 logs R-…` (every line), median wall time.
 
@@ -119,7 +120,7 @@ async def cockpit(
     events: int, repeats: int, where: Path
 ) -> tuple[list[float], list[float], list[float], float, str]:
     from t25_tui.runtime import open_sample
-    from t25_tui.tui.app import make_app
+    from t25_tui.tui.app import calm_garbage_collector, make_app
     from t25_tui.tui.screens.detail import TaskDetailScreen
     from t25_tui.tui.widgets.logpane import LogPane
 
@@ -133,6 +134,7 @@ async def cockpit(
     settled: list[float] = []
     alone: list[float] = []
     app = make_app(f, clock=s.clock)
+    calm_garbage_collector()  # as `t25 tui` runs its app (a collection is no frame's cost)
     at: list[float] = []  # when the newest line was drawn
 
     async def newest_drawn(started: float) -> float:

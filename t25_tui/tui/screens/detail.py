@@ -117,6 +117,7 @@ class TaskDetailScreen(T25Screen):
         )
         if self.first_tab in FOCUSED:
             self.query_one(FOCUSED[self.first_tab]).focus()
+        self.query_one(LogPane).open_newest()  # its own read: the log need not wait for ours
         self.reload(first=True)
         self.set_interval(AGE_TICK_S, self._tick)
 

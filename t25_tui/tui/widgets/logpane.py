@@ -167,6 +167,14 @@ class LogPane(Vertical):
         self.query_one(".log-status", Static).update(self._status())
         self.replay()
 
+    @work(group="log-newest", exclusive=True, exit_on_error=False)
+    async def open_newest(self) -> None:
+        """Show the task's newest run, found by the pane itself: its tail is read beside
+        the screen's own reads, not after them, so the log is not the last thing drawn."""
+        runs = await self.control.runs(task=self.task_id)
+        if runs and self.run_id is None:
+            self.show_run(runs[-1].id)
+
     def shown(self, event: RunOutput) -> str:
         """A batch of agent output as the log shows it: the lines it completes, rendered
         (everything an agent wrote is escaped there, so no ESC reaches the terminal)."""

@@ -3,6 +3,8 @@ operator scrolls up, until the run's start, line for line."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.domain.events import RunOutput
@@ -88,3 +90,33 @@ async def test_the_newest_line_is_on_screen_when_the_log_opens(seeded, size):
         assert "the newest line" in "\n".join(shown), "\n".join(shown[-6:])
         assert _line(199)[:40] in "\n".join(shown)  # and the lines before it, in order above
         assert "esc" in shown[-1]  # the footer still at the bottom
+
+
+async def test_the_log_does_not_wait_for_the_rest_of_the_detail(seeded, monkeypatch):
+    """The pane finds the task's newest run and reads its tail itself: the newest line is
+    shown while the task's detail (head, history, runs, artifacts) is still being read."""
+    f = seeded.control
+    running = [r for r in await f.store.list_runs(task_id="T-3") if r.status is RunStatus.RUNNING]
+    await f.record(
+        RunOutput(task_id="T-3", run_id=running[-1].id, stream="stdout", text="the newest line\n")
+    )
+    read_detail, detail_read = f.detail, asyncio.Event()
+
+    async def slow_detail(ref: str, **kw):
+        await detail_read.wait()
+        return await read_detail(ref, **kw)
+
+    app = app_for(seeded)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle_board(app, pilot)
+        monkeypatch.setattr(f, "detail", slow_detail)
+        assert app.board.focus_task("T-3")
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen))
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: last_line(pane) == "the newest line")
+        assert not app.screen.ready  # the detail is still being read
+        assert pane.run_id == running[-1].id
+        detail_read.set()
+        await until(pilot, lambda: app.screen.ready)
+        assert pane.run_id == running[-1].id and last_line(pane) == "the newest line"
